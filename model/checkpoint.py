@@ -1,0 +1,93 @@
+"""Model directory IO: config.json + model.safetensors + tokenizer.json (+ MODEL_CARD.md).
+
+Weights load through safetensors only, never through pickle.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_model, save_model
+
+from .config import ModelConfig
+from .tokenizer import Tokenizer
+from .transformer import Transformer
+
+CONFIG, WEIGHTS, TOKENIZER, CARD = "config.json", "model.safetensors", "tokenizer.json", "MODEL_CARD.md"
+
+
+def default_model_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "assets" / "models" / "en-fr"
+
+
+class ModelDirError(ValueError):
+    """A model directory that cannot be loaded; the message is one sentence naming the file."""
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    model: Transformer
+    tokenizer: Tokenizer
+    path: Path
+    card: str
+
+    @property
+    def cfg(self) -> ModelConfig:
+        return self.model.cfg
+
+
+def save_model_dir(model: Transformer, tokenizer: Tokenizer, path: str | Path, card: str | None = None) -> Path:
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.cfg.save(path / CONFIG)
+    save_model(model, str(path / WEIGHTS))
+    tokenizer.save(path / TOKENIZER)
+    if card is not None:
+        (path / CARD).write_text(card)
+    return path
+
+
+def load_model_dir(path: str | Path | None = None) -> LoadedModel:
+    """Load a model directory for inference (eval mode, no grad needed)."""
+    path = Path(path) if path is not None else default_model_dir()
+    if not path.is_dir():
+        hint = " (the bundled model is not built yet: see README, 'Train')" if path == default_model_dir() else ""
+        raise ModelDirError(f"model directory {path} does not exist{hint}")
+    for name in (CONFIG, WEIGHTS, TOKENIZER):
+        if not (path / name).is_file():
+            raise ModelDirError(f"{path / name} is missing")
+    try:
+        cfg = ModelConfig.load(path / CONFIG)
+    except (ValueError, TypeError) as e:
+        raise ModelDirError(f"{path / CONFIG} is not a valid model config: {e}") from None
+    try:
+        tokenizer = Tokenizer.load(path / TOKENIZER)
+    except Exception as e:  # tokenizers raises a bare Exception on malformed JSON
+        raise ModelDirError(f"{path / TOKENIZER} is not a valid tokenizer file: {e}") from None
+    if tokenizer.vocab_size > cfg.vocab_size:
+        raise ModelDirError(
+            f"{path / TOKENIZER} has {tokenizer.vocab_size} tokens but {path / CONFIG} says vocab_size={cfg.vocab_size}"
+        )
+    model = Transformer(cfg)
+    try:
+        missing, unexpected = load_model(model, str(path / WEIGHTS), strict=False)
+    except (SafetensorError, OSError, json.JSONDecodeError) as e:
+        raise ModelDirError(f"{path / WEIGHTS} is unreadable or truncated ({e})") from None
+    except RuntimeError as e:
+        raise ModelDirError(f"{path / WEIGHTS} does not match {path / CONFIG}: {str(e).splitlines()[0]}") from None
+    if missing or unexpected:
+        raise ModelDirError(
+            f"{path / WEIGHTS} does not match {path / CONFIG}: "
+            f"missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]}"
+        )
+    model.eval()
+    card = (path / CARD).read_text() if (path / CARD).is_file() else ""
+    return LoadedModel(model, tokenizer, path, card)
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,313 @@
+"""Step-by-step decoding with a KV cache: greedy, beam search and sampling.
+
+Each step feeds one new query position, reuses the cached K, V of earlier positions and,
+when ``record`` is set, returns that position's full per-stage record. Beam search follows
+transformers' ``generate()`` (same candidates, EOS handling, length penalty and stopping rule)
+so the same request gives the same n-best in both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .transformer import LayerCache, Transformer
+
+TOP = 20  # alternatives kept per step for display
+NEG = -1.0e9  # transformers' "impossible" score
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    strategy: str = "greedy"  # greedy | beam | sample
+    beam: int = 5
+    length_penalty: float = 1.0
+    n_best: int | None = None  # beam candidates returned (default: all `beam`)
+    temperature: float = 1.0
+    top_k: int = 0  # 0 = off
+    top_p: float = 1.0  # 1 = off
+    seed: int = 0
+    max_len: int = 128  # new tokens, </s> included
+    prefix: tuple[int, ...] = ()  # forced first tokens
+    record: bool = False
+
+    def __post_init__(self):
+        if self.strategy not in ("greedy", "beam", "sample"):
+            raise ValueError(f"strategy must be greedy, beam or sample, not {self.strategy!r}")
+        if self.beam < 1:
+            raise ValueError("beam width must be at least 1")
+        if self.max_len < 1:
+            raise ValueError("max_len must be at least 1")
+        if self.temperature < 0 or not math.isfinite(self.temperature):
+            raise ValueError("temperature must be a finite number >= 0")
+        if self.top_k < 0:
+            raise ValueError("top_k must be >= 0")
+        if not 0.0 <= self.top_p <= 1.0:
+            raise ValueError("top_p must be between 0 and 1")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decoder position: what was fed, what came out, and (if recorded) every stage for it."""
+
+    position: int  # index of the new query position; 0 is the decoder-start token
+    input_ids: np.ndarray  # (R,) token fed at this position, one per row (beam)
+    chosen: np.ndarray  # (R,) token appended after it (beam: the running hypothesis' next token)
+    forced: bool  # the token came from the user's prefix, not the model
+    top_ids: np.ndarray  # (R, TOP) most likely next tokens
+    top_logprobs: np.ndarray  # (R, TOP)
+    entropy: np.ndarray  # (R,) of the next-token distribution, in nats
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # per-stage record, leading axis R
+
+
+@dataclass(frozen=True)
+class Expansion:
+    parent: int  # row of the live hypothesis it extends
+    token: int
+    token_logprob: float
+    cum_logprob: float
+    status: str  # kept | finished | pruned
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    ids: tuple[int, ...]  # generated tokens (</s> included when it ended)
+    logprob: float  # cumulative log-probability
+    score: float  # logprob / len ** length_penalty
+    parent: int = -1  # row at the previous step (beam search)
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class BeamStep:
+    position: int
+    live: list[Hypothesis]  # the rows that were expanded at this step
+    expansions: list[Expansion]  # each live row's top-`beam` continuations and their fate
+    finished: list[Hypothesis]  # the n-best pool after this step
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    src_ids: tuple[int, ...]
+    ids: tuple[int, ...]  # best hypothesis (</s> included when it ended)
+    steps: list[Step]
+    n_best: list[Hypothesis]
+    beam_steps: list[BeamStep] | None = None
+    encoder: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def to_numpy(rec: dict[str, torch.Tensor], drop=("logits",)) -> dict[str, np.ndarray]:
+    return {k: v.detach().float().cpu().numpy() for k, v in rec.items() if k.split(".")[-1] not in drop}
+
+
+def suppress(logp: torch.Tensor, model: Transformer) -> torch.Tensor:
+    """Never generate <pad> or the decoder-start token (transformers: bad_words_ids=[[pad]])."""
+    cfg = model.cfg
+    banned = {cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}
+    logp[..., sorted(banned)] = float("-inf")
+    return logp
+
+
+def step_summary(logp: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    k = min(TOP, logp.shape[-1])
+    top_lp, top_ids = logp.topk(k, dim=-1)
+    p = logp.exp()
+    entropy = -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum(-1)
+    return top_ids.numpy(), top_lp.numpy(), entropy.numpy()
+
+
+def filter_logits(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
+    """Temperature, then top-k, then nucleus (top-p), in transformers' order. logits: (R, V)."""
+    logits = logits / temperature
+    if top_k > 0:
+        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = logits.sort(dim=-1, descending=True)
+        cum = sorted_logits.softmax(-1).cumsum(-1)
+        drop = cum - sorted_logits.softmax(-1) >= top_p  # tokens after the nucleus is complete
+        drop[..., 0] = False
+        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return logits
+
+
+@torch.inference_mode()
+def decode(model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions()) -> DecodeResult:
+    """Decode one source sentence (ids, </s> included) with the chosen strategy."""
+    src = torch.as_tensor([list(src_ids)], dtype=torch.long)
+    if src.shape[1] > model.cfg.max_len:
+        raise ValueError(f"source has {src.shape[1]} tokens; this model takes at most {model.cfg.max_len}")
+    max_len = min(opts.max_len, model.cfg.max_len - 1)
+    memory, src_mask, enc = model.encode(src, record=opts.record)
+    encoder = to_numpy(enc) if opts.record else {}
+    if opts.strategy == "beam" and opts.beam > 1:
+        return beam_search(model, src, memory, src_mask, opts, max_len, encoder)
+    return greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder)
+
+
+def greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeResult:
+    cfg = model.cfg
+    gen = torch.Generator().manual_seed(opts.seed)
+    sample = opts.strategy == "sample" and opts.temperature > 0
+    token, cache, out, steps, logprob = cfg.decoder_start_id, None, [], [], 0.0
+    for t in range(max_len):
+        logits, cache, rec = model.decode(torch.tensor([[token]]), memory, src_mask, cache, record=opts.record)
+        logits = logits[:, -1].float()  # (1, V)
+        logp = suppress(F.log_softmax(logits, dim=-1), model)
+        forced = t < len(opts.prefix)
+        if forced:
+            nxt = int(opts.prefix[t])
+        elif sample:
+            filtered = filter_logits(suppress(logits.clone(), model), opts.temperature, opts.top_k, opts.top_p)
+            nxt = int(torch.multinomial(filtered.softmax(-1), 1, generator=gen))
+        else:
+            nxt = int(logp.argmax(-1))
+        top_ids, top_lp, ent = step_summary(logp)
+        arrays = to_numpy(rec) if opts.record else {}
+        steps.append(Step(t, np.array([token]), np.array([nxt]), forced, top_ids, top_lp, ent, arrays))
+        logprob += float(logp[0, nxt])
+        out.append(nxt)
+        token = nxt
+        if nxt == cfg.eos_id:
+            break
+    hyp = Hypothesis(tuple(out), logprob, logprob / len(out) ** opts.length_penalty, finished=out[-1] == cfg.eos_id)
+    return DecodeResult(tuple(src[0].tolist()), tuple(out), steps, [hyp], None, encoder)
+
+
+def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeResult:
+    """transformers' vectorised beam search (batch of one), recording every step."""
+    cfg, k, lp = model.cfg, opts.beam, opts.length_penalty
+    n_return = min(opts.n_best or k, k)
+    memory = memory.expand(k, -1, -1)
+    src_mask = None if src_mask is None else src_mask.expand(k, -1, -1, -1)
+    seqs = [[] for _ in range(k)]  # running hypotheses, generated tokens only
+    parents = [-1] * k
+    running = torch.full((k,), NEG)
+    running[0] = 0.0
+    fin_scores = torch.full((k,), NEG)  # the n-best pool, as in transformers
+    fin_logprobs = [NEG] * k
+    fin_seqs: list[list[int]] = [[] for _ in range(k)]
+    fin_done = torch.zeros(k, dtype=torch.bool)
+    unsatisfied = True
+    tokens = torch.full((k, 1), cfg.decoder_start_id, dtype=torch.long)
+    cache: list[LayerCache] | None = None
+    steps, beam_steps = [], []
+    for t in range(max_len):
+        logits, cache, rec = model.decode(tokens, memory, src_mask, cache, record=opts.record)
+        logp = suppress(F.log_softmax(logits[:, -1].float(), dim=-1), model)  # (k, V)
+        V = logp.shape[-1]
+        live = [Hypothesis(tuple(seqs[r]), float(running[r]), float(running[r]) / max(t, 1) ** lp, parents[r])
+                for r in range(k)]  # fmt: skip
+        top_ids, top_lp, ent = step_summary(logp)
+        forced = t < len(opts.prefix)
+        if forced:
+            forced_tok = int(opts.prefix[t])
+            forced_lp = logp[:, forced_tok] + running
+            cand_lp = torch.cat([forced_lp, torch.full((k,), NEG * 2)])
+            cand_rows = torch.cat([torch.arange(k), torch.zeros(k, dtype=torch.long)])
+            cand_tok = torch.full((2 * k,), forced_tok)
+        else:
+            acc = (logp + running[:, None]).reshape(-1)  # (k * V,)
+            cand_lp, idx = acc.topk(2 * k)  # (2k,)
+            cand_rows, cand_tok = idx // V, idx % V
+        hits = (cand_tok == cfg.eos_id) | (t + 1 >= max_len)  # (2k,)
+        # next running beams: best k candidates that did not just finish
+        keep = (cand_lp + hits.float() * NEG).topk(k).indices
+        # candidates that finished inside the top k go to the n-best pool
+        just_done = hits & (torch.arange(2 * k) < k)
+        fin_cand = cand_lp / (t + 1) ** lp
+        fin_cand = fin_cand + (0.0 if unsatisfied else NEG) + (~just_done).float() * NEG
+        merged = torch.cat([fin_scores, fin_cand])
+        best = merged.topk(k).indices
+        cand_seqs = [seqs[int(r)] + [int(tok)] for r, tok in zip(cand_rows, cand_tok)]
+        all_seqs = fin_seqs + cand_seqs
+        all_lp = fin_logprobs + cand_lp.tolist()
+        all_done = torch.cat([fin_done, just_done])
+        fin_scores, fin_done = merged[best], all_done[best]
+        fin_seqs = [all_seqs[i] for i in best.tolist()]
+        fin_logprobs = [all_lp[i] for i in best.tolist()]
+        kept, finished = set(keep.tolist()), {int(i) - k for i in best if int(i) >= k and all_done[i]}
+        alive = [i for i in range(2 * k) if cand_lp[i] > NEG / 2]
+        status = {(int(cand_rows[i]), int(cand_tok[i])): (
+            "finished" if i in finished else "kept" if i in kept else "pruned") for i in alive}  # fmt: skip
+        expansions = [
+            Expansion(r, int(top_ids[r, j]), float(top_lp[r, j]), float(top_lp[r, j] + running[r]),
+                      status.get((r, int(top_ids[r, j])), "pruned"))
+            for r in range(k) if running[r] > NEG / 2 for j in range(min(k, top_ids.shape[1]))
+        ]  # fmt: skip
+        for i in alive:  # candidates outside a row's top-k (forced tokens) are shown too
+            r, tok = int(cand_rows[i]), int(cand_tok[i])
+            if not any(e.parent == r and e.token == tok for e in expansions):
+                expansions.append(Expansion(r, tok, float(logp[r, tok]), float(cand_lp[i]), status[(r, tok)]))
+        rows = cand_rows[keep]
+        next_tok = cand_tok[keep]
+        pool = [Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
+                for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done) if d]  # fmt: skip
+        beam_steps.append(BeamStep(t, live, expansions, pool))
+        chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
+        for r, tok in reversed(list(zip(rows.tolist(), next_tok.tolist()))):
+            chosen[r] = tok
+        arrays = to_numpy(rec) if opts.record else {}
+        steps.append(Step(t, tokens[:, 0].numpy().copy(), chosen, forced, top_ids, top_lp, ent, arrays))
+        seqs = [seqs[r] + [tok] for r, tok in zip(rows.tolist(), next_tok.tolist())]
+        parents = rows.tolist()
+        running = (cand_lp + hits.float() * NEG)[keep]
+        cache = [c.select(rows) for c in cache]
+        tokens = next_tok[:, None]
+        # transformers' stopping rule (early_stopping=False)
+        if unsatisfied:
+            best_possible = running[0] / (t + 1) ** lp
+            worst = torch.where(fin_done, fin_scores.min(), torch.tensor(NEG))
+            unsatisfied = bool((best_possible > worst).any())
+        if not unsatisfied or bool(hits.all()):
+            break
+    n_best = [Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
+              for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done)][:n_return]  # fmt: skip
+    return DecodeResult(tuple(src[0].tolist()), n_best[0].ids, steps, n_best, beam_steps, encoder)
+
+
+@torch.inference_mode()
+def greedy_batch(model: Transformer, src_batch: list[list[int]], max_len: int = 128) -> list[list[int]]:
+    """Batched greedy decoding of several sources (ids, </s> included); returns generated ids."""
+    cfg = model.cfg
+    S = max(len(s) for s in src_batch)
+    src = torch.full((len(src_batch), S), cfg.pad_id, dtype=torch.long)
+    for i, s in enumerate(src_batch):
+        src[i, : len(s)] = torch.tensor(s)
+    memory, src_mask, _ = model.encode(src)
+    tokens = torch.full((len(src_batch), 1), cfg.decoder_start_id, dtype=torch.long)
+    done = torch.zeros(len(src_batch), dtype=torch.bool)
+    out, cache = [], None
+    for _ in range(min(max_len, cfg.max_len - 1)):
+        logits, cache, _ = model.decode(tokens, memory, src_mask, cache)
+        nxt = suppress(logits[:, -1].float(), model).argmax(-1)
+        nxt = nxt.masked_fill(done, cfg.pad_id)
+        out.append(nxt)
+        done |= nxt == cfg.eos_id
+        tokens = nxt[:, None]
+        if done.all():
+            break
+    ids = torch.stack(out, 1).tolist() if out else [[] for _ in src_batch]
+    return [[i for i in row if i != cfg.pad_id] for row in ids]
+
+
+def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int = 1, max_len: int = 128,
+                    batch_size: int = 32) -> list[str]:  # fmt: skip
+    """Translate sentences: batched greedy when beam == 1, beam search per sentence otherwise."""
+    cfg = model.cfg
+    srcs = [tokenizer.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts]
+    if beam <= 1:
+        order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
+        ids: list[list[int]] = [[] for _ in srcs]
+        for b in range(0, len(order), batch_size):
+            chunk = order[b : b + batch_size]
+            for i, out in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], max_len)):
+                ids[i] = out
+    else:
+        opts = DecodeOptions(strategy="beam", beam=beam, max_len=max_len)
+        ids = [list(decode(model, s, opts).ids) for s in srcs]
+    return [tokenizer.decode(i) for i in ids]
