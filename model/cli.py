@@ -1,0 +1,176 @@
+"""`python -m model`: translate, trace, lesson, import-marian, export-marian.
+
+Every failure the user can cause ends in one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .checkpoint import ModelDirError, default_model_dir, load_model_dir
+from .decoding import DecodeOptions, decode, greedy_batch
+
+
+def add_model_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", type=Path, default=None, help=f"model directory (default: {default_model_dir()})")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m model", description="Decoder Lens model tools")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("translate", help="translate English text to French")
+    t.add_argument("text", nargs="?", help="the sentence (or use --input)")
+    t.add_argument("--input", help="file with one sentence per line, or - for stdin")
+    group = t.add_mutually_exclusive_group()
+    group.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
+    group.add_argument("--sample", action="store_true", help="sample instead of searching")
+    t.add_argument("--temperature", type=float, default=1.0)
+    t.add_argument("--top-k", type=int, default=0)
+    t.add_argument("--top-p", type=float, default=1.0)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--length-penalty", type=float, default=1.0)
+    t.add_argument("--max-len", type=int, default=128, help="most new tokens, </s> included")
+    t.add_argument("--batch-size", type=int, default=32)
+    t.add_argument("--json", action="store_true", help="JSON output with tokens and n-best candidates")
+    add_model_arg(t)
+
+    tr = sub.add_parser("trace", help="write every stage of a teacher-forced pass to an .npz file")
+    tr.add_argument("text")
+    tr.add_argument("--target", help="reference translation (default: the model's greedy output)")
+    tr.add_argument("--no-mask", action="store_true", help="remove the causal mask (the decoder can cheat)")
+    tr.add_argument("--out", required=True, type=Path)
+    add_model_arg(tr)
+
+    le = sub.add_parser("lesson", help="the seed's 3-dimensional worked example, recomputed")
+    le.add_argument("--json", action="store_true")
+
+    im = sub.add_parser("import-marian", help="convert a transformers MarianMTModel directory")
+    im.add_argument("hf_dir", type=Path)
+    im.add_argument("out_dir", type=Path)
+
+    ex = sub.add_parser("export-marian", help="write a model directory as a transformers MarianMTModel")
+    ex.add_argument("model_dir", type=Path)
+    ex.add_argument("hf_dir", type=Path)
+    return ap
+
+
+def options(a: argparse.Namespace) -> DecodeOptions:
+    strategy = "sample" if a.sample else "beam" if a.beam != 1 else "greedy"
+    return DecodeOptions(strategy=strategy, beam=a.beam, length_penalty=a.length_penalty,
+                         temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
+                         max_len=a.max_len)  # fmt: skip
+
+
+def source_ids(tokenizer, cfg, text: str) -> list[int]:
+    return tokenizer.encode(text)[: cfg.max_len - 1] + [cfg.eos_id]
+
+
+def result_json(lm, text: str, res) -> dict:
+    tok, eos = lm.tokenizer, lm.cfg.eos_id
+    return {
+        "source": text,
+        "translation": tok.decode(res.ids),
+        "tokens": tok.tokens(res.ids),
+        "ids": list(res.ids),
+        "candidates": [
+            {"translation": tok.decode(h.ids), "tokens": tok.tokens(h.ids), "score": h.score,
+             "logprob": h.logprob, "finished": bool(h.ids) and h.ids[-1] == eos}
+            for h in res.n_best
+        ],
+    }  # fmt: skip
+
+
+def cmd_translate(a: argparse.Namespace) -> int:
+    if (a.text is None) == (a.input is None):
+        raise ValueError("give either TEXT or --input FILE")
+    opts = options(a)
+    lm = load_model_dir(a.model)
+    if a.text is not None:
+        lines = [a.text]
+    else:
+        src = sys.stdin if a.input == "-" else open(a.input, encoding="utf-8")  # noqa: SIM115
+        with src:
+            lines = [line.rstrip("\n") for line in src]
+    if a.text is not None and not a.text.strip():
+        raise ValueError("nothing to translate: the text is empty")
+    cfg, tok = lm.cfg, lm.tokenizer
+    if opts.strategy == "greedy" and a.text is None:
+        outputs: list = [None] * len(lines)
+        order = sorted(range(len(lines)), key=lambda i: len(lines[i]))
+        for b in range(0, len(order), max(a.batch_size, 1)):
+            chunk = [i for i in order[b : b + a.batch_size] if lines[i].strip()]
+            if chunk:
+                for i, ids in zip(chunk, greedy_batch(lm.model, [source_ids(tok, cfg, lines[i]) for i in chunk],
+                                                      opts.max_len)):  # fmt: skip
+                    outputs[i] = ids
+        for line, ids in zip(lines, outputs):
+            ids = ids or []
+            if a.json:
+                print(json.dumps({"source": line, "translation": tok.decode(ids), "tokens": tok.tokens(ids)},
+                                 ensure_ascii=False))  # fmt: skip
+            else:
+                print(tok.decode(ids))
+        return 0
+    for line in lines:
+        if not line.strip():
+            print(json.dumps({"source": line, "translation": "", "tokens": []}) if a.json else "")
+            continue
+        res = decode(lm.model, source_ids(tok, cfg, line), opts)
+        print(json.dumps(result_json(lm, line, res), ensure_ascii=False) if a.json else tok.decode(res.ids))
+    return 0
+
+
+def cmd_trace(a: argparse.Namespace) -> int:
+    from .trace import teacher_forced_trace
+
+    if not a.text.strip():
+        raise ValueError("nothing to trace: the text is empty")
+    lm = load_model_dir(a.model)
+    trace = teacher_forced_trace(lm.model, lm.tokenizer, a.text, a.target, causal=not a.no_mask)
+    trace.save_npz(a.out)
+    loss = float(trace.arrays["loss"].mean())
+    print(f"wrote {len(trace.arrays) + 3} arrays to {a.out} (target {len(trace.label_tokens)} tokens, "
+          f"mean loss {loss:.4f}{', causal mask removed' if a.no_mask else ''})")  # fmt: skip
+    return 0
+
+
+def cmd_lesson(a: argparse.Namespace) -> int:
+    from .lesson import build_lesson, format_lesson
+
+    lesson = build_lesson()
+    print(json.dumps(lesson.to_dict(), indent=1) if a.json else format_lesson(lesson))
+    return 0
+
+
+def cmd_import(a: argparse.Namespace) -> int:
+    from .marian import import_marian
+
+    print(f"imported into {import_marian(a.hf_dir, a.out_dir)}")
+    return 0
+
+
+def cmd_export(a: argparse.Namespace) -> int:
+    from .marian import export_marian
+
+    print(f"exported to {export_marian(a.model_dir, a.hf_dir)}")
+    return 0
+
+
+COMMANDS = {"translate": cmd_translate, "trace": cmd_trace, "lesson": cmd_lesson,
+            "import-marian": cmd_import, "export-marian": cmd_export}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        return COMMANDS[a.command](a)
+    except (ModelDirError, ValueError, OSError, ImportError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,415 @@
+"""Train the English→French Transformer on Tatoeba + Multi30k and write a model directory.
+
+    python -m model.train --out assets/models/en-fr --state-dir runs/en-fr --minutes 45 --device cpu
+
+- Length-bucketed batches by token count, AdamW, linear warm-up then inverse-sqrt decay,
+  label smoothing, gradient clipping, dropout, a fixed seed.
+- Every ``--eval-minutes`` (or ``--eval-steps``): validation loss and greedy BLEU (sacrebleu) on a
+  fixed subset of Tatoeba val (multi-reference) and Multi30k val; the best model so far (mean of
+  the two BLEUs) is written to ``--out``; the resumable state goes to ``--state-dir/train_state``
+  (safetensors for tensors, JSON for the rest; no pickle). ``--resume`` continues from it.
+- ``--minutes`` is the wall-clock budget of the whole run, resumed sessions included; the loop
+  keeps time for the final evaluation. At the end the last ``--average`` evaluation snapshots are
+  averaged and the average is shipped when it scores better than the best single snapshot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, load_model, save_file, save_model
+
+from .checkpoint import count_parameters, save_model_dir
+from .config import ModelConfig
+from .data import (
+    SPLIT_SEED,
+    default_data_dir,
+    group_by_source,
+    load_corpora,
+    make_batches,
+    reference_streams,
+)
+from .tokenizer import Tokenizer
+from .transformer import Transformer
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, default=None, help="corpus directory (default: <repo>/../shared/data)")
+    p.add_argument("--out", type=Path, default=REPO / "assets" / "models" / "en-fr", help="model directory to write")
+    p.add_argument("--state-dir", type=Path, default=REPO / "runs" / "en-fr", help="resumable state + logs")
+    p.add_argument("--resume", action="store_true", help="continue from STATE_DIR/train_state")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--minutes", type=float, default=45.0, help="wall-clock budget of the whole run")
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--split-seed", type=int, default=SPLIT_SEED)
+    # model
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--d-ff", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--model-max-len", type=int, default=128)
+    # optimisation
+    p.add_argument("--max-len", type=int, default=64, help="drop training pairs longer than this (tokens)")
+    p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
+    p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
+    p.add_argument("--warmup", type=int, default=800)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--clip", type=float, default=1.0)
+    # evaluation / logging
+    p.add_argument("--eval-minutes", type=float, default=5.0)
+    p.add_argument("--eval-steps", type=int, default=None, help="evaluate every N steps instead")
+    p.add_argument("--eval-sentences", type=int, default=300, help="per validation set")
+    p.add_argument("--average", type=int, default=3, help="average the last N eval snapshots at the end")
+    p.add_argument("--log-every", type=int, default=25)
+    return p.parse_args(argv)
+
+
+# ----------------------------------------------------------------------------- tensors
+
+
+def pad(seqs: list[list[int]], pad_id: int = 0) -> torch.Tensor:
+    n = max(len(s) for s in seqs)
+    return torch.tensor([s + [pad_id] * (n - len(s)) for s in seqs], dtype=torch.long)
+
+
+def make_batch(src: list[list[int]], tgt: list[list[int]], cfg: ModelConfig, device):
+    src_t = pad([s + [cfg.eos_id] for s in src], cfg.pad_id)
+    tgt_in = pad([[cfg.decoder_start_id] + t for t in tgt], cfg.pad_id)
+    labels = pad([t + [cfg.eos_id] for t in tgt], cfg.pad_id)
+    return src_t.to(device), tgt_in.to(device), labels.to(device)
+
+
+def lr_at(step: int, peak: float, warmup: int) -> float:
+    """Linear warm-up to ``peak`` at ``warmup`` steps, then peak * sqrt(warmup / step)."""
+    step = max(step, 1)
+    return peak * min(step / warmup, math.sqrt(warmup / step))
+
+
+# ----------------------------------------------------------------------------- greedy decoding
+
+
+@torch.no_grad()
+def greedy_translate(model: Transformer, tokenizer: Tokenizer, texts: list[str], batch_size: int = 64) -> list[str]:
+    """Batched greedy decoding with the KV cache (sorted by length for little padding)."""
+    cfg = model.cfg
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    ids = [tokenizer.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+    out: list[str] = [""] * len(texts)
+    for b in range(0, len(order), batch_size):
+        idx = order[b : b + batch_size]
+        src = pad([ids[i] for i in idx], cfg.pad_id).to(device)
+        memory, src_mask, _ = model.encode(src)
+        if src_mask is not None:
+            src_mask = src_mask.to(device)
+        B = len(idx)
+        step_ids = torch.full((B, 1), cfg.decoder_start_id, dtype=torch.long, device=device)
+        done = torch.zeros(B, dtype=torch.bool, device=device)
+        hyp = [[] for _ in range(B)]
+        cache = None
+        limit = min(cfg.max_len - 1, int(src.shape[1] * 2) + 10)
+        for _ in range(limit):
+            logits, cache, _ = model.decode(step_ids, memory, src_mask, cache=cache)
+            nxt = logits[:, -1].argmax(-1)
+            nxt = torch.where(done, torch.full_like(nxt, cfg.pad_id), nxt)
+            for j, t in enumerate(nxt.tolist()):
+                if not done[j] and t != cfg.eos_id:
+                    hyp[j].append(t)
+            done |= nxt == cfg.eos_id
+            if bool(done.all()):
+                break
+            step_ids = nxt[:, None]
+        for j, i in enumerate(idx):
+            out[i] = tokenizer.decode(hyp[j])
+    model.train(was_training)
+    return out
+
+
+# ----------------------------------------------------------------------------- state IO
+
+
+def save_state(path: Path, model, opt, meta: dict) -> None:
+    """model.safetensors + optimizer.safetensors + state.json; written to a temp dir then swapped."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    save_model(model, str(tmp / "model.safetensors"))
+    sd = opt.state_dict()
+    tensors = {"rng.torch": torch.get_rng_state()}
+    for idx, st in sd["state"].items():
+        for k, v in st.items():
+            tensors[f"state.{idx}.{k}"] = v.detach().cpu().contiguous() if torch.is_tensor(v) else torch.tensor(v)
+    save_file(tensors, str(tmp / "optimizer.safetensors"))
+    meta = {**meta, "param_groups": sd["param_groups"]}
+    (tmp / "state.json").write_text(json.dumps(meta, indent=1))
+    if path.exists():
+        old = path.with_name(path.name + ".old")
+        path.rename(old)
+        tmp.rename(path)
+        for f in old.iterdir():
+            f.unlink()
+        old.rmdir()
+    else:
+        tmp.rename(path)
+
+
+def load_state(path: Path, model, opt) -> dict:
+    load_model(model, str(path / "model.safetensors"))
+    meta = json.loads((path / "state.json").read_text())
+    tensors = load_file(str(path / "optimizer.safetensors"))
+    torch.set_rng_state(tensors.pop("rng.torch"))
+    state: dict[int, dict] = {}
+    for key, v in tensors.items():
+        _, idx, k = key.split(".", 2)
+        state.setdefault(int(idx), {})[k] = v
+    opt.load_state_dict({"state": state, "param_groups": meta.pop("param_groups")})
+    return meta
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+class Validator:
+    def __init__(self, corpora, n: int, seed: int):
+        import sacrebleu  # noqa: F401  (fail early when missing)
+
+        groups = group_by_source(corpora.val_tatoeba)
+        random.Random(seed).shuffle(groups)
+        self.tat = groups[:n]
+        self.m30k = corpora.val_multi30k[:n]
+        self.loss_pairs = [(en, refs[0]) for en, refs in self.tat] + self.m30k
+
+    @torch.no_grad()
+    def loss(self, model, tokenizer, cfg, device) -> float:
+        model.eval()
+        total, count = 0.0, 0
+        pairs = sorted(self.loss_pairs, key=lambda p: len(p[0]))
+        for b in range(0, len(pairs), 64):
+            chunk = pairs[b : b + 64]
+            src = [tokenizer.encode(e)[: cfg.max_len - 1] for e, _ in chunk]
+            tgt = [tokenizer.encode(f)[: cfg.max_len - 1] for _, f in chunk]
+            s, ti, lab = make_batch(src, tgt, cfg, device)
+            logits = model(s, ti)
+            total += F.cross_entropy(logits.flatten(0, 1), lab.flatten(), ignore_index=cfg.pad_id, reduction="sum").item()
+            count += int((lab != cfg.pad_id).sum())
+        model.train()
+        return total / max(count, 1)
+
+    def bleu(self, model, tokenizer) -> dict:
+        import sacrebleu
+
+        hyp_t = greedy_translate(model, tokenizer, [en for en, _ in self.tat])
+        hyp_m = greedy_translate(model, tokenizer, [en for en, _ in self.m30k])
+        b_t = sacrebleu.corpus_bleu(hyp_t, reference_streams(self.tat)).score
+        b_m = sacrebleu.corpus_bleu(hyp_m, [[fr for _, fr in self.m30k]]).score
+        return {"bleu_tatoeba": round(b_t, 2), "bleu_multi30k": round(b_m, 2), "bleu": round((b_t + b_m) / 2, 2)}
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    t_start = time.time()
+    torch.set_num_threads(args.threads)
+    random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    device = torch.device(args.device)
+    state_dir = args.state_dir
+    train_state = state_dir / "train_state"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    resuming = args.resume and (train_state / "state.json").is_file()
+    if args.resume and not resuming:
+        log(f"--resume: no state in {train_state}, starting fresh")
+
+    data_dir = args.data or default_data_dir()
+    corpora = load_corpora(data_dir, args.split_seed)
+    log(f"data {data_dir}: {json.dumps(corpora.counts)}; tatoeba test split sha256 {corpora.digest}")
+
+    tok_path = state_dir / "tokenizer.json"
+    if resuming and tok_path.is_file():
+        tokenizer = Tokenizer.load(tok_path)
+    else:
+        texts = [t for pair in corpora.train for t in pair]
+        tokenizer = train_tokenizer_timed(texts, args.vocab_size)
+        tokenizer.save(tok_path)
+
+    cfg = ModelConfig(
+        vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
+        n_encoder_layers=args.layers, n_decoder_layers=args.layers, max_len=args.model_max_len,
+        dropout=args.dropout, tie_output=True,
+    )  # fmt: skip
+    model = Transformer(cfg).to(device)
+    decay = [p for n, p in model.named_parameters() if p.dim() > 1]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() <= 1]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=args.lr, betas=(0.9, 0.98), eps=1e-9,
+    )  # fmt: skip
+    log(f"model: {count_parameters(model):,} parameters, {json.dumps(cfg.__dict__)}")
+
+    # tokenize the training set once
+    src_all = tokenizer.encode_batch([e for e, _ in corpora.train])
+    tgt_all = tokenizer.encode_batch([f for _, f in corpora.train])
+    keep = [i for i in range(len(src_all)) if len(src_all[i]) + 1 <= args.max_len and len(tgt_all[i]) + 1 <= args.max_len]
+    src_all = [src_all[i] for i in keep]
+    tgt_all = [tgt_all[i] for i in keep]
+    src_lens = [len(s) + 1 for s in src_all]
+    tgt_lens = [len(t) + 1 for t in tgt_all]
+    log(f"training pairs: {len(keep):,} (≤ {args.max_len} tokens), {sum(src_lens) + sum(tgt_lens):,} tokens")
+
+    validator = Validator(corpora, args.eval_sentences, args.seed)
+    meta = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "best": -1.0, "history": []}
+    if resuming:
+        meta = load_state(train_state, model, opt)
+        log(f"resumed from {train_state}: step {meta['step']}, epoch {meta['epoch']}, batch {meta['batch']}")
+    elapsed_before = meta["elapsed"]
+    budget = args.minutes * 60.0
+    t_session = time.time()
+
+    def elapsed() -> float:
+        return elapsed_before + (time.time() - t_session)
+
+    snapshots: list[dict] = []
+    best_score = meta["best"]
+    history = meta["history"]
+    eval_seconds = 0.0
+
+    def evaluate(final: bool = False) -> float:
+        nonlocal best_score, eval_seconds
+        t0 = time.time()
+        vl = validator.loss(model, tokenizer, cfg, device)
+        scores = validator.bleu(model, tokenizer)
+        eval_seconds = time.time() - t0
+        rec = {"step": meta["step"], "minutes": round(elapsed() / 60, 2), "val_loss": round(vl, 4), **scores}
+        history.append(rec)
+        improved = scores["bleu"] > best_score
+        if improved:
+            best_score = scores["bleu"]
+            save_model_dir(model, tokenizer, args.out)
+        log(f"eval {json.dumps(rec)} ({eval_seconds:.0f}s){' *best, saved to ' + str(args.out) if improved else ''}")
+        snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        del snapshots[: -max(args.average, 1)]
+        return scores["bleu"]
+
+    def checkpoint() -> None:
+        meta.update(elapsed=elapsed(), best=best_score, history=history, args=vars(args) | {
+            "data": str(args.data), "out": str(args.out), "state_dir": str(args.state_dir)})
+        save_state(train_state, model, opt, meta)
+
+    model.train()
+    last_eval_t = time.time()
+    last_eval_step = meta["step"]
+    win_loss, win_tok, win_t = 0.0, 0, time.time()
+    stop = False
+    while not stop:
+        batches = make_batches(src_lens, tgt_lens, args.max_tokens, random.Random(args.seed * 100003 + meta["epoch"]))
+        while meta["batch"] < len(batches):
+            reserve = max(30.0, (2 + (args.average > 1)) * eval_seconds + 20)
+            if (args.max_steps is not None and meta["step"] >= args.max_steps) or elapsed() > budget - reserve:
+                stop = True
+                break
+            idx = batches[meta["batch"]]
+            src, tgt_in, labels = make_batch([src_all[i] for i in idx], [tgt_all[i] for i in idx], cfg, device)
+            step = meta["step"] + 1
+            lr = lr_at(step, args.lr, args.warmup)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            logits = model(src, tgt_in)
+            ntok = int((labels != cfg.pad_id).sum())
+            loss = F.cross_entropy(
+                logits.flatten(0, 1), labels.flatten(), ignore_index=cfg.pad_id, label_smoothing=args.label_smoothing
+            )
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            opt.step()
+            meta["step"], meta["batch"] = step, meta["batch"] + 1
+            win_loss += loss.item() * ntok
+            win_tok += ntok
+            if step % args.log_every == 0:
+                dt = time.time() - win_t
+                log(
+                    f"step {step:6d} | ep {meta['epoch']} {meta['batch']}/{len(batches)} | lr {lr:.2e} | "
+                    f"loss {win_loss / max(win_tok, 1):.3f} | {win_tok / dt:,.0f} tgt tok/s | "
+                    f"{elapsed() / 60:.1f}/{args.minutes:g} min"
+                )
+                win_loss, win_tok, win_t = 0.0, 0, time.time()
+            due = (
+                (step - last_eval_step >= args.eval_steps)
+                if args.eval_steps
+                else (time.time() - last_eval_t >= args.eval_minutes * 60)
+            )
+            if due:
+                evaluate()
+                checkpoint()
+                last_eval_t, last_eval_step = time.time(), step
+                win_tok, win_loss, win_t = 0, 0.0, time.time()
+        if not stop:
+            meta["epoch"], meta["batch"] = meta["epoch"] + 1, 0
+
+    if not history or history[-1]["step"] != meta["step"]:
+        evaluate(final=True)
+    checkpoint()
+    shipped = {"kind": "best", **max(history, key=lambda r: r["bleu"])}
+    if args.average > 1 and len(snapshots) > 1:
+        avg = {k: torch.stack([s[k].float() for s in snapshots]).mean(0).to(snapshots[-1][k].dtype) for k in snapshots[-1]}
+        model.load_state_dict(avg)
+        scores = validator.bleu(model, tokenizer)
+        log(f"average of last {len(snapshots)} snapshots: {json.dumps(scores)}")
+        if scores["bleu"] > best_score:
+            best_score = scores["bleu"]
+            save_model_dir(model, tokenizer, args.out)
+            shipped = {"kind": f"average of last {len(snapshots)} eval snapshots", "step": meta["step"], **scores}
+            log(f"average is best, saved to {args.out}")
+    summary = {
+        "shipped": shipped,
+        "steps": meta["step"],
+        "epochs": meta["epoch"] + meta["batch"] / max(len(batches), 1),
+        "wall_minutes": round(elapsed() / 60, 2),
+        "session_minutes": round((time.time() - t_start) / 60, 2),
+        "parameters": count_parameters(model),
+        "tatoeba_split_sha256": corpora.digest,
+        "counts": corpora.counts,
+        "history": history,
+        "command": "python -m model.train " + " ".join(sys.argv[1:] if argv is None else argv),
+    }
+    (state_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    log(f"done: {json.dumps({k: summary[k] for k in ('shipped', 'steps', 'wall_minutes')})}")
+    return summary
+
+
+def train_tokenizer_timed(texts: list[str], vocab_size: int) -> Tokenizer:
+    from .data import train_tokenizer
+
+    t0 = time.time()
+    tok = train_tokenizer(texts, vocab_size)
+    probe = "J'aime l'IA, n'est-ce pas ? Oui ! Élève à l'école « déjà »."
+    rt = tok.decode(tok.encode(probe))
+    log(f"tokenizer: {tok.vocab_size} tokens in {time.time() - t0:.1f}s; round trip {'ok' if rt == probe else repr(rt)}")
+    return tok
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""Invariants of the instrumented Transformer, its trace and its KV-cached decoding."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from model import ModelConfig
+from model.decoding import DecodeOptions, decode, filter_logits, greedy_batch, translate_batch
+from model.trace import teacher_forced_trace
+from model.transformer import causal_mask, sinusoidal_table
+
+from .conftest import make_model
+
+SRC = "The cat is sleeping on the sofa."
+TGT = "Le chat dort sur le canapé."
+
+
+def src_ids(tok, model, text=SRC):
+    return tok.encode(text) + [model.cfg.eos_id]
+
+
+def test_attention_matches_sdpa(tiny_model):
+    torch.manual_seed(1)
+    attn = tiny_model.decoder_layers[0].self_attn
+    x = torch.randn(2, 6, tiny_model.cfg.d_model)
+    K, V = attn.project_kv(x)
+    pad = torch.zeros(2, 1, 1, 6)
+    pad[1, ..., 4:] = float("-inf")  # second sequence has two padding keys
+    for mask in (causal_mask(6), pad):
+        out, rec = attn(x, K, V, mask, record=True)
+        ref = F.scaled_dot_product_attention(rec["Q"], K, V, attn_mask=mask)
+        torch.testing.assert_close(rec["context"], ref, atol=1e-6, rtol=1e-5)
+        fast, _ = attn(x, K, V, mask, record=False)
+        torch.testing.assert_close(out, fast, atol=1e-6, rtol=1e-5)
+
+
+def test_masked_softmax_rows_sum_to_one_and_ignore_the_future(tiny_model, tiny_tokenizer):
+    tr = teacher_forced_trace(tiny_model, tiny_tokenizer, SRC, TGT)
+    T = len(tr.dec_input_tokens)
+    upper = np.triu(np.ones((T, T), dtype=bool), k=1)
+    for layer in range(tiny_model.cfg.n_decoder_layers):
+        w = tr.arrays[f"dec.{layer}.self.weights"]  # (H, T, T)
+        np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-6)
+        assert (w[:, upper] == 0.0).all()
+        mask = tr.arrays[f"dec.{layer}.self.mask"]
+        assert np.isneginf(mask[:, upper]).all() and (mask[:, ~upper] == 0).all()
+        np.testing.assert_array_equal(
+            tr.arrays[f"dec.{layer}.self.masked_scores"], tr.arrays[f"dec.{layer}.self.scores"] + mask
+        )
+        cross = tr.arrays[f"dec.{layer}.cross.weights"]
+        assert cross.shape[-2:] == (T, len(tr.src_tokens))
+        np.testing.assert_allclose(cross.sum(-1), 1.0, atol=1e-6)
+
+
+def test_trace_labels_are_the_target_shifted(tiny_model, tiny_tokenizer):
+    tr = teacher_forced_trace(tiny_model, tiny_tokenizer, SRC, TGT)
+    cfg = tiny_model.cfg
+    y = tiny_tokenizer.encode(TGT)
+    assert tr.arrays["dec_input_ids"].tolist() == [cfg.decoder_start_id, *y]
+    assert tr.arrays["label_ids"].tolist() == [*y, cfg.eos_id]
+    assert tr.dec_input_tokens[1:] == tr.label_tokens[:-1]
+    a = tr.arrays
+    np.testing.assert_allclose(a["dec.input"], a["dec.embed"] + a["dec.pe"], atol=1e-6)
+    probs = a["probs"]
+    np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-5)
+    expected_loss = -np.log(probs[np.arange(len(y) + 1), a["label_ids"]])
+    np.testing.assert_allclose(a["loss"], expected_loss, rtol=1e-4, atol=1e-5)
+    for stage in ("norm1", "norm2", "norm3"):  # Add & Norm record is self-consistent
+        r = {k: a[f"dec.1.{stage}.{k}"] for k in ("residual", "mean", "std", "out")}
+        ln = tiny_model.decoder_layers[1]._modules[stage].norm
+        manual = (r["residual"] - r["mean"][:, None]) / r["std"][:, None] * ln.weight.detach().numpy()
+        np.testing.assert_allclose(manual + ln.bias.detach().numpy(), r["out"], atol=1e-5)
+    assert a["memory"].shape == (len(tr.src_tokens), cfg.d_model)
+    assert a["enc.0.self.weights"].shape == (cfg.n_heads, len(tr.src_tokens), len(tr.src_tokens))
+
+
+def test_future_token_cannot_change_the_past_unless_unmasked(tiny_model, tiny_tokenizer):
+    y = tiny_tokenizer.encode(TGT)
+    y2 = list(y)
+    y2[-1] = (y2[-1] + 7) % tiny_model.cfg.vocab_size  # change the last target token only
+    j = len(y)  # position whose input is that token
+    for causal in (True, False):
+        a = teacher_forced_trace(tiny_model, tiny_tokenizer, SRC, y, causal=causal).arrays
+        b = teacher_forced_trace(tiny_model, tiny_tokenizer, SRC, y2, causal=causal).arrays
+        for key in ("dec.1.norm3.out", "probs", "dec.0.self.context"):
+            same = np.array_equal(a[key][..., :j, :], b[key][..., :j, :])
+            assert same is causal, (key, causal)
+        assert not np.array_equal(a["probs"][j], b["probs"][j])
+
+
+def test_no_mask_lets_attention_see_the_future(tiny_model, tiny_tokenizer):
+    tr = teacher_forced_trace(tiny_model, tiny_tokenizer, SRC, TGT, causal=False)
+    w = tr.arrays["dec.0.self.weights"]
+    assert not tr.causal and (tr.arrays["dec.0.self.mask"] == 0).all()
+    assert (w[:, np.triu_indices(w.shape[-1], 1)[0], np.triu_indices(w.shape[-1], 1)[1]] > 0).all()
+
+
+def test_incremental_decoding_equals_the_parallel_pass(tiny_model, tiny_tokenizer):
+    src = src_ids(tiny_tokenizer, tiny_model)
+    res = decode(tiny_model, src, DecodeOptions(max_len=12, record=True))
+    dec_in = [tiny_model.cfg.decoder_start_id, *res.ids[:-1]]
+    y = [i for i in res.ids if i != tiny_model.cfg.eos_id]
+    tr = teacher_forced_trace(tiny_model, tiny_tokenizer, src[:-1], y)
+    T = len(dec_in)
+    with torch.no_grad():
+        memory, mask, _ = tiny_model.encode(torch.tensor([src]))
+        full, _, _ = tiny_model.decode(torch.tensor([dec_in]), memory, mask)
+    prev_K = None
+    for t, step in enumerate(res.steps[:T]):
+        logp_full = F.log_softmax(full[0, t], -1).numpy()
+        np.testing.assert_allclose(step.top_logprobs[0], logp_full[step.top_ids[0]], atol=1e-5)
+        for layer in range(tiny_model.cfg.n_decoder_layers):
+            w = step.arrays[f"dec.{layer}.self.weights"][0, :, 0]  # (H, t+1): the new row only
+            np.testing.assert_allclose(w, tr.arrays[f"dec.{layer}.self.weights"][:, t, : t + 1], atol=1e-5)
+            assert step.arrays[f"dec.{layer}.self.Q"].shape[2] == 1  # one new query per step
+        K = step.arrays["dec.0.self.K"][0]  # (H, t+1, d_k): the cache so far
+        assert K.shape[1] == t + 1
+        if prev_K is not None:  # earlier rows are reused from the cache, not recomputed
+            np.testing.assert_array_equal(K[:, :t], prev_K)
+        prev_K = K
+
+
+def test_cached_logits_match_parallel_logits_within_1e5(tiny_model, tiny_tokenizer):
+    src = torch.tensor([src_ids(tiny_tokenizer, tiny_model)])
+    dec_in = torch.tensor([[tiny_model.cfg.decoder_start_id, *tiny_tokenizer.encode(TGT)]])
+    with torch.no_grad():
+        memory, mask, _ = tiny_model.encode(src)
+        full, _, _ = tiny_model.decode(dec_in, memory, mask)
+        cache = None
+        for t in range(dec_in.shape[1]):
+            step, cache, _ = tiny_model.decode(dec_in[:, t : t + 1], memory, mask, cache)
+            torch.testing.assert_close(step[0, 0], full[0, t], atol=1e-5, rtol=0)
+
+
+def test_beam_width_one_is_greedy_and_beam_is_consistent(tiny_model, tiny_tokenizer):
+    src = src_ids(tiny_tokenizer, tiny_model)
+    g = decode(tiny_model, src, DecodeOptions(max_len=15))
+    b1 = decode(tiny_model, src, DecodeOptions(strategy="beam", beam=1, max_len=15))
+    assert g.ids == b1.ids
+    b4 = decode(tiny_model, src, DecodeOptions(strategy="beam", beam=4, max_len=15, record=True))
+    assert len(b4.n_best) == 4
+    scores = [h.score for h in b4.n_best]
+    assert scores == sorted(scores, reverse=True)
+    assert b4.n_best[0].score >= g.n_best[0].score - 1e-5  # beam finds at least greedy's score
+    for h in b4.n_best:  # scores are the length-normalised sum of token log-probs
+        assert math.isclose(h.score, h.logprob / len(h.ids), rel_tol=1e-5)
+    for bs in b4.beam_steps:
+        assert {e.status for e in bs.expansions} <= {"kept", "pruned", "finished"}
+        assert sum(e.status == "kept" for e in bs.expansions) <= 4
+    assert b4.steps[3].arrays["dec.0.self.weights"].shape[0] == 4  # one row per beam
+
+
+def test_sampling_is_seeded_and_prefix_is_kept(tiny_model, tiny_tokenizer):
+    src = src_ids(tiny_tokenizer, tiny_model)
+    opts = DecodeOptions(strategy="sample", temperature=1.5, top_k=30, top_p=0.95, seed=7, max_len=15)
+    a, b = decode(tiny_model, src, opts), decode(tiny_model, src, opts)
+    assert a.ids == b.ids
+    others = {decode(tiny_model, src, DecodeOptions(strategy="sample", temperature=1.5, seed=s, max_len=15)).ids
+              for s in range(5)}  # fmt: skip
+    assert len(others) > 1
+    prefix = tuple(tiny_tokenizer.encode("Le chat"))
+    for o in (DecodeOptions(max_len=10, prefix=prefix), DecodeOptions(strategy="beam", beam=3, max_len=10, prefix=prefix),
+              DecodeOptions(strategy="sample", seed=1, max_len=10, prefix=prefix)):  # fmt: skip
+        res = decode(tiny_model, src, o)
+        assert res.ids[: len(prefix)] == prefix
+        assert all(s.forced for s in res.steps[: len(prefix)])
+
+
+def test_filter_logits_top_k_and_top_p():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    assert torch.isinf(filter_logits(logits, 1.0, 2, 1.0)[0, 2:]).all()
+    kept = ~torch.isinf(filter_logits(logits, 1.0, 0, 0.7)[0])
+    assert kept.tolist() == [True, True, False, False]
+    assert (~torch.isinf(filter_logits(logits, 1.0, 0, 0.0)[0])).sum() == 1
+
+
+def test_batched_greedy_equals_single(tiny_model, tiny_tokenizer):
+    texts = ["I am a student.", "Hello world.", "The cat is sleeping on the sofa."]
+    srcs = [src_ids(tiny_tokenizer, tiny_model, t) for t in texts]
+    batch = greedy_batch(tiny_model, srcs, max_len=12)
+    for s, out in zip(srcs, batch):
+        assert tuple(out) == decode(tiny_model, s, DecodeOptions(max_len=12)).ids
+    assert translate_batch(tiny_model, tiny_tokenizer, texts, max_len=12) == [tiny_tokenizer.decode(o) for o in batch]
+
+
+@pytest.mark.parametrize("d_model", [6, 7, 32])
+def test_positional_tables(d_model):
+    inter, half = sinusoidal_table(20, d_model, "interleaved"), sinusoidal_table(20, d_model, "half")
+    pos, i = 5, 1
+    assert math.isclose(inter[pos, 2 * i], math.sin(pos / 10000 ** (2 * i / d_model)), rel_tol=1e-5)
+    assert math.isclose(inter[pos, 2 * i + 1], math.cos(pos / 10000 ** (2 * i / d_model)), rel_tol=1e-5)
+    n_sin = d_model - d_model // 2
+    torch.testing.assert_close(half[:, :n_sin], inter[:, 0::2])
+    torch.testing.assert_close(half[:, n_sin:], inter[:, 1::2])
+
+
+def test_config_round_trip_and_validation(tmp_path):
+    cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=2, activation="swish", pe_layout="half")
+    cfg.save(tmp_path / "config.json")
+    assert ModelConfig.load(tmp_path / "config.json") == cfg
+    with pytest.raises(ValueError, match="divisible"):
+        ModelConfig(d_model=10, n_heads=3)
+    with pytest.raises(ValueError, match="unknown config keys"):
+        ModelConfig.from_dict({**json.loads(cfg.to_json()), "colour": 1})
+
+
+def test_untied_output_and_bias_variants(tiny_tokenizer):
+    m = make_model(tiny_tokenizer.vocab_size, tie_output=False, final_logits_bias=True, activation="gelu",
+                   scale_embedding=False, pe_layout="half")  # fmt: skip
+    with torch.no_grad():
+        m.final_logits_bias.copy_(torch.randn_like(m.final_logits_bias))
+    tr = teacher_forced_trace(m, tiny_tokenizer, SRC, TGT)
+    res = decode(m, src_ids(tiny_tokenizer, m), DecodeOptions(max_len=5))
+    assert tr.arrays["probs"].shape[-1] == tiny_tokenizer.vocab_size and len(res.ids) <= 5
+    np.testing.assert_allclose(tr.arrays["dec.embed"], m.embed.weight[tr.arrays["dec_input_ids"]].detach().numpy())
+
+
+def test_decode_options_are_validated():
+    for bad in (dict(beam=0), dict(max_len=0), dict(temperature=-1), dict(top_p=1.5), dict(top_k=-1),
+                dict(strategy="magic")):  # fmt: skip
+        with pytest.raises(ValueError):
+            DecodeOptions(**bad)

@@ -1,0 +1,46 @@
+"""Pure Plotly figures for every stage of the decoder (numpy/pandas/plotly only: no torch, no streamlit).
+
+Every function takes arrays, token lists and options and returns a ``plotly.graph_objects.Figure``
+(or a ``pandas.DataFrame`` / number for the table and metric helpers). Shapes are checked against
+the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`heatmap`.
+"""
+
+from .common import MASK_COLOR, MASKED_HOVER, safe_label, unique_labels
+from .decoding import beam_table, beam_tree_figure, entropy, loss_table, topk_figure
+from .figures import (
+    addnorm_figure,
+    alignment_figure,
+    attention_figure,
+    ffn_figure,
+    ffn_sparsity,
+    heads_grid,
+    kv_cache_figure,
+    matrix_figure,
+    positional_curves,
+    steps_to_matrix,
+)
+from .heatmap import add_heatmap, heatmap
+
+__all__ = [
+    "MASK_COLOR",
+    "MASKED_HOVER",
+    "add_heatmap",
+    "addnorm_figure",
+    "alignment_figure",
+    "attention_figure",
+    "beam_table",
+    "beam_tree_figure",
+    "entropy",
+    "ffn_figure",
+    "ffn_sparsity",
+    "heads_grid",
+    "heatmap",
+    "kv_cache_figure",
+    "loss_table",
+    "matrix_figure",
+    "positional_curves",
+    "safe_label",
+    "steps_to_matrix",
+    "topk_figure",
+    "unique_labels",
+]
