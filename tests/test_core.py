@@ -165,7 +165,8 @@ def test_sampling_is_seeded_and_prefix_is_kept(tiny_model, tiny_tokenizer):
               for s in range(5)}  # fmt: skip
     assert len(others) > 1
     prefix = tuple(tiny_tokenizer.encode("Le chat"))
-    for o in (DecodeOptions(max_len=10, prefix=prefix), DecodeOptions(strategy="beam", beam=3, max_len=10, prefix=prefix),
+    for o in (DecodeOptions(max_len=10, prefix=prefix),
+              DecodeOptions(strategy="beam", beam=3, max_len=10, prefix=prefix),
               DecodeOptions(strategy="sample", seed=1, max_len=10, prefix=prefix)):  # fmt: skip
         res = decode(tiny_model, src, o)
         assert res.ids[: len(prefix)] == prefix
