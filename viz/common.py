@@ -104,4 +104,6 @@ def finish_layout(fig: go.Figure, title: str | None, *, height: int, legend: boo
         showlegend=legend,
         hoverlabel=dict(namelength=-1),
     )
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
     return fig

@@ -113,7 +113,9 @@ def add_heatmap(
             row=row, col=col,
         )  # fmt: skip
 
-    axis = dict(colorscale=colorscale, colorbar=dict(title=dict(text=vn, side="right"), thickness=12, **(colorbar or {})))
+    extra = dict(colorbar or {})
+    bar = {"thickness": 12, **extra, "title": {"text": vn, "side": "right", **extra.get("title", {})}}
+    axis = dict(colorscale=colorscale, colorbar=bar)
     if zmin is not None:
         axis["cmin"] = zmin
     if zmax is not None:
@@ -124,18 +126,18 @@ def add_heatmap(
 
     xa, ya = _axis_ref(fig, row, col)
 
-    def ticks(labels: list[str], show: bool) -> dict:
+    def ticks(labels: list[str], show: bool, every: bool) -> dict:
         if not show:
             return dict(showticklabels=False)
-        if len(labels) <= MAX_TICKS:
+        if every and len(labels) <= MAX_TICKS:  # token axes: one label per token
             return dict(tickmode="array", tickvals=labels, ticktext=labels, showticklabels=True)
         return dict(tickmode="auto", showticklabels=True)
 
     fig.update_layout({
         xa: dict(type="category", title=dict(text=safe_label(x_title)), showgrid=False, zeroline=False,
-                 automargin=True, ticks="", **ticks(xs, show_col_ticks)),
+                 automargin=True, ticks="", **ticks(xs, show_col_ticks, col_index)),
         ya: dict(type="category", title=dict(text=safe_label(y_title)), showgrid=False, zeroline=False,
-                 automargin=True, ticks="", autorange="reversed", **ticks(ys, show_row_ticks)),
+                 automargin=True, ticks="", autorange="reversed", **ticks(ys, show_row_ticks, row_index)),
     })  # fmt: skip
     if hl is not None:
         fig.add_shape(

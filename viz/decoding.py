@@ -1,0 +1,264 @@
+"""Figures and tables for the output side: next-token probabilities, the loss, beam search."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .common import HIGHLIGHT_COLOR, as_tokens, auto_height, finish_layout, round_sig, safe_label, unique_labels
+
+DEAD = -1e8  # log-probs at or below this are beam-search placeholders ("impossible"), not hypotheses
+STATUS_STYLE = {
+    # status: marker symbol, size, outline colour, outline width
+    "kept": ("circle", 11, "#222", 1.0),
+    "finished": ("star", 16, "#000", 1.5),
+    "pruned": ("x-thin-open", 8, None, 2.0),
+}
+OTHER_STYLE = ("square", 9, "#222", 1.0)
+
+
+def _probs(probs: object, name: str = "probs") -> np.ndarray:
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {p.shape}")
+    if not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise ValueError(f"{name} must be finite and non-negative")
+    return p
+
+
+def entropy(probs: Sequence[float] | np.ndarray) -> float:
+    """Shannon entropy -sum p log p in nats (zeros contribute nothing; no renormalisation)."""
+    p = _probs(np.ravel(np.asarray(probs, dtype=np.float64)))
+    nz = p[p > 0]
+    return float(-(nz * np.log(nz)).sum())
+
+
+def topk_figure(
+    tokens: Sequence[str],
+    probs: Sequence[float] | np.ndarray,
+    chosen: int | None,
+    *,
+    title: str,
+    color: str = "#9ecae1",
+    chosen_color: str = HIGHLIGHT_COLOR,
+) -> go.Figure:
+    """Horizontal bars of next-token probabilities (first token on top); bar ``chosen`` is highlighted."""
+    tokens = as_tokens(tokens)
+    p = _probs(probs)
+    if p.shape[0] != len(tokens):
+        raise ValueError(f"{p.shape[0]} probabilities but {len(tokens)} tokens were given")
+    if chosen is not None:
+        if isinstance(chosen, bool) or not isinstance(chosen, int | np.integer) or not 0 <= chosen < len(tokens):
+            raise ValueError(f"chosen must be an index into the {len(tokens)} tokens or None, not {chosen!r}")
+        chosen = int(chosen)
+    labels = unique_labels(tokens, index=False)
+    colors = [chosen_color if i == chosen else color for i in range(len(tokens))]
+    widths = [2.0 if i == chosen else 0.0 for i in range(len(tokens))]
+    with np.errstate(divide="ignore"):
+        logp = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -np.inf)
+    fig = go.Figure(
+        go.Bar(
+            x=round_sig(p), y=labels, orientation="h", marker=dict(color=colors, line=dict(color="#222", width=widths)),
+            customdata=[["chosen" if i == chosen else "", f"{lp:.3f}"] for i, lp in enumerate(logp)],
+            texttemplate="%{x:.1%}", textposition="outside", cliponaxis=False,
+            hovertemplate="token: %{y}<br>p = %{x:.4g}<br>log p = %{customdata[1]}<br>%{customdata[0]}<extra></extra>",
+        )
+    )  # fmt: skip
+    xmax = float(p.max()) if p.size else 1.0
+    fig.update_xaxes(title_text="probability", range=[0, min(1.0, xmax * 1.2) or 1.0], showgrid=True,
+                     gridcolor="#eee", tickformat=".0%")  # fmt: skip
+    fig.update_yaxes(title_text="next token", type="category", autorange="reversed", automargin=True,
+                     tickmode="array", tickvals=labels, ticktext=labels)  # fmt: skip
+    return finish_layout(fig, title, height=auto_height(len(tokens), per_row=22, lo=220, hi=700))
+
+
+def loss_table(
+    dec_input_tokens: Sequence[str],
+    label_tokens: Sequence[str],
+    label_probs: Sequence[float] | np.ndarray | None = None,
+    losses: Sequence[float] | np.ndarray | None = None,
+) -> pd.DataFrame:
+    """Teacher forcing, one row per position: decoder input, expected output (label), p(label), loss.
+
+    With only ``label_probs`` the loss is -log p; with only ``losses``, p = exp(-loss). Text is kept
+    raw (tables are not rendered as HTML).
+    """
+    inp, lab = as_tokens(dec_input_tokens, "dec_input_tokens"), as_tokens(label_tokens, "label_tokens")
+    if len(inp) != len(lab):
+        raise ValueError(f"{len(inp)} decoder inputs but {len(lab)} labels: they must align position by position")
+    T = len(inp)
+    df = pd.DataFrame({"position": np.arange(T), "decoder input": inp, "expected output (label)": lab})
+    p = loss = None
+    if label_probs is not None:
+        p = np.asarray(label_probs, dtype=np.float64).ravel()
+        if p.shape[0] != T:
+            raise ValueError(f"{p.shape[0]} label probabilities for {T} positions")
+    if losses is not None:
+        loss = np.asarray(losses, dtype=np.float64).ravel()
+        if loss.shape[0] != T:
+            raise ValueError(f"{loss.shape[0]} losses for {T} positions")
+    with np.errstate(divide="ignore"):
+        if p is not None and loss is None:
+            loss = -np.log(p)
+        elif loss is not None and p is None:
+            p = np.exp(-loss)
+    if p is not None:
+        df["p(label)"] = p
+        df["loss"] = loss
+    return df
+
+
+def _node_text(ids: Sequence[int], token_text: Callable[[int], str]) -> str:
+    return " ".join(token_text(int(i)) for i in ids)
+
+
+def beam_tree_figure(
+    beam_steps: Sequence[object],
+    *,
+    token_text: Callable[[int], str],
+    title: str = "Beam search",
+    start_text: str = "<s>",
+    label_nodes: bool = True,
+) -> go.Figure:
+    """The tree of beam hypotheses: x = step (position of the generated token), one node per expansion.
+
+    ``beam_steps`` are objects with ``position``, ``live`` (hypotheses with ``ids``, ``logprob``,
+    ``parent``) and ``expansions`` (with ``parent`` row, ``token``, ``token_logprob``, ``cum_logprob``,
+    ``status`` kept/finished/pruned). The node of live row r at step t is the kept expansion of step
+    t - 1 with parent ``live[r].parent`` and token ``live[r].ids[-1]``; the start is the root.
+    Node colour = cumulative log-prob (one colour bar), symbol = status; edges join parent to child.
+    """
+    nodes: list[dict] = []  # x, y, status, cum, text, hover, key
+    edges: list[tuple[int, int]] = []  # (parent node index, child node index)
+    roots: dict[tuple, int] = {}
+    prev: list[dict] = []  # expansions (with node index) of the previous step
+    for si, bs in enumerate(beam_steps):
+        pos = int(getattr(bs, "position", si))
+        live = list(bs.live)
+        expansions = list(bs.expansions)
+        # node index of each live row that is referenced by an expansion
+        row_node: dict[int, int] = {}
+        for r in sorted({int(e.parent) for e in expansions}):
+            if not 0 <= r < len(live):
+                raise ValueError(f"step {pos}: an expansion has parent row {r} but there are {len(live)} live rows")
+            h = live[r]
+            ids = tuple(int(i) for i in h.ids)
+            found = None
+            if si > 0 and ids:
+                cands = [p for p in prev if p["parent"] == int(h.parent) and p["token"] == ids[-1]]
+                cands.sort(key=lambda p: p["status"] != "kept")
+                found = cands[0]["node"] if cands else None
+            if found is None and (si == 0 or not ids):
+                if ids not in roots:
+                    roots[ids] = len(nodes)
+                    label = start_text + (" " + _node_text(ids, token_text) if ids else "")
+                    nodes.append(dict(x=pos, y=0.0, status="start", cum=float(h.logprob), token=label,
+                                      hover=f"start: {safe_label(label)}", parent_node=None))  # fmt: skip
+                found = roots[ids]
+            if found is None:  # inconsistent input: draw the live row itself so every edge has a parent
+                found = len(nodes)
+                text = _node_text(ids, token_text)
+                nodes.append(dict(x=pos, y=0.0, status="live", cum=float(h.logprob), token=token_text(ids[-1]),
+                                  hover=f"live row {r}: {safe_label(text)}", parent_node=None))  # fmt: skip
+            row_node[r] = found
+        # this step's expansions, ordered under their parents, then by cumulative log-prob
+        keys = [(nodes[row_node[int(e.parent)]]["y"], -float(e.cum_logprob)) for e in expansions]
+        order = sorted(range(len(expansions)), key=keys.__getitem__)
+        n = len(order)
+        cur = []
+        for rank, i in enumerate(order):
+            e = expansions[i]
+            r = int(e.parent)
+            ids = tuple(int(t) for t in live[r].ids) + (int(e.token),)
+            tok = token_text(int(e.token))
+            status = str(e.status)
+            idx = len(nodes)
+            hover = (
+                f"step {pos} · {safe_label(status)}<br>token: {safe_label(tok)}<br>"
+                f"hypothesis: {safe_label(_node_text(ids, token_text))}<br>"
+                f"token log p: {float(e.token_logprob):.4g}<br>cumulative log p: {float(e.cum_logprob):.4g}"
+            )
+            nodes.append(dict(x=pos + 1, y=rank - (n - 1) / 2, status=status, cum=float(e.cum_logprob), token=tok,
+                              hover=hover, parent_node=row_node[r]))  # fmt: skip
+            edges.append((row_node[r], idx))
+            cur.append(dict(parent=r, token=int(e.token), status=status, node=idx))
+        prev = cur
+
+    fig = go.Figure()
+    if edges:
+        for kept_edges, color, width, dash in ((False, "#c8c8c8", 1.0, "dot"), (True, "#555", 1.5, "solid")):
+            ex, ey = [], []
+            for a, b in edges:
+                if (nodes[b]["status"] != "pruned") == kept_edges:
+                    ex += [nodes[a]["x"], nodes[b]["x"], None]
+                    ey += [nodes[a]["y"], nodes[b]["y"], None]
+            if ex:
+                fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=color, width=width, dash=dash),
+                                         hoverinfo="skip", name="edges" + (" (kept)" if kept_edges else " (pruned)"),
+                                         showlegend=False))  # fmt: skip
+    cums = [nd["cum"] for nd in nodes if nd["status"] not in ("start",) and nd["cum"] > DEAD]
+    cmin, cmax = (min(cums), max(cums)) if cums else (-1.0, 0.0)
+    if cmin == cmax:
+        cmin -= 1.0
+    statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
+    for status in ["start", *statuses]:
+        sel = [nd for nd in nodes if nd["status"] == status]
+        if not sel:
+            continue
+        if status == "start":
+            marker = dict(symbol="square", size=12, color="#888", line=dict(color="#222", width=1))
+        else:
+            symbol, size, outline, width = STATUS_STYLE.get(status, OTHER_STYLE)
+            marker = dict(symbol=symbol, size=size, color=[max(nd["cum"], cmin) for nd in sel], coloraxis="coloraxis",
+                          line=dict(color=outline, width=width) if outline else dict(width=width))  # fmt: skip
+        show_text = label_nodes and status != "pruned"
+        fig.add_trace(
+            go.Scatter(
+                x=[nd["x"] for nd in sel], y=[nd["y"] for nd in sel], mode="markers+text" if show_text else "markers",
+                marker=marker, name=safe_label(status),
+                text=[safe_label(nd["token"]) for nd in sel] if show_text else None,
+                textposition="middle right", textfont=dict(size=10), hovertext=[nd["hover"] for nd in sel],
+                hovertemplate="%{hovertext}<extra></extra>", meta=dict(status=status),
+            )
+        )  # fmt: skip
+    colorbar = dict(title=dict(text="cum. log p", side="right"), thickness=12)
+    fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar))
+    fig.update_xaxes(title_text="step (position of the generated token)", dtick=1, showgrid=True, gridcolor="#eee",
+                     zeroline=False)  # fmt: skip
+    fig.update_yaxes(title_text="hypotheses", showticklabels=False, showgrid=False, zeroline=False,
+                     autorange="reversed")  # fmt: skip
+    widest = max([sum(1 for nd in nodes if nd["x"] == x) for x in {nd["x"] for nd in nodes}] or [1])
+    fig = finish_layout(fig, title, height=auto_height(widest, per_row=22, lo=300, hi=900), legend=True)
+    fig.update_layout(legend=dict(orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom"))
+    return fig
+
+
+def beam_table(
+    live_hypotheses: Sequence[object],
+    token_text: Callable[[int], str],
+    *,
+    sep: str = " ",
+    drop_dead: bool = True,
+) -> pd.DataFrame:
+    """The hypotheses ranked by length-normalised score: rank, tokens, cumulative log-prob, score, finished.
+
+    Placeholder rows of beam search (log-prob at or below -1e8) are dropped unless ``drop_dead=False``.
+    """
+    rows = []
+    for row, h in enumerate(live_hypotheses):
+        lp, score = float(h.logprob), float(h.score)
+        if drop_dead and lp <= DEAD:
+            continue
+        rows.append({
+            "row": row, "tokens": sep.join(token_text(int(i)) for i in h.ids), "cumulative log-prob": lp,
+            "length-normalized score": score if math.isfinite(score) else float("nan"),
+            "finished": bool(getattr(h, "finished", False)),
+        })  # fmt: skip
+    rows.sort(key=lambda d: -d["length-normalized score"] if math.isfinite(d["length-normalized score"]) else math.inf)
+    df = pd.DataFrame(rows, columns=["row", "tokens", "cumulative log-prob", "length-normalized score", "finished"])
+    df.insert(0, "rank", np.arange(1, len(df) + 1))
+    return df
