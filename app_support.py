@@ -297,24 +297,63 @@ def pad_rows(rows: Sequence[np.ndarray], fill: float = -np.inf) -> np.ndarray:
 _GROWING = ("scores", "mask", "masked_scores", "weights")
 
 
+def _kv_kind(key: str) -> str | None:
+    """ "self" / "cross" for attention K and V records, else None."""
+    parts = key.split(".")
+    if len(parts) >= 4 and parts[2] in ("self", "cross") and parts[-1] in ("K", "V"):
+        return parts[2]
+    return None
+
+
+def compact_result(result):
+    """A copy of a recorded decode that keeps O(T) instead of O(T²) K/V records.
+
+    Self-attention K, V at step t hold the whole cache (t + 1 rows); only the row added at that
+    step is kept (the cache of a hypothesis is the rows its ancestors added, see ``stack_view``).
+    Cross-attention K, V are the same at every step and for every beam row: kept once, at step 0.
+    """
+    steps = []
+    for i, s in enumerate(result.steps):
+        arrays = {}
+        for key, v in s.arrays.items():
+            kind = _kv_kind(key)
+            if kind == "self":
+                arrays[key] = np.ascontiguousarray(v[..., -1:, :])
+            elif kind == "cross":
+                if i == 0:
+                    arrays[key] = np.ascontiguousarray(v[:1])
+            else:
+                arrays[key] = v
+        steps.append(replace(s, arrays=arrays))
+    return replace(result, steps=steps)
+
+
 def stack_view(steps, rows: Sequence[int], step: int, stack_rows: Callable | None = None) -> dict[str, np.ndarray]:
     """Per-step records of positions 0..step along ``rows`` → arrays shaped like Trace.arrays.
 
     Q, context, embeddings, norms, FFN: one new row per step, stacked. Self-attention K, V: the
-    KV cache at ``step`` (all positions). Self-attention maps: rows of growing length, −inf on the
-    future (never computed with a KV cache). Cross-attention K, V: the encoder memory's projections.
+    KV cache at ``step`` (all positions: the rows each step along the path appended). Self-attention
+    maps: rows of growing length, −inf on the future (never computed with a KV cache). Cross-attention
+    K, V: the projections of the encoder output (the same at every step). Works on full records and
+    on ``compact_result`` ones.
     """
     stack_rows = stack_rows or pad_rows
     recs = [steps[i].arrays for i in range(step + 1)]
     last, r_last = recs[-1], rows[step]
     out: dict[str, np.ndarray] = {}
-    for key in last:
+    for key in recs[0]:
         parts = key.split(".")
         leaf = parts[-1]
+        kind = _kv_kind(key)
         if key == "dec.pe":
             out[key] = np.concatenate([np.asarray(r[key]).reshape(1, -1) for r in recs])
-        elif len(parts) >= 4 and parts[2] in ("self", "cross") and leaf in ("K", "V"):
-            out[key] = last[key][r_last]  # (H, t+1 or S, d_k)
+        elif kind == "cross":
+            src = last if key in last else recs[0]
+            out[key] = src[key][r_last if src is last else 0]  # (H, S, d_k)
+        elif kind == "self" and last[key].shape[-2] == step + 1:
+            out[key] = last[key][r_last]  # a full record: the cache itself, (H, t+1, d_k)
+        elif kind == "self":
+            out[key] = np.concatenate([r[key][row][:, -1:] for r, row in zip(recs, rows)], axis=1)
         elif len(parts) >= 4 and parts[2] == "self" and leaf in _GROWING:
             per = [r[key][row][:, 0, :] for r, row in zip(recs, rows)]  # each (H, i+1)
             H = per[0].shape[0]
@@ -413,8 +452,10 @@ def summary_dict(ch: Choices, result, token_text: Callable[[int], str], src_toke
         "choices": {**asdict(ch), "prefix": list(ch.prefix)},
         "source_tokens": list(src_tokens),
         "output_tokens": [token_text(i) for i in result.ids],
-        "n_best": [{"tokens": [token_text(i) for i in h.ids], "logprob": h.logprob, "score": h.score,
-                    "finished": h.finished} for h in result.n_best],  # fmt: skip
+        "n_best": [
+            {"tokens": [token_text(i) for i in h.ids], "logprob": h.logprob, "score": h.score, "finished": h.finished}
+            for h in result.n_best
+        ],  # fmt: skip
         "current_step": step,
         "steps": steps,
         **(dict(extra) if extra else {}),

@@ -1,0 +1,163 @@
+"""End to end in a real browser: `streamlit run app.py` on a free port, driven by Playwright + Debian chromium.
+
+CI (.ci/run) installs chromium; a missing browser is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from app_support import ENV_MODEL
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+XSS = "<img src=x onerror=alert(1)>"
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"]  # fmt: skip
+TIMEOUT_MS = 90_000
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not answer on {url} within {timeout:.0f} s")
+
+
+@pytest.fixture
+def server(tiny_model_dir, tmp_path):
+    port = free_port()
+    env = {**os.environ, ENV_MODEL: str(tiny_model_dir), "PYTHONUNBUFFERED": "1"}
+    log = open(tmp_path / "streamlit.log", "w")  # noqa: SIM115 - closed below
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+        log.close()
+        text = (tmp_path / "streamlit.log").read_text(errors="replace")
+        assert "Traceback" not in text, text[-4000:]
+
+
+def set_source(page, text: str) -> None:
+    box = page.locator(".st-key-source textarea")
+    box.fill(text)
+    box.press("Control+Enter")  # commit the text area (as blurring it would)
+
+
+def chips_text(page) -> str:
+    return page.locator(".st-key-chips").inner_text()
+
+
+def wait_idle(page) -> None:
+    """Wait until the script run is over (no "Running…" status, no stale elements left)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "
+        "!document.querySelector('[data-stale=\"true\"]')",
+        timeout=TIMEOUT_MS,
+    )
+
+
+def wait_for_chips(page, n: int) -> None:
+    label = f"({n} token{'s' if n != 1 else ''})"
+    page.locator(".st-key-chips", has_text=label).wait_for(timeout=TIMEOUT_MS)
+    badges = max(n, 1)  # with nothing generated yet, one badge shows the start token <s>
+    page.wait_for_function(
+        "n => document.querySelectorAll('.st-key-chips .stMarkdownBadge').length === n", arg=badges, timeout=TIMEOUT_MS
+    )
+
+
+def test_browser_end_to_end(server):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+
+            def on_dialog(d) -> None:
+                dialogs.append(d.message)
+                d.dismiss()
+
+            page.on("dialog", on_dialog)
+            page.goto(f"{server}/?max_len=12")  # short decodes keep the test fast; also checks the URL is read
+            page.locator(".st-key-source textarea").wait_for()
+            wait_idle(page)
+
+            set_source(page, "I like pizza.")
+            page.locator('[data-testid="stText"]', has_text="I like pizza.").first.wait_for()
+            wait_idle(page)
+            wait_for_chips(page, 0)
+            for n in range(1, 4):
+                page.locator(".st-key-next button:visible").first.click()
+                wait_for_chips(page, n)
+                wait_idle(page)
+            assert page.locator(".st-key-chips .stMarkdownBadge").count() == 3
+            assert "Generated so far (3 tokens)" in chips_text(page)
+            step_text = page.locator(".st-key-next_chip").inner_text()
+            m = re.search(r"Step 4 of (\d+)", step_text)
+            assert m and int(m.group(1)) <= 12, step_text  # max_len=12 from the URL
+
+            # Plotly heatmaps rendered: SVG plots with heatmap layers drawn as images.
+            page.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 10 && "
+                "document.querySelectorAll('.js-plotly-plot .hm image').length >= 10"
+            )
+            assert page.locator(".js-plotly-plot svg.main-svg").count() >= 10
+            page.set_viewport_size({"width": 1400, "height": 3200})  # chips and the first heatmaps in one shot
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(ARTIFACTS / "browser.png"))
+            page.set_viewport_size({"width": 1400, "height": 1000})
+
+            # User text is shown as text, never interpreted as HTML.
+            set_source(page, XSS)
+            page.locator('[data-testid="stText"]', has_text=XSS).first.wait_for()
+            page.wait_for_timeout(1500)  # give an injected handler every chance to fire
+            assert dialogs == []
+            assert page.locator('img[src="x"]').count() == 0
+            assert page.locator('[data-testid="stText"]', has_text=XSS).first.inner_text().strip() == XSS
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.screenshot(path=str(ARTIFACTS / "browser_xss.png"))
+        finally:
+            browser.close()
+    assert dialogs == []
