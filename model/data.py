@@ -7,7 +7,8 @@ Corpora (read-only, never copied into the repo; default ``<repo>/../shared/data`
 The Tatoeba split is by English sentence and needs no stored ids: an English sentence (NFC,
 whitespace collapsed) goes to ``test`` when ``sha256(f"{seed}\\t{english}") mod 1000 < 25``,
 to ``val`` when it is in ``[25, 37)``, else to ``train``; every translation of that sentence
-follows it. ``split_digest`` is the sha256 of the sorted, newline-joined test English sentences.
+follows it (and Multi30k training pairs with a held-out English sentence are dropped:
+none on the real data). ``split_digest`` is the sha256 of the sorted, newline-joined test English sentences.
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ def load_corpora(data_dir: str | Path | None = None, seed: int = SPLIT_SEED) -> 
     """Training pairs (Tatoeba train + Multi30k train) and the held-out sets."""
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     tat = split_tatoeba(read_tatoeba(data_dir / TATOEBA_FILE), seed)
-    m_train = read_multi30k(data_dir / MULTI30K_DIR, "train")
+    held_out = {en for en, _ in tat["test"] + tat["val"]}
+    m_train = [p for p in read_multi30k(data_dir / MULTI30K_DIR, "train") if p[0] not in held_out]  # 0 on the real data
     m_val = read_multi30k(data_dir / MULTI30K_DIR, "val")
     counts = {
         "tatoeba_train_pairs": len(tat["train"]),

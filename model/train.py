@@ -207,7 +207,9 @@ class Validator:
             tgt = [tokenizer.encode(f)[: cfg.max_len - 1] for _, f in chunk]
             s, ti, lab = make_batch(src, tgt, cfg, device)
             logits = model(s, ti)
-            total += F.cross_entropy(logits.flatten(0, 1), lab.flatten(), ignore_index=cfg.pad_id, reduction="sum").item()
+            total += F.cross_entropy(
+                logits.flatten(0, 1), lab.flatten(), ignore_index=cfg.pad_id, reduction="sum"
+            ).item()
             count += int((lab != cfg.pad_id).sum())
         model.train()
         return total / max(count, 1)
@@ -272,7 +274,9 @@ def main(argv=None) -> dict:
     # tokenize the training set once
     src_all = tokenizer.encode_batch([e for e, _ in corpora.train])
     tgt_all = tokenizer.encode_batch([f for _, f in corpora.train])
-    keep = [i for i in range(len(src_all)) if len(src_all[i]) + 1 <= args.max_len and len(tgt_all[i]) + 1 <= args.max_len]
+    keep = [
+        i for i in range(len(src_all)) if len(src_all[i]) + 1 <= args.max_len and len(tgt_all[i]) + 1 <= args.max_len
+    ]
     src_all = [src_all[i] for i in keep]
     tgt_all = [tgt_all[i] for i in keep]
     src_lens = [len(s) + 1 for s in src_all]
@@ -314,8 +318,12 @@ def main(argv=None) -> dict:
         return scores["bleu"]
 
     def checkpoint() -> None:
-        meta.update(elapsed=elapsed(), best=best_score, history=history, args=vars(args) | {
-            "data": str(args.data), "out": str(args.out), "state_dir": str(args.state_dir)})
+        meta.update(
+            elapsed=elapsed(),
+            best=best_score,
+            history=history,
+            args=vars(args) | {"data": str(args.data), "out": str(args.out), "state_dir": str(args.state_dir)},
+        )
         save_state(train_state, model, opt, meta)
 
     model.train()
@@ -374,7 +382,9 @@ def main(argv=None) -> dict:
     checkpoint()
     shipped = {"kind": "best", **max(history, key=lambda r: r["bleu"])}
     if args.average > 1 and len(snapshots) > 1:
-        avg = {k: torch.stack([s[k].float() for s in snapshots]).mean(0).to(snapshots[-1][k].dtype) for k in snapshots[-1]}
+        avg = {
+            k: torch.stack([s[k].float() for s in snapshots]).mean(0).to(snapshots[-1][k].dtype) for k in snapshots[-1]
+        }
         model.load_state_dict(avg)
         scores = validator.bleu(model, tokenizer)
         log(f"average of last {len(snapshots)} snapshots: {json.dumps(scores)}")
@@ -407,7 +417,9 @@ def train_tokenizer_timed(texts: list[str], vocab_size: int) -> Tokenizer:
     tok = train_tokenizer(texts, vocab_size)
     probe = "J'aime l'IA, n'est-ce pas ? Oui ! Élève à l'école « déjà »."
     rt = tok.decode(tok.encode(probe))
-    log(f"tokenizer: {tok.vocab_size} tokens in {time.time() - t0:.1f}s; round trip {'ok' if rt == probe else repr(rt)}")
+    log(
+        f"tokenizer: {tok.vocab_size} tokens in {time.time() - t0:.1f}s; round trip {'ok' if rt == probe else repr(rt)}"
+    )
     return tok
 
 
