@@ -25,7 +25,7 @@ import torch
 from .checkpoint import ModelDirError, load_model_dir, save_model_dir
 from .config import ModelConfig
 from .tokenizer import Tokenizer
-from .transformer import Transformer
+from .transformer import Transformer, sinusoidal_table
 
 # MarianConfig's defaults (transformers 5.x): config.json written by save_pretrained lists only the
 # values that differ from these.
@@ -214,8 +214,8 @@ def marian_state_to_ours(state: dict[str, torch.Tensor], cfg: ModelConfig, where
     """A MarianMTModel state dict (safetensors keys) -> our parameter names (embedding aliases not repeated)."""
     if not any(k.startswith("model.") for k in state):  # a MarianModel without the LM head
         state = {f"model.{k}": v for k, v in state.items()}
-    embed = _first(state, "model.shared.weight", "model.encoder.embed_tokens.weight",
-                   "model.decoder.embed_tokens.weight", "lm_head.weight")  # fmt: skip
+    names = ["model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"]
+    embed = _first(state, *names, *(["lm_head.weight"] if cfg.tie_output else []))
     if embed is None:
         raise MarianError(f"{where} has no token embedding (model.shared.weight)")
     if tuple(embed.shape) != (cfg.vocab_size, cfg.d_model):
@@ -227,6 +227,14 @@ def marian_state_to_ours(state: dict[str, torch.Tensor], cfg: ModelConfig, where
         ours[o] = state[h]
     bias = state.get("final_logits_bias")
     ours["final_logits_bias"] = torch.zeros(cfg.vocab_size) if bias is None else bias.reshape(-1)
+    table = sinusoidal_table(cfg.max_len, cfg.d_model, "half")
+    for side in ("encoder", "decoder"):  # older checkpoints store the (fixed) tables; transformers loads them
+        stored = state.get(f"model.{side}.embed_positions.weight")
+        if stored is not None and (stored.shape != table.shape or not torch.allclose(stored, table, atol=1e-4)):
+            raise MarianError(
+                f"{where}: model.{side}.embed_positions.weight is not the sinusoidal sin | cos table, "
+                "which our model computes and cannot store"
+            )
     return ours
 
 
@@ -250,8 +258,12 @@ def spm_to_tokenizer(spm_path: str | Path, vocab: dict[str, int]):
     """A `tokenizers` Unigram tokenizer equivalent to MarianTokenizer(spm, vocab.json) on ordinary text,
     and the number of vocab.json pieces (specials aside) that the spm model lacks.
 
-    Ids follow vocab.json; scores come from the sentencepiece model; pieces only vocab.json has score
-    far below the rarest spm piece, so the tokenizer never prefers them.
+    Ids follow vocab.json; scores come from the sentencepiece model; pieces only vocab.json has (in
+    real Marian models: target-language pieces) score far below the rarest spm piece, so text made of
+    characters the spm model knows is segmented exactly as sentencepiece does. Known difference: a
+    character the spm model lacks becomes <unk> in MarianTokenizer, but here a vocab.json-only piece
+    covering it wins (`tokenizers` prices <unk> below the lowest piece score), e.g. "zzqx" ->
+    [▁zzqx] instead of [▁ z z q <unk>] when only vocab.json has "▁zzqx" and the spm model lacks "x".
     """
     from sentencepiece import sentencepiece_model_pb2 as pb
     from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
@@ -348,7 +360,8 @@ def import_marian(hf_dir: str | Path, out_dir: str | Path) -> Path:
         + (f" (transformers {hf['transformers_version']})" if hf.get("transformers_version") else "")
         + ".",
         f'Weights copied one to one; positional encoding in Marian\'s sin | cos halves (`pe_layout="half"`); '
-        f"decoding starts from token {cfg.decoder_start_id} (`<pad>`); tokenizer {tok_note}.",
+        f"decoding starts from token {cfg.decoder_start_id} (`{tokenizer.id_to_token(cfg.decoder_start_id)}`); "
+        f"tokenizer {tok_note}.",
         "Dropout is set to 0 (inference only). The original license and terms of the model apply.",
     ]
     readme = hf_dir / "README.md"

@@ -1,0 +1,170 @@
+"""BLEU / chrF of a model directory on Multi30k test_2016_flickr, test_2017_flickr and the Tatoeba held-out test.
+
+    python benchmarks/bleu.py [--model DIR] [--limit N] [--beams 1,5] [--data DIR]
+
+Scores are sacrebleu corpus BLEU (13a tokenizer, cased, on detokenized output) and chrF, with
+their signatures printed. The Tatoeba test is multi-reference: each held-out English sentence is
+scored against all its French translations. sacrebleu needs a fixed number of reference streams,
+so every sentence gets as many slots as the sentence with the most translations, and missing
+slots are filled with copies of the sentence's first reference (duplicates change neither the
+clipped n-gram counts nor the closest reference length, so the score equals true multi-ref BLEU).
+
+Decoding uses ``model.decoding.translate_batch`` (greedy for beam 1, beam search otherwise) when
+it exists, else the batched greedy decoder of ``model.train`` (beam > 1 is then skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from model.checkpoint import count_parameters, default_model_dir, load_model_dir  # noqa: E402
+from model.data import (  # noqa: E402
+    MULTI30K_TESTS,
+    SPLIT_SEED,
+    TATOEBA_FILE,
+    default_data_dir,
+    group_by_source,
+    load_multi30k_test,
+    read_tatoeba,
+    reference_streams,
+    split_digest,
+    split_tatoeba,
+)
+
+SANITY = [
+    "I am a student.",
+    "I like pizza.",
+    "Hello world.",
+    "My name is Vikas. I love cricket, finance, and AI.",
+    "A man in a blue shirt is standing on a ladder.",
+    "The cat is sleeping on the sofa.",
+    "We will go to the beach tomorrow if it does not rain.",
+]
+
+
+def get_translator():
+    """(translate(model, tokenizer, texts, beam) -> list[str], name)."""
+    try:
+        from model.decoding import translate_batch
+    except ImportError:
+        translate_batch = None
+    if translate_batch is not None:
+
+        def translate(model, tokenizer, texts, beam):
+            return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len)
+
+        return translate, "model.decoding.translate_batch"
+    from model.train import greedy_translate
+
+    def greedy_only(model, tokenizer, texts, beam):
+        if beam != 1:
+            raise NotImplementedError("beam search needs model.decoding.translate_batch")
+        return greedy_translate(model, tokenizer, texts)
+
+    return greedy_only, "model.train.greedy_translate (greedy only)"
+
+
+def translate_all(translate, model, tokenizer, texts, beam, batch_size):
+    """Sorted by length and chunked, so batches carry little padding; output in input order."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = [""] * len(texts)
+    for b in range(0, len(order), batch_size):
+        idx = order[b : b + batch_size]
+        for i, hyp in zip(idx, translate(model, tokenizer, [texts[i] for i in idx], beam)):
+            out[i] = hyp
+    return out
+
+
+def load_test_sets(data_dir: Path, limit: int | None):
+    sets = {}
+    for split in MULTI30K_TESTS:
+        pairs = load_multi30k_test(data_dir, split)[:limit]
+        sets[f"multi30k/{split}"] = ([en for en, _ in pairs], [[fr for _, fr in pairs]])
+    test = split_tatoeba(read_tatoeba(data_dir / TATOEBA_FILE), SPLIT_SEED)["test"]
+    digest = split_digest(test)
+    groups = group_by_source(test)[:limit]
+    sets["tatoeba/test"] = ([en for en, _ in groups], reference_streams(groups))
+    return sets, digest, len({en for en, _ in test})
+
+
+def main(argv=None) -> dict:
+    from sacrebleu.metrics import BLEU, CHRF
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", type=Path, default=None, help=f"model directory (default {default_model_dir()})")
+    p.add_argument("--data", type=Path, default=None, help="corpus directory (default <repo>/../shared/data)")
+    p.add_argument("--limit", type=int, default=None, help="first N sentences of each test set")
+    p.add_argument("--beams", default="1,5", help="comma-separated beam sizes (1 = greedy)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    loaded = load_model_dir(args.model)
+    model, tokenizer = loaded.model, loaded.tokenizer
+    translate, how = get_translator()
+    data_dir = args.data or default_data_dir()
+    sets, digest, n_tat = load_test_sets(data_dir, args.limit)
+    print(f"model {loaded.path} ({count_parameters(model):,} parameters); decoder: {how}")
+    print(f"tatoeba held-out test: {n_tat} English sentences, split sha256 {digest}; refs streams: "
+          f"{len(sets['tatoeba/test'][1])} (missing slots filled with the first reference)")  # fmt: skip
+
+    rows, signatures = [], {}
+    beams = [int(b) for b in args.beams.split(",") if b.strip()]
+    with torch.inference_mode():
+        for beam in beams:
+            for name, (srcs, refs) in sets.items():
+                t0 = time.time()
+                try:
+                    hyps = translate_all(translate, model, tokenizer, srcs, beam, max(1, args.batch_size // beam))
+                except NotImplementedError as e:
+                    print(f"skipping beam {beam}: {e}")
+                    break
+                dt = time.time() - t0
+                bleu, chrf = BLEU(), CHRF()
+                b, c = bleu.corpus_score(hyps, refs), chrf.corpus_score(hyps, refs)
+                signatures["BLEU"], signatures["chrF"] = str(bleu.get_signature()), str(chrf.get_signature())
+                decode = "greedy" if beam == 1 else f"beam {beam}"
+                rows.append(
+                    {"set": name, "decode": decode, "n": len(srcs), "bleu": round(b.score, 2),
+                     "chrf": round(c.score, 2), "sent_per_s": round(len(srcs) / dt, 1)}
+                )  # fmt: skip
+                print(f"  {rows[-1]}", flush=True)
+
+        print("\nsignatures:")
+        for k, v in signatures.items():
+            print(f"  {k}: {v}")
+        print(f"\n| {'set':<27} | {'decode':<7} | {'n':>5} | {'BLEU':>6} | {'chrF':>6} | {'sent/s':>7} |")
+        print(f"|{'-' * 29}|{'-' * 9}|{'-' * 7}|{'-' * 8}|{'-' * 8}|{'-' * 9}|")
+        for r in rows:
+            print(f"| {r['set']:<27} | {r['decode']:<7} | {r['n']:>5} | {r['bleu']:>6.2f} | {r['chrf']:>6.2f} | "
+                  f"{r['sent_per_s']:>7.1f} |")  # fmt: skip
+
+        sanity = {}
+        print("\nsanity sentences:")
+        for beam in beams:
+            try:
+                outs = translate(model, tokenizer, SANITY, beam)
+            except NotImplementedError:
+                continue
+            sanity[beam] = outs
+            for en, fr in zip(SANITY, outs):
+                print(f"  [{'greedy' if beam == 1 else f'beam {beam}'}] {en}  ->  {fr}")
+    result = {"model": str(loaded.path), "decoder": how, "rows": rows, "signatures": signatures,
+              "tatoeba_split_sha256": digest, "sanity": sanity}  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    return result
+
+
+if __name__ == "__main__":
+    main()

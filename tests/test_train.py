@@ -1,0 +1,140 @@
+"""Training pipeline on a generated toy parallel corpus (same file formats as the real corpora)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+
+import pytest
+
+from model.checkpoint import ModelDirError, load_model_dir
+from model.data import (
+    group_by_source,
+    load_corpora,
+    make_batches,
+    reference_streams,
+    split_digest,
+    split_of,
+    split_tatoeba,
+    train_tokenizer,
+)
+from model.train import main as train_main
+
+EN_ADJ = {"red": "rouge", "big": "grand", "small": "petit", "old": "vieux", "blue": "bleu"}
+EN_NOUN = {"dog": "chien", "cat": "chat", "man": "homme", "boy": "garçon", "horse": "cheval"}
+EN_VERB = {"runs": "court", "sleeps": "dort", "eats": "mange", "jumps": "saute", "sings": "chante"}
+
+
+def toy_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        a, no, v = rng.choice(list(EN_ADJ)), rng.choice(list(EN_NOUN)), rng.choice(list(EN_VERB))
+        pairs.append((f"The {a} {no} {v}.", f"Le {EN_NOUN[no]} {EN_ADJ[a]} {EN_VERB[v]}."))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    (root / "tatoeba-fra-eng").mkdir()
+    lines = [f"{en}\t{fr}\tCC-BY 2.0 (France) Attribution: tatoeba.org #1 (x) & #2 (y)" for en, fr in toy_pairs(400)]
+    lines += ["I'm here.\tJe suis là.\tattr", "I'm here.\tJ'y suis.\tattr"]  # two translations
+    (root / "tatoeba-fra-eng" / "fra.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    m = root / "multi30k"
+    m.mkdir()
+    for split, n, seed in (("train", 300, 1), ("val", 40, 2), ("test_2016_flickr", 20, 3), ("test_2017_flickr", 20, 4)):
+        pairs = toy_pairs(n, seed)
+        for lang, col in (("en", 0), ("fr", 1)):
+            with gzip.open(m / f"{split}.{lang}.gz", "wt", encoding="utf-8") as f:
+                f.write("\n".join(p[col] for p in pairs) + "\n")
+    return root
+
+
+TINY = [
+    "--vocab-size", "120", "--d-model", "32", "--heads", "2", "--d-ff", "64", "--layers", "1",
+    "--max-tokens", "300", "--lr", "3e-3", "--warmup", "5", "--eval-sentences", "12", "--log-every", "5",
+    "--average", "2", "--threads", "1",
+]  # fmt: skip
+
+
+def run_train(data_dir, tmp, *extra):
+    return train_main(
+        ["--data", str(data_dir), "--out", str(tmp / "model"), "--state-dir", str(tmp / "state"), *TINY, *extra]
+    )
+
+
+def test_training_loss_falls_and_model_dir_loads(data_dir, tmp_path):
+    summary = run_train(data_dir, tmp_path, "--max-steps", "40", "--eval-steps", "8")
+    losses = [h["val_loss"] for h in summary["history"]]
+    assert summary["steps"] == 40
+    assert losses[-1] < losses[0] - 0.5, losses
+    loaded = load_model_dir(tmp_path / "model")
+    assert loaded.cfg.d_model == 32
+    assert loaded.tokenizer.vocab_size <= loaded.cfg.vocab_size
+    assert not loaded.model.training
+    # no pickle anywhere in the resumable state
+    names = sorted(p.name for p in (tmp_path / "state" / "train_state").iterdir())
+    assert names == ["model.safetensors", "optimizer.safetensors", "state.json"]
+
+
+def test_resume_continues_from_saved_step(data_dir, tmp_path, capsys):
+    run_train(data_dir, tmp_path, "--max-steps", "6", "--eval-steps", "6")
+    state = json.loads((tmp_path / "state" / "train_state" / "state.json").read_text())
+    assert state["step"] == 6
+    capsys.readouterr()
+    summary = run_train(data_dir, tmp_path, "--max-steps", "10", "--eval-steps", "100", "--resume")
+    assert "resumed from" in capsys.readouterr().out
+    assert summary["steps"] == 10
+    assert [h["step"] for h in summary["history"]] == [6, 10]
+    assert json.loads((tmp_path / "state" / "train_state" / "state.json").read_text())["step"] == 10
+
+
+def test_corrupted_weights_are_refused(data_dir, tmp_path):
+    run_train(data_dir, tmp_path, "--max-steps", "2", "--eval-steps", "2", "--average", "1")
+    weights = tmp_path / "model" / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelDirError, match="model.safetensors"):
+        load_model_dir(tmp_path / "model")
+
+
+def test_split_is_deterministic_and_leak_free():
+    pairs = [(f"Sentence number {i}.", f"Phrase numéro {i} ({k}).") for i in range(3000) for k in range(1 + i % 3)]
+    a, b = split_tatoeba(pairs), split_tatoeba(list(reversed(pairs)))
+    assert {k: sorted(v) for k, v in a.items()} == {k: sorted(v) for k, v in b.items()}
+    assert split_digest(a["test"]) == split_digest(b["test"])
+    sides = {k: {en for en, _ in v} for k, v in a.items()}
+    assert not sides["train"] & sides["test"] and not sides["train"] & sides["val"] and not sides["val"] & sides["test"]
+    assert sum(len(v) for v in a.values()) == len(pairs)
+    assert 40 <= len(sides["test"]) <= 120 and 15 <= len(sides["val"]) <= 70  # 2.5 % and 1.2 % of 3000
+    assert all(split_of(en) == "test" for en in sides["test"])
+    assert split_tatoeba(pairs, seed=7) != a  # the seed matters
+
+
+def test_corpora_loader_and_references(data_dir):
+    c = load_corpora(data_dir)
+    train_en = {en for en, _ in c.train}
+    assert not train_en & {en for en, _ in c.test_tatoeba}
+    assert c.counts["multi30k_val_pairs"] == 40
+    groups = group_by_source([("a", "x"), ("b", "y"), ("a", "z")])
+    assert groups == [("a", ["x", "z"]), ("b", ["y"])]
+    assert reference_streams(groups) == [["x", "y"], ["z", "y"]]
+
+
+def test_tokenizer_round_trips_french():
+    texts = [fr for _, fr in toy_pairs(200)] + ["J'aime l'IA, n'est-ce pas ? Oui !", "Élève à l'école « déjà »."] * 5
+    tok = train_tokenizer(texts, vocab_size=150)
+    assert [tok.id_to_token(i) for i in range(4)] == ["<pad>", "<s>", "</s>", "<unk>"]
+    for s in ("J'aime l'IA, n'est-ce pas ? Oui !", "Le chien rouge court."):
+        assert tok.decode(tok.encode(s)) == s
+
+
+def test_batches_respect_token_budget():
+    rng = random.Random(0)
+    src = [rng.randint(2, 40) for _ in range(500)]
+    tgt = [rng.randint(2, 40) for _ in range(500)]
+    batches = make_batches(src, tgt, 200, random.Random(1))
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    assert all(max(max(src[i], tgt[i]) for i in b) * len(b) <= 200 for b in batches)
