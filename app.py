@@ -52,7 +52,7 @@ from app_support import (
     to_json_bytes,
     token_prob,
 )
-from model.checkpoint import LoadedModel, ModelDirError, default_model_dir, load_model_dir
+from model.checkpoint import LoadedModel, ModelDirError, default_model_dir, load_model_dir, set_threads
 from model.decoding import decode
 from model.trace import teacher_forced_trace
 
@@ -92,6 +92,7 @@ st.set_page_config(page_title="Decoder Lens", page_icon="🔎", layout="wide")
 @st.cache_resource(show_spinner="Loading the model…", max_entries=4)
 def load_model(path: str, stamp: tuple) -> LoadedModel:
     """``stamp`` (the files' sizes and times) makes a rebuilt model directory load afresh."""
+    set_threads()
     return load_model_dir(path)
 
 

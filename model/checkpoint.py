@@ -91,3 +91,16 @@ def load_model_dir(path: str | Path | None = None) -> LoadedModel:
 
 def count_parameters(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def set_threads(default: int = 1) -> int:
+    """Batch-1 step-by-step decoding ran faster on 1 torch thread than on 2 here (benchmarks/decode.py);
+    DECODER_LENS_THREADS overrides it."""
+    import os
+
+    try:
+        n = max(1, int(os.environ.get("DECODER_LENS_THREADS", default)))
+    except ValueError:
+        n = default
+    torch.set_num_threads(n)
+    return n

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .checkpoint import ModelDirError, default_model_dir, load_model_dir
+from .checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
 from .decoding import DecodeOptions, decode, greedy_batch
 
 
@@ -166,6 +166,7 @@ COMMANDS = {"translate": cmd_translate, "trace": cmd_trace, "lesson": cmd_lesson
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
+    set_threads()
     try:
         return COMMANDS[a.command](a)
     except (ModelDirError, ValueError, OSError, ImportError) as e:
