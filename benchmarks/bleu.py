@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app_support import EXAMPLES  # noqa: E402
 from model.checkpoint import count_parameters, default_model_dir, load_model_dir  # noqa: E402
 from model.data import (  # noqa: E402
     MULTI30K_TESTS,
@@ -39,15 +40,7 @@ from model.data import (  # noqa: E402
     split_tatoeba,
 )
 
-SANITY = [
-    "I am a student.",
-    "I like pizza.",
-    "Hello world.",
-    "My name is Vikas. I love cricket, finance, and AI.",
-    "A man in a blue shirt is standing on a ladder.",
-    "The cat is sleeping on the sofa.",
-    "We will go to the beach tomorrow if it does not rain.",
-]
+SANITY = list(EXAMPLES)  # the app's example sentences
 
 
 def get_translator():
