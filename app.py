@@ -338,24 +338,20 @@ def render_stages(
             arr = np.where(np.isfinite(a[f"{L}.self.mask"]), arr, -np.inf)
         return mean_weights(arr) if head == MEAN_HEADS else arr[int(head)]
 
-    c1, c2 = st.columns(2)
-    with c1:
-        formula(r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}")
-        show(viz.attention_figure(attn("scores"), tokens, tokens, title=f"Raw scores QKᵀ/√d_k ({hname})",
-                                  highlight_row=hl, kind="scores"), f"{prefix}_scores")  # fmt: skip
-    with c2:
-        formula(r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
-        show(viz.attention_figure(attn("mask"), tokens, tokens, title="Causal mask M", highlight_row=hl,
-                                  kind="mask"), f"{prefix}_mask")  # fmt: skip
-    c1, c2 = st.columns(2)
-    with c1:
-        formula(r"\text{masked} = \frac{Q K^{\top}}{\sqrt{d_k}} + M")
-        show(viz.attention_figure(attn("masked_scores"), tokens, tokens, title=f"Masked scores ({hname})",
-                                  highlight_row=hl, kind="masked_scores"), f"{prefix}_masked")  # fmt: skip
-    with c2:
-        formula(r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right)")
-        show(viz.attention_figure(attn("weights"), tokens, tokens, title=f"Attention weights α ({hname})",
-                                  highlight_row=hl, kind="weights"), f"{prefix}_weights")  # fmt: skip
+    panels = (  # (trace key, formula, title), drawn two per row in data-flow order
+        ("scores", r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}", f"Raw scores QKᵀ/√d_k ({hname})"),
+        ("mask", r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}", "Causal mask M"),
+        ("masked_scores", r"\text{masked} = \frac{Q K^{\top}}{\sqrt{d_k}} + M", f"Masked scores ({hname})"),
+        ("weights", r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right)",
+         f"Attention weights α ({hname})"),
+    )  # fmt: skip
+    keys = {"scores": "scores", "mask": "mask", "masked_scores": "masked", "weights": "weights"}
+    for pair in (panels[:2], panels[2:]):
+        for col, (key, tex, title) in zip(st.columns(2), pair):
+            with col:
+                formula(tex)
+                show(viz.attention_figure(attn(key), tokens, tokens, title=title, highlight_row=hl, kind=key),
+                     f"{prefix}_{keys[key]}")  # fmt: skip
     if all_heads:
         grid = np.where(np.isfinite(a[f"{L}.self.mask"]), a[f"{L}.self.weights"], -np.inf)
         show(viz.heads_grid(grid, tokens, tokens, title=f"Self-attention weights, every head "
