@@ -1,0 +1,383 @@
+"""Inference engines on the same weights: ours (untraced and fully traced), transformers, CTranslate2.
+
+    python benchmarks/engines.py [--model DIR] [--limit 100] [--threads 1 2] [--data DIR] [--work DIR] [--smoke]
+
+The model directory is exported with ``model.marian.export_marian`` to a transformers MarianMTModel
+directory, which ``MarianMTModel.from_pretrained`` loads and CTranslate2's TransformersConverter
+turns into a float32 and an int8 model. Batch 1, the first ``--limit`` English sentences of
+Multi30k test_2016_flickr, greedy and beam 5, each engine and thread count in its own process (this
+script with ``--worker``). Every engine gets the same source ids (``</s>`` included), the same
+maximum number of new tokens (``</s>`` included), length penalty 1.0, and never generates ``<pad>``
+or the decoder-start token. Prints median and p95 ms per sentence, generated tokens/s, the share
+of translations identical to ours untraced (token ids, and detokenized text), and verdict lines;
+asserts nothing.
+
+Targets: ours untraced >= 1.5x faster than transformers generate(); ours traced (record=True)
+no slower than transformers; ours untraced within 2x of CTranslate2 float32.
+
+CTranslate2's own Marian loader assumes the OPUS-MT layout (``<pad>`` is the last token and the
+decoder starts from a zero embedding); ours has ``<pad>`` = 0 and starts from the learned ``<s>``
+embedding, so the conversion uses the BART loader with Marian's post-norm settings instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SPLIT = "test_2016_flickr"
+BEAM = 5
+WARMUP = 3  # sentences decoded untimed before each strategy
+ENGINES = {  # worker name -> row label
+    "ours": "ours, untraced",
+    "ours_traced": "ours, record=True (full trace)",
+    "hf": "transformers generate()",
+    "ct2_float32": "CTranslate2 float32",
+    "ct2_int8": "CTranslate2 int8",
+}
+SMOKE_SENTENCES = [
+    "I am a student.", "I like pizza.", "The cat is sleeping on the sofa.", "Hello world.",
+    "A man in a blue shirt is standing on a ladder.", "We will go to the beach tomorrow.",
+    "The man likes the blue sofa.", "A cat is on the beach.",
+]  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------- set-up
+
+
+def build_smoke_model(out_dir: Path) -> None:
+    """A seeded random model with our token layout (<pad> 0, decoding from <s>), like tests/conftest.py.
+
+    </s> gets a positive final-logits bias so translations end at different lengths, which checks
+    that every engine stops (and counts the length limit) the same way.
+    """
+    import torch
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+
+    from model import ModelConfig, Transformer
+    from model.checkpoint import save_model_dir
+    from model.tokenizer import SPECIALS, Tokenizer
+
+    hf = HFTokenizer(models.BPE(unk_token="<unk>"))
+    hf.normalizer = normalizers.NFC()
+    hf.pre_tokenizer = pre_tokenizers.Metaspace()
+    hf.decoder = decoders.Metaspace()
+    hf.train_from_iterator(SMOKE_SENTENCES * 5, trainers.BpeTrainer(vocab_size=120, special_tokens=list(SPECIALS)))
+    tok = Tokenizer(hf)
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=tok.vocab_size, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
+                      n_decoder_layers=2, max_len=64, dropout=0.0, final_logits_bias=True)  # fmt: skip
+    model = Transformer(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:  # random LayerNorm affine parameters, as real ones are
+                p.add_(0.1 * torch.randn_like(p))
+        model.final_logits_bias.normal_(0.0, 0.5)
+        model.final_logits_bias[cfg.eos_id] = 3.0
+    save_model_dir(model, tok, out_dir, card="# Smoke-test model\nRandom weights.\n")
+
+
+@contextmanager
+def decoder_lens_loader():
+    """Convert MarianMTModel with the BART loader in Marian's post-norm settings, for the duration.
+
+    CTranslate2's MarianMTLoader drops the last vocabulary row (OPUS-MT's trailing <pad>; ours is a
+    real token) and starts the decoder from a zero embedding (ours starts from <s>'s embedding).
+    """
+    from ctranslate2.converters import transformers as ct2t
+
+    class Loader(ct2t.BartLoader):
+        architecture_name = "MarianMTModel"
+
+        def get_model_spec(self, model):
+            model.config.normalize_before = False  # post-norm
+            model.config.normalize_embedding = False  # no LayerNorm on the embeddings
+            return super().get_model_spec(model)
+
+    registry = ct2t._MODEL_LOADERS
+    saved = registry["MarianConfig"]
+    registry["MarianConfig"] = Loader()
+    try:
+        yield
+    finally:
+        registry["MarianConfig"] = saved
+
+
+def prepare(model_dir: Path, work: Path, smoke: bool) -> None:
+    """(smoke: build the model,) export it to work/hf, convert to work/ct2_float32 and work/ct2_int8."""
+    import ctranslate2
+    import transformers
+
+    from model.marian import export_marian
+
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    if smoke:
+        build_smoke_model(model_dir)
+    export_marian(model_dir, work / "hf")
+    with decoder_lens_loader():
+        for q in ("float32", "int8"):
+            converter = ctranslate2.converters.TransformersConverter(str(work / "hf"))
+            converter.convert(str(work / f"ct2_{q}"), quantization=None if q == "float32" else q, force=True)
+
+
+def stamp(model_dir: Path) -> dict:
+    """What the exported and converted models depend on; --work reuses them while it is unchanged."""
+    from importlib.metadata import version
+
+    st = (model_dir / "model.safetensors").stat()
+    return {"model": str(model_dir), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            **{lib: version(lib) for lib in ("ctranslate2", "transformers")}}  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------- workers
+
+
+def time_each(fn, srcs: list) -> tuple[list[float], list[list[int]]]:
+    """Decode each source once after WARMUP untimed ones; (ms per sentence, generated ids)."""
+    for s in srcs[:WARMUP]:
+        fn(s)
+    ms, outs = [], []
+    for s in srcs:
+        t0 = time.perf_counter()
+        out = fn(s)
+        ms.append(1000 * (time.perf_counter() - t0))
+        outs.append(out)
+    return ms, outs
+
+
+def worker_ours(work: Path, job: dict, threads: int, record: bool) -> dict:
+    import torch
+
+    torch.set_num_threads(threads)
+    from model.checkpoint import load_model_dir
+    from model.decoding import DecodeOptions, decode
+
+    model = load_model_dir(job["model_dir"]).model
+    res = {}
+    for name, opts in {
+        "greedy": DecodeOptions(strategy="greedy", max_len=job["max_new"], record=record),
+        "beam": DecodeOptions(strategy="beam", beam=BEAM, max_len=job["max_new"], record=record),
+    }.items():
+        res[name] = time_each(lambda s, o=opts: list(decode(model, s, o).ids), job["src"])
+    return res
+
+
+def worker_hf(work: Path, job: dict, threads: int) -> dict:
+    import torch
+
+    torch.set_num_threads(threads)
+    from transformers import GenerationConfig, MarianMTModel
+
+    model = MarianMTModel.from_pretrained(work / "hf").eval()  # default attention implementation (sdpa)
+    c = model.config
+    res = {}
+    for name, beams in (("greedy", 1), ("beam", BEAM)):
+        gen = GenerationConfig(
+            decoder_start_token_id=c.decoder_start_token_id, pad_token_id=c.pad_token_id, eos_token_id=c.eos_token_id,
+            forced_eos_token_id=None, bad_words_ids=[[i] for i in job["banned"]], num_beams=beams, do_sample=False,
+            max_new_tokens=job["max_new"], early_stopping=False, length_penalty=1.0,
+        )  # fmt: skip
+
+        def run(s, g=gen):
+            out = model.generate(torch.tensor([s]), generation_config=g)[0, 1:].tolist()  # drop the start token
+            return [i for i in out if i != c.pad_token_id]  # <pad> is banned, so any is padding after </s>
+
+        res[name] = time_each(run, job["src"])
+    return res
+
+
+def worker_ct2(work: Path, job: dict, threads: int, quant: str) -> dict:
+    import ctranslate2
+
+    path = work / f"ct2_{quant}"
+    translator = ctranslate2.Translator(str(path), device="cpu", intra_threads=threads, inter_threads=1)
+    vocab = json.loads((path / "shared_vocabulary.json").read_text(encoding="utf-8"))
+    index = {t: i for i, t in enumerate(vocab)}
+    srcs = [[vocab[i] for i in s] for s in job["src"]]  # CT2 takes token strings; we add </s> ourselves
+    res = {"compute_type": translator.compute_type}
+    for name, beams in (("greedy", 1), ("beam", BEAM)):
+        opts = dict(
+            beam_size=beams, num_hypotheses=1, length_penalty=1.0, patience=1.0,
+            max_decoding_length=job["max_new"],  # new tokens, </s> included, as ours
+            min_decoding_length=0,  # ours may end at once (CT2's default 1 forbids an immediate </s>)
+            return_end_token=True, suppress_sequences=[[vocab[i]] for i in job["banned"]], max_input_length=0,
+        )  # fmt: skip
+
+        def run(tokens, o=opts):
+            return [index[t] for t in translator.translate_batch([tokens], **o)[0].hypotheses[0]]
+
+        res[name] = time_each(run, srcs)
+    return res
+
+
+def run_worker(engine: str, work: Path, threads: int) -> dict:
+    cmd = [sys.executable, __file__, "--worker", engine, "--work", str(work), "--threads", str(threads)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode:
+        sys.exit(f"{engine} worker failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def worker_main(engine: str, work: Path, threads: int) -> None:
+    if engine == "prepare":
+        job = json.loads((work / "prepare.json").read_text())
+        prepare(Path(job["model_dir"]), work, job["smoke"])
+        print("{}")
+        return
+    job = json.loads((work / "job.json").read_text())
+    if engine in ("ours", "ours_traced"):
+        res = worker_ours(work, job, threads, record=engine == "ours_traced")
+    elif engine == "hf":
+        res = worker_hf(work, job, threads)
+    else:
+        res = worker_ct2(work, job, threads, engine.removeprefix("ct2_"))
+    print(json.dumps(res))
+
+
+# ----------------------------------------------------------------------------------------------- main
+
+
+def p95(xs: list[float]) -> float:
+    return sorted(xs)[max(0, math.ceil(0.95 * len(xs)) - 1)]  # nearest rank
+
+
+def summarize(ms: list[float], outs: list[list[int]], ref: list[list[int]], detok) -> dict:
+    same_text = sum(detok(a) == detok(b) for a, b in zip(outs, ref))
+    return {
+        "median": statistics.median(ms), "p95": p95(ms), "tok_s": 1000 * sum(map(len, outs)) / sum(ms),
+        "ids_pct": 100 * sum(a == b for a, b in zip(outs, ref)) / len(ref), "text_pct": 100 * same_text / len(ref),
+    }  # fmt: skip
+
+
+def report(results: dict[int, dict[str, dict]], detok, header: str) -> None:
+    print(f"\n{header}\n")
+    cols = f"{'median':>8}{'p95':>8}{'tok/s':>8}{'ids=':>6}{'text=':>6}"
+    head = f"{'threads':>7}  {'engine':<36}{cols}  |{cols}"
+    print(f"{'':<45}{'greedy (ms/sentence; % same as ours)':<46}|  beam {BEAM}")
+    print(head)
+    print("-" * len(head))
+    summary: dict[int, dict[str, dict]] = {}
+    for n, by_engine in results.items():
+        ref = {s: by_engine["ours"][s][1] for s in ("greedy", "beam")}
+        summary[n] = {}
+        for engine, label in ENGINES.items():
+            r = by_engine[engine]
+            s = summary[n][engine] = {st: summarize(*r[st], ref[st], detok) for st in ("greedy", "beam")}
+            if "compute_type" in r:
+                label += f" ({r['compute_type']})"
+            cells = [f"{x['median']:>8.2f}{x['p95']:>8.2f}{x['tok_s']:>8.0f}{x['ids_pct']:>5.0f}%{x['text_pct']:>5.0f}%"
+                     for x in (s["greedy"], s["beam"])]  # fmt: skip
+            print(f"{n:>7}  {label:<36}{cells[0]}  |{cells[1]}")
+    print()
+    for n, s in summary.items():
+        ratio = {e: {st: s[e][st]["median"] / s["ours"][st]["median"] for st in ("greedy", "beam")} for e in s}
+        traced = {st: s["hf"][st]["median"] / s["ours_traced"][st]["median"] for st in ("greedy", "beam")}
+
+        def both(d, fmt="{:.2f}x"):
+            return f"greedy {fmt.format(d['greedy'])}, beam {fmt.format(d['beam'])}"
+
+        verdicts = [
+            (f"ours untraced >= 1.5x faster than transformers ({both(ratio['hf'])})", min(ratio["hf"].values()) >= 1.5),
+            (f"ours traced no slower than transformers ({both(traced)})", min(traced.values()) >= 1.0),
+            (f"ours untraced within 2x of CTranslate2 float32 (ours / CT2: "
+             f"{both({k: 1 / v for k, v in ratio['ct2_float32'].items()})})",
+             max(1 / v for v in ratio["ct2_float32"].values()) <= 2.0),
+        ]  # fmt: skip
+        for text, ok in verdicts:
+            print(f"[threads {n}] {'PASS' if ok else 'FAIL'}  {text}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", type=Path, default=None, help="model directory (default: assets/models/en-fr)")
+    p.add_argument("--limit", type=int, default=100, help=f"first N sentences of Multi30k {SPLIT}")
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts to measure")
+    p.add_argument("--data", type=Path, default=None, help="corpus directory (default <repo>/../shared/data)")
+    p.add_argument("--max-len", type=int, default=128, help="new tokens at most, </s> included (max_new_tokens)")
+    p.add_argument("--work", type=Path, default=None, help="keep the exported/converted models here (default: temp)")
+    p.add_argument("--smoke", action="store_true", help="tiny random model, made-up sentences, 1 thread")
+    p.add_argument("--worker", choices=["prepare", *ENGINES], help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.worker:
+        worker_main(a.worker, a.work, a.threads[0])
+        return
+    if a.work is not None and a.work.resolve().is_relative_to(ROOT):
+        p.error(f"--work {a.work} is inside the repository; converted models must not land in it")
+    if a.smoke:
+        a.threads = [1]
+    with tempfile.TemporaryDirectory(prefix="engines-bench-") as tmp:
+        work = a.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        run(a, work)
+
+
+def run(a: argparse.Namespace, work: Path) -> None:
+    from model.checkpoint import default_model_dir
+    from model.config import ModelConfig
+    from model.tokenizer import Tokenizer
+
+    t0, load = time.perf_counter(), os.getloadavg()[0]
+    model_dir = work / "smoke_model" if a.smoke else (a.model or default_model_dir()).resolve()
+    stamp_file = work / "stamp.json"
+    if not a.smoke and not (model_dir / "model.safetensors").is_file():
+        sys.exit(f"error: {model_dir} is not a model directory (no model.safetensors)")
+    cached = not a.smoke and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp(model_dir)
+    if not cached:
+        stamp_file.unlink(missing_ok=True)
+        (work / "prepare.json").write_text(json.dumps({"model_dir": str(model_dir), "smoke": a.smoke}))
+        run_worker("prepare", work, 1)
+        if not a.smoke:
+            stamp_file.write_text(json.dumps(stamp(model_dir)))
+    print(f"prepared in {time.perf_counter() - t0:.1f} s{' (cached)' if cached else ''}: {work}")
+
+    cfg, tok = ModelConfig.load(model_dir / "config.json"), Tokenizer.load(model_dir / "tokenizer.json")
+    ct2_vocab = json.loads((work / "ct2_float32" / "shared_vocabulary.json").read_text(encoding="utf-8"))
+    ours_vocab = tok.tokens(range(cfg.vocab_size))
+    if ct2_vocab != ours_vocab:
+        bad = next(i for i, (x, y) in enumerate(zip(ct2_vocab + [None] * cfg.vocab_size, ours_vocab)) if x != y)
+        sys.exit(f"error: CTranslate2's vocabulary ({len(ct2_vocab)} tokens) differs from ours at id {bad}")
+    if a.smoke:
+        texts, source = SMOKE_SENTENCES, "made-up sentences"
+    else:
+        from model.data import default_data_dir, load_multi30k_test
+
+        texts = [en for en, _ in load_multi30k_test(a.data or default_data_dir(), SPLIT)[: a.limit]]
+        source = f"Multi30k {SPLIT}"
+    max_new = min(a.max_len, cfg.max_len - 1)  # as model.decoding.decode caps it
+    job = {
+        "model_dir": str(model_dir), "max_new": max_new,
+        "src": [tok.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts],
+        "banned": sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}),  # as model.decoding.suppress
+    }  # fmt: skip
+    (work / "job.json").write_text(json.dumps(job))
+
+    results: dict[int, dict[str, dict]] = {n: {} for n in a.threads}
+    for n in a.threads:
+        for engine in ENGINES:
+            results[n][engine] = run_worker(engine, work, n)
+    n_src = sum(map(len, job["src"])) / len(job["src"])
+    header = (f"{len(texts)} {source}, batch 1, {n_src:.1f} source tokens on average (</s> included), at most "
+              f"{max_new} new tokens; model {model_dir if not a.smoke else 'random (smoke)'}: d_model {cfg.d_model}, "
+              f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, vocab {cfg.vocab_size}. Agreement with ours "
+              "untraced: identical token ids / identical detokenized text.")  # fmt: skip
+    report(results, lambda ids: tok.decode(ids), header)
+    print(f"\n({time.perf_counter() - t0:.0f} s in all; load average {load:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
