@@ -355,7 +355,10 @@ def run(a: argparse.Namespace, work: Path) -> None:
     else:
         from model.data import default_data_dir, load_multi30k_test
 
-        texts = [en for en, _ in load_multi30k_test(a.data or default_data_dir(), SPLIT)[: a.limit]]
+        try:
+            texts = [en for en, _ in load_multi30k_test(a.data or default_data_dir(), SPLIT)[: a.limit]]
+        except FileNotFoundError as e:
+            sys.exit(f"error: Multi30k {SPLIT} not found ({e}); give the corpus directory with --data")
         source = f"Multi30k {SPLIT}"
     max_new = min(a.max_len, cfg.max_len - 1)  # as model.decoding.decode caps it
     job = {
