@@ -1,7 +1,9 @@
 """Step-by-step decoding with a KV cache: greedy, beam search and sampling.
 
 Each step feeds one new query position, reuses the cached K, V of earlier positions and,
-when ``record`` is set, returns that position's full per-stage record. Beam search follows
+when ``record`` is set, returns that position's full per-stage record, its top tokens and (beam
+search) every expansion considered. Without ``record`` only the translation and the n-best come back,
+and none of that bookkeeping is paid for. Beam search follows
 transformers' ``generate()`` (same candidates, EOS handling, length penalty and stopping rule)
 so the same request gives the same n-best in both.
 """
@@ -33,7 +35,7 @@ class DecodeOptions:
     seed: int = 0
     max_len: int = 128  # new tokens, </s> included
     prefix: tuple[int, ...] = ()  # forced first tokens
-    record: bool = False
+    record: bool = False  # keep every step (stages, top tokens, beam expansions); off = translation only
 
     def __post_init__(self):
         if self.strategy not in ("greedy", "beam", "sample"):
@@ -101,14 +103,20 @@ class DecodeResult:
 
 
 def to_numpy(rec: dict[str, torch.Tensor], drop=("logits",)) -> dict[str, np.ndarray]:
-    return {k: v.detach().float().cpu().numpy() for k, v in rec.items() if k.split(".")[-1] not in drop}
+    """Read-only views, not copies (some share memory with the KV cache or the PE table)."""
+    out = {}
+    for k, v in rec.items():
+        if k.rsplit(".", 1)[-1] not in drop:
+            out[k] = (v if v.dtype == torch.float32 else v.float()).numpy()
+            out[k].flags.writeable = False
+    return out
 
 
 def suppress(logp: torch.Tensor, model: Transformer) -> torch.Tensor:
     """Never generate <pad> or the decoder-start token (transformers: bad_words_ids=[[pad]])."""
     cfg = model.cfg
-    banned = {cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}
-    logp[..., sorted(banned)] = float("-inf")
+    for i in sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}):
+        logp[..., i] = float("-inf")
     return logp
 
 
@@ -166,9 +174,9 @@ def greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder) -> De
             nxt = int(torch.multinomial(filtered.softmax(-1), 1, generator=gen))
         else:
             nxt = int(logp.argmax(-1))
-        top_ids, top_lp, ent = step_summary(logp)
-        arrays = to_numpy(rec) if opts.record else {}
-        steps.append(Step(t, np.array([token]), np.array([nxt]), forced, top_ids, top_lp, ent, arrays))
+        if opts.record:
+            top_ids, top_lp, ent = step_summary(logp)
+            steps.append(Step(t, np.array([token]), np.array([nxt]), forced, top_ids, top_lp, ent, to_numpy(rec)))
         logprob += float(logp[0, nxt])
         out.append(nxt)
         token = nxt
@@ -200,9 +208,6 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
         logits, cache, rec = model.decode(tokens, memory, src_mask, cache, record=opts.record)
         logp = suppress(F.log_softmax(logits[:, -1].float(), dim=-1), model)  # (k, V)
         V = logp.shape[-1]
-        live = [Hypothesis(tuple(seqs[r]), float(running[r]), float(running[r]) / max(t, 1) ** lp, parents[r])
-                for r in range(k)]  # fmt: skip
-        top_ids, top_lp, ent = step_summary(logp)
         forced = t < len(opts.prefix)
         if forced:
             forced_tok = int(opts.prefix[t])
@@ -223,40 +228,29 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
         fin_cand = fin_cand + (0.0 if unsatisfied else NEG) + (~just_done).float() * NEG
         merged = torch.cat([fin_scores, fin_cand])
         best = merged.topk(k).indices
-        cand_seqs = [seqs[int(r)] + [int(tok)] for r, tok in zip(cand_rows, cand_tok)]
-        all_seqs = fin_seqs + cand_seqs
+        rows_l, tok_l, best_l = cand_rows.tolist(), cand_tok.tolist(), best.tolist()
+        all_seqs = fin_seqs + [seqs[r] + [tok] for r, tok in zip(rows_l, tok_l)]
         all_lp = fin_logprobs + cand_lp.tolist()
         all_done = torch.cat([fin_done, just_done])
         fin_scores, fin_done = merged[best], all_done[best]
-        fin_seqs = [all_seqs[i] for i in best.tolist()]
-        fin_logprobs = [all_lp[i] for i in best.tolist()]
-        kept, finished = set(keep.tolist()), {int(i) - k for i in best if int(i) >= k and all_done[i]}
-        alive = [i for i in range(2 * k) if cand_lp[i] > NEG / 2]
-        status = {(int(cand_rows[i]), int(cand_tok[i])): (
-            "finished" if i in finished else "kept" if i in kept else "pruned") for i in alive}  # fmt: skip
-        expansions = [
-            Expansion(r, int(top_ids[r, j]), float(top_lp[r, j]), float(top_lp[r, j] + running[r]),
-                      status.get((r, int(top_ids[r, j])), "pruned"))
-            for r in range(k) if running[r] > NEG / 2 for j in range(min(k, top_ids.shape[1]))
-        ]  # fmt: skip
-        for i in alive:  # candidates outside a row's top-k (forced tokens) are shown too
-            r, tok = int(cand_rows[i]), int(cand_tok[i])
-            if not any(e.parent == r and e.token == tok for e in expansions):
-                expansions.append(Expansion(r, tok, float(logp[r, tok]), float(cand_lp[i]), status[(r, tok)]))
-        rows = cand_rows[keep]
-        next_tok = cand_tok[keep]
-        pool = [Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
-                for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done) if d]  # fmt: skip
-        beam_steps.append(BeamStep(t, live, expansions, pool))
-        chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
-        for r, tok in reversed(list(zip(rows.tolist(), next_tok.tolist()))):
-            chosen[r] = tok
-        arrays = to_numpy(rec) if opts.record else {}
-        steps.append(Step(t, tokens[:, 0].numpy().copy(), chosen, forced, top_ids, top_lp, ent, arrays))
+        fin_seqs = [all_seqs[i] for i in best_l]
+        fin_logprobs = [all_lp[i] for i in best_l]
+        rows, next_tok = cand_rows[keep], cand_tok[keep]
+        if opts.record:
+            live = [Hypothesis(tuple(seqs[r]), float(running[r]), float(running[r]) / max(t, 1) ** lp, parents[r])
+                    for r in range(k)]  # fmt: skip
+            beam_steps.append(beam_step_record(t, k, live, logp, running, rows_l, tok_l, cand_lp, keep, best_l,
+                                               all_done, fin_seqs, fin_logprobs, fin_scores, fin_done))  # fmt: skip
+            chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
+            for r, tok in reversed(list(zip(rows.tolist(), next_tok.tolist()))):
+                chosen[r] = tok
+            top_ids, top_lp, ent = step_summary(logp)
+            steps.append(Step(t, tokens[:, 0].numpy().copy(), chosen, forced, top_ids, top_lp, ent, to_numpy(rec)))
         seqs = [seqs[r] + [tok] for r, tok in zip(rows.tolist(), next_tok.tolist())]
         parents = rows.tolist()
         running = (cand_lp + hits.float() * NEG)[keep]
-        cache = [c.select(rows) for c in cache]
+        # every row reads the same source, so the cross-attention K, V rows are identical: no reorder
+        cache = [c.select(rows, cross=False) for c in cache]
         tokens = next_tok[:, None]
         # transformers' stopping rule (early_stopping=False)
         if unsatisfied:
@@ -267,7 +261,30 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
             break
     n_best = [Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
               for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done)][:n_return]  # fmt: skip
-    return DecodeResult(tuple(src[0].tolist()), n_best[0].ids, steps, n_best, beam_steps, encoder)
+    return DecodeResult(tuple(src[0].tolist()), n_best[0].ids, steps, n_best, beam_steps if opts.record else None,
+                        encoder)  # fmt: skip
+
+
+def beam_step_record(t, k, live, logp, running, rows_l, tok_l, cand_lp, keep, best_l, all_done, fin_seqs,
+                     fin_logprobs, fin_scores, fin_done) -> BeamStep:  # fmt: skip
+    """What the beam view shows for step t: each live row's top-k continuations and their fate."""
+    top_lp, top_ids = logp.topk(min(k, logp.shape[-1]), dim=-1)  # (k, k)
+    kept, finished = set(keep.tolist()), {i - k for i in best_l if i >= k and all_done[i]}
+    alive = [i for i in range(2 * k) if cand_lp[i] > NEG / 2]
+    status = {(rows_l[i], tok_l[i]): ("finished" if i in finished else "kept" if i in kept else "pruned")
+              for i in alive}  # fmt: skip
+    expansions = [
+        Expansion(r, int(top_ids[r, j]), float(top_lp[r, j]), float(top_lp[r, j] + running[r]),
+                  status.get((r, int(top_ids[r, j])), "pruned"))
+        for r in range(k) if running[r] > NEG / 2 for j in range(top_ids.shape[1])
+    ]  # fmt: skip
+    for i in alive:  # candidates outside a row's top-k (forced tokens) are shown too
+        r, tok = rows_l[i], tok_l[i]
+        if not any(e.parent == r and e.token == tok for e in expansions):
+            expansions.append(Expansion(r, tok, float(logp[r, tok]), float(cand_lp[i]), status[(r, tok)]))
+    pool = [Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
+            for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done) if d]  # fmt: skip
+    return BeamStep(t, live, expansions, pool)
 
 
 @torch.inference_mode()

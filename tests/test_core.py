@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -154,6 +155,10 @@ def test_beam_width_one_is_greedy_and_beam_is_consistent(tiny_model, tiny_tokeni
         assert {e.status for e in bs.expansions} <= {"kept", "pruned", "finished"}
         assert sum(e.status == "kept" for e in bs.expansions) <= 4
     assert b4.steps[3].arrays["dec.0.self.weights"].shape[0] == 4  # one row per beam
+    fast = decode(tiny_model, src, DecodeOptions(strategy="beam", beam=4, max_len=15))  # the untraced path
+    assert fast.steps == [] and fast.beam_steps is None
+    assert [(h.ids, h.finished) for h in fast.n_best] == [(h.ids, h.finished) for h in b4.n_best]
+    np.testing.assert_allclose([h.score for h in fast.n_best], scores, rtol=1e-6)
 
 
 def test_sampling_is_seeded_and_prefix_is_kept(tiny_model, tiny_tokenizer):
@@ -165,12 +170,13 @@ def test_sampling_is_seeded_and_prefix_is_kept(tiny_model, tiny_tokenizer):
               for s in range(5)}  # fmt: skip
     assert len(others) > 1
     prefix = tuple(tiny_tokenizer.encode("Le chat"))
-    for o in (DecodeOptions(max_len=10, prefix=prefix),
-              DecodeOptions(strategy="beam", beam=3, max_len=10, prefix=prefix),
-              DecodeOptions(strategy="sample", seed=1, max_len=10, prefix=prefix)):  # fmt: skip
+    for o in (DecodeOptions(max_len=10, prefix=prefix, record=True),
+              DecodeOptions(strategy="beam", beam=3, max_len=10, prefix=prefix, record=True),
+              DecodeOptions(strategy="sample", seed=1, max_len=10, prefix=prefix, record=True)):  # fmt: skip
         res = decode(tiny_model, src, o)
         assert res.ids[: len(prefix)] == prefix
-        assert all(s.forced for s in res.steps[: len(prefix)])
+        assert [s.forced for s in res.steps[: len(prefix) + 1]] == [True] * len(prefix) + [False]
+        assert decode(tiny_model, src, replace(o, record=False)).ids == res.ids  # recording changes nothing
 
 
 def test_filter_logits_top_k_and_top_p():

@@ -446,7 +446,8 @@ def test_beam_tree_figure_structure():
 def test_beam_tree_from_real_beam_search(tiny_model, tiny_tokenizer):
     from model.decoding import DecodeOptions, decode
 
-    res = decode(tiny_model, tiny_tokenizer.encode("I like pizza."), DecodeOptions(strategy="beam", beam=3, max_len=6))
+    opts = DecodeOptions(strategy="beam", beam=3, max_len=6, record=True)
+    res = decode(tiny_model, tiny_tokenizer.encode("I like pizza."), opts)
     fig = viz.beam_tree_figure(res.beam_steps, token_text=tiny_tokenizer.id_to_token, title="beam")
     check_tree(fig, res.beam_steps)
     table = viz.beam_table(res.beam_steps[-1].live, tiny_tokenizer.id_to_token)
