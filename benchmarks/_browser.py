@@ -1,0 +1,222 @@
+"""Shared plumbing for the browser benchmarks (app_latency.py, soak.py): Streamlit servers on free
+ports, the tiny smoke model, process-tree RSS, summary statistics and the in-page "painted" check."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from app_support import ENV_MODEL  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"]  # fmt: skip
+VIEWPORT = {"width": 1400, "height": 1000}
+DEFAULT_MODEL = ROOT / "assets" / "models" / "en-fr"
+TIMEOUT_MS = 300_000  # generous: a loaded 2-core machine can take minutes for a first page
+
+# True once the page is idle and every plot is drawn and shows ``step``. A plot "shows" a position
+# through what the user sees: its outlined row(s) (viz.heatmap's "highlight" shapes, on category axes
+# row r spans r ± 0.5) and "step N" (1-based) / "position N" in its title. Plots with neither (e.g.
+# cross-attention K, V of the source) do not depend on the step; they only have to be drawn. At least
+# ``minTracking`` plots must show the step so a change in the app fails here instead of passing
+# vacuously; ``layer`` (optional) must be the one named by every "(layer N)" title.
+PAINTED_JS = """
+([step, minTracking, layer]) => {
+  if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  let tracking = 0, layered = 0;
+  for (const el of plots) {
+    const full = el._fullLayout;
+    if (!full || !el.querySelector('.main-svg')) return false;
+    const heat = (el._fullData || []).filter(t => t.type === 'heatmap').length;
+    if (heat && el.querySelectorAll('.hm image').length === 0) return false;
+    const shown = new Set();
+    for (const s of full.shapes || []) if (s.name === 'highlight') shown.add(Math.round(Number(s.y0) + 0.5));
+    const title = String((full.title && full.title.text) || '');
+    let m = title.match(/\\bstep (\\d+)/i);
+    if (m) shown.add(Number(m[1]) - 1);
+    m = title.match(/\\bposition (?:is )?(\\d+)/i);
+    if (m) shown.add(Number(m[1]));
+    if (shown.size) {
+      if (shown.size !== 1 || !shown.has(step)) return false;
+      tracking += 1;
+    }
+    m = title.match(/\\(layer (\\d+)\\)/);
+    if (layer !== null && m) {
+      if (Number(m[1]) !== layer) return false;
+      layered += 1;
+    }
+  }
+  return tracking >= minTracking && (layer === null || layered > 0);
+}
+"""
+
+# Figures of the page: how many show a position (as above) and the largest heatmap (rows, cols).
+FIGURES_JS = """
+() => {
+  let tracking = 0, best = [0, 0];
+  for (const el of document.querySelectorAll('.js-plotly-plot')) {
+    const full = el._fullLayout || {};
+    const title = String((full.title && full.title.text) || '');
+    const hl = (full.shapes || []).some(s => s.name === 'highlight');
+    if (hl || /\\bstep \\d+|\\bposition (?:is )?\\d+/i.test(title)) tracking += 1;
+    for (const t of el._fullData || []) {  // decoded: el.data holds base64 typed arrays
+      if (t.type !== 'heatmap' || !t.z || !t.z.length) continue;
+      const r = t.z.length, c = t.z[0].length || 0;
+      if (r * c > best[0] * best[1]) best = [r, c];
+    }
+  }
+  return {plots: document.querySelectorAll('.js-plotly-plot').length, tracking, largest: best};
+}
+"""
+
+# What the page shows: the step counter, the English text echoed back, the French output, badges.
+PAGE_STATE_JS = """
+() => {
+  const text = s => (document.querySelector(s) || {}).innerText || '';
+  const m = text('.st-key-next_chip').match(/Step (\\d+) of (\\d+)/);
+  const texts = [...document.querySelectorAll('[data-testid="stText"]')].map(e => e.innerText.trim());
+  const badges = s => [...document.querySelectorAll(s + ' .stMarkdownBadge')].map(e => e.innerText.trim());
+  const src = [...document.querySelectorAll('[data-testid="stMarkdown"]')]
+    .find(e => e.innerText.trim().startsWith('Source tokens'));
+  return {
+    step: m ? Number(m[1]) - 1 : null, n: m ? Number(m[2]) : null, english: texts[0] ?? null,
+    french: texts[1] ?? null, chips: badges('.st-key-chips'),
+    source: src ? [...src.querySelectorAll('.stMarkdownBadge')].map(e => e.innerText.trim()) : [],
+    errors: document.querySelectorAll('[data-testid="stException"], [data-testid="stAlertContentError"]').length,
+  };
+}
+"""
+
+
+def require_chromium() -> None:
+    if not Path(CHROMIUM).exists():
+        sys.exit(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build_smoke_model(out: Path) -> Path:
+    """The tests' tiny seeded random model (2+2 layers, d_model 32), saved as a model directory."""
+    from model.checkpoint import save_model_dir
+    from tests.conftest import make_model, make_tokenizer
+
+    tok = make_tokenizer()
+    save_model_dir(make_model(tok.vocab_size), tok, out, card="# Tiny smoke model\nRandom weights.\n")
+    return out
+
+
+class Server:
+    """``streamlit run SCRIPT`` on a free localhost port; ``started`` is the launch time (perf_counter)."""
+
+    def __init__(self, script: Path, log: Path, env: dict | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+               "--server.port", str(self.port), "--server.address", "127.0.0.1",
+               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]  # fmt: skip
+        self._log = open(log, "w")  # noqa: SIM115 - closed in stop()
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+                                     stdout=self._log, stderr=subprocess.STDOUT)  # fmt: skip
+
+    def wait_healthy(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with code {self.proc.returncode}; see {self.log}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"streamlit did not answer on {self.url} within {timeout:.0f} s")
+
+    def tracebacks(self) -> int:
+        return self.log.read_text(errors="replace").count("Traceback")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=15)
+        self._log.close()
+
+
+@contextmanager
+def serve(script: Path, log: Path, env: dict | None = None):
+    server = Server(script, log, env)
+    try:
+        server.wait_healthy()
+        yield server
+    finally:
+        server.stop()
+
+
+def app_env(model_dir: Path) -> dict:
+    return {ENV_MODEL: str(model_dir)}
+
+
+def tree_rss_kb(pid: int) -> int:
+    """VmRSS of ``pid`` and all its descendants, in KiB (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(p.name))
+    total, todo = 0, [pid]
+    while todo:
+        q = todo.pop()
+        todo += children.get(q, [])
+        try:
+            for line in Path(f"/proc/{q}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else math.nan
+
+
+def p95(xs: list[float]) -> float:
+    """Nearest-rank 95th percentile (with 30 samples: the second largest)."""
+    if not xs:
+        return math.nan
+    s = sorted(xs)
+    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
+
+
+def row(cells: list[object], widths: list[int], left: int = 1) -> str:
+    """One table row: the first ``left`` cells left-aligned, the rest right-aligned."""
+    return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))

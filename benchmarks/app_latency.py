@@ -1,0 +1,247 @@
+"""Step-to-paint: how long the app takes, in a real browser, from a click to every figure redrawn.
+
+    python benchmarks/app_latency.py [--model DIR] [--clicks 30] [--sentences 10] [--cold-starts 3] [--smoke]
+
+``streamlit run app.py`` on a free localhost port, driven by Playwright and Debian's Chromium:
+
+- ▶ (next step) to painted: from the click until the page is idle and every figure is drawn and shows
+  the new step (its outlined row, or "step N" / "position N" in its title; see ``_browser.PAINTED_JS``);
+- bytes received per ▶ step: the websocket frames' payloads between the click and the paint;
+- new sentence to painted: from committing a new sentence (Ctrl+Enter) to every figure at step 1;
+- cold start: from launching the streamlit process to the first page idle with every figure drawn.
+
+The floor, measured the same way in the same run, is ``benchmarks/floor_app.py``: a button that redraws
+one Plotly heatmap as large as the app's largest. ``--smoke`` runs a few clicks on the tests' tiny random
+model. Prints a table and one verdict line per target (exit status 0 either way): ▶ to painted
+≤ 2 × the floor (median and p95) and ≤ 200 KB per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _browser import (
+    BROWSER_ARGS,
+    CHROMIUM,
+    DEFAULT_MODEL,
+    FIGURES_JS,
+    PAGE_STATE_JS,
+    PAINTED_JS,
+    ROOT,
+    TIMEOUT_MS,
+    VIEWPORT,
+    Server,
+    app_env,
+    build_smoke_model,
+    median,
+    p95,
+    require_chromium,
+    row,
+)
+
+FULL = dict(clicks=30, sentences=10, cold_starts=3)
+SMOKE = dict(clicks=4, sentences=2, cold_starts=1)
+STEP_SENTENCE = "We will go to the beach tomorrow if it does not rain."  # the longest example: the most steps
+NEW_SENTENCES = (
+    "I like pizza.", "The cat is sleeping on the sofa.", "A man in a blue shirt is standing on a ladder.",
+    "My sister reads a book in the garden.", "The children are playing football in the park.",
+    "He drinks coffee every morning.", "Two dogs are running on the beach.", "She opened the window.",
+    "We are waiting for the bus.", "The old man is selling fruit at the market.", "I lost my keys yesterday.",
+    "A woman is riding a bicycle down the street.",
+)  # fmt: skip
+MAX_STEP_KB, MAX_FLOOR_RATIO = 200.0, 2.0
+
+
+class Frames:
+    """Payload bytes of every websocket frame the page receives."""
+
+    def __init__(self, page):
+        self.sizes: list[int] = []
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda f: self.sizes.append(len(f))))
+
+    def mark(self) -> int:
+        return len(self.sizes)
+
+    def since(self, mark: int) -> int:
+        return sum(self.sizes[mark:])
+
+
+def painted(page, step: int, tracking: int) -> None:
+    page.wait_for_function(PAINTED_JS, arg=[step, tracking, None], timeout=TIMEOUT_MS)
+
+
+def timed(page, frames: Frames, act, step: int, tracking: int) -> tuple[float, int]:
+    """(seconds, bytes received) from ``act()`` until every figure shows ``step``."""
+    mark = frames.mark()
+    t0 = time.perf_counter()
+    act()
+    painted(page, step, tracking)
+    return time.perf_counter() - t0, frames.since(mark)
+
+
+def cold_start(browser, script: Path, log: Path, env: dict, query: str = "") -> tuple[Server, object, Frames, float]:
+    """Launch the server, open a fresh page; seconds from the launch to the first painted, idle page."""
+    server = Server(script, log, env)
+    try:
+        server.wait_healthy()
+        page = browser.new_context(viewport=VIEWPORT).new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        frames = Frames(page)
+        page.goto(server.url + query)
+        painted(page, 0, 1)
+        return server, page, frames, time.perf_counter() - server.started
+    except BaseException:
+        server.stop()
+        raise
+
+
+def state(page) -> dict:
+    return page.evaluate(PAGE_STATE_JS)
+
+
+def click(page, key: str):
+    return lambda: page.locator(f".st-key-{key} button").first.click()
+
+
+def submit(page, text: str):
+    box = page.locator(".st-key-source textarea")
+    box.fill(text)
+    return lambda: box.press("Control+Enter")  # commits the text area, as blurring it would
+
+
+def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
+    env = app_env(model)
+    colds = []
+    for i in range(n["cold_starts"]):
+        server, page, frames, secs = cold_start(browser, ROOT / "app.py", tmp / f"app{i}.log", env)
+        colds.append(secs)
+        if i < n["cold_starts"] - 1:
+            page.context.close()
+            server.stop()
+    try:
+        tracking = page.evaluate(FIGURES_JS)["tracking"]
+        if not tracking:
+            raise RuntimeError("no figure on the page shows the step: the paint check cannot work")
+        act = submit(page, STEP_SENTENCE)
+        act()
+        page.locator('[data-testid="stText"]', has_text=STEP_SENTENCE).first.wait_for()
+        painted(page, 0, tracking)
+        n_steps = state(page)["n"]
+        if n_steps < 2:
+            raise RuntimeError(f"the decode of {STEP_SENTENCE!r} has {n_steps} step(s): nothing to step through")
+        timed(page, frames, click(page, "next"), 1, tracking)  # warm-up, not counted
+        step, times, sizes, largest = 1, [], [], (0, 0)
+        while len(times) < n["clicks"]:
+            if step == n_steps - 1:
+                timed(page, frames, click(page, "first"), 0, tracking)
+                step = 0
+            secs, size = timed(page, frames, click(page, "next"), step + 1, tracking)
+            step += 1
+            times.append(secs)
+            sizes.append(size)
+            r, c = page.evaluate(FIGURES_JS)["largest"]
+            largest = max(largest, (r, c), key=lambda rc: rc[0] * rc[1])
+        sentence_times = []
+        for i in range(n["sentences"]):
+            if state(page)["step"] == 0:  # start from another step so a stale page cannot pass as painted
+                timed(page, frames, click(page, "next"), 1, tracking)
+            text = NEW_SENTENCES[i % len(NEW_SENTENCES)]
+            secs, _ = timed(page, frames, submit(page, text), 0, tracking)
+            if state(page)["english"] != text:
+                raise RuntimeError(f"the page does not show the new sentence {text!r}")
+            sentence_times.append(secs)
+        errors = state(page)["errors"] + server.tracebacks()
+    finally:
+        server.stop()
+    return dict(cold=colds, step=times, bytes=sizes, sentence=sentence_times, largest=largest, n_steps=n_steps,
+                tracking=tracking, errors=errors)  # fmt: skip
+
+
+def measure_floor(browser, tmp: Path, largest: tuple[int, int], clicks: int) -> dict:
+    query = f"/?rows={largest[0]}&cols={largest[1]}"
+    server, page, frames, cold = cold_start(browser, ROOT / "benchmarks" / "floor_app.py", tmp / "floor.log", {},
+                                            query)  # fmt: skip
+    try:
+        timed(page, frames, click(page, "next"), 1, 1)  # warm-up, not counted
+        times, sizes = [], []
+        for step in range(2, clicks + 2):
+            secs, size = timed(page, frames, click(page, "next"), step, 1)
+            times.append(secs)
+            sizes.append(size)
+    finally:
+        server.stop()
+    return dict(cold=[cold], step=times, bytes=sizes)
+
+
+def report(app: dict, floor: dict, model: Path) -> None:
+    r, c = app["largest"]
+    print(f"Step-to-paint, Chromium + streamlit on localhost; model {model} ({app['n_steps']} decode steps, "
+          f"{app['tracking']} figures follow the step); floor heatmap {r}×{c} = {r * c:,} cells")  # fmt: skip
+    w = [40, 5, 10, 10]
+    print(row(["measure", "n", "median", "p95"], w))
+    lines = [
+        ("app: ▶ step to painted (ms)", app["step"], 1e3),
+        ("floor: button to painted (ms)", floor["step"], 1e3),
+        ("app: received per ▶ step (KB)", app["bytes"], 1e-3),
+        ("floor: received per click (KB)", floor["bytes"], 1e-3),
+        ("app: new sentence to painted (ms)", app["sentence"], 1e3),
+        ("app: cold start to painted page (s)", app["cold"], 1),
+        ("floor: cold start to painted page (s)", floor["cold"], 1),
+    ]
+    for name, xs, scale in lines:
+        print(row([name, len(xs), f"{median(xs) * scale:.1f}", f"{p95(xs) * scale:.1f}"], w))
+    print(f"errors on the page or tracebacks in the server log: {app['errors']}")
+    am, ap, fm, fp = median(app["step"]), p95(app["step"]), median(floor["step"]), p95(floor["step"])
+    ok = am <= MAX_FLOOR_RATIO * fm and ap <= MAX_FLOOR_RATIO * fp
+    print(f"verdict step-to-paint ≤ {MAX_FLOOR_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median {am * 1e3:.0f} ms "
+          f"= {am / fm:.2f}× floor {fm * 1e3:.0f} ms; p95 {ap * 1e3:.0f} ms = {ap / fp:.2f}× floor "
+          f"{fp * 1e3:.0f} ms)")  # fmt: skip
+    kb = [b / 1e3 for b in app["bytes"]]
+    ok = max(kb) <= MAX_STEP_KB
+    print(f"verdict bytes per step ≤ {MAX_STEP_KB:g} KB: {'PASS' if ok else 'FAIL'} (median {median(kb):.1f} KB, "
+          f"max {max(kb):.1f} KB over {len(kb)} steps)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model directory (default: the bundled one)")
+    ap.add_argument("--clicks", type=int, help=f"measured ▶ clicks (default {FULL['clicks']})")
+    ap.add_argument("--sentences", type=int, help=f"measured new sentences (default {FULL['sentences']})")
+    ap.add_argument("--cold-starts", type=int, help=f"measured server launches (default {FULL['cold_starts']})")
+    ap.add_argument("--smoke", action="store_true", help="tiny random model, a few clicks (a quick check)")
+    args = ap.parse_args(argv)
+    require_chromium()
+    n = dict(SMOKE if args.smoke else FULL)
+    n.update({k: v for k, v in (("clicks", args.clicks), ("sentences", args.sentences),
+                                ("cold_starts", args.cold_starts)) if v is not None})  # fmt: skip
+    if min(n.values()) < 1:
+        ap.error("--clicks, --sentences and --cold-starts must be at least 1")
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="app_latency_") as d:
+        tmp = Path(d)
+        model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
+        if not (model / "config.json").is_file():
+            ap.error(f"{model} is not a model directory (no config.json)")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+            try:
+                app = measure_app(browser, model, tmp, n)
+                floor = measure_floor(browser, tmp, app["largest"], n["clicks"])
+            except Exception:
+                for log in sorted(tmp.glob("*.log")):
+                    print(f"--- {log.name} (last lines)\n" + "\n".join(log.read_text().splitlines()[-20:]),
+                          file=sys.stderr)  # fmt: skip
+                raise
+            finally:
+                browser.close()
+        report(app, floor, model)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The browser benchmarks run end to end (``--smoke``: tiny random model, a few clicks, 2 sessions).
+
+Smoke runs need not meet the targets, but they must measure: every figure printed is a positive number
+and every verdict line is there. A missing Chromium is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+NUMBER = r"(\d+(?:\.\d+)?)"
+
+
+def run_smoke(script: str) -> str:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--smoke"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, f"{script} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def verdict(out: str, target: str) -> str:
+    m = re.search(rf"^verdict {re.escape(target)}: (PASS|FAIL) \(.+\)$", out, re.M)
+    assert m, f"no verdict line for {target!r}:\n{out}"
+    return m.group(1)
+
+
+def test_app_latency_smoke():
+    out = run_smoke("app_latency.py")
+    for name in ("app: ▶ step to painted (ms)", "floor: button to painted (ms)", "app: received per ▶ step (KB)",
+                 "app: new sentence to painted (ms)", "app: cold start to painted page (s)",
+                 "floor: cold start to painted page (s)"):  # fmt: skip
+        m = re.search(rf"^{re.escape(name)}\s+(\d+)\s+{NUMBER}\s+{NUMBER}$", out, re.M)
+        assert m, f"no row {name!r}:\n{out}"
+        n, med, p95 = int(m.group(1)), float(m.group(2)), float(m.group(3))
+        assert n >= 1 and 0 < med <= p95, m.group(0)
+    verdict(out, "step-to-paint ≤ 2× floor")
+    verdict(out, "bytes per step ≤ 200 KB")
+    assert "errors on the page or tracebacks in the server log: 0" in out, out
+
+
+def test_soak_smoke():
+    out = run_smoke("soak.py")
+    rows = re.findall(r"^(\d+)\s+.+?\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", out, re.M)
+    assert len(rows) == 2, out
+    for _, actions, med, _, _ in rows:
+        assert int(actions) >= 1 and int(med) > 0, out
+    m = re.search(rf"start {NUMBER}, at {NUMBER} s {NUMBER}, final {NUMBER}, peak {NUMBER}$", out, re.M)
+    assert m and all(float(m.group(i)) > 0 for i in (1, 3, 4, 5)), out
+    assert verdict(out, "errors = 0") == "PASS", out
+    assert verdict(out, "cross-talk = 0") == "PASS", out
+    verdict(out, "final RSS ≤ 1.10× half-way RSS")
