@@ -190,6 +190,7 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
     """transformers' vectorised beam search (batch of one), recording every step."""
     cfg, k, lp = model.cfg, opts.beam, opts.length_penalty
     n_return = min(opts.n_best or k, k)
+    memory1, src_mask1 = memory, src_mask
     memory = memory.expand(k, -1, -1)
     src_mask = None if src_mask is None else src_mask.expand(k, -1, -1, -1)
     seqs = [[] for _ in range(k)]  # running hypotheses, generated tokens only
@@ -205,7 +206,12 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
     cache: list[LayerCache] | None = None
     steps, beam_steps = [], []
     for t in range(max_len):
-        logits, cache, rec = model.decode(tokens, memory, src_mask, cache, record=opts.record)
+        if t == 0 and not opts.record:  # the k rows start identical: compute one row and share it
+            logits, cache, rec = model.decode(tokens[:1], memory1, src_mask1)
+            logits = logits.expand(k, -1, -1)
+            cache = [LayerCache(*(x.expand(k, -1, -1, -1).contiguous() for x in c)) for c in cache]
+        else:
+            logits, cache, rec = model.decode(tokens, memory, src_mask, cache, record=opts.record)
         logp = suppress(F.log_softmax(logits[:, -1].float(), dim=-1), model)  # (k, V)
         V = logp.shape[-1]
         forced = t < len(opts.prefix)
