@@ -209,6 +209,8 @@ def parse_query_params(qp: Mapping) -> dict:
             val, ok = _num(get[key], kind, None)
             if ok:
                 out[name] = val
+            elif name not in ("step", "layer") and get[key] is not None:
+                out[name] = str(get[key])[:40]  # kept raw so clamp_choices says it is not a number
     if "head" in get and get["head"] is not None:
         head = str(get["head"])
         if head == "mean":

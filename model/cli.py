@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 from .checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
 from .decoding import DecodeOptions, decode, greedy_batch
+
+MAX_BEAM = 64  # wider beams gain nothing here and grow time and memory linearly (100000 ran out of both)
+SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
 
 
 def add_model_arg(p: argparse.ArgumentParser) -> None:
@@ -33,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--top-p", type=float, default=1.0)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--length-penalty", type=float, default=1.0)
-    t.add_argument("--max-len", type=int, default=128, help="most new tokens, </s> included")
+    t.add_argument("--max-len", type=int, default=None, help="most new tokens, </s> included (default: 128)")
     t.add_argument("--batch-size", type=int, default=32)
     t.add_argument("--json", action="store_true", help="JSON output with tokens and n-best candidates")
     add_model_arg(t)
@@ -59,14 +63,38 @@ def parser() -> argparse.ArgumentParser:
 
 
 def options(a: argparse.Namespace) -> DecodeOptions:
+    if not 1 <= a.beam <= MAX_BEAM:
+        raise ValueError(f"beam width must be between 1 and {MAX_BEAM}, not {a.beam}")
+    if not math.isfinite(a.length_penalty):
+        raise ValueError(f"length penalty must be a finite number, not {a.length_penalty}")
+    if not SEED_RANGE[0] <= a.seed <= SEED_RANGE[1]:
+        raise ValueError(f"seed must be between {SEED_RANGE[0]} and {SEED_RANGE[1]}, not {a.seed}")
+    if a.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, not {a.batch_size}")
     strategy = "sample" if a.sample else "beam" if a.beam != 1 else "greedy"
     return DecodeOptions(strategy=strategy, beam=a.beam, length_penalty=a.length_penalty,
                          temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
-                         max_len=a.max_len)  # fmt: skip
+                         max_len=128 if a.max_len is None else a.max_len)  # fmt: skip
 
 
-def source_ids(tokenizer, cfg, text: str) -> list[int]:
-    return tokenizer.encode(text)[: cfg.max_len - 1] + [cfg.eos_id]
+def note(msg: str) -> None:
+    print(f"note: {msg}", file=sys.stderr)
+
+
+def check_utf8(text: str, what: str) -> None:
+    """Undecodable bytes in argv arrive as lone surrogates, which the tokenizer cannot take."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} is not valid UTF-8 text") from None
+
+
+def source_ids(tokenizer, cfg, text: str, where: str = "TEXT") -> list[int]:
+    ids = tokenizer.encode(text)
+    if len(ids) > cfg.max_len - 1:
+        note(f"{where} has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
+             f"only the first {cfg.max_len - 1} are used")  # fmt: skip
+    return ids[: cfg.max_len - 1] + [cfg.eos_id]
 
 
 def result_json(lm, text: str, res) -> dict:
@@ -93,19 +121,28 @@ def cmd_translate(a: argparse.Namespace) -> int:
         lines = [a.text]
     else:
         src = sys.stdin if a.input == "-" else open(a.input, encoding="utf-8")  # noqa: SIM115
-        with src:
-            lines = [line.rstrip("\n") for line in src]
+        try:
+            with src:
+                lines = [line.rstrip("\n") for line in src]
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{a.input} is not valid UTF-8 text (byte {e.object[e.start]:#04x} at offset "
+                             f"{e.start})") from None  # fmt: skip
     if a.text is not None and not a.text.strip():
         raise ValueError("nothing to translate: the text is empty")
+    where = [f"line {i + 1}" for i in range(len(lines))] if a.text is None else ["TEXT"]
+    for w, line in zip(where, lines):
+        check_utf8(line, w)
     cfg, tok = lm.cfg, lm.tokenizer
+    if a.max_len is not None and a.max_len > cfg.max_len - 1:
+        note(f"--max-len {opts.max_len} is more than this model's limit; using {cfg.max_len - 1}")
     if opts.strategy == "greedy" and a.text is None:
         outputs: list = [None] * len(lines)
         order = sorted(range(len(lines)), key=lambda i: len(lines[i]))
         for b in range(0, len(order), max(a.batch_size, 1)):
             chunk = [i for i in order[b : b + a.batch_size] if lines[i].strip()]
             if chunk:
-                for i, ids in zip(chunk, greedy_batch(lm.model, [source_ids(tok, cfg, lines[i]) for i in chunk],
-                                                      opts.max_len)):  # fmt: skip
+                srcs = [source_ids(tok, cfg, lines[i], where[i]) for i in chunk]
+                for i, ids in zip(chunk, greedy_batch(lm.model, srcs, opts.max_len)):
                     outputs[i] = ids
         for line, ids in zip(lines, outputs):
             ids = ids or []
@@ -115,11 +152,11 @@ def cmd_translate(a: argparse.Namespace) -> int:
             else:
                 print(tok.decode(ids))
         return 0
-    for line in lines:
+    for w, line in zip(where, lines):
         if not line.strip():
             print(json.dumps({"source": line, "translation": "", "tokens": []}) if a.json else "")
             continue
-        res = decode(lm.model, source_ids(tok, cfg, line), opts)
+        res = decode(lm.model, source_ids(tok, cfg, line, w), opts)
         print(json.dumps(result_json(lm, line, res), ensure_ascii=False) if a.json else tok.decode(res.ids))
     return 0
 
@@ -129,8 +166,12 @@ def cmd_trace(a: argparse.Namespace) -> int:
 
     if not a.text.strip():
         raise ValueError("nothing to trace: the text is empty")
+    check_utf8(a.text, "TEXT")
+    check_utf8(a.target or "", "--target")
     lm = load_model_dir(a.model)
     trace = teacher_forced_trace(lm.model, lm.tokenizer, a.text, a.target, causal=not a.no_mask)
+    if trace.truncated:
+        note(f"the source or target was cut to this model's limit of {lm.cfg.max_len - 1} tokens")
     trace.save_npz(a.out)
     loss = float(trace.arrays["loss"].mean())
     print(f"wrote {len(trace.arrays) + 3} arrays to {a.out} (target {len(trace.label_tokens)} tokens, "
