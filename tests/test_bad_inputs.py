@@ -1,0 +1,67 @@
+"""The bad-input matrix of benchmarks/bad_inputs.py on the tiny model: every case through the command
+line (in-process, two in a real ``python -m model``) and through the app (AppTest), each ending in a
+clear message or a sane clamp, never a traceback or a hang, with the app still usable afterwards."""
+
+from __future__ import annotations
+
+import pytest
+
+from app_support import ENV_MODEL
+from benchmarks.bad_inputs import CASES, Case, check_app, check_cli, classify_cli, cli_argv, run_cli_inprocess
+
+BY_NAME = {c.name: c for c in CASES}
+CLI_CASES = [c for c in CASES if c.cli is not None and not c.subprocess_only]
+
+
+def test_the_matrix_covers_the_issue():
+    both = [c for c in CASES if c.cli is not None and c.app is not None]
+    assert len(both) >= 25 and len(BY_NAME) == len(CASES)
+    for name in ("empty text", "spaces only", "newlines only", "10,000 characters", "one 500-character word",
+                 "1,000 tokens", "emoji", "CJK", "Arabic (RTL) + RLO", "zero-width + control chars", "NUL byte",
+                 "HTML <script>/<img onerror>", "Markdown/LaTeX syntax", "URL", "numbers only",
+                 "reference longer than the limit", "beam 0", "beam 1", "beam 64", "temperature 0",
+                 "temperature 1e-6", "temperature 100", "top-p 0", "top-p 1", "top-k 0", "max length 0",
+                 "max length 10,000", "model.safetensors missing", "model.safetensors truncated"):  # fmt: skip
+        assert name in BY_NAME, name
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=[c.name for c in CLI_CASES])
+def test_cli(case, tiny_model_dir, tmp_path):
+    got, problem = check_cli(case, tiny_model_dir, tmp_path, timeout=60, use_subprocess=False)
+    assert not problem, problem
+    assert got.kind == case.cli[0]
+
+
+@pytest.mark.parametrize("name", ["undecodable bytes in argv", "NUL byte"])
+def test_cli_in_a_real_process(name, tiny_model_dir, tmp_path):
+    got, problem = check_cli(BY_NAME[name], tiny_model_dir, tmp_path, timeout=120, use_subprocess=True)
+    assert not problem, problem
+
+
+def test_the_checks_can_fail(tiny_model_dir, tmp_path):
+    """A wrong expectation, a traceback and a hang are all reported as failures."""
+    wrong = Case("beam 0 expected to pass", params={"strategy": "beam", "beam": 0})
+    got, problem = check_cli(wrong, tiny_model_dir, tmp_path, timeout=60, use_subprocess=False)
+    assert got.kind == "error" and "expected ok" in problem
+    assert classify_cli(1, "", 'Traceback (most recent call last):\n  File "x"\nTypeError: boom\n').kind == "TRACEBACK"
+    assert classify_cli(2, "", "error: one\nerror: two\n").kind == "CRASH"
+    slow = cli_argv(Case("slow", "cat " * 50, params={"max_len": 63}), tiny_model_dir, tmp_path)
+    assert run_cli_inprocess(slow, timeout=1e-4)[0] == "HANG"
+
+
+def test_app(tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    cases = [c for c in CASES if c.app is not None and not c.damage]
+    results = check_app(cases, tiny_model_dir, tmp_path, timeout=180, every=False)
+    problems = {name: problem for name, (_, problem) in results.items() if problem}
+    assert not problems, problems
+    assert {name: got.kind for name, (got, _) in results.items()} == {c.name: c.app[0] for c in cases}
+
+
+def test_app_with_broken_models(tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    cases = [c for c in CASES if c.damage]
+    results = check_app(cases, tiny_model_dir, tmp_path, timeout=180)
+    problems = {name: problem for name, (_, problem) in results.items() if problem}
+    assert not problems, problems
+    assert all(got.kind == "error" for got, _ in results.values()) and len(results) == len(cases)
