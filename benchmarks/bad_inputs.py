@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import logging
 import os
 import re
 import shutil
@@ -457,6 +456,12 @@ def run_matrix(cases: list[Case], model_dir: Path, timeout: float = 120, use_sub
         for name, (got, problem) in app.items():
             row = by_name.setdefault(name, dict(case=name, cli=Outcome("n/a"), cli_problem="", cli_s=0.0))
             row.update(app=got, app_problem=problem)
+        for row in by_name.values():  # the temporary directory says nothing: drop it from the messages
+            for key in ("cli", "app"):
+                if key in row:
+                    row[key].message = row[key].message.replace(f"{work}/", "")
+            for key in ("cli_problem", "app_problem"):
+                row[key] = row.get(key, "").replace(f"{work}/", "")
         return list(by_name.values())
 
 
@@ -487,7 +492,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--subprocess", action="store_true", help="run every CLI case as `python -m model`")
     ap.add_argument("--timeout", type=float, default=120, help="seconds before a case counts as a hang")
     a = ap.parse_args(argv)
-    logging.getLogger("streamlit").setLevel(logging.ERROR)  # AppTest's "missing ScriptRunContext" noise
     from model.checkpoint import default_model_dir
 
     cases = [c for c in CASES if c.smoke] if a.smoke else CASES
