@@ -44,7 +44,7 @@ from _browser import (
 )
 
 FULL = dict(clicks=30, sentences=10, cold_starts=3)
-SMOKE = dict(clicks=4, sentences=2, cold_starts=1)
+SMOKE = dict(clicks=3, sentences=1, cold_starts=1)
 STEP_SENTENCE = "We will go to the beach tomorrow if it does not rain."  # the longest example: the most steps
 NEW_SENTENCES = (
     "I like pizza.", "The cat is sleeping on the sofa.", "A man in a blue shirt is standing on a ladder.",

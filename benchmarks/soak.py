@@ -70,6 +70,7 @@ class Session:
     step: int = 0
     layer: int = 0
     actions: int = 0
+    layer_changes: int = 0
     times: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     crosstalk: list[str] = field(default_factory=list)
@@ -141,6 +142,7 @@ async def act(s: Session, rng: random.Random) -> None:
         await page.locator(".st-key-layer [role=combobox]").click()
         await page.get_by_role("option", name=str(layer), exact=True).click()
         s.layer = layer
+        s.layer_changes += 1
     try:
         await painted(page, s.step, s.tracking, layer)
     except Exception as e:  # a timeout: counted, then the page is checked as it stands
@@ -193,11 +195,12 @@ async def soak(url: str, pid: int, n_sessions: int, seconds: float, seed: int) -
 def report(sessions: list[Session], rss: dict, tracebacks: int, model: Path, seconds: float) -> None:
     print(f"Soak: {len(sessions)} concurrent browser sessions for {rss['elapsed']:.0f} s (asked {seconds:g} s); "
           f"model {model}")  # fmt: skip
-    w = [9, 52, 8, 13, 7, 11]
-    print(row(["session", "sentence", "actions", "median (ms)", "errors", "cross-talk"], w, left=2))
+    w = [9, 52, 8, 7, 13, 7, 11]
+    print(row(["session", "sentence", "actions", "layers", "median (ms)", "errors", "cross-talk"], w, left=2))
     for s in sessions:
         text = s.sentence if len(s.sentence) <= 50 else s.sentence[:49] + "…"
-        cells = [s.index, text, s.actions, f"{median(s.times) * 1e3:.0f}", len(s.errors), len(s.crosstalk)]
+        cells = [s.index, text, s.actions, s.layer_changes, f"{median(s.times) * 1e3:.0f}", len(s.errors),
+                 len(s.crosstalk)]  # fmt: skip
         print(row(cells, w, left=2))
     mb = {k: rss[k] / 1024 for k in ("start", "mid", "final", "peak")}
     print(f"server RSS (MiB, streamlit and children): start {mb['start']:.0f}, at {rss['mid_at']:.0f} s "

@@ -49,9 +49,9 @@ def test_app_latency_smoke():
 
 def test_soak_smoke():
     out = run_smoke("soak.py")
-    rows = re.findall(r"^(\d+)\s+.+?\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", out, re.M)
+    rows = re.findall(r"^(\d+)\s+.+?\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", out, re.M)
     assert len(rows) == 2, out
-    for _, actions, med, _, _ in rows:
+    for _, actions, _, med, _, _ in rows:
         assert int(actions) >= 1 and int(med) > 0, out
     m = re.search(rf"start {NUMBER}, at {NUMBER} s {NUMBER}, final {NUMBER}, peak {NUMBER}$", out, re.M)
     assert m and all(float(m.group(i)) > 0 for i in (1, 3, 4, 5)), out
