@@ -17,6 +17,7 @@ import streamlit as st
 
 import viz
 from app_support import (
+    DEFAULT_STAGE,
     EXAMPLES,
     LRU,
     MAX_BEAM,
@@ -26,6 +27,8 @@ from app_support import (
     MAX_TEMPERATURE,
     MEAN_HEADS,
     PAGES,
+    STAGE_LABELS,
+    STAGES,
     STRATEGIES,
     STRATEGY_LABELS,
     Choices,
@@ -35,6 +38,7 @@ from app_support import (
     compact_result,
     escape_markdown,
     heads_concat,
+    layer_keep,
     live_rows,
     mean_weights,
     model_dirs,
@@ -79,6 +83,7 @@ PERSIST_KEYS = (
     "step",
     "beam_row",
     "tf_pos",
+    "stage",
 )
 log = logging.getLogger("decoder_lens")
 
@@ -164,7 +169,8 @@ def init_state(default_model: str) -> None:
             s[key] = s[key]
     defaults = dict(source=EXAMPLES[0], reference="", strategy="greedy", beam=4, length_penalty=1.0,
                     temperature=1.0, top_k=0, top_p=1.0, seed=0, max_len=40, layer=0, head=MEAN_HEADS,
-                    all_heads=False, model_dir=default_model, no_mask=False, page=PAGES[0])  # fmt: skip
+                    all_heads=False, model_dir=default_model, no_mask=False, page=PAGES[0],
+                    stage=DEFAULT_STAGE)  # fmt: skip
     if not s.get("qp_loaded"):
         s["qp_loaded"] = True
         url = parse_query_params(st.query_params.to_dict())
@@ -274,6 +280,11 @@ def formula(latex: str) -> None:
     st.latex(latex)
 
 
+def shows(stage: str, group: str) -> bool:
+    """Whether the stage selector's choice ``stage`` includes the group ``group``."""
+    return stage in (group, "all")
+
+
 def render_stages(
     lm: LoadedModel,
     a: dict,
@@ -285,52 +296,61 @@ def render_stages(
     all_heads: bool,
     prefix: str,
     incremental: bool,
+    stage: str = "all",
 ) -> None:
-    """Sections 2-7 in data-flow order for arrays shaped like ``Trace.arrays`` (positions 0..T-1)."""
+    """Sections 2-6 in data-flow order for arrays shaped like ``Trace.arrays`` (positions 0..T-1).
+
+    Only the groups the stage selector's ``stage`` includes are built and sent (``shows``).
+    """
     cfg = lm.cfg
     L = f"dec.{layer}"
     hname = head_label(head)
     T = len(tokens)
+    qkv_title = "all heads side by side" if head == MEAN_HEADS else hname
 
     # 2. Embeddings and positional encoding.
-    st.subheader("2 · Token embeddings + positional encoding")
-    formula(r"X = E[y]\,\sqrt{d_{\text{model}}} + PE"
-            if cfg.scale_embedding else r"X = E[y] + PE")  # fmt: skip
-    c1, c2, c3 = st.columns(3)
-    with c1:
-        show(viz.matrix_figure(a["dec.embed"], tokens, title="Token embeddings E[y]·√d", highlight_row=hl),
-             f"{prefix}_embed")  # fmt: skip
-    with c2:
-        show(viz.matrix_figure(a["dec.pe"], tokens, title="Positional encoding PE", highlight_row=hl), f"{prefix}_pe")
-    with c3:
-        show(viz.matrix_figure(a["dec.input"], tokens, title="Sum X = embedding + PE", highlight_row=hl),
-             f"{prefix}_input")  # fmt: skip
-    pe_table = lm.model.tgt_embed.pe.detach().cpu().numpy()
-    n_pos = int(min(pe_table.shape[0], max(50, T)))
-    D = pe_table.shape[1]
-    dims = sorted({0, 1, 6, 7, D // 2, D // 2 + 1} & set(range(D)))
-    layout = "sin/cos interleaved" if cfg.pe_layout == "interleaved" else "sin | cos halves"
-    formula(r"PE_{(pos,2i)} = \sin\!\left(pos / 10000^{2i/d_{\text{model}}}\right),\quad "
-            r"PE_{(pos,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{\text{model}}}\right)")  # fmt: skip
-    show(viz.positional_curves(pe_table[:n_pos], dims, title=f"The model's positional encoding ({layout}) over "
-                               f"positions 0–{n_pos - 1}; the current position is {hl % T}"),
-         f"{prefix}_pe_curves")  # fmt: skip
+    if shows(stage, "inputs"):
+        st.subheader("2 · Token embeddings + positional encoding")
+        formula(r"X = E[y]\,\sqrt{d_{\text{model}}} + PE"
+                if cfg.scale_embedding else r"X = E[y] + PE")  # fmt: skip
+        c1, c2, c3 = st.columns(3)
+        with c1:
+            show(viz.matrix_figure(a["dec.embed"], tokens, title="Token embeddings E[y]·√d", highlight_row=hl),
+                 f"{prefix}_embed")  # fmt: skip
+        with c2:
+            show(viz.matrix_figure(a["dec.pe"], tokens, title="Positional encoding PE", highlight_row=hl),
+                 f"{prefix}_pe")  # fmt: skip
+        with c3:
+            show(viz.matrix_figure(a["dec.input"], tokens, title="Sum X = embedding + PE", highlight_row=hl),
+                 f"{prefix}_input")  # fmt: skip
+        pe_table = lm.model.tgt_embed.pe.detach().cpu().numpy()
+        n_pos = int(min(pe_table.shape[0], max(50, T)))
+        D = pe_table.shape[1]
+        dims = sorted({0, 1, 6, 7, D // 2, D // 2 + 1} & set(range(D)))
+        layout = "sin/cos interleaved" if cfg.pe_layout == "interleaved" else "sin | cos halves"
+        formula(r"PE_{(pos,2i)} = \sin\!\left(pos / 10000^{2i/d_{\text{model}}}\right),\quad "
+                r"PE_{(pos,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{\text{model}}}\right)")  # fmt: skip
+        show(viz.positional_curves(pe_table[:n_pos], dims, title=f"The model's positional encoding ({layout}) "
+                                   f"over positions 0–{n_pos - 1}; the current position is {hl % T}"),
+             f"{prefix}_pe_curves")  # fmt: skip
 
-    # 3. Masked self-attention.
-    st.subheader(f"3 · Masked self-attention — layer {layer}, {hname}")
-    if incremental:
-        st.caption("With the KV cache, each step computes only the newest query row (outlined). Earlier rows were "
-                   "computed at earlier steps; cells right of the diagonal were never computed (grey).")  # fmt: skip
-    qkv_title = "all heads side by side" if head == MEAN_HEADS else hname
-    cols = st.columns(3)
-    for col, name, tex in zip(cols, "QKV", (r"Q = X W_Q", r"K = X W_K", r"V = X W_V")):
-        with col:
-            formula(tex)
-            arr = a[f"{L}.self.{name}"]
-            vals = heads_concat(arr) if head == MEAN_HEADS else arr[int(head)]
-            dim = "head·d_k" if head == MEAN_HEADS else "d_k"
-            show(viz.matrix_figure(vals, tokens, title=f"{name} ({qkv_title})", dim_label=dim,
-                                   highlight_row=hl if name == "Q" else None), f"{prefix}_self_{name}")  # fmt: skip
+    # 3. Masked self-attention: Q, K, V | raw scores, mask | masked scores, softmax | α·V, W_O.
+    if any(shows(stage, g) for g in ("qkv", "scores", "self", "self_out")):
+        st.subheader(f"3 · Masked self-attention — layer {layer}, {hname}")
+        if incremental and any(shows(stage, g) for g in ("qkv", "scores", "self")):
+            st.caption("With the KV cache, each step computes only the newest query row (outlined). Earlier "
+                       "rows were computed at earlier steps; cells right of the diagonal were never computed "
+                       "(grey).")  # fmt: skip
+    if shows(stage, "qkv"):
+        cols = st.columns(3)
+        for col, name, tex in zip(cols, "QKV", (r"Q = X W_Q", r"K = X W_K", r"V = X W_V")):
+            with col:
+                formula(tex)
+                arr = a[f"{L}.self.{name}"]
+                vals = heads_concat(arr) if head == MEAN_HEADS else arr[int(head)]
+                dim = "head·d_k" if head == MEAN_HEADS else "d_k"
+                show(viz.matrix_figure(vals, tokens, title=f"{name} ({qkv_title})", dim_label=dim,
+                                       highlight_row=hl if name == "Q" else None), f"{prefix}_self_{name}")  # fmt: skip
 
     def attn(key: str):
         arr = a[f"{L}.self.{key}"]
@@ -338,35 +358,40 @@ def render_stages(
             arr = np.where(np.isfinite(a[f"{L}.self.mask"]), arr, -np.inf)
         return mean_weights(arr) if head == MEAN_HEADS else arr[int(head)]
 
-    panels = (  # (trace key, formula, title), drawn two per row in data-flow order
-        ("scores", r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}", f"Raw scores QKᵀ/√d_k ({hname})"),
-        ("mask", r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}", "Causal mask M"),
-        ("masked_scores", r"\text{masked} = \frac{Q K^{\top}}{\sqrt{d_k}} + M", f"Masked scores ({hname})"),
-        ("weights", r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right)",
-         f"Attention weights α ({hname})"),
-    )  # fmt: skip
-    keys = {"scores": "scores", "mask": "mask", "masked_scores": "masked", "weights": "weights"}
-    for pair in (panels[:2], panels[2:]):
-        for col, (key, tex, title) in zip(st.columns(2), pair):
+    panels = {  # trace key → (formula, title, figure key suffix), drawn two per row in data-flow order
+        "scores": (r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}", f"Raw scores QKᵀ/√d_k, {hname} (layer {layer})",
+                   "scores"),
+        "mask": (r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}", "Causal mask M", "mask"),
+        "masked_scores": (r"\text{masked} = \frac{Q K^{\top}}{\sqrt{d_k}} + M",
+                          f"Masked scores, {hname} (layer {layer})", "masked"),
+        "weights": (r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right)",
+                    f"Attention weights α, {hname} (layer {layer})", "weights"),
+    }  # fmt: skip
+    for group, pair in (("scores", ("scores", "mask")), ("self", ("masked_scores", "weights"))):
+        if not shows(stage, group):
+            continue
+        for col, key in zip(st.columns(2), pair):
+            tex, title, suffix = panels[key]
             with col:
                 formula(tex)
                 show(viz.attention_figure(attn(key), tokens, tokens, title=title, highlight_row=hl, kind=key),
-                     f"{prefix}_{keys[key]}")  # fmt: skip
-    if all_heads:
+                     f"{prefix}_{suffix}")  # fmt: skip
+    if shows(stage, "self") and all_heads:
         grid = np.where(np.isfinite(a[f"{L}.self.mask"]), a[f"{L}.self.weights"], -np.inf)
-        show(viz.heads_grid(grid, tokens, tokens, title=f"Self-attention weights, every head "
-                            f"(layer {layer})", highlight_row=hl), f"{prefix}_self_grid")  # fmt: skip
-    c1, c2 = st.columns(2)
-    with c1:
-        formula(r"\text{head}_h = \alpha_h V_h")
-        ctx = a[f"{L}.self.context"]
-        vals = heads_concat(ctx) if head == MEAN_HEADS else ctx[int(head)]
-        show(viz.matrix_figure(vals, tokens, title=f"α·V ({qkv_title})", dim_label="d_k", highlight_row=hl),
-             f"{prefix}_context")  # fmt: skip
-    with c2:
-        formula(r"\text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_O")
-        show(viz.matrix_figure(a[f"{L}.self.out"], tokens, title="Output after W_O", highlight_row=hl),
-             f"{prefix}_self_out")  # fmt: skip
+        show(viz.heads_grid(grid, tokens, tokens, title=f"Self-attention weights, every head (layer {layer})",
+                            highlight_row=hl), f"{prefix}_self_grid")  # fmt: skip
+    if shows(stage, "self_out"):
+        c1, c2 = st.columns(2)
+        with c1:
+            formula(r"\text{head}_h = \alpha_h V_h")
+            ctx = a[f"{L}.self.context"]
+            vals = heads_concat(ctx) if head == MEAN_HEADS else ctx[int(head)]
+            show(viz.matrix_figure(vals, tokens, title=f"α·V ({qkv_title})", dim_label="d_k", highlight_row=hl),
+                 f"{prefix}_context")  # fmt: skip
+        with c2:
+            formula(r"\text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_O")
+            show(viz.matrix_figure(a[f"{L}.self.out"], tokens, title="Output after W_O", highlight_row=hl),
+                 f"{prefix}_self_out")  # fmt: skip
 
     def addnorm(n: int, what: str) -> None:
         st.subheader(f"{'4 · ' if n == 1 else ''}Add & Norm {n} — after {what}")
@@ -378,54 +403,57 @@ def render_stages(
         show(fig, f"{prefix}_norm{n}")
 
     # 4. Add & Norm.
-    addnorm(1, "self-attention")
+    if shows(stage, "self_out"):
+        addnorm(1, "self-attention")
 
     # 5. Cross-attention.
-    st.subheader(f"5 · Cross-attention to the source — layer {layer}")
-    formula(r"\operatorname{Attention}(Q_{\text{dec}}, K_{\text{enc}}, V_{\text{enc}}) = "
-            r"\operatorname{softmax}\!\left(\frac{Q_{\text{dec}} K_{\text{enc}}^{\top}}{\sqrt{d_k}}\right)"
-            r" V_{\text{enc}}")  # fmt: skip
-    cw = a[f"{L}.cross.weights"]
-    c1, c2 = st.columns(2)
-    with c1:
-        h0 = 0 if head == MEAN_HEADS else int(head)
-        show(viz.alignment_figure(cw[h0], tokens, src_tokens, title=f"Alignment, head {h0}", highlight_row=hl),
-             f"{prefix}_align_head")  # fmt: skip
-    with c2:
-        show(viz.alignment_figure(mean_weights(cw), tokens, src_tokens, title="Alignment, mean of heads",
-                                  highlight_row=hl), f"{prefix}_align_mean")  # fmt: skip
-    if all_heads:
-        show(viz.heads_grid(cw, tokens, src_tokens, title=f"Cross-attention weights, every head (layer {layer})",
-                            highlight_row=hl), f"{prefix}_cross_grid")  # fmt: skip
-    cols = st.columns(3)
-    for col, name, who, labels in zip(cols, "QKV", ("decoder", "encoder", "encoder"),
-                                      (tokens, src_tokens, src_tokens)):  # fmt: skip
-        with col:
-            arr = a[f"{L}.cross.{name}"]
-            vals = heads_concat(arr) if head == MEAN_HEADS else arr[int(head)]
-            show(viz.matrix_figure(vals, labels, title=f"Cross {name} ({who}, {qkv_title})",
-                                   dim_label="head·d_k" if head == MEAN_HEADS else "d_k",
-                                   highlight_row=hl if name == "Q" else None,
-                                   token_label="target token" if name == "Q" else "source token"),
-                 f"{prefix}_cross_{name}")  # fmt: skip
-    addnorm(2, "cross-attention")
+    if shows(stage, "cross"):
+        st.subheader(f"5 · Cross-attention to the source — layer {layer}")
+        formula(r"\operatorname{Attention}(Q_{\text{dec}}, K_{\text{enc}}, V_{\text{enc}}) = "
+                r"\operatorname{softmax}\!\left(\frac{Q_{\text{dec}} K_{\text{enc}}^{\top}}{\sqrt{d_k}}\right)"
+                r" V_{\text{enc}}")  # fmt: skip
+        cw = a[f"{L}.cross.weights"]
+        c1, c2 = st.columns(2)
+        with c1:
+            h0 = 0 if head == MEAN_HEADS else int(head)
+            show(viz.alignment_figure(cw[h0], tokens, src_tokens, title=f"Alignment, head {h0}", highlight_row=hl),
+                 f"{prefix}_align_head")  # fmt: skip
+        with c2:
+            show(viz.alignment_figure(mean_weights(cw), tokens, src_tokens, title="Alignment, mean of heads",
+                                      highlight_row=hl), f"{prefix}_align_mean")  # fmt: skip
+        if all_heads:
+            show(viz.heads_grid(cw, tokens, src_tokens, title=f"Cross-attention weights, every head (layer {layer})",
+                                highlight_row=hl), f"{prefix}_cross_grid")  # fmt: skip
+        cols = st.columns(3)
+        for col, name, who, labels in zip(cols, "QKV", ("decoder", "encoder", "encoder"),
+                                          (tokens, src_tokens, src_tokens)):  # fmt: skip
+            with col:
+                arr = a[f"{L}.cross.{name}"]
+                vals = heads_concat(arr) if head == MEAN_HEADS else arr[int(head)]
+                show(viz.matrix_figure(vals, labels, title=f"Cross {name} ({who}, {qkv_title})",
+                                       dim_label="head·d_k" if head == MEAN_HEADS else "d_k",
+                                       highlight_row=hl if name == "Q" else None,
+                                       token_label="target token" if name == "Q" else "source token"),
+                     f"{prefix}_cross_{name}")  # fmt: skip
+        addnorm(2, "cross-attention")
 
     # 6. FFN.
-    st.subheader(f"6 · Feed-forward network — layer {layer}")
-    act = {"relu": r"\max(0,\, x W_1 + b_1)", "gelu": r"\operatorname{GELU}(x W_1 + b_1)"}.get(
-        cfg.activation, r"\operatorname{swish}(x W_1 + b_1)"
-    )
-    formula(r"\operatorname{FFN}(x) = " + act + r"\, W_2 + b_2")
-    hidden = a[f"{L}.ffn.hidden"]
-    sp = viz.ffn_sparsity(hidden)
-    row = viz.ffn_sparsity(hidden[hl])
-    m1, m2, m3 = st.columns(3)
-    m1.metric("Exact zeros (all rows)", f"{sp['zero']:.1%}")
-    m2.metric("Exact zeros (newest row)", f"{row['zero']:.1%}")
-    m3.metric("Negative activations", f"{sp['negative']:.1%}", help=f"activation: {cfg.activation}")
-    show(viz.ffn_figure(hidden, tokens, title=f"FFN hidden activations ({cfg.activation})", highlight_row=hl),
-         f"{prefix}_ffn")  # fmt: skip
-    addnorm(3, "the feed-forward network")
+    if shows(stage, "ffn"):
+        st.subheader(f"6 · Feed-forward network — layer {layer}")
+        act = {"relu": r"\max(0,\, x W_1 + b_1)", "gelu": r"\operatorname{GELU}(x W_1 + b_1)"}.get(
+            cfg.activation, r"\operatorname{swish}(x W_1 + b_1)"
+        )
+        formula(r"\operatorname{FFN}(x) = " + act + r"\, W_2 + b_2")
+        hidden = a[f"{L}.ffn.hidden"]
+        sp = viz.ffn_sparsity(hidden)
+        row = viz.ffn_sparsity(hidden[hl])
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Exact zeros (all rows)", f"{sp['zero']:.1%}")
+        m2.metric("Exact zeros (newest row)", f"{row['zero']:.1%}")
+        m3.metric("Negative activations", f"{sp['negative']:.1%}", help=f"activation: {cfg.activation}")
+        show(viz.ffn_figure(hidden, tokens, title=f"FFN hidden activations ({cfg.activation})", highlight_row=hl),
+             f"{prefix}_ffn")  # fmt: skip
+        addnorm(3, "the feed-forward network")
 
 
 def topk_section(tok_text, ids, logprobs, chosen_id: int | None, title: str, key: str) -> None:
@@ -449,14 +477,14 @@ def _clear_forced() -> None:
 
 @st.fragment
 def decoding_view(lm: LoadedModel, ch: Choices, base: Choices, src_tokens: list[str], layer, head, all_heads,
-                  reference: str) -> None:  # fmt: skip
+                  reference: str, stage: str) -> None:  # fmt: skip
     try:
-        _decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference)
+        _decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference, stage)
     except Exception as e:
         fail("Could not show this step", e)
 
 
-def _decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference) -> None:
+def _decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference, stage) -> None:
     s = ss()
     tok_text = token_texter(lm)
     res = get_decode(lm, ch, ch_src_ids(lm, ch))
@@ -499,7 +527,7 @@ def _decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference) 
     r_now = rows[step]
     next_id = int(cur.chosen[r_now])
     p_next = token_prob(cur, r_now, next_id) if next_id >= 0 else None
-    sync_url(query_params_for(ch, reference, step, layer, head, s.get("page", PAGES[0])))
+    sync_url(query_params_for(ch, reference, step, layer, head, s.get("page", PAGES[0]), stage))
 
     # Chips.
     cs = chips(res, rows, step, tok_text)
@@ -517,9 +545,7 @@ def _decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference) 
         st.markdown(f"Step **{step + 1} of {n}** · position {step} feeds {feeds}"
                     f" → next token {badges([(nxt + pn + forced, 'green')])}")  # fmt: skip
 
-    # 1. Shifted inputs.
-    st.subheader("1 · Decoder inputs (the output shifted right)")
-    st.caption("Each position's input is the previous position's output; position 0 starts from <s>.")
+    # 1. Shifted inputs (the table is also exported, whatever the stage).
     table = pd.DataFrame({
         "position": np.arange(step + 1),
         "decoder input": dec_tokens,
@@ -529,36 +555,41 @@ def _decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference) 
         "entropy (nats)": [float(res.steps[i].entropy[rows[i]]) for i in range(step + 1)],
         "forced": [bool(res.steps[i].forced) for i in range(step + 1)],
     })  # fmt: skip
-    st.dataframe(table, hide_index=True, key="shifted_table")
+    if shows(stage, "inputs"):
+        st.subheader("1 · Decoder inputs (the output shifted right)")
+        st.caption("Each position's input is the previous position's output; position 0 starts from <s>.")
+        st.dataframe(table, hide_index=True, key="shifted_table")
 
-    view = stack_view(res.steps, rows, step, stack_rows=viz.steps_to_matrix)
-    render_stages(lm, view, dec_tokens, src_tokens, -1, layer, head, all_heads, "dec", incremental=True)
+    view = stack_view(res.steps, rows, step, stack_rows=viz.steps_to_matrix, keep=layer_keep(layer))  # the shown layer
+    render_stages(lm, view, dec_tokens, src_tokens, -1, layer, head, all_heads, "dec", incremental=True,
+                  stage=stage)  # fmt: skip
 
-    # 7. Output.
-    st.subheader("7 · Output: next-token distribution")
-    formula(r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top}),\qquad "
-            r"H = -\sum_v p_v \log p_v")  # fmt: skip
-    c1, c2 = st.columns([3, 1])
-    with c1:
-        topk_section(tok_text, cur.top_ids[r_now], cur.top_logprobs[r_now], next_id if next_id >= 0 else None,
-                     f"Top {TOP_SHOWN} next tokens at step {step + 1}", "dec_topk")  # fmt: skip
-    with c2:
-        st.metric("Entropy", f"{float(cur.entropy[r_now]):.3f} nats")
-        st.metric("Chosen token", md(nxt))
-        st.metric("p(chosen)", "—" if p_next is None else f"{p_next:.3f}")
+    if shows(stage, "output"):
+        # 7. Output.
+        st.subheader("7 · Output: next-token distribution")
+        formula(r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top}),\qquad "
+                r"H = -\sum_v p_v \log p_v")  # fmt: skip
+        c1, c2 = st.columns([3, 1])
+        with c1:
+            topk_section(tok_text, cur.top_ids[r_now], cur.top_logprobs[r_now], next_id if next_id >= 0 else None,
+                         f"Top {TOP_SHOWN} next tokens at step {step + 1}", "dec_topk")  # fmt: skip
+        with c2:
+            st.metric("Entropy", f"{float(cur.entropy[r_now]):.3f} nats")
+            st.metric("Chosen token", md(nxt))
+            st.metric("p(chosen)", "—" if p_next is None else f"{p_next:.3f}")
 
-    # 8. Beam search.
-    if res.beam_steps is not None:
-        beam_section(res, step, tok_text)
+        # 8. Beam search.
+        if res.beam_steps is not None:
+            beam_section(res, step, tok_text)
 
-    # 9. KV cache.
-    kv_section(lm, dec_tokens, step)
+        # 9. KV cache.
+        kv_section(lm, dec_tokens, step)
 
     # What-if.
     whatif_section(lm, ch, base, cur, r_now, inputs, step, tok_text)
 
     # Export.
-    export_section(lm, ch, res, rows, step, view, dec_tokens, src_tokens, table, tok_text)
+    export_section(lm, ch, res, rows, step, dec_tokens, src_tokens, table, tok_text)
 
 
 def ch_src_ids(lm: LoadedModel, ch: Choices) -> tuple[int, ...]:
@@ -640,7 +671,7 @@ def whatif_section(lm, ch: Choices, base: Choices, cur, r_now: int, inputs: list
         st.rerun()
 
 
-def export_section(lm, ch: Choices, res, rows, step: int, view: dict, dec_tokens, src_tokens, table, tok_text) -> None:
+def export_section(lm, ch: Choices, res, rows, step: int, dec_tokens, src_tokens, table, tok_text) -> None:
     st.subheader("Export")
 
     def summary() -> bytes:
@@ -648,7 +679,7 @@ def export_section(lm, ch: Choices, res, rows, step: int, view: dict, dec_tokens
                                           extra={"followed_rows": list(rows)}))  # fmt: skip
 
     def record_npz() -> bytes:
-        arrays = {k: v for k, v in view.items()}
+        arrays = stack_view(res.steps, rows, step, stack_rows=viz.steps_to_matrix)  # every layer, on click
         arrays.update({k: v[0] if v.ndim >= 3 and v.shape[0] == 1 else v for k, v in res.encoder.items()})
         arrays["tokens.dec_input"] = np.array(dec_tokens)
         arrays["tokens.src"] = np.array(src_tokens)
@@ -682,14 +713,14 @@ def export_section(lm, ch: Choices, res, rows, step: int, view: dict, dec_tokens
 
 @st.fragment
 def teacher_forcing_view(lm: LoadedModel, src_ids: tuple[int, ...], src_tokens, reference: str, layer, head,
-                         all_heads) -> None:  # fmt: skip
+                         all_heads, stage: str) -> None:  # fmt: skip
     try:
-        _teacher_forcing_view(lm, src_ids, src_tokens, reference, layer, head, all_heads)
+        _teacher_forcing_view(lm, src_ids, src_tokens, reference, layer, head, all_heads, stage)
     except Exception as e:
         fail("Could not show the teacher-forcing view", e)
 
 
-def _teacher_forcing_view(lm, src_ids, src_tokens, reference, layer, head, all_heads) -> None:
+def _teacher_forcing_view(lm, src_ids, src_tokens, reference, layer, head, all_heads, stage) -> None:
     s = ss()
     tr = get_trace(lm, src_ids, reference, causal=True)
     T = len(tr.dec_input_tokens)
@@ -755,22 +786,23 @@ def _teacher_forcing_view(lm, src_ids, src_tokens, reference, layer, head, all_h
     formula(r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)")
     st.dataframe(table, hide_index=True, key="tf_table")
     render_stages(lm, shown.arrays, shown.dec_input_tokens, src_tokens, pos, layer, head, all_heads, "tf",
-                  incremental=False)  # fmt: skip
+                  incremental=False, stage=stage)  # fmt: skip
 
-    st.subheader("7 · Output at the chosen position")
-    order = np.argsort(-shown.arrays["probs"][pos])[:TOP_SHOWN]
-    ids = [int(i) for i in order]
-    pr = shown.arrays["probs"][pos][order]
-    label = int(label_ids[pos])
-    tok_text = token_texter(lm)
-    c1, c2 = st.columns([3, 1])
-    with c1:
-        title = f"Top {TOP_SHOWN} at position {pos}; the label is outlined if it is among them"
-        topk_section(tok_text, ids, np.log(np.maximum(pr, 1e-30)), label, title, "tf_topk")
-    with c2:
-        st.metric("Entropy", f"{viz.entropy(shown.arrays['probs'][pos]):.3f} nats")
-        st.metric("Label", md(show_token(tok_text(label))))
-        st.metric("p(label)", f"{float(shown.arrays['probs'][pos][label]):.3f}")
+    if shows(stage, "output"):
+        st.subheader("7 · Output at the chosen position")
+        order = np.argsort(-shown.arrays["probs"][pos])[:TOP_SHOWN]
+        ids = [int(i) for i in order]
+        pr = shown.arrays["probs"][pos][order]
+        label = int(label_ids[pos])
+        tok_text = token_texter(lm)
+        c1, c2 = st.columns([3, 1])
+        with c1:
+            title = f"Top {TOP_SHOWN} at position {pos}; the label is outlined if it is among them"
+            topk_section(tok_text, ids, np.log(np.maximum(pr, 1e-30)), label, title, "tf_topk")
+        with c2:
+            st.metric("Entropy", f"{viz.entropy(shown.arrays['probs'][pos]):.3f} nats")
+            st.metric("Label", md(show_token(tok_text(label))))
+            st.metric("p(label)", f"{float(shown.arrays['probs'][pos][label]):.3f}")
 
     st.subheader("Export")
     with st.container(horizontal=True):
@@ -786,6 +818,28 @@ def _teacher_forcing_view(lm, src_ids, src_tokens, reference, layer, head, all_h
 
 def _set_source(text: str) -> None:
     ss()["source"] = text
+
+
+def _keep_stage() -> None:
+    """Clicking the selected stage again would deselect it: keep the last one instead."""
+    s = ss()
+    if s.get("stage") in STAGES:
+        s["stage_last"] = s["stage"]
+    else:
+        s["stage"] = s.get("stage_last", DEFAULT_STAGE)
+
+
+def stage_selector() -> str:
+    """Which decoder stage(s) the step views draw: one group keeps a step quick; "All stages" draws everything."""
+    s = ss()
+    if s.get("stage") not in STAGES:
+        s["stage"] = s.get("stage_last", DEFAULT_STAGE)
+    st.segmented_control("Decoder stage to show", STAGES, key="stage", format_func=STAGE_LABELS.get,
+                         on_change=_keep_stage, help="Each step redraws only the figures of the chosen stage; "
+                         "All stages shows every figure at once (slower to redraw).")  # fmt: skip
+    stage = s.get("stage") if s.get("stage") in STAGES else DEFAULT_STAGE
+    s["stage_last"] = stage
+    return stage
 
 
 def explore_page(lm: LoadedModel, msgs: list[str], params: dict, layer, head, all_heads) -> None:
@@ -851,14 +905,15 @@ def explore_page(lm: LoadedModel, msgs: list[str], params: dict, layer, head, al
         c2.button("Clear forced tokens", key="clear_forced", on_click=_clear_forced)
 
     reference = (s.get("reference") or "").strip()[:MAX_CHARS]
+    stage = stage_selector()
     if reference:
         t1, t2 = st.tabs(["Step-by-step decoding", "Teacher forcing (reference)"])
         with t1:
-            decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference)
+            decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference, stage)
         with t2:
-            teacher_forcing_view(lm, src.ids, src_tokens, reference, layer, head, all_heads)
+            teacher_forcing_view(lm, src.ids, src_tokens, reference, layer, head, all_heads, stage)
     else:
-        decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference)
+        decoding_view(lm, ch, base, src_tokens, layer, head, all_heads, reference, stage)
 
     with st.expander("Encoder (computed once per sentence)"):
         enc_layer = min(layer, cfg.n_encoder_layers - 1)

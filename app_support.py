@@ -33,6 +33,21 @@ MAX_SEED = 2**31 - 1
 MAX_DECODE_LEN = 128
 DEFAULT_MAX_LEN = 40
 PAGES = ("Explore", "Lesson", "About")
+# Decoder stages the step view can show, in data-flow order. Each ▶ step redraws only the chosen group's
+# figures (every Plotly figure costs the browser tens of ms to redraw); "all" draws every stage at once.
+STAGES = ("inputs", "qkv", "scores", "self", "self_out", "cross", "ffn", "output", "all")
+STAGE_LABELS = {
+    "inputs": "Inputs & embeddings",
+    "qkv": "Q · K · V",
+    "scores": "Scores & causal mask",
+    "self": "Masked self-attention",
+    "self_out": "α·V → Add & Norm 1",
+    "cross": "Cross-attention → Add & Norm 2",
+    "ffn": "FFN → Add & Norm 3",
+    "output": "Output & beam",
+    "all": "All stages",
+}
+DEFAULT_STAGE = "self"
 MEAN_HEADS = "mean of heads"
 
 
@@ -183,7 +198,7 @@ def prepare_source(text: str | None, tokenizer, eos_id: int, model_max_len: int)
 # Query parameters.
 
 QP_KEYS = ("src", "ref", "strategy", "beam", "temp", "top_k", "top_p", "seed", "max_len", "step", "layer",
-           "head", "page")  # fmt: skip
+           "head", "page", "stage")  # fmt: skip
 
 
 def _first(v):
@@ -221,16 +236,19 @@ def parse_query_params(qp: Mapping) -> dict:
                 out["head"] = val
     if get.get("page") in PAGES:
         out["page"] = get["page"]
+    if get.get("stage") in STAGES:
+        out["stage"] = get["stage"]
     return out
 
 
-def query_params_for(ch: Choices | None, reference: str, step: int | None, layer: int, head, page: str) -> dict:
+def query_params_for(ch: Choices | None, reference: str, step: int | None, layer: int, head, page: str,
+                     stage: str = DEFAULT_STAGE) -> dict:  # fmt: skip
     """What the URL should hold for the current view (strings only)."""
     qp: dict[str, str] = {"page": page}
     if ch is None:
         return qp
     qp.update(src=ch.source, strategy=ch.strategy, max_len=str(ch.max_len), layer=str(layer),
-              head="mean" if head == MEAN_HEADS else str(head))  # fmt: skip
+              head="mean" if head == MEAN_HEADS else str(head), stage=stage)  # fmt: skip
     if reference:
         qp["ref"] = reference
     if ch.strategy == "beam":
@@ -330,8 +348,11 @@ def compact_result(result):
     return replace(result, steps=steps)
 
 
-def stack_view(steps, rows: Sequence[int], step: int, stack_rows: Callable | None = None) -> dict[str, np.ndarray]:
+def stack_view(steps, rows: Sequence[int], step: int, stack_rows: Callable | None = None,
+               keep: Callable[[str], bool] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
     """Per-step records of positions 0..step along ``rows`` → arrays shaped like Trace.arrays.
+
+    ``keep`` (optional) picks the keys to build (e.g. one layer's): the others are left out.
 
     Q, context, embeddings, norms, FFN: one new row per step, stacked. Self-attention K, V: the
     KV cache at ``step`` (all positions: the rows each step along the path appended). Self-attention
@@ -344,6 +365,8 @@ def stack_view(steps, rows: Sequence[int], step: int, stack_rows: Callable | Non
     last, r_last = recs[-1], rows[step]
     out: dict[str, np.ndarray] = {}
     for key in recs[0]:
+        if keep is not None and not keep(key):
+            continue
         parts = key.split(".")
         leaf = parts[-1]
         kind = _kv_kind(key)
@@ -365,6 +388,16 @@ def stack_view(steps, rows: Sequence[int], step: int, stack_rows: Callable | Non
             axis = 1 if x[0].ndim == 3 else 0
             out[key] = np.concatenate(x, axis=axis)
     return out
+
+
+def layer_keep(layer: int) -> Callable[[str], bool]:
+    """For ``stack_view``'s ``keep``: the keys of decoder layer ``layer`` and those of no layer (embeddings, PE)."""
+
+    def keep(key: str) -> bool:
+        parts = key.split(".")
+        return not (len(parts) > 2 and parts[1].isdigit()) or parts[1] == str(layer)
+
+    return keep
 
 
 def head_slice(arr: np.ndarray, head) -> np.ndarray:

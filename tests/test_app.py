@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,8 +11,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import (
+    DEFAULT_STAGE,
     ENV_MODEL,
     MEAN_HEADS,
+    STAGE_LABELS,
+    STAGES,
     Choices,
     clamp_choices,
     compact_result,
@@ -63,6 +67,45 @@ def plots(at: AppTest) -> int:
     return len(at.get("plotly_chart"))
 
 
+def titles(at: AppTest) -> list[str]:
+    """The titles of the Plotly figures on the page, in page order."""
+    return [json.loads(c.proto.spec)["layout"].get("title", {}).get("text") or "" for c in at.get("plotly_chart")]
+
+
+def show_stage(at: AppTest, stage: str) -> AppTest:
+    at.segmented_control(key="stage").set_value(stage).run()
+    ok(at)
+    return at
+
+
+ENCODER = ("Encoder self-attention", "Encoder output")  # outside the step view: shown whatever the stage
+# Figures (title starts) each stage draws in the step view, and the section headers it shows.
+STAGE_FIGURES = {
+    "inputs": ("Token embeddings", "Positional encoding PE", "Sum X", "The model's positional encoding"),
+    "qkv": ("Q (", "K (", "V ("),
+    "scores": ("Raw scores", "Causal mask M"),
+    "self": ("Masked scores", "Attention weights α"),
+    "self_out": ("α·V", "Output after W_O", "Add &amp; Norm 1"),
+    "cross": ("Alignment, head", "Alignment, mean", "Cross Q", "Cross K", "Cross V", "Add &amp; Norm 2"),
+    "ffn": ("FFN hidden activations", "Add &amp; Norm 3"),
+    "output": ("Top 10 next tokens", "Step "),
+}
+STAGE_HEADERS = {
+    "inputs": ("1 · Decoder inputs", "2 · Token embeddings"),
+    "qkv": ("3 · Masked self-attention",),
+    "scores": ("3 · Masked self-attention",),
+    "self": ("3 · Masked self-attention",),
+    "self_out": ("3 · Masked self-attention", "4 · Add & Norm 1"),
+    "cross": ("5 · Cross-attention", "Add & Norm 2"),
+    "ffn": ("6 · Feed-forward", "Add & Norm 3"),
+    "output": ("7 · Output", "9 · What the KV cache holds"),
+}
+
+
+def step_figures(at: AppTest) -> list[str]:
+    return [t for t in titles(at) if not t.startswith(ENCODER)]
+
+
 # ---------------------------------------------------------------------------
 # The page.
 
@@ -71,6 +114,9 @@ def test_loads_and_shows_every_stage(app):
     assert app.text_area(key="source").value == "I am a student."
     assert n_chips(app) == 0
     assert app.session_state["step"] == 0
+    assert app.segmented_control(key="stage").value == DEFAULT_STAGE == "self"  # a step redraws two figures
+    assert [t.split(",")[0] for t in step_figures(app)] == ["Masked scores", "Attention weights α"]
+    show_stage(app, "all")
     headers = [h.value for h in app.subheader]
     order = ["1 · Decoder inputs", "2 · Token embeddings", "3 · Masked self-attention", "4 · Add & Norm 1",
              "5 · Cross-attention", "Add & Norm 2", "6 · Feed-forward", "Add & Norm 3", "7 · Output",
@@ -83,6 +129,7 @@ def test_loads_and_shows_every_stage(app):
 
 
 def test_step_forward_and_back(app):
+    show_stage(app, "inputs")  # the shifted-inputs table
     app.button(key="next").click().run()
     app.button(key="next").click().run()
     ok(app)
@@ -105,6 +152,7 @@ def test_step_forward_and_back(app):
 
 
 def test_layer_head_and_all_heads(app):
+    show_stage(app, "all")
     app.selectbox(key="layer").set_value(1).run()
     app.selectbox(key="head").set_value(2).run()
     ok(app)
@@ -119,7 +167,60 @@ def test_layer_head_and_all_heads(app):
     assert any("mean of heads" in h for h in (h.value for h in app.subheader))
 
 
+def test_stage_selector_shows_each_group_and_every_stage_is_reachable(app):
+    app.button(key="next").click().run()
+    assert app.segmented_control(key="stage").options == [STAGE_LABELS[s] for s in STAGES]
+    seen: dict[str, list[str]] = {}
+    for stage in STAGES:
+        show_stage(app, stage)
+        assert app.segmented_control(key="stage").value == stage
+        qp = app.query_params["stage"]
+        assert qp in (stage, [stage])  # the URL keeps the stage
+        assert all(any(t.startswith(e) for t in titles(app)) for e in ENCODER)
+        seen[stage] = step_figures(app)
+        assert app.session_state["step"] == 1 and n_chips(app) == 1  # changing the stage keeps the step
+        headers = [h.value for h in app.subheader]
+        for want in STAGE_HEADERS.get(stage, ()):
+            assert any(h.startswith(want) for h in headers), (stage, want, headers)
+    for stage, want in STAGE_FIGURES.items():
+        got = seen[stage]
+        assert len(got) == len(want) and all(t.startswith(w) for t, w in zip(got, want)), (stage, got)
+        others = [t for s, figs in seen.items() if s not in (stage, "all") for t in figs]
+        assert not set(got) & set(others), stage  # each figure belongs to one stage
+    # "All stages" shows every stage's figures, in data-flow order
+    assert seen["all"] == [t for s in STAGES if s != "all" for t in seen[s]]
+    assert any(h.startswith("1 · Decoder inputs") for h in (h.value for h in show_stage(app, "all").subheader))
+    # the stepper keeps the chosen stage; a step redraws only that stage's figures
+    show_stage(app, "ffn")
+    app.button(key="next").click().run()
+    ok(app)
+    assert app.session_state["step"] == 2 and app.segmented_control(key="stage").value == "ffn"
+    figs = step_figures(app)
+    assert len(figs) == 2 and all(t.startswith(("FFN hidden", "Add &amp; Norm 3")) for t in figs), figs
+
+
+def test_stage_from_the_url_and_in_teacher_forcing(tiny_model_dir, monkeypatch):
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(src="Hello world.", stage="cross", max_len="6", ref="Bonjour le monde.")
+    at.run()
+    ok(at)
+    assert at.segmented_control(key="stage").value == "cross"
+    figs = step_figures(at)  # both tabs: decoding and teacher forcing, cross-attention only
+    assert len(figs) == 2 * len(STAGE_FIGURES["cross"])
+    assert all(t.startswith(STAGE_FIGURES["cross"]) for t in figs), figs
+    show_stage(at, "output")
+    assert any(t.startswith("Top 10 at position") for t in titles(at))
+    assert frame(at, "p(label)") is not None  # the loss table of teacher forcing shows whatever the stage
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(src="Hello world.", stage="nonsense", max_len="6")
+    at.run()
+    ok(at)
+    assert at.segmented_control(key="stage").value == DEFAULT_STAGE
+
+
 def test_beam_search_and_following_a_hypothesis(app):
+    show_stage(app, "output")  # beam search is part of the output stage
     app.radio(key="strategy").set_value("beam").run()
     app.slider(key="beam").set_value(3).run()
     ok(app)
@@ -148,6 +249,7 @@ def test_sampling_with_parameters(app):
 
 
 def test_force_a_token_keeps_the_prefix(app):
+    show_stage(app, "inputs")  # the shifted-inputs table
     app.button(key="next").click().run()
     app.button(key="next").click().run()
     before = frame(app, "decoder input")["decoder input"].tolist()  # <s> y1 y2
@@ -284,10 +386,12 @@ def test_clamp_choices_and_query_params():
                              "evil": "1"})  # fmt: skip
     assert qp == {"source": "b", "beam": 3, "head": MEAN_HEADS, "page": "Lesson"}
     ch = Choices(model_dir="m", source="Hi", strategy="sample", temperature=0.5)
-    url = query_params_for(ch, "", 3, 1, MEAN_HEADS, "Explore")
+    url = query_params_for(ch, "", 3, 1, MEAN_HEADS, "Explore", "cross")
     back = parse_query_params(url)
     assert back["source"] == "Hi" and back["strategy"] == "sample" and back["temperature"] == 0.5
-    assert back["step"] == 3 and back["head"] == MEAN_HEADS
+    assert back["step"] == 3 and back["head"] == MEAN_HEADS and back["stage"] == "cross"
+    assert query_params_for(ch, "", 3, 1, MEAN_HEADS, "Explore")["stage"] == DEFAULT_STAGE
+    assert "stage" not in parse_query_params({"stage": "evil"})
     assert [move(2, a, 5) for a in ("first", "prev", "next", "last")] == [0, 1, 3, 4]
     assert move(4, "next", 5) == 4 and move(0, "prev", 5) == 0
 

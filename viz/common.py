@@ -91,9 +91,9 @@ def auto_height(n_rows: int, *, per_row: int = 18, base: int = 150, lo: int = 26
     return int(min(hi, max(lo, base + per_row * n_rows)))
 
 
-def finish_layout(fig: go.Figure, title: str | None, *, height: int, legend: bool = False) -> go.Figure:
-    """Shared look: tiny template, compact margins, escaped title, given height."""
-    fig.update_layout(
+def layout_defaults(title: str | None, *, height: int, legend: bool = False) -> dict:
+    """Shared look as a plain layout dict: tiny template, compact margins, escaped title, given height."""
+    return dict(
         template=TEMPLATE,
         title=dict(text=safe_label(title) if title else None, x=0.0, xanchor="left", font=dict(size=15)),
         height=height,
@@ -104,6 +104,11 @@ def finish_layout(fig: go.Figure, title: str | None, *, height: int, legend: boo
         showlegend=legend,
         hoverlabel=dict(namelength=-1),
     )
+
+
+def finish_layout(fig: go.Figure, title: str | None, *, height: int, legend: bool = False) -> go.Figure:
+    """Shared look (``layout_defaults``) applied to a figure built piece by piece."""
+    fig.update_layout(layout_defaults(title, height=height, legend=legend))
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True)
     return fig
