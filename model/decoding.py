@@ -245,12 +245,13 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
         if opts.record:
             live = [Hypothesis(tuple(seqs[r]), float(running[r]), float(running[r]) / max(t, 1) ** lp, parents[r])
                     for r in range(k)]  # fmt: skip
-            beam_steps.append(beam_step_record(t, k, live, logp, running, rows_l, tok_l, cand_lp, keep, best_l,
-                                               all_done, fin_seqs, fin_logprobs, fin_scores, fin_done))  # fmt: skip
+            top_ids, top_lp, ent = step_summary(logp)
+            beam_steps.append(beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, cand_lp,
+                                               keep, best_l, all_done, fin_seqs, fin_logprobs, fin_scores,
+                                               fin_done))  # fmt: skip
             chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
             for r, tok in reversed(list(zip(rows.tolist(), next_tok.tolist()))):
                 chosen[r] = tok
-            top_ids, top_lp, ent = step_summary(logp)
             steps.append(Step(t, tokens[:, 0].numpy().copy(), chosen, forced, top_ids, top_lp, ent, to_numpy(rec)))
         seqs = [seqs[r] + [tok] for r, tok in zip(rows.tolist(), next_tok.tolist())]
         parents = rows.tolist()
@@ -271,23 +272,27 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
                         encoder)  # fmt: skip
 
 
-def beam_step_record(t, k, live, logp, running, rows_l, tok_l, cand_lp, keep, best_l, all_done, fin_seqs,
-                     fin_logprobs, fin_scores, fin_done) -> BeamStep:  # fmt: skip
+def beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, cand_lp, keep, best_l, all_done,
+                     fin_seqs, fin_logprobs, fin_scores, fin_done) -> BeamStep:  # fmt: skip
     """What the beam view shows for step t: each live row's top-k continuations and their fate."""
-    top_lp, top_ids = logp.topk(min(k, logp.shape[-1]), dim=-1)  # (k, k)
+    if top_ids.shape[1] < min(k, logp.shape[-1]):  # the display summary keeps TOP; wide beams need more
+        lp_k, ids_k = logp.topk(min(k, logp.shape[-1]), dim=-1)
+        top_ids, top_lp = ids_k.numpy(), lp_k.numpy()
+    top_ids, top_lp = top_ids[:, :k].tolist(), top_lp[:, :k].tolist()  # plain Python: ~25 items per step
+    run, cand = running.tolist(), cand_lp.tolist()
     kept, finished = set(keep.tolist()), {i - k for i in best_l if i >= k and all_done[i]}
-    alive = [i for i in range(2 * k) if cand_lp[i] > NEG / 2]
+    alive = [i for i in range(2 * k) if cand[i] > NEG / 2]
     status = {(rows_l[i], tok_l[i]): ("finished" if i in finished else "kept" if i in kept else "pruned")
               for i in alive}  # fmt: skip
     expansions = [
-        Expansion(r, int(top_ids[r, j]), float(top_lp[r, j]), float(top_lp[r, j] + running[r]),
-                  status.get((r, int(top_ids[r, j])), "pruned"))
-        for r in range(k) if running[r] > NEG / 2 for j in range(top_ids.shape[1])
+        Expansion(r, tok, lp_, lp_ + run[r], status.get((r, tok), "pruned"))
+        for r in range(k) if run[r] > NEG / 2 for tok, lp_ in zip(top_ids[r], top_lp[r])
     ]  # fmt: skip
+    shown = {(e.parent, e.token) for e in expansions}
     for i in alive:  # candidates outside a row's top-k (forced tokens) are shown too
         r, tok = rows_l[i], tok_l[i]
-        if not any(e.parent == r and e.token == tok for e in expansions):
-            expansions.append(Expansion(r, tok, float(logp[r, tok]), float(cand_lp[i]), status[(r, tok)]))
+        if (r, tok) not in shown:
+            expansions.append(Expansion(r, tok, float(logp[r, tok]), cand[i], status[(r, tok)]))
     pool = [Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
             for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done) if d]  # fmt: skip
     return BeamStep(t, live, expansions, pool)

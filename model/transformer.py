@@ -123,8 +123,8 @@ class AddNorm(nn.Module):
         out = self.norm(residual)  # (B, T, D)
         if not record:
             return out, None
-        mean = residual.mean(-1)  # (B, T)
-        std = torch.sqrt(residual.var(-1, unbiased=False) + self.norm.eps)  # (B, T)
+        var, mean = torch.var_mean(residual, -1, unbiased=False)  # (B, T) each
+        std = torch.sqrt(var + self.norm.eps)  # (B, T)
         return out, {"residual": residual, "mean": mean, "std": std, "out": out}
 
 
