@@ -7,7 +7,8 @@ with save_pretrained and converted with ``model.marian.import_marian``, so both 
 same weights. Batch 1, a 15-token source (</s> included), exactly 30 generated tokens: </s> gets a
 final_logits_bias of -1e4 in the saved model, so neither engine can stop early. Each engine runs
 in its own process (this script with ``--worker``) per thread count; figures are medians of
-``--runs`` timed runs after warm-up. Prints a table and one verdict line per target; asserts nothing.
+``--runs`` timed runs after warm-up, then medians over ``--rounds`` alternating rounds.
+Prints a table and one verdict line per target; asserts nothing.
 
 Targets: ours untraced >= 1.5x faster than transformers; ours traced (record=True, every stage of
 every step) no slower than transformers; KV-cached step time at step 40 / step 5 <= 1.3; full
@@ -209,6 +210,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts to measure")
     p.add_argument("--runs", type=int, default=None, help="timed runs per figure (default 20; --smoke: 2)")
     p.add_argument("--smoke", action="store_true", help="tiny model, 2 runs: checks the script end to end")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="alternate the engines' processes this many times; medians over rounds")  # fmt: skip
     p.add_argument("--worker", choices=["ours", "hf"], help=argparse.SUPPRESS)
     p.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--warmup", type=int, default=2, help=argparse.SUPPRESS)
@@ -228,17 +231,28 @@ def main(argv: list[str] | None = None) -> None:
     t0, load = time.perf_counter(), os.getloadavg()[0]
     # --smoke: one process per engine for all thread counts; else one per engine and thread count
     groups = [a.threads] if a.smoke else [[n] for n in a.threads]
-    results: dict[int, dict[str, dict]] = {n: {} for n in a.threads}
+    rounds = 1 if a.smoke else max(a.rounds, 1)
+    # a shared VM's speed drifts by 10-20 % over minutes: alternating the engines' processes and taking
+    # the median over rounds keeps one slow minute from deciding a verdict
+    per_round: dict[int, dict[str, list[dict]]] = {n: {"hf": [], "ours": []} for n in a.threads}
     with tempfile.TemporaryDirectory(prefix="decode-bench-") as tmp:
         hf_dir, ours_dir = Path(tmp) / "marian", Path(tmp) / "ours"
-        for i, group in enumerate(groups):
-            for n, r in run_worker("hf", hf_dir, group, size, build=i == 0).items():
-                results[n]["hf"] = r
-            if i == 0:
-                import_marian(hf_dir, ours_dir)
-            for n, r in run_worker("ours", ours_dir, group, size).items():
-                results[n]["ours"] = r
+        for rnd in range(rounds):
+            for i, group in enumerate(groups):
+                for n, r in run_worker("hf", hf_dir, group, size, build=rnd == 0 and i == 0).items():
+                    per_round[n]["hf"].append(r)
+                if rnd == 0 and i == 0:
+                    import_marian(hf_dir, ours_dir)
+                for n, r in run_worker("ours", ours_dir, group, size).items():
+                    per_round[n]["ours"].append(r)
+    results = {n: {e: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for e, rs in eng.items()}
+               for n, eng in per_round.items()}  # fmt: skip
     report(results, size)
+    if rounds > 1:
+        print(f"\n{rounds} rounds; untraced greedy ms per round, transformers / ours:")
+        for n, eng in per_round.items():
+            pairs = ", ".join(f"{h['greedy']:.0f}/{o['greedy']:.0f}" for h, o in zip(eng["hf"], eng["ours"]))
+            print(f"  threads {n}: {pairs}")
     print(f"\n({time.perf_counter() - t0:.0f} s in all; load average {load:.1f} at the start, "
           f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs)")  # fmt: skip
 
