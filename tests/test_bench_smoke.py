@@ -36,12 +36,18 @@ def verdict(out: str, target: str) -> str:
 def test_app_latency_smoke():
     out = run_smoke("app_latency.py")
     for name in ("app: ▶ step to painted (ms)", "floor: button to painted (ms)", "app: received per ▶ step (KB)",
+                 "app, All stages: ▶ step to painted (ms)", "app, All stages: received per ▶ (KB)",
                  "app: new sentence to painted (ms)", "app: cold start to painted page (s)",
                  "floor: cold start to painted page (s)"):  # fmt: skip
         m = re.search(rf"^{re.escape(name)}\s+(\d+)\s+{NUMBER}\s+{NUMBER}$", out, re.M)
         assert m, f"no row {name!r}:\n{out}"
         n, med, p95 = int(m.group(1)), float(m.group(2)), float(m.group(3))
         assert n >= 1 and 0 < med <= p95, m.group(0)
+    m = re.search(r"^app, default view: (\d+) figures on the page, (\d+) follow the step; "
+                  r"app, All stages: (\d+) figures on the page, (\d+) follow the step$", out, re.M)  # fmt: skip
+    assert m, out
+    plots, tracking, all_plots, all_tracking = map(int, m.groups())
+    assert 1 <= tracking <= plots < all_plots and tracking < all_tracking <= all_plots, m.group(0)
     verdict(out, "step-to-paint ≤ 2× floor")
     verdict(out, "bytes per step ≤ 200 KB")
     assert "errors on the page or tracebacks in the server log: 0" in out, out

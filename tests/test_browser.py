@@ -138,6 +138,14 @@ def test_browser_end_to_end(server):
             m = re.search(r"Step 4 of (\d+)", step_text)
             assert m and int(m.group(1)) <= 12, step_text  # max_len=12 from the URL
 
+            # The default stage draws a few figures; "All stages" draws every stage's figures.
+            few = page.locator(".js-plotly-plot").count()
+            assert 1 <= few < 10, few
+            page.locator(".st-key-stage button", has_text="All stages").first.click()
+            wait_idle(page)
+            assert "stage=all" in page.url  # the URL keeps the stage
+            assert "Generated so far (3 tokens)" in chips_text(page)  # and the step
+
             # Plotly heatmaps rendered: SVG plots with heatmap layers drawn as images.
             page.wait_for_function(
                 "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 10 && "

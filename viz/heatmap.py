@@ -23,6 +23,22 @@ from .common import (
 
 MAX_TICKS = 60  # label every category up to this many; beyond, Plotly thins the ticks itself
 MAX_TEXT_CELLS = 12  # cell values are printed only on heatmaps up to 12 x 12
+CHAR_PX = 7.5  # a generous width of one 12 px tick-label character
+
+
+def _margins(xaxis: dict, yaxis: dict, title: str | None) -> dict:
+    """Margins wide enough for the tick labels, axis titles and colour bar that Plotly would otherwise
+    push out with automargin, which costs a second layout pass on every redraw (automargin stays on, so
+    a label longer than estimated still fits). Category axes: the longest label (rotated up to 90° on x)."""
+
+    def room(axis: dict) -> float:
+        labels = axis.get("ticktext") or []
+        if axis.get("showticklabels") is False:
+            return 0.0
+        return CHAR_PX * max((len(str(t)) for t in labels), default=4)
+
+    title_px = 28  # an axis title and its standoff
+    return dict(l=int(20 + title_px + room(yaxis)), r=110, t=60 if title else 30, b=int(20 + title_px + room(xaxis)))
 
 
 def _axis_ref(fig: go.Figure, row: int | None, col: int | None) -> tuple[str, str]:
@@ -223,5 +239,6 @@ def heatmap(
         show_row_ticks=True, show_col_ticks=True,
     )  # fmt: skip
     layout = layout_defaults(title, height=height or auto_height(len(row_labels)))
-    layout.update(coloraxis=axis, xaxis=xaxis, yaxis=yaxis, shapes=[shape] if shape else [])
+    layout.update(coloraxis=axis, xaxis=xaxis, yaxis=yaxis, shapes=[shape] if shape else [],
+                  margin=_margins(xaxis, yaxis, title))  # fmt: skip
     return go.Figure(data=traces, layout=layout)
