@@ -358,7 +358,7 @@ def render_stages(
             arr = np.where(np.isfinite(a[f"{L}.self.mask"]), arr, -np.inf)
         return mean_weights(arr) if head == MEAN_HEADS else arr[int(head)]
 
-    panels = {  # trace key → (formula, title, figure key suffix), drawn two per row in data-flow order
+    panels = {  # trace key → (formula, title, figure key suffix), in data-flow order
         "scores": (r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}", f"Raw scores QKᵀ/√d_k, {hname} (layer {layer})",
                    "scores"),
         "mask": (r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}", "Causal mask M", "mask"),
@@ -367,10 +367,17 @@ def render_stages(
         "weights": (r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right)",
                     f"Attention weights α, {hname} (layer {layer})", "weights"),
     }  # fmt: skip
-    for group, pair in (("scores", ("scores", "mask")), ("self", ("masked_scores", "weights"))):
+    for group, keys_ in (("scores", ("scores", "mask", "masked_scores")), ("self", ("weights",))):
         if not shows(stage, group):
             continue
-        for col, key in zip(st.columns(2), pair):
+        cols = st.columns(max(len(keys_), 2))
+        if len(keys_) == 1:
+            with cols[1]:
+                st.markdown("Row *i* is how position *i* spreads its attention over positions 0…*i* (each row "
+                            "sums to 1); the grey cells on the right are the future, masked to −∞ before the "
+                            "softmax. The scores, the mask and the masked scores are in the stage *Scores → "
+                            "causal mask*.")  # fmt: skip
+        for col, key in zip(cols, keys_):
             tex, title, suffix = panels[key]
             with col:
                 formula(tex)

@@ -39,7 +39,7 @@ STAGES = ("inputs", "qkv", "scores", "self", "self_out", "cross", "ffn", "output
 STAGE_LABELS = {
     "inputs": "Inputs & embeddings",
     "qkv": "Q · K · V",
-    "scores": "Scores & causal mask",
+    "scores": "Scores → causal mask",
     "self": "Masked self-attention",
     "self_out": "α·V → Add & Norm 1",
     "cross": "Cross-attention → Add & Norm 2",

@@ -83,8 +83,8 @@ ENCODER = ("Encoder self-attention", "Encoder output")  # outside the step view:
 STAGE_FIGURES = {
     "inputs": ("Token embeddings", "Positional encoding PE", "Sum X", "The model's positional encoding"),
     "qkv": ("Q (", "K (", "V ("),
-    "scores": ("Raw scores", "Causal mask M"),
-    "self": ("Masked scores", "Attention weights α"),
+    "scores": ("Raw scores", "Causal mask M", "Masked scores"),
+    "self": ("Attention weights α",),
     "self_out": ("α·V", "Output after W_O", "Add &amp; Norm 1"),
     "cross": ("Alignment, head", "Alignment, mean", "Cross Q", "Cross K", "Cross V", "Add &amp; Norm 2"),
     "ffn": ("FFN hidden activations", "Add &amp; Norm 3"),
@@ -114,8 +114,8 @@ def test_loads_and_shows_every_stage(app):
     assert app.text_area(key="source").value == "I am a student."
     assert n_chips(app) == 0
     assert app.session_state["step"] == 0
-    assert app.segmented_control(key="stage").value == DEFAULT_STAGE == "self"  # a step redraws two figures
-    assert [t.split(",")[0] for t in step_figures(app)] == ["Masked scores", "Attention weights α"]
+    assert app.segmented_control(key="stage").value == DEFAULT_STAGE == "self"  # a step redraws one figure
+    assert [t.split(",")[0] for t in step_figures(app)] == ["Attention weights α"]
     show_stage(app, "all")
     headers = [h.value for h in app.subheader]
     order = ["1 · Decoder inputs", "2 · Token embeddings", "3 · Masked self-attention", "4 · Add & Norm 1",
