@@ -704,11 +704,13 @@ def export_section(lm, ch: Choices, res, rows, step: int, dec_tokens, src_tokens
                             mime="application/octet-stream", on_click="ignore", key="dl_steps")  # fmt: skip
         st.download_button("Full trace of the output (NPZ)", full_trace, file_name="decoder_lens_trace.npz",
                            mime="application/octet-stream", on_click="ignore", key="dl_trace")  # fmt: skip
-        st.download_button("Decoder-input table (CSV)", table.to_csv(index=False), file_name="decoder_inputs.csv",
-                           mime="text/csv", on_click="ignore", key="dl_csv")  # fmt: skip
+        st.download_button("Decoder-input table (CSV)", lambda: table.to_csv(index=False),
+                           file_name="decoder_inputs.csv", mime="text/csv", on_click="ignore",
+                           key="dl_csv")  # fmt: skip
         if res.beam_steps is not None:
-            beams = viz.beam_table(res.beam_steps[step].live, tok_text).to_csv(index=False)
-            st.download_button("Live beams (CSV)", beams, file_name="beams.csv", mime="text/csv",
+            live = res.beam_steps[step].live
+            st.download_button("Live beams (CSV)", lambda: viz.beam_table(live, tok_text).to_csv(index=False),
+                               file_name="beams.csv", mime="text/csv",
                                on_click="ignore", key="dl_beams")  # fmt: skip
     st.caption("Every figure has a camera button (top right, on hover) that saves it as a PNG. "
                "The URL holds the sentence, strategy and step, so a link reopens this view.")  # fmt: skip
@@ -815,7 +817,7 @@ def _teacher_forcing_view(lm, src_ids, src_tokens, reference, layer, head, all_h
     with st.container(horizontal=True):
         st.download_button("Trace (NPZ)", lambda: save_to_bytes(shown.save_npz), file_name="teacher_forced_trace.npz",
                            mime="application/octet-stream", on_click="ignore", key="dl_tf_npz")  # fmt: skip
-        st.download_button("Loss table (CSV)", table.to_csv(index=False), file_name="teacher_forcing_loss.csv",
+        st.download_button("Loss table (CSV)", lambda: table.to_csv(index=False), file_name="teacher_forcing_loss.csv",
                            mime="text/csv", on_click="ignore", key="dl_tf_csv")  # fmt: skip
 
 
