@@ -94,8 +94,11 @@ def count_parameters(model: torch.nn.Module) -> int:
 
 
 def set_threads(default: int = 1) -> int:
-    """Batch-1 step-by-step decoding ran faster on 1 torch thread than on 2 here (benchmarks/decode.py);
-    DECODER_LENS_THREADS overrides it."""
+    """Set torch's thread count: DECODER_LENS_THREADS, else ``default``.
+
+    On an idle 2-core machine 2 threads decode faster (benchmarks/engines.py: greedy 30 vs 41 ms, beam 5
+    42 vs 59 ms a sentence), so the CLI asks for 2; the app keeps 1, as one server decodes for several
+    browser sessions at once and 2 threads each would oversubscribe the cores."""
     import os
 
     try:

@@ -207,7 +207,7 @@ COMMANDS = {"translate": cmd_translate, "trace": cmd_trace, "lesson": cmd_lesson
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    set_threads()
+    set_threads(2)
     try:
         return COMMANDS[a.command](a)
     except (ModelDirError, ValueError, OSError, ImportError) as e:
