@@ -229,7 +229,8 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
             cand_rows, cand_tok = idx // row_lp.shape[1], row_tok.reshape(-1)[idx]
         hits = (cand_tok == cfg.eos_id) | (t + 1 >= max_len)  # (2k,)
         # next running beams: best k candidates that did not just finish
-        keep = (cand_lp + hits.float() * NEG).topk(k).indices
+        open_lp = cand_lp + hits.float() * NEG  # (2k,)
+        keep = open_lp.topk(k).indices
         # candidates that finished inside the top k go to the n-best pool
         just_done = hits & (torch.arange(2 * k) < k)
         fin_cand = cand_lp / (t + 1) ** lp
@@ -244,6 +245,7 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
         fin_seqs = [all_seqs[i] for i in best_l]
         fin_logprobs = [all_lp[i] for i in best_l]
         rows, next_tok = cand_rows[keep], cand_tok[keep]
+        rows_k, next_k = rows.tolist(), next_tok.tolist()
         if opts.record:
             live = [Hypothesis(tuple(seqs[r]), float(running[r]), float(running[r]) / max(t, 1) ** lp, parents[r])
                     for r in range(k)]  # fmt: skip
@@ -252,12 +254,12 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
                                                keep, best_l, all_done, fin_seqs, fin_logprobs, fin_scores,
                                                fin_done))  # fmt: skip
             chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
-            for r, tok in reversed(list(zip(rows.tolist(), next_tok.tolist()))):
+            for r, tok in reversed(list(zip(rows_k, next_k))):
                 chosen[r] = tok
             steps.append(Step(t, tokens[:, 0].numpy().copy(), chosen, forced, top_ids, top_lp, ent, to_numpy(rec)))
-        seqs = [seqs[r] + [tok] for r, tok in zip(rows.tolist(), next_tok.tolist())]
-        parents = rows.tolist()
-        running = (cand_lp + hits.float() * NEG)[keep]
+        seqs = [seqs[r] + [tok] for r, tok in zip(rows_k, next_k)]
+        parents = rows_k
+        running = open_lp[keep]
         # every row reads the same source, so the cross-attention K, V rows are identical: no reorder
         cache = [c.select(rows, cross=False) for c in cache]
         tokens = next_tok[:, None]
