@@ -5,72 +5,27 @@ CI (.ci/run) installs chromium; a missing browser is a failure, never a skip.
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from app_support import ENV_MODEL
+from benchmarks._browser import BROWSER_ARGS, CHROMIUM, serve
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
 XSS = "<img src=x onerror=alert(1)>"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"]  # fmt: skip
 TIMEOUT_MS = 90_000
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"streamlit did not answer on {url} within {timeout:.0f} s")
 
 
 @pytest.fixture
 def server(tiny_model_dir, tmp_path):
-    port = free_port()
-    env = {**os.environ, ENV_MODEL: str(tiny_model_dir), "PYTHONUNBUFFERED": "1"}
-    log = open(tmp_path / "streamlit.log", "w")  # noqa: SIM115 - closed below
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        log.close()
-        text = (tmp_path / "streamlit.log").read_text(errors="replace")
-        assert "Traceback" not in text, text[-4000:]
+    log = tmp_path / "streamlit.log"
+    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
+        yield srv.url
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
 
 
 def set_source(page, text: str) -> None:
