@@ -163,8 +163,11 @@ def greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder) -> De
     sample = opts.strategy == "sample" and opts.temperature > 0
     token, cache, out, steps, logprob = cfg.decoder_start_id, None, [], [], 0.0
     for t in range(max_len):
-        logits, cache, rec = model.decode(torch.tensor([[token]]), memory, src_mask, cache, record=opts.record)
-        logits = logits[:, -1].float()  # (1, V)
+        if opts.record:
+            logits, cache, rec = model.decode(torch.tensor([[token]]), memory, src_mask, cache, record=True)
+            logits = logits[:, -1]  # (1, V)
+        else:
+            logits, cache = model.step(torch.tensor([token]), memory, src_mask, cache)  # (1, V)
         logp = suppress(F.log_softmax(logits, dim=-1), model)
         forced = t < len(opts.prefix)
         if forced:
@@ -206,13 +209,16 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
     cache: list[LayerCache] | None = None
     steps, beam_steps = [], []
     for t in range(max_len):
-        if t == 0 and not opts.record:  # the k rows start identical: compute one row and share it
-            logits, cache, rec = model.decode(tokens[:1], memory1, src_mask1)
-            logits = logits.expand(k, -1, -1)
+        if opts.record:
+            logits, cache, rec = model.decode(tokens, memory, src_mask, cache, record=True)
+            logits = logits[:, -1]  # (k, V)
+        elif t == 0:  # the k rows start identical: compute one row and share it
+            logits, cache = model.step(tokens[:1, 0], memory1, src_mask1, None)
+            logits = logits.expand(k, -1)
             cache = [LayerCache(*(x.expand(k, -1, -1, -1).contiguous() for x in c)) for c in cache]
         else:
-            logits, cache, rec = model.decode(tokens, memory, src_mask, cache, record=opts.record)
-        logp = suppress(F.log_softmax(logits[:, -1].float(), dim=-1), model)  # (k, V)
+            logits, cache = model.step(tokens[:, 0], memory, src_mask, cache)
+        logp = suppress(F.log_softmax(logits.float(), dim=-1), model)  # (k, V)
         V = logp.shape[-1]
         forced = t < len(opts.prefix)
         if forced:
@@ -315,8 +321,8 @@ def greedy_batch(model: Transformer, src_batch: list[list[int]], max_len: int = 
     done = torch.zeros(len(src_batch), dtype=torch.bool)
     out, cache = [], None
     for _ in range(min(max_len, cfg.max_len - 1)):
-        logits, cache, _ = model.decode(tokens, memory, src_mask, cache)
-        nxt = suppress(logits[:, -1].float(), model).argmax(-1)
+        logits, cache = model.step(tokens[:, 0], memory, src_mask, cache)
+        nxt = suppress(logits.float(), model).argmax(-1)
         nxt = nxt.masked_fill(done, cfg.pad_id)
         out.append(nxt)
         done |= nxt == cfg.eos_id

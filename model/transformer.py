@@ -299,6 +299,45 @@ class Transformer(nn.Module):
             trace["logits"] = logits
         return logits, new_cache, trace
 
+    def step(
+        self,
+        tokens: Tensor,  # (R,) the newest token of each row (hypothesis)
+        memory: Tensor,  # (R, S, D); only read on the first step, to fill the cross K, V
+        src_mask: Tensor | None,  # (R, 1, 1, S)
+        cache: list[LayerCache] | None,
+    ) -> tuple[Tensor, list[LayerCache]]:
+        """decode() for one new position per row, untraced: the same operations on the same numbers, called
+        directly rather than through the modules (no records, no dropout, no masks, rows as 2-D matrices).
+
+        An untraced step is ~25 small matrix-vector products plus per-call overhead; skipping the module
+        machinery made greedy decoding ~20 % faster here (benchmarks/decode.py). tests/test_core.py checks
+        its logits and cache against decode()'s."""
+        R, D, H, d_k = tokens.shape[0], self.cfg.d_model, self.cfg.n_heads, self.cfg.d_k
+        offset = 0 if cache is None else cache[0].self_K.shape[2]
+        emb = self.tgt_embed
+        if offset >= emb.pe.shape[0]:
+            raise ValueError(f"sequence of {offset + 1} positions exceeds max_len={emb.pe.shape[0]}")
+        y = self.embed.weight[tokens] * emb.scale + emb.pe[offset]  # (R, D)
+        new_cache = []
+        for i, layer in enumerate(self.decoder_layers):
+            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+            Q, K, V = (F.linear(y, W.weight, W.bias).view(R, H, 1, d_k) for W in (sa.W_Q, sa.W_K, sa.W_V))
+            if cache is None:
+                cross_K, cross_V = ca.project_kv(memory)  # (R, H, S, d_k)
+            else:
+                c = cache[i]
+                K, V = torch.cat([c.self_K, K], dim=2), torch.cat([c.self_V, V], dim=2)  # (R, H, t + 1, d_k)
+                cross_K, cross_V = c.cross_K, c.cross_V
+            a = F.scaled_dot_product_attention(Q, K, V).view(R, D)  # the newest query sees every cached key
+            y = layer.norm1.norm(y + F.linear(a, sa.W_O.weight, sa.W_O.bias))  # (R, D)
+            Q = F.linear(y, ca.W_Q.weight, ca.W_Q.bias).view(R, H, 1, d_k)
+            a = F.scaled_dot_product_attention(Q, cross_K, cross_V, attn_mask=src_mask).view(R, D)
+            y = layer.norm2.norm(y + F.linear(a, ca.W_O.weight, ca.W_O.bias))
+            h = ffn.act(F.linear(y, ffn.W_1.weight, ffn.W_1.bias))  # (R, d_ff)
+            y = layer.norm3.norm(y + F.linear(h, ffn.W_2.weight, ffn.W_2.bias))
+            new_cache.append(LayerCache(K, V, cross_K, cross_V))
+        return self.logits(y[:, None])[:, 0], new_cache  # (R, V)
+
     def forward(self, src_ids: Tensor, tgt_in: Tensor) -> Tensor:
         memory, src_mask, _ = self.encode(src_ids)
         logits, _, _ = self.decode(tgt_in, memory, src_mask)

@@ -139,6 +139,36 @@ def test_cached_logits_match_parallel_logits_within_1e5(tiny_model, tiny_tokeniz
             torch.testing.assert_close(step[0, 0], full[0, t], atol=1e-5, rtol=0)
 
 
+def test_lean_step_equals_decode(tiny_tokenizer):
+    """Transformer.step (untraced decoding) gives decode()'s logits and cache, for several rows and with padding."""
+    model = make_model(tiny_tokenizer.vocab_size, seed=3)
+    with torch.no_grad():  # non-zero biases, so a bias the lean step forgot would show
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.add_(0.1 * torch.randn_like(p))
+    texts = ["I am a student.", "The cat is sleeping on the sofa."]
+    srcs = [src_ids(tiny_tokenizer, model, t) for t in texts]
+    src = torch.full((2, max(map(len, srcs))), model.cfg.pad_id)
+    for i, s in enumerate(srcs):
+        src[i, : len(s)] = torch.tensor(s)
+    tokens = torch.tensor([[model.cfg.decoder_start_id] * 2, *zip(tiny_tokenizer.encode(TGT), range(5, 50))])
+    with torch.no_grad():
+        memory, mask, _ = model.encode(src)
+        assert mask is not None
+        ref_cache = lean_cache = None
+        for t in range(tokens.shape[0]):
+            ref, ref_cache, _ = model.decode(tokens[t][:, None], memory, mask, ref_cache)
+            lean, lean_cache = model.step(tokens[t], memory, mask, lean_cache)
+            torch.testing.assert_close(lean, ref[:, 0], atol=1e-6, rtol=0)
+            for a, b in zip(lean_cache, ref_cache):
+                for x, y in zip(a, b):
+                    torch.testing.assert_close(x, y, atol=1e-6, rtol=0)
+        K = lean_cache[0].self_K
+        full = [c._replace(self_K=K.new_zeros(2, K.shape[1], model.cfg.max_len, K.shape[3])) for c in lean_cache]
+        with pytest.raises(ValueError, match="max_len"):
+            model.step(tokens[0], memory, mask, full)
+
+
 def test_beam_width_one_is_greedy_and_beam_is_consistent(tiny_model, tiny_tokenizer):
     src = src_ids(tiny_tokenizer, tiny_model)
     g = decode(tiny_model, src, DecodeOptions(max_len=15))
