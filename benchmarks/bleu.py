@@ -26,7 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app_support import EXAMPLES  # noqa: E402
-from model.checkpoint import count_parameters, default_model_dir, load_model_dir  # noqa: E402
+from model.checkpoint import count_parameters, default_model_dir, load_model_dir, use_threads  # noqa: E402
 from model.data import (  # noqa: E402
     MULTI30K_TESTS,
     SPLIT_SEED,
@@ -100,7 +100,7 @@ def main(argv=None) -> dict:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    use_threads(args.threads)
 
     loaded = load_model_dir(args.model)
     model, tokenizer = loaded.model, loaded.tokenizer

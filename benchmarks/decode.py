@@ -89,8 +89,9 @@ def median_ms(fn, runs: int, warmup: int) -> tuple[float, object]:
 def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
     import torch
 
-    torch.set_num_threads(threads)
-    from model.checkpoint import load_model_dir
+    from model.checkpoint import load_model_dir, use_threads
+
+    use_threads(threads)
     from model.decoding import DecodeOptions, decode
     from model.trace import teacher_forced_trace
 

@@ -160,10 +160,10 @@ def time_each(fn, srcs: list) -> tuple[list[float], list[list[int]]]:
 
 
 def worker_ours(work: Path, job: dict, threads: int, record: bool) -> dict:
-    import torch
 
-    torch.set_num_threads(threads)
-    from model.checkpoint import load_model_dir
+    from model.checkpoint import load_model_dir, use_threads
+
+    use_threads(threads)
     from model.decoding import DecodeOptions, decode
 
     model = load_model_dir(job["model_dir"]).model

@@ -93,8 +93,19 @@ def count_parameters(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def use_threads(n: int) -> int:
+    """Run on ``n`` threads: torch's, and numpy's BLAS, which does single-row products (transformer.linear)."""
+    import numpy  # noqa: F401  (loaded, so threadpoolctl finds its BLAS)
+    from threadpoolctl import threadpool_limits
+
+    n = max(1, n)
+    torch.set_num_threads(n)
+    threadpool_limits(n, user_api="blas")
+    return n
+
+
 def set_threads(default: int = 1) -> int:
-    """Set torch's thread count: DECODER_LENS_THREADS, else ``default``.
+    """Set the thread count (use_threads): DECODER_LENS_THREADS, else ``default``.
 
     On an idle 2-core machine 2 threads decode faster (benchmarks/engines.py: greedy 30 vs 41 ms, beam 5
     42 vs 59 ms a sentence), so the CLI asks for 2; the app keeps 1, as one server decodes for several
@@ -102,8 +113,7 @@ def set_threads(default: int = 1) -> int:
     import os
 
     try:
-        n = max(1, int(os.environ.get("DECODER_LENS_THREADS", default)))
+        n = int(os.environ.get("DECODER_LENS_THREADS", default))
     except ValueError:
         n = default
-    torch.set_num_threads(n)
-    return n
+    return use_threads(n)

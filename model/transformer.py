@@ -40,6 +40,19 @@ def sinusoidal_table(n_pos: int, d_model: int, layout: str = "interleaved") -> T
     return pe.float()
 
 
+def linear(x: Tensor, W: Tensor, b: Tensor | None = None) -> Tensor:
+    """x Wᵀ + b (F.linear). A single row outside autograd (a greedy or sampling step) goes through numpy's
+    BLAS (OpenBLAS) as a matrix-vector product: PyTorch's MKL streams the weights 1.5-2x slower for one
+    row on AMD CPUs like this machine's, and such a step is little but ~20 of them (benchmarks/gemv.py).
+    Threads: checkpoint.use_threads sets both libraries' counts."""
+    if x.numel() != x.shape[-1] or torch.is_grad_enabled() or x.dtype != torch.float32 or x.device.type != "cpu":
+        return F.linear(x, W, b)
+    y = W.detach().numpy() @ x.reshape(-1).numpy()  # (out,)
+    if b is not None:
+        y += b.detach().numpy()
+    return torch.from_numpy(y).view(*x.shape[:-1], -1)
+
+
 def prefixed(prefix: str, rec: Record | None) -> Record:
     return {f"{prefix}.{k}": v for k, v in rec.items()} if rec else {}
 
@@ -81,7 +94,8 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
 
     def project_kv(self, x_kv: Tensor) -> tuple[Tensor, Tensor]:
-        return self.split(self.W_K(x_kv)), self.split(self.W_V(x_kv))  # (B, H, Tk, d_k) each
+        K, V = (linear(x_kv, W.weight, W.bias) for W in (self.W_K, self.W_V))
+        return self.split(K), self.split(V)  # (B, H, Tk, d_k) each
 
     def forward(
         self,
@@ -92,17 +106,17 @@ class MultiHeadAttention(nn.Module):
         record: bool = False,
     ) -> tuple[Tensor, Record | None]:
         B, Tq, D = x_q.shape
-        Q = self.split(self.W_Q(x_q))  # (B, H, Tq, d_k)
+        Q = self.split(linear(x_q, self.W_Q.weight, self.W_Q.bias))  # (B, H, Tq, d_k)
         if not record:
             context = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)  # (B, H, Tq, d_k)
-            return self.W_O(context.transpose(1, 2).reshape(B, Tq, D)), None
+            return linear(context.transpose(1, 2).reshape(B, Tq, D), self.W_O.weight, self.W_O.bias), None
         scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, Tq, Tk)
         full_mask = torch.zeros_like(scores) if mask is None else mask.expand_as(scores)
         masked_scores = scores + full_mask  # (B, H, Tq, Tk)
         weights = masked_scores.softmax(dim=-1)  # (B, H, Tq, Tk)
         context = weights @ V  # (B, H, Tq, d_k)
         concat = context.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
-        out = self.W_O(concat)  # (B, Tq, D)
+        out = linear(concat, self.W_O.weight, self.W_O.bias)  # (B, Tq, D)
         rec = {
             "Q": Q, "K": K, "V": V, "scores": scores, "mask": full_mask, "masked_scores": masked_scores,
             "weights": weights, "context": context, "concat": concat, "out": out,
@@ -139,8 +153,8 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, record: bool = False) -> tuple[Tensor, Record | None]:
-        hidden = self.act(self.W_1(x))  # (B, T, d_ff)
-        out = self.W_2(self.dropout(hidden))  # (B, T, D)
+        hidden = self.act(linear(x, self.W_1.weight, self.W_1.bias))  # (B, T, d_ff)
+        out = linear(self.dropout(hidden), self.W_2.weight, self.W_2.bias)  # (B, T, D)
         return out, ({"hidden": hidden, "out": out} if record else None)
 
 
@@ -267,7 +281,9 @@ class Transformer(nn.Module):
     def logits(self, y: Tensor) -> Tensor:
         W = self.embed.weight if self.out_proj is None else self.out_proj.weight  # (V, D)
         B, T, D = y.shape
-        if B * T <= 16:  # decoding steps: W @ yᵀ streams W row by row; beam steps measured ~15% faster
+        if B * T == 1:
+            logits = linear(y, W)  # (1, 1, V): one matrix-vector product
+        elif B * T <= 16:  # decoding steps: W @ yᵀ streams W row by row; beam steps measured ~15% faster
             logits = (W @ y.reshape(B * T, D).T).T.contiguous().view(B, T, -1)  # (B, T, V); topk wants rows
         else:
             logits = y @ W.T  # (B, T, V)
@@ -321,7 +337,7 @@ class Transformer(nn.Module):
         new_cache = []
         for i, layer in enumerate(self.decoder_layers):
             sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-            Q, K, V = (F.linear(y, W.weight, W.bias).view(R, H, 1, d_k) for W in (sa.W_Q, sa.W_K, sa.W_V))
+            Q, K, V = (linear(y, W.weight, W.bias).view(R, H, 1, d_k) for W in (sa.W_Q, sa.W_K, sa.W_V))
             if cache is None:
                 cross_K, cross_V = ca.project_kv(memory)  # (R, H, S, d_k)
             else:
@@ -329,12 +345,12 @@ class Transformer(nn.Module):
                 K, V = torch.cat([c.self_K, K], dim=2), torch.cat([c.self_V, V], dim=2)  # (R, H, t + 1, d_k)
                 cross_K, cross_V = c.cross_K, c.cross_V
             a = F.scaled_dot_product_attention(Q, K, V).view(R, D)  # the newest query sees every cached key
-            y = layer.norm1.norm(y + F.linear(a, sa.W_O.weight, sa.W_O.bias))  # (R, D)
-            Q = F.linear(y, ca.W_Q.weight, ca.W_Q.bias).view(R, H, 1, d_k)
+            y = layer.norm1.norm(y + linear(a, sa.W_O.weight, sa.W_O.bias))  # (R, D)
+            Q = linear(y, ca.W_Q.weight, ca.W_Q.bias).view(R, H, 1, d_k)
             a = F.scaled_dot_product_attention(Q, cross_K, cross_V, attn_mask=src_mask).view(R, D)
-            y = layer.norm2.norm(y + F.linear(a, ca.W_O.weight, ca.W_O.bias))
-            h = ffn.act(F.linear(y, ffn.W_1.weight, ffn.W_1.bias))  # (R, d_ff)
-            y = layer.norm3.norm(y + F.linear(h, ffn.W_2.weight, ffn.W_2.bias))
+            y = layer.norm2.norm(y + linear(a, ca.W_O.weight, ca.W_O.bias))
+            h = ffn.act(linear(y, ffn.W_1.weight, ffn.W_1.bias))  # (R, d_ff)
+            y = layer.norm3.norm(y + linear(h, ffn.W_2.weight, ffn.W_2.bias))
             new_cache.append(LayerCache(K, V, cross_K, cross_V))
         return self.logits(y[:, None])[:, 0], new_cache  # (R, V)
 

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from model import ModelConfig
 from model.decoding import DecodeOptions, decode, filter_logits, greedy_batch, translate_batch
 from model.trace import teacher_forced_trace
-from model.transformer import causal_mask, sinusoidal_table
+from model.transformer import causal_mask, linear, sinusoidal_table
 
 from .conftest import make_model
 
@@ -167,6 +167,21 @@ def test_lean_step_equals_decode(tiny_tokenizer):
         full = [c._replace(self_K=K.new_zeros(2, K.shape[1], model.cfg.max_len, K.shape[3])) for c in lean_cache]
         with pytest.raises(ValueError, match="max_len"):
             model.step(tokens[0], memory, mask, full)
+
+
+def test_single_row_linear_matches_f_linear_and_keeps_autograd():
+    """transformer.linear sends one row outside autograd to numpy's BLAS; it must give F.linear's numbers."""
+    g = torch.Generator().manual_seed(0)
+    W, b = torch.randn(300, 64, generator=g), torch.randn(300, generator=g)
+    for x in (torch.randn(1, 1, 64, generator=g), torch.randn(64, generator=g), torch.randn(2, 3, 64, generator=g)):
+        with torch.inference_mode():
+            y = linear(x, W, b)
+            assert y.shape == (*x.shape[:-1], 300)
+            torch.testing.assert_close(y, F.linear(x, W, b), atol=1e-5, rtol=1e-6)
+            torch.testing.assert_close(linear(x, W), F.linear(x, W), atol=1e-5, rtol=1e-6)
+    W.requires_grad_(True)  # training: the same call stays differentiable
+    linear(torch.randn(1, 1, 64), W, b).sum().backward()
+    assert W.grad is not None and W.grad.abs().sum() > 0
 
 
 def test_beam_width_one_is_greedy_and_beam_is_consistent(tiny_model, tiny_tokenizer):

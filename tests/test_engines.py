@@ -1,4 +1,5 @@
-"""benchmarks/engines.py end to end on its tiny random model: export, CTranslate2 conversion, every engine."""
+"""The decoding benchmarks end to end on tiny random models: engines.py (export, CTranslate2 conversion,
+every engine), decode.py and gemv.py."""
 
 from __future__ import annotations
 
@@ -30,3 +31,32 @@ def test_engines_smoke():
     assert rows["CTranslate2 float32"][0][3:] == [100.0, 100.0], out.stdout
     assert rows["transformers generate()"][0][3] == 100.0 and rows["ours, record=True"][0][3] == 100.0, out.stdout
     assert out.stdout.count("PASS") + out.stdout.count("FAIL") == 3, out.stdout
+
+
+def run_script(name: str) -> str:
+    script = SCRIPT.parent / name
+    out = subprocess.run([sys.executable, str(script), "--smoke"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_decode_benchmark_smoke():
+    out = run_script("decode.py")
+    rows = re.findall(r"^\s+([12])\s+(transformers generate\(\)|ours, untraced|ours, record=True \(full trace\))"
+                      r"\s+([\d.]+)\s+([\d.]+)\s+(\d+)/(\d+)", out, re.M)  # fmt: skip
+    assert len(rows) == 6, out
+    for _, _, greedy, beam, g_tok, b_tok in rows:
+        assert float(greedy) > 0 and float(beam) > 0 and int(g_tok) == int(b_tok) == 30, out
+    steps = re.findall(r"^\s+([12])\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+    assert [s[0] for s in steps] == ["1", "2"] and all(float(x) > 0 for s in steps for x in s[1:]), out
+    assert len(re.findall(r"^\[threads [12]\] (PASS|FAIL)  ", out, re.M)) == 8, out
+
+
+def test_gemv_benchmark_smoke():
+    out = run_script("gemv.py")
+    rows = re.findall(r"^\s+([12])\s+(PyTorch F\.linear \(MKL\)|numpy W @ x \(OpenBLAS\))\s+([\d.]+)\s+([\d.]+)$",
+                      out, re.M)  # fmt: skip
+    assert len(rows) == 4 and all(float(ms) > 0 and float(gbs) > 0 for *_, ms, gbs in rows), out
+    diff = float(re.search(r"largest difference between the two results: ([\d.e+-]+)", out).group(1))
+    assert diff < 1e-5, out  # the two libraries compute the same products
+    assert len(re.findall(r"^\[threads [12]\] numpy is [\d.]+x as fast", out, re.M)) == 2, out
