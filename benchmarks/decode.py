@@ -182,7 +182,7 @@ def report(results: dict[int, dict[str, dict]], size: dict) -> None:
                  ours["greedy_traced_tokens"], ours["beam_traced_tokens"])]  # fmt: skip
         for i, (name, g, b, gt, bt) in enumerate(rows):
             ratio = "" if i == 0 else f"{hf['greedy'] / g:.2f}x greedy, {hf['beam'] / b:.2f}x beam"
-            print(f"{n:>7}  {name:<34}{g:>9.1f}{b:>9.1f}{f'{gt}/{bt}':>8}   {ratio}")
+            print(f"{n:>7}  {name:<34}{g:>9.1f}{b:>9.1f}{f'{gt:.0f}/{bt:.0f}':>8}   {ratio}")
     print()
     head2 = f"{'threads':>7}  {'step 5':>8}{'step 40':>9}{'40/5':>7}   {'forward':>8}{'trace':>8}{'trace/fwd':>10}"
     print(head2 + "   (ms; one KV-cached decoder step; teacher-forced 15 -> 30 tokens)")

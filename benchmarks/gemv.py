@@ -8,7 +8,9 @@ self-attention, W_Q and W_O of the cross-attention, W_1 and W_2, and then by the
 benchmarks/decode.py's shape). This script streams random weights of those shapes in that order, as
 F.linear (PyTorch's MKL) and as numpy's ``W @ x`` (OpenBLAS), and prints the median ms per step, the
 effective GB/s and the largest difference between the two results. On this machine's AMD CPU MKL is
-the slower one, which is why ``model.transformer.linear`` sends single rows to numpy. Asserts nothing.
+the slower one, which is why ``model.transformer.linear`` sends single rows to numpy. ``--threads`` sets
+torch's thread count; numpy's BLAS stays on one thread, as ``model.checkpoint.use_threads`` keeps it
+(its threads and torch's would compete for the same cores). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -58,13 +60,13 @@ def main(argv: list[str] | None = None) -> None:
     diff = max(float((a - b).abs().max()) for a, b in zip(with_torch(), with_numpy()))
     print(f"\nOne decoding step's matrix-vector products: {len(shapes)} weights, {mb:.1f} MB float32, one row; "
           f"median of {steps} steps, libraries alternating\n")  # fmt: skip
-    head = f"{'threads':>7}  {'library':<24}{'ms/step':>9}{'GB/s':>8}"
+    head = f"{'threads':>7}  {'library':<33}{'ms/step':>9}{'GB/s':>8}"
     print(head)
     print("-" * len(head))
     ratios = {}
     for n in a.threads:
         use_threads(n)
-        times: dict[str, list[float]] = {"PyTorch F.linear (MKL)": [], "numpy W @ x (OpenBLAS)": []}
+        times: dict[str, list[float]] = {"PyTorch F.linear (MKL)": [], "numpy W @ x (OpenBLAS, 1 thread)": []}
         for fn in (with_torch, with_numpy):
             for _ in range(5):
                 fn()
@@ -75,11 +77,11 @@ def main(argv: list[str] | None = None) -> None:
                 times[name].append(time.perf_counter() - t0)
         med = {name: statistics.median(ts) for name, ts in times.items()}
         for name, s in med.items():
-            print(f"{n:>7}  {name:<24}{s * 1000:>9.3f}{mb / 1024 / s:>8.1f}")
-        ratios[n] = med["PyTorch F.linear (MKL)"] / med["numpy W @ x (OpenBLAS)"]
+            print(f"{n:>7}  {name:<33}{s * 1000:>9.3f}{mb / 1024 / s:>8.1f}")
+        ratios[n] = med["PyTorch F.linear (MKL)"] / med["numpy W @ x (OpenBLAS, 1 thread)"]
     print(f"\nlargest difference between the two results: {diff:.2e} ({np.finfo(np.float32).eps:.1e} = float32 eps)")
     for n, r in ratios.items():
-        print(f"[threads {n}] numpy is {r:.2f}x as fast as PyTorch for one row")
+        print(f"[threads {n}] numpy (1 thread) is {r:.2f}x as fast as PyTorch ({n} threads) for one row")
 
 
 if __name__ == "__main__":
