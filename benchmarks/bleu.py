@@ -50,9 +50,14 @@ def get_translator():
     except ImportError:
         translate_batch = None
     if translate_batch is not None:
+        from model.transformer import PackedWeights
+
+        packs = {}  # per beam width: packed once, as the CLI does
 
         def translate(model, tokenizer, texts, beam):
-            return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len)
+            if beam not in packs:
+                packs[beam] = PackedWeights(model, rows=beam if beam > 1 else 32)
+            return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len, packed=packs[beam])
 
         return translate, "model.decoding.translate_batch"
     from model.train import greedy_translate

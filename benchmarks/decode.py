@@ -94,9 +94,11 @@ def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
     use_threads(threads)
     from model.decoding import DecodeOptions, decode
     from model.trace import teacher_forced_trace
+    from model.transformer import PackedWeights
 
     loaded = load_model_dir(model_dir)
     model, tok, cfg = loaded.model, loaded.tokenizer, loaded.cfg
+    packed = PackedWeights(model, rows=BEAM)  # built once per model, as the CLI does
     src = source_ids(cfg.vocab_size)
     res = {}
     for name, opts in {
@@ -105,7 +107,7 @@ def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
         "greedy_traced": DecodeOptions(strategy="greedy", max_len=NEW_TOKENS, record=True),
         "beam_traced": DecodeOptions(strategy="beam", beam=BEAM, max_len=NEW_TOKENS, record=True),
     }.items():
-        ms, out = median_ms(lambda o=opts: decode(model, src, o), runs, warmup)
+        ms, out = median_ms(lambda o=opts: decode(model, src, o, packed), runs, warmup)
         res[name], res[f"{name}_tokens"] = ms, len(out.ids)
 
     # one KV-cached decoder step (batch 1, untraced) with STEP_EARLY or STEP_LATE positions cached

@@ -165,14 +165,16 @@ def worker_ours(work: Path, job: dict, threads: int, record: bool) -> dict:
 
     use_threads(threads)
     from model.decoding import DecodeOptions, decode
+    from model.transformer import PackedWeights
 
     model = load_model_dir(job["model_dir"]).model
+    packed = None if record else PackedWeights(model, rows=BEAM)  # built once, as the CLI does
     res = {}
     for name, opts in {
         "greedy": DecodeOptions(strategy="greedy", max_len=job["max_new"], record=record),
         "beam": DecodeOptions(strategy="beam", beam=BEAM, max_len=job["max_new"], record=record),
     }.items():
-        res[name] = time_each(lambda s, o=opts: list(decode(model, s, o).ids), job["src"])
+        res[name] = time_each(lambda s, o=opts: list(decode(model, s, o, packed).ids), job["src"])
     return res
 
 

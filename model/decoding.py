@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .transformer import LayerCache, Transformer
+from .transformer import LayerCache, PackedWeights, Transformer
 
 TOP = 20  # alternatives kept per step for display
 NEG = -1.0e9  # transformers' "impossible" score
@@ -144,8 +144,11 @@ def filter_logits(logits: torch.Tensor, temperature: float, top_k: int, top_p: f
 
 
 @torch.inference_mode()
-def decode(model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions()) -> DecodeResult:
-    """Decode one source sentence (ids, </s> included) with the chosen strategy."""
+def decode(
+    model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions(), packed: PackedWeights | None = None
+) -> DecodeResult:
+    """Decode one source sentence (ids, </s> included) with the chosen strategy. ``packed`` (built once per
+    model) speeds up untraced beam search; results agree to float rounding."""
     src = torch.as_tensor([list(src_ids)], dtype=torch.long)
     if src.shape[1] > model.cfg.max_len:
         raise ValueError(f"source has {src.shape[1]} tokens; this model takes at most {model.cfg.max_len}")
@@ -153,7 +156,7 @@ def decode(model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions()) -
     memory, src_mask, enc = model.encode(src, record=opts.record)
     encoder = to_numpy(enc) if opts.record else {}
     if opts.strategy == "beam" and opts.beam > 1:
-        return beam_search(model, src, memory, src_mask, opts, max_len, encoder)
+        return beam_search(model, src, memory, src_mask, opts, max_len, encoder, packed)
     return greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder)
 
 
@@ -189,7 +192,7 @@ def greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder) -> De
     return DecodeResult(tuple(src[0].tolist()), tuple(out), steps, [hyp], None, encoder)
 
 
-def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeResult:
+def beam_search(model, src, memory, src_mask, opts, max_len, encoder, packed=None) -> DecodeResult:
     """transformers' vectorised beam search (batch of one), recording every step."""
     cfg, k, lp = model.cfg, opts.beam, opts.length_penalty
     n_return = min(opts.n_best or k, k)
@@ -217,7 +220,7 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeR
             logits = logits.expand(k, -1)
             cache = [LayerCache(*(x.expand(k, -1, -1, -1).contiguous() for x in c)) for c in cache]
         else:
-            logits, cache = model.step(tokens[:, 0], memory, src_mask, cache)
+            logits, cache = model.step(tokens[:, 0], memory, src_mask, cache, packed)
         logp = suppress(F.log_softmax(logits.float(), dim=-1), model)  # (k, V)
         V = logp.shape[-1]
         forced = t < len(opts.prefix)
@@ -309,7 +312,9 @@ def beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, 
 
 
 @torch.inference_mode()
-def greedy_batch(model: Transformer, src_batch: list[list[int]], max_len: int = 128) -> list[list[int]]:
+def greedy_batch(
+    model: Transformer, src_batch: list[list[int]], max_len: int = 128, packed: PackedWeights | None = None
+) -> list[list[int]]:
     """Batched greedy decoding of several sources (ids, </s> included); returns generated ids."""
     cfg = model.cfg
     S = max(len(s) for s in src_batch)
@@ -321,7 +326,7 @@ def greedy_batch(model: Transformer, src_batch: list[list[int]], max_len: int = 
     done = torch.zeros(len(src_batch), dtype=torch.bool)
     out, cache = [], None
     for _ in range(min(max_len, cfg.max_len - 1)):
-        logits, cache = model.step(tokens[:, 0], memory, src_mask, cache)
+        logits, cache = model.step(tokens[:, 0], memory, src_mask, cache, packed)
         nxt = suppress(logits.float(), model).argmax(-1)
         nxt = nxt.masked_fill(done, cfg.pad_id)
         out.append(nxt)
@@ -334,7 +339,7 @@ def greedy_batch(model: Transformer, src_batch: list[list[int]], max_len: int = 
 
 
 def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int = 1, max_len: int = 128,
-                    batch_size: int = 32) -> list[str]:  # fmt: skip
+                    batch_size: int = 32, packed: PackedWeights | None = None) -> list[str]:  # fmt: skip
     """Translate sentences: batched greedy when beam == 1, beam search per sentence otherwise."""
     cfg = model.cfg
     srcs = [tokenizer.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts]
@@ -343,9 +348,9 @@ def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int =
         ids: list[list[int]] = [[] for _ in srcs]
         for b in range(0, len(order), batch_size):
             chunk = order[b : b + batch_size]
-            for i, out in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], max_len)):
+            for i, out in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], max_len, packed)):
                 ids[i] = out
     else:
         opts = DecodeOptions(strategy="beam", beam=beam, max_len=max_len)
-        ids = [list(decode(model, s, opts).ids) for s in srcs]
+        ids = [list(decode(model, s, opts, packed).ids) for s in srcs]
     return [tokenizer.decode(i) for i in ids]

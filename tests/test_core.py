@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from model import ModelConfig
 from model.decoding import DecodeOptions, decode, filter_logits, greedy_batch, translate_batch
 from model.trace import teacher_forced_trace
-from model.transformer import causal_mask, linear, sinusoidal_table
+from model.transformer import PackedWeights, causal_mask, linear, sinusoidal_table
 
 from .conftest import make_model
 
@@ -182,6 +182,30 @@ def test_single_row_linear_matches_f_linear_and_keeps_autograd():
     W.requires_grad_(True)  # training: the same call stays differentiable
     linear(torch.randn(1, 1, 64), W, b).sum().backward()
     assert W.grad is not None and W.grad.abs().sum() > 0
+
+
+def test_packed_weights_give_the_same_products_and_decodings(tiny_model, tiny_tokenizer):
+    """PackedWeights (oneDNN prepacked weights, for beam search and batched greedy) changes speed, not results."""
+    assert torch.backends.mkldnn.is_available()  # the CPU wheel this project pins has oneDNN
+    packed = PackedWeights(tiny_model, rows=4)
+    ffn = tiny_model.decoder_layers[0].ffn
+    assert len(packed.packed) == 1 + 8 * tiny_model.cfg.n_decoder_layers and id(ffn.W_1.weight) in packed.packed
+    g = torch.Generator().manual_seed(0)
+    with torch.inference_mode():
+        for rows in (1, 4, 9):
+            x = torch.randn(rows, tiny_model.cfg.d_model, generator=g)
+            b = torch.randn(ffn.W_1.weight.shape[0], generator=g)
+            torch.testing.assert_close(packed.linear(x, ffn.W_1.weight, b), F.linear(x, ffn.W_1.weight, b),
+                                       atol=1e-5, rtol=1e-6)  # fmt: skip
+        other = torch.randn(7, tiny_model.cfg.d_model, generator=g)  # a weight it does not hold: plain linear
+        torch.testing.assert_close(packed.linear(x, other), F.linear(x, other))
+    srcs = [src_ids(tiny_tokenizer, tiny_model, t) for t in ("I am a student.", "Hello world.", SRC)]
+    assert greedy_batch(tiny_model, srcs, 12, packed) == greedy_batch(tiny_model, srcs, 12)
+    opts = DecodeOptions(strategy="beam", beam=4, max_len=15)
+    for s in srcs:
+        plain, fast = decode(tiny_model, s, opts), decode(tiny_model, s, opts, packed)
+        assert [h.ids for h in fast.n_best] == [h.ids for h in plain.n_best]
+        np.testing.assert_allclose([h.score for h in fast.n_best], [h.score for h in plain.n_best], atol=1e-5)
 
 
 def test_beam_width_one_is_greedy_and_beam_is_consistent(tiny_model, tiny_tokenizer):
