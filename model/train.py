@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, load_model, save_file, save_model
 
-from .checkpoint import count_parameters, save_model_dir
+from .checkpoint import count_parameters, save_model_dir, use_threads
 from .config import ModelConfig
 from .data import (
     SPLIT_SEED,
@@ -71,6 +71,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--clip", type=float, default=1.0)
+    p.add_argument("--bf16", action="store_true",
+                   help="bfloat16 autocast for forward and backward (~1.3x the throughput on this CPU); weights, "
+                        "optimizer state, loss and evaluation stay float32")  # fmt: skip
     # evaluation / logging
     p.add_argument("--eval-minutes", type=float, default=5.0)
     p.add_argument("--eval-steps", type=int, default=None, help="evaluate every N steps instead")
@@ -234,7 +237,7 @@ def log(msg: str) -> None:
 def main(argv=None) -> dict:
     args = parse_args(argv)
     t_start = time.time()
-    torch.set_num_threads(args.threads)
+    use_threads(args.threads)
     random.seed(args.seed)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
@@ -344,11 +347,13 @@ def main(argv=None) -> dict:
             lr = lr_at(step, args.lr, args.warmup)
             for g in opt.param_groups:
                 g["lr"] = lr
-            logits = model(src, tgt_in)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+                logits = model(src, tgt_in)
             ntok = int((labels != cfg.pad_id).sum())
             loss = F.cross_entropy(
-                logits.flatten(0, 1), labels.flatten(), ignore_index=cfg.pad_id, label_smoothing=args.label_smoothing
-            )
+                logits.float().flatten(0, 1), labels.flatten(), ignore_index=cfg.pad_id,
+                label_smoothing=args.label_smoothing,
+            )  # fmt: skip
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)

@@ -7,6 +7,7 @@ import json
 import random
 
 import pytest
+import torch
 
 from model.checkpoint import ModelDirError, load_model_dir
 from model.data import (
@@ -65,13 +66,15 @@ def run_train(data_dir, tmp, *extra):
     )
 
 
-def test_training_loss_falls_and_model_dir_loads(data_dir, tmp_path):
-    summary = run_train(data_dir, tmp_path, "--max-steps", "40", "--eval-steps", "8")
+@pytest.mark.parametrize("precision", [(), ("--bf16",)], ids=["float32", "bf16-autocast"])
+def test_training_loss_falls_and_model_dir_loads(data_dir, tmp_path, precision):
+    summary = run_train(data_dir, tmp_path, "--max-steps", "40", "--eval-steps", "8", *precision)
     losses = [h["val_loss"] for h in summary["history"]]
     assert summary["steps"] == 40
     assert losses[-1] < losses[0] - 0.5, losses
     loaded = load_model_dir(tmp_path / "model")
     assert loaded.cfg.d_model == 32
+    assert {p.dtype for p in loaded.model.parameters()} == {torch.float32}  # bf16 only inside autocast
     assert loaded.tokenizer.vocab_size <= loaded.cfg.vocab_size
     assert not loaded.model.training
     # no pickle anywhere in the resumable state
