@@ -110,18 +110,19 @@ def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
         ms, out = median_ms(lambda o=opts: decode(model, src, o, packed), runs, warmup)
         res[name], res[f"{name}_tokens"] = ms, len(out.ids)
 
-    # one KV-cached decoder step (batch 1, untraced) with STEP_EARLY or STEP_LATE positions cached
+    # one KV-cached decoder step as untraced decoding runs it (Transformer.step, batch 1) with STEP_EARLY or
+    # STEP_LATE positions cached
     with torch.inference_mode():
         memory, src_mask, _ = model.encode(torch.tensor([src]))
         cache, token, caches = None, cfg.decoder_start_id, {}
         for t in range(STEP_LATE + 1):
             if t in (STEP_EARLY, STEP_LATE):
                 caches[t] = (cache, token)
-            logits, cache, _ = model.decode(torch.tensor([[token]]), memory, src_mask, cache)
-            token = int(logits[0, -1, 2:-1].argmax()) + 2
+            logits, cache = model.step(torch.tensor([token]), memory, src_mask, cache)
+            token = int(logits[0, 2:-1].argmax()) + 2
         for t, (c, tk) in caches.items():
-            x = torch.tensor([[tk]])
-            res[f"step{t}"], _ = median_ms(lambda x=x, c=c: model.decode(x, memory, src_mask, c), max(runs, 50) * 5, 10)
+            x = torch.tensor([tk])
+            res[f"step{t}"], _ = median_ms(lambda x=x, c=c: model.step(x, memory, src_mask, c), max(runs, 50) * 5, 10)
 
     # full teacher-forced trace against the untraced forward pass on the same shapes
     target = source_ids(cfg.vocab_size, seed=2)[:-1] * 3  # 42 ids; the trace appends nothing to the target

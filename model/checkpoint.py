@@ -109,9 +109,10 @@ def use_threads(n: int) -> int:
 def set_threads(default: int = 1) -> int:
     """Set the thread count (use_threads): DECODER_LENS_THREADS, else ``default``.
 
-    On an idle 2-core machine 2 threads decode faster (benchmarks/engines.py: greedy 30 vs 41 ms, beam 5
-    42 vs 59 ms a sentence), so the CLI asks for 2; the app keeps 1, as one server decodes for several
-    browser sessions at once and 2 threads each would oversubscribe the cores."""
+    The CLI asks for 2: beam search and batched greedy decoding gain from the second core
+    (benchmarks/decode.py: beam 5 71 vs 79 ms), while a single greedy sentence is a little faster on 1
+    (57 vs 66 ms). The app keeps 1, as one server decodes for several browser sessions at once and
+    2 threads each would oversubscribe the cores."""
     import os
 
     try:
