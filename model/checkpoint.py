@@ -110,9 +110,9 @@ def set_threads(default: int = 1) -> int:
     """Set the thread count (use_threads): DECODER_LENS_THREADS, else ``default``.
 
     The CLI asks for 2: beam search and batched greedy decoding gain from the second core
-    (benchmarks/decode.py: beam 5 71 vs 79 ms), while a single greedy sentence is a little faster on 1
-    (57 vs 66 ms). The app keeps 1, as one server decodes for several browser sessions at once and
-    2 threads each would oversubscribe the cores."""
+    (benchmarks/decode.py, two runs: beam 5 66-71 vs 79-81 ms), while for one greedy sentence the two
+    are within this machine's noise (54-66 vs 57-64 ms). The app keeps 1, as one server decodes for
+    several browser sessions at once and 2 threads each would oversubscribe the cores."""
     import os
 
     try:
