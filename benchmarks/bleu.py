@@ -50,14 +50,14 @@ def get_translator():
     except ImportError:
         translate_batch = None
     if translate_batch is not None:
-        from model.transformer import PackedWeights
+        from model.lean import LeanDecoder
 
-        packs = {}  # per beam width: packed once, as the CLI does
+        leans = {}  # per beam width: built once, as the CLI does
 
         def translate(model, tokenizer, texts, beam):
-            if beam not in packs:
-                packs[beam] = PackedWeights(model, rows=beam if beam > 1 else 32)
-            return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len, packed=packs[beam])
+            if beam not in leans:
+                leans[beam] = LeanDecoder(model, rows=beam if beam > 1 else 32)
+            return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len, lean=leans[beam])
 
         return translate, "model.decoding.translate_batch"
     from model.train import greedy_translate

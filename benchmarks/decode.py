@@ -93,12 +93,12 @@ def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
 
     use_threads(threads)
     from model.decoding import DecodeOptions, decode
+    from model.lean import LeanDecoder
     from model.trace import teacher_forced_trace
-    from model.transformer import PackedWeights
 
     loaded = load_model_dir(model_dir)
     model, tok, cfg = loaded.model, loaded.tokenizer, loaded.cfg
-    packed = PackedWeights(model, rows=BEAM)  # built once per model, as the CLI does
+    lean = LeanDecoder(model, rows=BEAM)  # built once per model, as the CLI does
     src = source_ids(cfg.vocab_size)
     res = {}
     for name, opts in {
@@ -107,22 +107,25 @@ def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
         "greedy_traced": DecodeOptions(strategy="greedy", max_len=NEW_TOKENS, record=True),
         "beam_traced": DecodeOptions(strategy="beam", beam=BEAM, max_len=NEW_TOKENS, record=True),
     }.items():
-        ms, out = median_ms(lambda o=opts: decode(model, src, o, packed), runs, warmup)
+        ms, out = median_ms(lambda o=opts: decode(model, src, o, lean), runs, warmup)
         res[name], res[f"{name}_tokens"] = ms, len(out.ids)
 
-    # one KV-cached decoder step as untraced decoding runs it (Transformer.step, batch 1) with STEP_EARLY or
+    # one KV-cached decoder step as untraced decoding runs it (LeanDecoder.step, batch 1) with STEP_EARLY or
     # STEP_LATE positions cached
     with torch.inference_mode():
         memory, src_mask, _ = model.encode(torch.tensor([src]))
-        cache, token, caches = None, cfg.decoder_start_id, {}
+        cache, token, fed = lean.start(memory, src_mask), cfg.decoder_start_id, {}
         for t in range(STEP_LATE + 1):
-            if t in (STEP_EARLY, STEP_LATE):
-                caches[t] = (cache, token)
-            logits, cache = model.step(torch.tensor([token]), memory, src_mask, cache)
+            fed[t] = token
+            logits, cache, _ = lean.step([token], cache)
             token = int(logits[0, 2:-1].argmax()) + 2
-        for t, (c, tk) in caches.items():
-            x = torch.tensor([tk])
-            res[f"step{t}"], _ = median_ms(lambda x=x, c=c: model.step(x, memory, src_mask, c), max(runs, 50) * 5, 10)
+
+    def step_at(t: int):  # positions before t stay as decoded; position t is rewritten with the same token
+        cache.t = t
+        return lean.step([fed[t]], cache)
+
+    for t in (STEP_EARLY, STEP_LATE):
+        res[f"step{t}"], _ = median_ms(lambda t=t: step_at(t), max(runs, 50) * 5, 10)
 
     # full teacher-forced trace against the untraced forward pass on the same shapes
     target = source_ids(cfg.vocab_size, seed=2)[:-1] * 3  # 42 ids; the trace appends nothing to the target

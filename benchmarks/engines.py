@@ -165,16 +165,16 @@ def worker_ours(work: Path, job: dict, threads: int, record: bool) -> dict:
 
     use_threads(threads)
     from model.decoding import DecodeOptions, decode
-    from model.transformer import PackedWeights
+    from model.lean import LeanDecoder
 
     model = load_model_dir(job["model_dir"]).model
-    packed = None if record else PackedWeights(model, rows=BEAM)  # built once, as the CLI does
+    lean = LeanDecoder(model, rows=BEAM)  # built once, as the CLI and the app do
     res = {}
     for name, opts in {
         "greedy": DecodeOptions(strategy="greedy", max_len=job["max_new"], record=record),
         "beam": DecodeOptions(strategy="beam", beam=BEAM, max_len=job["max_new"], record=record),
     }.items():
-        res[name] = time_each(lambda s, o=opts: list(decode(model, s, o, packed).ids), job["src"])
+        res[name] = time_each(lambda s, o=opts: list(decode(model, s, o, lean).ids), job["src"])
     return res
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
 from .decoding import DecodeOptions, decode, greedy_batch
-from .transformer import PackedWeights
+from .lean import LeanDecoder
 
 MAX_BEAM = 64  # wider beams gain nothing here and grow time and memory linearly (100000 ran out of both)
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
@@ -137,14 +137,14 @@ def cmd_translate(a: argparse.Namespace) -> int:
     if a.max_len is not None and a.max_len > cfg.max_len - 1:
         note(f"--max-len {opts.max_len} is more than this model's limit; using {cfg.max_len - 1}")
     if opts.strategy == "greedy" and a.text is None:
-        packed = PackedWeights(lm.model, rows=min(max(a.batch_size, 1), len(lines))) if len(lines) > 1 else None
+        lean = LeanDecoder(lm.model, rows=min(max(a.batch_size, 1), len(lines)))  # built once for every batch
         outputs: list = [None] * len(lines)
         order = sorted(range(len(lines)), key=lambda i: len(lines[i]))
         for b in range(0, len(order), max(a.batch_size, 1)):
             chunk = [i for i in order[b : b + a.batch_size] if lines[i].strip()]
             if chunk:
                 srcs = [source_ids(tok, cfg, lines[i], where[i]) for i in chunk]
-                for i, ids in zip(chunk, greedy_batch(lm.model, srcs, opts.max_len, packed)):
+                for i, ids in zip(chunk, greedy_batch(lm.model, srcs, opts.max_len, lean)):
                     outputs[i] = ids
         for line, ids in zip(lines, outputs):
             ids = ids or []
@@ -154,12 +154,12 @@ def cmd_translate(a: argparse.Namespace) -> int:
             else:
                 print(tok.decode(ids))
         return 0
-    packed = PackedWeights(lm.model, rows=opts.beam) if opts.strategy == "beam" and opts.beam > 1 else None
+    lean = LeanDecoder(lm.model, rows=opts.beam if opts.strategy == "beam" else 1)
     for w, line in zip(where, lines):
         if not line.strip():
             print(json.dumps({"source": line, "translation": "", "tokens": []}) if a.json else "")
             continue
-        res = decode(lm.model, source_ids(tok, cfg, line, w), opts, packed)
+        res = decode(lm.model, source_ids(tok, cfg, line, w), opts, lean)
         print(json.dumps(result_json(lm, line, res), ensure_ascii=False) if a.json else tok.decode(res.ids))
     return 0
 

@@ -3,7 +3,8 @@
 Each step feeds one new query position, reuses the cached K, V of earlier positions and,
 when ``record`` is set, returns that position's full per-stage record, its top tokens and (beam
 search) every expansion considered. Without ``record`` only the translation and the n-best come back,
-and none of that bookkeeping is paid for. Beam search follows
+and none of that bookkeeping is paid for. Steps run in numpy (``lean.LeanDecoder``: the decoder's
+operations without PyTorch's per-operation overhead; its records equal ``Transformer.decode``'s). Beam search follows
 transformers' ``generate()`` (same candidates, EOS handling, length penalty and stopping rule)
 so the same request gives the same n-best in both.
 """
@@ -17,7 +18,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .transformer import LayerCache, PackedWeights, Transformer
+from .lean import LeanDecoder
+from .transformer import Transformer
 
 TOP = 20  # alternatives kept per step for display
 NEG = -1.0e9  # transformers' "impossible" score
@@ -145,32 +147,32 @@ def filter_logits(logits: torch.Tensor, temperature: float, top_k: int, top_p: f
 
 @torch.inference_mode()
 def decode(
-    model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions(), packed: PackedWeights | None = None
+    model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions(), lean: LeanDecoder | None = None
 ) -> DecodeResult:
-    """Decode one source sentence (ids, </s> included) with the chosen strategy. ``packed`` (built once per
-    model) speeds up untraced beam search; results agree to float rounding."""
+    """Decode one source sentence (ids, </s> included) with the chosen strategy. ``lean`` is the model's
+    LeanDecoder, built once per model by callers that decode many sentences (built here otherwise, ~20 ms)."""
     src = torch.as_tensor([list(src_ids)], dtype=torch.long)
     if src.shape[1] > model.cfg.max_len:
         raise ValueError(f"source has {src.shape[1]} tokens; this model takes at most {model.cfg.max_len}")
     max_len = min(opts.max_len, model.cfg.max_len - 1)
+    beam = opts.strategy == "beam" and opts.beam > 1
+    lean = lean or LeanDecoder(model, rows=opts.beam if beam else 1)
     memory, src_mask, enc = model.encode(src, record=opts.record)
     encoder = to_numpy(enc) if opts.record else {}
-    if opts.strategy == "beam" and opts.beam > 1:
-        return beam_search(model, src, memory, src_mask, opts, max_len, encoder, packed)
-    return greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder)
+    cache = lean.start(memory, src_mask)
+    if beam:
+        return beam_search(model, lean, cache, src, opts, max_len, encoder)
+    return greedy_or_sample(model, lean, cache, src, opts, max_len, encoder)
 
 
-def greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder) -> DecodeResult:
+def greedy_or_sample(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult:
     cfg = model.cfg
     gen = torch.Generator().manual_seed(opts.seed)
     sample = opts.strategy == "sample" and opts.temperature > 0
-    token, cache, out, steps, logprob = cfg.decoder_start_id, None, [], [], 0.0
+    token, out, steps, logprob = cfg.decoder_start_id, [], [], 0.0
     for t in range(max_len):
-        if opts.record:
-            logits, cache, rec = model.decode(torch.tensor([[token]]), memory, src_mask, cache, record=True)
-            logits = logits[:, -1]  # (1, V)
-        else:
-            logits, cache = model.step(torch.tensor([token]), memory, src_mask, cache)  # (1, V)
+        logits, cache, rec = lean.step([token], cache, opts.record)
+        logits = torch.from_numpy(logits)  # (1, V)
         logp = suppress(F.log_softmax(logits, dim=-1), model)
         forced = t < len(opts.prefix)
         if forced:
@@ -182,7 +184,7 @@ def greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder) -> De
             nxt = int(logp.argmax(-1))
         if opts.record:
             top_ids, top_lp, ent = step_summary(logp)
-            steps.append(Step(t, np.array([token]), np.array([nxt]), forced, top_ids, top_lp, ent, to_numpy(rec)))
+            steps.append(Step(t, np.array([token]), np.array([nxt]), forced, top_ids, top_lp, ent, rec))
         logprob += float(logp[0, nxt])
         out.append(nxt)
         token = nxt
@@ -192,13 +194,10 @@ def greedy_or_sample(model, src, memory, src_mask, opts, max_len, encoder) -> De
     return DecodeResult(tuple(src[0].tolist()), tuple(out), steps, [hyp], None, encoder)
 
 
-def beam_search(model, src, memory, src_mask, opts, max_len, encoder, packed=None) -> DecodeResult:
+def beam_search(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult:
     """transformers' vectorised beam search (batch of one), recording every step."""
     cfg, k, lp = model.cfg, opts.beam, opts.length_penalty
     n_return = min(opts.n_best or k, k)
-    memory1, src_mask1 = memory, src_mask
-    memory = memory.expand(k, -1, -1)
-    src_mask = None if src_mask is None else src_mask.expand(k, -1, -1, -1)
     seqs = [[] for _ in range(k)]  # running hypotheses, generated tokens only
     parents = [-1] * k
     running = torch.full((k,), NEG)
@@ -209,18 +208,16 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder, packed=Non
     fin_done = torch.zeros(k, dtype=torch.bool)
     unsatisfied = True
     tokens = torch.full((k, 1), cfg.decoder_start_id, dtype=torch.long)
-    cache: list[LayerCache] | None = None
+    if opts.record:  # the record shows every row, identical ones included
+        cache = cache.select([0] * k)
     steps, beam_steps = [], []
     for t in range(max_len):
-        if opts.record:
-            logits, cache, rec = model.decode(tokens, memory, src_mask, cache, record=True)
-            logits = logits[:, -1]  # (k, V)
-        elif t == 0:  # the k rows start identical: compute one row and share it
-            logits, cache = model.step(tokens[:1, 0], memory1, src_mask1, None)
-            logits = logits.expand(k, -1)
-            cache = [LayerCache(*(x.expand(k, -1, -1, -1).contiguous() for x in c)) for c in cache]
+        if t == 0 and not opts.record:  # the k rows start identical: compute one row and repeat it
+            logits, cache, rec = lean.step(tokens[:1, 0].numpy(), cache)
+            logits, cache = torch.from_numpy(logits).expand(k, -1), cache.select([0] * k)
         else:
-            logits, cache = model.step(tokens[:, 0], memory, src_mask, cache, packed)
+            logits, cache, rec = lean.step(tokens[:, 0].numpy(), cache, opts.record)
+            logits = torch.from_numpy(logits)  # (k, V)
         logp = suppress(F.log_softmax(logits.float(), dim=-1), model)  # (k, V)
         V = logp.shape[-1]
         forced = t < len(opts.prefix)
@@ -265,12 +262,11 @@ def beam_search(model, src, memory, src_mask, opts, max_len, encoder, packed=Non
             chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
             for r, tok in reversed(list(zip(rows_k, next_k))):
                 chosen[r] = tok
-            steps.append(Step(t, tokens[:, 0].numpy().copy(), chosen, forced, top_ids, top_lp, ent, to_numpy(rec)))
+            steps.append(Step(t, tokens[:, 0].numpy().copy(), chosen, forced, top_ids, top_lp, ent, rec))
         seqs = [seqs[r] + [tok] for r, tok in zip(rows_k, next_k)]
         parents = rows_k
         running = open_lp[keep]
-        # every row reads the same source, so the cross-attention K, V rows are identical: no reorder
-        cache = [c.select(rows, cross=False) for c in cache]
+        cache = cache.select(rows.numpy())  # every row reads the same source: cross K, V are not copied
         tokens = next_tok[:, None]
         # transformers' stopping rule (early_stopping=False)
         if unsatisfied:
@@ -313,21 +309,24 @@ def beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, 
 
 @torch.inference_mode()
 def greedy_batch(
-    model: Transformer, src_batch: list[list[int]], max_len: int = 128, packed: PackedWeights | None = None
+    model: Transformer, src_batch: list[list[int]], max_len: int = 128, lean: LeanDecoder | None = None
 ) -> list[list[int]]:
-    """Batched greedy decoding of several sources (ids, </s> included); returns generated ids."""
+    """Batched greedy decoding of several sources (ids, </s> included); returns generated ids. ``lean``: the
+    model's LeanDecoder, built here if not given."""
     cfg = model.cfg
     S = max(len(s) for s in src_batch)
     src = torch.full((len(src_batch), S), cfg.pad_id, dtype=torch.long)
     for i, s in enumerate(src_batch):
         src[i, : len(s)] = torch.tensor(s)
+    lean = lean or LeanDecoder(model, rows=len(src_batch))
     memory, src_mask, _ = model.encode(src)
+    cache = lean.start(memory, src_mask)
     tokens = torch.full((len(src_batch), 1), cfg.decoder_start_id, dtype=torch.long)
     done = torch.zeros(len(src_batch), dtype=torch.bool)
-    out, cache = [], None
+    out = []
     for _ in range(min(max_len, cfg.max_len - 1)):
-        logits, cache = model.step(tokens[:, 0], memory, src_mask, cache, packed)
-        nxt = suppress(logits.float(), model).argmax(-1)
+        logits, cache, _ = lean.step(tokens[:, 0].numpy(), cache)
+        nxt = suppress(torch.from_numpy(logits), model).argmax(-1)
         nxt = nxt.masked_fill(done, cfg.pad_id)
         out.append(nxt)
         done |= nxt == cfg.eos_id
@@ -339,18 +338,19 @@ def greedy_batch(
 
 
 def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int = 1, max_len: int = 128,
-                    batch_size: int = 32, packed: PackedWeights | None = None) -> list[str]:  # fmt: skip
+                    batch_size: int = 32, lean: LeanDecoder | None = None) -> list[str]:  # fmt: skip
     """Translate sentences: batched greedy when beam == 1, beam search per sentence otherwise."""
     cfg = model.cfg
+    lean = lean or LeanDecoder(model, rows=beam if beam > 1 else min(batch_size, len(texts)))
     srcs = [tokenizer.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts]
     if beam <= 1:
         order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
         ids: list[list[int]] = [[] for _ in srcs]
         for b in range(0, len(order), batch_size):
             chunk = order[b : b + batch_size]
-            for i, out in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], max_len, packed)):
+            for i, out in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], max_len, lean)):
                 ids[i] = out
     else:
         opts = DecodeOptions(strategy="beam", beam=beam, max_len=max_len)
-        ids = [list(decode(model, s, opts, packed).ids) for s in srcs]
+        ids = [list(decode(model, s, opts, lean).ids) for s in srcs]
     return [tokenizer.decode(i) for i in ids]

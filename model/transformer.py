@@ -53,34 +53,6 @@ def linear(x: Tensor, W: Tensor, b: Tensor | None = None) -> Tensor:
     return torch.from_numpy(y).view(*x.shape[:-1], -1)
 
 
-class PackedWeights:
-    """The decoder's weight matrices re-laid out by oneDNN for products with a few rows, as in a beam step
-    (one row per hypothesis) or batched greedy decoding. On this machine oneDNN with prepacked weights runs
-    a 5-row beam step's products ~1.75x as fast as MKL (benchmarks/gemv.py). Packing takes ~10 ms, so it is
-    done once per loaded model, by the caller, and passed to Transformer.step; the model is not modified.
-    Single rows still go to ``linear`` (numpy's matrix-vector product is faster still), as do weights it
-    does not hold, and everything when PyTorch has no oneDNN."""
-
-    def __init__(self, model: Transformer, rows: int = 5):
-        self.packed: dict[int, tuple[Tensor, Tensor]] = {}
-        if not torch.backends.mkldnn.is_available():
-            return
-        weights = [model.embed.weight if model.out_proj is None else model.out_proj.weight]
-        for layer in model.decoder_layers:
-            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-            weights += [m.weight for m in (sa.W_Q, sa.W_K, sa.W_V, sa.W_O, ca.W_Q, ca.W_O, ffn.W_1, ffn.W_2)]
-        with torch.no_grad():
-            for W in weights:
-                self.packed[id(W)] = (W, torch.ops.mkldnn._reorder_linear_weight(W.detach(), rows))
-
-    def linear(self, x: Tensor, W: Tensor, b: Tensor | None = None) -> Tensor:
-        """x Wᵀ + b, as ``linear``."""
-        W_, packed = self.packed.get(id(W), (None, None))
-        if W_ is not W or x.numel() == x.shape[-1] or torch.is_grad_enabled():
-            return linear(x, W, b)
-        return torch.ops.mkldnn._linear_pointwise(x, packed, b, "none", [], "")
-
-
 def prefixed(prefix: str, rec: Record | None) -> Record:
     return {f"{prefix}.{k}": v for k, v in rec.items()} if rec else {}
 
@@ -342,51 +314,6 @@ class Transformer(nn.Module):
         if record:
             trace["logits"] = logits
         return logits, new_cache, trace
-
-    def step(
-        self,
-        tokens: Tensor,  # (R,) the newest token of each row (hypothesis)
-        memory: Tensor,  # (R, S, D); only read on the first step, to fill the cross K, V
-        src_mask: Tensor | None,  # (R, 1, 1, S)
-        cache: list[LayerCache] | None,
-        packed: PackedWeights | None = None,  # for several rows: faster products, the same numbers to ~1e-6
-    ) -> tuple[Tensor, list[LayerCache]]:
-        """decode() for one new position per row, untraced: the same operations on the same numbers, called
-        directly rather than through the modules (no records, no dropout, no masks, rows as 2-D matrices).
-
-        An untraced step is ~25 small matrix-vector products plus per-call overhead; skipping the module
-        machinery made greedy decoding ~20 % faster here (benchmarks/decode.py). tests/test_core.py checks
-        its logits and cache against decode()'s."""
-        R, D, H, d_k = tokens.shape[0], self.cfg.d_model, self.cfg.n_heads, self.cfg.d_k
-        offset = 0 if cache is None else cache[0].self_K.shape[2]
-        emb = self.tgt_embed
-        if offset >= emb.pe.shape[0]:
-            raise ValueError(f"sequence of {offset + 1} positions exceeds max_len={emb.pe.shape[0]}")
-        y = self.embed.weight[tokens] * emb.scale + emb.pe[offset]  # (R, D)
-        lin = linear if packed is None else packed.linear
-        new_cache = []
-        for i, layer in enumerate(self.decoder_layers):
-            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-            Q, K, V = (lin(y, W.weight, W.bias).view(R, H, 1, d_k) for W in (sa.W_Q, sa.W_K, sa.W_V))
-            if cache is None:
-                cross_K, cross_V = ca.project_kv(memory)  # (R, H, S, d_k)
-            else:
-                c = cache[i]
-                K, V = torch.cat([c.self_K, K], dim=2), torch.cat([c.self_V, V], dim=2)  # (R, H, t + 1, d_k)
-                cross_K, cross_V = c.cross_K, c.cross_V
-            a = F.scaled_dot_product_attention(Q, K, V).view(R, D)  # the newest query sees every cached key
-            y = layer.norm1.norm(y + lin(a, sa.W_O.weight, sa.W_O.bias))  # (R, D)
-            Q = lin(y, ca.W_Q.weight, ca.W_Q.bias).view(R, H, 1, d_k)
-            a = F.scaled_dot_product_attention(Q, cross_K, cross_V, attn_mask=src_mask).view(R, D)
-            y = layer.norm2.norm(y + lin(a, ca.W_O.weight, ca.W_O.bias))
-            h = ffn.act(lin(y, ffn.W_1.weight, ffn.W_1.bias))  # (R, d_ff)
-            y = layer.norm3.norm(y + lin(h, ffn.W_2.weight, ffn.W_2.bias))
-            new_cache.append(LayerCache(K, V, cross_K, cross_V))
-        if packed is None or R == 1:
-            return self.logits(y[:, None])[:, 0], new_cache  # (R, V)
-        W = self.embed.weight if self.out_proj is None else self.out_proj.weight
-        logits = packed.linear(y, W)  # (R, V)
-        return (logits if self.final_logits_bias is None else logits + self.final_logits_bias), new_cache
 
     def forward(self, src_ids: Tensor, tgt_in: Tensor) -> Tensor:
         memory, src_mask, _ = self.encode(src_ids)

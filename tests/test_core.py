@@ -12,9 +12,10 @@ import torch
 import torch.nn.functional as F
 
 from model import ModelConfig
-from model.decoding import DecodeOptions, decode, filter_logits, greedy_batch, translate_batch
+from model.decoding import DecodeOptions, decode, filter_logits, greedy_batch, to_numpy, translate_batch
+from model.lean import LeanDecoder
 from model.trace import teacher_forced_trace
-from model.transformer import PackedWeights, causal_mask, linear, sinusoidal_table
+from model.transformer import causal_mask, linear, sinusoidal_table
 
 from .conftest import make_model
 
@@ -139,13 +140,24 @@ def test_cached_logits_match_parallel_logits_within_1e5(tiny_model, tiny_tokeniz
             torch.testing.assert_close(step[0, 0], full[0, t], atol=1e-5, rtol=0)
 
 
-def test_lean_step_equals_decode(tiny_tokenizer):
-    """Transformer.step (untraced decoding) gives decode()'s logits and cache, for several rows and with padding."""
-    model = make_model(tiny_tokenizer.vocab_size, seed=3)
+def _biased_model(tiny_tokenizer, **overrides):
+    model = make_model(tiny_tokenizer.vocab_size, seed=3, **overrides)
     with torch.no_grad():  # non-zero biases, so a bias the lean step forgot would show
         for name, p in model.named_parameters():
             if name.endswith("bias"):
                 p.add_(0.1 * torch.randn_like(p))
+        if model.final_logits_bias is not None:
+            model.final_logits_bias.normal_()
+    return model
+
+
+@pytest.mark.parametrize("overrides", [{}, {"final_logits_bias": True, "activation": "gelu", "tie_output": False}])
+@pytest.mark.parametrize("rows_hint", [1, 4])  # numpy products only / oneDNN-prepacked products for several rows
+def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, rows_hint):
+    """LeanDecoder.step (numpy) gives Transformer.decode()'s logits and every recorded stage, key for key and shape for
+    shape, for two rows with source padding, and keeps earlier cache entries bit for bit."""
+    model = _biased_model(tiny_tokenizer, **overrides)
+    lean = LeanDecoder(model, rows=rows_hint)
     texts = ["I am a student.", "The cat is sleeping on the sofa."]
     srcs = [src_ids(tiny_tokenizer, model, t) for t in texts]
     src = torch.full((2, max(map(len, srcs))), model.cfg.pad_id)
@@ -155,18 +167,46 @@ def test_lean_step_equals_decode(tiny_tokenizer):
     with torch.no_grad():
         memory, mask, _ = model.encode(src)
         assert mask is not None
-        ref_cache = lean_cache = None
+        ref_cache, cache, prev_K = None, lean.start(memory, mask), None
         for t in range(tokens.shape[0]):
-            ref, ref_cache, _ = model.decode(tokens[t][:, None], memory, mask, ref_cache)
-            lean, lean_cache = model.step(tokens[t], memory, mask, lean_cache)
-            torch.testing.assert_close(lean, ref[:, 0], atol=1e-6, rtol=0)
-            for a, b in zip(lean_cache, ref_cache):
-                for x, y in zip(a, b):
-                    torch.testing.assert_close(x, y, atol=1e-6, rtol=0)
-        K = lean_cache[0].self_K
-        full = [c._replace(self_K=K.new_zeros(2, K.shape[1], model.cfg.max_len, K.shape[3])) for c in lean_cache]
+            ref, ref_cache, ref_rec = model.decode(tokens[t][:, None], memory, mask, ref_cache, record=True)
+            ref_rec = to_numpy(ref_rec)
+            logits, cache, rec = lean.step(tokens[t].numpy(), cache, record=True)
+            np.testing.assert_allclose(logits, ref[:, 0].numpy(), atol=1e-5, rtol=0)
+            assert sorted(rec) == sorted(ref_rec)
+            for key, want in ref_rec.items():
+                assert rec[key].shape == want.shape, key
+                np.testing.assert_allclose(rec[key], want, atol=1e-5, rtol=0, err_msg=key)  # -inf masks equal too
+                assert not rec[key].flags.writeable
+            K = rec["dec.1.self.K"]
+            if prev_K is not None:
+                np.testing.assert_array_equal(K[:, :, :t], prev_K)  # the cache is appended to, not recomputed
+            prev_K = K
+        assert cache.t == tokens.shape[0]
+        cache.t = model.cfg.max_len
         with pytest.raises(ValueError, match="max_len"):
-            model.step(tokens[0], memory, mask, full)
+            lean.step(tokens[0].numpy(), cache)
+        with pytest.raises(ValueError, match="rows"):
+            lean.step([1, 2, 3], cache)
+
+
+def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
+    """Without a record the step's logits are the same; select() reorders and repeats rows as index_select would."""
+    model = _biased_model(tiny_tokenizer)
+    lean = LeanDecoder(model, rows=3)
+    src = torch.tensor([src_ids(tiny_tokenizer, model, "I am a student.")])
+    with torch.no_grad():
+        memory, mask, _ = model.encode(src)
+    a, b = lean.start(memory, mask).select([0, 0, 0]), lean.start(memory, mask).select([0, 0, 0])
+    for tok in ([1, 1, 1], [5, 9, 12], [7, 7, 30]):
+        la, a, _ = lean.step(tok, a, record=True)
+        lb, b, _ = lean.step(tok, b)
+        np.testing.assert_array_equal(la, lb)
+    before = [k[..., : a.t].copy() for k in a.K]
+    a = a.select([2, 0])  # fewer rows, reordered
+    for k, old in zip(a.K, before):
+        np.testing.assert_array_equal(k[..., : a.t], old[[2, 0]])
+    assert a.cross_K[0].shape[0] == 1  # one source: its cross K, V are shared, not copied per row
 
 
 def test_single_row_linear_matches_f_linear_and_keeps_autograd():
@@ -184,28 +224,16 @@ def test_single_row_linear_matches_f_linear_and_keeps_autograd():
     assert W.grad is not None and W.grad.abs().sum() > 0
 
 
-def test_packed_weights_give_the_same_products_and_decodings(tiny_model, tiny_tokenizer):
-    """PackedWeights (oneDNN prepacked weights, for beam search and batched greedy) changes speed, not results."""
-    assert torch.backends.mkldnn.is_available()  # the CPU wheel this project pins has oneDNN
-    packed = PackedWeights(tiny_model, rows=4)
-    ffn = tiny_model.decoder_layers[0].ffn
-    assert len(packed.packed) == 1 + 8 * tiny_model.cfg.n_decoder_layers and id(ffn.W_1.weight) in packed.packed
-    g = torch.Generator().manual_seed(0)
-    with torch.inference_mode():
-        for rows in (1, 4, 9):
-            x = torch.randn(rows, tiny_model.cfg.d_model, generator=g)
-            b = torch.randn(ffn.W_1.weight.shape[0], generator=g)
-            torch.testing.assert_close(packed.linear(x, ffn.W_1.weight, b), F.linear(x, ffn.W_1.weight, b),
-                                       atol=1e-5, rtol=1e-6)  # fmt: skip
-        other = torch.randn(7, tiny_model.cfg.d_model, generator=g)  # a weight it does not hold: plain linear
-        torch.testing.assert_close(packed.linear(x, other), F.linear(x, other))
+def test_decodings_are_the_same_with_a_shared_lean_decoder(tiny_model, tiny_tokenizer):
+    """A LeanDecoder built once and reused (as the CLI and the app do) gives what decode() builds on its own."""
+    lean = LeanDecoder(tiny_model, rows=4)
     srcs = [src_ids(tiny_tokenizer, tiny_model, t) for t in ("I am a student.", "Hello world.", SRC)]
-    assert greedy_batch(tiny_model, srcs, 12, packed) == greedy_batch(tiny_model, srcs, 12)
-    opts = DecodeOptions(strategy="beam", beam=4, max_len=15)
-    for s in srcs:
-        plain, fast = decode(tiny_model, s, opts), decode(tiny_model, s, opts, packed)
-        assert [h.ids for h in fast.n_best] == [h.ids for h in plain.n_best]
-        np.testing.assert_allclose([h.score for h in fast.n_best], [h.score for h in plain.n_best], atol=1e-5)
+    assert greedy_batch(tiny_model, srcs, 12, lean) == greedy_batch(tiny_model, srcs, 12)
+    for opts in (DecodeOptions(strategy="beam", beam=4, max_len=15), DecodeOptions(max_len=15, record=True)):
+        for s in srcs:
+            own, shared = decode(tiny_model, s, opts), decode(tiny_model, s, opts, lean)
+            assert [h.ids for h in shared.n_best] == [h.ids for h in own.n_best]
+            np.testing.assert_allclose([h.score for h in shared.n_best], [h.score for h in own.n_best], atol=1e-6)
 
 
 def test_beam_width_one_is_greedy_and_beam_is_consistent(tiny_model, tiny_tokenizer):

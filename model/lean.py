@@ -1,0 +1,234 @@
+"""Decoding steps in numpy: the decoder's operations for one new position per row, on the model's own weights.
+
+A decoding step is ~25 small products and ~100 small elementwise operations. Through PyTorch each
+operation costs several microseconds of dispatch, which made up most of a step (benchmarks/decode.py,
+benchmarks/engines.py); numpy's cost one. ``LeanDecoder`` lays the weights out once per loaded model
+(fused Q/K/V, (in, out) layout, which numpy's OpenBLAS streams fastest for one row; oneDNN-prepacked
+copies for several rows, as in a beam step), keeps the K, V cache in preallocated buffers, and runs a
+step with or without its record. The record has the keys and shapes of ``Transformer.decode(...,
+record=True)`` for the same step (``dec.embed``, ``dec.0.self.weights``, ...) and the same numbers to
+float rounding: tests/test_core.py checks every key. The nn.Module classes stay the readable reference,
+and the teacher-forced trace runs through them. The model is never modified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .transformer import Transformer
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().float().numpy()
+
+
+def _softmax(s: np.ndarray) -> np.ndarray:
+    e = np.exp(s - s.max(-1, keepdims=True))
+    e /= e.sum(-1, keepdims=True)
+    return e
+
+
+def _frozen(rec: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    for a in rec.values():
+        a.flags.writeable = False
+    return rec
+
+
+@dataclass
+class LeanCache:
+    """K, V of the positions decoded so far (preallocated to max_len) and the source's cross K, V."""
+
+    K: list[np.ndarray]  # per layer (R, H, d_k, max_len): stored transposed, so Q K is one matmul
+    V: list[np.ndarray]  # per layer (R, H, max_len, d_k)
+    cross_K: list[np.ndarray]  # per layer (R or 1, H, d_k, S); 1 row when every row reads one source
+    cross_V: list[np.ndarray]  # per layer (R or 1, H, S, d_k)
+    src_mask: np.ndarray | None  # (R or 1, 1, 1, S) additive 0/-inf
+    t: int = 0  # positions filled
+
+    @property
+    def rows(self) -> int:
+        return self.K[0].shape[0]
+
+    def select(self, rows) -> LeanCache:
+        """Reorder or repeat the rows, as beam search does after each step. Reorders in place (the old order is
+        copied out first), so this cache is the one to keep; cross K, V shared by every row are not copied."""
+        rows, t = np.asarray(rows), self.t
+        if len(rows) == self.rows:
+            K, V = self.K, self.V
+        else:
+            K = [np.empty((len(rows), *k.shape[1:]), np.float32) for k in self.K]
+            V = [np.empty((len(rows), *v.shape[1:]), np.float32) for v in self.V]
+        for new, old in zip(K, self.K):
+            new[..., :t] = old[rows, :, :, :t]
+        for new, old in zip(V, self.V):
+            new[:, :, :t] = old[rows, :, :t]
+        shared = self.cross_K[0].shape[0] == 1
+        cross_K = self.cross_K if shared else [c[rows] for c in self.cross_K]
+        cross_V = self.cross_V if shared else [c[rows] for c in self.cross_V]
+        mask = self.src_mask if self.src_mask is None or self.src_mask.shape[0] == 1 else self.src_mask[rows]
+        return LeanCache(K, V, cross_K, cross_V, mask, t)
+
+
+class _Linear:
+    """x W + b for rows x: numpy's BLAS for one row, oneDNN with prepacked weights for several (~1.75x MKL for
+    a 5-row beam step here, benchmarks/gemv.py), numpy when PyTorch has no oneDNN."""
+
+    def __init__(self, W: torch.Tensor, b: torch.Tensor | None, rows: int):
+        self.W = np.ascontiguousarray(_np(W).T)  # (in, out)
+        self.b = None if b is None else _np(b).copy()
+        self.packed = None
+        if rows > 1 and torch.backends.mkldnn.is_available():
+            self.packed = torch.ops.mkldnn._reorder_linear_weight(W.detach().float().contiguous(), rows)
+            self.b_t = None if b is None else torch.from_numpy(self.b)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:  # (R, in) -> (R, out)
+        if x.shape[0] > 1 and self.packed is not None:
+            x_t = torch.from_numpy(np.ascontiguousarray(x))
+            return torch.ops.mkldnn._linear_pointwise(x_t, self.packed, self.b_t, "none", [], "").numpy()
+        y = x @ self.W
+        if self.b is not None:
+            y += self.b
+        return y
+
+
+def _fused(*linears: torch.nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.cat([m.weight for m in linears]), torch.cat([m.bias for m in linears])
+
+
+class LeanDecoder:
+    """The model's decoder as numpy arrays, for step-by-step decoding. Build it once per loaded model (~20 ms
+    for this project's model; it copies the decoder weights, ~20 MB) and reuse it; ``rows`` is the number of
+    rows steps will usually have (the beam width), for oneDNN's prepacking."""
+
+    def __init__(self, model: Transformer, rows: int = 1):
+        cfg = self.cfg = model.cfg
+        self.H, self.d_k, self.D = cfg.n_heads, cfg.d_k, cfg.d_model
+        with torch.no_grad():
+            self.embed = _np(model.embed.weight).copy()  # (V, D): a snapshot, as every weight here
+            self.scale = np.float32(model.tgt_embed.scale)
+            self.pe = _np(model.tgt_embed.pe)  # (max_len, D)
+            self.layers = []
+            for layer in model.decoder_layers:
+                sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+                self.layers.append({
+                    "qkv": _Linear(*_fused(sa.W_Q, sa.W_K, sa.W_V), rows),  # (D, 3D): one product for Q, K, V
+                    "o": _Linear(sa.W_O.weight, sa.W_O.bias, rows),
+                    "cq": _Linear(ca.W_Q.weight, ca.W_Q.bias, rows),
+                    "ckv": _Linear(*_fused(ca.W_K, ca.W_V), 1),  # on the source, once per sentence
+                    "co": _Linear(ca.W_O.weight, ca.W_O.bias, rows),
+                    "w1": _Linear(ffn.W_1.weight, ffn.W_1.bias, rows),
+                    "w2": _Linear(ffn.W_2.weight, ffn.W_2.bias, rows),
+                    "norms": [(_np(n.norm.weight), _np(n.norm.bias)) for n in (layer.norm1, layer.norm2, layer.norm3)],
+                })  # fmt: skip
+            W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
+            self.out = _Linear(W_out, model.final_logits_bias, rows)  # (D, V)
+        self.eps = np.float32(cfg.layer_norm_eps)
+        self.inv_sqrt_dk = np.float32(1.0 / np.sqrt(self.d_k))
+        self.act = cfg.activation
+
+    def start(self, memory: torch.Tensor, src_mask: torch.Tensor | None) -> LeanCache:
+        """An empty cache for the rows of ``memory`` (R, S, D) from Transformer.encode: projects the cross-attention
+        K, V once. A memory of one row serves any number of rows (beam search repeats it with select)."""
+        R, S, _ = memory.shape
+        H, d_k, D = self.H, self.d_k, self.D
+        mem = _np(memory).reshape(R * S, D)
+        cross_K, cross_V = [], []
+        for w in self.layers:
+            kv = w["ckv"](mem).reshape(R, S, 2, H, d_k)
+            cross_K.append(np.ascontiguousarray(kv[:, :, 0].transpose(0, 2, 3, 1)))  # (R, H, d_k, S)
+            cross_V.append(np.ascontiguousarray(kv[:, :, 1].transpose(0, 2, 1, 3)))  # (R, H, S, d_k)
+        n, T = len(self.layers), self.cfg.max_len
+        K = [np.zeros((R, H, d_k, T), np.float32) for _ in range(n)]
+        V = [np.zeros((R, H, T, d_k), np.float32) for _ in range(n)]
+        mask = None if src_mask is None else _np(src_mask)  # (R, 1, 1, S)
+        return LeanCache(K, V, cross_K, cross_V, mask)
+
+    def _norm(self, x: np.ndarray, gb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        mean = x.mean(-1, keepdims=True)
+        centered = x - mean
+        std = np.sqrt((centered * centered).mean(-1, keepdims=True) + self.eps)
+        out = centered / std
+        out *= gb[0]
+        out += gb[1]
+        return out, mean, std
+
+    def _act(self, h: np.ndarray) -> np.ndarray:
+        if self.act == "relu":
+            return np.maximum(h, 0, out=h)
+        fn = {"swish": F.silu, "silu": F.silu, "gelu": F.gelu}[self.act]
+        return fn(torch.from_numpy(h)).numpy()
+
+    def step(
+        self, tokens, cache: LeanCache, record: bool = False
+    ) -> tuple[np.ndarray, LeanCache, dict[str, np.ndarray] | None]:
+        """Feed each row its newest token (R,): logits (R, V), the cache (updated in place, position t filled),
+        and, with ``record``, every stage as Transformer.decode(record=True) names and shapes them (read-only
+        arrays, leading axis R, the logits left out)."""
+        tokens = np.asarray(tokens)
+        R, t, H, d_k, D = len(tokens), cache.t, self.H, self.d_k, self.D
+        if R != cache.rows:
+            raise ValueError(f"{R} tokens for a cache of {cache.rows} rows")
+        if t >= self.pe.shape[0]:
+            raise ValueError(f"sequence of {t + 1} positions exceeds max_len={self.pe.shape[0]}")
+        embed = self.embed[tokens] * self.scale  # (R, D)
+        y = embed + self.pe[t]  # (R, D)
+        rec = {"dec.embed": embed[:, None], "dec.pe": self.pe[t : t + 1], "dec.input": y[:, None]} if record else None
+        mask = cache.src_mask
+        for i, w in enumerate(self.layers):
+            qkv = w["qkv"](y)  # (R, 3D)
+            Q = qkv[:, :D].reshape(R, H, 1, d_k)
+            cache.K[i][..., t] = qkv[:, D : 2 * D].reshape(R, H, d_k)
+            cache.V[i][:, :, t] = qkv[:, 2 * D :].reshape(R, H, d_k)
+            K, V = cache.K[i][..., : t + 1], cache.V[i][:, :, : t + 1]  # (R, H, d_k, t+1), (R, H, t+1, d_k)
+            # the newest query sees every cached key: the causal mask of this row is all zeros
+            a, y, r = self._attention(Q, K, V, None, y, w["o"], w["norms"][0], record)
+            if record:
+                rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
+            Q = w["cq"](y).reshape(R, H, 1, d_k)
+            a, y, r = self._attention(Q, cache.cross_K[i], cache.cross_V[i], mask, y, w["co"], w["norms"][1], record,
+                                      "cross", "norm2")  # fmt: skip
+            if record:
+                rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
+            hidden = self._act(w["w1"](y))  # (R, d_ff)
+            f = w["w2"](hidden)  # (R, D)
+            residual = y + f
+            y, mean, std = self._norm(residual, w["norms"][2])
+            if record:
+                rec.update({
+                    f"dec.{i}.ffn.hidden": hidden[:, None], f"dec.{i}.ffn.out": f[:, None],
+                    f"dec.{i}.norm3.residual": residual[:, None], f"dec.{i}.norm3.mean": mean,
+                    f"dec.{i}.norm3.std": std, f"dec.{i}.norm3.out": y[:, None],
+                })  # fmt: skip
+        cache.t = t + 1
+        logits = self.out(y)  # (R, V)
+        return logits, cache, (_frozen(rec) if record else None)
+
+    def _attention(self, Q, K, V, mask, y, W_O, norm, record, name="self", norm_name="norm1"):
+        """softmax(Q Kᵀ / sqrt(d_k) + mask) V, W_O, then Add & Norm. K arrives transposed: (R, H, d_k, Tk)."""
+        R, H, _, d_k = Q.shape
+        scores = (Q @ K) * self.inv_sqrt_dk  # (R, H, 1, Tk)
+        masked = scores if mask is None else scores + mask
+        weights = _softmax(masked)  # (R, H, 1, Tk)
+        context = weights @ V  # (R, H, 1, d_k)
+        concat = context.reshape(R, H * d_k)  # heads side by side: one query, so no transpose is needed
+        out = W_O(concat)  # (R, D)
+        residual = y + out
+        y, mean, std = self._norm(residual, norm)
+        if not record:
+            return out, y, None
+        Tk = scores.shape[-1]
+        full_mask = np.zeros_like(scores) if mask is None else np.broadcast_to(mask, scores.shape).copy()
+        rec = {
+            "Q": Q, "K": np.broadcast_to(K.swapaxes(-1, -2), (R, H, Tk, d_k)).copy(),
+            "V": np.broadcast_to(V, (R, H, Tk, d_k)).copy(), "scores": scores, "mask": full_mask,
+            "masked_scores": masked if mask is not None else scores.copy(), "weights": weights, "context": context,
+            "concat": concat[:, None], "out": out[:, None],
+        }  # fmt: skip
+        rec = {f"{name}.{k}": v for k, v in rec.items()}
+        rec.update({f"{norm_name}.residual": residual[:, None], f"{norm_name}.mean": mean, f"{norm_name}.std": std,
+                    f"{norm_name}.out": y[:, None]})  # fmt: skip
+        return out, y, rec
