@@ -107,11 +107,13 @@ def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
         "greedy_traced": DecodeOptions(strategy="greedy", max_len=NEW_TOKENS, record=True),
         "beam_traced": DecodeOptions(strategy="beam", beam=BEAM, max_len=NEW_TOKENS, record=True),
     }.items():
+        use_threads(threads, single_row=name.startswith("greedy"))  # as the CLI: see use_threads
         ms, out = median_ms(lambda o=opts: decode(model, src, o, lean), runs, warmup)
         res[name], res[f"{name}_tokens"] = ms, len(out.ids)
 
     # one KV-cached decoder step as untraced decoding runs it (LeanDecoder.step, batch 1) with STEP_EARLY or
     # STEP_LATE positions cached
+    use_threads(threads, single_row=True)
     with torch.inference_mode():
         memory, src_mask, _ = model.encode(torch.tensor([src]))
         cache, token, fed = lean.start(memory, src_mask), cfg.decoder_start_id, {}
@@ -128,6 +130,7 @@ def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
         res[f"step{t}"], _ = median_ms(lambda t=t: step_at(t), max(runs, 50) * 5, 10)
 
     # full teacher-forced trace against the untraced forward pass on the same shapes
+    use_threads(threads)
     target = source_ids(cfg.vocab_size, seed=2)[:-1] * 3  # 42 ids; the trace appends nothing to the target
     target = target[:NEW_TOKENS]
     s, y = torch.tensor([src]), torch.tensor([[cfg.decoder_start_id, *target]])

@@ -174,6 +174,7 @@ def worker_ours(work: Path, job: dict, threads: int, record: bool) -> dict:
         "greedy": DecodeOptions(strategy="greedy", max_len=job["max_new"], record=record),
         "beam": DecodeOptions(strategy="beam", beam=BEAM, max_len=job["max_new"], record=record),
     }.items():
+        use_threads(threads, single_row=name == "greedy")  # as the CLI: see use_threads
         res[name] = time_each(lambda s, o=opts: list(decode(model, s, o, lean).ids), job["src"])
     return res
 

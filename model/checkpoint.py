@@ -93,30 +93,33 @@ def count_parameters(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def use_threads(n: int) -> int:
-    """Run torch on ``n`` threads, and numpy's BLAS, which does single-row products (transformer.linear), on one:
-    its threads and torch's would spin against each other on the same cores (at 2 + 2 threads on this
-    2-core machine a greedy step took 8 ms instead of 1.6)."""
+def use_threads(n: int, single_row: bool = False) -> int:
+    """Share ``n`` threads between torch and numpy's BLAS. Never both on several threads: each pool's idle
+    threads spin, and on this 2-core machine 2 + 2 threads made a greedy step 8 ms instead of 1.6.
+
+    - default: torch on ``n`` (the encoder, and oneDNN's products for several rows: beam search, batched
+      greedy), BLAS on one;
+    - ``single_row`` (greedy or sampled decoding of one sentence): torch on one, BLAS on ``n``, since such a
+      step is numpy's matrix-vector products (lean.LeanDecoder). On 2 threads here a greedy step took
+      0.83 ms this way against 1.02 ms the default way (60 Multi30k sentences)."""
     import numpy  # noqa: F401  (loaded, so threadpoolctl finds its BLAS)
     from threadpoolctl import threadpool_limits
 
     n = max(1, n)
-    torch.set_num_threads(n)
-    threadpool_limits(1, user_api="blas")
+    torch.set_num_threads(1 if single_row else n)
+    threadpool_limits(n if single_row else 1, user_api="blas")
     return n
 
 
-def set_threads(default: int = 1) -> int:
+def set_threads(default: int = 1, single_row: bool = False) -> int:
     """Set the thread count (use_threads): DECODER_LENS_THREADS, else ``default``.
 
-    The CLI asks for 2: beam search and batched greedy decoding gain from the second core
-    (benchmarks/decode.py, two runs: beam 5 66-71 vs 79-81 ms), while for one greedy sentence the two
-    are within this machine's noise (54-66 vs 57-64 ms). The app keeps 1, as one server decodes for
-    several browser sessions at once and 2 threads each would oversubscribe the cores."""
+    The CLI asks for 2. The app keeps 1, as one server decodes for several browser sessions at once
+    and 2 threads each would oversubscribe the cores."""
     import os
 
     try:
         n = int(os.environ.get("DECODER_LENS_THREADS", default))
     except ValueError:
         n = default
-    return use_threads(n)
+    return use_threads(n, single_row)

@@ -119,6 +119,7 @@ def cmd_translate(a: argparse.Namespace) -> int:
     opts = options(a)
     lm = load_model_dir(a.model)
     if a.text is not None:
+        set_threads(2, single_row=opts.strategy != "beam")  # one sentence, one row per step
         lines = [a.text]
     else:
         src = sys.stdin if a.input == "-" else open(a.input, encoding="utf-8")  # noqa: SIM115

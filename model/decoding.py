@@ -194,59 +194,68 @@ def greedy_or_sample(model, lean, cache, src, opts, max_len, encoder) -> DecodeR
     return DecodeResult(tuple(src[0].tolist()), tuple(out), steps, [hyp], None, encoder)
 
 
+def top(x: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the n largest, largest first (ties: lower index first)."""
+    return np.argsort(-x, kind="stable")[:n]
+
+
 def beam_search(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult:
-    """transformers' vectorised beam search (batch of one), recording every step."""
+    """transformers' vectorised beam search (batch of one), recording every step. The bookkeeping of the 2k
+    candidates is numpy float32, as transformers' is torch float32: the same numbers, a few microseconds per
+    operation rather than several."""
     cfg, k, lp = model.cfg, opts.beam, opts.length_penalty
     n_return = min(opts.n_best or k, k)
+    f32 = np.float32
     seqs = [[] for _ in range(k)]  # running hypotheses, generated tokens only
     parents = [-1] * k
-    running = torch.full((k,), NEG)
+    running = np.full(k, NEG, f32)
     running[0] = 0.0
-    fin_scores = torch.full((k,), NEG)  # the n-best pool, as in transformers
+    fin_scores = np.full(k, NEG, f32)  # the n-best pool, as in transformers
     fin_logprobs = [NEG] * k
     fin_seqs: list[list[int]] = [[] for _ in range(k)]
-    fin_done = torch.zeros(k, dtype=torch.bool)
+    fin_done = np.zeros(k, dtype=bool)
     unsatisfied = True
-    tokens = torch.full((k, 1), cfg.decoder_start_id, dtype=torch.long)
+    first_k = np.arange(2 * k) < k
+    tokens = np.full(k, cfg.decoder_start_id)
     if opts.record:  # the record shows every row, identical ones included
         cache = cache.select([0] * k)
     steps, beam_steps = [], []
     for t in range(max_len):
         if t == 0 and not opts.record:  # the k rows start identical: compute one row and repeat it
-            logits, cache, rec = lean.step(tokens[:1, 0].numpy(), cache)
+            logits, cache, rec = lean.step(tokens[:1], cache)
             logits, cache = torch.from_numpy(logits).expand(k, -1), cache.select([0] * k)
         else:
-            logits, cache, rec = lean.step(tokens[:, 0].numpy(), cache, opts.record)
+            logits, cache, rec = lean.step(tokens, cache, opts.record)
             logits = torch.from_numpy(logits)  # (k, V)
         logp = suppress(F.log_softmax(logits.float(), dim=-1), model)  # (k, V)
         V = logp.shape[-1]
         forced = t < len(opts.prefix)
         if forced:
             forced_tok = int(opts.prefix[t])
-            forced_lp = logp[:, forced_tok] + running
-            cand_lp = torch.cat([forced_lp, torch.full((k,), NEG * 2)])
-            cand_rows = torch.cat([torch.arange(k), torch.zeros(k, dtype=torch.long)])
-            cand_tok = torch.full((2 * k,), forced_tok)
+            cand_lp = np.concatenate([logp[:, forced_tok].numpy() + running, np.full(k, NEG * 2, f32)])
+            cand_rows = np.concatenate([np.arange(k), np.zeros(k, dtype=np.int64)])
+            cand_tok = np.full(2 * k, forced_tok)
         else:
             # the best 2k of all k·V continuations are among each row's best 2k (running is per row); two
             # small top-k's are several times faster than one over k·V, whose speed depends on the values
-            row_lp, row_tok = logp.topk(min(2 * k, V), dim=-1)  # (k, 2k)
-            cand_lp, idx = (row_lp + running[:, None]).reshape(-1).topk(2 * k)  # (2k,)
-            cand_rows, cand_tok = idx // row_lp.shape[1], row_tok.reshape(-1)[idx]
+            row_lp, row_tok = (x.numpy() for x in logp.topk(min(2 * k, V), dim=-1))  # (k, 2k)
+            flat = (row_lp + running[:, None]).reshape(-1)
+            idx = top(flat, 2 * k)  # (2k,)
+            cand_lp, cand_rows, cand_tok = flat[idx], idx // row_lp.shape[1], row_tok.reshape(-1)[idx]
         hits = (cand_tok == cfg.eos_id) | (t + 1 >= max_len)  # (2k,)
         # next running beams: best k candidates that did not just finish
-        open_lp = cand_lp + hits.float() * NEG  # (2k,)
-        keep = open_lp.topk(k).indices
+        open_lp = cand_lp + hits.astype(f32) * NEG  # (2k,)
+        keep = top(open_lp, k)
         # candidates that finished inside the top k go to the n-best pool
-        just_done = hits & (torch.arange(2 * k) < k)
+        just_done = hits & first_k
         fin_cand = cand_lp / (t + 1) ** lp
-        fin_cand = fin_cand + (0.0 if unsatisfied else NEG) + (~just_done).float() * NEG
-        merged = torch.cat([fin_scores, fin_cand])
-        best = merged.topk(k).indices
+        fin_cand = fin_cand + (0.0 if unsatisfied else NEG) + (~just_done).astype(f32) * NEG
+        merged = np.concatenate([fin_scores, fin_cand])
+        best = top(merged, k)
         rows_l, tok_l, best_l = cand_rows.tolist(), cand_tok.tolist(), best.tolist()
         all_seqs = fin_seqs + [seqs[r] + [tok] for r, tok in zip(rows_l, tok_l)]
         all_lp = fin_logprobs + cand_lp.tolist()
-        all_done = torch.cat([fin_done, just_done])
+        all_done = np.concatenate([fin_done, just_done])
         fin_scores, fin_done = merged[best], all_done[best]
         fin_seqs = [all_seqs[i] for i in best_l]
         fin_logprobs = [all_lp[i] for i in best_l]
@@ -262,16 +271,16 @@ def beam_search(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult
             chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
             for r, tok in reversed(list(zip(rows_k, next_k))):
                 chosen[r] = tok
-            steps.append(Step(t, tokens[:, 0].numpy().copy(), chosen, forced, top_ids, top_lp, ent, rec))
+            steps.append(Step(t, tokens.copy(), chosen, forced, top_ids, top_lp, ent, rec))
         seqs = [seqs[r] + [tok] for r, tok in zip(rows_k, next_k)]
         parents = rows_k
         running = open_lp[keep]
-        cache = cache.select(rows.numpy())  # every row reads the same source: cross K, V are not copied
-        tokens = next_tok[:, None]
+        cache = cache.select(rows)  # every row reads the same source: cross K, V are not copied
+        tokens = next_tok
         # transformers' stopping rule (early_stopping=False)
         if unsatisfied:
             best_possible = running[0] / (t + 1) ** lp
-            worst = torch.where(fin_done, fin_scores.min(), torch.tensor(NEG))
+            worst = np.where(fin_done, fin_scores.min(), f32(NEG))
             unsatisfied = bool((best_possible > worst).any())
         if not unsatisfied or bool(hits.all()):
             break
