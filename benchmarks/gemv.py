@@ -10,11 +10,11 @@ in that order three ways and prints the median ms per step, the effective GB/s a
 difference from F.linear:
 
 - ``F.linear`` (PyTorch's MKL), what the modules use;
-- numpy's ``W @ x`` per row (OpenBLAS, one thread: ``model.checkpoint.use_threads`` keeps it there,
-  as its threads and torch's would compete for the same cores), what ``model.transformer.linear`` uses
-  for a single row;
-- oneDNN with weights prepacked once (``torch.ops.mkldnn``), what ``model.transformer.PackedWeights``
-  uses for several rows.
+- numpy's ``W @ x`` per row (OpenBLAS on one thread, as its threads and torch's would compete for
+  the same cores), what ``model.transformer.linear`` uses for a single row (``model.lean`` multiplies
+  one row by the transposed, (in, out) layout, which measured faster still);
+- oneDNN with weights prepacked once (``torch.ops.mkldnn``), what ``model.lean.LeanDecoder`` uses for
+  several rows.
 
 On this machine's AMD CPU MKL is the slowest of the three for these shapes. Asserts nothing.
 """

@@ -115,10 +115,10 @@ def to_numpy(rec: dict[str, torch.Tensor], drop=("logits",)) -> dict[str, np.nda
 
 
 def suppress(logp: torch.Tensor, model: Transformer) -> torch.Tensor:
-    """Never generate <pad> or the decoder-start token (transformers: bad_words_ids=[[pad]])."""
+    """Never generate <pad> or the decoder-start token (transformers: bad_words_ids=[[pad]]). In place, through
+    numpy: torch's indexed assignment costs ~15 us a call, numpy's one."""
     cfg = model.cfg
-    for i in sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}):
-        logp[..., i] = float("-inf")
+    logp.numpy()[..., sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id})] = -np.inf
     return logp
 
 

@@ -61,15 +61,19 @@ class LeanCache:
         """Reorder or repeat the rows, as beam search does after each step. Reorders in place (the old order is
         copied out first), so this cache is the one to keep; cross K, V shared by every row are not copied."""
         rows, t = np.asarray(rows), self.t
-        if len(rows) == self.rows:
+        if len(rows) == self.rows:  # a beam step: only the rows that take another row's place are copied
             K, V = self.K, self.V
+            dest = np.flatnonzero(rows != np.arange(len(rows)))
         else:
             K = [np.empty((len(rows), *k.shape[1:]), np.float32) for k in self.K]
             V = [np.empty((len(rows), *v.shape[1:]), np.float32) for v in self.V]
-        for new, old in zip(K, self.K):
-            new[..., :t] = old[rows, :, :, :t]
-        for new, old in zip(V, self.V):
-            new[:, :, :t] = old[rows, :, :t]
+            dest = np.arange(len(rows))
+        if len(dest):
+            src = rows[dest]
+            for new, old in zip(K, self.K):
+                new[dest, ..., :t] = old[src, :, :, :t]
+            for new, old in zip(V, self.V):
+                new[dest, :, :t] = old[src, :, :t]
         shared = self.cross_K[0].shape[0] == 1
         cross_K = self.cross_K if shared else [c[rows] for c in self.cross_K]
         cross_V = self.cross_V if shared else [c[rows] for c in self.cross_V]
@@ -91,7 +95,7 @@ class _Linear:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:  # (R, in) -> (R, out)
         if x.shape[0] > 1 and self.packed is not None:
-            x_t = torch.from_numpy(np.ascontiguousarray(x))
+            x_t = torch.from_numpy(x if x.flags.c_contiguous else np.ascontiguousarray(x))
             return torch.ops.mkldnn._linear_pointwise(x_t, self.packed, self.b_t, "none", [], "").numpy()
         y = x @ self.W
         if self.b is not None:

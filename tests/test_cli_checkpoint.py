@@ -118,3 +118,18 @@ def test_module_entry_point_without_bundled_model_or_with_it():
     assert p.returncode == 0 and "--beam" in p.stdout
     p = subprocess.run([sys.executable, "-m", "model", "lesson", "--json"], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0 and json.loads(p.stdout)["stages"]
+
+
+def test_use_threads_never_gives_both_pools_several_threads():
+    """torch and numpy's BLAS must not both spin on several threads; one-row decoding gives BLAS the threads."""
+    code = (
+        "import json, torch; from threadpoolctl import threadpool_info; from model.checkpoint import use_threads\n"
+        "out = []\n"
+        "for single in (False, True):\n"
+        "    use_threads(2, single_row=single)\n"
+        "    blas = {i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}\n"
+        "    out.append([torch.get_num_threads(), sorted(blas)])\n"
+        "print(json.dumps(out))\n"
+    )  # a fresh process: thread pools are process-wide
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(run.stdout) == [[2, [1]], [1, [2]]]
