@@ -11,8 +11,8 @@ difference from F.linear:
 
 - ``F.linear`` (PyTorch's MKL), what the modules use;
 - numpy's ``W @ x`` per row (OpenBLAS on one thread, as its threads and torch's would compete for
-  the same cores), what ``model.transformer.linear`` uses for a single row (``model.lean`` multiplies
-  one row by the transposed, (in, out) layout, which measured faster still);
+  the same cores); ``model.lean.LeanDecoder`` multiplies a single row this way, by the transposed,
+  (in, out) layout, which measured faster still;
 - oneDNN with weights prepacked once (``torch.ops.mkldnn``), what ``model.lean.LeanDecoder`` uses for
   several rows.
 

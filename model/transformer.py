@@ -40,19 +40,6 @@ def sinusoidal_table(n_pos: int, d_model: int, layout: str = "interleaved") -> T
     return pe.float()
 
 
-def linear(x: Tensor, W: Tensor, b: Tensor | None = None) -> Tensor:
-    """x Wᵀ + b (F.linear). A single row outside autograd (a greedy or sampling step) goes through numpy's
-    BLAS (OpenBLAS) as a matrix-vector product: PyTorch's MKL streams the weights 1.5-2x slower for one
-    row on AMD CPUs like this machine's, and such a step is little but ~20 of them (benchmarks/gemv.py).
-    Threads: checkpoint.use_threads sets both libraries' counts."""
-    if x.numel() != x.shape[-1] or torch.is_grad_enabled() or x.dtype != torch.float32 or x.device.type != "cpu":
-        return F.linear(x, W, b)
-    y = W.detach().numpy() @ x.reshape(-1).numpy()  # (out,)
-    if b is not None:
-        y += b.detach().numpy()
-    return torch.from_numpy(y).view(*x.shape[:-1], -1)
-
-
 def prefixed(prefix: str, rec: Record | None) -> Record:
     return {f"{prefix}.{k}": v for k, v in rec.items()} if rec else {}
 
@@ -94,7 +81,7 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
 
     def project_kv(self, x_kv: Tensor) -> tuple[Tensor, Tensor]:
-        K, V = (linear(x_kv, W.weight, W.bias) for W in (self.W_K, self.W_V))
+        K, V = self.W_K(x_kv), self.W_V(x_kv)
         return self.split(K), self.split(V)  # (B, H, Tk, d_k) each
 
     def forward(
@@ -106,17 +93,17 @@ class MultiHeadAttention(nn.Module):
         record: bool = False,
     ) -> tuple[Tensor, Record | None]:
         B, Tq, D = x_q.shape
-        Q = self.split(linear(x_q, self.W_Q.weight, self.W_Q.bias))  # (B, H, Tq, d_k)
+        Q = self.split(self.W_Q(x_q))  # (B, H, Tq, d_k)
         if not record:
             context = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)  # (B, H, Tq, d_k)
-            return linear(context.transpose(1, 2).reshape(B, Tq, D), self.W_O.weight, self.W_O.bias), None
+            return self.W_O(context.transpose(1, 2).reshape(B, Tq, D)), None
         scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, Tq, Tk)
         full_mask = torch.zeros_like(scores) if mask is None else mask.expand_as(scores)
         masked_scores = scores + full_mask  # (B, H, Tq, Tk)
         weights = masked_scores.softmax(dim=-1)  # (B, H, Tq, Tk)
         context = weights @ V  # (B, H, Tq, d_k)
         concat = context.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
-        out = linear(concat, self.W_O.weight, self.W_O.bias)  # (B, Tq, D)
+        out = self.W_O(concat)  # (B, Tq, D)
         rec = {
             "Q": Q, "K": K, "V": V, "scores": scores, "mask": full_mask, "masked_scores": masked_scores,
             "weights": weights, "context": context, "concat": concat, "out": out,
@@ -153,8 +140,8 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, record: bool = False) -> tuple[Tensor, Record | None]:
-        hidden = self.act(linear(x, self.W_1.weight, self.W_1.bias))  # (B, T, d_ff)
-        out = linear(self.dropout(hidden), self.W_2.weight, self.W_2.bias)  # (B, T, D)
+        hidden = self.act(self.W_1(x))  # (B, T, d_ff)
+        out = self.W_2(self.dropout(hidden))  # (B, T, D)
         return out, ({"hidden": hidden, "out": out} if record else None)
 
 
@@ -280,13 +267,7 @@ class Transformer(nn.Module):
 
     def logits(self, y: Tensor) -> Tensor:
         W = self.embed.weight if self.out_proj is None else self.out_proj.weight  # (V, D)
-        B, T, D = y.shape
-        if B * T == 1:
-            logits = linear(y, W)  # (1, 1, V): one matrix-vector product
-        elif B * T <= 16:  # decoding steps: W @ yᵀ streams W row by row; beam steps measured ~15% faster
-            logits = (W @ y.reshape(B * T, D).T).T.contiguous().view(B, T, -1)  # (B, T, V); topk wants rows
-        else:
-            logits = y @ W.T  # (B, T, V)
+        logits = y @ W.T  # (B, T, V)
         return logits if self.final_logits_bias is None else logits + self.final_logits_bias
 
     def decode(

@@ -15,7 +15,7 @@ from model import ModelConfig
 from model.decoding import DecodeOptions, decode, filter_logits, greedy_batch, to_numpy, translate_batch
 from model.lean import LeanDecoder
 from model.trace import teacher_forced_trace
-from model.transformer import causal_mask, linear, sinusoidal_table
+from model.transformer import causal_mask, sinusoidal_table
 
 from .conftest import make_model
 
@@ -207,21 +207,6 @@ def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
     for k, old in zip(a.K, before):
         np.testing.assert_array_equal(k[..., : a.t], old[[2, 0]])
     assert a.cross_K[0].shape[0] == 1  # one source: its cross K, V are shared, not copied per row
-
-
-def test_single_row_linear_matches_f_linear_and_keeps_autograd():
-    """transformer.linear sends one row outside autograd to numpy's BLAS; it must give F.linear's numbers."""
-    g = torch.Generator().manual_seed(0)
-    W, b = torch.randn(300, 64, generator=g), torch.randn(300, generator=g)
-    for x in (torch.randn(1, 1, 64, generator=g), torch.randn(64, generator=g), torch.randn(2, 3, 64, generator=g)):
-        with torch.inference_mode():
-            y = linear(x, W, b)
-            assert y.shape == (*x.shape[:-1], 300)
-            torch.testing.assert_close(y, F.linear(x, W, b), atol=1e-5, rtol=1e-6)
-            torch.testing.assert_close(linear(x, W), F.linear(x, W), atol=1e-5, rtol=1e-6)
-    W.requires_grad_(True)  # training: the same call stays differentiable
-    linear(torch.randn(1, 1, 64), W, b).sum().backward()
-    assert W.grad is not None and W.grad.abs().sum() > 0
 
 
 def test_decodings_are_the_same_with_a_shared_lean_decoder(tiny_model, tiny_tokenizer):
