@@ -83,13 +83,15 @@ class LeanCache:
 
 class _Linear:
     """x W + b for rows x: numpy's BLAS for one row, oneDNN with prepacked weights for several (~1.75x MKL for
-    a 5-row beam step here, benchmarks/gemv.py), numpy when PyTorch has no oneDNN."""
+    a 5-row beam step here, benchmarks/gemv.py). Small matrices stay with numpy: below ~0.2 M weights the
+    oneDNN call costs more than the product (5 rows × 256×256: 9 us numpy, 22 us oneDNN on 2 threads; 768×256:
+    25 vs 29 us; 1024×256: 121 vs 34 us). numpy too when PyTorch has no oneDNN."""
 
-    def __init__(self, W: torch.Tensor, b: torch.Tensor | None, rows: int):
+    def __init__(self, W: torch.Tensor, b: torch.Tensor | None, rows: int, pack_min: int):
         self.W = np.ascontiguousarray(_np(W).T)  # (in, out)
         self.b = None if b is None else _np(b).copy()
         self.packed = None
-        if rows > 1 and torch.backends.mkldnn.is_available():
+        if rows > 1 and W.numel() >= pack_min and torch.backends.mkldnn.is_available():
             self.packed = torch.ops.mkldnn._reorder_linear_weight(W.detach().float().contiguous(), rows)
             self.b_t = None if b is None else torch.from_numpy(self.b)
 
@@ -110,9 +112,10 @@ def _fused(*linears: torch.nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
 class LeanDecoder:
     """The model's decoder as numpy arrays, for step-by-step decoding. Build it once per loaded model (~20 ms
     for this project's model; it copies the decoder weights, ~20 MB) and reuse it; ``rows`` is the number of
-    rows steps will usually have (the beam width), for oneDNN's prepacking."""
+    rows steps will usually have (the beam width), for oneDNN's prepacking; ``pack_min`` the fewest weights a
+    matrix needs to be prepacked (see _Linear; 0 packs all, as the tests do on their tiny models)."""
 
-    def __init__(self, model: Transformer, rows: int = 1):
+    def __init__(self, model: Transformer, rows: int = 1, pack_min: int = 200_000):
         cfg = self.cfg = model.cfg
         self.H, self.d_k, self.D = cfg.n_heads, cfg.d_k, cfg.d_model
         with torch.no_grad():
@@ -123,17 +126,17 @@ class LeanDecoder:
             for layer in model.decoder_layers:
                 sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
                 self.layers.append({
-                    "qkv": _Linear(*_fused(sa.W_Q, sa.W_K, sa.W_V), rows),  # (D, 3D): one product for Q, K, V
-                    "o": _Linear(sa.W_O.weight, sa.W_O.bias, rows),
-                    "cq": _Linear(ca.W_Q.weight, ca.W_Q.bias, rows),
-                    "ckv": _Linear(*_fused(ca.W_K, ca.W_V), 1),  # on the source, once per sentence
-                    "co": _Linear(ca.W_O.weight, ca.W_O.bias, rows),
-                    "w1": _Linear(ffn.W_1.weight, ffn.W_1.bias, rows),
-                    "w2": _Linear(ffn.W_2.weight, ffn.W_2.bias, rows),
+                    "qkv": _Linear(*_fused(sa.W_Q, sa.W_K, sa.W_V), rows, pack_min),  # (D, 3D): one product for Q, K, V
+                    "o": _Linear(sa.W_O.weight, sa.W_O.bias, rows, pack_min),
+                    "cq": _Linear(ca.W_Q.weight, ca.W_Q.bias, rows, pack_min),
+                    "ckv": _Linear(*_fused(ca.W_K, ca.W_V), 1, pack_min),  # on the source, once per sentence
+                    "co": _Linear(ca.W_O.weight, ca.W_O.bias, rows, pack_min),
+                    "w1": _Linear(ffn.W_1.weight, ffn.W_1.bias, rows, pack_min),
+                    "w2": _Linear(ffn.W_2.weight, ffn.W_2.bias, rows, pack_min),
                     "norms": [(_np(n.norm.weight), _np(n.norm.bias)) for n in (layer.norm1, layer.norm2, layer.norm3)],
                 })  # fmt: skip
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
-            self.out = _Linear(W_out, model.final_logits_bias, rows)  # (D, V)
+            self.out = _Linear(W_out, model.final_logits_bias, rows, pack_min)  # (D, V)
         self.eps, self.inv_D = np.float32(cfg.layer_norm_eps), np.float32(1.0 / cfg.d_model)
         self.inv_sqrt_dk = np.float32(1.0 / np.sqrt(self.d_k))
         self.act = cfg.activation

@@ -157,7 +157,8 @@ def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, ro
     """LeanDecoder.step (numpy) gives Transformer.decode()'s logits and every recorded stage, key for key and shape for
     shape, for two rows with source padding, and keeps earlier cache entries bit for bit."""
     model = _biased_model(tiny_tokenizer, **overrides)
-    lean = LeanDecoder(model, rows=rows_hint)
+    lean = LeanDecoder(model, rows=rows_hint, pack_min=0)
+    assert (lean.out.packed is not None) == (rows_hint > 1)  # the oneDNN path is the one under test
     texts = ["I am a student.", "The cat is sleeping on the sofa."]
     srcs = [src_ids(tiny_tokenizer, model, t) for t in texts]
     src = torch.full((2, max(map(len, srcs))), model.cfg.pad_id)
@@ -193,7 +194,7 @@ def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, ro
 def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
     """Without a record the step's logits are the same; select() reorders and repeats rows as index_select would."""
     model = _biased_model(tiny_tokenizer)
-    lean = LeanDecoder(model, rows=3)
+    lean = LeanDecoder(model, rows=3, pack_min=0)
     src = torch.tensor([src_ids(tiny_tokenizer, model, "I am a student.")])
     with torch.no_grad():
         memory, mask, _ = model.encode(src)
@@ -211,7 +212,7 @@ def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
 
 def test_decodings_are_the_same_with_a_shared_lean_decoder(tiny_model, tiny_tokenizer):
     """A LeanDecoder built once and reused (as the CLI and the app do) gives what decode() builds on its own."""
-    lean = LeanDecoder(tiny_model, rows=4)
+    lean = LeanDecoder(tiny_model, rows=4, pack_min=0)
     srcs = [src_ids(tiny_tokenizer, tiny_model, t) for t in ("I am a student.", "Hello world.", SRC)]
     assert greedy_batch(tiny_model, srcs, 12, lean) == greedy_batch(tiny_model, srcs, 12)
     for opts in (DecodeOptions(strategy="beam", beam=4, max_len=15), DecodeOptions(max_len=15, record=True)):

@@ -205,7 +205,8 @@ def test_beam_matches_generate(hf, ours, length_penalty):
     model, hf_tok = hf
     cfg, k = ours.cfg, 4
     assert torch.backends.mkldnn.is_available()  # the pinned CPU wheel has oneDNN: several-row steps use it
-    leans = (LeanDecoder(ours.model, rows=1), LeanDecoder(ours.model, rows=k))  # numpy / oneDNN products
+    leans = (LeanDecoder(ours.model, rows=1), LeanDecoder(ours.model, rows=k, pack_min=0))  # numpy / oneDNN products
+    assert leans[0].out.packed is None and leans[1].out.packed is not None
     endings = set()
     for source in SOURCES:
         src = src_ids(hf_tok, source)
