@@ -133,7 +133,8 @@ class LeanDecoder:
                     "co": _Linear(ca.W_O.weight, ca.W_O.bias, rows, pack_min),
                     "w1": _Linear(ffn.W_1.weight, ffn.W_1.bias, rows, pack_min),
                     "w2": _Linear(ffn.W_2.weight, ffn.W_2.bias, rows, pack_min),
-                    "norms": [(_np(n.norm.weight), _np(n.norm.bias)) for n in (layer.norm1, layer.norm2, layer.norm3)],
+                    "norms": [(_np(n.norm.weight).copy(), _np(n.norm.bias).copy())
+                              for n in (layer.norm1, layer.norm2, layer.norm3)],
                 })  # fmt: skip
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
             self.out = _Linear(W_out, model.final_logits_bias, rows, pack_min)  # (D, V)

@@ -210,6 +210,20 @@ def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
     assert a.cross_K[0].shape[0] == 1  # one source: its cross K, V are shared, not copied per row
 
 
+def test_lean_decoder_is_a_snapshot_of_the_weights(tiny_tokenizer):
+    """Training the model on after a LeanDecoder was built (e.g. between evaluations) must not half-change it."""
+    model = _biased_model(tiny_tokenizer)
+    lean = LeanDecoder(model, rows=2, pack_min=0)
+    src = torch.tensor([src_ids(tiny_tokenizer, model, "I am a student.")])
+    with torch.no_grad():
+        memory, mask, _ = model.encode(src)
+        before, _, _ = lean.step([1, 1], lean.start(memory, mask).select([0, 0]))
+        for p in model.parameters():
+            p.mul_(1.5)
+        after, _, _ = lean.step([1, 1], lean.start(memory, mask).select([0, 0]))
+    np.testing.assert_array_equal(after, before)
+
+
 def test_decodings_are_the_same_with_a_shared_lean_decoder(tiny_model, tiny_tokenizer):
     """A LeanDecoder built once and reused (as the CLI and the app do) gives what decode() builds on its own."""
     lean = LeanDecoder(tiny_model, rows=4, pack_min=0)
