@@ -191,13 +191,17 @@ def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, ro
             lean.step([1, 2, 3], cache)
 
 
+def _lean_on_one_source(tiny_tokenizer, rows: int):
+    model = _biased_model(tiny_tokenizer)
+    lean = LeanDecoder(model, rows=rows, pack_min=0)
+    with torch.no_grad():
+        memory, mask, _ = model.encode(torch.tensor([src_ids(tiny_tokenizer, model, "I am a student.")]))
+    return model, lean, memory, mask
+
+
 def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
     """Without a record the step's logits are the same; select() reorders and repeats rows as index_select would."""
-    model = _biased_model(tiny_tokenizer)
-    lean = LeanDecoder(model, rows=3, pack_min=0)
-    src = torch.tensor([src_ids(tiny_tokenizer, model, "I am a student.")])
-    with torch.no_grad():
-        memory, mask, _ = model.encode(src)
+    _, lean, memory, mask = _lean_on_one_source(tiny_tokenizer, rows=3)
     a, b = lean.start(memory, mask).select([0, 0, 0]), lean.start(memory, mask).select([0, 0, 0])
     for tok in ([1, 1, 1], [5, 9, 12], [7, 7, 30]):
         la, a, _ = lean.step(tok, a, record=True)
@@ -212,11 +216,8 @@ def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
 
 def test_lean_decoder_is_a_snapshot_of_the_weights(tiny_tokenizer):
     """Training the model on after a LeanDecoder was built (e.g. between evaluations) must not half-change it."""
-    model = _biased_model(tiny_tokenizer)
-    lean = LeanDecoder(model, rows=2, pack_min=0)
-    src = torch.tensor([src_ids(tiny_tokenizer, model, "I am a student.")])
+    model, lean, memory, mask = _lean_on_one_source(tiny_tokenizer, rows=2)
     with torch.no_grad():
-        memory, mask, _ = model.encode(src)
         before, _, _ = lean.step([1, 1], lean.start(memory, mask).select([0, 0]))
         for p in model.parameters():
             p.mul_(1.5)
