@@ -196,13 +196,15 @@ class LeanDecoder:
             cache.K[i][..., t] = qkv[:, D : 2 * D].reshape(R, H, d_k)
             cache.V[i][:, :, t] = qkv[:, 2 * D :].reshape(R, H, d_k)
             K, V = cache.K[i][..., : t + 1], cache.V[i][:, :, : t + 1]  # (R, H, d_k, t+1), (R, H, t+1, d_k)
-            # the newest query sees every cached key: the causal mask of this row is all zeros
-            a, y, r = self._attention(Q, K, V, None, y, w["o"], w["norms"][0], record)
+            # the newest query sees every cached key: the causal mask of this row is all zeros. Its K, V are
+            # copied into the record, as later steps write and reorder these buffers
+            y, r = self._attention(Q, K, V, None, y, w["o"], w["norms"][0], record, copy_kv=True)
             if record:
                 rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
             Q = w["cq"](y).reshape(R, H, 1, d_k)
-            a, y, r = self._attention(Q, cache.cross_K[i], cache.cross_V[i], mask, y, w["co"], w["norms"][1], record,
-                                      "cross", "norm2")  # fmt: skip
+            # the cross K, V never change after start(): the record holds views of them, not per-step copies
+            y, r = self._attention(Q, cache.cross_K[i], cache.cross_V[i], mask, y, w["co"], w["norms"][1], record,
+                                   copy_kv=False, name="cross", norm_name="norm2")  # fmt: skip
             if record:
                 rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
             hidden = self._act(w["w1"](y))  # (R, d_ff)
@@ -219,8 +221,9 @@ class LeanDecoder:
         logits = self.out(y)  # (R, V)
         return logits, cache, (_frozen(rec) if record else None)
 
-    def _attention(self, Q, K, V, mask, y, W_O, norm, record, name="self", norm_name="norm1"):
-        """softmax(Q Kᵀ / sqrt(d_k) + mask) V, W_O, then Add & Norm. K arrives transposed: (R, H, d_k, Tk)."""
+    def _attention(self, Q, K, V, mask, y, W_O, norm, record, copy_kv, name="self", norm_name="norm1"):
+        """softmax(Q Kᵀ / sqrt(d_k) + mask) V, W_O, then Add & Norm: the new y and (with ``record``) the stages.
+        K arrives transposed: (R or 1, H, d_k, Tk)."""
         R, H, _, d_k = Q.shape
         scores = (Q @ K) * self.inv_sqrt_dk  # (R, H, 1, Tk)
         masked = scores if mask is None else scores + mask
@@ -231,16 +234,16 @@ class LeanDecoder:
         residual = y + out
         y, mean, std = self._norm(residual, norm)
         if not record:
-            return out, y, None
+            return y, None
         Tk = scores.shape[-1]
-        full_mask = np.zeros_like(scores) if mask is None else np.broadcast_to(mask, scores.shape).copy()
+        K, V = np.broadcast_to(K.swapaxes(-1, -2), (R, H, Tk, d_k)), np.broadcast_to(V, (R, H, Tk, d_k))
+        full_mask = np.zeros_like(scores) if mask is None else np.broadcast_to(mask, scores.shape)
         rec = {
-            "Q": Q, "K": np.broadcast_to(K.swapaxes(-1, -2), (R, H, Tk, d_k)).copy(),
-            "V": np.broadcast_to(V, (R, H, Tk, d_k)).copy(), "scores": scores, "mask": full_mask,
-            "masked_scores": masked if mask is not None else scores.copy(), "weights": weights, "context": context,
+            "Q": Q, "K": K.copy() if copy_kv else K, "V": V.copy() if copy_kv else V, "scores": scores,
+            "mask": full_mask, "masked_scores": masked, "weights": weights, "context": context,
             "concat": concat[:, None], "out": out[:, None],
         }  # fmt: skip
         rec = {f"{name}.{k}": v for k, v in rec.items()}
         rec.update({f"{norm_name}.residual": residual[:, None], f"{norm_name}.mean": mean, f"{norm_name}.std": std,
                     f"{norm_name}.out": y[:, None]})  # fmt: skip
-        return out, y, rec
+        return y, rec

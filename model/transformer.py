@@ -168,12 +168,6 @@ class LayerCache(NamedTuple):
     cross_K: Tensor  # (B, H, S, d_k)
     cross_V: Tensor  # (B, H, S, d_k)
 
-    def select(self, index: Tensor, cross: bool = True) -> LayerCache:
-        """Reorder along the batch (beam) axis; ``cross=False`` keeps cross K, V as they are (identical rows)."""
-        if not cross:
-            return self._replace(self_K=self.self_K.index_select(0, index), self_V=self.self_V.index_select(0, index))
-        return LayerCache(*(t.index_select(0, index) for t in self))
-
 
 class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):

@@ -203,10 +203,15 @@ def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
     """Without a record the step's logits are the same; select() reorders and repeats rows as index_select would."""
     _, lean, memory, mask = _lean_on_one_source(tiny_tokenizer, rows=3)
     a, b = lean.start(memory, mask).select([0, 0, 0]), lean.start(memory, mask).select([0, 0, 0])
+    recs = []
     for tok in ([1, 1, 1], [5, 9, 12], [7, 7, 30]):
-        la, a, _ = lean.step(tok, a, record=True)
+        la, a, rec = lean.step(tok, a, record=True)
         lb, b, _ = lean.step(tok, b)
         np.testing.assert_array_equal(la, lb)
+        recs.append(rec)
+    # the unchanging cross K, V are recorded as views of one array; the self K, V as copies (their buffers move)
+    assert np.shares_memory(recs[0]["dec.0.cross.K"], recs[-1]["dec.0.cross.K"])
+    assert not np.shares_memory(recs[-1]["dec.0.self.K"], a.K[0])
     before = [k[..., : a.t].copy() for k in a.K]
     a = a.select([2, 0])  # fewer rows, reordered
     for k, old in zip(a.K, before):
