@@ -65,9 +65,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--model-max-len", type=int, default=128)
     # optimisation
     p.add_argument("--max-len", type=int, default=64, help="drop training pairs longer than this (tokens)")
+    p.add_argument("--multi30k-repeat", type=int, default=1,
+                   help="each epoch sees every Multi30k training pair this many times (Tatoeba's once)")  # fmt: skip
     p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=800)
+    p.add_argument("--cooldown", type=float, default=0.0,
+                   help="fraction of --minutes at the end over which the learning rate falls linearly to 0 "
+                        "(0: none, the inverse-sqrt decay to the end)")  # fmt: skip
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--clip", type=float, default=1.0)
@@ -102,6 +107,14 @@ def lr_at(step: int, peak: float, warmup: int) -> float:
     """Linear warm-up to ``peak`` at ``warmup`` steps, then peak * sqrt(warmup / step)."""
     step = max(step, 1)
     return peak * min(step / warmup, math.sqrt(warmup / step))
+
+
+def cooldown_factor(elapsed: float, end: float, cooldown: float) -> float:
+    """1 until ``cooldown`` seconds before ``end``, then linearly down to 0 at ``end``. The budget is wall-clock
+    time, so the decay is too: the run ends at a learning rate near 0 however many steps it managed."""
+    if cooldown <= 0:
+        return 1.0
+    return min(1.0, max(0.0, (end - elapsed) / cooldown))
 
 
 # ----------------------------------------------------------------------------- greedy decoding
@@ -274,9 +287,13 @@ def main(argv=None) -> dict:
     )  # fmt: skip
     log(f"model: {count_parameters(model):,} parameters, {json.dumps(cfg.__dict__)}")
 
-    # tokenize the training set once
+    # tokenize the training set once; Multi30k (the in-domain captions, last in corpora.train) may be repeated
     src_all = tokenizer.encode_batch([e for e, _ in corpora.train])
     tgt_all = tokenizer.encode_batch([f for _, f in corpora.train])
+    n_m30k = corpora.counts["multi30k_train_pairs"]
+    if args.multi30k_repeat > 1 and n_m30k:
+        src_all += src_all[-n_m30k:] * (args.multi30k_repeat - 1)
+        tgt_all += tgt_all[-n_m30k:] * (args.multi30k_repeat - 1)
     keep = [
         i for i in range(len(src_all)) if len(src_all[i]) + 1 <= args.max_len and len(tgt_all[i]) + 1 <= args.max_len
     ]
@@ -284,7 +301,10 @@ def main(argv=None) -> dict:
     tgt_all = [tgt_all[i] for i in keep]
     src_lens = [len(s) + 1 for s in src_all]
     tgt_lens = [len(t) + 1 for t in tgt_all]
-    log(f"training pairs: {len(keep):,} (≤ {args.max_len} tokens), {sum(src_lens) + sum(tgt_lens):,} tokens")
+    log(
+        f"training pairs: {len(keep):,} (≤ {args.max_len} tokens; Multi30k ×{args.multi30k_repeat}), "
+        f"{sum(src_lens) + sum(tgt_lens):,} tokens"
+    )
 
     validator = Validator(corpora, args.eval_sentences, args.seed)
     meta = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "best": -1.0, "history": []}
@@ -345,6 +365,7 @@ def main(argv=None) -> dict:
             src, tgt_in, labels = make_batch([src_all[i] for i in idx], [tgt_all[i] for i in idx], cfg, device)
             step = meta["step"] + 1
             lr = lr_at(step, args.lr, args.warmup)
+            lr *= cooldown_factor(elapsed(), budget - reserve, args.cooldown * budget)
             for g in opt.param_groups:
                 g["lr"] = lr
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
@@ -405,6 +426,7 @@ def main(argv=None) -> dict:
         "wall_minutes": round(elapsed() / 60, 2),
         "session_minutes": round((time.time() - t_start) / 60, 2),
         "parameters": count_parameters(model),
+        "training_pairs": len(src_all),
         "tatoeba_split_sha256": corpora.digest,
         "counts": corpora.counts,
         "history": history,

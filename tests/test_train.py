@@ -20,6 +20,7 @@ from model.data import (
     split_tatoeba,
     train_tokenizer,
 )
+from model.train import cooldown_factor
 from model.train import main as train_main
 
 EN_ADJ = {"red": "rouge", "big": "grand", "small": "petit", "old": "vieux", "blue": "bleu"}
@@ -92,6 +93,23 @@ def test_resume_continues_from_saved_step(data_dir, tmp_path, capsys):
     assert summary["steps"] == 10
     assert [h["step"] for h in summary["history"]] == [6, 10]
     assert json.loads((tmp_path / "state" / "train_state" / "state.json").read_text())["step"] == 10
+
+
+def test_multi30k_repeat_adds_its_pairs_again(data_dir, tmp_path):
+    once = run_train(data_dir, tmp_path / "a", "--max-steps", "1", "--eval-steps", "1", "--average", "1")
+    thrice = run_train(data_dir, tmp_path / "b", "--max-steps", "1", "--eval-steps", "1", "--average", "1",
+                       "--multi30k-repeat", "3")  # fmt: skip
+    n_m30k = once["counts"]["multi30k_train_pairs"]  # toy pairs are short: none dropped for length
+    assert n_m30k > 200
+    assert thrice["training_pairs"] == once["training_pairs"] + 2 * n_m30k
+
+
+def test_cooldown_takes_the_learning_rate_linearly_to_zero_at_the_end():
+    assert cooldown_factor(10.0, 100.0, 0.0) == 1.0  # off
+    assert cooldown_factor(50.0, 100.0, 20.0) == 1.0  # before the cooldown
+    assert cooldown_factor(90.0, 100.0, 20.0) == pytest.approx(0.5)
+    assert cooldown_factor(100.0, 100.0, 20.0) == 0.0
+    assert cooldown_factor(120.0, 100.0, 20.0) == 0.0  # past the end: never negative
 
 
 def test_corrupted_weights_are_refused(data_dir, tmp_path):
