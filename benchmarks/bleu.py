@@ -1,6 +1,10 @@
 """BLEU / chrF of a model directory on Multi30k test_2016_flickr, test_2017_flickr and the Tatoeba held-out test.
 
-    python benchmarks/bleu.py [--model DIR] [--limit N] [--beams 1,5] [--data DIR]
+    python benchmarks/bleu.py [--model DIR] [--limit N] [--beams 1,5] [--data DIR] [--split test|val]
+        [--length-penalty 1.0]
+
+``--split val`` scores the validation sets instead (Multi30k ``val``, Tatoeba validation split): the
+sets to choose between models or settings on, so that the test sets stay unseen by every choice.
 
 Scores are sacrebleu corpus BLEU (13a tokenizer, cased, on detokenized output) and chrF, with
 their signatures printed. The Tatoeba test is multi-reference: each held-out English sentence is
@@ -43,7 +47,7 @@ from model.data import (  # noqa: E402
 SANITY = list(EXAMPLES)  # the app's example sentences
 
 
-def get_translator():
+def get_translator(length_penalty: float = 1.0):
     """(translate(model, tokenizer, texts, beam) -> list[str], name)."""
     try:
         from model.decoding import translate_batch
@@ -57,7 +61,8 @@ def get_translator():
         def translate(model, tokenizer, texts, beam):
             if beam not in leans:
                 leans[beam] = LeanDecoder(model, rows=beam if beam > 1 else 32)
-            return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len, lean=leans[beam])
+            return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len, lean=leans[beam],
+                                   length_penalty=length_penalty)  # fmt: skip
 
         return translate, "model.decoding.translate_batch"
     from model.train import greedy_translate
@@ -81,16 +86,17 @@ def translate_all(translate, model, tokenizer, texts, beam, batch_size):
     return out
 
 
-def load_test_sets(data_dir: Path, limit: int | None):
+def load_test_sets(data_dir: Path, limit: int | None, split: str = "test"):
+    """{name: (sources, reference streams)}, the Tatoeba test split's digest and its number of English sentences.
+    ``split`` "val": Multi30k val and the Tatoeba validation split instead of the test sets."""
     sets = {}
-    for split in MULTI30K_TESTS:
-        pairs = load_multi30k_test(data_dir, split)[:limit]
-        sets[f"multi30k/{split}"] = ([en for en, _ in pairs], [[fr for _, fr in pairs]])
-    test = split_tatoeba(read_tatoeba(data_dir / TATOEBA_FILE), SPLIT_SEED)["test"]
-    digest = split_digest(test)
-    groups = group_by_source(test)[:limit]
-    sets["tatoeba/test"] = ([en for en, _ in groups], reference_streams(groups))
-    return sets, digest, len({en for en, _ in test})
+    for name in MULTI30K_TESTS if split == "test" else ("val",):
+        pairs = load_multi30k_test(data_dir, name)[:limit]
+        sets[f"multi30k/{name}"] = ([en for en, _ in pairs], [[fr for _, fr in pairs]])
+    tatoeba = split_tatoeba(read_tatoeba(data_dir / TATOEBA_FILE), SPLIT_SEED)
+    groups = group_by_source(tatoeba[split])[:limit]
+    sets[f"tatoeba/{split}"] = ([en for en, _ in groups], reference_streams(groups))
+    return sets, split_digest(tatoeba["test"]), len({en for en, _ in tatoeba[split]})
 
 
 def main(argv=None) -> dict:
@@ -104,17 +110,25 @@ def main(argv=None) -> dict:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
+    p.add_argument(
+        "--split",
+        choices=("test", "val"),
+        default="test",
+        help="val: the validation sets, to choose models and settings on (default: the test sets)",
+    )
+    p.add_argument("--length-penalty", type=float, default=1.0, help="beam search: score = logprob / length ** this")
     args = p.parse_args(argv)
     use_threads(args.threads)
 
     loaded = load_model_dir(args.model)
     model, tokenizer = loaded.model, loaded.tokenizer
-    translate, how = get_translator()
+    translate, how = get_translator(args.length_penalty)
     data_dir = args.data or default_data_dir()
-    sets, digest, n_tat = load_test_sets(data_dir, args.limit)
-    print(f"model {loaded.path} ({count_parameters(model):,} parameters); decoder: {how}")
-    print(f"tatoeba held-out test: {n_tat} English sentences, split sha256 {digest}; refs streams: "
-          f"{len(sets['tatoeba/test'][1])} (missing slots filled with the first reference)")  # fmt: skip
+    sets, digest, n_tat = load_test_sets(data_dir, args.limit, args.split)
+    print(f"model {loaded.path} ({count_parameters(model):,} parameters); decoder: {how}; "
+          f"length penalty {args.length_penalty:g}")  # fmt: skip
+    print(f"tatoeba held-out {args.split}: {n_tat} English sentences (test split sha256 {digest}); refs streams: "
+          f"{len(sets[f'tatoeba/{args.split}'][1])} (missing slots filled with the first reference)")  # fmt: skip
 
     rows, signatures = [], {}
     beams = [int(b) for b in args.beams.split(",") if b.strip()]
@@ -158,7 +172,8 @@ def main(argv=None) -> dict:
             for en, fr in zip(SANITY, outs):
                 print(f"  [{'greedy' if beam == 1 else f'beam {beam}'}] {en}  ->  {fr}")
     result = {"model": str(loaded.path), "decoder": how, "rows": rows, "signatures": signatures,
-              "tatoeba_split_sha256": digest, "sanity": sanity}  # fmt: skip
+              "tatoeba_split_sha256": digest, "sanity": sanity, "split": args.split,
+              "length_penalty": args.length_penalty}  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False))
     return result

@@ -347,8 +347,10 @@ def greedy_batch(
 
 
 def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int = 1, max_len: int = 128,
-                    batch_size: int = 32, lean: LeanDecoder | None = None) -> list[str]:  # fmt: skip
-    """Translate sentences: batched greedy when beam == 1, beam search per sentence otherwise."""
+                    batch_size: int = 32, lean: LeanDecoder | None = None,
+                    length_penalty: float = 1.0) -> list[str]:  # fmt: skip
+    """Translate sentences: batched greedy when beam == 1, beam search per sentence otherwise (``length_penalty``
+    as DecodeOptions')."""
     cfg = model.cfg
     lean = lean or LeanDecoder(model, rows=beam if beam > 1 else min(batch_size, len(texts)))
     srcs = [tokenizer.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts]
@@ -360,6 +362,6 @@ def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int =
             for i, out in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], max_len, lean)):
                 ids[i] = out
     else:
-        opts = DecodeOptions(strategy="beam", beam=beam, max_len=max_len)
+        opts = DecodeOptions(strategy="beam", beam=beam, max_len=max_len, length_penalty=length_penalty)
         ids = [list(decode(model, s, opts, lean).ids) for s in srcs]
     return [tokenizer.decode(i) for i in ids]

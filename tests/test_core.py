@@ -299,6 +299,20 @@ def test_batched_greedy_equals_single(tiny_model, tiny_tokenizer):
     assert translate_batch(tiny_model, tiny_tokenizer, texts, max_len=12) == [tiny_tokenizer.decode(o) for o in batch]
 
 
+def test_translate_batch_passes_the_length_penalty_to_beam_search(tiny_tokenizer):
+    tiny_model = make_model(tiny_tokenizer.vocab_size, final_logits_bias=True)
+    with torch.no_grad():  # </s> likely enough that hypotheses end at different lengths, where the penalty matters
+        tiny_model.final_logits_bias[tiny_model.cfg.eos_id] = 4.0
+    texts = ["I am a student.", "Hello world.", "The cat is sleeping on the sofa.", "I like pizza."]
+    by_lp = {}
+    for lp in (0.0, 3.0):
+        opts = DecodeOptions(strategy="beam", beam=3, max_len=12, length_penalty=lp)
+        by_lp[lp] = [tiny_tokenizer.decode(decode(tiny_model, src_ids(tiny_tokenizer, tiny_model, t), opts).ids)
+                     for t in texts]  # fmt: skip
+        assert translate_batch(tiny_model, tiny_tokenizer, texts, beam=3, max_len=12, length_penalty=lp) == by_lp[lp]
+    assert by_lp[0.0] != by_lp[3.0]  # the two penalties choose differently here, so the comparison can fail
+
+
 @pytest.mark.parametrize("d_model", [6, 7, 32])
 def test_positional_tables(d_model):
     inter, half = sinusoidal_table(20, d_model, "interleaved"), sinusoidal_table(20, d_model, "half")

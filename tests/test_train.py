@@ -112,6 +112,21 @@ def test_cooldown_takes_the_learning_rate_linearly_to_zero_at_the_end():
     assert cooldown_factor(120.0, 100.0, 20.0) == 0.0  # past the end: never negative
 
 
+def test_bleu_benchmark_scores_test_and_validation_sets(data_dir, tmp_path):
+    import benchmarks.bleu as bleu
+
+    run_train(data_dir, tmp_path, "--max-steps", "30", "--eval-steps", "30", "--average", "1")
+    for split, names in (("test", ["multi30k/test_2016_flickr", "multi30k/test_2017_flickr", "tatoeba/test"]),
+                         ("val", ["multi30k/val", "tatoeba/val"])):  # fmt: skip
+        res = bleu.main(["--model", str(tmp_path / "model"), "--data", str(data_dir), "--beams", "1,2",
+                         "--limit", "8", "--threads", "1", "--split", split, "--length-penalty", "0.5"])  # fmt: skip
+        assert [(r["set"], r["decode"]) for r in res["rows"]] == [(n, d) for d in ("greedy", "beam 2") for n in names]
+        assert all(0 < r["n"] <= 8 and 0 <= r["bleu"] <= 100 and 0 <= r["chrf"] <= 100 for r in res["rows"])
+        assert all(r["n"] == 8 for r in res["rows"] if r["set"].startswith("multi30k"))
+        assert res["signatures"]["BLEU"].startswith("nrefs:") and res["length_penalty"] == 0.5
+        assert len(res["sanity"][2]) == len(bleu.SANITY)
+
+
 def test_corrupted_weights_are_refused(data_dir, tmp_path):
     run_train(data_dir, tmp_path, "--max-steps", "2", "--eval-steps", "2", "--average", "1")
     weights = tmp_path / "model" / "model.safetensors"
