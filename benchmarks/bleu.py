@@ -13,8 +13,7 @@ so every sentence gets as many slots as the sentence with the most translations,
 slots are filled with copies of the sentence's first reference (duplicates change neither the
 clipped n-gram counts nor the closest reference length, so the score equals true multi-ref BLEU).
 
-Decoding uses ``model.decoding.translate_batch`` (greedy for beam 1, beam search otherwise) when
-it exists, else the batched greedy decoder of ``model.train`` (beam > 1 is then skipped).
+Decoding uses ``model.decoding.translate_batch`` (batched greedy for beam 1, beam search otherwise).
 """
 
 from __future__ import annotations
@@ -48,31 +47,20 @@ SANITY = list(EXAMPLES)  # the app's example sentences
 
 
 def get_translator(length_penalty: float = 1.0):
-    """(translate(model, tokenizer, texts, beam) -> list[str], name)."""
-    try:
-        from model.decoding import translate_batch
-    except ImportError:
-        translate_batch = None
-    if translate_batch is not None:
-        from model.lean import LeanDecoder
+    """(translate(model, tokenizer, texts, beam) -> list[str], name): translate_batch with one LeanDecoder per
+    beam width, built once, as the CLI does."""
+    from model.decoding import translate_batch
+    from model.lean import LeanDecoder
 
-        leans = {}  # per beam width: built once, as the CLI does
+    leans = {}
 
-        def translate(model, tokenizer, texts, beam):
-            if beam not in leans:
-                leans[beam] = LeanDecoder(model, rows=beam if beam > 1 else 32)
-            return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len, lean=leans[beam],
-                                   length_penalty=length_penalty)  # fmt: skip
+    def translate(model, tokenizer, texts, beam):
+        if beam not in leans:
+            leans[beam] = LeanDecoder(model, rows=beam if beam > 1 else 32)
+        return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len, lean=leans[beam],
+                               length_penalty=length_penalty)  # fmt: skip
 
-        return translate, "model.decoding.translate_batch"
-    from model.train import greedy_translate
-
-    def greedy_only(model, tokenizer, texts, beam):
-        if beam != 1:
-            raise NotImplementedError("beam search needs model.decoding.translate_batch")
-        return greedy_translate(model, tokenizer, texts)
-
-    return greedy_only, "model.train.greedy_translate (greedy only)"
+    return translate, "model.decoding.translate_batch"
 
 
 def translate_all(translate, model, tokenizer, texts, beam, batch_size):
@@ -86,7 +74,7 @@ def translate_all(translate, model, tokenizer, texts, beam, batch_size):
     return out
 
 
-def load_test_sets(data_dir: Path, limit: int | None, split: str = "test"):
+def load_eval_sets(data_dir: Path, limit: int | None, split: str = "test"):
     """{name: (sources, reference streams)}, the Tatoeba test split's digest and its number of English sentences.
     ``split`` "val": Multi30k val and the Tatoeba validation split instead of the test sets."""
     sets = {}
@@ -124,7 +112,7 @@ def main(argv=None) -> dict:
     model, tokenizer = loaded.model, loaded.tokenizer
     translate, how = get_translator(args.length_penalty)
     data_dir = args.data or default_data_dir()
-    sets, digest, n_tat = load_test_sets(data_dir, args.limit, args.split)
+    sets, digest, n_tat = load_eval_sets(data_dir, args.limit, args.split)
     print(f"model {loaded.path} ({count_parameters(model):,} parameters); decoder: {how}; "
           f"length penalty {args.length_penalty:g}")  # fmt: skip
     print(f"tatoeba held-out {args.split}: {n_tat} English sentences (test split sha256 {digest}); refs streams: "
@@ -136,11 +124,7 @@ def main(argv=None) -> dict:
         for beam in beams:
             for name, (srcs, refs) in sets.items():
                 t0 = time.time()
-                try:
-                    hyps = translate_all(translate, model, tokenizer, srcs, beam, max(1, args.batch_size // beam))
-                except NotImplementedError as e:
-                    print(f"skipping beam {beam}: {e}")
-                    break
+                hyps = translate_all(translate, model, tokenizer, srcs, beam, max(1, args.batch_size // beam))
                 dt = time.time() - t0
                 bleu, chrf = BLEU(), CHRF()
                 b, c = bleu.corpus_score(hyps, refs), chrf.corpus_score(hyps, refs)
@@ -164,11 +148,7 @@ def main(argv=None) -> dict:
         sanity = {}
         print("\nsanity sentences:")
         for beam in beams:
-            try:
-                outs = translate(model, tokenizer, SANITY, beam)
-            except NotImplementedError:
-                continue
-            sanity[beam] = outs
+            outs = sanity[beam] = translate(model, tokenizer, SANITY, beam)
             for en, fr in zip(SANITY, outs):
                 print(f"  [{'greedy' if beam == 1 else f'beam {beam}'}] {en}  ->  {fr}")
     result = {"model": str(loaded.path), "decoder": how, "rows": rows, "signatures": signatures,
