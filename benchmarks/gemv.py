@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
                     times[m].append(time.perf_counter() - t0)
             med = {m: statistics.median(ts) for m, ts in times.items()}
             for m, s in med.items():
-                print(f"{n:>7} {R:>4}  {m:<31}{s * 1000:>9.3f}{mb / 1024 / s:>8.1f}{diff[m]:>12.1e}")
+                print(f"{n:>7} {R:>4}  {m:<31}{s * 1000:>9.3f}{mb / 1024 / s:>8.3g}{diff[m]:>12.1e}")
             best[(n, R)] = min(med, key=med.get), med
     print()
     for (n, R), (m, med) in best.items():

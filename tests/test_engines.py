@@ -55,7 +55,7 @@ def test_decode_benchmark_smoke():
 def test_gemv_benchmark_smoke():
     out = run_script("gemv.py")
     names = r"PyTorch F\.linear \(MKL\)|numpy W @ x per row \(OpenBLAS\)|oneDNN, prepacked weights"
-    rows = re.findall(rf"^\s+([12])\s+([15])\s+({names})\s+([\d.]+)\s+([\d.]+)\s+([\d.e+-]+)$", out, re.M)
+    rows = re.findall(rf"^\s+([12])\s+([15])\s+({names})\s+([\d.]+)\s+([\d.e+-]+)\s+([\d.e+-]+)$", out, re.M)
     assert len(rows) == 12, out  # 2 thread counts x 2 row counts x 3 methods
     for *_, ms, gbs, diff in rows:
         assert float(ms) > 0 and float(gbs) > 0 and float(diff) < 1e-5, out  # the same products, faster or not
