@@ -1,5 +1,5 @@
 """The decoding benchmarks end to end on tiny random models: engines.py (export, CTranslate2 conversion,
-every engine), decode.py and gemv.py."""
+every engine), decode.py, gemv.py and step_profile.py."""
 
 from __future__ import annotations
 
@@ -33,9 +33,9 @@ def test_engines_smoke():
     assert out.stdout.count("PASS") + out.stdout.count("FAIL") == 3, out.stdout
 
 
-def run_script(name: str) -> str:
+def run_script(name: str, *args: str) -> str:
     script = SCRIPT.parent / name
-    out = subprocess.run([sys.executable, str(script), "--smoke"], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, str(script), "--smoke", *args], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 
@@ -60,3 +60,21 @@ def test_gemv_benchmark_smoke():
     for *_, ms, gbs, diff in rows:
         assert float(ms) > 0 and float(gbs) > 0 and float(diff) < 1e-5, out  # the same products, faster or not
     assert len(re.findall(r"^\[threads [12], rows [15]\] fastest: .+, [\d.]+x as fast as F\.linear$", out, re.M)) == 4
+
+
+def test_step_profile_smoke():
+    out = run_script("step_profile.py", "--pyinstrument")
+    labels = ["self-attention fused W_Q|W_K|W_V", "self-attention W_O", "cross-attention W_Q", "cross-attention W_O",
+              "FFN W_1", "FFN W_2", "output projection (tied embedding)"]  # fmt: skip
+    products = {
+        m[0]: [float(x) for x in m[1:]]
+        for m in re.findall(r"^(.+?)\s{2,}([\d.]+)\s+([\d.]+)\s+(\d+)%\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x$", out, re.M)
+    }
+    assert sorted(products) == sorted(labels), out
+    for calls, per_step, _, per_call, hot, ratio in products.values():
+        assert calls >= 1 and per_step > 0 and hot > 0 and abs(per_call * calls - per_step) < 0.2, out
+        assert abs(ratio - per_call / hot) < 0.1, out
+    shares = re.findall(r"^(?!step total).+?\s{2,}[\d.]+\s+[\d.]+\s+(\d+)%", out, re.M)
+    assert len(shares) == len(labels) + 4 and abs(sum(map(int, shares)) - 100) <= 6, out  # every part, rounded
+    assert re.search(r"^verdict: weight products take \d+% of a step", out, re.M), out
+    assert "beam_search" in out and "LeanDecoder.step" in out, out  # pyinstrument's call tree
