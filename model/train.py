@@ -70,6 +70,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=800)
+    p.add_argument("--decay", choices=["inverse-sqrt", "none"], default="inverse-sqrt",
+                   help="after the warm-up: peak * sqrt(warmup / step), or the peak held (warm-up, stable, then "
+                        "--cooldown)")  # fmt: skip
     p.add_argument("--cooldown", type=float, default=0.0,
                    help="fraction of --minutes at the end over which the learning rate falls linearly to 0 "
                         "(0: none, the inverse-sqrt decay to the end)")  # fmt: skip
@@ -103,10 +106,12 @@ def make_batch(src: list[list[int]], tgt: list[list[int]], cfg: ModelConfig, dev
     return src_t.to(device), tgt_in.to(device), labels.to(device)
 
 
-def lr_at(step: int, peak: float, warmup: int) -> float:
-    """Linear warm-up to ``peak`` at ``warmup`` steps, then peak * sqrt(warmup / step)."""
+def lr_at(step: int, peak: float, warmup: int, decay: str = "inverse-sqrt") -> float:
+    """Linear warm-up to ``peak`` at ``warmup`` steps, then peak * sqrt(warmup / step), or ``peak`` held."""
     step = max(step, 1)
-    return peak * min(step / warmup, math.sqrt(warmup / step))
+    if step < warmup or decay == "none":
+        return peak * min(step / warmup, 1.0)
+    return peak * math.sqrt(warmup / step)
 
 
 def cooldown_factor(elapsed: float, end: float, cooldown: float) -> float:
@@ -364,7 +369,7 @@ def main(argv=None) -> dict:
             idx = batches[meta["batch"]]
             src, tgt_in, labels = make_batch([src_all[i] for i in idx], [tgt_all[i] for i in idx], cfg, device)
             step = meta["step"] + 1
-            lr = lr_at(step, args.lr, args.warmup)
+            lr = lr_at(step, args.lr, args.warmup, args.decay)
             lr *= cooldown_factor(elapsed(), budget - reserve, args.cooldown * budget)
             for g in opt.param_groups:
                 g["lr"] = lr

@@ -20,7 +20,7 @@ from model.data import (
     split_tatoeba,
     train_tokenizer,
 )
-from model.train import cooldown_factor
+from model.train import cooldown_factor, lr_at
 from model.train import main as train_main
 
 EN_ADJ = {"red": "rouge", "big": "grand", "small": "petit", "old": "vieux", "blue": "bleu"}
@@ -110,6 +110,13 @@ def test_cooldown_takes_the_learning_rate_linearly_to_zero_at_the_end():
     assert cooldown_factor(90.0, 100.0, 20.0) == pytest.approx(0.5)
     assert cooldown_factor(100.0, 100.0, 20.0) == 0.0
     assert cooldown_factor(120.0, 100.0, 20.0) == 0.0  # past the end: never negative
+
+
+def test_learning_rate_warms_up_then_decays_or_holds():
+    assert lr_at(50, 1e-3, 100) == pytest.approx(5e-4) == lr_at(50, 1e-3, 100, "none")  # the same warm-up
+    assert lr_at(100, 1e-3, 100) == pytest.approx(1e-3)
+    assert lr_at(400, 1e-3, 100) == pytest.approx(5e-4)  # inverse square root
+    assert lr_at(400, 1e-3, 100, "none") == lr_at(10_000, 1e-3, 100, "none") == pytest.approx(1e-3)  # held
 
 
 def test_bleu_benchmark_scores_test_and_validation_sets(data_dir, tmp_path):
