@@ -195,8 +195,8 @@ class Outcome:
     output: str = ""
 
 
-class Hang(Exception):
-    pass
+class Hang(BaseException):
+    """Raised by the alarm; a BaseException so no `except Exception` in the code under test swallows it."""
 
 
 def _alarm(signum, frame):
@@ -227,8 +227,9 @@ def run_cli_inprocess(argv: list, timeout: float) -> tuple[int | str, str, str]:
 
     out, err = io.StringIO(), io.StringIO()
     old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
+        # armed inside the try: a short timeout can fire before the first statement of the body
+        signal.setitimer(signal.ITIMER_REAL, timeout)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 rc: int | str = main(argv)
