@@ -2,8 +2,11 @@
 
     python -m model.train --out assets/models/en-fr --state-dir runs/en-fr --minutes 45 --device cpu
 
-- Length-bucketed batches by token count, AdamW, linear warm-up then inverse-sqrt decay,
-  label smoothing, gradient clipping, dropout, a fixed seed.
+(the bundled model's full command is in the README and its model card)
+
+- Length-bucketed batches by token count, AdamW, linear warm-up then inverse-sqrt decay or
+  (``--decay none --cooldown F``) the peak held and a linear cooldown to 0 over the last F of the
+  minutes, label smoothing, gradient clipping, dropout, a fixed seed.
 - Every ``--eval-minutes`` (or ``--eval-steps``): validation loss and greedy BLEU (sacrebleu) on a
   fixed subset of Tatoeba val (multi-reference) and Multi30k val; the best model so far (mean of
   the two BLEUs) is written to ``--out``; the resumable state goes to ``--state-dir/train_state``
