@@ -1,6 +1,7 @@
 """Inference engines on the same weights: ours (untraced and fully traced), transformers, CTranslate2.
 
-    python benchmarks/engines.py [--model DIR] [--limit 100] [--threads 1 2] [--data DIR] [--work DIR] [--smoke]
+    python benchmarks/engines.py [--model DIR] [--limit 100] [--threads 1 2] [--rounds 3] [--data DIR] [--work DIR]
+                                 [--smoke]
 
 The model directory is exported with ``model.marian.export_marian`` to a transformers MarianMTModel
 directory, which ``MarianMTModel.from_pretrained`` loads and CTranslate2's TransformersConverter
@@ -11,6 +12,12 @@ maximum number of new tokens (``</s>`` included), length penalty 1.0, and never 
 or the decoder-start token. Prints median and p95 ms per sentence, generated tokens/s, the share
 of translations identical to ours untraced (token ids, and detokenized text), and verdict lines;
 asserts nothing.
+
+Two cores shared with the rest of the machine make a single pass noisy: back to back, on an idle
+machine, the bundled model's ours / CTranslate2 beam ratio at 2 threads measured 1.6x, 1.7x and 2.9x.
+So every engine runs ``--rounds`` times, interleaved (round k starts the engine order k places on,
+so no engine always follows the same one), each sentence's time is its median over the rounds, and
+every verdict also prints its ratio in each round.
 
 Targets: ours untraced >= 1.5x faster than transformers generate(); ours traced (record=True)
 no slower than transformers; ours untraced within 2x of CTranslate2 float32.
@@ -266,7 +273,28 @@ def summarize(ms: list[float], outs: list[list[int]], ref: list[list[int]], deto
     }  # fmt: skip
 
 
-def report(results: dict[int, dict[str, dict]], detok, header: str) -> None:
+def combine(runs: list[dict]) -> tuple[dict, bool]:
+    """One result from an engine's rounds: each sentence's median time over the rounds, and the first
+    round's outputs; also whether every round decoded the same ids (all engines here are deterministic)."""
+    out = {k: v for k, v in runs[0].items() if k not in ("greedy", "beam")}
+    same = True
+    for st in ("greedy", "beam"):
+        same &= all(r[st][1] == runs[0][st][1] for r in runs[1:])
+        out[st] = ([statistics.median(t) for t in zip(*(r[st][0] for r in runs))], runs[0][st][1])
+    return out, same
+
+
+def verdict_ratios(median: dict[str, dict[str, float]]) -> list[dict[str, float]]:
+    """The three targets' ratios, greedy and beam, from engine -> strategy -> median ms."""
+    per = ("greedy", "beam")
+    return [
+        {st: median["hf"][st] / median["ours"][st] for st in per},  # >= 1.5
+        {st: median["hf"][st] / median["ours_traced"][st] for st in per},  # >= 1
+        {st: median["ours"][st] / median["ct2_float32"][st] for st in per},  # <= 2
+    ]
+
+
+def report(rounds: dict[int, dict[str, list[dict]]], detok, header: str) -> None:
     print(f"\n{header}\n")
     cols = f"{'median':>8}{'p95':>8}{'tok/s':>8}{'ids=':>6}{'text=':>6}"
     head = f"{'threads':>7}  {'engine':<36}{cols}  |{cols}"
@@ -274,6 +302,13 @@ def report(results: dict[int, dict[str, dict]], detok, header: str) -> None:
     print(head)
     print("-" * len(head))
     summary: dict[int, dict[str, dict]] = {}
+    results, unstable = {}, []
+    for n, by_engine in rounds.items():
+        results[n] = {}
+        for engine, runs in by_engine.items():
+            results[n][engine], same = combine(runs)
+            if not same:
+                unstable.append(f"{ENGINES[engine]} at {n} threads")
     for n, by_engine in results.items():
         ref = {s: by_engine["ours"][s][1] for s in ("greedy", "beam")}
         summary[n] = {}
@@ -285,23 +320,27 @@ def report(results: dict[int, dict[str, dict]], detok, header: str) -> None:
             cells = [f"{x['median']:>8.2f}{x['p95']:>8.2f}{x['tok_s']:>8.0f}{x['ids_pct']:>5.0f}%{x['text_pct']:>5.0f}%"
                      for x in (s["greedy"], s["beam"])]  # fmt: skip
             print(f"{n:>7}  {label:<36}{cells[0]}  |{cells[1]}")
+    n_rounds = len(next(iter(next(iter(rounds.values())).values())))
+    print(f"\nTimes: each sentence's median over {n_rounds} interleaved round(s); in brackets each round's own "
+          "ratio of medians.")  # fmt: skip
+    if unstable:
+        print(f"note: rounds decoded different ids for {', '.join(unstable)}; agreement uses the first round")
     print()
     for n, s in summary.items():
-        ratio = {e: {st: s[e][st]["median"] / s["ours"][st]["median"] for st in ("greedy", "beam")} for e in s}
-        traced = {st: s["hf"][st]["median"] / s["ours_traced"][st]["median"] for st in ("greedy", "beam")}
-
-        def both(d, fmt="{:.2f}x"):
-            return f"greedy {fmt.format(d['greedy'])}, beam {fmt.format(d['beam'])}"
-
-        verdicts = [
-            (f"ours untraced >= 1.5x faster than transformers ({both(ratio['hf'])})", min(ratio["hf"].values()) >= 1.5),
-            (f"ours traced no slower than transformers ({both(traced)})", min(traced.values()) >= 1.0),
-            (f"ours untraced within 2x of CTranslate2 float32 (ours / CT2: "
-             f"{both({k: 1 / v for k, v in ratio['ct2_float32'].items()})})",
-             max(1 / v for v in ratio["ct2_float32"].values()) <= 2.0),
+        med = {e: {st: s[e][st]["median"] for st in ("greedy", "beam")} for e in s}
+        per_round = [
+            verdict_ratios({e: {st: statistics.median(r[k][st][0]) for st in ("greedy", "beam")}
+                            for e, r in rounds[n].items()})
+            for k in range(n_rounds)
         ]  # fmt: skip
-        for text, ok in verdicts:
-            print(f"[threads {n}] {'PASS' if ok else 'FAIL'}  {text}")
+        checks = [("ours untraced >= 1.5x faster than transformers", "", lambda v: v >= 1.5),
+                  ("ours traced no slower than transformers", "", lambda v: v >= 1.0),
+                  ("ours untraced within 2x of CTranslate2 float32", "ours / CT2: ", lambda v: v <= 2.0)]  # fmt: skip
+        for i, (text, prefix, ok) in enumerate(checks):
+            d = verdict_ratios(med)[i]
+            parts = [f"{st} {d[st]:.2f}x [{' '.join(f'{r[i][st]:.2f}' for r in per_round)}]" for st in d]
+            passed = all(ok(v) for v in d.values())
+            print(f"[threads {n}] {'PASS' if passed else 'FAIL'}  {text} ({prefix}{', '.join(parts)})")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -312,7 +351,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data", type=Path, default=None, help="corpus directory (default <repo>/../shared/data)")
     p.add_argument("--max-len", type=int, default=128, help="new tokens at most, </s> included (max_new_tokens)")
     p.add_argument("--work", type=Path, default=None, help="keep the exported/converted models here (default: temp)")
-    p.add_argument("--smoke", action="store_true", help="tiny random model, made-up sentences, 1 thread")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved runs of every engine (at least 1)")
+    p.add_argument("--smoke", action="store_true", help="tiny random model, made-up sentences, 1 thread, 2 rounds")
     p.add_argument("--worker", choices=["prepare", *ENGINES], help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
@@ -320,8 +360,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     if a.work is not None and a.work.resolve().is_relative_to(ROOT):
         p.error(f"--work {a.work} is inside the repository; converted models must not land in it")
+    if a.rounds < 1:
+        p.error("--rounds must be at least 1")
     if a.smoke:
-        a.threads = [1]
+        a.threads, a.rounds = [1], 2
     with tempfile.TemporaryDirectory(prefix="engines-bench-") as tmp:
         work = a.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -371,16 +413,18 @@ def run(a: argparse.Namespace, work: Path) -> None:
     }  # fmt: skip
     (work / "job.json").write_text(json.dumps(job))
 
-    results: dict[int, dict[str, dict]] = {n: {} for n in a.threads}
-    for n in a.threads:
-        for engine in ENGINES:
-            results[n][engine] = run_worker(engine, work, n)
+    rounds: dict[int, dict[str, list[dict]]] = {n: {e: [] for e in ENGINES} for n in a.threads}
+    order = list(ENGINES)
+    for k in range(a.rounds):
+        for n in a.threads:
+            for engine in order[k % len(order) :] + order[: k % len(order)]:
+                rounds[n][engine].append(run_worker(engine, work, n))
     n_src = sum(map(len, job["src"])) / len(job["src"])
     header = (f"{len(texts)} {source}, batch 1, {n_src:.1f} source tokens on average (</s> included), at most "
               f"{max_new} new tokens; model {model_dir if not a.smoke else 'random (smoke)'}: d_model {cfg.d_model}, "
               f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, vocab {cfg.vocab_size}. Agreement with ours "
               "untraced: identical token ids / identical detokenized text.")  # fmt: skip
-    report(results, lambda ids: tok.decode(ids), header)
+    report(rounds, lambda ids: tok.decode(ids), header)
     print(f"\n({time.perf_counter() - t0:.0f} s in all; load average {load:.1f} at the start, "
           f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs)")  # fmt: skip
 

@@ -31,6 +31,13 @@ def test_engines_smoke():
     assert rows["CTranslate2 float32"][0][3:] == [100.0, 100.0], out.stdout
     assert rows["transformers generate()"][0][3] == 100.0 and rows["ours, record=True"][0][3] == 100.0, out.stdout
     assert out.stdout.count("PASS") + out.stdout.count("FAIL") == 3, out.stdout
+    # --smoke runs 2 interleaved rounds: every verdict shows the combined ratio and each round's own
+    pair = r"([\d.]+)x \[([\d.]+) ([\d.]+)\]"
+    verdicts = re.findall(rf"^\[threads 1\] (?:PASS|FAIL)  .+\((?:ours / CT2: )?greedy {pair}, beam {pair}\)$",
+                          out.stdout, re.M)  # fmt: skip
+    assert len(verdicts) == 3, out.stdout
+    for ratios in verdicts:
+        assert all(float(x) > 0 for x in ratios), out.stdout
 
 
 def run_script(name: str, *args: str) -> str:
