@@ -320,7 +320,7 @@ def report(rounds: dict[int, dict[str, list[dict]]], detok, header: str) -> None
             cells = [f"{x['median']:>8.2f}{x['p95']:>8.2f}{x['tok_s']:>8.0f}{x['ids_pct']:>5.0f}%{x['text_pct']:>5.0f}%"
                      for x in (s["greedy"], s["beam"])]  # fmt: skip
             print(f"{n:>7}  {label:<36}{cells[0]}  |{cells[1]}")
-    n_rounds = len(next(iter(next(iter(rounds.values())).values())))
+    n_rounds = len(next(iter(rounds.values()))["ours"])
     print(f"\nTimes: each sentence's median over {n_rounds} interleaved round(s); in brackets each round's own "
           "ratio of medians.")  # fmt: skip
     if unstable:
@@ -336,8 +336,7 @@ def report(rounds: dict[int, dict[str, list[dict]]], detok, header: str) -> None
         checks = [("ours untraced >= 1.5x faster than transformers", "", lambda v: v >= 1.5),
                   ("ours traced no slower than transformers", "", lambda v: v >= 1.0),
                   ("ours untraced within 2x of CTranslate2 float32", "ours / CT2: ", lambda v: v <= 2.0)]  # fmt: skip
-        for i, (text, prefix, ok) in enumerate(checks):
-            d = verdict_ratios(med)[i]
+        for i, ((text, prefix, ok), d) in enumerate(zip(checks, verdict_ratios(med))):
             parts = [f"{st} {d[st]:.2f}x [{' '.join(f'{r[i][st]:.2f}' for r in per_round)}]" for st in d]
             passed = all(ok(v) for v in d.values())
             print(f"[threads {n}] {'PASS' if passed else 'FAIL'}  {text} ({prefix}{', '.join(parts)})")
