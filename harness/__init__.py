@@ -1,0 +1,1 @@
+"""Shared test and benchmark plumbing: browser servers, legibility checks, bad-input cases."""
