@@ -65,35 +65,21 @@ SMOKE_SENTENCES = [
 
 
 def build_smoke_model(out_dir: Path) -> None:
-    """A seeded random model with our token layout (<pad> 0, decoding from <s>), like tests/conftest.py.
+    """``model.testing``'s tiny seeded model, its tokenizer trained on SMOKE_SENTENCES, with a final-logits bias.
 
     </s> gets a positive final-logits bias so translations end at different lengths, which checks
     that every engine stops (and counts the length limit) the same way.
     """
     import torch
-    from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
-    from model import ModelConfig, Transformer
     from model.checkpoint import save_model_dir
-    from model.tokenizer import SPECIALS, Tokenizer
+    from model.testing import make_model, make_tokenizer
 
-    hf = HFTokenizer(models.BPE(unk_token="<unk>"))
-    hf.normalizer = normalizers.NFC()
-    hf.pre_tokenizer = pre_tokenizers.Metaspace()
-    hf.decoder = decoders.Metaspace()
-    hf.train_from_iterator(SMOKE_SENTENCES * 5, trainers.BpeTrainer(vocab_size=120, special_tokens=list(SPECIALS)))
-    tok = Tokenizer(hf)
-    torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=tok.vocab_size, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
-                      n_decoder_layers=2, max_len=64, dropout=0.0, final_logits_bias=True)  # fmt: skip
-    model = Transformer(cfg).eval()
+    tok = make_tokenizer(corpus=SMOKE_SENTENCES)
+    model = make_model(tok.vocab_size, final_logits_bias=True)
     with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:  # random LayerNorm affine parameters, as real ones are
-                p.add_(0.1 * torch.randn_like(p))
         model.final_logits_bias.normal_(0.0, 0.5)
-        model.final_logits_bias[cfg.eos_id] = 3.0
+        model.final_logits_bias[model.cfg.eos_id] = 3.0
     save_model_dir(model, tok, out_dir, card="# Smoke-test model\nRandom weights.\n")
 
 

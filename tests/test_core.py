@@ -14,10 +14,9 @@ import torch.nn.functional as F
 from model import ModelConfig
 from model.decoding import DecodeOptions, decode, filter_logits, greedy_batch, to_numpy, translate_batch
 from model.lean import LeanDecoder
+from model.testing import make_model
 from model.trace import teacher_forced_trace
 from model.transformer import causal_mask, sinusoidal_table
-
-from .conftest import make_model
 
 SRC = "The cat is sleeping on the sofa."
 TGT = "Le chat dort sur le canapé."

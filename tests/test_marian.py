@@ -31,9 +31,9 @@ from model.marian import (  # noqa: E402
     marian_to_config,
     permute_residual,
 )
+from model.testing import TOY_CORPUS, make_model, make_tokenizer  # noqa: E402
 from model.trace import teacher_forced_trace  # noqa: E402
 from model.transformer import sinusoidal_table  # noqa: E402
-from tests.conftest import TOY_CORPUS, make_model, make_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -50,7 +50,7 @@ N_NEW = 12  # max_new_tokens for the generation checks
 def train_spm() -> bytes:
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter((TOY_CORPUS + EXTRA) * 3), model_writer=buf, vocab_size=150, model_type="unigram",
+        sentence_iterator=iter([*TOY_CORPUS, *EXTRA] * 3), model_writer=buf, vocab_size=150, model_type="unigram",
         character_coverage=1.0, hard_vocab_limit=False, minloglevel=2, num_threads=1,
     )  # fmt: skip
     return buf.getvalue()

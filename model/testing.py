@@ -1,0 +1,57 @@
+"""A tiny seeded tokenizer and model (random weights) for tests and the benchmarks' smoke modes.
+
+Built in memory in about a second, the same on every call for the same arguments, so tests and scripts
+that each build one get identical weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+
+from .checkpoint import save_model_dir
+from .config import ModelConfig
+from .tokenizer import SPECIALS, Tokenizer
+from .transformer import Transformer
+
+TOY_CORPUS = (
+    "I am a student.", "Je suis étudiant.", "I like pizza.", "J'aime la pizza.",
+    "The cat is sleeping on the sofa.", "Le chat dort sur le canapé.",
+    "A man in a blue shirt is standing on a ladder.", "Un homme en chemise bleue est debout sur une échelle.",
+    "Hello world.", "Bonjour le monde.", "We will go to the beach tomorrow.", "Nous irons à la plage demain.",
+)  # fmt: skip
+TINY_CARD = "# Tiny test model\nRandom weights, for tests only.\n"
+
+
+def make_tokenizer(vocab_size: int = 120, corpus: Sequence[str] = TOY_CORPUS) -> Tokenizer:
+    """A BPE tokenizer laid out like the bundled one (NFC, Metaspace, our special tokens first)."""
+    hf = HFTokenizer(models.BPE(unk_token="<unk>"))
+    hf.normalizer = normalizers.NFC()
+    hf.pre_tokenizer = pre_tokenizers.Metaspace()
+    hf.decoder = decoders.Metaspace()
+    hf.train_from_iterator(list(corpus) * 5, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS)))
+    return Tokenizer(hf)
+
+
+def make_model(vocab_size: int, seed: int = 0, **overrides) -> Transformer:
+    """2 + 2 layers, d_model 32, 4 heads; ``overrides`` are ModelConfig fields."""
+    torch.manual_seed(seed)
+    cfg = dict(vocab_size=vocab_size, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
+               max_len=64, dropout=0.0)  # fmt: skip
+    cfg.update(overrides)
+    model = Transformer(ModelConfig(**cfg)).eval()
+    with torch.no_grad():  # random LayerNorm affine parameters, as trained ones are, so norm checks are not trivial
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+def build_tiny_model_dir(path: str | Path, card: str = TINY_CARD) -> Path:
+    """The tiny model and tokenizer saved as a model directory (with a model card) at ``path``."""
+    tok = make_tokenizer()
+    return save_model_dir(make_model(tok.vocab_size), tok, path, card=card)
