@@ -6,7 +6,7 @@
 ``streamlit run app.py`` on a free localhost port, driven by Playwright and Debian's Chromium:
 
 - ▶ (next step) to painted: from the click until the page is idle and every figure is drawn and shows
-  the new step (its outlined row, or "step N" / "position N" in its title; see ``_browser.PAINTED_JS``),
+  the new step (its outlined row, or "step N" / "position N" in its title; see ``harness.browser.PAINTED_JS``),
   in the app's default view (the stage selector's default stage);
 - bytes received per ▶ step: the websocket frames' payloads between the click and the paint;
 - the same two in the "All stages" view (every figure of every stage on the page): reported so the
@@ -28,14 +28,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from _browser import (
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as ``python benchmarks/X.py``: the repository root is not on the path
+    sys.path.insert(0, str(ROOT))
+
+from harness.browser import (  # noqa: E402
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
     FIGURES_JS,
     PAGE_STATE_JS,
     PAINTED_JS,
-    ROOT,
     TIMEOUT_MS,
     VIEWPORT,
     Server,

@@ -7,7 +7,7 @@ each with its own sentence. First every session loads its sentence alone (one af
 records what the page shows: the English text echoed back, the source-token badges, the French output
 and the generated-token chips at every step. Then all sessions run at once for ``--seconds``, each
 repeating a random action (▶, ◀, ⏮ / ⏭, another decoder layer) and, once every figure shows the new
-state (``_browser.PAINTED_JS``), checking the page:
+state (``harness.browser.PAINTED_JS``), checking the page:
 
 - errors: st.error / exception boxes, browser console errors and page errors, timeouts, server tracebacks;
 - cross-talk: the English text, source tokens, French output or chips differ from the session's own
@@ -31,14 +31,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
 
-from _browser import (
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as ``python benchmarks/X.py``: the repository root is not on the path
+    sys.path.insert(0, str(ROOT))
+
+from harness.browser import (  # noqa: E402
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
     FIGURES_JS,
     PAGE_STATE_JS,
     PAINTED_JS,
-    ROOT,
     TIMEOUT_MS,
     VIEWPORT,
     app_env,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app_support import ENV_MODEL
-from benchmarks._browser import BROWSER_ARGS, CHROMIUM, serve
+from harness.browser import BROWSER_ARGS, CHROMIUM, serve
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"

@@ -1,5 +1,5 @@
-"""Shared plumbing for the browser benchmarks (app_latency.py, soak.py): Streamlit servers on free
-ports, the tiny smoke model, process-tree RSS, summary statistics and the in-page "painted" check."""
+"""Browser plumbing shared by the browser tests and benchmarks (app_latency.py, soak.py): Streamlit servers on
+free ports, the tiny smoke model, process-tree RSS, summary statistics and the in-page "painted" check."""
 
 from __future__ import annotations
 
@@ -14,11 +14,9 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from app_support import ENV_MODEL
 
-from app_support import ENV_MODEL  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
