@@ -114,12 +114,9 @@ def free_port() -> int:
 
 def build_smoke_model(out: Path) -> Path:
     """The tests' tiny seeded random model (2+2 layers, d_model 32), saved as a model directory."""
-    from model.checkpoint import save_model_dir
-    from tests.conftest import make_model, make_tokenizer
+    from model.testing import build_tiny_model_dir
 
-    tok = make_tokenizer()
-    save_model_dir(make_model(tok.vocab_size), tok, out, card="# Tiny smoke model\nRandom weights.\n")
-    return out
+    return build_tiny_model_dir(out, card="# Tiny smoke model\nRandom weights.\n")
 
 
 class Server:
