@@ -18,6 +18,7 @@ from .tokenizer import Tokenizer
 from .transformer import Transformer
 
 CONFIG, WEIGHTS, TOKENIZER, CARD = "config.json", "model.safetensors", "tokenizer.json", "MODEL_CARD.md"
+ENV_MODEL = "DECODER_LENS_MODEL"  # environment variable: the model directory the app opens first
 
 
 def default_model_dir() -> Path:

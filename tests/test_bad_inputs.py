@@ -1,4 +1,4 @@
-"""The bad-input matrix of benchmarks/bad_inputs.py on the tiny model: every case through the command
+"""The bad-input matrix of harness/bad_inputs.py on the tiny model: every case through the command
 line (in-process, two in a real ``python -m model``) and through the app (AppTest), each ending in a
 clear message or a sane clamp, never a traceback or a hang, with the app still usable afterwards."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app_support import ENV_MODEL
-from benchmarks.bad_inputs import CASES, Case, check_app, check_cli, classify_cli, cli_argv, run_cli_inprocess
+from harness.bad_inputs import CASES, Case, check_app, check_cli, classify_cli, cli_argv, run_cli_inprocess
+from model.checkpoint import ENV_MODEL
 
 BY_NAME = {c.name: c for c in CASES}
 CLI_CASES = [c for c in CASES if c.cli is not None and not c.subprocess_only]
