@@ -38,7 +38,6 @@ MARIAN_DEFAULTS = {
     "share_encoder_decoder_embeddings": True, "tie_word_embeddings": True,
 }  # fmt: skip
 ACTIVATIONS = {"swish": "swish", "silu": "silu", "gelu": "gelu", "relu": "relu"}  # Marian name -> ours
-SPM_FILES = ("source.spm", "target.spm", "vocab.json")
 MISSING_PIECE_PENALTY = 1000.0  # vocab.json pieces the spm model lacks score this far below its rarest piece
 
 

@@ -26,10 +26,6 @@ class Trace:
     causal: bool
     truncated: bool = False  # the source or target was cut to the model's max_len
 
-    @property
-    def n_layers(self) -> int:
-        return sum(1 for k in self.arrays if k.startswith("dec.") and k.endswith(".self.weights"))
-
     def save_npz(self, path: str | Path) -> None:
         np.savez_compressed(
             path,
