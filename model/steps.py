@@ -1,0 +1,342 @@
+"""Views of a recorded decode for any consumer (the app, exports): compact storage, the arrays of one
+hypothesis up to a step (shaped like ``Trace.arrays``), beam ancestry and the following of a hypothesis by
+identity, the full-prefix self-attention scores, the chips and the summary of a decode.
+
+Numpy only: a recorded decode (``decoding.DecodeResult`` with ``record=True``) is plain arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from .decoding import NEG, DecodeResult
+
+ATTENTION_MAPS = ("scores", "mask", "masked_scores", "weights")  # self-attention records that grow by one key a step
+
+
+# ---------------------------------------------------------------------------
+# Compact storage and the arrays of one path.
+
+
+def _kv_kind(key: str) -> str | None:
+    """ "self" / "cross" for attention K and V records, else None."""
+    parts = key.split(".")
+    if len(parts) >= 4 and parts[2] in ("self", "cross") and parts[-1] in ("K", "V"):
+        return parts[2]
+    return None
+
+
+def compact_result(result: DecodeResult) -> DecodeResult:
+    """A copy of a recorded decode that keeps O(T) instead of O(T²) K/V records.
+
+    Self-attention K, V at step t hold the whole cache (t + 1 rows); only the row added at that step is kept
+    (the cache of a hypothesis is the rows its ancestors added, see ``stack_view``). Cross-attention K, V are the
+    same at every step and for every beam row: kept once, at step 0.
+    """
+    steps = []
+    for i, s in enumerate(result.steps):
+        arrays = {}
+        for key, v in s.arrays.items():
+            kind = _kv_kind(key)
+            if kind == "self":
+                arrays[key] = np.ascontiguousarray(v[..., -1:, :])
+            elif kind == "cross":
+                if i == 0:
+                    arrays[key] = np.ascontiguousarray(v[:1])
+            else:
+                arrays[key] = v
+        steps.append(replace(s, arrays=arrays))
+    return replace(result, steps=steps)
+
+
+def lower_rows(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """Per-step attention rows (row t holds t + 1 keys) as a (T, T) matrix, −inf on the future."""
+    T = len(rows)
+    out = np.full((T, T), -np.inf, dtype=np.float32)
+    for t, r in enumerate(rows):
+        r = np.asarray(r)
+        if r.shape != (t + 1,):
+            raise ValueError(f"row {t} must hold {t + 1} values (one per key so far), got shape {r.shape}")
+        out[t, : t + 1] = r
+    return out
+
+
+def layer_keep(layer: int) -> Callable[[str], bool]:
+    """For ``stack_view``'s ``keep``: the keys of decoder layer ``layer`` and those of no layer (embeddings, PE)."""
+
+    def keep(key: str) -> bool:
+        parts = key.split(".")
+        return not (len(parts) > 2 and parts[1].isdigit()) or parts[1] == str(layer)
+
+    return keep
+
+
+def stack_view(
+    steps, rows: Sequence[int], step: int, keep: Callable[[str], bool] | None = None
+) -> dict[str, np.ndarray]:
+    """Per-step records of positions 0..step along ``rows`` → arrays shaped like ``Trace.arrays``.
+
+    ``keep`` (optional) picks the keys to build (e.g. one layer's). Q, context, embeddings, norms, FFN: one new
+    row per step, stacked. Self-attention K, V: the KV cache at ``step``. Self-attention maps: rows of growing
+    length, −inf on the future (a KV-cached step never computes it; ``prefix_scores`` does, for display).
+    Cross-attention K, V: the projections of the encoder output. Works on full and on ``compact_result`` records.
+    """
+    recs = [steps[i].arrays for i in range(step + 1)]
+    last, r_last = recs[-1], rows[step]
+    out: dict[str, np.ndarray] = {}
+    for key in recs[0]:
+        if keep is not None and not keep(key):
+            continue
+        parts = key.split(".")
+        kind = _kv_kind(key)
+        if key == "dec.pe":
+            out[key] = np.concatenate([np.asarray(r[key]).reshape(1, -1) for r in recs])
+        elif kind == "cross":
+            src = last if key in last else recs[0]
+            out[key] = src[key][r_last if src is last else 0]  # (H, S, d_k)
+        elif kind == "self" and last[key].shape[-2] == step + 1:
+            out[key] = last[key][r_last]  # a full record: the cache itself, (H, t+1, d_k)
+        elif kind == "self":
+            out[key] = np.concatenate([r[key][row][:, -1:] for r, row in zip(recs, rows)], axis=1)
+        elif len(parts) >= 4 and parts[2] == "self" and parts[-1] in ATTENTION_MAPS:
+            per = [r[key][row][:, 0, :] for r, row in zip(recs, rows)]  # each (H, i+1)
+            out[key] = np.stack([lower_rows([p[h] for p in per]) for h in range(per[0].shape[0])])
+        else:
+            x = [r[key][row] for r, row in zip(recs, rows)]  # (H, 1, d) | (1, D) | (1,)
+            out[key] = np.concatenate(x, axis=1 if x[0].ndim == 3 else 0)
+    return out
+
+
+def prefix_scores(Q: np.ndarray, K: np.ndarray, causal: bool = True) -> dict[str, np.ndarray]:
+    """Self-attention of a whole prefix from its queries (H, T, d_k) and keys (H, T, d_k), future included.
+
+    A KV-cached step computes only the newest query row against the keys so far, so the future cells of the
+    scores matrix never exist there; this computes them for display: ``scores`` = QKᵀ/√d_k (every cell),
+    ``mask`` (0, or −inf on the future), ``masked_scores`` and ``weights`` (softmax over the unmasked cells).
+    """
+    Q, K = np.asarray(Q, dtype=np.float32), np.asarray(K, dtype=np.float32)
+    if Q.ndim != 3 or Q.shape != K.shape:
+        raise ValueError(f"Q and K must both be (H, T, d_k), got {Q.shape} and {K.shape}")
+    T, d_k = Q.shape[1], Q.shape[2]
+    scores = Q @ K.transpose(0, 2, 1) / np.float32(math.sqrt(d_k))  # (H, T, T)
+    future = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else np.zeros((T, T), dtype=bool)
+    mask = np.broadcast_to(np.where(future, -np.inf, 0.0).astype(np.float32), scores.shape)
+    masked = scores + mask
+    z = masked - masked.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return {
+        "scores": scores,
+        "mask": np.ascontiguousarray(mask),
+        "masked_scores": masked,
+        "weights": (e / e.sum(axis=-1, keepdims=True)).astype(np.float32),
+    }
+
+
+def heads_concat(arr: np.ndarray) -> np.ndarray:
+    """(H, T, d_k) → (T, H·d_k): every head side by side (the matrix before the head split)."""
+    H, T, d = arr.shape
+    return arr.transpose(1, 0, 2).reshape(T, H * d)
+
+
+def mean_weights(arr: np.ndarray) -> np.ndarray:
+    """Mean over heads of attention weights (H, Tq, Tk), keeping −inf (masked) cells as −inf."""
+    finite = np.isfinite(arr).all(axis=0)
+    m = np.where(np.isfinite(arr), arr, 0).mean(axis=0)
+    return np.where(finite, m, -np.inf).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Beam paths and following a hypothesis by identity.
+
+
+def beam_path(beam_steps, step: int, row: int) -> list[int]:
+    """Rows of one hypothesis at steps 0..step (row ``row`` at ``step``), following parents back."""
+    rows = [0] * (step + 1)
+    rows[step] = row
+    for t in range(step, 0, -1):
+        parent = beam_steps[t].live[rows[t]].parent
+        rows[t - 1] = parent if parent >= 0 else 0
+    return rows
+
+
+def path_rows(result: DecodeResult, step: int, row: int = 0) -> list[int]:
+    if result.beam_steps is None:
+        return [0] * (step + 1)
+    return beam_path(result.beam_steps, step, row)
+
+
+def live_rows(result: DecodeResult, step: int) -> list[int]:
+    """Rows that hold a real hypothesis at this step (beam search starts with one)."""
+    if result.beam_steps is None:
+        return [0]
+    return [r for r, h in enumerate(result.beam_steps[step].live) if h.logprob > NEG / 2]
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What the step view shows at ``step`` when following the hypothesis ``ids`` (its tokens when picked).
+
+    ``relation``: "self" (the hypothesis itself, at the step it was picked), "ancestor" (an earlier step: its
+    prefix), "descendant" (a later step: its best surviving continuation), "ended" (no continuation lives at
+    this step: the best live hypothesis is shown instead). ``ended_at`` / ``ended_how`` ("finished" or "pruned")
+    say when and how the followed line stopped, when it did before or at this step.
+    """
+
+    ids: tuple[int, ...]
+    row: int
+    rows: list[int]
+    relation: str
+    ended_at: int | None = None
+    ended_how: str | None = None
+
+
+def _line_end(result: DecodeResult, ids: tuple[int, ...]) -> tuple[int | None, str | None]:
+    """The last step at which a hypothesis extending ``ids`` was live, and whether the line finished there."""
+    last = None
+    for t, bs in enumerate(result.beam_steps):
+        hits = [h for h in bs.live if h.logprob > NEG / 2 and h.ids[: len(ids)] == ids[: len(h.ids)]]
+        if any(len(h.ids) >= len(ids) for h in hits):
+            last = t
+    if last is None:
+        return None, None
+    bs = result.beam_steps[last]
+    rows = {r for r, h in enumerate(bs.live) if h.logprob > NEG / 2 and h.ids[: len(ids)] == ids}
+    finished = any(e.parent in rows and e.status == "finished" for e in bs.expansions)
+    return last, "finished" if finished else "pruned"
+
+
+def follow(result: DecodeResult, step: int, ids: Sequence[int] = ()) -> Followed:
+    """The row to show at ``step`` for the hypothesis whose generated tokens were ``ids`` when it was picked.
+
+    Identity is the token sequence, not a row number (rows are re-sorted at every step): stepping back shows its
+    ancestors, stepping forward its best surviving descendant (rows are sorted best first), and when its line has
+    ended (finished or pruned) the best live hypothesis, with ``relation == "ended"``. Greedy and sampling have
+    one row. ``ids == ()`` follows the root: the best hypothesis at every step.
+    """
+    ids = tuple(int(i) for i in ids)
+    if result.beam_steps is None:
+        return Followed(ids, 0, [0] * (step + 1), "self")
+    live = result.beam_steps[step].live
+    real = live_rows(result, step)
+    n = min(step, len(ids))
+    match = [r for r in real if live[r].ids[:n] == ids[:n]]
+    if match:
+        row = match[0]
+        relation = "self" if len(ids) == step else "ancestor" if step < len(ids) else "descendant"
+        return Followed(ids, row, beam_path(result.beam_steps, step, row), relation)
+    ended_at, how = _line_end(result, ids)
+    row = real[0] if real else 0
+    return Followed(ids, row, beam_path(result.beam_steps, step, row), "ended", ended_at, how)
+
+
+# ---------------------------------------------------------------------------
+# Tokens along a path.
+
+
+def token_prob(step, row: int, token: int) -> float | None:
+    """Probability of ``token`` at one step/row, if it is among the recorded top alternatives."""
+    hits = np.nonzero(step.top_ids[row] == token)[0]
+    return float(np.exp(step.top_logprobs[row][hits[0]])) if len(hits) else None
+
+
+def path_tokens(result: DecodeResult, rows: Sequence[int], step: int) -> tuple[list[int], list[int]]:
+    """(decoder input ids 0..step, ids chosen at 0..step) along a path; chosen may be -1 (beam: the row died)."""
+    inputs = [int(result.steps[i].input_ids[rows[i]]) for i in range(step + 1)]
+    chosen = [int(result.steps[i].chosen[rows[i]]) for i in range(step + 1)]
+    return inputs, chosen
+
+
+@dataclass(frozen=True)
+class Chip:
+    position: int  # the decoder position that produced the token (it is fed at position + 1)
+    token_id: int
+    prob: float | None
+    forced: bool  # chosen by the user, not by the model
+
+
+def chips(
+    result: DecodeResult, rows: Sequence[int], step: int, user_forced: frozenset[int] = frozenset()
+) -> list[Chip]:
+    """Tokens generated before ``step`` along a path (= the decoder inputs after <s>), with their probabilities.
+
+    ``user_forced``: the positions whose token the user forced; the rest of a forced prefix is the model's own
+    earlier choices, replayed, and is not marked.
+    """
+    inputs, _ = path_tokens(result, rows, step)
+    return [
+        Chip(i - 1, inputs[i], token_prob(result.steps[i - 1], rows[i - 1], inputs[i]), i - 1 in user_forced)
+        for i in range(1, step + 1)
+    ]
+
+
+def mean_token_prob(result: DecodeResult) -> float:
+    """Geometric mean probability of the best output's tokens: exp(log p / length)."""
+    h = result.n_best[0]
+    return math.exp(h.logprob / max(len(h.ids), 1)) if h.logprob > NEG / 2 else 0.0
+
+
+def ended_by_length(result: DecodeResult, eos_id: int) -> bool:
+    """The best output stopped at the length limit without producing </s>."""
+    return not result.ids or result.ids[-1] != eos_id
+
+
+# ---------------------------------------------------------------------------
+# Summary.
+
+
+def summary_dict(
+    choices,
+    result: DecodeResult,
+    token_text: Callable[[int], str],
+    src_tokens: Sequence[str],
+    step: int,
+    extra: dict | None = None,
+) -> dict:
+    """A JSON-able summary of one decode (strict JSON: no NaN or infinity; an impossible log p is null)."""
+
+    def num(x: float) -> float | None:
+        return round(float(x), 6) if math.isfinite(x) and x > NEG / 2 else None
+
+    steps = []
+    for s in result.steps:
+        steps.append(
+            {
+                "position": s.position,
+                "forced": bool(s.forced),
+                "rows": [
+                    {
+                        "input": token_text(int(s.input_ids[r])),
+                        "chosen": token_text(int(s.chosen[r])) if int(s.chosen[r]) >= 0 else None,
+                        "entropy": num(s.entropy[r]),
+                        "top": [
+                            [token_text(int(i)), num(lp)] for i, lp in zip(s.top_ids[r][:5], s.top_logprobs[r][:5])
+                        ],
+                    }
+                    for r in range(len(s.input_ids))
+                ],
+            }
+        )
+    return {
+        "choices": {
+            k: sorted(v) if isinstance(v, frozenset) else list(v) if isinstance(v, tuple) else v
+            for k, v in asdict(choices).items()
+        },
+        "source_tokens": list(src_tokens),
+        "output_tokens": [token_text(i) for i in result.ids],
+        "n_best": [
+            {
+                "tokens": [token_text(i) for i in h.ids],
+                "logprob": num(h.logprob),
+                "score": num(h.score),
+                "finished": h.finished,
+            }
+            for h in result.n_best
+        ],
+        "current_step": step,
+        "steps": steps,
+        **(extra or {}),
+    }

@@ -1,0 +1,232 @@
+"""The Explore page: a sentence, the decoding choices, the translation, then the step or teacher-forcing view."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import streamlit as st
+
+import viz
+from model.checkpoint import LoadedModel
+from model.steps import ended_by_length, mean_token_prob, mean_weights
+
+from . import session, stepping, teacher_forcing
+from .common import as_read, badges, get_decode, head_label, md, show, show_token, token_texter
+from .state import (
+    EXAMPLES,
+    MAX_BEAM,
+    MAX_CHARS,
+    MAX_LENGTH_PENALTY,
+    MAX_SEED,
+    MAX_TEMPERATURE,
+    MEAN_HEADS,
+    STAGE_LABELS,
+    STAGES,
+    STRATEGIES,
+    STRATEGY_LABELS,
+    TAB_LABELS,
+    TABS,
+    prepare_source,
+)
+
+UNK_SHARE = 0.5  # warn when at least this share of the source tokens is <unk>
+LOW_CONFIDENCE = 0.2  # warn when the output's mean token probability is below this
+
+
+def _set_source(text: str) -> None:
+    st.session_state["source"] = text
+
+
+def _keep_stage() -> None:
+    """Clicking the selected stage again would deselect it: keep the last one instead."""
+    s = st.session_state
+    if s.get("stage") in STAGES:
+        s["stage_last"] = s["stage"]
+    else:
+        s["stage"] = s.get("stage_last", STAGES[3])
+
+
+def sidebar(lm: LoadedModel) -> None:
+    cfg, s, sb = lm.cfg, st.session_state, st.sidebar
+    sb.subheader("Decoding")
+    sb.radio("Strategy", STRATEGIES, key="strategy", format_func=STRATEGY_LABELS.get, horizontal=True)
+    if s["strategy"] == "beam":
+        sb.slider("Beam width", 1, MAX_BEAM, key="beam")
+        sb.number_input(
+            "Length penalty",
+            0.0,
+            MAX_LENGTH_PENALTY,
+            step=0.1,
+            key="length_penalty",
+            help="score = log p / length^penalty (as in transformers)",
+        )
+    elif s["strategy"] == "sample":
+        sb.number_input(
+            "Temperature", 0.0, MAX_TEMPERATURE, step=0.1, key="temperature", help="0 = always the most likely token"
+        )
+        sb.number_input("Top-k (0 = off)", 0, cfg.vocab_size, step=1, key="top_k")
+        sb.slider("Top-p (1 = off)", 0.0, 1.0, step=0.01, key="top_p")
+        sb.number_input("Seed", 0, MAX_SEED, step=1, key="seed")
+    cap = max(1, cfg.max_len - 1)
+    if cap > 1:
+        sb.slider("Max length (new tokens)", 1, cap, key="max_len")
+    sb.subheader("View")
+    sb.selectbox("Decoder layer", list(range(cfg.n_decoder_layers)), key="layer")
+    sb.selectbox("Attention head", [MEAN_HEADS, *range(cfg.n_heads)], key="head", format_func=head_label)
+    sb.toggle("Show every head (grid)", key="grid")
+
+
+def stage_selector() -> str:
+    s = st.session_state
+    st.segmented_control(
+        "Decoder stage to show",
+        STAGES,
+        key="stage",
+        format_func=STAGE_LABELS.get,
+        on_change=_keep_stage,
+        help="Each step redraws only the figures of the chosen stage; "
+        "All stages shows every figure at once (slower to redraw).",
+    )
+    stage = s.get("stage") if s.get("stage") in STAGES else STAGES[3]
+    s["stage_last"] = stage
+    return stage
+
+
+def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
+    s = st.session_state
+    cfg = lm.cfg
+    limits = session.limits_of(cfg)
+    msgs = url_msgs + session.load(limits)
+    s["model"] = "" if Path(lm.path) == dirs[0] else Path(lm.path).name
+    sidebar(lm)
+
+    st.title(":material/frame_inspect: Decoder Lens")
+    st.caption(
+        "Type an English sentence, then step through an English→French Transformer decoder one token at a "
+        "time and see every stage on the real numbers."
+    )
+    st.markdown("**Examples**")
+    with st.container(horizontal=True, key="examples"):
+        for i, ex in enumerate(EXAMPLES):
+            st.button(ex, key=f"example_{i}", on_click=_set_source, args=(ex,))
+    st.text_area("English sentence", key="source", height=80, placeholder="Type an English sentence…")
+    st.text_input(
+        "Reference French translation (optional — turns on the teacher-forcing view)",
+        key="reference",
+        placeholder="e.g. Je suis étudiant.",
+    )
+    for m in msgs:
+        st.warning(md(m))
+
+    view = session.current(limits)
+    src = prepare_source(view.source, lm.tokenizer, cfg.eos_id, cfg.max_len)
+    if src is None:
+        st.info("Type a sentence above (or click an example) to start: the box is empty.")
+        session.sync_url(view)
+        return
+    if src.chars_cut:
+        st.warning(f"The text is longer than {MAX_CHARS} characters; only the first {MAX_CHARS} are used.")
+    if src.truncated:
+        st.warning(
+            f"The sentence has {src.n_tokens} tokens but this model reads at most {cfg.max_len - 1}; "
+            f"only the first {cfg.max_len - 1} are used."
+        )
+
+    stepping.drop_stale_forced(replace(view.choices(str(lm.path)), prefix=()))
+    view = session.current(limits)
+    ch = view.choices(str(lm.path))
+    res = get_decode(lm, ch, src.ids)
+
+    src_tokens = lm.tokenizer.tokens(src.ids)
+    st.markdown("**Source tokens** " + badges([(show_token(t), "gray") for t in src_tokens]))
+    n_unk = sum(1 for i in src.ids[:-1] if i == cfg.unk_id)
+    honesty(lm, res, n_unk, len(src.ids) - 1)
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**English, as the model reads it** (unknown pieces show as <unk>)".replace("<", "\\<"))
+        st.text(as_read(src_tokens[:-1]))
+    with c2:
+        st.markdown(f"**French** ({md(ch.describe())})")
+        st.text(lm.tokenizer.decode(res.ids) or "(empty)")
+    if len(res.n_best) > 1:
+        with st.expander(f"All {len(res.n_best)} beam candidates"):
+            st.dataframe(viz.beam_table(res.n_best, token_texter(lm)), hide_index=True, key="nbest", width="stretch")
+
+    reference = view.reference.strip()
+    stage = stage_selector()
+    if reference:
+        st.segmented_control("View", TABS, key="tab", format_func=TAB_LABELS.get, on_change=_keep_tab)
+        tab = s.get("tab") if s.get("tab") in TABS else TABS[0]
+    else:
+        tab = TABS[0]
+    if tab == "tf":
+        teacher_forcing.view(lm, limits, src.ids, src_tokens, reference, stage)
+    else:
+        stepping.view(lm, limits, src_tokens, stage)
+
+    with st.expander("Encoder (computed once per sentence)"):
+        encoder(lm, res, src_tokens, view)
+
+
+def _keep_tab() -> None:
+    s = st.session_state
+    if s.get("tab") not in TABS:
+        s["tab"] = TABS[0]
+
+
+def honesty(lm: LoadedModel, res, n_unk: int, n_src: int) -> None:
+    """Say plainly when the output cannot be trusted: unreadable source, low confidence, or a cut-off."""
+    cfg = lm.cfg
+    if n_src and n_unk / n_src >= UNK_SHARE:
+        st.warning(
+            f"The model cannot read this text: {n_unk} of its {n_src} source tokens are unknown to it "
+            "(<unk>: characters outside its vocabulary, such as emoji or Chinese). The French below is "
+            "not a translation of your text; it is what the model makes of unknown tokens.".replace("<", "\\<")
+        )
+    elif n_unk:
+        st.caption(
+            f"{n_unk} source token(s) are unknown to the model (<unk>): characters outside its vocabulary.".replace(
+                "<", "\\<"
+            )
+        )
+    p = mean_token_prob(res)
+    if p < LOW_CONFIDENCE:
+        st.warning(
+            f"The model is out of its depth here: its mean token probability for this output is {p:.2f} "
+            f"(below {LOW_CONFIDENCE}). Treat the translation as a guess; the model was trained on short "
+            "everyday sentences and image captions."
+        )
+    if ended_by_length(res, cfg.eos_id):
+        st.warning(
+            f"The output was cut off at the maximum length ({len(res.ids)} new tokens) before the model "
+            "produced </s>. Raise *Max length* in the sidebar to let it finish.".replace("</", "\\</")
+        )
+
+
+def encoder(lm: LoadedModel, res, src_tokens: list[str], view) -> None:
+    cfg = lm.cfg
+    layer = min(view.layer, cfg.n_encoder_layers - 1)
+    w = res.encoder.get(f"enc.{layer}.self.weights")
+    mem = res.encoder.get("memory")
+    rows = [show_token(t) for t in src_tokens]
+    if w is not None:
+        w = w[0]
+        show(
+            viz.attention_figure(
+                mean_weights(w) if view.head == MEAN_HEADS else w[int(view.head)],
+                rows,
+                rows,
+                title=f"Encoder self-attention, layer {layer}, {head_label(view.head)}",
+                q_title="source token (query)",
+                k_title="source token (key)",
+            ),
+            "enc_self",
+        )
+    if mem is not None:
+        show(
+            viz.matrix_figure(
+                mem[0], rows, title="Encoder output (memory) read by cross-attention", token_label="source token"
+            ),
+            "enc_memory",
+        )

@@ -1,0 +1,32 @@
+"""Add & Norm: LayerNorm(x + Sublayer(x))."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import viz
+
+from ..common import show
+from .context import StageContext
+
+
+def render(ctx: StageContext, n: int, what: str) -> None:
+    st.subheader(f"{'4 · ' if n == 1 else ''}Add & Norm {n} — after {what}")
+    st.latex(
+        r"\operatorname{LayerNorm}(x + \text{Sublayer}(x)) = \gamma \odot "
+        r"\frac{x + \text{Sublayer}(x) - \mu}{\sigma} + \beta"
+    )
+    k = f"{ctx.L}.norm{n}"
+    a = ctx.arrays
+    show(
+        viz.addnorm_figure(
+            a[f"{k}.residual"],
+            a[f"{k}.mean"],
+            a[f"{k}.std"],
+            a[f"{k}.out"],
+            ctx.rows,
+            highlight_row=ctx.current,
+            title=f"Add & Norm {n} (layer {ctx.layer})",
+        ),
+        f"{ctx.key}_norm{n}",
+    )

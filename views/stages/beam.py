@@ -1,0 +1,43 @@
+"""Beam search: the hypothesis tree, the live beams and the finished pool at a step."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+import viz
+
+from ..common import show
+
+
+def render(res, step: int, token_text, on_pick) -> None:
+    """``on_pick(row)`` is called when a live row is selected in the table (to follow that hypothesis)."""
+    st.subheader("8 · Beam search")
+    st.latex(r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}")
+    show(
+        viz.beam_tree_figure(
+            res.beam_steps[: step + 1], token_text=token_text, title=f"Hypothesis tree up to position {step}"
+        ),
+        "beam_tree",
+    )
+    bs = res.beam_steps[step]
+    st.markdown(f"**Live hypotheses at position {step}** (expanded at this step) — select a row to follow it")
+    live = viz.beam_table(bs.live, token_text)
+    key = f"beam_live_{step}"
+    st.dataframe(
+        live,
+        hide_index=True,
+        key=key,
+        width="stretch",
+        selection_mode="single-row",
+        on_select=partial(_picked, key, live["row"].tolist(), on_pick),
+    )
+    st.markdown("**Finished hypotheses so far** (the n-best pool)")
+    st.dataframe(viz.beam_table(bs.finished, token_text), hide_index=True, key="beam_finished", width="stretch")
+
+
+def _picked(key: str, rows: list[int], on_pick) -> None:
+    picked = st.session_state[key].selection.rows
+    if picked:
+        on_pick(int(rows[picked[0]]))

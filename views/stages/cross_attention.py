@@ -1,0 +1,81 @@
+"""Cross-attention: queries from the decoder stream, keys and values from the encoder output (memory)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import viz
+from model.steps import mean_weights
+
+from ..common import show
+from ..state import MEAN_HEADS
+from . import add_norm
+from .context import StageContext
+
+ROWS = "target position: reads → predicts"
+SOURCE = "source token (key)"
+
+
+def render(ctx: StageContext) -> None:
+    a, L = ctx.arrays, ctx.L
+    st.subheader(f"5 · Cross-attention to the source — layer {ctx.layer}")
+    st.latex(
+        r"\operatorname{Attention}(Q_{\text{dec}}, K_{\text{enc}}, V_{\text{enc}}) = "
+        r"\operatorname{softmax}\!\left(\frac{Q_{\text{dec}} K_{\text{enc}}^{\top}}{\sqrt{d_k}}\right)"
+        r" V_{\text{enc}}"
+    )
+    st.markdown(
+        "Each row is one decoder position, labelled *token it reads → token it predicts*; each column is a "
+        "source token. A row shows where the decoder looks in the English sentence while it predicts the "
+        "token after the arrow."
+    )
+    cw = a[f"{L}.cross.weights"]
+    h0 = 0 if ctx.head == MEAN_HEADS else int(ctx.head)
+    show(
+        viz.alignment_figure(
+            cw[h0], ctx.rows, ctx.src_rows, highlight_row=ctx.current, title=f"Alignment, head {h0} (layer {ctx.layer})"
+        ),
+        f"{ctx.key}_align_head",
+    )
+    show(
+        viz.alignment_figure(
+            mean_weights(cw),
+            ctx.rows,
+            ctx.src_rows,
+            highlight_row=ctx.current,
+            title=f"Alignment, mean of heads (layer {ctx.layer})",
+        ),
+        f"{ctx.key}_align_mean",
+    )
+    if ctx.grid:
+        show(
+            viz.heads_grid(
+                cw,
+                ctx.rows,
+                ctx.src_rows,
+                highlight_row=ctx.current,
+                title=f"Cross-attention weights, every head (layer {ctx.layer})",
+            ),
+            f"{ctx.key}_cross_grid",
+        )
+    group = ctx.cfg.d_k if ctx.head == MEAN_HEADS else None
+    dim = "head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension"
+    note = "all heads side by side" if ctx.head == MEAN_HEADS else ctx.hname
+    for name, who, labels, label_title in (
+        ("Q", "from the decoder", ctx.rows, ROWS),
+        ("K", "from the encoder output", ctx.src_rows, "source token"),
+        ("V", "from the encoder output", ctx.src_rows, "source token"),
+    ):
+        show(
+            viz.matrix_figure(
+                ctx.per_head(a[f"{L}.cross.{name}"]),
+                labels,
+                dim_label=dim,
+                token_label=label_title,
+                title=f"Cross {name} ({who}, {note}, layer {ctx.layer})",
+                group_size=group,
+                highlight_row=ctx.current if name == "Q" else None,
+            ),
+            f"{ctx.key}_cross_{name}",
+        )
+    add_norm.render(ctx, 2, "cross-attention")

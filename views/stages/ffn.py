@@ -1,0 +1,37 @@
+"""The position-wise feed-forward network."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import viz
+
+from ..common import show
+from . import add_norm
+from .context import StageContext
+
+ACTIVATIONS = {"relu": r"\max(0,\, x W_1 + b_1)", "gelu": r"\operatorname{GELU}(x W_1 + b_1)"}
+
+
+def render(ctx: StageContext) -> None:
+    cfg = ctx.cfg
+    st.subheader(f"6 · Feed-forward network — layer {ctx.layer}")
+    act = ACTIVATIONS.get(cfg.activation, r"\operatorname{swish}(x W_1 + b_1)")
+    st.latex(r"\operatorname{FFN}(x) = " + act + r"\, W_2 + b_2")
+    hidden = ctx.arrays[f"{ctx.L}.ffn.hidden"]
+    sp = viz.ffn_sparsity(hidden)
+    row = viz.ffn_sparsity(hidden[ctx.current])
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Exact zeros (all positions)", f"{sp['zero']:.1%}")
+    m2.metric(f"Exact zeros (position {ctx.current})", f"{row['zero']:.1%}")
+    m3.metric("Negative activations", f"{sp['negative']:.1%}", help=f"activation: {cfg.activation}")
+    show(
+        viz.ffn_figure(
+            hidden,
+            ctx.rows,
+            highlight_row=ctx.current,
+            title=f"FFN hidden activations ({cfg.activation}, {cfg.d_ff} units, layer {ctx.layer})",
+        ),
+        f"{ctx.key}_ffn",
+    )
+    add_norm.render(ctx, 3, "the feed-forward network")

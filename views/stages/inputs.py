@@ -1,0 +1,69 @@
+"""Token embeddings + sinusoidal positional encoding: the decoder's input X."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import viz
+
+from ..common import show
+from .context import StageContext
+
+
+def render(ctx: StageContext) -> None:
+    cfg, a = ctx.cfg, ctx.arrays
+    st.subheader("2 · Token embeddings + positional encoding")
+    st.latex(r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if cfg.scale_embedding else r"X = E[y] + PE")
+    st.caption(
+        f"One row per decoder position ({cfg.d_model} dimensions each). Zoom into a figure (drag a box) "
+        "to read single dimensions; hover shows the exact value."
+    )
+    hl = ctx.current
+    show(
+        viz.matrix_figure(
+            a["dec.embed"],
+            ctx.rows,
+            title="Token embeddings E[y]·√d_model",
+            highlight_row=hl,
+            token_label="position: reads → predicts",
+        ),
+        f"{ctx.key}_embed",
+    )
+    show(
+        viz.matrix_figure(
+            a["dec.pe"],
+            ctx.rows,
+            title="Positional encoding PE",
+            highlight_row=hl,
+            token_label="position: reads → predicts",
+        ),
+        f"{ctx.key}_pe",
+    )
+    show(
+        viz.matrix_figure(
+            a["dec.input"],
+            ctx.rows,
+            title="Sum X = embedding + PE",
+            highlight_row=hl,
+            token_label="position: reads → predicts",
+        ),
+        f"{ctx.key}_input",
+    )
+    pe = ctx.pe_table
+    n_pos = int(min(pe.shape[0], max(50, len(ctx.reads))))
+    D = pe.shape[1]
+    dims = sorted({0, 1, 6, 7, D // 2, D // 2 + 1} & set(range(D)))
+    layout = "sin/cos interleaved" if cfg.pe_layout == "interleaved" else "sin | cos halves"
+    st.latex(
+        r"PE_{(pos,2i)} = \sin\!\left(pos / 10000^{2i/d_{\text{model}}}\right),\quad "
+        r"PE_{(pos,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{\text{model}}}\right)"
+    )
+    show(
+        viz.positional_curves(
+            pe[:n_pos],
+            dims,
+            title=f"The model's positional encoding ({layout}); the dashed line marks position {hl}",
+            mark_position=hl,
+        ),
+        f"{ctx.key}_pe_curves",
+    )

@@ -1,0 +1,175 @@
+"""Masked self-attention: Q, K, V | raw scores → causal mask → masked scores | softmax weights | α·V and W_O."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import viz
+from model.steps import prefix_scores
+
+from ..common import show
+from ..state import MEAN_HEADS
+from .context import StageContext
+
+ROWS = "position: reads → predicts"
+KEYS = "key position (token it reads)"
+
+
+def header(ctx: StageContext) -> None:
+    what = "Masked self-attention" if ctx.causal else "Self-attention WITHOUT the causal mask"
+    st.subheader(f"3 · {what} — layer {ctx.layer}, {ctx.hname}")
+
+
+def _heads_note(ctx: StageContext) -> str:
+    return "all heads side by side (thin lines separate them)" if ctx.head == MEAN_HEADS else ctx.hname
+
+
+def render_qkv(ctx: StageContext) -> None:
+    a, L = ctx.arrays, ctx.L
+    if ctx.incremental:
+        st.caption(
+            "With the KV cache a step computes Q, K and V only for the newest position (outlined); the "
+            "K and V rows of earlier positions are reused from earlier steps."
+        )
+    group = ctx.cfg.d_k if ctx.head == MEAN_HEADS else None
+    dim = "head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension"
+    for name, tex in zip("QKV", (r"Q = X W_Q", r"K = X W_K", r"V = X W_V")):
+        st.latex(tex)
+        show(
+            viz.matrix_figure(
+                ctx.per_head(a[f"{L}.self.{name}"]),
+                ctx.rows,
+                dim_label=dim,
+                token_label=ROWS,
+                title=f"{name} = X·W_{name}, {_heads_note(ctx)} (layer {ctx.layer})",
+                highlight_row=ctx.current,
+                group_size=group,
+            ),
+            f"{ctx.key}_self_{name}",
+        )
+
+
+def maps(ctx: StageContext) -> dict[str, np.ndarray]:
+    """scores, mask, masked scores and weights (H, T, T) of the shown view. A KV-cached step never computes the
+    future cells of the scores, so they are recomputed here from the recorded Q and K for display."""
+    a, L = ctx.arrays, ctx.L
+    if ctx.incremental:
+        return prefix_scores(a[f"{L}.self.Q"], a[f"{L}.self.K"], causal=True)
+    return {k: a[f"{L}.self.{k}"] for k in ("scores", "mask", "masked_scores", "weights")}
+
+
+def render_scores(ctx: StageContext) -> None:
+    m = maps(ctx)
+    mask_tex = (
+        r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}"
+        if ctx.causal
+        else r"M_{ij} = 0 \text{ (no mask)}"
+    )
+    st.markdown(
+        ctx.reading + " The raw scores are computed for every pair, the future included; the mask then "
+        "sets the future to −∞ so that the softmax gives it weight 0."
+    )
+    if ctx.incremental:
+        st.caption(
+            "Here the future cells are recomputed from the recorded Q and K for display: a KV-cached step "
+            "never needs them, since it computes only the newest query row against the keys so far."
+        )
+    panels = (
+        ("scores", r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}", "Raw scores QKᵀ/√d_k, every cell"),
+        ("mask", mask_tex, "Causal mask M (grey = −∞)" if ctx.causal else "No mask: every cell may be attended"),
+        (
+            "masked_scores",
+            r"\text{masked} = \frac{Q K^{\top}}{\sqrt{d_k}} + M",
+            "Masked scores (grey = −∞)" if ctx.causal else "Scores without a mask (nothing is −∞)",
+        ),
+    )
+    for kind, tex, title in panels:
+        st.latex(tex)
+        show(
+            viz.attention_figure(
+                ctx.attention(m[kind]),
+                ctx.rows,
+                ctx.rows,
+                kind=kind,
+                highlight_row=ctx.current,
+                title=f"{title}, {ctx.hname} (layer {ctx.layer})",
+                q_title=ROWS,
+                k_title=KEYS,
+                masked_hover="masked: −∞ (the future)",
+            ),
+            f"{ctx.key}_{kind}",
+        )
+
+
+def render_weights(ctx: StageContext) -> None:
+    m = maps(ctx)
+    st.latex(r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right)")
+    if ctx.causal:
+        st.markdown(
+            ctx.reading + " Row *i* spreads its attention over positions 0…*i* (each row sums to 1); the "
+            "grey cells are the future, masked to −∞ before the softmax, so their weight is exactly 0."
+        )
+    else:
+        st.markdown(
+            ctx.reading + " **The causal mask is removed**: every position may attend to every other, "
+            "the future included (cells right of the diagonal), so a position can see the very token it "
+            "must predict."
+        )
+    w = m["weights"]
+    if ctx.causal:  # weights of masked cells are exactly 0: draw them as masked (grey)
+        w = np.where(np.isfinite(m["mask"]), w, -np.inf)
+    title = "Attention weights α" if ctx.causal else "Attention weights α without the mask"
+    show(
+        viz.attention_figure(
+            ctx.attention(w),
+            ctx.rows,
+            ctx.rows,
+            kind="weights",
+            highlight_row=ctx.current,
+            title=f"{title}, {ctx.hname} (layer {ctx.layer})",
+            q_title=ROWS,
+            k_title=KEYS,
+            masked_hover="masked (the future): weight 0",
+        ),
+        f"{ctx.key}_weights",
+    )
+    if ctx.grid:
+        show(
+            viz.heads_grid(
+                w,
+                ctx.rows,
+                ctx.rows,
+                highlight_row=ctx.current,
+                title=f"Self-attention weights, every head (layer {ctx.layer})",
+            ),
+            f"{ctx.key}_self_grid",
+        )
+
+
+def render_output(ctx: StageContext) -> None:
+    a, L = ctx.arrays, ctx.L
+    st.latex(r"\text{head}_h = \alpha_h V_h")
+    show(
+        viz.matrix_figure(
+            ctx.per_head(a[f"{L}.self.context"]),
+            ctx.rows,
+            token_label=ROWS,
+            dim_label="head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension",
+            title=f"α·V, {_heads_note(ctx)} (layer {ctx.layer})",
+            highlight_row=ctx.current,
+            group_size=ctx.cfg.d_k if ctx.head == MEAN_HEADS else None,
+        ),
+        f"{ctx.key}_context",
+    )
+    st.latex(r"\text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_O")
+    show(
+        viz.matrix_figure(
+            a[f"{L}.self.out"],
+            ctx.rows,
+            token_label=ROWS,
+            highlight_row=ctx.current,
+            title=f"Output after W_O: every head mixed back into d_model (layer {ctx.layer})",
+        ),
+        f"{ctx.key}_self_out",
+    )

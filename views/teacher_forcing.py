@@ -1,0 +1,144 @@
+"""Teacher forcing: the whole reference in one parallel pass, its loss, and the causal mask removed on demand."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import viz
+from model.checkpoint import LoadedModel
+
+from . import session, stages
+from .common import fail, get_trace, md, show_token, token_texter
+from .export import save_to_bytes
+from .stages import output
+from .stages.context import StageContext
+from .state import Limits, clamp_step
+
+
+@st.fragment
+def view(lm: LoadedModel, limits: Limits, src_ids: tuple[int, ...], src_tokens, reference: str, stage: str) -> None:
+    try:
+        _view(lm, limits, src_ids, src_tokens, reference, stage)
+    except Exception as e:
+        fail("Could not show the teacher-forcing view", e)
+
+
+def _view(lm: LoadedModel, limits: Limits, src_ids, src_tokens, reference: str, stage: str) -> None:
+    s = st.session_state
+    tr = get_trace(lm, src_ids, reference, causal=True)
+    T = len(tr.dec_input_tokens)
+    st.subheader("Teacher forcing: the whole reference in one parallel pass")
+    st.caption(
+        "Training feeds the reference shifted right and predicts every position at once; the causal mask "
+        "stops position i from seeing positions after i."
+    )
+    if tr.truncated:
+        st.warning(f"The reference was cut to the model's limit of {lm.cfg.max_len - 1} tokens.")
+    s["step"] = clamp_step(s.get("step", T - 1), T)
+    if T > 1:
+        st.slider("Position", 0, T - 1, key="step", help="The query position the figures outline.")
+    pos = s["step"]
+    st.toggle("Remove the causal mask (let the decoder look at future tokens — “cheating”)", key="no_mask")
+    v = session.current(limits)
+    session.sync_url(v)
+
+    label_ids = tr.arrays["label_ids"]
+    table = viz.loss_table(
+        [show_token(t) for t in tr.dec_input_tokens],
+        [show_token(t) for t in tr.label_tokens],
+        tr.arrays["probs"][np.arange(T), label_ids],
+        tr.arrays["loss"],
+    )
+    mean_loss = float(tr.arrays["loss"].mean())
+    shown = tr
+    if v.no_mask:
+        nc = get_trace(lm, src_ids, reference, causal=False)
+        shown = nc
+        compare_without_mask(lm, tr, nc, table, v, pos)
+    else:
+        st.metric("Mean loss (cross-entropy per token)", f"{mean_loss:.3f}", help=f"perplexity {np.exp(mean_loss):.2f}")
+
+    st.subheader("1 · Shifted inputs, labels and the loss")
+    st.latex(r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)")
+    st.dataframe(table, hide_index=True, key="tf_table", width="stretch")
+    ctx = StageContext(
+        cfg=lm.cfg,
+        arrays=shown.arrays,
+        reads=shown.dec_input_tokens,
+        predicts=shown.label_tokens,
+        src_tokens=src_tokens,
+        layer=v.layer,
+        head=v.head,
+        grid=v.grid,
+        current=pos,
+        incremental=False,
+        causal=not v.no_mask,
+        key="tf",
+        pe_table=lm.model.tgt_embed.pe.detach().cpu().numpy(),
+    )
+    stages.render(ctx, stage)
+
+    if stages.shows(stage, "output"):
+        st.subheader(f"7 · Output at position {pos}")
+        output.formula()
+        probs = shown.arrays["probs"][pos]
+        order = np.argsort(-probs)[: output.TOP_SHOWN]
+        output.render(
+            token_texter(lm),
+            order,
+            probs[order],
+            int(label_ids[pos]),
+            viz.entropy(probs),
+            f"Top {output.TOP_SHOWN} at position {pos}; the label is outlined if it is among them",
+            "tf_topk",
+            chosen_label="Label",
+        )
+
+    st.subheader("Export")
+    with st.container(horizontal=True):
+        st.download_button(
+            "Trace (NPZ)",
+            lambda: save_to_bytes(shown.save_npz),
+            file_name="teacher_forced_trace.npz",
+            mime="application/octet-stream",
+            on_click="ignore",
+            key="dl_tf_npz",
+        )
+        st.download_button(
+            "Loss table (CSV)",
+            lambda: table.to_csv(index=False),
+            file_name="teacher_forcing_loss.csv",
+            mime="text/csv",
+            on_click="ignore",
+            key="dl_tf_csv",
+        )
+
+
+def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:
+    """The loss and the attention with and without the causal mask, side by side in numbers."""
+    T = len(tr.dec_input_tokens)
+    L = f"dec.{v.layer}"
+    label_ids = tr.arrays["label_ids"]
+    w = nc.arrays[f"{L}.self.weights"]
+    w = w.mean(axis=0) if v.head == "mean" else w[int(v.head)]
+    leak = float(np.triu(w, k=1).sum(axis=1).mean())
+    mean_loss, nc_loss = float(tr.arrays["loss"].mean()), float(nc.arrays["loss"].mean())
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Mean loss with the mask", f"{mean_loss:.3f}")
+    m2.metric(
+        "Mean loss without the mask", f"{nc_loss:.3f}", delta=f"{nc_loss - mean_loss:+.3f}", delta_color="inverse"
+    )
+    m3.metric("Attention on future tokens", f"{leak:.1%}", help=md(f"layer {v.layer}, mean over positions"))
+    cmp = table.rename(columns={"p(label)": "p(label), masked", "loss": "loss, masked"})
+    cmp["p(label), no mask"] = nc.arrays["probs"][np.arange(T), label_ids]
+    cmp["loss, no mask"] = nc.arrays["loss"]
+    st.markdown("**Loss per position, with and without the mask**")
+    st.dataframe(cmp, hide_index=True, key="tf_cmp_table", width="stretch")
+    st.info(
+        "The causal mask is removed in every figure below: position i can see token i+1 — the very label it "
+        "must predict. A model trained that way learns to copy it: its training loss collapses while it learns "
+        "nothing usable at inference, where the future does not exist. This model was trained with the mask, "
+        "so it was never taught to copy: the figures show where its attention leaks (right of the diagonal) "
+        "and the table how much the loss moves (it can go either way)."
+    )
