@@ -28,7 +28,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app_support import EXAMPLES  # noqa: E402
 from model.checkpoint import count_parameters, default_model_dir, load_model_dir, use_threads  # noqa: E402
 from model.data import (  # noqa: E402
     MULTI30K_TESTS,
@@ -42,6 +41,7 @@ from model.data import (  # noqa: E402
     split_digest,
     split_tatoeba,
 )
+from views.state import EXAMPLES  # noqa: E402
 
 SANITY = list(EXAMPLES)  # the app's example sentences
 
