@@ -1,0 +1,170 @@
+"""Views of recorded decodes (model/steps.py): stacking, compact records, full-prefix scores, following a beam
+hypothesis by identity, chips and the strict summary."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from model.decoding import DecodeOptions, decode
+from model.steps import (
+    chips,
+    compact_result,
+    ended_by_length,
+    follow,
+    live_rows,
+    mean_token_prob,
+    path_rows,
+    path_tokens,
+    prefix_scores,
+    stack_view,
+    summary_dict,
+)
+from model.trace import teacher_forced_trace
+
+
+def src_of(tok, model, text: str) -> list[int]:
+    return tok.encode(text) + [model.cfg.eos_id]
+
+
+def test_stepwise_view_matches_the_parallel_trace(tiny_model, tiny_tokenizer):
+    """Rows stacked from the KV-cached steps equal the teacher-forced pass over the same tokens."""
+    src = src_of(tiny_tokenizer, tiny_model, "I like pizza.")
+    res = decode(tiny_model, src, DecodeOptions(max_len=6, record=True))
+    step = len(res.steps) - 1
+    view = stack_view(res.steps, path_rows(res, step), step)
+    eos = tiny_model.cfg.eos_id
+    tr = teacher_forced_trace(tiny_model, tiny_tokenizer, src[:-1], [i for i in res.ids if i != eos])
+    T = step + 1
+    lower = np.tril(np.ones((T, T), bool))
+    for key, arr in view.items():
+        ref = tr.arrays[key]
+        leaf = key.split(".")[-1]
+        if ".self." in key and leaf in ("scores", "mask", "masked_scores", "weights"):
+            ref = ref[:, :T, :T]
+            assert (np.isfinite(arr) == lower).all(), key  # the future was never computed
+        elif ref.ndim == 3 and not key.endswith(("cross.K", "cross.V")):
+            ref = ref[:, :T]
+        elif ref.ndim < 3:
+            ref = ref[:T]
+        assert arr.shape == ref.shape, (key, arr.shape, ref.shape)
+        fin = np.isfinite(arr)
+        np.testing.assert_allclose(arr[fin], ref[fin], atol=2e-4, rtol=1e-3, err_msg=key)
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "beam"])
+def test_compact_records_give_the_same_view(tiny_model, tiny_tokenizer, strategy):
+    """Keeping only each step's new K/V row (and cross K/V once) loses nothing along any hypothesis."""
+    src = src_of(tiny_tokenizer, tiny_model, "The cat is sleeping on the sofa.")
+    res = decode(tiny_model, src, DecodeOptions(strategy=strategy, beam=3, max_len=6, record=True))
+    small = compact_result(res)
+    size = sum(v.nbytes for s in res.steps for v in s.arrays.values())
+    assert sum(v.nbytes for s in small.steps for v in s.arrays.values()) < size
+    for step in range(len(res.steps)):
+        for row in live_rows(res, step):
+            rows = path_rows(res, step, row)
+            full, compact = stack_view(res.steps, rows, step), stack_view(small.steps, rows, step)
+            assert full.keys() == compact.keys()
+            for key in full:
+                np.testing.assert_array_equal(full[key], compact[key], err_msg=f"{key} step {step} row {row}")
+
+
+def test_prefix_scores_equal_the_trace_and_torch_attention(tiny_model, tiny_tokenizer):
+    """The display-only future cells: scores of every pair equal the teacher-forced pass's, and the weights equal
+    torch's scaled_dot_product_attention with a causal mask (and without one)."""
+    src = src_of(tiny_tokenizer, tiny_model, "Hello world.")
+    res = decode(tiny_model, src, DecodeOptions(max_len=7, record=True))
+    step = len(res.steps) - 1
+    view = stack_view(res.steps, path_rows(res, step), step)
+    eos = tiny_model.cfg.eos_id
+    tr = teacher_forced_trace(tiny_model, tiny_tokenizer, src[:-1], [i for i in res.ids if i != eos])
+    T = step + 1
+    for layer in range(tiny_model.cfg.n_decoder_layers):
+        Q, K = view[f"dec.{layer}.self.Q"], view[f"dec.{layer}.self.K"]
+        m = prefix_scores(Q, K)
+        assert np.isfinite(m["scores"]).all()  # every cell, the future included
+        np.testing.assert_allclose(m["scores"], tr.arrays[f"dec.{layer}.self.scores"][:, :T, :T], atol=2e-4)
+        assert (np.isfinite(m["masked_scores"]) == np.tril(np.ones((T, T), bool))).all()
+        q, k = torch.tensor(Q), torch.tensor(K)
+        v = torch.tensor(view[f"dec.{layer}.self.V"])
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        np.testing.assert_allclose(m["weights"] @ v.numpy(), ref.numpy(), atol=1e-5)
+        free = prefix_scores(Q, K, causal=False)
+        np.testing.assert_allclose(free["weights"] @ v.numpy(), F.scaled_dot_product_attention(q, k, v).numpy(),
+                                   atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(m["weights"], view[f"dec.{layer}.self.weights"].clip(0), atol=1e-5)
+
+
+def beam_decode(tiny_model, tiny_tokenizer, text="The cat is sleeping on the sofa.", k=3, max_len=10):
+    src = src_of(tiny_tokenizer, tiny_model, text)
+    return decode(tiny_model, src, DecodeOptions(strategy="beam", beam=k, max_len=max_len, record=True))
+
+
+def test_following_a_hypothesis_by_identity(tiny_model, tiny_tokenizer):
+    """Picked at step t, a hypothesis is followed back through its ancestors and forward along its best surviving
+    descendant; when its line ends, the view says so (finished or pruned) and shows the best live hypothesis."""
+    res = beam_decode(tiny_model, tiny_tokenizer)
+    n = len(res.steps)
+    kinds = set()
+    for t in range(n):
+        for r in live_rows(res, t):
+            ids = tuple(res.beam_steps[t].live[r].ids)
+            assert follow(res, t, ids).row == r and follow(res, t, ids).relation == "self"
+            for u in range(n):
+                f = follow(res, u, ids)
+                live = res.beam_steps[u].live
+                shown = tuple(live[f.row].ids)
+                assert f.rows == path_rows(res, u, f.row)
+                assert tuple(path_tokens(res, f.rows, u)[0][1:]) == shown  # the chips are the shown hypothesis
+                if u < t:
+                    assert f.relation == "ancestor" and shown == ids[:u]
+                elif u > t and f.relation == "descendant":
+                    assert shown[:t] == ids
+                    better = [h for h in live[: f.row] if h.logprob > -1e8 and tuple(h.ids[:t]) == ids]
+                    assert not better  # the best surviving continuation
+                elif u > t:
+                    assert f.relation == "ended" and f.ended_at is not None and t <= f.ended_at < u
+                    assert not any(tuple(h.ids[:t]) == ids for h in live if h.logprob > -1e8)
+                    assert f.row == live_rows(res, u)[0]
+                    kinds.add(f.ended_how)
+                    if f.ended_how == "finished":
+                        pool = res.beam_steps[f.ended_at].finished
+                        assert any(tuple(h.ids[:t]) == ids for h in pool)
+    assert "pruned" in kinds  # the sentence is chosen so the test sees a hypothesis pruned
+
+
+def test_follow_without_beam_and_the_root():
+    from types import SimpleNamespace as NS
+
+    res = NS(beam_steps=None)
+    f = follow(res, 3, (5, 6))
+    assert f.rows == [0, 0, 0, 0] and f.row == 0
+
+
+def test_chips_mark_only_user_forced_tokens(tiny_model, tiny_tokenizer):
+    src = src_of(tiny_tokenizer, tiny_model, "I am a student.")
+    free = decode(tiny_model, src, DecodeOptions(max_len=6, record=True))
+    forced_tok = int(free.steps[2].top_ids[0][3])  # the 4th most likely token at position 2
+    prefix = (*free.ids[:2], forced_tok)
+    res = decode(tiny_model, src, DecodeOptions(max_len=6, prefix=prefix, record=True))
+    cs = chips(res, [0] * 5, 4, user_forced=frozenset({2}))
+    assert [c.token_id for c in cs[:3]] == list(prefix)
+    assert [c.forced for c in cs] == [False, False, True, False]
+    assert cs[0].prob == pytest.approx(float(np.exp(free.steps[0].top_logprobs[0][0])))
+
+
+def test_summary_is_strict_json_and_flags(tiny_model, tiny_tokenizer):
+    res = beam_decode(tiny_model, tiny_tokenizer, k=3, max_len=4)
+    from views.state import Choices
+
+    ch = Choices(model_dir="m", source="x", strategy="beam", beam=3, max_len=4, prefix=(5,))
+    d = summary_dict(ch, res, tiny_tokenizer.id_to_token, ["a"], 1)
+    text = json.dumps(d, allow_nan=False)  # raises on NaN / infinity
+    assert json.loads(text)["choices"]["prefix"] == [5]
+    assert any(row["entropy"] is not None for s in d["steps"] for row in s["rows"])
+    assert 0 < mean_token_prob(res) <= 1
+    assert ended_by_length(res, tiny_model.cfg.eos_id) == (res.ids[-1] != tiny_model.cfg.eos_id)
