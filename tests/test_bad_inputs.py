@@ -13,7 +13,7 @@ BY_NAME = {c.name: c for c in CASES}
 CLI_CASES = [c for c in CASES if c.cli is not None and not c.subprocess_only]
 
 
-def test_the_matrix_covers_the_issue():
+def test_the_matrix_covers_every_kind_of_bad_input():
     both = [c for c in CASES if c.cli is not None and c.app is not None]
     assert len(both) >= 25 and len(BY_NAME) == len(CASES)
     for name in ("empty text", "spaces only", "newlines only", "10,000 characters", "one 500-character word",

@@ -1,0 +1,144 @@
+"""The About page, written for users: what Decoder Lens is and how to use it, the loaded model (figures from
+its config, scores from its model card), data and licences, known limits, and how to load another checkpoint.
+
+Text that comes from outside the app (a model directory's path, a load error) is shown with st.text / st.code,
+never as markdown or HTML; the model card is rendered as markdown without HTML.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pandas as pd
+import streamlit as st
+
+from model.checkpoint import ENV_MODEL, LoadedModel, count_parameters
+
+HOW_TO = """
+- **Explore** (the main page): type an English sentence or click an example. The model translates it and
+  the step view shows what the decoder computed at one position of the translation.
+- **Stepping**: ⏮ ◀ ▶ ⏭ or the position slider move through the translation one token at a time; each
+  step is one pass of the decoder, reusing the keys and values of the earlier tokens (the KV cache).
+- **Stage selector**: pick the decoder stage to draw — inputs and embeddings, Q · K · V, the scores and the
+  causal mask, the masked self-attention weights, Add & Norm, cross-attention to the English source, the
+  feed-forward network, or the output distribution with the beam candidates. "All stages" draws every
+  figure at once and is slower to step through. The sidebar picks the layer and the attention head.
+- **Decoding**: greedy, **beam search** (follow any hypothesis of the beam and see which candidates were
+  kept or dropped at each step) or sampling (temperature, top-k, top-p, seed), chosen in the sidebar.
+- **Teacher forcing**: type a reference French translation to open the teacher-forcing view: the whole
+  reference goes through the decoder in one parallel pass, with the loss of each token. A switch removes
+  the causal mask to show the decoder "cheating" by looking at the tokens it should predict.
+- **What if?**: below the step view, pick another next token (or type one) and re-decode: the decoder
+  carries on from your choice, forced tokens are marked, and "Clear forced tokens" goes back to the
+  model's own choices.
+- **Links**: the page address holds the sentence, the settings, the stage, the layer, the head and the
+  step, so copying it gives a link that reopens the same view.
+- **Figures**: hover for exact values, drag to zoom, double-click to zoom back out; the camera button in a
+  figure's toolbar saves it as a PNG.
+- **Lesson**: a three-dimensional worked example of masked self-attention, every matrix recomputed and
+  shown step by step.
+"""
+
+CREDITS = """
+The bundled English→French model (`assets/models/en-fr`) is trained on:
+- **Tatoeba** English–French sentence pairs from the Tatoeba Project, licence **CC-BY 2.0 (France)**;
+  attribution: [www.manythings.org/anki](https://www.manythings.org/anki) and
+  [tatoeba.org](https://tatoeba.org).
+- **Multi30k** task 1 English–French (Elliott, Frank, Sima'an and Specia, 2016; the French from the WMT 2017
+  multimodal task), image captions from Flickr30k, licence: **research use** (Flickr30k captions, WMT
+  multimodal task data).
+"""
+
+LOAD_ANOTHER = (
+    "python -m model import-marian HF_DIR assets/models/opus-mt-en-fr\n"
+    "# every directory under assets/models/ appears in the sidebar's model selector, or:\n"
+    f"{ENV_MODEL}=assets/models/opus-mt-en-fr streamlit run app.py"
+)
+
+
+def card_sections(card: str) -> tuple[str, dict[str, str]]:
+    """A model card's introduction (the text before its first ``## `` heading, title line dropped) and its
+    ``## `` sections by heading."""
+    intro: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current = intro
+    for line in card.splitlines():
+        if line.startswith("## "):
+            current = sections.setdefault(line[3:].strip(), [])
+        elif not (current is intro and line.startswith("# ")):
+            current.append(line)
+    return "\n".join(intro).strip(), {k: "\n".join(v).strip() for k, v in sections.items()}
+
+
+def limits(max_tokens: int | None) -> str:
+    cut = f"{max_tokens} tokens" if max_tokens else "the model's maximum length (127 tokens for the bundled model)"
+    return f"""
+- It is a small teaching model trained on short everyday sentences and image captions: long sentences and
+  other kinds of text translate poorly.
+- Names and rare words are often garbled or replaced ("Vikas", "AI"): the model only knows the subwords of
+  its training data.
+- Characters it never saw in training (many emoji, other scripts) become the unknown token \\<unk\\>, which
+  shows in the tokens and is dropped from the translation.
+- Text is cut at {cut}, for the English source and for the translation; the app says so when it cuts.
+"""
+
+
+def model_section(lm: LoadedModel) -> None:
+    cfg = lm.cfg
+    st.markdown("Model directory:")
+    st.code(str(lm.path), language=None)
+    st.markdown(
+        f"An encoder-decoder Transformer with **{count_parameters(lm.model):,} parameters**: "
+        f"{cfg.n_encoder_layers} encoder and {cfg.n_decoder_layers} decoder layers, d_model {cfg.d_model}, "
+        f"{cfg.n_heads} attention heads of {cfg.d_k} dimensions, feed-forward width {cfg.d_ff}, a vocabulary of "
+        f"{cfg.vocab_size:,} subword tokens, at most {cfg.max_len - 1} tokens per sentence."
+    )
+    intro, sections = card_sections(lm.card)
+    if intro:
+        st.markdown(intro)  # the model card: markdown of the model directory, rendered without HTML
+    scores = next((body for title, body in sections.items() if title.lower().startswith("scores")), "")
+    if scores:
+        with st.expander("Scores (from the model card)"):
+            st.markdown(scores)
+    if lm.card.strip():
+        with st.expander("The whole model card"), st.container(key="model_card"):
+            st.markdown(lm.card)
+    else:
+        st.info("This model directory has no MODEL_CARD.md.")
+    with st.expander("Configuration"):
+        st.dataframe(pd.DataFrame({"value": {k: str(v) for k, v in asdict(cfg).items()}}), key="cfg_table")
+
+
+def render(lm: LoadedModel | None, error: str | None) -> None:
+    st.title("About Decoder Lens")
+    st.markdown(
+        "Decoder Lens shows every stage of a Transformer's **decoder** working on real numbers, on a small "
+        "English→French translation model: embeddings and positional encoding, masked self-attention (Q, K, V, "
+        "scores, mask, softmax, α·V), Add & Norm, cross-attention to the English source, the feed-forward "
+        "network, the output distribution and beam search — one token at a time, or the whole reference "
+        "translation at once with teacher forcing."
+    )
+    st.subheader("How to use it")
+    st.markdown(HOW_TO)
+
+    st.subheader("The model")
+    if error:
+        st.error("The model could not be loaded; the message below says why.")
+        st.text(error)
+    elif lm is not None:
+        model_section(lm)
+    else:
+        st.info("No model is loaded.")
+
+    st.subheader("Data and licences")
+    st.markdown(CREDITS)
+
+    st.subheader("Known limits")
+    st.markdown(limits(lm.cfg.max_len - 1 if lm is not None else None))
+
+    st.subheader("Load another checkpoint")
+    st.markdown(
+        "Convert a Hugging Face `MarianMTModel` directory (for example a downloaded `Helsinki-NLP/opus-mt-en-fr`) "
+        "into a Decoder Lens model directory, then open it in the app:"
+    )
+    st.code(LOAD_ANOTHER, language="bash")
