@@ -378,9 +378,11 @@ def check_app(cases: Sequence[Case], model_dir: Path, work: Path, timeout: float
     """Run the app cases; ``every``: check the session still works after each case (else once at the end).
 
     Every case but the broken models runs in one session: the text goes into the widgets, the
-    decoding parameters come through the URL (re-read by clearing ``qp_loaded``), all of them set
+    decoding parameters come through the URL (re-read by clearing ``views.session.LOADED``), all of them set
     so that no case inherits another's values.
     """
+    from views.session import LOADED  # the app's flag: the session has read its URL
+
     results: dict[str, tuple[Outcome, str]] = {}
     shared = None
     for case in cases:
@@ -403,7 +405,7 @@ def check_app(cases: Sequence[Case], model_dir: Path, work: Path, timeout: float
                 at = shared
                 url = {URL_KEYS[k]: str(v) for k, v in case.params.items() if k in URL_KEYS}
                 at.query_params = {**URL_DEFAULTS, **url}
-                at.session_state["qp_loaded"] = False
+                at.session_state[LOADED] = False
                 at.text_area(key="source").input(case.text or "")
                 at.text_input(key="reference").input(case.reference or "")
                 run(at)
