@@ -1,50 +1,55 @@
-"""The Streamlit app, driven headlessly with AppTest against the tiny random model, plus its pure helpers."""
+"""The Streamlit app, driven headlessly with AppTest against the tiny random model, and its pure state helpers."""
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_support import (
+from model.checkpoint import ENV_MODEL, load_model_dir
+from model.decoding import DecodeOptions, decode
+from model.steps import follow, live_rows
+from views.common import escape_markdown
+from views.state import (
     DEFAULT_STAGE,
-    ENV_MODEL,
+    DEFAULTS,
     MEAN_HEADS,
     STAGE_LABELS,
     STAGES,
-    Choices,
-    clamp_choices,
-    compact_result,
-    escape_markdown,
-    live_rows,
+    Limits,
+    View,
+    clamp_view,
+    from_query,
     model_dirs,
     move,
-    parse_query_params,
-    path_rows,
     prepare_source,
-    query_params_for,
-    stack_view,
+    to_query,
 )
-from model.checkpoint import load_model_dir
-from model.decoding import DecodeOptions, decode
-from model.trace import teacher_forced_trace
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 XSS = "<img src=x onerror=alert(1)>"
+LIMITS = Limits(vocab_size=120, max_len=200, n_layers=2, n_heads=4)  # room for the default max_len
+
+
+def open_app(model_dir, monkeypatch, **query) -> AppTest:
+    monkeypatch.setenv(ENV_MODEL, str(model_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"max_len": "8", **query})  # short decodes keep the suite fast
+    at.run()
+    ok(at)
+    return at
 
 
 @pytest.fixture
 def app(tiny_model_dir, monkeypatch) -> AppTest:
-    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["max_len"] = "8"  # short decodes keep the suite fast
-    at.run()
-    ok(at)
-    return at
+    return open_app(tiny_model_dir, monkeypatch)
 
 
 def ok(at: AppTest) -> None:
@@ -52,8 +57,12 @@ def ok(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def chip_markdown(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Generated so far"))
+
+
 def n_chips(at: AppTest) -> int:
-    body = next(m.value for m in at.markdown if m.value.startswith("**Generated so far"))
+    body = chip_markdown(at)
     n = int(re.search(r"\((\d+) tokens?\)", body).group(1))
     assert body.count("-badge[") == max(n, 1)  # the empty state shows one <s> badge
     return n
@@ -63,13 +72,30 @@ def frame(at: AppTest, column: str):
     return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
-def plots(at: AppTest) -> int:
-    return len(at.get("plotly_chart"))
+def specs(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def titles(at: AppTest) -> list[str]:
     """The titles of the Plotly figures on the page, in page order."""
-    return [json.loads(c.proto.spec)["layout"].get("title", {}).get("text") or "" for c in at.get("plotly_chart")]
+    return [s["layout"].get("title", {}).get("text") or "" for s in specs(at)]
+
+
+def figure(at: AppTest, start: str) -> dict:
+    return next(s for s in specs(at) if (s["layout"].get("title", {}).get("text") or "").startswith(start))
+
+
+def plotly_array(z) -> np.ndarray:
+    """A figure array as sent to the browser: a nested list, or Plotly's base64 typed-array form."""
+    if isinstance(z, dict):
+        a = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        return a.reshape([int(n) for n in str(z.get("shape", len(a))).split(",")]).astype(float)
+    return np.array([[np.nan if x is None else x for x in row] for row in z], dtype=float)
+
+
+def qp(at: AppTest, key: str):
+    v = at.query_params.get(key)
+    return v[-1] if isinstance(v, list) else v
 
 
 def show_stage(at: AppTest, stage: str) -> AppTest:
@@ -82,13 +108,13 @@ ENCODER = ("Encoder self-attention", "Encoder output")  # outside the step view:
 # Figures (title starts) each stage draws in the step view, and the section headers it shows.
 STAGE_FIGURES = {
     "inputs": ("Token embeddings", "Positional encoding PE", "Sum X", "The model's positional encoding"),
-    "qkv": ("Q (", "K (", "V ("),
+    "qkv": ("Q = X·W_Q", "K = X·W_K", "V = X·W_V"),
     "scores": ("Raw scores", "Causal mask M", "Masked scores"),
     "self": ("Attention weights α",),
     "self_out": ("α·V", "Output after W_O", "Add &amp; Norm 1"),
     "cross": ("Alignment, head", "Alignment, mean", "Cross Q", "Cross K", "Cross V", "Add &amp; Norm 2"),
     "ffn": ("FFN hidden activations", "Add &amp; Norm 3"),
-    "output": ("Top 10 next tokens", "Step "),
+    "output": ("Top 10 next tokens", "Position "),
 }
 STAGE_HEADERS = {
     "inputs": ("1 · Decoder inputs", "2 · Token embeddings"),
@@ -123,9 +149,44 @@ def test_loads_and_shows_every_stage(app):
              "9 · What the KV cache holds", "What if?", "Export"]  # fmt: skip
     pos = [next(i for i, h in enumerate(headers) if h.startswith(o)) for o in order]
     assert pos == sorted(pos), headers
-    assert plots(app) >= 20
+    assert len(specs(app)) >= 20
     assert len(app.get("latex")) >= 10  # the formulas beside the panels
-    assert frame(app, "decoder input")["decoder input"].tolist() == ["<s>"]
+    assert frame(app, "reads (decoder input)")["reads (decoder input)"].tolist() == ["<s>"]
+
+
+def test_one_numbering_for_positions(app):
+    """The slider, the header line, the table and the figure titles all count decoder positions from 0."""
+    show_stage(app, "all")
+    for _ in range(2):
+        app.button(key="next").click().run()
+    ok(app)
+    assert app.slider(key="step").label == "Position" and app.slider(key="step").value == 2
+    line = next(m.value for m in app.markdown if m.value.startswith("**Position"))
+    assert line.startswith("**Position 2** of 0–")
+    assert frame(app, "position")["position"].tolist() == [0, 1, 2]
+    assert any(t.startswith("Position 2:") for t in titles(app))  # the KV-cache figure
+    assert any(t.startswith("Top 10 next tokens at position 2") for t in titles(app))
+
+
+def test_rows_say_what_they_read_and_predict(app):
+    """Every attention row is labelled "token read → token predicted", and the row of position i predicts the token
+    that position i + 1 reads (the cross-attention misreading of a row labelled by its input is gone)."""
+    show_stage(app, "cross")
+    for _ in range(3):
+        app.button(key="next").click().run()
+    ok(app)
+    show_stage(app, "inputs")
+    table = frame(app, "reads (decoder input)")
+    show_stage(app, "cross")
+    ys = figure(app, "Alignment, mean")["data"][0]["y"]
+    assert len(ys) == len(table) == 4
+    for i, label in enumerate(ys):
+        read = table["reads (decoder input)"].iloc[i]
+        pred = table["predicts (chosen next token)"].iloc[i]
+        assert html.escape(f"{read} → {pred}", quote=False) in label, (label, read, pred)
+        if i + 1 < len(table):
+            assert table["reads (decoder input)"].iloc[i + 1] == pred
+    assert any("token it reads → token it predicts" in m.value for m in app.markdown)
 
 
 def test_step_forward_and_back(app):
@@ -134,21 +195,21 @@ def test_step_forward_and_back(app):
     app.button(key="next").click().run()
     ok(app)
     assert app.session_state["step"] == 2 and n_chips(app) == 2
-    assert len(frame(app, "decoder input")) == 3
+    assert len(frame(app, "reads (decoder input)")) == 3
     app.button(key="prev").click().run()
     ok(app)
     assert app.session_state["step"] == 1 and n_chips(app) == 1
     app.button(key="last").click().run()
     last = app.session_state["step"]
     assert last == app.slider(key="step").max > 1 and n_chips(app) == last
-    app.button(key="next").click().run()  # past the end: stays on the last step
+    app.button(key="next").click().run()  # past the end: stays on the last position
     assert app.session_state["step"] == last
     app.button(key="first").click().run()
     assert app.session_state["step"] == 0 and n_chips(app) == 0
     app.slider(key="step").set_value(4).run()
     ok(app)
     assert n_chips(app) == 4
-    assert app.query_params["step"] == ["4"] or app.query_params["step"] == "4"
+    assert qp(app, "step") == "4"
 
 
 def test_layer_head_and_all_heads(app):
@@ -158,13 +219,25 @@ def test_layer_head_and_all_heads(app):
     ok(app)
     headers = [h.value for h in app.subheader]
     assert any(h.startswith("3 · Masked self-attention — layer 1, head 2") for h in headers)
-    n = plots(app)
-    app.toggle(key="all_heads").set_value(True).run()
+    assert qp(app, "layer") == "1" and qp(app, "head") == "2"
+    n = len(specs(app))
+    app.toggle(key="grid").set_value(True).run()
     ok(app)
-    assert plots(app) == n + 2  # self- and cross-attention grids
+    assert len(specs(app)) == n + 2  # self- and cross-attention grids
+    assert qp(app, "grid") == "1"
     app.selectbox(key="head").set_value(MEAN_HEADS).run()
     ok(app)
     assert any("mean of heads" in h for h in (h.value for h in app.subheader))
+
+
+def test_concatenated_heads_show_their_boundaries(app):
+    show_stage(app, "qkv")
+    q = figure(app, "Q = X·W_Q")
+    lines = [s for s in q["layout"].get("shapes", []) if s.get("type") == "line"]
+    assert len(lines) >= 3  # 4 heads side by side: 3 boundaries
+    app.selectbox(key="head").set_value(1).run()
+    q = figure(app, "Q = X·W_Q")
+    assert not [s for s in q["layout"].get("shapes", []) if s.get("type") == "line"]
 
 
 def test_stage_selector_shows_each_group_and_every_stage_is_reachable(app):
@@ -174,8 +247,7 @@ def test_stage_selector_shows_each_group_and_every_stage_is_reachable(app):
     for stage in STAGES:
         show_stage(app, stage)
         assert app.segmented_control(key="stage").value == stage
-        qp = app.query_params["stage"]
-        assert qp in (stage, [stage])  # the URL keeps the stage
+        assert qp(app, "stage") in (stage, None if stage == DEFAULT_STAGE else stage)  # the URL keeps the stage
         assert all(any(t.startswith(e) for t in titles(app)) for e in ENCODER)
         seen[stage] = step_figures(app)
         assert app.session_state["step"] == 1 and n_chips(app) == 1  # changing the stage keeps the step
@@ -187,10 +259,7 @@ def test_stage_selector_shows_each_group_and_every_stage_is_reachable(app):
         assert len(got) == len(want) and all(t.startswith(w) for t, w in zip(got, want)), (stage, got)
         others = [t for s, figs in seen.items() if s not in (stage, "all") for t in figs]
         assert not set(got) & set(others), stage  # each figure belongs to one stage
-    # "All stages" shows every stage's figures, in data-flow order
-    assert seen["all"] == [t for s in STAGES if s != "all" for t in seen[s]]
-    assert any(h.startswith("1 · Decoder inputs") for h in (h.value for h in show_stage(app, "all").subheader))
-    # the stepper keeps the chosen stage; a step redraws only that stage's figures
+    assert seen["all"] == [t for s in STAGES if s != "all" for t in seen[s]]  # every stage, in data-flow order
     show_stage(app, "ffn")
     app.button(key="next").click().run()
     ok(app)
@@ -199,42 +268,93 @@ def test_stage_selector_shows_each_group_and_every_stage_is_reachable(app):
     assert len(figs) == 2 and all(t.startswith(("FFN hidden", "Add &amp; Norm 3")) for t in figs), figs
 
 
-def test_stage_from_the_url_and_in_teacher_forcing(tiny_model_dir, monkeypatch):
-    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update(src="Hello world.", stage="cross", max_len="6", ref="Bonjour le monde.")
-    at.run()
-    ok(at)
-    assert at.segmented_control(key="stage").value == "cross"
-    figs = step_figures(at)  # both tabs: decoding and teacher forcing, cross-attention only
-    assert len(figs) == 2 * len(STAGE_FIGURES["cross"])
-    assert all(t.startswith(STAGE_FIGURES["cross"]) for t in figs), figs
-    show_stage(at, "output")
-    assert any(t.startswith("Top 10 at position") for t in titles(at))
-    assert frame(at, "p(label)") is not None  # the loss table of teacher forcing shows whatever the stage
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update(src="Hello world.", stage="nonsense", max_len="6")
-    at.run()
-    ok(at)
-    assert at.segmented_control(key="stage").value == DEFAULT_STAGE
-
-
-def test_beam_search_and_following_a_hypothesis(app):
-    show_stage(app, "output")  # beam search is part of the output stage
-    app.radio(key="strategy").set_value("beam").run()
-    app.slider(key="beam").set_value(3).run()
-    ok(app)
-    assert any(h.value == "8 · Beam search" for h in app.subheader)
+def test_step_view_shows_scores_then_mask_then_masked_scores(app):
+    """The raw scores of the whole prefix are computed (no masked cell), unlike the masked scores, and the page
+    says why the KV cache never needs the future cells."""
+    show_stage(app, "scores")
     for _ in range(3):
         app.button(key="next").click().run()
     ok(app)
-    rows = app.selectbox(key="beam_row").options
-    assert len(rows) == 3
-    app.selectbox(key="beam_row").select_index(2).run()
-    ok(app)
-    live = frame(app, "length-normalized score")
-    assert len(live) == 3
-    assert n_chips(app) == 3
+    raw, masked = figure(app, "Raw scores"), figure(app, "Masked scores")
+
+    def z(fig):
+        return plotly_array(fig["data"][0]["z"])
+
+    assert np.isfinite(z(raw)).all() and z(raw).shape == (4, 4)
+    finite = np.isfinite(z(masked))
+    assert (finite == np.tril(np.ones((4, 4), bool))).all()
+    np.testing.assert_allclose(z(raw)[finite], z(masked)[finite], rtol=1e-3)
+    assert any("never needs them" in c.value for c in app.caption)
+
+
+def test_stage_from_the_url_and_in_teacher_forcing(tiny_model_dir, monkeypatch):
+    at = open_app(tiny_model_dir, monkeypatch, src="Hello world.", stage="cross", max_len="6", ref="Bonjour le monde.")
+    assert at.segmented_control(key="stage").value == "cross"
+    figs = step_figures(at)
+    assert len(figs) == len(STAGE_FIGURES["cross"]) and all(t.startswith(STAGE_FIGURES["cross"]) for t in figs)
+    at.segmented_control(key="tab").set_value("tf").run()
+    ok(at)
+    assert qp(at, "tab") == "tf"
+    figs = step_figures(at)
+    assert len(figs) == len(STAGE_FIGURES["cross"]) and all(t.startswith(STAGE_FIGURES["cross"]) for t in figs)
+    show_stage(at, "output")
+    assert any(t.startswith("Top 10 at position") for t in titles(at))
+    assert frame(at, "p(label)") is not None  # the loss table of teacher forcing shows whatever the stage
+    at = open_app(tiny_model_dir, monkeypatch, src="Hello world.", stage="nonsense", max_len="6")
+    assert at.segmented_control(key="stage").value == DEFAULT_STAGE
+    assert any("Unknown stage" in w.value for w in at.warning)
+
+
+def test_following_a_hypothesis_forward_and_back_across_a_pruning(tiny_model_dir, monkeypatch):
+    """Pick the last live hypothesis, step forward until its line ends (the page says so), step back: the picked
+    hypothesis is shown again, and the chips always equal the followed hypothesis' tokens."""
+    text, k, max_len = "The cat is sleeping on the sofa.", 3, 10
+    lm = load_model_dir(tiny_model_dir)
+    src = lm.tokenizer.encode(text) + [lm.cfg.eos_id]
+    res = decode(lm.model, src, DecodeOptions(strategy="beam", beam=k, max_len=max_len, record=True))
+    # a hypothesis (step, row) whose line is pruned later: found from the recorded decode
+    pick = next((t, r) for t in range(1, len(res.steps)) for r in live_rows(res, t)
+                if any(follow(res, u, res.beam_steps[t].live[r].ids).ended_how == "pruned"
+                       for u in range(t + 1, len(res.steps))))  # fmt: skip
+    t, r = pick
+    ids = tuple(res.beam_steps[t].live[r].ids)
+    at = open_app(tiny_model_dir, monkeypatch, src=text, strategy="beam", beam=str(k), max_len=str(max_len),
+                  step=str(t), stage="output")  # fmt: skip
+    assert at.session_state["step"] == t
+    at.selectbox(key="follow_pick").set_value(r).run()
+    ok(at)
+    assert tuple(at.session_state["follow"]) == ids
+    assert qp(at, "follow") == ".".join(map(str, ids))
+
+    def chip_ids() -> tuple[int, ...]:
+        body = chip_markdown(at)
+        toks = re.findall(r"-badge\[(.*?)(?: [0-9\\.]+)?\]", body)
+        return tuple(lm.tokenizer.token_to_id(escape_back(x).replace("␣", "▁")) for x in toks if x != "\\<s\\>")
+
+    assert chip_ids() == ids
+    ended = False
+    for _ in range(t + 1, len(res.steps)):
+        at.button(key="next").click().run()
+        ok(at)
+        u = at.session_state["step"]
+        f = follow(res, u, ids)
+        assert at.selectbox(key="follow_pick").value == f.row  # the label names the shown hypothesis
+        assert chip_ids() == tuple(res.beam_steps[u].live[f.row].ids)
+        if f.relation == "ended":
+            ended = True
+            assert any("was pruned from the beam" in w.value for w in at.warning)
+    assert ended
+    at.slider(key="step").set_value(t).run()
+    ok(at)
+    assert at.selectbox(key="follow_pick").value == r and chip_ids() == ids
+    at.button(key="prev").click().run()
+    ok(at)
+    assert chip_ids() == ids[:-1]  # its ancestor
+    assert any("prefix" in c.value for c in at.caption)
+
+
+def escape_back(s: str) -> str:
+    return re.sub(r"\\(.)", r"\1", s)
 
 
 def test_sampling_with_parameters(app):
@@ -246,54 +366,64 @@ def test_sampling_with_parameters(app):
     ok(app)
     want = escape_markdown("sampling (temperature 0.7, top-k 5, top-p 0.9, seed 7)")
     assert any(want in m.value for m in app.markdown)
+    assert (qp(app, "temp"), qp(app, "top_k"), qp(app, "top_p"), qp(app, "seed")) == ("0.7", "5", "0.9", "7")
 
 
-def test_force_a_token_keeps_the_prefix(app):
-    show_stage(app, "inputs")  # the shifted-inputs table
+def test_force_a_token_marks_only_that_token(app):
+    show_stage(app, "inputs")
     app.button(key="next").click().run()
     app.button(key="next").click().run()
-    before = frame(app, "decoder input")["decoder input"].tolist()  # <s> y1 y2
-    pick = app.selectbox(key="whatif_pick")
-    alt = pick.options[3]  # labels; pick the 4th most likely token
+    before = frame(app, "reads (decoder input)")["reads (decoder input)"].tolist()  # <s> y1 y2
+    alt = app.selectbox(key="whatif_pick").options[3]  # the 4th most likely token
     app.selectbox(key="whatif_pick").select_index(3).run()
     app.button(key="whatif_go").click().run()
     ok(app)
-    forced = app.session_state["forced"]["prefix"]
-    assert len(forced) == 3
+    forced = app.session_state["forced"]
+    assert len(forced) == 3 and app.session_state["user_forced"] == frozenset({2})
     assert app.session_state["step"] == 3
-    after = frame(app, "decoder input")
-    assert after["decoder input"].tolist()[:3] == before  # the tokens so far are kept
-    assert alt.startswith("4. ") and alt[3:].split("  (p")[0].replace("␣", "▁") == after["decoder input"].tolist()[3]
-    assert after["forced"].tolist()[:3] == [True, True, True]
-    assert any(m.value.startswith("**Forced prefix:**") for m in app.markdown)
-    # typing a token forces it too, after the current step
+    after = frame(app, "reads (decoder input)")
+    assert after["reads (decoder input)"].tolist()[:3] == before  # the tokens so far are kept
+    assert alt.startswith("4. ") and alt[3:].split("  (p")[0] == after["reads (decoder input)"].tolist()[3]
+    assert after["forced by you"].tolist() == [False, False, True, False]
+    body = chip_markdown(app)
+    assert body.count(":orange-badge[") == 1 and body.count(":blue-badge[") == 2
+    assert qp(app, "forced").split(".")[2].startswith("!")  # the link keeps which one the user forced
     app.text_input(key="whatif_text").input("pizza").run()
     app.button(key="whatif_typed_go").click().run()
     ok(app)
-    assert len(app.session_state["forced"]["prefix"]) > 3
-    assert app.session_state["forced"]["prefix"][:3] == forced
+    assert len(app.session_state["forced"]) > 3 and app.session_state["forced"][:3] == forced
+    assert 2 in app.session_state["user_forced"] and 3 in app.session_state["user_forced"]
     app.button(key="clear_forced").click().run()
     ok(app)
-    assert "forced" not in app.session_state
+    assert app.session_state["forced"] == () and qp(app, "forced") is None
 
 
 def test_teacher_forcing_and_the_mask_toggle(app):
     app.text_input(key="reference").input("Je suis étudiant.").run()
+    app.segmented_control(key="tab").set_value("tf").run()
     ok(app)
-    assert [t.label for t in app.tabs] == ["Step-by-step decoding", "Teacher forcing (reference)"]
     table = frame(app, "p(label)")
     assert table["decoder input"].iloc[0] == "<s>" and table["expected output (label)"].iloc[-1] == "</s>"
-    labels = [m.label for m in app.metric]
-    assert "Mean loss (cross-entropy per token)" in labels
+    assert "Mean loss (cross-entropy per token)" in [m.label for m in app.metric]
+    assert any(h.value.startswith("3 · Masked self-attention") for h in app.subheader)
     app.toggle(key="no_mask").set_value(True).run()
     ok(app)
+    assert qp(app, "nomask") == "1"
     metrics = {m.label: m.value for m in app.metric}
     masked, unmasked = float(metrics["Mean loss with the mask"]), float(metrics["Mean loss without the mask"])
     assert masked != unmasked
     assert float(metrics["Attention on future tokens"].rstrip("%")) > 0
-    cmp = frame(app, "loss, no mask")
-    assert np.isfinite(cmp["loss, no mask"]).all()
-    app.slider(key="tf_pos").set_value(1).run()
+    assert np.isfinite(frame(app, "loss, no mask")["loss, no mask"]).all()
+    # every text about the view says the mask is gone
+    headers = [h.value for h in app.subheader]
+    assert any("WITHOUT the causal mask" in h for h in headers)
+    assert not any(h.startswith("3 · Masked self-attention") for h in headers)
+    assert any(t.startswith("Attention weights α without the mask") for t in titles(app))
+    assert not any("masked to −∞ before the softmax" in m.value for m in app.markdown)
+    assert any("The causal mask is removed" in m.value for m in app.markdown)
+    show_stage(app, "scores")
+    assert any(t.startswith("No mask") for t in titles(app))
+    app.slider(key="step").set_value(1).run()
     ok(app)
 
 
@@ -307,7 +437,6 @@ def test_lesson_and_about_pages(app):
     assert len(app.dataframe) >= 20  # seed beside ours, panel by panel
     app.radio(key="page").set_value("About").run()
     ok(app)
-    assert any("Tiny test model" in m.value for m in app.markdown)
     assert any("import-marian" in c.value for c in app.code)
     app.radio(key="page").set_value("Explore").run()
     ok(app)
@@ -318,45 +447,84 @@ def test_example_buttons(app):
     app.button(key="example_5").click().run()
     ok(app)
     assert app.text_area(key="source").value == "The cat is sleeping on the sofa."
-    assert any(t.value == "The cat is sleeping on the sofa." for t in app.text)
+    assert qp(app, "src") == "The cat is sleeping on the sofa."
 
 
 def test_xss_is_shown_as_plain_text(app):
     app.text_area(key="source").input(XSS).run()
     ok(app)
-    assert any(t.value == XSS for t in app.text)
     for m in app.markdown:  # user text reaches markdown only escaped: every "<" is "\\<"
         assert not re.search(r"(?<!\\)<", m.value), m.value
     app.text_input(key="reference").input(XSS).run()
     ok(app)
 
 
-def test_empty_long_and_odd_input(app):
+def test_empty_long_odd_and_unreadable_input(app):
     app.text_area(key="source").input("   \n  ").run()
     assert not app.exception and not app.error
     assert any("empty" in i.value for i in app.info)
     app.text_area(key="source").input(" ".join(["the cat is sleeping on the sofa"] * 40)).run()
     ok(app)
     assert any("only the first" in w.value for w in app.warning)
-    app.text_area(key="source").input("I love 🍕 and 日本語 — ça va?").run()
+    app.text_area(key="source").input("🍕🍕 日本語").run()  # every token unknown
     ok(app)
-    assert plots(app) > 0
+    assert any("cannot read this text" in w.value for w in app.warning)
+    assert any("<unk>" in t.value for t in app.text)  # what the model reads, shown as it reads it
+    assert len(specs(app)) > 0
 
 
-def test_url_reopens_the_view_and_bad_params_are_clamped(tiny_model_dir, monkeypatch):
-    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update(src="Hello world.", strategy="beam", beam="3", step="2", layer="1", head="0", max_len="6")
-    at.run()
-    ok(at)
-    assert at.text_area(key="source").value == "Hello world."
+def test_cut_off_and_low_confidence_are_flagged(tiny_model_dir, monkeypatch):
+    import views.explore
+
+    at = open_app(tiny_model_dir, monkeypatch)
+    assert any("cut off at the maximum length" in w.value for w in at.warning)  # max_len=8, random model
+    assert not any("out of its depth" in w.value for w in at.warning)
+    monkeypatch.setattr(views.explore, "LOW_CONFIDENCE", 0.999)  # every output is below that
+    at = open_app(tiny_model_dir, monkeypatch)
+    assert any("out of its depth" in w.value for w in at.warning)
+    at = open_app(tiny_model_dir, monkeypatch, max_len="40")
+    assert not any("cut off" in w.value for w in at.warning) or "</s>" not in " ".join(t.value for t in at.text)
+
+
+def test_every_url_field_round_trips_through_the_page(tiny_model_dir, monkeypatch):
+    """A link with every field set reopens the same view, and the page writes back the same link."""
+    lm = load_model_dir(tiny_model_dir)
+    text = "Hello world."
+    src = lm.tokenizer.encode(text) + [lm.cfg.eos_id]
+    forced = [int(i) for i in decode(lm.model, src, DecodeOptions(max_len=3)).ids[:2]]
+    link = {"src": text, "ref": "Bonjour le monde.", "strategy": "beam", "beam": "3", "lp": "1.5", "max_len": "9",
+            "forced": f"{forced[0]}.!{forced[1]}", "tab": "step", "stage": "cross", "layer": "1", "head": "2",
+            "grid": "1", "step": "3"}  # fmt: skip
+    at = open_app(tiny_model_dir, monkeypatch, **link)
     assert at.radio(key="strategy").value == "beam" and at.slider(key="beam").value == 3
-    assert at.session_state["step"] == 2 and at.selectbox(key="layer").value == 1
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update(src=XSS, strategy="evil", beam="-4", temp="nan", max_len="99999", step="abc",
-                           layer="77", head="x", top_p="7")  # fmt: skip
-    at.run()
-    ok(at)
+    assert at.number_input(key="length_penalty").value == 1.5 and at.slider(key="max_len").value == 9
+    assert at.session_state["forced"] == tuple(forced) and at.session_state["user_forced"] == frozenset({1})
+    assert at.segmented_control(key="stage").value == "cross" and at.selectbox(key="layer").value == 1
+    assert at.selectbox(key="head").value == 2 and at.toggle(key="grid").value is True
+    assert at.session_state["step"] == 3 and n_chips(at) == 3
+    assert chip_markdown(at).count(":orange-badge[") == 1
+    assert {k: qp(at, k) for k in link} == {**link, "tab": None}  # "step" is the default tab: left out
+    live = at.session_state["follow_pick"]
+    at2 = open_app(
+        tiny_model_dir, monkeypatch, **{**link, "follow": ".".join(map(str, forced)), "tab": "tf", "nomask": "1"}
+    )
+    assert at2.segmented_control(key="tab").value == "tf" and at2.toggle(key="no_mask").value is True
+    assert qp(at2, "follow") == ".".join(map(str, forced)) and qp(at2, "nomask") == "1"
+    assert live is not None
+
+
+def test_links_that_cannot_be_reproduced_say_so(tiny_model_dir, monkeypatch):
+    at = open_app(tiny_model_dir, monkeypatch, model="no-such-model", forced="99999.3", beam="x")
+    warnings = " ".join(w.value for w in at.warning)
+    assert "no\\-such\\-model" in warnings and "does not have" in warnings
+    assert "vocabulary" in warnings and "not a number" in warnings
+    at = open_app(tiny_model_dir, monkeypatch, follow="a.b")
+    assert any("not a list of token ids" in w.value for w in at.warning)
+
+
+def test_bad_url_values_are_clamped(tiny_model_dir, monkeypatch):
+    at = open_app(tiny_model_dir, monkeypatch, src=XSS, strategy="evil", beam="-4", temp="nan", max_len="99999",
+                  step="abc", layer="77", head="x", top_p="7")  # fmt: skip
     assert at.radio(key="strategy").value == "greedy"
     assert at.slider(key="max_len").value == at.slider(key="max_len").max
     assert at.selectbox(key="layer").value == 1  # clamped to the last layer
@@ -372,26 +540,43 @@ def test_missing_model_is_a_clean_error(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------
-# Pure helpers.
+# Pure state helpers.
+
+FIELD_VALUES = {  # a non-default value for every View field
+    "source": "Hi there.", "reference": "Salut.", "model": "other", "strategy": "sample", "beam": 3,
+    "length_penalty": 0.5, "temperature": 0.7, "top_k": 5, "top_p": 0.9, "seed": 11, "max_len": 12,
+    "forced": (5, 6, 7), "user_forced": frozenset({2}), "tab": "tf", "stage": "ffn", "layer": 1, "head": 3,
+    "grid": True, "no_mask": True, "follow": (5, 6), "step": 4,
+}  # fmt: skip
 
 
-def test_clamp_choices_and_query_params():
-    clean, msgs = clamp_choices({"strategy": "x", "beam": "99", "temperature": "inf", "top_k": -3, "top_p": 2,
-                                 "seed": "1e40", "max_len": 0}, vocab_size=100, model_max_len=64)  # fmt: skip
-    assert clean == dict(strategy="greedy", beam=8, length_penalty=1.0, temperature=1.0, top_k=0, top_p=1.0,
-                         seed=2**31 - 1, max_len=1)  # fmt: skip
-    assert len(msgs) == 7
-    DecodeOptions(**{k: v for k, v in clean.items()})  # always valid
-    qp = parse_query_params({"src": ["a", "b"], "beam": "3", "step": "x", "head": "mean", "page": "Lesson",
-                             "evil": "1"})  # fmt: skip
-    assert qp == {"source": "b", "beam": 3, "head": MEAN_HEADS, "page": "Lesson"}
-    ch = Choices(model_dir="m", source="Hi", strategy="sample", temperature=0.5)
-    url = query_params_for(ch, "", 3, 1, MEAN_HEADS, "Explore", "cross")
-    back = parse_query_params(url)
-    assert back["source"] == "Hi" and back["strategy"] == "sample" and back["temperature"] == 0.5
-    assert back["step"] == 3 and back["head"] == MEAN_HEADS and back["stage"] == "cross"
-    assert query_params_for(ch, "", 3, 1, MEAN_HEADS, "Explore")["stage"] == DEFAULT_STAGE
-    assert "stage" not in parse_query_params({"stage": "evil"})
+@pytest.mark.parametrize("name", list(FIELD_VALUES))
+def test_each_view_field_round_trips_through_the_url(name):
+    view = replace(View(), **{name: FIELD_VALUES[name]}, **({"forced": (5, 6, 7)} if name == "user_forced" else {}))
+    query = to_query(view)
+    assert all(isinstance(v, str) for v in query.values())
+    raw, msgs = from_query(query)
+    back, more = clamp_view(raw, LIMITS)
+    assert not msgs and not more
+    assert back == view
+
+
+def test_default_view_has_a_short_url_and_decoding_defaults_come_from_decode_options():
+    assert to_query(View()) == {"src": View().source}
+    assert (View().beam, View().max_len, View().length_penalty) == (DEFAULTS.beam, DEFAULTS.max_len,
+                                                                    DEFAULTS.length_penalty)  # fmt: skip
+
+
+def test_clamp_view_bounds_every_number():
+    raw = {"strategy": "x", "beam": "99", "temperature": "inf", "top_k": -3, "top_p": 2, "seed": "1e40",
+           "max_len": 0, "layer": 9, "head": "7", "forced": (1, 500), "step": "-3"}  # fmt: skip
+    v, msgs = clamp_view(raw, LIMITS)
+    assert (v.strategy, v.beam, v.temperature, v.top_k, v.top_p, v.seed, v.max_len) == ("greedy", 8, 1.0, 0, 1.0,
+                                                                                          2**31 - 1, 1)  # fmt: skip
+    assert v.layer == 1 and v.head == 3 and v.forced == () and v.step == 0
+    assert len(msgs) == 10
+    DecodeOptions(**{k: getattr(v, k) for k in ("strategy", "beam", "temperature", "top_k", "top_p", "seed",
+                                                "max_len")})  # always valid  # fmt: skip
     assert [move(2, a, 5) for a in ("first", "prev", "next", "last")] == [0, 1, 3, 4]
     assert move(4, "next", 5) == 4 and move(0, "prev", 5) == 0
 
@@ -413,49 +598,3 @@ def test_prepare_source(tiny_model_dir):
     assert prepare_source("  \t ", lm.tokenizer, 2, 64) is None
     src = prepare_source("the cat " * 100, lm.tokenizer, 2, 64)
     assert src.truncated and len(src.ids) == 64 and src.ids[-1] == 2
-
-
-def test_stepwise_view_matches_the_parallel_trace(tiny_model_dir):
-    """Rows stacked from the KV-cached steps equal the teacher-forced pass over the same tokens."""
-    lm = load_model_dir(tiny_model_dir)
-    src = lm.tokenizer.encode("I like pizza.") + [lm.cfg.eos_id]
-    res = decode(lm.model, src, DecodeOptions(max_len=6, record=True))
-    step = len(res.steps) - 1
-    view = stack_view(res.steps, path_rows(res, step), step)
-    tr = teacher_forced_trace(lm.model, lm.tokenizer, src[:-1], [i for i in res.ids if i != lm.cfg.eos_id])
-    T = step + 1
-    lower = np.tril(np.ones((T, T), bool))
-    for key, arr in view.items():
-        ref = tr.arrays[key]
-        leaf = key.split(".")[-1]
-        if key.endswith(("cross.K", "cross.V")):
-            pass
-        elif ".self." in key and leaf in ("scores", "mask", "masked_scores", "weights"):
-            ref = ref[:, :T, :T]
-            assert (np.isfinite(arr) == lower).all(), key  # the future was never computed
-        elif ref.ndim == 3:
-            ref = ref[:, :T]
-        else:
-            ref = ref[:T]
-        assert arr.shape == ref.shape, (key, arr.shape, ref.shape)
-        fin = np.isfinite(arr)
-        np.testing.assert_allclose(arr[fin], ref[fin], atol=2e-4, rtol=1e-3, err_msg=key)
-
-
-@pytest.mark.parametrize("strategy", ["greedy", "beam"])
-def test_compact_records_give_the_same_view(tiny_model_dir, strategy):
-    """Keeping only each step's new K/V row (and cross K/V once) loses nothing along any hypothesis."""
-    lm = load_model_dir(tiny_model_dir)
-    src = lm.tokenizer.encode("The cat is sleeping on the sofa.") + [lm.cfg.eos_id]
-    res = decode(lm.model, src, DecodeOptions(strategy=strategy, beam=3, max_len=6, record=True))
-    small = compact_result(res)
-    assert sum(v.nbytes for s in small.steps for v in s.arrays.values()) < sum(
-        v.nbytes for s in res.steps for v in s.arrays.values()
-    )
-    for step in range(len(res.steps)):
-        for row in live_rows(res, step):
-            rows = path_rows(res, step, row)
-            full, compact = stack_view(res.steps, rows, step), stack_view(small.steps, rows, step)
-            assert full.keys() == compact.keys()
-            for key in full:
-                np.testing.assert_array_equal(full[key], compact[key], err_msg=f"{key} step {step} row {row}")

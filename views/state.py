@@ -311,6 +311,8 @@ def clamp_view(raw: Mapping, limits: Limits, base: View = View()) -> tuple[View,
     out["top_p"] = _clamp("Top-p", v["top_p"], 0.0, 1.0, float, DEFAULTS.top_p, msgs)
     out["seed"] = _clamp("Seed", v["seed"], 0, MAX_SEED, int, DEFAULTS.seed, msgs)
     max_len = min(DEFAULTS.max_len, limits.max_new)
+    if v["max_len"] == DEFAULTS.max_len:  # the default is "as long as the model allows": no message
+        v["max_len"] = max_len
     out["max_len"] = _clamp("Max length", v["max_len"], 1, limits.max_new, int, max_len, msgs)
     forced = tuple(int(i) for i in (v["forced"] or ()))
     bad = [i for i in forced if not 0 <= i < limits.vocab_size]
