@@ -17,8 +17,9 @@ from model.checkpoint import ENV_MODEL, LoadedModel, count_parameters
 HOW_TO = """
 - **Explore** (the main page): type an English sentence or click an example. The model translates it and
   the step view shows what the decoder computed at one position of the translation.
-- **Stepping**: ⏮ ◀ ▶ ⏭ or the position slider move through the translation one token at a time; each
-  step is one pass of the decoder, reusing the keys and values of the earlier tokens (the KV cache).
+- **Stepping**: the step buttons (first, previous, next, last) or the position slider move through the
+  translation one token at a time; each step is one pass of the decoder, reusing the keys and values of the
+  earlier tokens (the KV cache).
 - **Stage selector**: pick the decoder stage to draw — inputs and embeddings, Q · K · V, the scores and the
   causal mask, the masked self-attention weights, Add & Norm, cross-attention to the English source, the
   feed-forward network, or the output distribution with the beam candidates. "All stages" draws every
