@@ -14,7 +14,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from app_support import ENV_MODEL
+from model.checkpoint import ENV_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,6 +60,22 @@ PAINTED_JS = """
     }
   }
   return tracking >= minTracking && (layer === null || layered > 0);
+}
+"""
+
+# True once the page is idle, shows at least ``minPlots`` plots and every plot is drawn (heatmaps as images);
+# unlike PAINTED_JS it asks nothing of what the plots show.
+DRAWN_JS = """
+(minPlots) => {
+  if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  for (const el of plots) {
+    if (!el._fullLayout || !el.querySelector('.main-svg')) return false;
+    const heat = (el._fullData || []).filter(t => t.type === 'heatmap').length;
+    if (heat && el.querySelectorAll('.hm image').length === 0) return false;
+  }
+  return plots.length >= minPlots;
 }
 """
 

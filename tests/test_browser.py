@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app_support import ENV_MODEL
 from harness.browser import BROWSER_ARGS, CHROMIUM, serve
+from model.checkpoint import ENV_MODEL
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
