@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import re
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,6 +15,13 @@ MASKED_HOVER = "masked (future)"
 HIGHLIGHT_COLOR = "#e4572e"
 TEMPLATE = "none"  # the smallest template: keeps the figure JSON small
 MAX_LABEL_LEN = 24
+FONT = 12  # base text size
+TICK_FONT = 11  # tick labels, colour-bar ticks, cell values: the smallest text in any figure
+TITLE_FONT = 15
+MIN_WIDTH = 860  # the narrowest container a figure is drawn in (the app's main column at 1366 x 768)
+MODEBAR_W = 310  # Plotly's toolbar, top-right: up to about 300 px wide ...
+MODEBAR_H = 28  # ... and 25 px high
+PAD = 10
 
 
 def safe_label(text: object) -> str:
@@ -91,24 +100,82 @@ def auto_height(n_rows: int, *, per_row: int = 18, base: int = 150, lo: int = 26
     return int(min(hi, max(lo, base + per_row * n_rows)))
 
 
-def layout_defaults(title: str | None, *, height: int, legend: bool = False) -> dict:
-    """Shared look as a plain layout dict: tiny template, compact margins, escaped title, given height."""
-    return dict(
+def text_px(text: str, size: float = TICK_FONT) -> float:
+    """A generous estimate of the rendered width of ``text`` (HTML entities decoded) at ``size`` px:
+    wide fonts such as Verdana run about 0.64 em per character, East Asian wide characters 1 em."""
+    plain = html.unescape(re.sub(r"<[^>]*>", "", str(text)))
+    return size * sum(1.0 if unicodedata.east_asian_width(ch) in "WF" else 0.64 for ch in plain)
+
+
+def wrap_text(text: str, max_px: float, size: float) -> list[str]:
+    """Greedy word wrap of (already escaped) ``text`` into lines at most ``max_px`` wide where words allow.
+
+    "step 3", "position 3" and "layer 3" are never split: the app and its benchmarks read them from titles.
+    """
+    words = re.sub(r"\b(step|position|layer) (\d)", "\\1\u00a0\\2", text).split(" ")
+    lines: list[str] = []
+    for word in words:
+        if lines and text_px(lines[-1] + " " + word, size) <= max_px:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return [line.replace("\u00a0", " ") for line in lines] or [""]
+
+
+def title_block(title: str | None, width: float) -> tuple[dict, int]:
+    """Layout title (escaped, left-aligned) and the y, in px from the top, where the content below may start.
+
+    The modebar (Plotly's toolbar) sits in the top-right corner; a title short enough to end before it
+    shares its line, a longer one is wrapped to the full width on the lines below it.
+    """
+    if not title:
+        return dict(text=None), MODEBAR_H + 4
+    text = safe_label(title)
+    line_h = int(TITLE_FONT * 1.4)
+    if text_px(text, TITLE_FONT) <= width - MODEBAR_W - 2 * PAD:
+        lines, top = [text], 3
+    else:
+        lines, top = wrap_text(text, width - 2 * PAD - 10, TITLE_FONT), MODEBAR_H
+    # Plotly draws the text about 3.5 px above pad.t, and a multi-line title another 10.5 px higher
+    pad_t = top + 4 + (11 if len(lines) > 1 else 0)
+    block = dict(text="<br>".join(lines), x=0.0, xref="container", xanchor="left", y=1.0, yref="container",
+                 yanchor="top", pad=dict(t=pad_t, l=PAD), font=dict(size=TITLE_FONT))  # fmt: skip
+    return block, top + line_h * len(lines) + 8
+
+
+def layout_defaults(
+    title: str | None, *, height: int, legend: bool = False, width: int | None = None, cells: str | None = None
+) -> dict:
+    """Shared look as a plain layout dict: tiny template, 11 px minimum text, escaped title clear of the modebar.
+
+    ``width`` set: the figure is drawn exactly that wide (render it ``width="content"``); None: it fills its
+    container (``width="stretch"``), assumed at least ``MIN_WIDTH`` px. ``cells`` goes to ``layout.meta``.
+    """
+    block, top = title_block(title, width or MIN_WIDTH)
+    out = dict(
         template=TEMPLATE,
-        title=dict(text=safe_label(title) if title else None, x=0.0, xanchor="left", font=dict(size=15)),
-        height=height,
-        margin=dict(l=10, r=10, t=60 if title else 30, b=10),
-        font=dict(size=12),
+        title=block,
+        height=int(height),
+        margin=dict(l=10, r=10, t=top, b=10),
+        font=dict(size=FONT),
         paper_bgcolor="white",
         plot_bgcolor="white",
         showlegend=legend,
-        hoverlabel=dict(namelength=-1),
+        hoverlabel=dict(namelength=-1, font=dict(size=FONT)),
+        legend=dict(font=dict(size=FONT)),
     )
+    if width is not None:
+        out["width"] = int(width)
+    if cells is not None:
+        out["meta"] = {"cells": cells}
+    return out
 
 
 def finish_layout(fig: go.Figure, title: str | None, *, height: int, legend: bool = False) -> go.Figure:
-    """Shared look (``layout_defaults``) applied to a figure built piece by piece."""
-    fig.update_layout(layout_defaults(title, height=height, legend=legend))
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
+    """Shared look (``layout_defaults``) applied to a figure built piece by piece; the top margin is kept
+    at least as large as the title needs."""
+    layout = layout_defaults(title, height=height, legend=legend)
+    fig.update_layout(layout)
+    fig.update_xaxes(automargin=True, tickfont=dict(size=TICK_FONT))
+    fig.update_yaxes(automargin=True, tickfont=dict(size=TICK_FONT))
     return fig

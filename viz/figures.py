@@ -1,4 +1,9 @@
-"""Figures for the decoder stages: matrices, attention, positional encoding, Add & Norm, FFN, KV cache."""
+"""Figures for the decoder stages: matrices, attention, positional encoding, Add & Norm, FFN, KV cache.
+
+Two kinds of heatmap figure (``layout.meta["cells"]``): "square" token x token matrices with a fixed
+``layout.width`` (render them ``width="content"``) and "rows" matrices of dimensions that fill their
+container (``width="stretch"``) with a fixed height per token row.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +12,48 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .common import (
+    FONT,
     HIGHLIGHT_COLOR,
     MASKED_HOVER,
+    MIN_WIDTH,
+    PAD,
+    TICK_FONT,
     as_2d,
     as_tokens,
-    auto_height,
     check_len,
     check_row,
     finish_layout,
+    layout_defaults,
     round_sig,
+    safe_label,
+    text_px,
     unique_labels,
 )
-from .heatmap import add_heatmap, heatmap
+from .heatmap import (
+    AXIS_TITLE,
+    CB_MIN,
+    CELL_MAX,
+    CELL_MIN,
+    FIG_MIN_W,
+    _heatmap_parts,
+    bar_clearance,
+    bottom_margin,
+    colorbar_dict,
+    colorbar_px,
+    heatmap,
+    left_margin,
+    rows_geometry,
+    set_window,
+    square_geometry,
+    y_title_overflow,
+)
 
 NEG_INF_BELOW = -1e8  # finite "minus infinity" fills (e.g. -1e9) count as masked in score/mask views
+GROUP_LABEL_H = 20  # the row of "head k" labels above a matrix of concatenated heads
+PANEL_TITLE_H = 22  # a subplot title above its panel
+MASK_BAR = dict(tickvals=[0.5], ticktext=["0 (attend)"])
 
 ATTENTION_KINDS = {
     # kind: colorscale, zmin, zmax, zmid, value name
@@ -32,6 +62,52 @@ ATTENTION_KINDS = {
     "masked_scores": ("RdBu_r", None, None, 0.0, "masked score"),
     "mask": ([[0, "#6baed6"], [1, "#6baed6"]], 0.0, 1.0, None, "mask"),
 }
+
+
+def _domain(a: float, b: float) -> list[float]:
+    """A subplot domain in paper fractions, rounding noise clipped to [0, 1]."""
+    return [min(max(round(a, 6), 0.0), 1.0), min(max(round(b, 6), 0.0), 1.0)]
+
+
+def dim_range(dims: tuple[int, int] | None, n: int) -> tuple[int, int]:
+    """The half-open column range ``dims`` of an n-column matrix (all of it when None), validated."""
+    if dims is None:
+        return 0, n
+    try:
+        lo, hi = (int(d) for d in dims)
+    except (TypeError, ValueError):
+        raise ValueError(f"dims must be a (start, stop) pair of ints, not {dims!r}") from None
+    if not 0 <= lo < hi <= n:
+        raise ValueError(f"dims {dims!r} must satisfy 0 <= start < stop <= {n}")
+    return lo, hi
+
+
+def _group_marks(lo: int, hi: int, size: int, plot_px: float) -> tuple[list[dict], list[dict]]:
+    """Boundary lines and "head k" labels of the column groups of ``size`` within columns [lo, hi).
+
+    Labels are sized for the narrowest container: "head k", else "hk", else every n-th group.
+    """
+    shapes = [dict(type="line", xref="x", yref="paper", x0=b - 0.5, x1=b - 0.5, y0=0, y1=1, name="group",
+                   line=dict(color="#222", width=1.5), layer="above")
+              for b in range((lo // size + 1) * size, hi, size)]  # fmt: skip
+    groups = list(range(lo // size, (hi - 1) // size + 1))
+    px_per_col = plot_px / (hi - lo)
+    spans = {k: (max(k * size, lo), min((k + 1) * size, hi)) for k in groups}
+    widest = max(text_px(f"head {k}", FONT) for k in groups) + 8
+    narrow = min((b - a) * px_per_col for a, b in spans.values())
+    fmt, step = "head {}", 1
+    if widest > narrow:
+        fmt = "h{}"
+        widest = max(text_px(f"h{k}", FONT) for k in groups) + 6
+        step = max(1, math.ceil(widest / (size * px_per_col))) if widest > narrow else 1
+    notes = []
+    for k in groups[::step]:
+        a, b = spans[k]
+        if (b - a) * px_per_col < widest and len(groups) > 1:
+            continue  # a sliver of a group at the edge of the range: the line marks it
+        notes.append(dict(text=fmt.format(k), x=(a + b - 1) / 2, xref="x", y=1, yref="paper", yanchor="bottom",
+                          yshift=2, showarrow=False, font=dict(size=FONT, color="#222"), name="group"))  # fmt: skip
+    return shapes, notes
 
 
 def matrix_figure(
@@ -44,18 +120,49 @@ def matrix_figure(
     colorscale: str | list = "RdBu_r",
     value_name: str = "value",
     token_label: str = "token",
+    dims: tuple[int, int] | None = None,
+    group_size: int | None = None,
 ) -> go.Figure:
-    """A (T, D) activation matrix: rows = tokens, columns = dimensions 0..D-1, diverging scale centred on 0.
+    """A (T, D) activation matrix: rows = tokens (free strings), columns = dimensions, diverging scale at 0.
 
-    For embeddings, positional encodings, Q/K/V, FFN hidden units, Add & Norm outputs.
+    For embeddings, positional encodings, Q/K/V, α·V, W_O output, FFN hidden units. Full container width
+    (``meta.cells == "rows"``, render ``width="stretch"``), ``ROW_PX``/``ROW_MIN`` px per row. ``dims``
+    (start, stop) shows only those columns; the x axis and hover keep the true dimension numbers, and
+    Plotly's zoom reads single dimensions. ``group_size`` (e.g. d_k for concatenated heads) draws a line
+    between groups and labels them "head 0", "head 1", ...
     """
     v = as_2d(values)
     tokens = as_tokens(tokens)
     check_len(v.shape[0], tokens, "rows", f"values of shape {v.shape}")
-    return heatmap(
-        v, tokens, [str(d) for d in range(v.shape[1])], title=title, x_title=dim_label, y_title=token_label,
-        colorscale=colorscale, zmid=0.0, highlight_row=highlight_row, value_name=value_name, col_index=False,
+    lo, hi = dim_range(dims, v.shape[1])
+    if group_size is not None and (isinstance(group_size, bool) or int(group_size) < 1):
+        raise ValueError(f"group_size must be a positive int or None, not {group_size!r}")
+    hl = check_row(highlight_row, v.shape[0])
+    ys = unique_labels(tokens)
+    cb_px = colorbar_px(None, value_name)
+    geo = rows_geometry(len(tokens), ys, title=title, x_title=dim_label, y_title=token_label, cb_px=cb_px,
+                        highlight_row=hl, extra_top=GROUP_LABEL_H if group_size else 0)  # fmt: skip
+    traces, axis, xaxis, yaxis, shape = _heatmap_parts(
+        v[:, lo:hi], tokens, [str(d) for d in range(lo, hi)], x_title=dim_label, y_title=token_label, x_name=None,
+        y_name=None, colorscale=colorscale, zmin=None, zmax=None, zmid=0.0, coloraxis="coloraxis", colorbar=None,
+        highlight_row=hl, masked_hover=MASKED_HOVER, value_name=value_name, decimals=4, row_index=True,
+        col_index=False, show_values=False, hover_text=None, show_row_ticks=True, show_col_ticks=True,
+        x_values=np.arange(lo, hi), row_step=geo.row_step,
     )  # fmt: skip
+    axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"], length=geo.plot_h)
+    moved = set_window(yaxis, geo.rows, len(tokens), reverse=True)
+    layout = layout_defaults(title, height=geo.height, cells="rows")
+    layout.update(margin=geo.margin, title=geo.title, coloraxis=axis, xaxis=xaxis, yaxis=yaxis)
+    shapes = [shape] if shape else []
+    if group_size:
+        plot_px = MIN_WIDTH - geo.margin["l"] - geo.margin["r"]
+        lines, notes = _group_marks(lo, hi, int(group_size), plot_px)
+        shapes += lines
+        layout["annotations"] = notes
+    layout["shapes"] = shapes
+    if moved:
+        layout["dragmode"] = "pan"
+    return go.Figure(data=traces, layout=layout)
 
 
 def _attention_values(weights: np.ndarray, kind: str) -> np.ndarray:
@@ -85,7 +192,9 @@ def attention_figure(
 
     ``kind``: "weights" (softmax output, sequential 0..1), "scores" (QK^T/sqrt(d), diverging around 0),
     "mask" (additive mask: 0 cells coloured, -inf cells masked) or "masked_scores" (scores + mask,
-    -inf masked). Values at or below -1e8 count as -inf in the non-weight kinds.
+    -inf masked). Values at or below -1e8 count as -inf in the non-weight kinds. Square cells
+    (``meta.cells == "square"``, fixed ``layout.width``: render ``width="content"``); beyond 20 tokens a
+    window containing the highlighted row, the rest a pan away.
     """
     w = _attention_values(weights, kind)
     if w.ndim != 2:
@@ -94,10 +203,10 @@ def attention_figure(
     check_len(w.shape[0], q_tokens, "query rows", f"attention of shape {w.shape}")
     check_len(w.shape[1], k_tokens, "key columns", f"attention of shape {w.shape}")
     cs, zmin, zmax, zmid, name = ATTENTION_KINDS[kind]
-    colorbar = dict(tickvals=[0.5], ticktext=["0 (attend)"]) if kind == "mask" else None
     return heatmap(
         w, q_tokens, k_tokens, title=title, x_title=k_title, y_title=q_title, colorscale=cs, zmin=zmin, zmax=zmax,
-        zmid=zmid, highlight_row=highlight_row, masked_hover=masked_hover, value_name=name, colorbar=colorbar,
+        zmid=zmid, highlight_row=highlight_row, masked_hover=masked_hover, value_name=name,
+        colorbar=MASK_BAR if kind == "mask" else None, cells="square", same_axes=q_tokens == k_tokens,
     )  # fmt: skip
 
 
@@ -108,11 +217,13 @@ def alignment_figure(
     *,
     title: str,
     highlight_row: int | None = None,
+    q_title: str = "target token (query)",
+    k_title: str = "source token (key)",
 ) -> go.Figure:
     """Cross-attention alignment (Tq, S): target tokens (queries) x source tokens (keys), weights 0..1."""
     return attention_figure(
         cross_weights, tgt_tokens, src_tokens, title=title, highlight_row=highlight_row, kind="weights",
-        q_title="target token (query)", k_title="source token (key)", masked_hover="masked (padding)",
+        q_title=q_title, k_title=k_title, masked_hover="masked (padding)",
     )  # fmt: skip
 
 
@@ -124,10 +235,17 @@ def heads_grid(
     title: str,
     kind: str = "weights",
     highlight_row: int | None = None,
-    cols: int = 4,
+    cols: int | None = None,
     masked_hover: str = MASKED_HOVER,
+    q_title: str = "query token",
+    k_title: str = "key token",
 ) -> go.Figure:
-    """All heads (H, Tq, Tk) side by side (``cols`` per row), one shared colour scale and colour bar."""
+    """All heads (H, Tq, Tk) in a grid, one shared colour scale and colour bar, square cells.
+
+    As many heads per row as fit a ``MIN_WIDTH`` container (at most ``cols`` when given); every head
+    shows the same window of a large matrix, and panning one pans all. Fixed ``layout.width``:
+    render ``width="content"``.
+    """
     w = _attention_values(weights, kind)
     if w.ndim != 3:
         raise ValueError(f"heads_grid needs (H, Tq, Tk) weights, got shape {w.shape}")
@@ -137,29 +255,73 @@ def heads_grid(
     q_tokens, k_tokens = as_tokens(q_tokens, "q_tokens"), as_tokens(k_tokens, "k_tokens")
     check_len(Tq, q_tokens, "query rows", f"attention of shape {w.shape}")
     check_len(Tk, k_tokens, "key columns", f"attention of shape {w.shape}")
-    check_row(highlight_row, Tq)
-    ncols = max(1, min(int(cols), H))
-    nrows = math.ceil(H / ncols)
-    fig = make_subplots(
-        rows=nrows, cols=ncols, subplot_titles=[f"head {h}" for h in range(H)], shared_xaxes=True,
-        shared_yaxes=True, horizontal_spacing=0.02, vertical_spacing=min(0.3 / nrows, 0.12),
-    )  # fmt: skip
+    hl = check_row(highlight_row, Tq)
     cs, zmin, zmax, zmid, name = ATTENTION_KINDS[kind]
-    colorbar = dict(tickvals=[0.5], ticktext=["0 (attend)"]) if kind == "mask" else None
+    colorbar = MASK_BAR if kind == "mask" else None
     if zmid is not None:  # one symmetric range for every head
         finite = w[np.isfinite(w)]
         m = float(np.abs(finite).max()) if finite.size else 1.0
         zmin, zmax = -m, m
+    ys, xs = unique_labels(q_tokens), unique_labels(k_tokens)
+    cb_px = colorbar_px(colorbar and colorbar["ticktext"], name)
+    gap_x, gap_y = 16, PANEL_TITLE_H + 8
+    avail = MIN_WIDTH - left_margin(ys, q_title) - cb_px
+    want = max(1, min(H, int(cols) if cols else 4))  # cells shrink (not below CELL_MIN) to fit this many per row
+    cell_max = max(CELL_MIN, min(CELL_MAX, int((avail - gap_x * (want - 1)) / want / max(Tk, 1))))
+    one = square_geometry(Tq, Tk, ys, xs, title=None, x_title=k_title, y_title=q_title, cb_px=cb_px, highlight_row=hl,
+                          same_axes=q_tokens == k_tokens, max_plot_h=440, cell_max=cell_max)  # fmt: skip
+    left = one.margin["l"]
+    pw, ph = one.cols.count * one.cell, one.rows.count * one.cell
+    gap_x = max(gap_x, int(text_px(f"head {H - 1}", FONT) + 16 - pw))  # room for the head titles
+    fits = max(1, int((avail + gap_x) // (pw + gap_x)))
+    ncols = max(1, min(H, fits, int(cols) if cols else H))
+    nrows = math.ceil(H / ncols)
+    plot_w, plot_h = ncols * pw + (ncols - 1) * gap_x, nrows * ph + (nrows - 1) * gap_y
+    xpad = bar_clearance(k_title, pw, plot_h)
+    width = max(FIG_MIN_W, left + plot_w + cb_px + xpad - 10)
+    layout = layout_defaults(title, height=0, width=width, cells="square")
+    over = y_title_overflow(q_title, ph)  # a y title taller than its head: drawn once, on the first row
+    top = layout["margin"]["t"] + PANEL_TITLE_H + over
+    col_px = max((text_px(x) for x in xs), default=0)
+    bottom = max(bottom_margin(col_px, one.col_angle, k_title), over + PAD)
+    height = top + max(plot_h + bottom, CB_MIN + PAD)
+    layout.update(height=height, margin=dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h))
+    traces, shapes, notes = [], [], []
     for h in range(H):
-        r, c = h // ncols + 1, h % ncols + 1
-        add_heatmap(
-            fig, w[h], q_tokens, k_tokens, row=r, col=c, x_title="key token" if r == nrows else "",
-            y_title="query token" if c == 1 else "", x_name="key token", y_name=f"head {h} · query token",
-            colorscale=cs, zmin=zmin, zmax=zmax, zmid=zmid, highlight_row=highlight_row, masked_hover=masked_hover,
-            value_name=name, colorbar=colorbar, show_row_ticks=c == 1, show_col_ticks=r == nrows,
+        r, c = divmod(h, ncols)
+        bottom_most = h + ncols >= H  # nothing below it: its column's key labels go here
+        n = "" if h == 0 else str(h + 1)
+        x0 = c * (pw + gap_x) / plot_w
+        y1 = 1 - r * (ph + gap_y) / plot_h
+        parts, axis, xaxis, yaxis, shape = _heatmap_parts(
+            w[h], q_tokens, k_tokens, x_title=k_title if bottom_most else "",
+            y_title=q_title if c == 0 and (r == 0 or not over) else "",
+            x_name=k_title, y_name=f"head {h} · {q_title}", colorscale=cs, zmin=zmin, zmax=zmax, zmid=zmid,
+            coloraxis="coloraxis", colorbar=colorbar, highlight_row=hl, masked_hover=masked_hover, value_name=name,
+            decimals=4, row_index=True, col_index=True, show_values=False, hover_text=None,
+            show_row_ticks=c == 0, show_col_ticks=bottom_most, row_step=one.row_step, col_step=one.col_step,
+            col_angle=one.col_angle,
         )  # fmt: skip
-    height = auto_height(nrows * max(Tq, 6), per_row=12, hi=1100) + 40 * nrows
-    return finish_layout(fig, title, height=min(height, 1200))
+        for t in parts:
+            t.update(xaxis=f"x{n}", yaxis=f"y{n}")
+        traces += parts
+        xaxis.update(domain=_domain(x0, x0 + pw / plot_w), anchor=f"y{n}")
+        yaxis.update(domain=_domain(y1 - ph / plot_h, y1), anchor=f"x{n}")
+        set_window(xaxis, one.cols, Tk)
+        set_window(yaxis, one.rows, Tq, reverse=True)
+        if h:
+            xaxis["matches"], yaxis["matches"] = "x", "y"
+        layout[f"xaxis{n}"], layout[f"yaxis{n}"] = xaxis, yaxis
+        if shape:
+            shapes.append({**shape, "xref": f"x{n}", "yref": f"y{n}"})
+        notes.append(dict(text=f"head {h}", x=x0 + pw / plot_w / 2, xref="paper", y=y1, yref="paper",
+                          yanchor="bottom", yshift=3, showarrow=False, font=dict(size=FONT)))  # fmt: skip
+    axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"],
+                                     length=max(CB_MIN, min(plot_h, 400)), xpad=xpad)  # fmt: skip
+    layout.update(coloraxis=axis, shapes=shapes, annotations=notes)
+    if one.rows.count < Tq or one.cols.count < Tk:
+        layout["dragmode"] = "pan"
+    return go.Figure(data=traces, layout=layout)
 
 
 def _sin_or_cos(pe: np.ndarray, d: int, layout: str | None) -> str | None:
@@ -180,12 +342,14 @@ def positional_curves(
     title: str,
     tokens: Sequence[str] | None = None,
     layout: str | None = None,
+    mark_position: int | None = None,
 ) -> go.Figure:
     """Selected positional-encoding dimensions over position (sinusoids): one line per dimension.
 
     Each line is tagged sin or cos: from ``layout`` ("interleaved": even dims sin, odd cos; "half":
     first half sin, second half cos) or, when ``layout`` is None, from row 0 (position 0: sin = 0,
     cos = 1; no tag when it is neither, e.g. for a slice that does not start at position 0).
+    ``mark_position`` draws a vertical line labelled "position N" there. Full width (``width="stretch"``).
     """
     p = as_2d(pe, "pe")
     T, D = p.shape
@@ -200,6 +364,9 @@ def positional_curves(
         check_len(T, tokens, "positions", f"pe of shape {p.shape}")
     if layout not in (None, "interleaved", "half"):
         raise ValueError(f"layout must be 'interleaved', 'half' or None, not {layout!r}")
+    mark = check_row(mark_position, T) if mark_position is not None else None
+    if mark_position is not None and mark_position < 0:
+        raise ValueError(f"mark_position must be a position 0..{T - 1}, not {mark_position}")
     pos = np.arange(T)
     custom = unique_labels(tokens) if tokens is not None else None
     fig = go.Figure()
@@ -207,15 +374,27 @@ def positional_curves(
         kind = _sin_or_cos(p, d, layout)
         fig.add_trace(
             go.Scatter(
-                x=pos, y=round_sig(p[:, d]), mode="lines+markers" if T <= 64 else "lines", marker=dict(size=4),
+                x=pos, y=round_sig(p[:, d]), mode="lines+markers" if T <= 64 else "lines", marker=dict(size=5),
                 name=f"dim {d} ({kind})" if kind else f"dim {d}", customdata=custom,
                 hovertemplate=(f"dim {d}<br>position %{{x}}" + ("<br>token %{customdata}" if tokens is not None else "")
                                + "<br>value %{y:.4g}<extra></extra>"),
             )
         )  # fmt: skip
-    fig.update_xaxes(title_text="position", showgrid=True, gridcolor="#eee", zeroline=False)
-    fig.update_yaxes(title_text="PE value", showgrid=True, gridcolor="#eee", zeroline=True, zerolinecolor="#bbb")
-    return finish_layout(fig, title, height=360, legend=True)
+    fig.update_xaxes(title_text="position", showgrid=True, gridcolor="#eee", zeroline=False,
+                     range=[-0.5, max(T - 0.5, 0.5)])  # fmt: skip
+    fig.update_yaxes(title_text="PE value", showgrid=True, gridcolor="#eee", zeroline=True, zerolinecolor="#bbb",
+                     range=[-1.25, 1.25] if np.all(np.abs(p[:, dims]) <= 1.0 + 1e-6) else None)  # fmt: skip
+    fig = finish_layout(fig, title, height=380, legend=True)
+    fig.update_layout(meta={"cells": None}, legend=dict(x=1.02, xanchor="left", y=1, yanchor="top"))
+    if mark is not None:
+        label = f"position {mark}" + (f" · {unique_labels(tokens, index=False, max_len=16)[mark]}" if tokens else "")
+        right = mark > (T - 1) / 2
+        fig.add_shape(type="line", x0=mark, x1=mark, xref="x", y0=0, y1=1, yref="paper", name="mark",
+                      line=dict(color=HIGHLIGHT_COLOR, width=2, dash="dash"), layer="above")  # fmt: skip
+        fig.add_annotation(text=label, x=mark, xref="x", y=1, yref="paper", yanchor="top", showarrow=False,
+                           xanchor="right" if right else "left", xshift=-4 if right else 4, name="mark",
+                           font=dict(size=FONT, color=HIGHLIGHT_COLOR), bgcolor="rgba(255,255,255,0.9)")  # fmt: skip
+    return fig
 
 
 def addnorm_figure(
@@ -227,8 +406,14 @@ def addnorm_figure(
     *,
     highlight_row: int | None = None,
     title: str = "Add & Norm",
+    dims: tuple[int, int] | None = None,
+    token_label: str = "token",
 ) -> go.Figure:
-    """Residual sum (T, D) | per-position mean and std | LayerNorm output (T, D), rows aligned on the tokens."""
+    """Residual sum (T, D), per-position mean and std, LayerNorm output (T, D): three full-width panels
+    stacked top to bottom, rows aligned on the tokens, each heatmap's colour bar beside it.
+
+    ``dims`` (start, stop) shows only those dimensions. Full width: render ``width="stretch"``.
+    """
     res, o = as_2d(residual, "residual"), as_2d(out, "out")
     tokens = as_tokens(tokens)
     T = len(tokens)
@@ -244,39 +429,71 @@ def addnorm_figure(
             raise ValueError(f"{name} must have shape ({T},) (one value per token), got {a.shape}")
         stats[name] = a
     hl = check_row(highlight_row, T)
-    fig = make_subplots(
-        rows=1, cols=3, shared_yaxes=True, column_widths=[0.42, 0.16, 0.42], horizontal_spacing=0.08,
-        subplot_titles=["residual: x + sublayer(x)", "mean / std", "LayerNorm output"],
-    )  # fmt: skip
-    dims = [str(d) for d in range(res.shape[1])]
-    x_end = fig.layout.xaxis.domain[1]
-    add_heatmap(
-        fig, res, tokens, dims, row=1, col=1, x_title="dimension", y_title="token", colorscale="RdBu_r", zmid=0.0,
-        coloraxis="coloraxis", colorbar=dict(x=x_end + 0.005, xanchor="left", len=0.9, title=dict(side="top")),
-        highlight_row=hl,
-        value_name="residual", col_index=False,
-    )  # fmt: skip
+    lo, hi = dim_range(dims, res.shape[1])
     labels = unique_labels(tokens)
-    for name, color, symbol in (("mean", "#4c78a8", "circle"), ("std", "#f58518", "diamond")):
-        fig.add_trace(
-            go.Scatter(
-                x=round_sig(stats[name]), y=labels, mode="lines+markers", name=name, showlegend=False,
-                marker=dict(color=color, symbol=symbol, size=6), line=dict(color=color, width=1),
-                hovertemplate=f"token: %{{y}}<br>{name}: %{{x:.4g}}<extra></extra>",
-            ),
-            row=1, col=2,
+    cb_px = colorbar_px(None, "normalized")
+    geo = rows_geometry(T, labels, title=title, x_title="dimension", y_title=token_label, cb_px=cb_px,
+                        highlight_row=hl, extra_top=PANEL_TITLE_H)  # fmt: skip
+    ph = geo.plot_h
+    gap = int(FONT * 1.6) + AXIS_TITLE + PANEL_TITLE_H + 12  # x ticks, x title, next panel's title
+    plot_h = 3 * ph + 2 * gap
+    m = geo.margin
+    height = m["t"] + plot_h + m["b"]
+    layout = layout_defaults(title, height=height, cells="rows")
+    layout.update(margin=m, title=geo.title)
+    tops = [1 - i * (ph + gap) / plot_h for i in range(3)]
+    panel_titles = ["residual: x + sublayer(x)", "mean / std per position", "LayerNorm output"]
+    traces: list[dict] = []
+    shapes: list[dict] = []
+    dim_ids = np.arange(lo, hi)
+    for i, (vals, cax, vname) in enumerate(((res, "coloraxis", "residual"), (o, "coloraxis2", "normalized"))):
+        n = "" if i == 0 else "3"
+        parts, axis, xaxis, yaxis, shape = _heatmap_parts(
+            vals[:, lo:hi], tokens, [str(d) for d in dim_ids], x_title="dimension", y_title=token_label,
+            x_name=None, y_name=None, colorscale="RdBu_r", zmin=None, zmax=None, zmid=0.0, coloraxis=cax,
+            colorbar=None, highlight_row=hl, masked_hover=MASKED_HOVER, value_name=vname, decimals=4,
+            row_index=True, col_index=False, show_values=False, hover_text=None, show_row_ticks=True,
+            show_col_ticks=True, x_values=dim_ids, row_step=geo.row_step,
         )  # fmt: skip
-    axis_title = '<span style="color:#4c78a8">● mean</span>  <span style="color:#f58518">◆ std</span>'
-    fig.update_xaxes(title_text=axis_title, showgrid=True, gridcolor="#eee", zeroline=True, zerolinecolor="#bbb",
-                     row=1, col=2)  # fmt: skip
+        top = tops[0 if i == 0 else 2]
+        for t in parts:
+            t.update(xaxis=f"x{n}", yaxis=f"y{n}")
+        traces += parts
+        axis["colorbar"] = colorbar_dict(axis["colorbar"], vname, length=ph, y=top)
+        xaxis.update(domain=[0, 1], anchor=f"y{n}")
+        yaxis.update(domain=_domain(top - ph / plot_h, top), anchor=f"x{n}")
+        set_window(yaxis, geo.rows, T, reverse=True)
+        if n:
+            xaxis["matches"], yaxis["matches"] = "x", "y"
+        layout.update({cax: axis, f"xaxis{n}": xaxis, f"yaxis{n}": yaxis})
+        if shape:
+            shapes.append({**shape, "xref": f"x{n}", "yref": f"y{n}"})
+    for name, color, symbol in (("mean", "#4c78a8", "circle"), ("std", "#f58518", "diamond")):
+        traces.append(dict(
+            type="scatter", x=round_sig(stats[name]), y=labels, mode="lines+markers", name=name, showlegend=False,
+            marker=dict(color=color, symbol=symbol, size=7), line=dict(color=color, width=1), xaxis="x2", yaxis="y2",
+            hovertemplate=f"token: %{{y}}<br>{name}: %{{x:.4g}}<extra></extra>",
+        ))  # fmt: skip
+    axis_title = '<span style="color:#4c78a8">● mean</span>   <span style="color:#f58518">◆ std</span>'
+    tickfont = dict(size=TICK_FONT)
+    layout["xaxis2"] = dict(domain=[0, 1], anchor="y2", title=dict(text=axis_title, font=dict(size=FONT)),
+                            showgrid=True, gridcolor="#eee", zeroline=True, zerolinecolor="#bbb", tickfont=tickfont,
+                            automargin=True)  # fmt: skip
+    layout["yaxis2"] = dict(domain=_domain(tops[1] - ph / plot_h, tops[1]), anchor="x2", type="category", matches="y",
+                            autorange="reversed", title=dict(text=safe_label(token_label), font=dict(size=FONT)),
+                            tickmode="array", tickvals=labels[:: geo.row_step], ticktext=labels[:: geo.row_step],
+                            tickfont=tickfont, showgrid=True, gridcolor="#f3f3f3", automargin=True)  # fmt: skip
+    set_window(layout["yaxis2"], geo.rows, T, reverse=True)
     if hl is not None:
-        fig.add_hrect(y0=hl - 0.5, y1=hl + 0.5, line=dict(color=HIGHLIGHT_COLOR, width=2), row=1, col=2)
-    add_heatmap(
-        fig, o, tokens, dims, row=1, col=3, x_title="dimension", colorscale="RdBu_r", zmid=0.0,
-        coloraxis="coloraxis2", colorbar=dict(len=0.9), highlight_row=hl, value_name="normalized",
-        col_index=False, show_row_ticks=False,
-    )  # fmt: skip
-    return finish_layout(fig, title, height=auto_height(T))
+        shapes.insert(1, dict(type="rect", xref="x2 domain", x0=0, x1=1, yref="y2", y0=hl - 0.5, y1=hl + 0.5,
+                              line=dict(color=HIGHLIGHT_COLOR, width=2), fillcolor="rgba(0,0,0,0)", layer="above",
+                              name="highlight"))  # fmt: skip
+    notes = [dict(text=t, x=0, xref="paper", xanchor="left", y=top, yref="paper", yanchor="bottom", yshift=4,
+                  showarrow=False, font=dict(size=FONT + 1)) for t, top in zip(panel_titles, tops)]  # fmt: skip
+    layout.update(shapes=shapes, annotations=notes)
+    if geo.rows.count < T:
+        layout["dragmode"] = "pan"
+    return go.Figure(data=traces, layout=layout)
 
 
 def ffn_sparsity(hidden: np.ndarray, *, tol: float = 1e-6) -> dict[str, float]:
@@ -304,13 +521,18 @@ def ffn_figure(
     *,
     title: str,
     highlight_row: int | None = None,
+    dims: tuple[int, int] | None = None,
+    token_label: str = "token",
 ) -> go.Figure:
-    """FFN hidden activations (T, d_ff) after the non-linearity; the title notes the sparsity."""
+    """FFN hidden activations (T, d_ff) after the non-linearity; the title notes the sparsity (of all units).
+
+    A full-width ``matrix_figure`` (``width="stretch"``); ``dims`` (start, stop) shows only those units.
+    """
     h = as_2d(hidden, "hidden")
     s = ffn_sparsity(h)
     sub = f"{title} — exact zeros {s['zero']:.1%}, |h| ≤ 1e-6 {s['near_zero']:.1%}, negative {s['negative']:.1%}"
     return matrix_figure(h, tokens, title=sub, dim_label="hidden unit", highlight_row=highlight_row,
-                         value_name="activation")  # fmt: skip
+                         value_name="activation", dims=dims, token_label=token_label)  # fmt: skip
 
 
 def steps_to_matrix(rows: Sequence[np.ndarray]) -> np.ndarray:
@@ -332,7 +554,10 @@ def steps_to_matrix(rows: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: str) -> go.Figure:
-    """Which K / V rows come from the cache and which are computed at this step (Q only for the new ones)."""
+    """Which K / V rows come from the cache and which are computed at this step (Q only for the new ones).
+
+    Square cells (``width="content"``); for long sequences the window shows the newest positions.
+    """
     tokens = as_tokens(tokens)
     for name, n in (("n_cached", n_cached), ("n_new", n_new)):
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
@@ -349,5 +574,6 @@ def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: 
     return heatmap(
         values, ["Q", "K", "V"], tokens, title=title, x_title="position (token)", y_title="", colorscale=cs,
         zmin=0.0, zmax=1.0, masked_hover="no query needed (cached position)", value_name="state", row_index=False,
-        hover_text=hover, colorbar=dict(tickvals=[0.25, 0.75], ticktext=["cached", "new"]), height=240,
+        hover_text=hover, colorbar=dict(tickvals=[0.25, 0.75], ticktext=["cached", "new"]), cells="square",
+        same_axes=False, focus_col=len(tokens) - 1 if tokens else None,
     )  # fmt: skip
