@@ -144,8 +144,12 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     honesty(lm, res, n_unk, len(src.ids) - 1)
     c1, c2 = st.columns(2)
     with c1:
-        st.markdown("**English, as the model reads it** (unknown pieces show as <unk>)".replace("<", "\\<"))
-        st.text(as_read(src_tokens[:-1]))
+        st.markdown("**English**")
+        st.text(src.text)
+        read = as_read(src_tokens[:-1])
+        if " ".join(read.split()) != " ".join(src.text.split()):
+            st.markdown("**As the model reads it** (cut to its limit, unknown pieces as <unk>)".replace("<", "\\<"))
+            st.text(read)
     with c2:
         st.markdown(f"**French** ({md(ch.describe())})")
         st.text(lm.tokenizer.decode(res.ids) or "(empty)")
@@ -153,7 +157,9 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
         with st.expander(f"All {len(res.n_best)} beam candidates"):
             st.dataframe(viz.beam_table(res.n_best, token_texter(lm)), hide_index=True, key="nbest", width="stretch")
 
-    reference = view.reference.strip()
+    reference = view.reference.strip()[:MAX_CHARS]
+    if reference and len(lm.tokenizer.encode(reference)) > cfg.max_len - 1:
+        st.warning(f"The reference was cut to the model's limit of {cfg.max_len - 1} tokens.")
     stage = stage_selector()
     if reference:
         st.segmented_control("View", TABS, key="tab", format_func=TAB_LABELS.get, on_change=_keep_tab)

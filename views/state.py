@@ -240,7 +240,7 @@ def from_query(qp: Mapping) -> tuple[dict, list[str]]:
             continue
         default = getattr(base, name)
         if name in ("source", "reference", "model"):
-            raw[name] = str(value)[:MAX_CHARS]
+            raw[name] = str(value)  # prepare_source cuts the text to MAX_CHARS and says so
         elif name in ("forced", "follow"):
             parsed = decode_ids(value)
             if parsed is None:
@@ -291,8 +291,8 @@ def clamp_view(raw: Mapping, limits: Limits, base: View = View()) -> tuple[View,
     msgs: list[str] = []
     v = {name: raw.get(name, getattr(base, name)) for name in VIEW_FIELDS}
     out: dict = {
-        "source": str(v["source"] or "")[:MAX_CHARS],
-        "reference": str(v["reference"] or "")[:MAX_CHARS],
+        "source": str(v["source"] or ""),
+        "reference": str(v["reference"] or ""),
         "model": str(v["model"] or ""),
     }
     strategy = str(v["strategy"])
@@ -307,6 +307,8 @@ def clamp_view(raw: Mapping, limits: Limits, base: View = View()) -> tuple[View,
     out["temperature"] = _clamp(
         "Temperature", v["temperature"], 0.0, MAX_TEMPERATURE, float, DEFAULTS.temperature, msgs
     )
+    if strategy == "sample" and out["temperature"] == 0:
+        msgs.append("Temperature 0 makes sampling greedy (always the most likely token).")
     out["top_k"] = _clamp("Top-k", v["top_k"], 0, max(limits.vocab_size, 1), int, DEFAULTS.top_k, msgs)
     out["top_p"] = _clamp("Top-p", v["top_p"], 0.0, 1.0, float, DEFAULTS.top_p, msgs)
     out["seed"] = _clamp("Seed", v["seed"], 0, MAX_SEED, int, DEFAULTS.seed, msgs)

@@ -33,8 +33,6 @@ def _view(lm: LoadedModel, limits: Limits, src_ids, src_tokens, reference: str, 
         "Training feeds the reference shifted right and predicts every position at once; the causal mask "
         "stops position i from seeing positions after i."
     )
-    if tr.truncated:
-        st.warning(f"The reference was cut to the model's limit of {lm.cfg.max_len - 1} tokens.")
     s["step"] = clamp_step(s.get("step", T - 1), T)
     if T > 1:
         st.slider("Position", 0, T - 1, key="step", help="The query position the figures outline.")
