@@ -39,6 +39,11 @@ class StageContext:
         return [f"{show_token(r)} → {show_token(p)}" for r, p in zip(self.reads, self.predicts)]
 
     @property
+    def keys(self) -> list[str]:
+        """Column labels of self-attention: the token each key position reads."""
+        return [show_token(r) for r in self.reads]
+
+    @property
     def src_rows(self) -> list[str]:
         return [show_token(t) for t in self.src_tokens]
 

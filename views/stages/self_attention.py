@@ -90,7 +90,7 @@ def render_scores(ctx: StageContext) -> None:
             viz.attention_figure(
                 ctx.attention(m[kind]),
                 ctx.rows,
-                ctx.rows,
+                ctx.keys,
                 kind=kind,
                 highlight_row=ctx.current,
                 title=f"{title}, {ctx.hname} (layer {ctx.layer})",
@@ -124,7 +124,7 @@ def render_weights(ctx: StageContext) -> None:
         viz.attention_figure(
             ctx.attention(w),
             ctx.rows,
-            ctx.rows,
+            ctx.keys,
             kind="weights",
             highlight_row=ctx.current,
             title=f"{title}, {ctx.hname} (layer {ctx.layer})",
@@ -139,7 +139,7 @@ def render_weights(ctx: StageContext) -> None:
             viz.heads_grid(
                 w,
                 ctx.rows,
-                ctx.rows,
+                ctx.keys,
                 highlight_row=ctx.current,
                 title=f"Self-attention weights, every head (layer {ctx.layer})",
             ),
