@@ -82,7 +82,7 @@ def test_heatmap_z_axes_ticks_and_hover():
     assert list(hm.y) == viz.unique_labels(TOKENS) and list(hm.x) == viz.unique_labels(["k0", "k1", "k2"])
     assert list(fig.layout.yaxis.ticktext) == viz.unique_labels(TOKENS)
     assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.type == "category"
-    assert fig.layout.yaxis.autorange == "reversed"  # first token on top
+    assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]  # reversed: first token on top
     assert "query token: %{y}" in hm.hovertemplate and "key token: %{x}" in hm.hovertemplate
     assert "weight: %{z" in hm.hovertemplate
     assert fig.layout.coloraxis.colorbar.title.text == "weight" and hm.coloraxis == "coloraxis"
@@ -189,10 +189,12 @@ def test_matrix_figure_rows_are_tokens_columns_are_dims():
     fig = viz.matrix_figure(v, TOKENS, title="embeddings", highlight_row=2)
     (hm,) = main_heatmaps(fig)
     assert np.asarray(hm.z).shape == (5, 12)
-    assert list(hm.y) == viz.unique_labels(TOKENS) and list(hm.x) == [str(d) for d in range(12)]
+    assert list(hm.y) == viz.unique_labels(TOKENS) and list(hm.x) == list(range(12))  # true dimension numbers
+    assert fig.layout.xaxis.type == "linear" and "%{x}" in hm.hovertemplate
     assert fig.layout.xaxis.title.text == "dimension" and fig.layout.coloraxis.cmid == 0.0
-    assert len(fig.layout.shapes) == 1
-    assert 260 <= fig.layout.height <= 900
+    assert len(fig.layout.shapes) == 1 and fig.layout.shapes[0].name == "highlight"
+    assert fig.layout.meta == {"cells": "rows"} and fig.layout.width is None  # fills its container
+    assert 150 <= fig.layout.height <= 900
 
 
 @pytest.mark.parametrize("kind", ["weights", "scores", "mask", "masked_scores"])

@@ -9,7 +9,20 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .common import HIGHLIGHT_COLOR, as_tokens, auto_height, finish_layout, round_sig, safe_label, unique_labels
+from .common import (
+    FONT,
+    HIGHLIGHT_COLOR,
+    MIN_WIDTH,
+    PAD,
+    TICK_FONT,
+    as_tokens,
+    layout_defaults,
+    round_sig,
+    safe_label,
+    text_px,
+    unique_labels,
+)
+from .heatmap import AXIS_TITLE, colorbar_dict, colorbar_px
 
 DEAD = -1e8  # log-probs at or below this are beam-search placeholders ("impossible"), not hypotheses
 STATUS_STYLE = {
@@ -19,6 +32,11 @@ STATUS_STYLE = {
     "pruned": ("x-thin-open", 8, None, 2.0),
 }
 OTHER_STYLE = ("square", 9, "#222", 1.0)
+START_COLOR = "#888888"
+LEGEND_COLOR = "#9a9a9a"  # legend swatches: the node colours themselves are cumulative log-probs
+TREE_ROW_PX = 18  # px between two hypotheses of one step: room for an 11 px label
+LEGEND_ROW = 26
+BAR_PX = 26  # px per bar of the top-k chart
 
 
 def _probs(probs: object, name: str = "probs") -> np.ndarray:
@@ -69,11 +87,18 @@ def topk_figure(
         )
     )  # fmt: skip
     xmax = float(p.max()) if p.size else 1.0
-    fig.update_xaxes(title_text="probability", range=[0, min(1.0, xmax * 1.2) or 1.0], showgrid=True,
-                     gridcolor="#eee", tickformat=".0%")  # fmt: skip
+    fig.update_traces(textfont=dict(size=TICK_FONT))
+    fig.update_xaxes(title_text="probability", range=[0, min(1.0, xmax * 1.25) or 1.0], showgrid=True,
+                     gridcolor="#eee", tickformat=".0%", tickfont=dict(size=TICK_FONT), title_standoff=8)  # fmt: skip
     fig.update_yaxes(title_text="next token", type="category", autorange="reversed", automargin=True,
-                     tickmode="array", tickvals=labels, ticktext=labels)  # fmt: skip
-    return finish_layout(fig, title, height=auto_height(len(tokens), per_row=22, lo=220, hi=700))
+                     tickmode="array", tickvals=labels, ticktext=labels, tickfont=dict(size=TICK_FONT),
+                     title_standoff=8)  # fmt: skip
+    layout = layout_defaults(title, height=0)
+    top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
+    layout.update(height=top + max(len(tokens), 2) * BAR_PX + bottom,
+                  margin=dict(l=PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0)), r=40, t=top,
+                              b=bottom))  # fmt: skip
+    return fig.update_layout(layout)
 
 
 def loss_table(
@@ -188,6 +213,35 @@ def beam_tree_figure(
             cur.append(dict(parent=r, token=int(e.token), status=status, node=idx))
         prev = cur
 
+    return _tree_figure(nodes, edges, title=title, label_nodes=label_nodes)
+
+
+def _place_labels(nodes: list[dict], x_px: float, y_px: float, plot_w: float) -> list[bool]:
+    """Which node labels to draw: greedily, finished then kept hypotheses (best first), a label only where
+    its box (right of the node) hits no other label and no marker, at the narrowest plot ``plot_w``."""
+    xs = [nd["x"] for nd in nodes]
+    x_lo = min(xs) - 0.5 if xs else 0.0
+    boxes: list[tuple[float, float, float, float]] = []
+    for nd in nodes:  # every marker is an obstacle
+        cx, cy = (nd["x"] - x_lo) * x_px, nd["y"] * y_px
+        boxes.append((cx - 8, cy - 8, cx + 8, cy + 8))
+    rank = {"finished": 0, "kept": 1, "start": 2}
+    order = sorted((i for i, nd in enumerate(nodes) if nd["status"] in rank),
+                   key=lambda i: (rank[nodes[i]["status"]], -nodes[i]["cum"]))  # fmt: skip
+    show = [False] * len(nodes)
+    for i in order:
+        nd = nodes[i]
+        cx, cy = (nd["x"] - x_lo) * x_px, nd["y"] * y_px
+        box = (cx + 9, cy - 8, cx + 11 + text_px(safe_label(nd["token"]), TICK_FONT), cy + 8)
+        if box[2] > plot_w or any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in boxes):
+            continue
+        boxes.append(box)
+        show[i] = True
+    return show
+
+
+def _tree_figure(nodes: list[dict], edges: list[tuple[int, int]], *, title: str, label_nodes: bool) -> go.Figure:
+    """Draw the nodes and edges of a beam tree: ``TREE_ROW_PX`` per hypothesis row, full container width."""
     fig = go.Figure()
     if edges:
         for kept_edges, color, width, dash in ((False, "#c8c8c8", 1.0, "dot"), (True, "#555", 1.5, "solid")):
@@ -200,41 +254,76 @@ def beam_tree_figure(
                 fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=color, width=width, dash=dash),
                                          hoverinfo="skip", name="edges" + (" (kept)" if kept_edges else " (pruned)"),
                                          showlegend=False))  # fmt: skip
-    cums = [nd["cum"] for nd in nodes if nd["status"] not in ("start",) and nd["cum"] > DEAD]
+    cums = [
+        nd["cum"] for nd in nodes if nd["status"] not in ("start",) and math.isfinite(nd["cum"]) and nd["cum"] > DEAD
+    ]
     cmin, cmax = (min(cums), max(cums)) if cums else (-1.0, 0.0)
     if cmin == cmax:
         cmin -= 1.0
+    xs = [nd["x"] for nd in nodes] or [0]
+    x_lo, x_hi = min(xs) - 0.5, max(xs) + 1.5  # a step of room right of the last column for its labels
+    widest = max([sum(1 for nd in nodes if nd["x"] == x) for x in set(xs)] or [1])
+    y_half = (widest - 1) / 2 + 0.7
+    plot_h = int(2 * y_half * TREE_ROW_PX)
+    margin = dict(l=PAD + AXIS_TITLE, r=colorbar_px(None, "cum. log p"), b=PAD + AXIS_TITLE + int(FONT * 1.6))
+    plot_w = MIN_WIDTH - margin["l"] - margin["r"]
+    shown = _place_labels(nodes, plot_w / (x_hi - x_lo), TREE_ROW_PX, plot_w) if label_nodes else [False] * len(nodes)
     statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
+    legend = []
     for status in ["start", *statuses]:
-        sel = [nd for nd in nodes if nd["status"] == status]
-        if not sel:
+        idx = [i for i, nd in enumerate(nodes) if nd["status"] == status]
+        if not idx:
             continue
+        sel = [nodes[i] for i in idx]
         if status == "start":
-            marker = dict(symbol="square", size=12, color="#888", line=dict(color="#222", width=1))
+            marker = dict(symbol="square", size=12, color=START_COLOR, line=dict(color="#222", width=1))
+            swatch = marker
         else:
             symbol, size, outline, width = STATUS_STYLE.get(status, OTHER_STYLE)
-            marker = dict(symbol=symbol, size=size, color=[max(nd["cum"], cmin) for nd in sel], coloraxis="coloraxis",
-                          line=dict(color=outline, width=width) if outline else dict(width=width))  # fmt: skip
-        show_text = label_nodes and status != "pruned"
+            # numbers on the colour axis; an open symbol is drawn in its (valid) line colour
+            line = dict(color=outline, width=width) if outline else dict(width=width)
+            colors = [max(nd["cum"], cmin) if math.isfinite(nd["cum"]) else cmin for nd in sel]
+            marker = dict(symbol=symbol, size=size, color=colors, coloraxis="coloraxis", line=line)
+            swatch = dict(symbol=symbol, size=size, color=LEGEND_COLOR, line=dict(color=outline or LEGEND_COLOR,
+                                                                                 width=width))  # fmt: skip
+        labels = [safe_label(nd["token"]) if shown[i] else "" for i, nd in zip(idx, sel)]
         fig.add_trace(
             go.Scatter(
-                x=[nd["x"] for nd in sel], y=[nd["y"] for nd in sel], mode="markers+text" if show_text else "markers",
-                marker=marker, name=safe_label(status),
-                text=[safe_label(nd["token"]) for nd in sel] if show_text else None,
-                textposition="middle right", textfont=dict(size=10), hovertext=[nd["hover"] for nd in sel],
-                hovertemplate="%{hovertext}<extra></extra>", meta=dict(status=status),
+                x=[nd["x"] for nd in sel], y=[nd["y"] for nd in sel],
+                mode="markers+text" if any(labels) else "markers", marker=marker, name=safe_label(status),
+                text=labels if any(labels) else None, textposition="middle right",
+                textfont=dict(size=TICK_FONT, color="#222"), hovertext=[nd["hover"] for nd in sel],
+                hovertemplate="%{hovertext}<extra></extra>", meta=dict(status=status), showlegend=False,
             )
         )  # fmt: skip
-    colorbar = dict(title=dict(text="cum. log p", side="right"), thickness=12)
-    fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar))
-    fig.update_xaxes(title_text="step (position of the generated token)", dtick=1, showgrid=True, gridcolor="#eee",
-                     zeroline=False)  # fmt: skip
+        # the legend shows a plain swatch: a marker coloured through a colour axis has no single legend colour
+        legend.append(go.Scatter(x=[None], y=[None], mode="markers", marker=swatch, name=safe_label(status),
+                                 showlegend=True, hoverinfo="skip"))  # fmt: skip
+    fig.add_traces(legend)
+    fig.update_xaxes(title_text="step (position of the generated token)", showgrid=True, gridcolor="#eee",
+                     zeroline=False, range=[x_lo, x_hi], tickmode="linear", tick0=0,
+                     dtick=_nice_step((x_hi - x_lo) / max(plot_w / 48, 1)), tickformat="d",
+                     title_standoff=8)  # fmt: skip
     fig.update_yaxes(title_text="hypotheses", showticklabels=False, showgrid=False, zeroline=False,
-                     autorange="reversed")  # fmt: skip
-    widest = max([sum(1 for nd in nodes if nd["x"] == x) for x in {nd["x"] for nd in nodes}] or [1])
-    fig = finish_layout(fig, title, height=auto_height(widest, per_row=22, lo=300, hi=900), legend=True)
-    fig.update_layout(legend=dict(orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom"))
+                     range=[y_half, -y_half], autorange=False, title_standoff=8)  # fmt: skip
+    layout = layout_defaults(title, height=0, legend=True)
+    top = layout["margin"]["t"] + LEGEND_ROW
+    margin.update(t=top)
+    layout.update(height=top + plot_h + margin["b"], margin=margin, legend=dict(
+        orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=FONT)))  # fmt: skip
+    colorbar = colorbar_dict(None, "cum. log p", length=max(min(plot_h, 300), 100))
+    layout["coloraxis"] = dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar)
+    fig.update_layout(layout)
+    fig.update_xaxes(tickfont=dict(size=TICK_FONT))
     return fig
+
+
+def _nice_step(raw: float) -> int:
+    """The smallest of 1, 2, 5, 10, 20, ... at least ``raw``: integer step ticks that do not crowd."""
+    step = 1
+    while step < raw:
+        step = step * 5 // 2 if str(step).startswith("2") else step * 2
+    return step
 
 
 def beam_table(

@@ -295,9 +295,9 @@ def _heatmap_parts(
     else:
         x0, x1 = float(xcoord[0]) - 0.5 if C else -0.5, float(xcoord[-1]) + 0.5 if C else 0.5
         xaxis = dict(type="linear", tickformat="d", range=[x0, x1], showticklabels=show_col_ticks, tickangle=0)
-    xaxis.update(title=dict(text=safe_label(x_title), font=title_font), showgrid=False, zeroline=False,
+    xaxis.update(title=dict(text=safe_label(x_title), font=title_font, standoff=8), showgrid=False, zeroline=False,
                  automargin=True, ticks="", tickfont=tickfont)  # fmt: skip
-    yaxis = dict(type="category", title=dict(text=safe_label(y_title), font=title_font), showgrid=False,
+    yaxis = dict(type="category", title=dict(text=safe_label(y_title), font=title_font, standoff=8), showgrid=False,
                  zeroline=False, automargin=True, ticks="", autorange="reversed", tickfont=tickfont,
                  **ticks(ys, show_row_ticks, row_step))  # fmt: skip
     shape = None
