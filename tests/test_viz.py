@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -475,3 +476,350 @@ def test_viz_imports_neither_torch_nor_streamlit():
     for path in (ROOT / "viz").glob("*.py"):
         text = path.read_text()
         assert "import torch" not in text and "import streamlit" not in text and "from model" not in text, path
+
+
+# --- legibility: sizes from the layout ------------------------------------------------------------
+
+
+def plot_box(fig: go.Figure, xa: str = "xaxis", ya: str = "yaxis") -> tuple[float, float]:
+    """Pixel width and height of one subplot, from the figure size, margins and axis domains."""
+    lay = fig.layout
+    assert lay.width is not None and lay.height is not None
+    w = lay.width - lay.margin.l - lay.margin.r
+    h = lay.height - lay.margin.t - lay.margin.b
+    dx, dy = lay[xa].domain or (0, 1), lay[ya].domain or (0, 1)
+    return w * (dx[1] - dx[0]), h * (dy[1] - dy[0])
+
+
+def span(axis) -> tuple[float, float]:
+    lo, hi = sorted(axis.range)
+    return lo, hi
+
+
+def square_cells(fig: go.Figure, xa: str = "xaxis", ya: str = "yaxis") -> tuple[float, float, int, int]:
+    """(cell width px, cell height px, visible columns, visible rows) of a square-cell heatmap subplot."""
+    pw, ph = plot_box(fig, xa, ya)
+    (x0, x1), (y0, y1) = span(fig.layout[xa]), span(fig.layout[ya])
+    return pw / (x1 - x0), ph / (y1 - y0), round(x1 - x0), round(y1 - y0)
+
+
+def check_square(fig: go.Figure, n_rows: int, n_cols: int, hl: int | None, xa: str = "xaxis", ya: str = "yaxis"):
+    assert fig.layout.meta == {"cells": "square"}
+    cw, ch, vx, vy = square_cells(fig, xa, ya)
+    assert abs(cw - ch) < 0.01, (cw, ch)
+    assert vx <= n_cols and vy <= n_rows
+    if max(n_rows, n_cols) <= 20:
+        assert cw >= 22 - 1e-6 and (vx, vy) == (n_cols, n_rows), (cw, vx, vy)  # everything, at >= 22 px
+    else:
+        assert cw >= 10, cw
+        if (vx, vy) != (n_cols, n_rows):
+            assert vx > 20 or vy > 20 or cw >= 22
+    if hl is not None:
+        lo, hi = span(fig.layout[ya])
+        assert lo < hl < hi  # the highlighted row is in the initial window
+    pw, _ = plot_box(fig)
+    assert fig.layout.width <= 860 or pw <= 820
+
+
+@pytest.mark.parametrize("T", [*range(1, 21), 21, 25, 33, 40, 60, 64, 90, 127])
+@pytest.mark.parametrize("kind", ["weights", "scores", "mask", "masked_scores"])
+def test_attention_cells_square_and_big_enough(T, kind):
+    s = causal_scores(T)
+    values = softmax_rows(s) if kind == "weights" else s
+    toks = [f"▁tok{i}" for i in range(T)]
+    for hl in (-1, 0, T // 2):
+        fig = viz.attention_figure(values, toks, toks, title=f"step {T}", kind=kind, highlight_row=hl)
+        check_square(fig, T, T, hl % T)
+        assert fig.layout.width <= 860
+
+
+@pytest.mark.parametrize("T", [1, 3, 8, 20, 21, 40, 127])
+def test_alignment_and_kv_cache_cells(T):
+    src = [f"src{i}" for i in range(T + 2)]
+    fig = viz.alignment_figure(softmax_rows(np.ones((T, T + 2))), [f"t{i}" for i in range(T)], src, title="a",
+                               highlight_row=-1)  # fmt: skip
+    check_square(fig, T, T + 2, T - 1)
+    kv = viz.kv_cache_figure(T - 1, 1, [f"t{i}" for i in range(T)], title="cache")
+    check_square(kv, 3, T, None)
+    assert span(kv.layout.xaxis)[1] > T - 1  # the newest position is in the window
+
+
+@pytest.mark.parametrize("T", [1, 4, 8, 12, 20, 30, 60])
+@pytest.mark.parametrize("H", [1, 4, 8])
+def test_heads_grid_cells_and_columns(T, H):
+    w = np.stack([softmax_rows(causal_scores(T, seed=h)) for h in range(H)])
+    toks = [f"▁tok{i}" for i in range(T)]
+    fig = viz.heads_grid(w, toks, toks, title="heads (layer 0)", highlight_row=-1)
+    assert fig.layout.width <= 860
+    for h in range(H):
+        n = "" if h == 0 else str(h + 1)
+        check_square(fig, T, T, T - 1, f"xaxis{n}", f"yaxis{n}")
+    if T <= 8 and H >= 4:
+        doms = {tuple(fig.layout[f"xaxis{'' if h == 0 else h + 1}"].domain) for h in range(H)}
+        assert len(doms) >= 2  # several heads per row when they fit
+    boxes = [(a.x, a.y) for a in fig.layout.annotations]
+    assert len(set(boxes)) == H
+
+
+@pytest.mark.parametrize("T", [1, 2, 5, 19, 20, 21, 40, 64, 127])
+def test_wide_matrices_have_tall_enough_rows(T):
+    toks = [f"petite → fille {i}" for i in range(T)]
+    rng = np.random.default_rng(T)
+    res = rng.normal(size=(T, 256))
+    figs = [viz.matrix_figure(res, toks, title="E", highlight_row=-1),
+            viz.ffn_figure(rng.normal(size=(T, 1024)), toks, title="FFN", highlight_row=-1),
+            viz.addnorm_figure(res, res.mean(-1), res.std(-1), res, toks, highlight_row=-1)]  # fmt: skip
+    for fig in figs:
+        assert fig.layout.meta == {"cells": "rows"} and fig.layout.width is None
+        lay = fig.layout
+        total = lay.height - lay.margin.t - lay.margin.b
+        for ya in [k for k in lay.to_plotly_json() if k.startswith("yaxis")]:
+            dom = lay[ya].domain or (0, 1)
+            lo, hi = span(lay[ya])
+            assert total * (dom[1] - dom[0]) / (hi - lo) >= 16 - 1e-6
+            assert lo < T - 1 < hi  # the highlighted (last) row is shown
+    assert [s.name for s in figs[2].layout.shapes].count("highlight") == 3
+
+
+def test_matrix_dims_range_keeps_true_dimension_numbers():
+    v = np.arange(5 * 256, dtype=float).reshape(5, 256)
+    fig = viz.matrix_figure(v, TOKENS, title="Q", dims=(40, 72))
+    (hm,) = main_heatmaps(fig)
+    np.testing.assert_allclose(np.asarray(hm.z), v[:, 40:72], rtol=1e-3)
+    assert list(hm.x) == list(range(40, 72)) and tuple(fig.layout.xaxis.range) == (39.5, 71.5)
+    assert "dimension: %{x}" in hm.hovertemplate
+    ffn = viz.ffn_figure(np.ones((5, 1024)), TOKENS, title="FFN", dims=(1000, 1024))
+    assert list(main_heatmaps(ffn)[0].x)[0] == 1000 and "100.0%" not in ffn.layout.title.text
+    add = viz.addnorm_figure(v, v.mean(-1), v.std(-1), v, TOKENS, dims=(0, 8))
+    assert [np.asarray(t.z).shape for t in main_heatmaps(add)] == [(5, 8), (5, 8)]
+    for bad in [(0, 0), (-1, 5), (10, 300), (5, 2), "ab"]:
+        with pytest.raises(ValueError):
+            viz.matrix_figure(v, TOKENS, title="Q", dims=bad)
+
+
+def test_matrix_group_boundaries_and_labels():
+    fig = viz.matrix_figure(np.zeros((3, 256)), list("abc"), title="Q", group_size=32, highlight_row=0)
+    lines = [s for s in fig.layout.shapes if s.name == "group"]
+    assert sorted(s.x0 for s in lines) == [32 * k - 0.5 for k in range(1, 8)]
+    assert all(s.x0 == s.x1 and s.yref == "paper" for s in lines)
+    notes = [a for a in fig.layout.annotations if a.name == "group"]
+    assert [a.text for a in notes] == [f"head {k}" for k in range(8)]
+    assert [a.x for a in notes] == [32 * k + 15.5 for k in range(8)]
+    # labels sit in the top margin, below the title, and do not overlap at the narrowest container
+    assert all(a.yref == "paper" and a.y == 1 and a.yanchor == "bottom" for a in notes)
+    pw = 860 - fig.layout.margin.l - fig.layout.margin.r
+    assert 32 * pw / 256 > max(len(a.text) for a in notes) * 0.64 * 12
+    part = viz.matrix_figure(np.zeros((3, 256)), list("abc"), title="Q", group_size=32, dims=(40, 72))
+    assert [s.x0 for s in part.layout.shapes if s.name == "group"] == [63.5]
+    many = viz.matrix_figure(np.zeros((3, 1024)), list("abc"), title="Q", group_size=4)
+    texts = [a for a in many.layout.annotations if a.name == "group"]
+    px_per_dim = (860 - many.layout.margin.l - many.layout.margin.r) / 1024
+    xs = sorted(a.x for a in texts)
+    assert min(b - a for a, b in zip(xs, xs[1:])) * px_per_dim >= max(len(a.text) for a in texts) * 0.64 * 12
+    with pytest.raises(ValueError):
+        viz.matrix_figure(np.zeros((3, 8)), list("abc"), title="Q", group_size=0)
+
+
+def test_positional_curves_mark_position():
+    pe = np.sin(np.arange(12)[:, None] / (1 + np.arange(4)))
+    fig = viz.positional_curves(pe, [0, 1], title="PE", mark_position=7, tokens=[f"t{i}" for i in range(12)])
+    (mark,) = [s for s in fig.layout.shapes if s.name == "mark"]
+    assert mark.x0 == mark.x1 == 7 and (mark.y0, mark.y1) == (0, 1) and mark.yref == "paper"
+    (label,) = [a for a in fig.layout.annotations if a.name == "mark"]
+    assert label.text.startswith("position 7") and "t7" in label.text and label.font.size >= 11
+    assert fig.layout.legend.x >= 1.0 and fig.layout.legend.xanchor == "left"  # the legend is right of the plot
+    assert not viz.positional_curves(pe, [0], title="PE").layout.shapes
+    for bad in (12, -1):
+        with pytest.raises(ValueError):
+            viz.positional_curves(pe, [0], title="PE", mark_position=bad)
+
+
+def all_font_sizes(node, inside_font: bool = False):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "size" and inside_font:
+                yield v
+            yield from all_font_sizes(v, "font" in k.lower())
+    elif isinstance(node, list):
+        for v in node:
+            yield from all_font_sizes(v, inside_font)
+
+
+def every_figure(T: int) -> list[go.Figure]:
+    """One figure of every kind for T tokens (free-string labels, HTML, a long one, repeats)."""
+    base = ["petite → fille", "<s>", "▁le", "▁chat", "une_très_longue_étiquette_qui_déborde", "▁le", XSS, "</s>"]
+    toks = [base[i % len(base)] for i in range(T)]
+    src = [base[(i + 3) % len(base)] for i in range(T + 1)]
+    rng = np.random.default_rng(T)
+    s = causal_scores(T)
+    res = rng.normal(size=(T, 256))
+    pos = np.arange(max(T, 2))[:, None]
+    pe = np.zeros((max(T, 2), 256))
+    pe[:, 0::2] = np.sin(pos * np.exp(np.arange(0, 256, 2) * -(np.log(10000.0) / 256)))
+    pe[:, 1::2] = np.cos(pos * np.exp(np.arange(0, 256, 2) * -(np.log(10000.0) / 256)))
+    p = np.sort(rng.random(10))[::-1]
+    figs = [viz.attention_figure(softmax_rows(s), toks, toks, title=f"Self-attention weights (layer 1), step {T}",
+                                 highlight_row=-1)]  # fmt: skip
+    for kind, vals in (("scores", np.nan_to_num(s, neginf=0.3)), ("mask", np.where(np.isfinite(s), 0.0, -np.inf)),
+                       ("masked_scores", s)):  # fmt: skip
+        figs.append(viz.attention_figure(vals, toks, toks, title=f"{kind}, step {T}", kind=kind, highlight_row=-1))
+    figs += [
+        viz.alignment_figure(softmax_rows(rng.normal(size=(T, T + 1))), toks, src, title="Alignment", highlight_row=-1),
+        viz.heads_grid(np.stack([softmax_rows(causal_scores(T, h)) for h in range(8)]), toks, toks,
+                       title="Self-attention weights, every head (layer 1)", highlight_row=-1),
+        viz.heads_grid(np.stack([causal_scores(T, h) for h in range(4)]), toks, toks, title="Scores, every head",
+                       kind="masked_scores", highlight_row=-1),
+        viz.matrix_figure(res, toks, title="Token embeddings E[y]·√d", highlight_row=-1),
+        viz.matrix_figure(res, toks, title="Q, heads concatenated", group_size=32, highlight_row=-1),
+        viz.matrix_figure(res[:, :32], toks, title="α·V, head 0", dim_label="d_k", highlight_row=-1),
+        viz.ffn_figure(np.maximum(rng.normal(size=(T, 1024)), 0), toks, title="FFN hidden activations (relu)",
+                       highlight_row=-1),
+        viz.addnorm_figure(res, res.mean(-1), res.std(-1), res, toks, highlight_row=-1,
+                           title="Add & Norm after self-attention (layer 1)"),
+        viz.positional_curves(pe, [0, 1, 6, 7, 64, 65], title="The model's positional encoding", tokens=toks[:1] * 2
+                              if T < 2 else toks, mark_position=max(T, 2) - 1),
+        viz.kv_cache_figure(T - 1, 1, toks, title=f"Step {T}: K, V rows reused vs computed now"),
+        viz.topk_figure(base + ["a", "b"], p / p.sum(), 0, title=f"Next token, step {T}"),
+        viz.heatmap(rng.normal(size=(T, 3)), toks, ["x", "y", "z"], title="Generic", x_title="col", y_title="row"),
+    ]  # fmt: skip
+    steps = fake_beam_steps() if T <= 8 else synthetic_beam(8, 40)
+    figs.append(viz.beam_tree_figure(steps, token_text=lambda i: f"<t{i}>", title=f"Beam search, step {len(steps)}"))
+    return figs
+
+
+def synthetic_beam(beam: int, steps: int, seed: int = 0) -> list[NS]:
+    """Beam steps in the shape model.decoding records: each live row's ``beam`` continuations, the best kept."""
+    rng = np.random.default_rng(seed)
+
+    def H(ids, lp, parent):
+        return NS(ids=tuple(ids), logprob=lp, score=lp / max(len(ids), 1), parent=parent, finished=False)
+
+    live = [H((), 0.0, -1)] + [H((), -1e9, -1) for _ in range(beam - 1)]
+    out = []
+    for t in range(steps):
+        exps = [NS(parent=r, token=int(rng.integers(3, 500)), token_logprob=(tl := float(-rng.exponential())),
+                   cum_logprob=h.logprob + tl, status="pruned")
+                for r, h in enumerate(live) if h.logprob > -1e8 for _ in range(beam)]  # fmt: skip
+        exps.sort(key=lambda e: -e.cum_logprob)
+        nxt = []
+        for e in exps[:beam]:
+            e.status = "finished" if t > 2 and rng.random() < 0.1 else "kept"
+            if e.status == "kept":
+                nxt.append(H(live[e.parent].ids + (e.token,), e.cum_logprob, e.parent))
+        out.append(NS(position=t, live=live, expansions=exps, finished=[]))
+        live = nxt + [H((), -1e9, -1)] * (beam - len(nxt))
+    return out
+
+
+@pytest.mark.parametrize("T", [1, 8, 20, 60])
+def test_no_text_below_11_px(T):
+    for fig in every_figure(T):
+        sizes = list(all_font_sizes(fig.to_plotly_json()))
+        assert sizes and min(sizes) >= 11, (fig.layout.title.text, sizes)
+        assert fig.layout.font.size >= 11
+
+
+def test_beam_tree_colours_are_valid():
+    from _plotly_utils.basevalidators import ColorValidator
+
+    named = set(ColorValidator.named_colors)
+
+    def css(c) -> bool:
+        c = str(c).strip().lower()
+        return bool(re.fullmatch(r"#([0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8})", c) or c in named
+                    or re.fullmatch(r"(rgb|rgba|hsl|hsla)\([^()]*\)", c))  # fmt: skip
+
+    for steps in (fake_beam_steps(), synthetic_beam(8, 40)):
+        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"t{i}", title="beam")
+        assert fig.layout.coloraxis.colorscale
+        for t in fig.data:
+            m = t.marker
+            colors = m.color if isinstance(m.color, tuple | list | np.ndarray) else [m.color]
+            for c in colors:
+                if c is None:
+                    continue
+                if isinstance(c, int | float | np.floating):
+                    assert t.marker.coloraxis == "coloraxis" and math.isfinite(c) and not t.showlegend
+                else:
+                    assert css(c), (t.name, c)
+            if m.line and m.line.color is not None:
+                assert css(m.line.color), (t.name, m.line.color)
+            if t.showlegend:  # a legend entry needs a single CSS colour (numbers draw black, with warnings)
+                assert isinstance(m.color, str) and css(m.color)
+        assert {t.name for t in fig.data if t.showlegend} >= {"kept", "pruned"}
+
+
+def test_beam_tree_labels_do_not_collide():
+    for steps, n_labels in ((fake_beam_steps(), 1), (synthetic_beam(8, 40), 0)):
+        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"tok{i}", title="beam")
+        nodes, points, _ = tree_parts(fig)
+        pw = 860 - fig.layout.margin.l - fig.layout.margin.r
+        x0, x1 = fig.layout.xaxis.range
+        y0, y1 = sorted(fig.layout.yaxis.range)
+        ph = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        assert ph / (y1 - y0) >= 16  # px between two hypotheses
+        boxes = []
+        for t in nodes.values():
+            for x, y, text in zip(t.x, t.y, t.text or [""] * len(t.x)):
+                if text:
+                    px, py = (x - x0) * pw / (x1 - x0), (y - y0) * ph / (y1 - y0)
+                    boxes.append((px + 9, py - 7, px + 11 + len(text) * 7, py + 7))
+        assert len(boxes) >= n_labels
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
+        assert all(len(t.hovertext) == len(t.x) for t in nodes.values())  # unlabelled nodes keep their hover
+
+
+# --- legibility: measured in Chromium -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    pw_api = pytest.importorskip("playwright.sync_api")
+    from harness.legibility import BROWSER_ARGS, CHROMIUM
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no Chromium")
+    with pw_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.mark.parametrize("width", [860, 1450])
+def test_every_figure_is_legible_in_chromium(browser, width):
+    from harness.legibility import show_figures, violations
+
+    page = browser.new_page(viewport={"width": width + 40, "height": 1000})
+    warnings = []
+    page.on("console", lambda m: warnings.append(m.text))
+    figs = [f for T in (1, 8, 20, 60) for f in every_figure(T)]
+    show_figures(page, figs, width)
+    assert violations(page) == []
+    assert warnings == []  # e.g. no "Invalid color specifier"
+    page.close()
+
+
+def test_the_checker_flags_illegible_figures(browser):
+    from harness.legibility import show_figures, violations
+
+    rows = [f"row {i}" for i in range(60)]
+    layout = dict(height=40 + 60, width=500, margin=dict(t=30, b=30), meta={"cells": "rows"},
+                  title=dict(text="squashed"), yaxis=dict(tickmode="array", tickvals=rows))  # fmt: skip
+    squashed = go.Figure(go.Heatmap(z=np.random.default_rng(0).normal(size=(60, 60)), x=rows, y=rows), layout=layout)
+    tiny = viz.attention_figure(np.full((4, 4), 0.25), list("abcd"), list("abcd"), title="tiny")
+    tiny.update_layout(width=200, height=170, margin=dict(l=60, r=60, t=40, b=40))
+    small_text = viz.topk_figure(["a", "b"], [0.6, 0.4], 0, title="small text")
+    small_text.update_yaxes(tickfont=dict(size=8))
+    long_title = viz.matrix_figure(np.zeros((2, 8)), ["a", "b"], title="x" * 60)
+    long_title.update_layout(title=dict(x=1.0, xanchor="right", pad=dict(t=0), y=1.0, yanchor="top"))
+    page = browser.new_page(viewport={"width": 900, "height": 1000})
+    show_figures(page, [squashed, tiny, small_text, long_title], 860)
+    found = violations(page)
+    page.close()
+    text = "\n".join(found)
+    assert "'squashed'" in text and "rows" in text and "tick label" in text
+    assert "'tiny'" in text and "cells" in text
+    assert "'small text'" in text and "8 px" in text
+    assert "modebar covers title" in text

@@ -66,7 +66,7 @@ ATTENTION_KINDS = {
 
 def _domain(a: float, b: float) -> list[float]:
     """A subplot domain in paper fractions, rounding noise clipped to [0, 1]."""
-    return [min(max(round(a, 6), 0.0), 1.0), min(max(round(b, 6), 0.0), 1.0)]
+    return [min(max(round(a, 9), 0.0), 1.0), min(max(round(b, 9), 0.0), 1.0)]
 
 
 def dim_range(dims: tuple[int, int] | None, n: int) -> tuple[int, int]:
@@ -103,7 +103,7 @@ def _group_marks(lo: int, hi: int, size: int, plot_px: float) -> tuple[list[dict
     notes = []
     for k in groups[::step]:
         a, b = spans[k]
-        if (b - a) * px_per_col < widest and len(groups) > 1:
+        if b - a < size and (b - a) * px_per_col < widest and len(groups) > 1:
             continue  # a sliver of a group at the edge of the range: the line marks it
         notes.append(dict(text=fmt.format(k), x=(a + b - 1) / 2, xref="x", y=1, yref="paper", yanchor="bottom",
                           yshift=2, showarrow=False, font=dict(size=FONT, color="#222"), name="group"))  # fmt: skip
