@@ -96,10 +96,6 @@ def check_row(highlight_row: int | None, n_rows: int) -> int | None:
     return r % n_rows
 
 
-def auto_height(n_rows: int, *, per_row: int = 18, base: int = 150, lo: int = 260, hi: int = 900) -> int:
-    return int(min(hi, max(lo, base + per_row * n_rows)))
-
-
 def text_px(text: str, size: float = TICK_FONT) -> float:
     """A generous estimate of the rendered width of ``text`` (HTML entities decoded) at ``size`` px:
     wide fonts such as Verdana run about 0.64 em per character, East Asian wide characters 1 em."""

@@ -29,7 +29,6 @@ from .common import (
     unique_labels,
 )
 
-MAX_TICKS = 60  # kept for callers; tick labels are now thinned from the pixel room instead
 MAX_TEXT_CELLS = 12  # cell values are printed only on heatmaps up to 12 x 12 ...
 TEXT_CELL_PX = 34  # ... whose cells are wide enough for "-0.25" at 11 px
 CELL_MIN = 22  # square cells up to 20 x 20 tokens
