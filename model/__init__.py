@@ -1,6 +1,18 @@
-"""Decoder Lens model package: an instrumented encoder-decoder Transformer."""
+"""Decoder Lens model package: an instrumented encoder-decoder Transformer.
 
-from .config import ModelConfig
-from .transformer import Transformer
+``ModelConfig`` and ``Transformer`` are imported on first use, so that torch-free modules of the package
+(``model.constants``) can be imported without torch.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __all__ = ["ModelConfig", "Transformer"]
+_LAZY = {"ModelConfig": ".config", "Transformer": ".transformer"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

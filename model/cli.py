@@ -33,12 +33,13 @@ def parser() -> argparse.ArgumentParser:
     group = t.add_mutually_exclusive_group()
     group.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
     group.add_argument("--sample", action="store_true", help="sample instead of searching")
-    t.add_argument("--temperature", type=float, default=1.0)
-    t.add_argument("--top-k", type=int, default=0)
-    t.add_argument("--top-p", type=float, default=1.0)
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--length-penalty", type=float, default=1.0)
-    t.add_argument("--max-len", type=int, default=None, help="most new tokens, </s> included (default: 128)")
+    d = DecodeOptions()  # the one source of decoding defaults
+    t.add_argument("--temperature", type=float, default=d.temperature)
+    t.add_argument("--top-k", type=int, default=d.top_k)
+    t.add_argument("--top-p", type=float, default=d.top_p)
+    t.add_argument("--seed", type=int, default=d.seed)
+    t.add_argument("--length-penalty", type=float, default=d.length_penalty)
+    t.add_argument("--max-len", type=int, default=None, help=f"most new tokens, </s> included (default: {d.max_len})")
     t.add_argument("--batch-size", type=int, default=32)
     t.add_argument("--json", action="store_true", help="JSON output with tokens and n-best candidates")
     add_model_arg(t)
@@ -75,7 +76,7 @@ def options(a: argparse.Namespace) -> DecodeOptions:
     strategy = "sample" if a.sample else "beam" if a.beam != 1 else "greedy"
     return DecodeOptions(strategy=strategy, beam=a.beam, length_penalty=a.length_penalty,
                          temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
-                         max_len=128 if a.max_len is None else a.max_len)  # fmt: skip
+                         max_len=DecodeOptions.max_len if a.max_len is None else a.max_len)  # fmt: skip
 
 
 def note(msg: str) -> None:

@@ -18,11 +18,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .constants import NEG
 from .lean import LeanDecoder
 from .transformer import Transformer
 
 TOP = 20  # alternatives kept per step for display
-NEG = -1.0e9  # transformers' "impossible" score
 
 
 @dataclass(frozen=True)
@@ -318,7 +318,10 @@ def beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, 
 
 @torch.inference_mode()
 def greedy_batch(
-    model: Transformer, src_batch: list[list[int]], max_len: int = 128, lean: LeanDecoder | None = None
+    model: Transformer,
+    src_batch: list[list[int]],
+    max_len: int = DecodeOptions.max_len,
+    lean: LeanDecoder | None = None,
 ) -> list[list[int]]:
     """Batched greedy decoding of several sources (ids, </s> included); returns generated ids. ``lean``: the
     model's LeanDecoder, built here if not given."""
@@ -346,8 +349,8 @@ def greedy_batch(
     return [[i for i in row if i != cfg.pad_id] for row in ids]
 
 
-def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int = 1, max_len: int = 128,
-                    batch_size: int = 32, lean: LeanDecoder | None = None,
+def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int = 1,
+                    max_len: int = DecodeOptions.max_len, batch_size: int = 32, lean: LeanDecoder | None = None,
                     length_penalty: float = 1.0) -> list[str]:  # fmt: skip
     """Translate sentences: batched greedy when beam == 1, beam search per sentence otherwise (``length_penalty``
     as DecodeOptions')."""

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from .decoding import NEG, DecodeResult
+from .constants import IMPOSSIBLE
+from .decoding import DecodeResult
 
 ATTENTION_MAPS = ("scores", "mask", "masked_scores", "weights")  # self-attention records that grow by one key a step
 
@@ -173,7 +174,7 @@ def live_rows(result: DecodeResult, step: int) -> list[int]:
     """Rows that hold a real hypothesis at this step (beam search starts with one)."""
     if result.beam_steps is None:
         return [0]
-    return [r for r, h in enumerate(result.beam_steps[step].live) if h.logprob > NEG / 2]
+    return [r for r, h in enumerate(result.beam_steps[step].live) if h.logprob > IMPOSSIBLE]
 
 
 @dataclass(frozen=True)
@@ -198,13 +199,13 @@ def _line_end(result: DecodeResult, ids: tuple[int, ...]) -> tuple[int | None, s
     """The last step at which a hypothesis extending ``ids`` was live, and whether the line finished there."""
     last = None
     for t, bs in enumerate(result.beam_steps):
-        hits = [h for h in bs.live if h.logprob > NEG / 2 and h.ids[: len(ids)] == ids[: len(h.ids)]]
+        hits = [h for h in bs.live if h.logprob > IMPOSSIBLE and h.ids[: len(ids)] == ids[: len(h.ids)]]
         if any(len(h.ids) >= len(ids) for h in hits):
             last = t
     if last is None:
         return None, None
     bs = result.beam_steps[last]
-    rows = {r for r, h in enumerate(bs.live) if h.logprob > NEG / 2 and h.ids[: len(ids)] == ids}
+    rows = {r for r, h in enumerate(bs.live) if h.logprob > IMPOSSIBLE and h.ids[: len(ids)] == ids}
     finished = any(e.parent in rows and e.status == "finished" for e in bs.expansions)
     return last, "finished" if finished else "pruned"
 
@@ -276,7 +277,7 @@ def chips(
 def mean_token_prob(result: DecodeResult) -> float:
     """Geometric mean probability of the best output's tokens: exp(log p / length)."""
     h = result.n_best[0]
-    return math.exp(h.logprob / max(len(h.ids), 1)) if h.logprob > NEG / 2 else 0.0
+    return math.exp(h.logprob / max(len(h.ids), 1)) if h.logprob > IMPOSSIBLE else 0.0
 
 
 def ended_by_length(result: DecodeResult, eos_id: int) -> bool:
@@ -299,7 +300,7 @@ def summary_dict(
     """A JSON-able summary of one decode (strict JSON: no NaN or infinity; an impossible log p is null)."""
 
     def num(x: float) -> float | None:
-        return round(float(x), 6) if math.isfinite(x) and x > NEG / 2 else None
+        return round(float(x), 6) if math.isfinite(x) and x > IMPOSSIBLE else None
 
     steps = []
     for s in result.steps:

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import pytest
 
 import viz
+from model.constants import IMPOSSIBLE as PLACEHOLDER  # the decoder's placeholder score
 
 ROOT = Path(__file__).resolve().parents[1]
 XSS = "<img src=x onerror=alert(1)>"
@@ -224,13 +225,6 @@ def test_attention_kinds(kind):
             assert np.all(z[~future] == 0)
 
 
-def test_finite_fill_counts_as_masked_in_scores():
-    s = np.where(np.isfinite(causal_scores(4)), causal_scores(4), -1e9)
-    fig = viz.attention_figure(s, list("abcd"), list("abcd"), title="", kind="masked_scores")
-    z = np.asarray(main_heatmaps(fig)[0].z)
-    assert np.isnan(z[0, 1]) and np.isfinite(z[1, 0])
-
-
 def test_heads_grid_shared_scale_and_one_subplot_per_head():
     H, T = 6, 5
     w = np.stack([softmax_rows(causal_scores(T, seed=h)) for h in range(H)])
@@ -426,7 +420,7 @@ def check_tree(fig: go.Figure, steps) -> None:
 
 def test_beam_tree_figure_structure():
     steps = fake_beam_steps()
-    fig = viz.beam_tree_figure(steps, token_text=lambda i: f"<t{i}>", title="beam")
+    fig = viz.beam_tree_figure(steps, token_text=lambda i: f"<t{i}>", title="beam", impossible=PLACEHOLDER)
     check_tree(fig, steps)
     nodes, points, segs = tree_parts(fig)
     assert set(nodes) == {"start", "kept", "pruned", "finished"}
@@ -451,18 +445,21 @@ def test_beam_tree_from_real_beam_search(tiny_model, tiny_tokenizer):
 
     opts = DecodeOptions(strategy="beam", beam=3, max_len=6, record=True)
     res = decode(tiny_model, tiny_tokenizer.encode("I like pizza."), opts)
-    fig = viz.beam_tree_figure(res.beam_steps, token_text=tiny_tokenizer.id_to_token, title="beam")
+    fig = viz.beam_tree_figure(
+        res.beam_steps, token_text=tiny_tokenizer.id_to_token, title="beam", impossible=PLACEHOLDER
+    )
     check_tree(fig, res.beam_steps)
-    table = viz.beam_table(res.beam_steps[-1].live, tiny_tokenizer.id_to_token)
+    table = viz.beam_table(res.beam_steps[-1].live, tiny_tokenizer.id_to_token, impossible=PLACEHOLDER)
     assert 1 <= len(table) <= 3
 
 
 def test_beam_table():
     live = fake_beam_steps()[0].live + [NS(ids=(10, 2), logprob=-0.6, score=-0.3, parent=0, finished=True),
                                         NS(ids=(11,), logprob=-1.0, score=-1.0, parent=0, finished=False)]  # fmt: skip
-    df = viz.beam_table(live, lambda i: {10: "▁le", 11: "▁la", 2: "</s>"}[i])
+    df = viz.beam_table(live, lambda i: {10: "▁le", 11: "▁la", 2: "</s>"}[i], impossible=PLACEHOLDER)
     assert list(df.columns) == ["rank", "row", "tokens", "cumulative log-prob", "length-normalized score", "finished"]
     assert list(df["rank"]) == [1, 2, 3] and list(df["row"]) == [0, 2, 3]  # the -1e9 placeholder is dropped
+    assert len(viz.beam_table(live, lambda i: {10: "▁le", 11: "▁la", 2: "</s>"}[i])) == 4  # kept without a threshold
     assert list(df["length-normalized score"]) == [0.0, -0.3, -1.0]
     assert df.iloc[1]["tokens"] == "▁le </s>" and bool(df.iloc[1]["finished"])
 
@@ -683,7 +680,11 @@ def every_figure(T: int) -> list[go.Figure]:
         viz.heatmap(rng.normal(size=(T, 3)), toks, ["x", "y", "z"], title="Generic", x_title="col", y_title="row"),
     ]  # fmt: skip
     steps = fake_beam_steps() if T <= 8 else synthetic_beam(8, 40)
-    figs.append(viz.beam_tree_figure(steps, token_text=lambda i: f"<t{i}>", title=f"Beam search, step {len(steps)}"))
+    figs.append(
+        viz.beam_tree_figure(
+            steps, token_text=lambda i: f"<t{i}>", title=f"Beam search, step {len(steps)}", impossible=PLACEHOLDER
+        )
+    )
     return figs
 
 
@@ -730,7 +731,7 @@ def test_beam_tree_colours_are_valid():
                     or re.fullmatch(r"(rgb|rgba|hsl|hsla)\([^()]*\)", c))  # fmt: skip
 
     for steps in (fake_beam_steps(), synthetic_beam(8, 40)):
-        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"t{i}", title="beam")
+        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"t{i}", title="beam", impossible=PLACEHOLDER)
         assert fig.layout.coloraxis.colorscale
         for t in fig.data:
             m = t.marker
@@ -751,7 +752,7 @@ def test_beam_tree_colours_are_valid():
 
 def test_beam_tree_labels_do_not_collide():
     for steps, n_labels in ((fake_beam_steps(), 1), (synthetic_beam(8, 40), 0)):
-        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"tok{i}", title="beam")
+        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"tok{i}", title="beam", impossible=PLACEHOLDER)
         nodes, points, _ = tree_parts(fig)
         pw = 860 - fig.layout.margin.l - fig.layout.margin.r
         x0, x1 = fig.layout.xaxis.range

@@ -9,10 +9,12 @@ import streamlit as st
 
 import viz
 from model.checkpoint import LoadedModel
+from model.constants import IMPOSSIBLE
 from model.steps import ended_by_length, mean_token_prob, mean_weights
 
 from . import session, stepping, teacher_forcing
 from .common import as_read, badges, get_decode, head_label, md, show, show_token, token_texter
+from .stages import beam
 from .state import (
     EXAMPLES,
     MAX_BEAM,
@@ -155,7 +157,8 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
         st.text(lm.tokenizer.decode(res.ids) or "(empty)")
     if len(res.n_best) > 1:
         with st.expander(f"All {len(res.n_best)} beam candidates"):
-            st.dataframe(viz.beam_table(res.n_best, token_texter(lm)), hide_index=True, key="nbest", width="stretch")
+            table = viz.beam_table(res.n_best, token_texter(lm), impossible=IMPOSSIBLE)
+            st.dataframe(table, hide_index=True, key="nbest", width="stretch", column_config=beam.COLUMNS)
 
     reference = view.reference.strip()[:MAX_CHARS]
     if reference and len(lm.tokenizer.encode(reference)) > cfg.max_len - 1:

@@ -13,6 +13,7 @@ import streamlit as st
 
 import viz
 from model.checkpoint import LoadedModel
+from model.constants import IMPOSSIBLE
 from model.steps import chips, follow, layer_keep, live_rows, path_tokens, stack_view, token_prob
 
 from . import export, session, stages, whatif
@@ -230,7 +231,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
         )
         if res.beam_steps is not None:
             beam.render(res, step, tok_text, lambda r: _follow_row(tuple(res.beam_steps[step].live[r].ids)))
-            live_table = viz.beam_table(res.beam_steps[step].live, tok_text)
+            live_table = viz.beam_table(res.beam_steps[step].live, tok_text, impossible=IMPOSSIBLE)
         kv_cache.render(lm.cfg, reads, step)
 
     base = replace(ch, prefix=())

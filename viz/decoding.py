@@ -24,7 +24,6 @@ from .common import (
 )
 from .heatmap import AXIS_TITLE, colorbar_dict, colorbar_px
 
-DEAD = -1e8  # log-probs at or below this are beam-search placeholders ("impossible"), not hypotheses
 STATUS_STYLE = {
     # status: marker symbol, size, outline colour, outline width
     "kept": ("circle", 11, "#222", 1.0),
@@ -148,6 +147,7 @@ def beam_tree_figure(
     title: str = "Beam search",
     start_text: str = "<s>",
     label_nodes: bool = True,
+    impossible: float = -math.inf,
 ) -> go.Figure:
     """The tree of beam hypotheses: x = step (position of the generated token), one node per expansion.
 
@@ -156,6 +156,7 @@ def beam_tree_figure(
     ``status`` kept/finished/pruned). The node of live row r at step t is the kept expansion of step
     t - 1 with parent ``live[r].parent`` and token ``live[r].ids[-1]``; the start is the root.
     Node colour = cumulative log-prob (one colour bar), symbol = status; edges join parent to child.
+    Log-probs at or below ``impossible`` (the decoder's placeholder score) are left out of the colour range.
     """
     nodes: list[dict] = []  # x, y, status, cum, text, hover, key
     edges: list[tuple[int, int]] = []  # (parent node index, child node index)
@@ -213,7 +214,7 @@ def beam_tree_figure(
             cur.append(dict(parent=r, token=int(e.token), status=status, node=idx))
         prev = cur
 
-    return _tree_figure(nodes, edges, title=title, label_nodes=label_nodes)
+    return _tree_figure(nodes, edges, title=title, label_nodes=label_nodes, impossible=impossible)
 
 
 def _place_labels(nodes: list[dict], x_px: float, y_px: float, plot_w: float) -> list[bool]:
@@ -240,7 +241,9 @@ def _place_labels(nodes: list[dict], x_px: float, y_px: float, plot_w: float) ->
     return show
 
 
-def _tree_figure(nodes: list[dict], edges: list[tuple[int, int]], *, title: str, label_nodes: bool) -> go.Figure:
+def _tree_figure(
+    nodes: list[dict], edges: list[tuple[int, int]], *, title: str, label_nodes: bool, impossible: float
+) -> go.Figure:
     """Draw the nodes and edges of a beam tree: ``TREE_ROW_PX`` per hypothesis row, full container width."""
     fig = go.Figure()
     if edges:
@@ -255,7 +258,9 @@ def _tree_figure(nodes: list[dict], edges: list[tuple[int, int]], *, title: str,
                                          hoverinfo="skip", name="edges" + (" (kept)" if kept_edges else " (pruned)"),
                                          showlegend=False))  # fmt: skip
     cums = [
-        nd["cum"] for nd in nodes if nd["status"] not in ("start",) and math.isfinite(nd["cum"]) and nd["cum"] > DEAD
+        nd["cum"]
+        for nd in nodes
+        if nd["status"] not in ("start",) and math.isfinite(nd["cum"]) and nd["cum"] > impossible
     ]
     cmin, cmax = (min(cums), max(cums)) if cums else (-1.0, 0.0)
     if cmin == cmax:
@@ -331,16 +336,17 @@ def beam_table(
     token_text: Callable[[int], str],
     *,
     sep: str = " ",
-    drop_dead: bool = True,
+    impossible: float = -math.inf,
 ) -> pd.DataFrame:
     """The hypotheses ranked by length-normalised score: rank, tokens, cumulative log-prob, score, finished.
 
-    Placeholder rows of beam search (log-prob at or below -1e8) are dropped unless ``drop_dead=False``.
+    Placeholder rows of beam search (log-prob at or below ``impossible``, the decoder's placeholder score) are
+    dropped.
     """
     rows = []
     for row, h in enumerate(live_hypotheses):
         lp, score = float(h.logprob), float(h.score)
-        if drop_dead and lp <= DEAD:
+        if lp <= impossible:
             continue
         rows.append({
             "row": row, "tokens": sep.join(token_text(int(i)) for i in h.ids), "cumulative log-prob": lp,

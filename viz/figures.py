@@ -50,7 +50,6 @@ from .heatmap import (
     y_title_overflow,
 )
 
-NEG_INF_BELOW = -1e8  # finite "minus infinity" fills (e.g. -1e9) count as masked in score/mask views
 GROUP_LABEL_H = 20  # the row of "head k" labels above a matrix of concatenated heads
 PANEL_TITLE_H = 22  # a subplot title above its panel
 MASK_BAR = dict(tickvals=[0.5], ticktext=["0 (attend)"])
@@ -169,8 +168,6 @@ def _attention_values(weights: np.ndarray, kind: str) -> np.ndarray:
     if kind not in ATTENTION_KINDS:
         raise ValueError(f"kind must be one of {sorted(ATTENTION_KINDS)}, not {kind!r}")
     w = np.array(weights, dtype=np.float64)
-    if kind != "weights":
-        w[w <= NEG_INF_BELOW] = -np.inf
     if kind == "mask":
         w[np.isfinite(w)] = 0.0  # additive mask: 0 = may attend, -inf = masked
     return w
@@ -192,7 +189,7 @@ def attention_figure(
 
     ``kind``: "weights" (softmax output, sequential 0..1), "scores" (QK^T/sqrt(d), diverging around 0),
     "mask" (additive mask: 0 cells coloured, -inf cells masked) or "masked_scores" (scores + mask,
-    -inf masked). Values at or below -1e8 count as -inf in the non-weight kinds. Square cells
+    -inf masked). Square cells
     (``meta.cells == "square"``, fixed ``layout.width``: render ``width="content"``); beyond 20 tokens a
     window containing the highlighted row, the rest a pan away.
     """

@@ -7,8 +7,19 @@ from functools import partial
 import streamlit as st
 
 import viz
+from model.constants import IMPOSSIBLE
 
 from ..common import show
+
+# every column readable: the hypothesis text gets the room, the numbers a fixed precision
+COLUMNS = {
+    "rank": st.column_config.NumberColumn("rank", width="small"),
+    "row": st.column_config.NumberColumn("row", width="small", help="the hypothesis' row in the beam at this step"),
+    "tokens": st.column_config.TextColumn("tokens", width="large"),
+    "cumulative log-prob": st.column_config.NumberColumn("cumulative log-prob", format="%.3f"),
+    "length-normalized score": st.column_config.NumberColumn("length-normalized score", format="%.3f"),
+    "finished": st.column_config.CheckboxColumn("finished", width="small"),
+}
 
 
 def render(res, step: int, token_text, on_pick) -> None:
@@ -17,24 +28,29 @@ def render(res, step: int, token_text, on_pick) -> None:
     st.latex(r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}")
     show(
         viz.beam_tree_figure(
-            res.beam_steps[: step + 1], token_text=token_text, title=f"Hypothesis tree up to position {step}"
+            res.beam_steps[: step + 1],
+            token_text=token_text,
+            title=f"Hypothesis tree up to position {step}",
+            impossible=IMPOSSIBLE,
         ),
         "beam_tree",
     )
     bs = res.beam_steps[step]
     st.markdown(f"**Live hypotheses at position {step}** (expanded at this step) — select a row to follow it")
-    live = viz.beam_table(bs.live, token_text)
+    live = viz.beam_table(bs.live, token_text, impossible=IMPOSSIBLE)
     key = f"beam_live_{step}"
     st.dataframe(
         live,
         hide_index=True,
         key=key,
         width="stretch",
+        column_config=COLUMNS,
         selection_mode="single-row",
         on_select=partial(_picked, key, live["row"].tolist(), on_pick),
     )
     st.markdown("**Finished hypotheses so far** (the n-best pool)")
-    st.dataframe(viz.beam_table(bs.finished, token_text), hide_index=True, key="beam_finished", width="stretch")
+    finished = viz.beam_table(bs.finished, token_text, impossible=IMPOSSIBLE)
+    st.dataframe(finished, hide_index=True, key="beam_finished", width="stretch", column_config=COLUMNS)
 
 
 def _picked(key: str, rows: list[int], on_pick) -> None:

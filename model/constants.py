@@ -1,0 +1,4 @@
+"""Constants shared by decoding and the figures that draw its records (no torch here, so viz/ can import them)."""
+
+NEG = -1.0e9  # transformers' "impossible" score: beam placeholders and forbidden candidates
+IMPOSSIBLE = NEG / 2  # a score at or below this is a placeholder, not a hypothesis
