@@ -7,6 +7,7 @@ the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`
 
 from .common import MASK_COLOR, MASKED_HOVER, safe_label, unique_labels
 from .decoding import beam_table, beam_tree_figure, entropy, loss_table, topk_figure
+from .explain import importance_figure, layer_position_figure, lens_figure, loss_delta_figure
 from .figures import (
     addnorm_figure,
     alignment_figure,
@@ -35,6 +36,10 @@ __all__ = [
     "ffn_sparsity",
     "heads_grid",
     "heatmap",
+    "importance_figure",
+    "layer_position_figure",
+    "lens_figure",
+    "loss_delta_figure",
     "kv_cache_figure",
     "loss_table",
     "matrix_figure",

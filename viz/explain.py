@@ -1,0 +1,120 @@
+"""Figures that explain a choice: the logit lens, head importance, the loss change of an ablation, attribution."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import (
+    FONT,
+    HIGHLIGHT_COLOR,
+    PAD,
+    TICK_FONT,
+    as_2d,
+    as_tokens,
+    check_len,
+    layout_defaults,
+    round_sig,
+    safe_label,
+    text_px,
+    unique_labels,
+)
+from .heatmap import AXIS_TITLE, heatmap
+
+BAR_PX = 18  # px per position bar: one 11 px tick label each
+
+
+def lens_figure(
+    top_tokens: Sequence[Sequence[str]],
+    top_probs: np.ndarray,
+    *,
+    title: str,
+    chosen: str | None = None,
+    layer_labels: Sequence[str] | None = None,
+) -> go.Figure:
+    """What each layer would predict at one position: rows = layers, columns = rank 1..k, the token written in
+    its cell, the colour its probability; cells holding ``chosen`` (the token finally chosen) are outlined."""
+    p = as_2d(top_probs, "top_probs")
+    L, k = p.shape
+    toks = [as_tokens(row, "top_tokens row") for row in top_tokens]
+    if len(toks) != L or any(len(r) != k for r in toks):
+        raise ValueError(f"top_tokens must be {L} rows of {k} tokens")
+    rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
+    check_len(L, rows, "rows", f"top_probs of shape {p.shape}")
+    fig = heatmap(p, rows, [f"#{j + 1}" for j in range(k)], title=title, x_title="rank of the token at this layer",
+                  y_title="decoder layer", colorscale="Blues", zmin=0.0, zmax=1.0, value_name="probability",
+                  row_index=False, col_index=False, cells="rows")  # fmt: skip
+    text = [[safe_label(t) for t in r] for r in toks]
+    fig.update_traces(selector=dict(name="probability"), text=text, texttemplate="%{text}",
+                      textfont=dict(size=TICK_FONT + 1),
+                      hovertemplate="%{y}, rank %{x}<br>token: %{text}<br>p = %{z:.3f}<extra></extra>")  # fmt: skip
+    if chosen is not None:
+        for i, r in enumerate(toks):
+            for j, t in enumerate(r):
+                if t == chosen:
+                    fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5, name="chosen",
+                                  line=dict(color=HIGHLIGHT_COLOR, width=2.5), fillcolor="rgba(0,0,0,0)",
+                                  layer="above")  # fmt: skip
+    return fig
+
+
+def layer_position_figure(
+    values: np.ndarray,
+    positions: Sequence[str],
+    *,
+    title: str,
+    value_name: str = "p(chosen token)",
+    highlight_col: int | None = None,
+    layer_labels: Sequence[str] | None = None,
+    colorscale: str = "Viridis",
+    zmin: float | None = 0.0,
+    zmax: float | None = 1.0,
+) -> go.Figure:
+    """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability."""
+    v = as_2d(values)
+    L, T = v.shape
+    positions = as_tokens(positions, "positions")
+    check_len(T, positions, "columns", f"values of shape {v.shape}")
+    rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
+    return heatmap(v, rows, positions, title=title, x_title="position: reads → predicts", y_title="decoder layer",
+                   colorscale=colorscale, zmin=zmin, zmax=zmax, value_name=value_name, row_index=False,
+                   cells="square", focus_col=highlight_col, show_values=True)  # fmt: skip
+
+
+def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> go.Figure:
+    """Head importance: rows = layers, columns = heads, the loss increase when that head alone is removed."""
+    d = as_2d(loss_delta, "loss_delta")
+    L, H = d.shape
+    m = float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 1.0
+    return heatmap(d, [f"layer {i}" for i in range(L)], [f"head {h}" for h in range(H)], title=title,
+                   x_title=f"{kind}-attention head", y_title="decoder layer", colorscale="RdBu_r", zmin=-m or -1.0,
+                   zmax=m or 1.0, value_name="loss increase", row_index=False, col_index=False, cells="square",
+                   show_values=True)  # fmt: skip
+
+
+def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str) -> go.Figure:
+    """Per-position change of the cross-entropy (ablated − baseline), one horizontal bar per position (first on
+    top): right (red) = the ablation made that token less likely, left (blue) = more likely."""
+    positions = as_tokens(positions, "positions")
+    d = np.asarray(delta, dtype=np.float64).ravel()
+    if d.shape[0] != len(positions):
+        raise ValueError(f"{d.shape[0]} loss changes for {len(positions)} positions")
+    labels = unique_labels(positions)
+    fig = go.Figure(go.Bar(x=round_sig(d), y=labels, orientation="h",
+                           marker=dict(color=np.where(d > 0, "#d6604d", "#4393c3").tolist()),
+                           hovertemplate="%{y}<br>loss change %{x:+.3f} nats<extra></extra>"))  # fmt: skip
+    layout = layout_defaults(title, height=0)
+    top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
+    left = PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0))
+    y_title = "position: reads → predicts"
+    plot_h = max(len(labels) * BAR_PX, int(text_px(y_title, FONT)) + 20)  # room for the rotated axis title
+    layout.update(height=top + plot_h + bottom, margin=dict(l=left, r=30, t=top, b=bottom))
+    fig.update_layout(layout)
+    fig.update_xaxes(title_text="loss change (nats)", zeroline=True, zerolinecolor="#888", gridcolor="#eee",
+                     tickfont=dict(size=TICK_FONT), title_standoff=8)  # fmt: skip
+    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed",
+                     tickmode="array", tickvals=labels, ticktext=labels, tickfont=dict(size=TICK_FONT),
+                     title_standoff=8)  # fmt: skip
+    return fig
