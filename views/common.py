@@ -138,6 +138,15 @@ def _session_cache(name: str) -> LRU:
     return st.session_state[name]
 
 
+def cached(name: str, key, compute):
+    """``compute()`` once per ``key`` in the session's cache ``name`` (bounded: the last SESSION_CACHE keys)."""
+    cache = _session_cache(name)
+    value = cache.get(key)
+    if value is None:
+        value = cache.put(key, compute())
+    return value
+
+
 def get_decode(lm: LoadedModel, ch: Choices, src_ids: tuple[int, ...]):
     """The recorded decode of ``ch`` (compacted: O(T) K/V records)."""
     cache = _session_cache("decodes")

@@ -12,10 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from model.ablation import MODES, format_heads, parse_heads
 from model.checkpoint import ENV_MODEL
 from model.decoding import DecodeOptions
 
 DEFAULTS = DecodeOptions()
+METHODS = ("ig", "ixg")  # attribution methods (model.attribution, imported lazily: it loads Captum)
 STRATEGIES = ("greedy", "beam", "sample")
 STRATEGY_LABELS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 EXAMPLES = (
@@ -35,9 +37,12 @@ MAX_SEED = 2**31 - 1
 PAGES = ("Explore", "Lesson", "About")
 TABS = ("step", "tf")
 TAB_LABELS = {"step": "Step-by-step decoding", "tf": "Teacher forcing (reference)"}
-# Decoder stages the step views can show, in data-flow order. A step redraws only the chosen group's figures
-# (every Plotly figure costs the browser tens of ms to redraw); "all" draws every stage at once.
-STAGES = ("inputs", "qkv", "scores", "self", "self_out", "cross", "ffn", "output", "all")
+# Decoder stages the step views can show, in data-flow order, then the explanations. A step redraws only the
+# chosen group's figures (every Plotly figure costs the browser tens of ms to redraw); "all" draws every stage of
+# the decoder at once (the explanations, which compute more, stay on their own).
+DECODER_STAGES = ("inputs", "qkv", "scores", "self", "self_out", "cross", "ffn", "output")
+EXPLAIN_STAGES = ("lens", "ablation", "attribution")
+STAGES = (*DECODER_STAGES, *EXPLAIN_STAGES, "all")
 STAGE_LABELS = {
     "inputs": "Inputs & embeddings",
     "qkv": "Q · K · V",
@@ -47,7 +52,10 @@ STAGE_LABELS = {
     "cross": "Cross-attention → Add & Norm 2",
     "ffn": "FFN → Add & Norm 3",
     "output": "Output & beam",
-    "all": "All stages",
+    "lens": "Logit lens",
+    "ablation": "Head ablation",
+    "attribution": "Attribution vs attention",
+    "all": "All decoder stages",
 }
 DEFAULT_STAGE = "self"
 MEAN_HEADS = "mean"  # the head choice that averages the heads
@@ -120,6 +128,9 @@ class View:
     grid: bool = False
     no_mask: bool = False
     follow: tuple[int, ...] = ()  # beam search: the followed hypothesis' tokens
+    ablate: str = ""  # heads switched off in the ablation stage, as "dec.1.cross.2,dec.0.self.5"
+    ablate_mode: str = "zero"
+    attribution: str = "ig"  # the attribution method: "ig" (Integrated Gradients) or "ixg" (Input × Gradient)
     step: int = 0
 
     def choices(self, model_dir: str) -> Choices:
@@ -160,6 +171,9 @@ QUERY_KEYS = {
     "grid": "grid",
     "nomask": "no_mask",
     "follow": "follow",
+    "ablate": "ablate",
+    "amode": "ablate_mode",
+    "attr": "attribution",
     "step": "step",
 }
 FIELD_KEYS = {v: k for k, v in QUERY_KEYS.items()}
@@ -340,6 +354,22 @@ def clamp_view(raw: Mapping, limits: Limits, base: View = View()) -> tuple[View,
     out["grid"] = bool(v["grid"])
     out["no_mask"] = bool(v["no_mask"])
     out["follow"] = tuple(int(i) for i in (v["follow"] or ()))
+    out["ablate"] = ""
+    try:
+        heads = parse_heads(str(v["ablate"] or ""))
+        bad = [h for h in heads if h[0] == "enc" or h[1] >= limits.n_layers or h[2] >= limits.n_heads]
+        if bad:
+            msgs.append(f"Head {format_heads(bad[:1])} is not in this model's decoder; no head is switched off.")
+        else:
+            out["ablate"] = format_heads(heads)
+    except ValueError as e:
+        msgs.append(f"{e}; no head is switched off.")
+    out["ablate_mode"] = v["ablate_mode"] if v["ablate_mode"] in MODES else "zero"
+    if v["ablate_mode"] not in MODES:
+        msgs.append(f"Unknown ablation mode {str(v['ablate_mode'])[:40]!r}; using zero.")
+    out["attribution"] = v["attribution"] if v["attribution"] in METHODS else "ig"
+    if v["attribution"] not in METHODS:
+        msgs.append(f"Unknown attribution method {str(v['attribution'])[:40]!r}; using Integrated Gradients.")
     step, ok = number(v["step"], int, 0)
     if not ok:
         msgs.append(f"Step {str(_first(v['step']))[:40]!r} is not a number; starting at step 1.")

@@ -18,9 +18,9 @@ from model.steps import chips, follow, layer_keep, live_rows, path_tokens, stack
 
 from . import export, session, stages, whatif
 from .common import badges, fail, get_decode, md, show_token, token_texter
-from .stages import beam, kv_cache, output
+from .stages import ablation, attribution, beam, kv_cache, lens, output
 from .stages.context import StageContext
-from .state import Limits, clamp_step, move, prepare_source
+from .state import EXPLAIN_STAGES, Limits, clamp_step, move, prepare_source
 
 STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts may be missing), tooltip
     ("first", ":material/skip_previous:", "⏮ first position"),
@@ -215,6 +215,9 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
     )
     stages.render(ctx, stage)
 
+    if stage in EXPLAIN_STAGES:
+        explain(ctx, lm, stage, res, rows, step, chosen, ch, v)
+
     live_table = None
     if stages.shows(stage, "output"):
         st.subheader("7 · Output: next-token distribution")
@@ -251,3 +254,16 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
 def src_ids(lm: LoadedModel, ch) -> tuple[int, ...]:
     src = prepare_source(ch.source, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
     return src.ids if src else (lm.cfg.eos_id,)
+
+
+def explain(ctx: StageContext, lm: LoadedModel, stage: str, res, rows, step: int, chosen, ch, v) -> None:
+    """The explanation stages at this position of the followed hypothesis."""
+    if stage == "lens":
+        outs = stack_view(res.steps, rows, step, keep=lambda k: k.startswith("dec.") and k.endswith(".norm3.out"))
+        lens.render(ctx, lm, outs, chosen)
+    elif stage == "attribution":
+        attribution.render(ctx, lm, src_ids(lm, ch), chosen)
+    elif stage == "ablation":
+        ref = v.reference.strip()
+        ref_ids = lm.tokenizer.encode(ref)[: lm.cfg.max_len - 1] if ref else None
+        ablation.render(ctx, lm, ch, tuple(res.ids), src_ids(lm, ch), ref_ids)

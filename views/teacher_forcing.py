@@ -9,9 +9,9 @@ import viz
 from model.checkpoint import LoadedModel
 
 from . import session, stages
-from .common import fail, get_trace, md, show_token, token_texter
+from .common import fail, get_decode, get_trace, md, show_token, token_texter
 from .export import save_to_bytes
-from .stages import output
+from .stages import ablation, attribution, lens, output
 from .stages.context import StageContext
 from .state import Limits, clamp_step
 
@@ -76,6 +76,15 @@ def _view(lm: LoadedModel, limits: Limits, src_ids, src_tokens, reference: str, 
         pe_table=lm.model.tgt_embed.pe.detach().cpu().numpy(),
     )
     stages.render(ctx, stage)
+
+    if stage == "lens":
+        lens.render(ctx, lm, shown.arrays, [int(i) for i in label_ids])
+    elif stage == "attribution":
+        attribution.render(ctx, lm, tuple(int(i) for i in shown.arrays["src_ids"]), [int(i) for i in label_ids])
+    elif stage == "ablation":
+        ch = v.choices(str(lm.path))
+        res = get_decode(lm, ch, src_ids)
+        ablation.render(ctx, lm, ch, tuple(res.ids), src_ids, [int(i) for i in label_ids[:-1]])
 
     if stages.shows(stage, "output"):
         st.subheader(f"7 · Output at position {pos}")

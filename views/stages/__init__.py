@@ -6,6 +6,7 @@ teacher-forcing view alike.
 
 from __future__ import annotations
 
+from ..state import DECODER_STAGES
 from . import add_norm, cross_attention, ffn, inputs, self_attention
 from .context import StageContext
 
@@ -13,8 +14,8 @@ __all__ = ["StageContext", "render", "shows"]
 
 
 def shows(stage: str, group: str) -> bool:
-    """Whether the stage selector's choice ``stage`` includes the group ``group``."""
-    return stage in (group, "all")
+    """Whether the stage selector's choice ``stage`` includes the group ``group`` ("all": every decoder stage)."""
+    return stage == group or (stage == "all" and group in DECODER_STAGES)
 
 
 def render(ctx: StageContext, stage: str) -> None:

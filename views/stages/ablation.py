@@ -1,0 +1,110 @@
+"""Head ablation: switch attention heads off, decode again, and see what changes."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+
+import streamlit as st
+
+import viz
+from model.ablation import Ablation, format_heads, parse_heads
+from model.decoding import decode
+from model.explain import head_importance, mean_ablation, position_loss_delta
+
+from ..common import badges, cached, lean_decoder, md, show, show_token
+from .context import StageContext
+
+MODE_LABELS = {"zero": "zero (the head outputs nothing)", "mean": "mean (the head outputs its average)"}
+
+
+def _pill_key(kind: str, layer: int) -> str:
+    return f"ablate_{kind}_{layer}"
+
+
+def _sync_pills(cfg) -> None:
+    """The head pickers show the session's (or the link's) ablation the first time they are drawn."""
+    s = st.session_state
+    if s.get("ablate_pills_for") == s.get("ablate", ""):
+        return
+    heads = parse_heads(s.get("ablate", ""))
+    for kind in ("self", "cross"):
+        for layer in range(cfg.n_decoder_layers):
+            s[_pill_key(kind, layer)] = sorted(h for k, l_, h in heads if k == kind and l_ == layer)
+    s["ablate_pills_for"] = s.get("ablate", "")
+
+
+def _from_pills(cfg) -> None:
+    s = st.session_state
+    heads = {(kind, layer, int(h)) for kind in ("self", "cross") for layer in range(cfg.n_decoder_layers)
+             for h in s.get(_pill_key(kind, layer)) or ()}  # fmt: skip
+    s["ablate"] = s["ablate_pills_for"] = format_heads(heads)
+
+
+def _marked(ids: list[int], other: list[int], text) -> str:
+    """The tokens as badges, red where they differ from ``other`` (aligned by difflib)."""
+    same = set()
+    for a, _, n in difflib.SequenceMatcher(a=ids, b=other, autojunk=False).get_matching_blocks():
+        same.update(range(a, a + n))
+    return badges([(show_token(text(i)), "blue" if k in same else "red") for k, i in enumerate(ids)]) or "∅"
+
+
+def render(ctx: StageContext, lm, ch, base_ids: tuple[int, ...], src_ids: tuple[int, ...], reference_ids) -> None:
+    """``ch``: the page's decode choices (the ablated decode uses the same); ``base_ids`` its output;
+    ``reference_ids``: the reference's ids, or None (the importance map then uses the model's own output)."""
+    cfg, s = lm.cfg, st.session_state
+    st.subheader("Head ablation — which heads does this translation need?")
+    st.markdown(
+        "Pick heads to switch off (their output is replaced before W_O) and the sentence is decoded again with the "
+        "same settings. Removing a head is one intervention among several: a head that can be removed without "
+        "harm may still matter together with others, and a large change shows the model depends on that head "
+        "here, not what the head computes."
+    )
+    _sync_pills(cfg)
+    c1, c2 = st.columns(2)
+    for col, kind, name in ((c1, "self", "Masked self-attention"), (c2, "cross", "Cross-attention")):
+        with col:
+            st.markdown(f"**{name} heads to switch off**")
+            for layer in range(cfg.n_decoder_layers):
+                st.pills(f"layer {layer}", list(range(cfg.n_heads)), selection_mode="multi",
+                         key=_pill_key(kind, layer), format_func=lambda h: f"head {h}", on_change=_from_pills,
+                         args=(cfg,))  # fmt: skip
+    st.radio("Ablation", list(MODE_LABELS), key="ablate_mode", format_func=MODE_LABELS.get, horizontal=True)
+    heads = parse_heads(s.get("ablate", ""))
+    mode = s.get("ablate_mode", "zero")
+    target = list(reference_ids) if reference_ids is not None else [i for i in base_ids if i != cfg.eos_id]
+    text = lm.tokenizer.id_to_token
+    if heads:
+        if mode == "mean":
+            ablation = cached("ablations", (str(lm.path), src_ids, tuple(target), format_heads(heads)),
+                              lambda: mean_ablation(lm.model, heads, list(src_ids), target))  # fmt: skip
+        else:
+            ablation = Ablation(heads)
+        opts = replace(ch.options(record=False), ablation=ablation)
+        res = cached("ablated", (str(lm.path), src_ids, opts),
+                     lambda: decode(lm.model, src_ids, opts, lean_decoder(lm)))  # fmt: skip
+        ids = list(res.ids)
+        st.markdown(f"**Without {md(format_heads(heads))}** ({len(heads)} head{'s' if len(heads) > 1 else ''}, "
+                    f"{mode} ablation): " + _marked(ids, list(base_ids), text))  # fmt: skip
+        st.markdown("**All heads** (as decoded above): " + _marked(list(base_ids), ids, text))
+        st.caption("Red tokens differ between the two translations.")
+        st.text(lm.tokenizer.decode(ids) or "(empty)")
+        if reference_ids is not None:
+            delta = cached("position_loss", (str(lm.path), src_ids, tuple(target), ablation),
+                           lambda: position_loss_delta(lm.model, list(src_ids), target, ablation))  # fmt: skip
+            labels = [show_token(t) for t in lm.tokenizer.tokens([*target, cfg.eos_id])]
+            show(viz.loss_delta_figure(labels, delta, title=f"Reference loss change per position without "
+                                       f"{format_heads(heads)}"), f"{ctx.key}_ablation_loss")  # fmt: skip
+    else:
+        st.info("No head is switched off: pick heads above to decode without them.")
+    what = "the reference" if reference_ids is not None else "the model's own translation"
+    st.markdown(f"**Importance map**: the mean loss increase on {what} when each head alone is removed "
+                f"({mode} ablation), teacher-forced.")  # fmt: skip
+    with st.spinner("Removing each head in turn…"):
+        imp = cached("importance", (str(lm.path), src_ids, tuple(target), mode),
+                     lambda: head_importance(lm.model, list(src_ids), target, mode=mode))  # fmt: skip
+    show(viz.importance_figure(imp.self_loss_delta, kind="self", title="Masked self-attention heads: loss increase"),
+         f"{ctx.key}_importance_self")  # fmt: skip
+    show(viz.importance_figure(imp.cross_loss_delta, kind="cross", title="Cross-attention heads: loss increase"),
+         f"{ctx.key}_importance_cross")  # fmt: skip
+    st.caption(f"Mean loss with every head: {imp.base_loss:.3f} nats per token.")

@@ -1,0 +1,79 @@
+"""Attribution beside attention: which source words a gradient method credits, next to where cross-attention looks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import viz
+from model.steps import mean_weights
+
+from ..common import cached, show, show_token
+from ..state import MEAN_HEADS
+from .context import StageContext
+
+METHOD_LABELS = {"ig": "Integrated Gradients", "ixg": "Input × Gradient"}
+
+
+def compute(lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], method: str):
+    from model.attribution import attribute  # loads Captum: only when an attribution is asked for
+
+    return cached("attributions", (str(lm.path), src_ids, out_ids, method),
+                  lambda: attribute(lm.model, list(src_ids), list(out_ids), method=method))  # fmt: skip
+
+
+def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int]) -> None:
+    """``out_ids`` (T,): the token chosen (or the label) at each shown position, -1 where there is none."""
+    from model.attribution import agreement
+
+    st.subheader("Attribution vs attention — which source words drove each choice")
+    st.radio("Attribution method", list(METHOD_LABELS), key="attribution", format_func=METHOD_LABELS.get,
+             horizontal=True)  # fmt: skip
+    method = st.session_state.get("attribution", "ig")
+    st.markdown(
+        "The attribution credits each input token with its share in the log-probability of the chosen token, by "
+        "the gradient of that log-probability with respect to the token's embedding (Integrated Gradients "
+        "integrates it along a path from a baseline; Input × Gradient takes it at the input). Attention says "
+        "where a head *looked*, attribution what *moved the output*; neither proves the other, and attribution "
+        "depends on its baseline (here: a zero token embedding, the positional encoding kept)."
+    )
+    T = len(out_ids)
+    valid = T if min(out_ids) >= 0 else out_ids.index(min(out_ids))
+    if valid == 0:
+        st.info("Nothing is chosen at this position (the beam row died): there is no choice to explain.")
+        return
+    with st.spinner("Attributing…"):
+        attr = compute(lm, tuple(src_ids), tuple(int(i) for i in out_ids[:valid]), method)
+    rows = ctx.rows[:valid]
+    hl = min(ctx.current, valid - 1)
+    cw = ctx.arrays[f"{ctx.L}.cross.weights"][:, :valid]  # (H, T, S)
+    attn = mean_weights(cw) if ctx.head == MEAN_HEADS else cw[int(ctx.head)]
+    who = "mean of heads" if ctx.head == MEAN_HEADS else f"head {ctx.head}"
+    show(viz.alignment_figure(attr.src, rows, ctx.src_rows, highlight_row=hl,
+                              title=f"Attribution to the source ({METHOD_LABELS[method]}), share per row"),
+         f"{ctx.key}_attr_src")  # fmt: skip
+    show(viz.alignment_figure(attn, rows, ctx.src_rows, highlight_row=hl,
+                              title=f"Cross-attention, {who} (layer {ctx.layer})"), f"{ctx.key}_attr_attn")  # fmt: skip
+    agree = agreement(attr.src, attn)
+    st.markdown(f"**{agree.summary[:1].upper() + agree.summary[1:]}** (cross-attention: layer {ctx.layer}, {who}).")
+    src = ctx.src_rows
+    table = pd.DataFrame({
+        "position: reads → predicts": rows,
+        "attention's top source token": [src[int(np.nanargmax(a))] for a in attn],
+        "attribution's top source token": [src[int(np.argmax(a))] for a in attr.src],
+        "agree": agree.top1,
+        "Spearman ρ": agree.spearman,
+        "share from the source": attr.src.sum(1),
+        "completeness error": attr.completeness,
+    })  # fmt: skip
+    st.dataframe(table, hide_index=True, key=f"{ctx.key}_attr_table", width="stretch")
+    show(viz.attention_figure(np.where(np.tril(np.ones_like(attr.tgt, bool)), attr.tgt, -np.inf), rows,
+                              [show_token(t) for t in ctx.reads[:valid]], highlight_row=hl, kind="weights",
+                              title="Attribution to the earlier target tokens, share per row",
+                              q_title="position: reads → predicts", k_title="decoder input (token read)",
+                              masked_hover="the future: no influence"), f"{ctx.key}_attr_tgt")  # fmt: skip
+    if method == "ig":
+        st.caption(f"Integrated Gradients with {attr.steps} steps: the attributions of each row add up to the "
+                   f"log-probability's change from the baseline within {attr.completeness.max():.1%} "
+                   "(completeness).")  # fmt: skip

@@ -1,0 +1,52 @@
+"""Logit lens: what each decoder layer would predict if decoding stopped there."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import viz
+from model.explain import lens_problem, logit_lens
+
+from ..common import show, show_token
+from .context import StageContext
+
+TOP = 10
+
+
+def render(ctx: StageContext, lm, layer_outputs: dict, chosen_ids: list[int]) -> None:
+    """``layer_outputs``: ``dec.{l}.norm3.out`` (T, D) of every layer; ``chosen_ids`` (T,) the token chosen (or the
+    label) at each position, -1 where there is none."""
+    st.subheader("Logit lens — what each layer would predict")
+    problem = lens_problem(lm.cfg)
+    if problem:
+        st.info(f"The logit lens is not shown for this model: {problem}.")
+        return
+    st.markdown(
+        "Each decoder layer's output is sent through the model's own output head (the final linear layer and its "
+        "bias), as if decoding stopped after that layer; this post-norm model's layer outputs are already "
+        "normalised, so nothing else is applied. It shows *when* the choice becomes clear across the layers, not "
+        "*why*: the earlier layers were never trained to be read this way."
+    )
+    lens = logit_lens(lm.model, layer_outputs, chosen_ids, k=TOP)
+    text = lm.tokenizer.id_to_token
+    t = ctx.current
+    L = lens.top_ids.shape[0]
+    chosen = show_token(text(chosen_ids[t])) if chosen_ids[t] >= 0 else None
+    tokens = [[show_token(text(int(i))) for i in lens.top_ids[layer, t]] for layer in range(L)]
+    show(viz.lens_figure(tokens, lens.top_probs[:, t], chosen=chosen,
+                         title=f"What each layer would predict at position {t} (outlined: the token chosen)"),
+         f"{ctx.key}_lens_top")  # fmt: skip
+    table = pd.DataFrame({
+        "layer": np.arange(L),
+        "top token": [tokens[layer][0] for layer in range(L)],
+        "p(top)": lens.top_probs[:, t, 0],
+        "rank of the chosen token": lens.chosen_rank[:, t],
+        "p(chosen token)": lens.chosen_prob[:, t],
+        "entropy (nats)": lens.entropy[:, t],
+    })  # fmt: skip
+    st.dataframe(table, hide_index=True, key=f"{ctx.key}_lens_table", width="stretch")
+    show(viz.layer_position_figure(lens.chosen_prob, ctx.rows, highlight_col=t,
+                                   title="p(token finally chosen) after each layer, every position"),
+         f"{ctx.key}_lens_positions")  # fmt: skip
