@@ -18,6 +18,7 @@ from model.decoding import DecodeOptions, decode
 from model.steps import follow, live_rows
 from views.common import escape_markdown
 from views.state import (
+    DECODER_STAGES,
     DEFAULT_STAGE,
     DEFAULTS,
     MEAN_HEADS,
@@ -115,6 +116,9 @@ STAGE_FIGURES = {
     "cross": ("Alignment, head", "Alignment, mean", "Cross Q", "Cross K", "Cross V", "Add &amp; Norm 2"),
     "ffn": ("FFN hidden activations", "Add &amp; Norm 3"),
     "output": ("Top 10 next tokens", "Position "),
+    "lens": ("What each layer would predict", "p(token finally chosen)"),
+    "ablation": ("Masked self-attention heads: loss", "Cross-attention heads: loss"),
+    "attribution": ("Attribution to the source", "Cross-attention, mean of heads", "Attribution to the earlier"),
 }
 STAGE_HEADERS = {
     "inputs": ("1 · Decoder inputs", "2 · Token embeddings"),
@@ -125,6 +129,9 @@ STAGE_HEADERS = {
     "cross": ("5 · Cross-attention", "Add & Norm 2"),
     "ffn": ("6 · Feed-forward", "Add & Norm 3"),
     "output": ("7 · Output", "9 · What the KV cache holds"),
+    "lens": ("Logit lens",),
+    "ablation": ("Head ablation",),
+    "attribution": ("Attribution vs attention",),
 }
 
 
@@ -259,7 +266,8 @@ def test_stage_selector_shows_each_group_and_every_stage_is_reachable(app):
         assert len(got) == len(want) and all(t.startswith(w) for t, w in zip(got, want)), (stage, got)
         others = [t for s, figs in seen.items() if s not in (stage, "all") for t in figs]
         assert not set(got) & set(others), stage  # each figure belongs to one stage
-    assert seen["all"] == [t for s in STAGES if s != "all" for t in seen[s]]  # every stage, in data-flow order
+    # every decoder stage, in data-flow order; the explanations stay on their own
+    assert seen["all"] == [t for s in DECODER_STAGES for t in seen[s]]
     show_stage(app, "ffn")
     app.button(key="next").click().run()
     ok(app)
@@ -547,7 +555,8 @@ FIELD_VALUES = {  # a non-default value for every View field
     "source": "Hi there.", "reference": "Salut.", "model": "other", "strategy": "sample", "beam": 3,
     "length_penalty": 0.5, "temperature": 0.7, "top_k": 5, "top_p": 0.9, "seed": 11, "max_len": 12,
     "forced": (5, 6, 7), "user_forced": frozenset({2}), "tab": "tf", "stage": "ffn", "layer": 1, "head": 3,
-    "grid": True, "no_mask": True, "follow": (5, 6), "step": 4,
+    "grid": True, "no_mask": True, "follow": (5, 6), "step": 4, "ablate": "dec.0.self.1,dec.1.cross.3",
+    "ablate_mode": "mean", "attribution": "ixg",
 }  # fmt: skip
 
 

@@ -55,7 +55,7 @@ STAGE_LABELS = {
     "lens": "Logit lens",
     "ablation": "Head ablation",
     "attribution": "Attribution vs attention",
-    "all": "All decoder stages",
+    "all": "All stages",
 }
 DEFAULT_STAGE = "self"
 MEAN_HEADS = "mean"  # the head choice that averages the heads
