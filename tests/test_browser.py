@@ -90,8 +90,8 @@ def test_browser_end_to_end(server):
             assert page.locator(".st-key-chips .stMarkdownBadge").count() == 3
             assert "Generated so far (3 tokens)" in chips_text(page)
             step_text = page.locator(".st-key-next_chip").inner_text()
-            m = re.search(r"Step 4 of (\d+)", step_text)
-            assert m and int(m.group(1)) <= 12, step_text  # max_len=12 from the URL
+            m = re.search(r"Position 3 of 0–(\d+)", step_text)
+            assert m and int(m.group(1)) + 1 <= 12, step_text  # max_len=12 from the URL: positions 0..11 at most
 
             # The default stage draws a few figures; "All stages" draws every stage's figures.
             few = page.locator(".js-plotly-plot").count()
