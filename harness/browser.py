@@ -98,17 +98,18 @@ FIGURES_JS = """
 }
 """
 
-# What the page shows: the step counter, the English text echoed back, the French output, badges.
+# What the page shows: the position (0-based, from "Position N of 0–M"; n = M + 1 positions), the English text
+# echoed back, the French output, badges.
 PAGE_STATE_JS = """
 () => {
   const text = s => (document.querySelector(s) || {}).innerText || '';
-  const m = text('.st-key-next_chip').match(/Step (\\d+) of (\\d+)/);
+  const m = text('.st-key-next_chip').match(/Position (\\d+) of 0\\s*[–-]\\s*(\\d+)/);
   const texts = [...document.querySelectorAll('[data-testid="stText"]')].map(e => e.innerText.trim());
   const badges = s => [...document.querySelectorAll(s + ' .stMarkdownBadge')].map(e => e.innerText.trim());
   const src = [...document.querySelectorAll('[data-testid="stMarkdown"]')]
     .find(e => e.innerText.trim().startsWith('Source tokens'));
   return {
-    step: m ? Number(m[1]) - 1 : null, n: m ? Number(m[2]) : null, english: texts[0] ?? null,
+    step: m ? Number(m[1]) : null, n: m ? Number(m[2]) + 1 : null, english: texts[0] ?? null,
     french: texts[1] ?? null, chips: badges('.st-key-chips'),
     source: src ? [...src.querySelectorAll('.stMarkdownBadge')].map(e => e.innerText.trim()) : [],
     errors: document.querySelectorAll('[data-testid="stException"], [data-testid="stAlertContentError"]').length,
