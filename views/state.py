@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from model.ablation import MODES, format_heads, parse_heads
@@ -386,10 +386,6 @@ def move(step: int, action: str, n_steps: int) -> int:
     """⏮ first, ◀ prev, ▶ next, ⏭ last."""
     target = {"first": 0, "prev": step - 1, "next": step + 1, "last": n_steps - 1}.get(action, step)
     return clamp_step(target, n_steps)
-
-
-def with_view(view: View, **changes) -> View:
-    return replace(view, **changes)
 
 
 # ---------------------------------------------------------------------------
