@@ -1,4 +1,4 @@
-"""`python -m model`: translate, trace, lesson, import-marian, export-marian.
+"""`python -m model`: translate, trace, explain, lesson, import-marian, export-marian.
 
 Every failure the user can cause ends in one line on stderr and exit status 2, never a traceback.
 """
@@ -10,6 +10,8 @@ import json
 import math
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from .checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
 from .decoding import DecodeOptions, decode, greedy_batch
@@ -50,6 +52,18 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--no-mask", action="store_true", help="remove the causal mask (the decoder can cheat)")
     tr.add_argument("--out", required=True, type=Path)
     add_model_arg(tr)
+
+    xp = sub.add_parser("explain", help="logit lens, head ablation, head importance and attribution for one sentence")
+    xp.add_argument("text")
+    xp.add_argument("--target", help="reference translation (default: the model's greedy output)")
+    xp.add_argument("--method", choices=("ig", "ixg"), help="attribute each output token to the inputs")
+    xp.add_argument("--steps", type=int, default=None, help="integrated-gradients steps (default: the method's)")
+    xp.add_argument("--ablate", default="", help="heads to switch off: dec.1.cross.2,dec.0.self.5,enc.0.self.1")
+    xp.add_argument("--mode", choices=("zero", "mean"), default="zero", help="ablation: zeros or the head's mean")
+    fmt = xp.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="strict JSON (no NaN: null) with every array")
+    fmt.add_argument("--out", type=Path, help="write the arrays to an .npz file")
+    add_model_arg(xp)
 
     le = sub.add_parser("lesson", help="the seed's 3-dimensional worked example, recomputed")
     le.add_argument("--json", action="store_true")
@@ -184,6 +198,85 @@ def cmd_trace(a: argparse.Namespace) -> int:
     return 0
 
 
+def jsonable(x):
+    """Arrays and numbers as strict JSON values: NaN and infinities become null."""
+    if isinstance(x, np.ndarray):
+        return jsonable(x.tolist())
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    return x
+
+
+def format_explanation(r: dict) -> str:
+    """The report of model.explain.report as text: a few lines per section, top 3 where arrays hold more."""
+    src, labels = [str(t) for t in r["tokens.src"]], [str(t) for t in r["tokens.label"]]
+    inputs = ["<s>", *labels[:-1]]
+    lines = [f"translation: {r['translation']}"]
+    if "target" in r:
+        lines.append(f"target: {r['target']}")
+    what = "target" if "target" in r else "translation"
+    lines += ["", f"logit lens (each decoder layer read by the output head: the {what} token's probability and rank, "
+              "entropy in nats, top 3):"]  # fmt: skip
+    for t, label in enumerate(labels):
+        lines.append(f"  position {t}: {inputs[t]} → {label}")
+        for layer in range(r["lens.top_ids"].shape[0]):
+            top = ", ".join(f"{tok} {p:.2f}" for tok, p in zip(r["lens.top_tokens"][layer, t, :3],
+                                                                 r["lens.top_probs"][layer, t, :3]))  # fmt: skip
+            p, rank, h = (r[f"lens.{k}"][layer, t] for k in ("chosen_prob", "chosen_rank", "entropy"))
+            lines.append(f"    layer {layer}: p {p:.3f}  rank {rank:<5d} H {h:.2f}  top: {top}")
+    if "ablation.heads" in r:
+        lines += ["", f"without {r['ablation.heads']} ({r['ablation.mode']} ablation): {r['ablation.translation']}",
+                  "  loss change per position (teacher-forced): "
+                  + "  ".join(f"{tok} {d:+.3f}" for tok, d in zip(labels, r["ablation.loss_delta"]))]  # fmt: skip
+    lines += ["", f"head importance: mean loss increase when one head alone is removed ({r['importance.mode']}; "
+              f"loss {float(r['importance.base_loss']):.3f} with every head)"]  # fmt: skip
+    for name in ("self", "cross"):
+        m = r[f"importance.{name}"]
+        lines.append(f"  {name + '-attention':<16}" + "".join(f"{f'head {h}':>10}" for h in range(m.shape[1])))
+        lines += [f"  layer {layer:<10d}" + "".join(f"  {d:+8.3f}" for d in row) for layer, row in enumerate(m)]
+    if "attribution.src" in r:
+        steps = f", {int(r['attribution.steps'])} steps" if int(r["attribution.steps"]) else ""
+        lines += ["", f"attribution ({r['attribution.method']}{steps}; top source tokens, share of the inputs, "
+                  f"completeness error): {r['agreement.summary']}"]  # fmt: skip
+        for t, label in enumerate(labels):
+            order = np.argsort(-r["attribution.src"][t], kind="stable")[:3]
+            top = ", ".join(f"{src[j]} {r['attribution.src'][t, j]:.2f}" for j in order)
+            lines.append(f"  {label}: {top}  (completeness {r['attribution.completeness'][t]:.1%})")
+    return "\n".join(lines)
+
+
+def cmd_explain(a: argparse.Namespace) -> int:
+    from .ablation import parse_heads
+    from .explain import report
+
+    if not a.text.strip():
+        raise ValueError("nothing to explain: the text is empty")
+    check_utf8(a.text, "TEXT")
+    check_utf8(a.target or "", "--target")
+    heads = parse_heads(a.ablate)
+    if a.steps is not None and a.steps < 1:
+        raise ValueError(f"--steps must be at least 1, not {a.steps}")
+    lm = load_model_dir(a.model)
+    cfg, tok = lm.cfg, lm.tokenizer
+    target = None
+    if a.target is not None:
+        target = tok.encode(a.target)
+        if len(target) > cfg.max_len - 1:
+            note(f"--target has {len(target)} tokens but this model reads at most {cfg.max_len - 1}; "
+                 f"only the first {cfg.max_len - 1} are used")  # fmt: skip
+    r = report(lm.model, tok, source_ids(tok, cfg, a.text), target, heads, a.mode, a.method, a.steps)
+    if a.out is not None:
+        np.savez_compressed(a.out, **r)
+        print(f"wrote {len(r)} arrays to {a.out}")
+    elif a.json:
+        print(json.dumps({k: jsonable(v) for k, v in r.items()}, ensure_ascii=False, allow_nan=False))
+    else:
+        print(format_explanation(r))
+    return 0
+
+
 def cmd_lesson(a: argparse.Namespace) -> int:
     from .lesson import build_lesson, format_lesson
 
@@ -206,7 +299,7 @@ def cmd_export(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"translate": cmd_translate, "trace": cmd_trace, "lesson": cmd_lesson,
+COMMANDS = {"translate": cmd_translate, "trace": cmd_trace, "explain": cmd_explain, "lesson": cmd_lesson,
             "import-marian": cmd_import, "export-marian": cmd_export}  # fmt: skip
 
 

@@ -18,9 +18,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .ablation import Ablation
 from .constants import NEG
 from .lean import LeanDecoder
-from .transformer import Transformer
+from .transformer import Transformer, head_masks
 
 TOP = 20  # alternatives kept per step for display
 
@@ -38,6 +39,7 @@ class DecodeOptions:
     max_len: int = 128  # new tokens, </s> included
     prefix: tuple[int, ...] = ()  # forced first tokens
     record: bool = False  # keep every step (stages, top tokens, beam expansions); off = translation only
+    ablation: Ablation | None = None  # attention heads switched off for this decode
 
     def __post_init__(self):
         if self.strategy not in ("greedy", "beam", "sample"):
@@ -157,9 +159,9 @@ def decode(
     max_len = min(opts.max_len, model.cfg.max_len - 1)
     beam = opts.strategy == "beam" and opts.beam > 1
     lean = lean or LeanDecoder(model, rows=opts.beam if beam else 1)
-    memory, src_mask, enc = model.encode(src, record=opts.record)
+    memory, src_mask, enc = model.encode(src, record=opts.record, heads=head_masks(opts.ablation, model.cfg))
     encoder = to_numpy(enc) if opts.record else {}
-    cache = lean.start(memory, src_mask)
+    cache = lean.start(memory, src_mask, opts.ablation)
     if beam:
         return beam_search(model, lean, cache, src, opts, max_len, encoder)
     return greedy_or_sample(model, lean, cache, src, opts, max_len, encoder)

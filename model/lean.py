@@ -8,17 +8,19 @@ copies for several rows, as in a beam step), keeps the K, V cache in preallocate
 step with or without its record. The record has the keys and shapes of ``Transformer.decode(...,
 record=True)`` for the same step (``dec.embed``, ``dec.0.self.weights``, ...) and the same numbers to
 float rounding: tests/test_core.py checks every key. The nn.Module classes stay the readable reference,
-and the teacher-forced trace runs through them. The model is never modified.
+and the teacher-forced trace runs through them. The model is never modified. Ablated heads
+(``model.ablation.Ablation``) belong to one decode, so they travel in its cache, not on the decoder.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .ablation import Ablation
 from .transformer import Transformer
 
 
@@ -52,6 +54,7 @@ class LeanCache:
     cross_V: list[np.ndarray]  # per layer (R or 1, H, S, d_k)
     src_mask: np.ndarray | None  # (R or 1, 1, 1, S) additive 0/-inf
     t: int = 0  # positions filled
+    heads: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # Ablation.arrays: keep, fill
 
     @property
     def rows(self) -> int:
@@ -78,7 +81,7 @@ class LeanCache:
         cross_K = self.cross_K if shared else [c[rows] for c in self.cross_K]
         cross_V = self.cross_V if shared else [c[rows] for c in self.cross_V]
         mask = self.src_mask if self.src_mask is None or self.src_mask.shape[0] == 1 else self.src_mask[rows]
-        return LeanCache(K, V, cross_K, cross_V, mask, t)
+        return LeanCache(K, V, cross_K, cross_V, mask, t, self.heads)
 
 
 class _Linear:
@@ -142,9 +145,11 @@ class LeanDecoder:
         self.inv_sqrt_dk = np.float32(1.0 / np.sqrt(self.d_k))
         self.act = cfg.activation
 
-    def start(self, memory: torch.Tensor, src_mask: torch.Tensor | None) -> LeanCache:
+    def start(self, memory: torch.Tensor, src_mask: torch.Tensor | None, ablation: Ablation | None = None) -> LeanCache:
         """An empty cache for the rows of ``memory`` (R, S, D) from Transformer.encode: projects the cross-attention
-        K, V once. A memory of one row serves any number of rows (beam search repeats it with select)."""
+        K, V once. A memory of one row serves any number of rows (beam search repeats it with select). The decoder
+        heads of ``ablation`` are switched off at every step of this cache (encoder heads: pass the ablation to
+        Transformer.encode, through ``transformer.head_masks``)."""
         R, S, _ = memory.shape
         H, d_k, D = self.H, self.d_k, self.D
         mem = _np(memory).reshape(R * S, D)
@@ -157,7 +162,8 @@ class LeanDecoder:
         K = [np.zeros((R, H, d_k, T), np.float32) for _ in range(n)]
         V = [np.zeros((R, H, T, d_k), np.float32) for _ in range(n)]
         mask = None if src_mask is None else _np(src_mask)  # (R, 1, 1, S)
-        return LeanCache(K, V, cross_K, cross_V, mask)
+        heads = {k: v for k, v in ablation.arrays(self.cfg).items() if k.startswith("dec.")} if ablation else {}
+        return LeanCache(K, V, cross_K, cross_V, mask, heads=heads)
 
     def _norm(self, x: np.ndarray, gb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         mean = _sum(x, -1, keepdims=True) * self.inv_D
@@ -189,7 +195,7 @@ class LeanDecoder:
         embed = self.embed[tokens] * self.scale  # (R, D)
         y = embed + self.pe[t]  # (R, D)
         rec = {"dec.embed": embed[:, None], "dec.pe": self.pe[t : t + 1], "dec.input": y[:, None]} if record else None
-        mask = cache.src_mask
+        mask, heads = cache.src_mask, cache.heads
         for i, w in enumerate(self.layers):
             qkv = w["qkv"](y)  # (R, 3D)
             Q = qkv[:, :D].reshape(R, H, 1, d_k)
@@ -198,13 +204,13 @@ class LeanDecoder:
             K, V = cache.K[i][..., : t + 1], cache.V[i][:, :, : t + 1]  # (R, H, d_k, t+1), (R, H, t+1, d_k)
             # the newest query sees every cached key: the causal mask of this row is all zeros. Its K, V are
             # copied into the record, as later steps write and reorder these buffers
-            y, r = self._attention(Q, K, V, None, y, w["o"], w["norms"][0], record, copy_kv=True)
+            y, r = self._attention(Q, K, V, None, y, w["o"], w["norms"][0], record, True, heads.get(f"dec.{i}.self"))
             if record:
                 rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
             Q = w["cq"](y).reshape(R, H, 1, d_k)
             # the cross K, V never change after start(): the record holds views of them, not per-step copies
             y, r = self._attention(Q, cache.cross_K[i], cache.cross_V[i], mask, y, w["co"], w["norms"][1], record,
-                                   copy_kv=False, name="cross", norm_name="norm2")  # fmt: skip
+                                   False, heads.get(f"dec.{i}.cross"), "cross", "norm2")  # fmt: skip
             if record:
                 rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
             hidden = self._act(w["w1"](y))  # (R, d_ff)
@@ -221,14 +227,16 @@ class LeanDecoder:
         logits = self.out(y)  # (R, V)
         return logits, cache, (_frozen(rec) if record else None)
 
-    def _attention(self, Q, K, V, mask, y, W_O, norm, record, copy_kv, name="self", norm_name="norm1"):
+    def _attention(self, Q, K, V, mask, y, W_O, norm, record, copy_kv, heads=None, name="self", norm_name="norm1"):
         """softmax(Q Kᵀ / sqrt(d_k) + mask) V, W_O, then Add & Norm: the new y and (with ``record``) the stages.
-        K arrives transposed: (R or 1, H, d_k, Tk)."""
+        K arrives transposed: (R or 1, H, d_k, Tk). ``heads``: (keep, fill) of the ablated heads, as HeadMask."""
         R, H, _, d_k = Q.shape
         scores = (Q @ K) * self.inv_sqrt_dk  # (R, H, 1, Tk)
         masked = scores if mask is None else scores + mask
         weights = _softmax(masked)  # (R, H, 1, Tk)
         context = weights @ V  # (R, H, 1, d_k)
+        if heads is not None:
+            context = context * heads[0] + heads[1]
         concat = context.reshape(R, H * d_k)  # heads side by side: one query, so no transpose is needed
         out = W_O(concat)  # (R, D)
         residual = y + out

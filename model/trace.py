@@ -10,9 +10,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .ablation import Ablation
 from .decoding import DecodeOptions, decode, to_numpy
 from .tokenizer import Tokenizer
-from .transformer import Transformer
+from .transformer import Transformer, head_masks
 
 
 @dataclass(frozen=True)
@@ -46,26 +47,30 @@ def teacher_forced_trace(
     source: str | Sequence[int],
     target: str | Sequence[int] | None = None,
     causal: bool = True,
+    ablation: Ablation | None = None,
 ) -> Trace:
     """Encode the source and run the decoder on the shifted target in one parallel pass.
 
-    Without a target, the model's own greedy translation is used. ``causal=False`` removes the
-    causal mask so the trace shows the decoder "cheating" by looking at future tokens.
+    Without a target, the model's own greedy translation is used (decoded with the same ``ablation``).
+    ``causal=False`` removes the causal mask so the trace shows the decoder "cheating" by looking at future
+    tokens. ``ablation``: heads switched off; their recorded ``context`` and ``concat`` are what W_O received.
     """
     cfg = model.cfg
     src_body = as_ids(source, tokenizer)
     truncated = len(src_body) > cfg.max_len - 1
     src = src_body[: cfg.max_len - 1] + [cfg.eos_id]
     if target is None:
-        y = [i for i in decode(model, src, DecodeOptions(max_len=cfg.max_len - 1)).ids if i != cfg.eos_id]
+        opts = DecodeOptions(max_len=cfg.max_len - 1, ablation=ablation)
+        y = [i for i in decode(model, src, opts).ids if i != cfg.eos_id]
     else:
         y = as_ids(target, tokenizer)
     truncated |= len(y) > cfg.max_len - 1
     y = y[: cfg.max_len - 1]
     dec_in, labels = [cfg.decoder_start_id, *y], [*y, cfg.eos_id]
     src_t, dec_t, lab_t = (torch.tensor([s]) for s in (src, dec_in, labels))
-    memory, src_mask, enc = model.encode(src_t, record=True)
-    logits, _, dec = model.decode(dec_t, memory, src_mask, causal=causal, record=True)
+    heads = head_masks(ablation, cfg)
+    memory, src_mask, enc = model.encode(src_t, record=True, heads=heads)
+    logits, _, dec = model.decode(dec_t, memory, src_mask, causal=causal, record=True, heads=heads)
     logits = logits.float()
     arrays = {k: v[0] for k, v in to_numpy({**enc, **dec}, drop=()).items()}
     for key in ("enc.pe", "dec.pe"):  # the positional table has no batch axis

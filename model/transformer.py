@@ -1,14 +1,17 @@
 """The encoder-decoder Transformer of "Attention Is All You Need", one class per box of its figure.
 
 Every forward takes ``record``: when true it also returns a dict of every intermediate
-tensor (the trace). Nothing is stored on the modules; the trace is a returned value.
+tensor (the trace). Nothing is stored on the modules; the trace is a returned value. Encoder and decoder
+take ``heads``: per attention block (``dec.1.cross``), the heads to switch off (``HeadMask``, from
+``head_masks`` of a ``model.ablation.Ablation``), an argument like the mask, never a hook.
 Shapes: B batch, S source length, T target length, H heads, D d_model, V vocab.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +19,28 @@ from torch import Tensor, nn
 
 from .config import ModelConfig
 
+if TYPE_CHECKING:
+    from .ablation import Ablation
+
 Record = dict[str, Tensor]
+
+
+class HeadMask(NamedTuple):
+    """Heads of one attention block switched off: their context (α·V) becomes context · keep + fill before W_O."""
+
+    keep: Tensor  # (B or 1, H, 1, 1): 1 keeps a head, 0 removes it
+    fill: Tensor  # (B or 1, H, 1, d_k): what a removed head hands to W_O instead (zeros, or its mean context)
+
+
+HeadMasks = Mapping[str, HeadMask]  # keyed by block: "enc.0.self", "dec.1.self", "dec.1.cross"
+
+
+def head_masks(ablation: Ablation | None, cfg: ModelConfig) -> dict[str, HeadMask]:
+    """The HeadMask of every block with an ablated head ({} for none)."""
+    if not ablation:
+        return {}
+    arrays = ablation.arrays(cfg)
+    return {k: HeadMask(torch.from_numpy(keep), torch.from_numpy(fill)) for k, (keep, fill) in arrays.items()}
 
 
 def sinusoidal_table(n_pos: int, d_model: int, layout: str = "interleaved") -> Tensor:
@@ -91,17 +115,22 @@ class MultiHeadAttention(nn.Module):
         V: Tensor,  # (B, H, Tk, d_k)
         mask: Tensor | None,  # additive 0/-inf, broadcastable to (B, H, Tq, Tk)
         record: bool = False,
+        heads: HeadMask | None = None,  # heads to switch off
     ) -> tuple[Tensor, Record | None]:
         B, Tq, D = x_q.shape
         Q = self.split(self.W_Q(x_q))  # (B, H, Tq, d_k)
         if not record:
             context = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)  # (B, H, Tq, d_k)
+            if heads is not None:
+                context = context * heads.keep + heads.fill
             return self.W_O(context.transpose(1, 2).reshape(B, Tq, D)), None
         scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, Tq, Tk)
         full_mask = torch.zeros_like(scores) if mask is None else mask.expand_as(scores)
         masked_scores = scores + full_mask  # (B, H, Tq, Tk)
-        weights = masked_scores.softmax(dim=-1)  # (B, H, Tq, Tk)
+        weights = masked_scores.softmax(dim=-1)  # (B, H, Tq, Tk): an ablated head still attends; its output is dropped
         context = weights @ V  # (B, H, Tq, d_k)
+        if heads is not None:
+            context = context * heads.keep + heads.fill
         concat = context.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
         out = self.W_O(concat)  # (B, Tq, D)
         rec = {
@@ -151,9 +180,11 @@ class EncoderLayer(nn.Module):
         self.self_attn, self.norm1 = MultiHeadAttention(cfg), AddNorm(cfg)
         self.ffn, self.norm2 = FeedForward(cfg), AddNorm(cfg)
 
-    def forward(self, x: Tensor, src_mask: Tensor | None, record: bool = False) -> tuple[Tensor, Record]:
+    def forward(
+        self, x: Tensor, src_mask: Tensor | None, record: bool = False, heads: HeadMask | None = None
+    ) -> tuple[Tensor, Record]:
         K, V = self.self_attn.project_kv(x)
-        a, r1 = self.self_attn(x, K, V, src_mask, record)
+        a, r1 = self.self_attn(x, K, V, src_mask, record, heads)
         x, r2 = self.norm1(x, a, record)
         f, r3 = self.ffn(x, record)
         x, r4 = self.norm2(x, f, record)
@@ -184,6 +215,8 @@ class DecoderLayer(nn.Module):
         causal_mask: Tensor | None,  # (T, t + T)
         cache: LayerCache | None,
         record: bool = False,
+        self_heads: HeadMask | None = None,
+        cross_heads: HeadMask | None = None,
     ) -> tuple[Tensor, LayerCache, Record]:
         K_new, V_new = self.self_attn.project_kv(y)  # (B, H, T, d_k)
         if cache is None:
@@ -193,9 +226,9 @@ class DecoderLayer(nn.Module):
             K = torch.cat([cache.self_K, K_new], dim=2)  # (B, H, t + T, d_k)
             V = torch.cat([cache.self_V, V_new], dim=2)
             cross_K, cross_V = cache.cross_K, cache.cross_V
-        a, r1 = self.self_attn(y, K, V, causal_mask, record)
+        a, r1 = self.self_attn(y, K, V, causal_mask, record, self_heads)
         y, r2 = self.norm1(y, a, record)
-        c, r3 = self.cross_attn(y, cross_K, cross_V, src_mask, record)
+        c, r3 = self.cross_attn(y, cross_K, cross_V, src_mask, record, cross_heads)
         y, r4 = self.norm2(y, c, record)
         f, r5 = self.ffn(y, record)
         y, r6 = self.norm3(y, f, record)
@@ -247,13 +280,16 @@ class Transformer(nn.Module):
         with torch.no_grad():
             self.embed.weight[self.cfg.pad_id].zero_()
 
-    def encode(self, src_ids: Tensor, record: bool = False) -> tuple[Tensor, Tensor | None, Record]:
+    def encode(
+        self, src_ids: Tensor, record: bool = False, heads: HeadMasks | None = None
+    ) -> tuple[Tensor, Tensor | None, Record]:
         """Source ids (B, S) -> memory (B, S, D), the source padding mask, and the trace."""
         src_mask = padding_mask(src_ids, self.cfg.pad_id)
         x, rec = self.src_embed(src_ids, record=record)
         trace = prefixed("enc", rec)
+        heads = heads or {}
         for i, layer in enumerate(self.encoder_layers):
-            x, r = layer(x, src_mask, record)
+            x, r = layer(x, src_mask, record, heads.get(f"enc.{i}.self"))
             trace.update(prefixed(f"enc.{i}", r))
         if record:
             trace["memory"] = x
@@ -272,6 +308,7 @@ class Transformer(nn.Module):
         cache: list[LayerCache] | None = None,
         causal: bool = True,
         record: bool = False,
+        heads: HeadMasks | None = None,
     ) -> tuple[Tensor, list[LayerCache], Record]:
         """Decoder stack + final linear. Returns logits (B, T, V), the updated cache, the trace."""
         offset = 0 if cache is None else cache[0].self_K.shape[2]
@@ -280,9 +317,10 @@ class Transformer(nn.Module):
         trace = prefixed("dec", rec)
         # a single newest query may see every cached key: no mask needed unless it is to be recorded
         mask = causal_mask(T, offset, y.device) if causal and (T > 1 or record) else None
-        new_cache = []
+        new_cache, heads = [], heads or {}
         for i, layer in enumerate(self.decoder_layers):
-            y, c, r = layer(y, memory, src_mask, mask, None if cache is None else cache[i], record)
+            y, c, r = layer(y, memory, src_mask, mask, None if cache is None else cache[i], record,
+                            heads.get(f"dec.{i}.self"), heads.get(f"dec.{i}.cross"))  # fmt: skip
             new_cache.append(c)
             trace.update(prefixed(f"dec.{i}", r))
         logits = self.logits(y)

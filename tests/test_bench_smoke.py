@@ -1,4 +1,4 @@
-"""The browser benchmarks run end to end (``--smoke``: tiny random model, a few clicks, 2 sessions).
+"""The benchmarks run end to end (``--smoke``: tiny random model; the browser ones: a few clicks, 2 sessions).
 
 Smoke runs need not meet the targets, but they must measure: every figure printed is a positive number
 and every verdict line is there. A missing Chromium is a failure, never a skip.
@@ -64,3 +64,17 @@ def test_soak_smoke():
     assert verdict(out, "errors = 0") == "PASS", out
     assert verdict(out, "cross-talk = 0") == "PASS", out
     verdict(out, "final RSS ≤ 1.10× half-way RSS")
+
+
+def test_explain_smoke():
+    """No browser here: the explain benchmark runs the tiny model in-process."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "explain.py"), "--smoke"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, f"explain.py exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    out = proc.stdout
+    for name in ("recorded greedy decode", "logit lens, every layer and position", "head importance, 16 heads",
+                 "attribution IG, ", "attribution ixg, every output token"):  # fmt: skip
+        m = re.search(rf"^{re.escape(name)}.*?\s{NUMBER}\s+{NUMBER}$", out, re.M)
+        assert m and float(m.group(1)) > 0 and float(m.group(2)) > 0, f"no row {name!r}:\n{out}"
+    for target in ("lens ≤ 10% of the recorded decode", "head importance ≤ 3 s", "IG attribution ≤ 3 s"):
+        verdict(out, target)

@@ -1,0 +1,128 @@
+"""What explaining a translation costs, against the plain recorded decode of the same sentence in the same run.
+
+    python benchmarks/explain.py [--model DIR] [--threads 1] [--runs 10] [--smoke]
+
+One sentence of 15 tokens and its greedy translation of 15 tokens (``</s>`` aside) on the bundled model. Timed:
+the recorded greedy decode (what the app's step view runs); the logit lens of every decoder layer at every
+position on that decode's records (``steps.stack_view`` of the layer outputs + ``explain.logit_lens``); the full
+head-importance map (every decoder head removed alone, teacher-forced on the pair); attribution of every output
+token with Integrated Gradients as ``attribution.attribute`` runs it by default (each position redone with twice
+the steps until its completeness error is within 5 %), and with Input × Gradient. Medians of ``--runs``; torch
+on ``--threads`` threads (1, as the app that shows these; the CLI takes 2), numpy's BLAS on one.
+Prints a table and one verdict line per target; asserts nothing. ``--smoke`` runs the tiny random model of
+model.testing in seconds.
+
+Targets: the lens adds <= 10 % to the recorded decode; the importance map <= 3 s; IG attribution <= 3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SENTENCE = "A man in a blue shirt is standing on a ladder near the house."  # 15 tokens; its translation too
+COMPLETENESS = 0.05
+
+
+def timed(fn, runs: int) -> tuple[float, object]:
+    """Median milliseconds of ``runs`` calls after one warm-up, and the last result."""
+    out = fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), out
+
+
+def verdict(name: str, ok: bool, detail: str) -> None:
+    print(f"verdict {name}: {'PASS' if ok else 'FAIL'} ({detail})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (the app: 1, the CLI: 2)")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--smoke", action="store_true", help="tiny random model, 2 runs")
+    a = ap.parse_args()
+
+    import warnings
+
+    import numpy as np
+
+    from model.attribution import attribute
+    from model.checkpoint import load_model_dir, use_threads
+    from model.decoding import DecodeOptions, decode
+    from model.explain import head_importance, logit_lens
+    from model.lean import LeanDecoder
+    from model.steps import stack_view
+
+    use_threads(a.threads)
+    warnings.filterwarnings("ignore", message="Input Tensor .* did not already require gradients")  # captum's
+    if a.smoke:
+        from model.testing import make_model, make_tokenizer
+
+        tok = make_tokenizer()
+        model, runs, name = make_model(tok.vocab_size), 2, "tiny random model (smoke)"
+        opts = DecodeOptions(max_len=16, record=True)  # a random model rarely ends: 16 tokens, as the real run
+    else:
+        lm = load_model_dir(a.model)
+        model, tok, runs, name = lm.model, lm.tokenizer, a.runs, str(lm.path)
+        opts = DecodeOptions(record=True)
+    cfg = model.cfg
+    src = tok.encode(SENTENCE) + [cfg.eos_id]
+    lean = LeanDecoder(model)
+
+    decode_ms, res = timed(lambda: decode(model, src, opts, lean), runs)
+    out = list(res.ids)
+    T = len(res.steps)
+
+    def lens():
+        arrays = stack_view(res.steps, [0] * T, T - 1, keep=lambda k: k.endswith(".norm3.out"))
+        return logit_lens(model, arrays, [int(s.chosen[0]) for s in res.steps])
+
+    lens_ms, _ = timed(lens, max(runs, 2 * runs))
+    importance_ms, _ = timed(lambda: head_importance(model, src, out), max(2, runs // 2))
+
+    ig_ms, ig = timed(lambda: attribute(model, src, out, "ig"), max(2, runs // 3))
+    met = bool((ig.completeness <= COMPLETENESS).all())
+    ixg_ms, ixg = timed(lambda: attribute(model, src, out, "ixg"), max(2, runs // 3))
+
+    print(f"model: {name}; {cfg.n_decoder_layers} decoder layers x {cfg.n_heads} heads, vocab {cfg.vocab_size}; "
+          f"torch on {a.threads} threads")  # fmt: skip
+    print(f"source: {len(src) - 1} tokens + </s>; output: {len(out) - (out[-1] == cfg.eos_id)} tokens"
+          f"{' + </s>' if out[-1] == cfg.eos_id else ''}; {T} decoder positions")  # fmt: skip
+    counts = np.unique(ig.position_steps, return_counts=True)
+    print("IG steps per position: " + ", ".join(f"{n} x {s}" for s, n in zip(*counts)))
+    print(f"{'measure':<54}{'median ms':>12}{'x decode':>10}")
+    rows = [
+        ("recorded greedy decode", decode_ms),
+        ("logit lens, every layer and position", lens_ms),
+        (f"head importance, {2 * cfg.n_decoder_layers * cfg.n_heads} heads", importance_ms),
+        (f"attribution IG, up to {ig.steps} steps, every output token", ig_ms),
+        ("attribution ixg, every output token", ixg_ms),
+    ]
+    for label, ms in rows:
+        print(f"{label:<54}{ms:>12.1f}{ms / decode_ms:>10.2f}")
+    print(f"completeness error: IG worst {float(ig.completeness.max()):.1%}, median "
+          f"{float(np.median(ig.completeness)):.1%}; ixg worst {float(ixg.completeness.max()):.1%}, median "
+          f"{float(np.median(ixg.completeness)):.1%} (ixg promises none)")  # fmt: skip
+    verdict("lens ≤ 10% of the recorded decode", lens_ms <= 0.10 * decode_ms,
+            f"{lens_ms:.1f} ms = {lens_ms / decode_ms:.1%} of {decode_ms:.1f} ms")  # fmt: skip
+    verdict("head importance ≤ 3 s", importance_ms <= 3000,
+            f"{importance_ms:.0f} ms = {importance_ms / decode_ms:.1f}x the decode")  # fmt: skip
+    verdict("IG attribution ≤ 3 s", ig_ms <= 3000 and met,
+            f"{ig_ms:.0f} ms = {ig_ms / decode_ms:.1f}x the decode, up to {ig.steps} steps"
+            f"{'' if met else ', completeness not within 5 % everywhere'}")  # fmt: skip
+    print(f"ixg: {ixg_ms:.0f} ms = {ixg_ms / decode_ms:.1f}x the decode (no target)")
+
+
+if __name__ == "__main__":
+    main()
