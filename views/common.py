@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 from model.checkpoint import LoadedModel, load_model_dir, set_threads
@@ -17,7 +16,7 @@ from model.lean import LeanDecoder
 from model.steps import compact_result
 from model.trace import teacher_forced_trace
 
-from .state import MEAN_HEADS, Choices
+from .state import MAX_BEAM, MEAN_HEADS, Choices
 
 log = logging.getLogger("decoder_lens")
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -103,7 +102,7 @@ def load_model(path: str) -> LoadedModel:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _lean_decoder(_lm: LoadedModel, path: str, stamp: tuple) -> LeanDecoder:
-    return LeanDecoder(_lm.model, rows=8)
+    return LeanDecoder(_lm.model, rows=MAX_BEAM)
 
 
 def lean_decoder(lm: LoadedModel) -> LeanDecoder:
@@ -170,7 +169,3 @@ def get_trace(lm: LoadedModel, src_ids: tuple[int, ...], target, causal: bool):
     if tr is None:
         tr = cache.put(key, teacher_forced_trace(lm.model, lm.tokenizer, list(src_ids[:-1]), target, causal=causal))
     return tr
-
-
-def finite_or_none(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
