@@ -608,3 +608,57 @@ def test_prepare_source(tiny_model_dir):
     assert prepare_source("  \t ", lm.tokenizer, 2, 64) is None
     src = prepare_source("the cat " * 100, lm.tokenizer, 2, 64)
     assert src.truncated and len(src.ids) == 64 and src.ids[-1] == 2
+
+
+# ---------------------------------------------------------------------------
+# The explanations.
+
+
+def test_logit_lens_last_layer_is_the_output(app):
+    """The lens table's last layer gives the probability the chips show for the chosen token (greedy)."""
+    show_stage(app, "lens")
+    for _ in range(2):
+        app.button(key="next").click().run()
+    ok(app)
+    table = frame(app, "rank of the chosen token")
+    assert len(table) == 2  # one row per decoder layer of the tiny model
+    line = next(m.value for m in app.markdown if m.value.startswith("**Position 2**"))
+    p = float(re.search(r"p \\= ([0-9\\.]+)", line).group(1).replace("\\", ""))
+    assert table["p(chosen token)"].iloc[-1] == pytest.approx(p, abs=1e-3)
+    assert any(t.startswith("What each layer would predict at position 2") for t in titles(app))
+    assert any("not *why*" in m.value for m in app.markdown)  # what the view does not prove
+
+
+def test_head_ablation_from_the_pickers_and_the_link(tiny_model_dir, monkeypatch):
+    at = open_app(tiny_model_dir, monkeypatch, stage="ablation", max_len="6")
+    assert any("No head is switched off" in i.value for i in at.info)
+    assert any(t.startswith("Cross-attention heads: loss increase") for t in titles(at))
+    at.pills(key="ablate_cross_0").set_value([0, 1, 2, 3]).run()
+    at.pills(key="ablate_cross_1").set_value([0, 1, 2, 3]).run()
+    ok(at)
+    assert (
+        qp(at, "ablate") == "dec.0.cross.0,dec.0.cross.1,dec.0.cross.2,dec.0.cross.3,dec.1.cross.0,dec.1.cross.1,"
+        "dec.1.cross.2,dec.1.cross.3"
+    )
+    without = next(m.value for m in at.markdown if m.value.startswith("**Without"))
+    assert "8 heads" in without
+    # the link reopens the same ablation, and the pickers show it
+    at2 = open_app(tiny_model_dir, monkeypatch, stage="ablation", max_len="6", ablate="dec.1.self.2", amode="mean",
+                   ref="Bonjour le monde.")  # fmt: skip
+    assert at2.pills(key="ablate_self_1").value == [2] and at2.radio(key="ablate_mode").value == "mean"
+    assert any(t.startswith("Reference loss change per position") for t in titles(at2))
+    assert any("one intervention among several" in m.value for m in at2.markdown)
+
+
+def test_attribution_beside_attention(tiny_model_dir, monkeypatch):
+    at = open_app(tiny_model_dir, monkeypatch, stage="attribution", max_len="5", step="3", attr="ixg")
+    got = titles(at)
+    assert any(t.startswith("Attribution to the source (Input × Gradient)") for t in got)
+    assert any(t.startswith("Cross-attention, mean of heads (layer 0)") for t in got)
+    table = frame(at, "attribution's top source token")
+    assert len(table) == 4 and set(table["agree"]) <= {True, False}
+    assert any(re.search(r"agree on the most important source token at \d+ of 4 steps", m.value) for m in at.markdown)
+    assert any("depends on its baseline" in m.value for m in at.markdown)
+    src = figure(at, "Attribution to the source")
+    attn = figure(at, "Cross-attention, mean")
+    assert src["data"][0]["y"] == attn["data"][0]["y"] and src["data"][0]["x"] == attn["data"][0]["x"]  # same axes
