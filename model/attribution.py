@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from captum.attr import InputXGradient, IntegratedGradients
 from torch import Tensor
 
+from .constants import ATTRIBUTION_METHODS
 from .transformer import Transformer, causal_mask, padding_mask
 
 DEFAULT_IG_STEPS = 16  # first pass; positions short of COMPLETENESS_TOL are redone with more (see attribute)
@@ -35,7 +36,7 @@ COMPLETENESS_TOL = 0.05
 MAX_IG_STEPS = 512  # bundled model, 8 sentences (105 positions): 256 at most were needed, 16 for half
 BATCH = 64  # path points × positions per forward/backward pass: bounds memory; larger is no faster on CPU
 GROUP = 4  # positions per Captum call: each call runs the decoder only up to its last position (~10 % faster)
-METHODS = ("ig", "ixg")
+METHODS = ATTRIBUTION_METHODS
 BASELINES = {"zero": "zero token embedding, positional encoding kept"}
 
 

@@ -2,3 +2,4 @@
 
 NEG = -1.0e9  # transformers' "impossible" score: beam placeholders and forbidden candidates
 IMPOSSIBLE = NEG / 2  # a score at or below this is a placeholder, not a hypothesis
+ATTRIBUTION_METHODS = ("ig", "ixg")  # integrated gradients, input × gradient (model.attribution)

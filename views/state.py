@@ -14,10 +14,10 @@ from pathlib import Path
 
 from model.ablation import MODES, format_heads, parse_heads
 from model.checkpoint import ENV_MODEL
+from model.constants import ATTRIBUTION_METHODS as METHODS
 from model.decoding import DecodeOptions
 
 DEFAULTS = DecodeOptions()
-METHODS = ("ig", "ixg")  # attribution methods (model.attribution, imported lazily: it loads Captum)
 STRATEGIES = ("greedy", "beam", "sample")
 STRATEGY_LABELS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 EXAMPLES = (
