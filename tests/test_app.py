@@ -128,7 +128,7 @@ STAGE_HEADERS = {
     "self_out": ("3 · Masked self-attention", "4 · Add & Norm 1"),
     "cross": ("5 · Cross-attention", "Add & Norm 2"),
     "ffn": ("6 · Feed-forward", "Add & Norm 3"),
-    "output": ("7 · Output", "9 · What the KV cache holds"),
+    "output": ("7 · Output", "8 · What the KV cache holds"),
     "lens": ("Logit lens",),
     "ablation": ("Head ablation",),
     "attribution": ("Attribution vs attention",),
@@ -153,7 +153,7 @@ def test_loads_and_shows_every_stage(app):
     headers = [h.value for h in app.subheader]
     order = ["1 · Decoder inputs", "2 · Token embeddings", "3 · Masked self-attention", "4 · Add & Norm 1",
              "5 · Cross-attention", "Add & Norm 2", "6 · Feed-forward", "Add & Norm 3", "7 · Output",
-             "9 · What the KV cache holds", "What if?", "Export"]  # fmt: skip
+             "8 · What the KV cache holds", "What if?", "Export"]  # fmt: skip
     pos = [next(i for i, h in enumerate(headers) if h.startswith(o)) for o in order]
     assert pos == sorted(pos), headers
     assert len(specs(app)) >= 20

@@ -232,10 +232,10 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
             f"Top {output.TOP_SHOWN} next tokens at position {step}",
             "dec_topk",
         )
+        kv_cache.render(lm.cfg, reads, step)
         if res.beam_steps is not None:
             beam.render(res, step, tok_text, lambda r: _follow_row(tuple(res.beam_steps[step].live[r].ids)))
             live_table = viz.beam_table(res.beam_steps[step].live, tok_text, impossible=IMPOSSIBLE)
-        kv_cache.render(lm.cfg, reads, step)
 
     base = replace(ch, prefix=())
     keep_user = frozenset(i for i in v.user_forced if i < step)

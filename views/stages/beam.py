@@ -24,7 +24,7 @@ COLUMNS = {
 
 def render(res, step: int, token_text, on_pick) -> None:
     """``on_pick(row)`` is called when a live row is selected in the table (to follow that hypothesis)."""
-    st.subheader("8 · Beam search")
+    st.subheader("9 · Beam search")
     st.latex(r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}")
     show(
         viz.beam_tree_figure(

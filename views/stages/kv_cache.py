@@ -10,7 +10,7 @@ from ..common import show, show_token
 
 
 def render(cfg, reads: list[str], step: int) -> None:
-    st.subheader("9 · What the KV cache holds")
+    st.subheader("8 · What the KV cache holds")
     show(
         viz.kv_cache_figure(
             step, 1, [show_token(t) for t in reads], title=f"Position {step}: K, V rows reused vs computed now"
