@@ -655,7 +655,7 @@ def test_attribution_beside_attention(tiny_model_dir, monkeypatch):
     got = titles(at)
     assert any(t.startswith("Attribution to the source (Input × Gradient)") for t in got)
     assert any(t.startswith("Cross-attention, mean of heads (layer 0)") for t in got)
-    table = frame(at, "attribution's top source token")
+    table = frame(at, "attribution's top word")
     assert len(table) == 4 and set(table["agree"]) <= {True, False}
     assert any(re.search(r"agree on the most important source token at \d+ of 4 steps", m.value) for m in at.markdown)
     assert any("depends on its baseline" in m.value for m in at.markdown)

@@ -58,22 +58,27 @@ def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int]) 
     agree = agreement(attr.src, attn)
     st.markdown(f"**{agree.summary[:1].upper() + agree.summary[1:]}** (cross-attention: layer {ctx.layer}, {who}).")
     src = ctx.src_rows
+    words = slice(0, max(len(src) - 1, 1))  # the top token is a word: </s> is left out, as agreement() does
     table = pd.DataFrame({
-        "position: reads → predicts": rows,
-        "attention's top source token": [src[int(np.nanargmax(a))] for a in attn],
-        "attribution's top source token": [src[int(np.argmax(a))] for a in attr.src],
+        "reads → predicts": rows,
+        "attention's top word": [src[int(np.nanargmax(np.nan_to_num(a[words], nan=-1.0)))] for a in attn],
+        "attribution's top word": [src[int(np.argmax(a[words]))] for a in attr.src],
         "agree": agree.top1,
         "Spearman ρ": agree.spearman,
         "share from the source": attr.src.sum(1),
         "completeness error": attr.completeness,
     })  # fmt: skip
-    st.dataframe(table, hide_index=True, key=f"{ctx.key}_attr_table", width="stretch")
+    number = st.column_config.NumberColumn
+    st.dataframe(table, hide_index=True, key=f"{ctx.key}_attr_table", width="stretch",
+                 column_config={"Spearman ρ": number(format="%.2f"), "share from the source": number(format="%.2f"),
+                                "completeness error": number(format="percent")})  # fmt: skip
     show(viz.attention_figure(np.where(np.tril(np.ones_like(attr.tgt, bool)), attr.tgt, -np.inf), rows,
                               [show_token(t) for t in ctx.reads[:valid]], highlight_row=hl, kind="weights",
                               title="Attribution to the earlier target tokens, share per row",
                               q_title="position: reads → predicts", k_title="decoder input (token read)",
                               masked_hover="the future: no influence"), f"{ctx.key}_attr_tgt")  # fmt: skip
     if method == "ig":
-        st.caption(f"Integrated Gradients with {attr.steps} steps: the attributions of each row add up to the "
+        st.caption(f"Integrated Gradients with {attr.position_steps.min()} to {attr.steps} steps per position (more "
+                   "where fewer were not exact enough): the attributions of each row add up to the "
                    f"log-probability's change from the baseline within {attr.completeness.max():.1%} "
                    "(completeness).")  # fmt: skip
