@@ -253,7 +253,7 @@ def from_query(qp: Mapping) -> tuple[dict, list[str]]:
         if value is None:
             continue
         default = getattr(base, name)
-        if name in ("source", "reference", "model"):
+        if name in ("source", "reference", "model", "ablate"):
             raw[name] = str(value)  # prepare_source cuts the text to MAX_CHARS and says so
         elif name in ("forced", "follow"):
             parsed = decode_ids(value)
