@@ -212,7 +212,7 @@ def test_attention_kinds(kind):
     assert fig.layout.xaxis.title.text == "key token" and fig.layout.yaxis.title.text == "query token"
     ca = fig.layout.coloraxis
     if kind == "weights":
-        assert (ca.cmin, ca.cmax) == (0.0, 1.0) and not overlays(fig)
+        assert ca.cmin == 0.0 and ca.cmax == pytest.approx(values.max()) and not overlays(fig)
     elif kind == "scores":
         assert ca.cmid == 0.0 and not overlays(fig)
     else:
@@ -292,6 +292,8 @@ def test_addnorm_figure():
     np.testing.assert_allclose(np.asarray(lines[0].x), mean, rtol=1e-3, atol=1e-6)
     assert list(lines[1].y) == viz.unique_labels(TOKENS)
     assert len(fig.layout.shapes) == 3  # the row is outlined in all three panels
+    legend = [a.text for a in fig.layout.annotations if "● mean" in a.text and "◆ std" in a.text]
+    assert legend and "mean / std" in legend[0]  # the legend is in the panel's title, above it
     viz.addnorm_figure(res, mean[:, None], std[:, None], out, TOKENS)  # (T, 1) statistics are accepted
 
 
@@ -537,8 +539,110 @@ def test_alignment_and_kv_cache_cells(T):
                                highlight_row=-1)  # fmt: skip
     check_square(fig, T, T + 2, T - 1)
     kv = viz.kv_cache_figure(T - 1, 1, [f"t{i}" for i in range(T)], title="cache")
-    check_square(kv, 3, T, None)
-    assert span(kv.layout.xaxis)[1] > T - 1  # the newest position is in the window
+    check_rows_figure(kv, 3)
+    assert span(kv.layout.xaxis) == (-0.5, T - 0.5)  # every position, the newest included
+
+
+def check_rows_figure(fig: go.Figure, n_rows: int) -> None:
+    """A full-width figure: rows of >= 16 px, every column, its labels at least 15 px apart at 860 px."""
+    lay = fig.layout
+    assert lay.meta == {"cells": "rows"} and lay.width is None
+    lo, hi = span(lay.yaxis)
+    assert (lay.height - lay.margin.t - lay.margin.b) / (hi - lo) >= 16
+    xs = list(main_heatmaps(fig)[0].x)
+    per = (860 - lay.margin.l - lay.margin.r) / len(xs)
+    ticks = list(lay.xaxis.tickvals)
+    step = xs.index(ticks[1]) - xs.index(ticks[0]) if len(ticks) > 1 else len(xs)
+    if lay.xaxis.tickangle == 0:
+        assert per * step >= max(len(t) for t in lay.xaxis.ticktext) * 0.64 * 11
+    else:
+        assert lay.xaxis.tickangle == -90 and per * step >= 15 - 1e-6
+
+
+@pytest.mark.parametrize("T", [1, 2, 20, 60, 128])
+def test_kv_cache_is_a_full_width_strip_with_every_position(T):
+    toks = [f"▁tok{i} → ▁x" for i in range(T)]
+    fig = viz.kv_cache_figure(T - 1, 1, toks, title=f"Position {T - 1}: K, V rows reused vs computed now")
+    check_rows_figure(fig, 3)
+    assert fig.layout.title.text.startswith(f"Position {T - 1}:")
+    assert not [a for a in fig.layout.annotations if a.name == "window"]  # nothing hidden, nothing to say
+
+
+def note(fig: go.Figure) -> str | None:
+    found = [a.text for a in fig.layout.annotations if a.name == "window"]
+    return found[0] if found else None
+
+
+def test_self_attention_window_ends_at_the_diagonal_and_says_so():
+    T = 61
+    toks = [f"▁tok{i}" for i in range(T)]
+    rows = [f"{t} → x" for t in toks]  # row and column labels differ; the positions are the same
+    w = softmax_rows(causal_scores(T))
+    for hl in (T - 1, 30, 0):
+        fig = viz.attention_figure(np.where(np.isfinite(causal_scores(T)), w, -np.inf), rows, toks, title="α",
+                                   highlight_row=hl)  # fmt: skip
+        check_square(fig, T, T, hl)
+        c0, c1 = span(fig.layout.xaxis)
+        r0, r1 = span(fig.layout.yaxis)
+        assert c1 == max(hl, round(c1 - c0) - 1) + 0.5  # the window ends at the diagonal (or shows 0.. from the left)
+        assert round(c1 - c0) < T and round(r1 - r0) < T
+        assert note(fig) == (f"showing rows {round(r0 + 0.5)}–{round(r1 - 0.5)} of 0–{T - 1}, "
+                             f"columns {round(c0 + 0.5)}–{round(c1 - 0.5)} of 0–{T - 1} · drag to pan")  # fmt: skip
+        assert fig.layout.dragmode == "pan"
+        shown = w[round(r0 + 0.5) : round(r1 + 0.5), round(c0 + 0.5) : round(c1 + 0.5)]
+        assert fig.layout.coloraxis.cmax == pytest.approx(shown.max())  # colours span the shown weights
+    # figures of one view show the same rows
+    kinds = {"scores": causal_scores(T), "mask": np.where(np.isfinite(causal_scores(T)), 0.0, -np.inf), "weights": w}
+    windows = {tuple(span(viz.attention_figure(v, rows, toks, title="", kind=k, highlight_row=-1).layout.yaxis))
+               for k, v in kinds.items()}  # fmt: skip
+    src = [f"s{i}" for i in range(51)]
+    windows.add(tuple(span(viz.alignment_figure(softmax_rows(np.ones((T, 51))), rows, src, title="",
+                                                highlight_row=-1).layout.yaxis)))  # fmt: skip
+    assert len(windows) == 1
+    small = viz.attention_figure(softmax_rows(causal_scores(8)), toks[:8], toks[:8], title="", highlight_row=-1)
+    assert note(small) is None and small.layout.dragmode is None
+
+
+def test_alignment_shows_every_source_token_that_fits_else_the_largest_weight():
+    T = 61
+    rows = [f"{i} → x" for i in range(T)]
+    few = [f"s{i}" for i in range(12)]
+    fig = viz.alignment_figure(softmax_rows(np.ones((T, 12))), rows, few, title="a", highlight_row=-1)
+    assert span(fig.layout.xaxis) == (-0.5, 11.5) and "columns" not in (note(fig) or "")
+    many = [f"▁source{i}" for i in range(120)]
+    w = softmax_rows(np.random.default_rng(0).normal(size=(T, 120)))
+    w[T - 1] = 0.001
+    w[T - 1, 5] = 0.9
+    fig = viz.alignment_figure(w, rows, many, title="a", highlight_row=-1, value_name="share")
+    lo, hi = span(fig.layout.xaxis)
+    assert lo < 5 < hi and hi - lo < 120 and "columns" in note(fig)
+    assert fig.layout.coloraxis.colorbar.title.text == "share" and "share: %{z" in main_heatmaps(fig)[0].hovertemplate
+    other = viz.alignment_figure(w, rows, many, title="a", highlight_row=-1, focus_col=100)  # e.g. from a twin figure
+    lo, hi = span(other.layout.xaxis)
+    assert lo < 100 < hi
+
+
+def test_tiny_matrices_keep_square_cells_and_a_short_bar_beside_them():
+    toks = ["<s> → ▁un", "▁un → </s>"]
+    fig = viz.attention_figure(softmax_rows(causal_scores(2)), toks, ["<s>", "▁un"], title="Raw scores " + "x" * 40,
+                               kind="scores", q_title="position: reads → predicts",
+                               k_title="key position (token it reads)", highlight_row=-1)  # fmt: skip
+    cw, ch, _, _ = square_cells(fig)
+    assert cw == ch == 40 and fig.layout.width >= 380
+    assert fig.layout.margin.autoexpand is False  # Plotly may not take room from the plot
+    bar = fig.layout.coloraxis.colorbar
+    assert bar.len == 80 and bar.xpad == 10 and bar.y == 1 and bar.yanchor == "top"  # as tall as the plot, beside it
+    assert "<br>" in fig.layout.yaxis.title.text  # the y title is wrapped instead of reaching far above the plot
+    assert fig.layout.margin.t < 120
+
+
+def test_cell_values_only_when_they_fit():
+    small = viz.heatmap(np.full((3, 3), 0.25), list("abc"), list("abc"), title="", x_title="", y_title="",
+                        show_values=True)  # fmt: skip
+    assert main_heatmaps(small)[0].texttemplate
+    wide = viz.heatmap(np.full((3, 3), -12345.5), list("abc"), list("abc"), title="", x_title="", y_title="",
+                       show_values=True)  # fmt: skip
+    assert main_heatmaps(wide)[0].texttemplate is None
 
 
 @pytest.mark.parametrize("T", [1, 4, 8, 12, 20, 30, 60])
@@ -554,8 +658,10 @@ def test_heads_grid_cells_and_columns(T, H):
     if T <= 8 and H >= 4:
         doms = {tuple(fig.layout[f"xaxis{'' if h == 0 else h + 1}"].domain) for h in range(H)}
         assert len(doms) >= 2  # several heads per row when they fit
-    boxes = [(a.x, a.y) for a in fig.layout.annotations]
+    boxes = [(a.x, a.y) for a in fig.layout.annotations if a.name != "window"]
     assert len(set(boxes)) == H
+    _, _, vx, vy = square_cells(fig)
+    assert (note(fig) or "").startswith("showing rows") == (vy < T)
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 19, 20, 21, 40, 64, 127])

@@ -34,6 +34,34 @@ def test_lens_figure_writes_tokens_and_outlines_the_chosen_one():
         viz.lens_figure([["a"]], np.ones((2, 1)), title="x")
 
 
+@pytest.mark.parametrize("T", [1, 8, 61, 128])
+@pytest.mark.parametrize("L", [2, 6])
+def test_layer_position_is_full_width_with_tall_layer_rows(T, L):
+    pos = [f"{i}:▁tok → ▁x" for i in range(T)]
+    fig = viz.layer_position_figure(np.full((L, T), 0.25), pos, title="p", highlight_col=T - 1)
+    lay = fig.layout
+    assert lay.meta == {"cells": "rows"} and lay.width is None
+    assert (lay.height - lay.margin.t - lay.margin.b) / L >= 22
+    assert span(lay.xaxis) == (-0.5, T - 0.5)  # every position
+    (col,) = [s for s in lay.shapes if s.name == "highlight_col"]
+    assert (col.x0, col.x1) == (T - 1.5, T - 0.5)
+    per = (860 - lay.margin.l - lay.margin.r) / T
+    assert bool(fig.data[0].texttemplate) == (T <= 12 and per >= 4 * 0.6 * 11 + 4)  # numbers only where they fit
+    ticks = list(lay.xaxis.tickvals)
+    if lay.xaxis.tickangle == -90 and len(ticks) > 1:
+        assert per * (pos.index(ticks[1].split(":", 1)[1]) - pos.index(ticks[0].split(":", 1)[1])) >= 15 - 1e-6
+
+
+def test_importance_writes_heads_across():
+    fig = viz.importance_figure(np.ones((2, 8)), title="x", kind="self")
+    assert fig.layout.xaxis.tickangle == 0 and list(fig.layout.xaxis.ticktext) == [f"head {h}" for h in range(8)]
+
+
+def span(axis) -> tuple[float, float]:
+    lo, hi = sorted(axis.range)
+    return lo, hi
+
+
 def test_loss_delta_rows_follow_the_positions():
     small, mid, big = (figures(T)[2] for T in (4, 20, 60))
     assert big.layout.height - mid.layout.height == 40 * 18  # one 18 px row per position

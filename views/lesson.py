@@ -11,6 +11,8 @@ from model.lesson import SEED_TOKENS, build_lesson, seed_example
 
 from .common import badges, md, show
 
+SIDE_BY_SIDE_COLS = 4  # matrices up to this many columns are shown seed beside ours
+
 
 @st.cache_resource(show_spinner=False)
 def build():
@@ -66,14 +68,14 @@ def render() -> None:
             if stage.key.startswith("W_"):
                 rows = cols = [f"d{j}" for j in range(ours.shape[1])]
             dec = seed.decimals.get(stage.key, 4)
-            c1, c2 = st.columns(2)
+            c1, c2 = _pair(len(cols))
             with c1:
                 st.markdown("Seed's printed numbers (… = hidden by an ellipsis)")
                 if stage.seed is not None:
-                    st.dataframe(_lesson_frame(stage.seed, rows, cols, dec), key=f"lesson_seed_{i}")
+                    st.dataframe(_lesson_frame(stage.seed, rows, cols, dec), key=f"lesson_seed_{i}", width="stretch")
             with c2:
                 st.markdown("Ours (recomputed)")
-                st.dataframe(_lesson_frame(stage.ours, rows, cols, 4), key=f"lesson_ours_{i}")
+                st.dataframe(_lesson_frame(stage.ours, rows, cols, 4), key=f"lesson_ours_{i}", width="stretch")
             if len(chosen) == 1:
                 lesson_heatmaps(stage, rows, cols, i)
             if stage.matches is None:
@@ -93,8 +95,17 @@ def render() -> None:
     st.caption(md(f"Positional encoding used by the seed: {lesson.pe_formula}"))
 
 
+def _pair(n_cols: int):
+    """Two places for the seed's matrix and ours: side by side when it has a few columns, else one under the
+    other at full width (a 10-column table or heatmap does not fit half the page)."""
+    if n_cols <= SIDE_BY_SIDE_COLS:
+        return st.columns(2)
+    return st.container(), st.container()
+
+
 def lesson_heatmaps(stage, rows: list[str], cols: list[str], i: int) -> None:
-    """The seed's printed matrix beside ours as heatmaps on one shared scale (hidden cells grey)."""
+    """The seed's printed matrix and ours as heatmaps on one shared scale (hidden cells grey): side by side when
+    narrow, else one under the other; values printed in the cells when they fit."""
     ours = np.atleast_2d(np.asarray(stage.ours, dtype=float))
     seed = None if stage.seed is None else np.atleast_2d(np.asarray(stage.seed, dtype=float))
     finite = ours[np.isfinite(ours)]
@@ -112,7 +123,7 @@ def lesson_heatmaps(stage, rows: list[str], cols: list[str], i: int) -> None:
         row_index=False,
         col_index=False,
     )
-    c1, c2 = st.columns(2)
+    c1, c2 = _pair(len(cols))
     with c1:
         if seed is not None:
             show(

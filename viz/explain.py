@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,7 +22,7 @@ from .common import (
     text_px,
     unique_labels,
 )
-from .heatmap import AXIS_TITLE, heatmap
+from .heatmap import AXIS_TITLE, CELL_MAX, heatmap
 
 BAR_PX = 18  # px per position bar: one 11 px tick label each
 
@@ -70,9 +71,14 @@ def layer_position_figure(
     layer_labels: Sequence[str] | None = None,
     colorscale: str = "Viridis",
     zmin: float | None = 0.0,
-    zmax: float | None = 1.0,
+    zmax: float | None = None,
 ) -> go.Figure:
-    """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability."""
+    """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability.
+
+    Full container width (``width="stretch"``), at least 22 px per layer, every position shown (labels thinned
+    and upright when they do not fit side by side), the column ``highlight_col`` outlined; the numbers are
+    printed in the cells when they fit. ``zmax`` None: the colours end at the largest value, so that small
+    probabilities still differ."""
     v = as_2d(values)
     L, T = v.shape
     positions = as_tokens(positions, "positions")
@@ -80,7 +86,7 @@ def layer_position_figure(
     rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
     return heatmap(v, rows, positions, title=title, x_title="position: reads → predicts", y_title="decoder layer",
                    colorscale=colorscale, zmin=zmin, zmax=zmax, value_name=value_name, row_index=False,
-                   cells="square", focus_col=highlight_col, show_values=True)  # fmt: skip
+                   cells="rows", highlight_col=highlight_col, show_values=True, zmax_shown=zmax is None)  # fmt: skip
 
 
 def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> go.Figure:
@@ -88,10 +94,12 @@ def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> go.Fi
     d = as_2d(loss_delta, "loss_delta")
     L, H = d.shape
     m = float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 1.0
-    return heatmap(d, [f"layer {i}" for i in range(L)], [f"head {h}" for h in range(H)], title=title,
-                   x_title=f"{kind}-attention head", y_title="decoder layer", colorscale="RdBu_r", zmin=-m or -1.0,
-                   zmax=m or 1.0, value_name="loss increase", row_index=False, col_index=False, cells="square",
-                   show_values=True)  # fmt: skip
+    heads = [f"head {h}" for h in range(H)]
+    wide = math.ceil(max(text_px(h) for h in heads) + 6) if heads else CELL_MAX  # "head k" written across
+    return heatmap(d, [f"layer {i}" for i in range(L)], heads, title=title, x_title=f"{kind}-attention head",
+                   y_title="decoder layer", colorscale="RdBu_r", zmin=-m or -1.0, zmax=m or 1.0,
+                   value_name="loss increase", row_index=False, col_index=False, cells="square", show_values=True,
+                   cell_max=max(CELL_MAX, wide))  # fmt: skip
 
 
 def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str) -> go.Figure:

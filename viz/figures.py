@@ -44,9 +44,14 @@ from .heatmap import (
     colorbar_px,
     heatmap,
     left_margin,
+    note_annotation,
+    note_height,
     rows_geometry,
     set_window,
+    shown_max,
     square_geometry,
+    window_note,
+    x_title_overflow,
     y_title_overflow,
 )
 
@@ -153,12 +158,13 @@ def matrix_figure(
     layout = layout_defaults(title, height=geo.height, cells="rows")
     layout.update(margin=geo.margin, title=geo.title, coloraxis=axis, xaxis=xaxis, yaxis=yaxis)
     shapes = [shape] if shape else []
+    notes = [geo.note] if geo.note else []
     if group_size:
         plot_px = MIN_WIDTH - geo.margin["l"] - geo.margin["r"]
-        lines, notes = _group_marks(lo, hi, int(group_size), plot_px)
+        lines, marks = _group_marks(lo, hi, int(group_size), plot_px)
         shapes += lines
-        layout["annotations"] = notes
-    layout["shapes"] = shapes
+        notes += marks
+    layout.update(shapes=shapes, annotations=notes)
     if moved:
         layout["dragmode"] = "pan"
     return go.Figure(data=traces, layout=layout)
@@ -184,14 +190,19 @@ def attention_figure(
     masked_hover: str = MASKED_HOVER,
     q_title: str = "query token",
     k_title: str = "key token",
+    value_name: str | None = None,
+    same_axes: bool | None = None,
+    focus_col: int | None = None,
 ) -> go.Figure:
     """One attention matrix (Tq, Tk): rows = queries, columns = keys.
 
-    ``kind``: "weights" (softmax output, sequential 0..1), "scores" (QK^T/sqrt(d), diverging around 0),
-    "mask" (additive mask: 0 cells coloured, -inf cells masked) or "masked_scores" (scores + mask,
-    -inf masked). Square cells
-    (``meta.cells == "square"``, fixed ``layout.width``: render ``width="content"``); beyond 20 tokens a
-    window containing the highlighted row, the rest a pan away.
+    ``kind``: "weights" (softmax output or shares: sequential from 0 to the largest value shown), "scores"
+    (QK^T/sqrt(d), diverging around 0), "mask" (additive mask: 0 cells coloured, -inf cells masked) or
+    "masked_scores" (scores + mask, -inf masked). ``value_name`` names the values in the colour bar and hover
+    (default: the kind's, e.g. "weight"). Square cells (``meta.cells == "square"``, fixed ``layout.width``:
+    render ``width="content"``); beyond 20 tokens a window containing the highlighted row, the rest a pan
+    away. ``same_axes`` (default: Tq == Tk): queries and keys are the same positions, so the key window ends
+    at the highlighted row's diagonal; otherwise it is centred on ``focus_col``.
     """
     w = _attention_values(weights, kind)
     if w.ndim != 2:
@@ -202,8 +213,9 @@ def attention_figure(
     cs, zmin, zmax, zmid, name = ATTENTION_KINDS[kind]
     return heatmap(
         w, q_tokens, k_tokens, title=title, x_title=k_title, y_title=q_title, colorscale=cs, zmin=zmin, zmax=zmax,
-        zmid=zmid, highlight_row=highlight_row, masked_hover=masked_hover, value_name=name,
-        colorbar=MASK_BAR if kind == "mask" else None, cells="square", same_axes=q_tokens == k_tokens,
+        zmid=zmid, highlight_row=highlight_row, masked_hover=masked_hover, value_name=value_name or name,
+        colorbar=MASK_BAR if kind == "mask" else None, cells="square", zmax_shown=kind == "weights",
+        same_axes=w.shape[0] == w.shape[1] if same_axes is None else same_axes, focus_col=focus_col,
     )  # fmt: skip
 
 
@@ -216,11 +228,21 @@ def alignment_figure(
     highlight_row: int | None = None,
     q_title: str = "target token (query)",
     k_title: str = "source token (key)",
+    value_name: str = "weight",
+    focus_col: int | None = None,
 ) -> go.Figure:
-    """Cross-attention alignment (Tq, S): target tokens (queries) x source tokens (keys), weights 0..1."""
+    """Cross-attention alignment (Tq, S): target tokens (queries) x source tokens (keys), weights (or
+    ``value_name``, e.g. attribution shares) coloured from 0 to the largest shown. Every source token when
+    they fit, else a window around ``focus_col`` (default: the highlighted row's largest weight; give two
+    figures compared side by side the same one)."""
+    w = as_2d(cross_weights, "cross_weights")
+    hl = check_row(highlight_row, w.shape[0]) if w.shape[0] else None
+    focus = focus_col
+    if focus is None and hl is not None and np.isfinite(w[hl]).any():
+        focus = int(np.nanargmax(np.where(np.isfinite(w[hl]), w[hl], np.nan)))
     return attention_figure(
-        cross_weights, tgt_tokens, src_tokens, title=title, highlight_row=highlight_row, kind="weights",
-        q_title=q_title, k_title=k_title, masked_hover="masked (padding)",
+        w, tgt_tokens, src_tokens, title=title, highlight_row=highlight_row, kind="weights", q_title=q_title,
+        k_title=k_title, masked_hover="masked (padding)", value_name=value_name, same_axes=False, focus_col=focus,
     )  # fmt: skip
 
 
@@ -236,12 +258,14 @@ def heads_grid(
     masked_hover: str = MASKED_HOVER,
     q_title: str = "query token",
     k_title: str = "key token",
+    same_axes: bool | None = None,
 ) -> go.Figure:
     """All heads (H, Tq, Tk) in a grid, one shared colour scale and colour bar, square cells.
 
     As many heads per row as fit a ``MIN_WIDTH`` container (at most ``cols`` when given); every head
-    shows the same window of a large matrix, and panning one pans all. Fixed ``layout.width``:
-    render ``width="content"``.
+    shows the same window of a large matrix (named in a note under the title), and panning one pans all.
+    ``same_axes`` (default: Tq == Tk) as in ``attention_figure``. Fixed ``layout.width``: render
+    ``width="content"``.
     """
     w = _attention_values(weights, kind)
     if w.ndim != 3:
@@ -265,8 +289,11 @@ def heads_grid(
     avail = MIN_WIDTH - left_margin(ys, q_title) - cb_px
     want = max(1, min(H, int(cols) if cols else 4))  # cells shrink (not below CELL_MIN) to fit this many per row
     cell_max = max(CELL_MIN, min(CELL_MAX, int((avail - gap_x * (want - 1)) / want / max(Tk, 1))))
+    same = Tq == Tk if same_axes is None else same_axes
     one = square_geometry(Tq, Tk, ys, xs, title=None, x_title=k_title, y_title=q_title, cb_px=cb_px, highlight_row=hl,
-                          same_axes=q_tokens == k_tokens, max_plot_h=440, cell_max=cell_max)  # fmt: skip
+                          same_axes=same, max_plot_h=440, cell_max=cell_max)  # fmt: skip
+    if kind == "weights":
+        zmax = max((shown_max(w[h], one.rows, one.cols, 0.0) for h in range(H)), default=0.0) or zmax
     left = one.margin["l"]
     pw, ph = one.cols.count * one.cell, one.rows.count * one.cell
     gap_x = max(gap_x, int(text_px(f"head {H - 1}", FONT) + 16 - pw))  # room for the head titles
@@ -275,15 +302,21 @@ def heads_grid(
     nrows = math.ceil(H / ncols)
     plot_w, plot_h = ncols * pw + (ncols - 1) * gap_x, nrows * ph + (nrows - 1) * gap_y
     xpad = bar_clearance(k_title, pw, plot_h)
-    width = max(FIG_MIN_W, left + plot_w + cb_px + xpad - 10)
+    right = max(cb_px + xpad - 10, x_title_overflow(k_title, pw) + PAD)
+    width = max(FIG_MIN_W, left + plot_w + right)
     layout = layout_defaults(title, height=0, width=width, cells="square")
-    over = y_title_overflow(q_title, ph)  # a y title taller than its head: drawn once, on the first row
-    top = layout["margin"]["t"] + PANEL_TITLE_H + over
+    note_top = layout["margin"]["t"]
+    text = window_note(one.rows, Tq, one.cols, Tk)
+    over = y_title_overflow(one.y_title.split("<br>"), ph)  # a y title taller than its head: drawn once, first row
+    top = note_top + note_height(text, width) + PANEL_TITLE_H + over
     col_px = max((text_px(x) for x in xs), default=0)
     bottom = max(bottom_margin(col_px, one.col_angle, k_title), over + PAD)
     height = top + max(plot_h + bottom, CB_MIN + PAD)
-    layout.update(height=height, margin=dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h))
+    layout.update(height=height, margin=dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h,
+                                             autoexpand=False))  # fmt: skip
     traces, shapes, notes = [], [], []
+    if text:
+        notes.append(note_annotation(text, note_top=note_top, plot_top=top, left=left, width=width))
     for h in range(H):
         r, c = divmod(h, ncols)
         bottom_most = h + ncols >= H  # nothing below it: its column's key labels go here
@@ -299,6 +332,8 @@ def heads_grid(
             show_row_ticks=c == 0, show_col_ticks=bottom_most, row_step=one.row_step, col_step=one.col_step,
             col_angle=one.col_angle,
         )  # fmt: skip
+        if yaxis["title"]["text"]:
+            yaxis["title"]["text"] = one.y_title
         for t in parts:
             t.update(xaxis=f"x{n}", yaxis=f"y{n}")
         traces += parts
@@ -439,7 +474,8 @@ def addnorm_figure(
     layout = layout_defaults(title, height=height, cells="rows")
     layout.update(margin=m, title=geo.title)
     tops = [1 - i * (ph + gap) / plot_h for i in range(3)]
-    panel_titles = ["residual: x + sublayer(x)", "mean / std per position", "LayerNorm output"]
+    legend = '<span style="color:#4c78a8">● mean</span>   <span style="color:#f58518">◆ std</span>'
+    panel_titles = ["residual: x + sublayer(x)", f"mean / std per position:   {legend}", "LayerNorm output"]
     traces: list[dict] = []
     shapes: list[dict] = []
     dim_ids = np.arange(lo, hi)
@@ -471,9 +507,8 @@ def addnorm_figure(
             marker=dict(color=color, symbol=symbol, size=7), line=dict(color=color, width=1), xaxis="x2", yaxis="y2",
             hovertemplate=f"token: %{{y}}<br>{name}: %{{x:.4g}}<extra></extra>",
         ))  # fmt: skip
-    axis_title = '<span style="color:#4c78a8">● mean</span>   <span style="color:#f58518">◆ std</span>'
     tickfont = dict(size=TICK_FONT)
-    layout["xaxis2"] = dict(domain=[0, 1], anchor="y2", title=dict(text=axis_title, font=dict(size=FONT)),
+    layout["xaxis2"] = dict(domain=[0, 1], anchor="y2", title=dict(text="mean, std", font=dict(size=FONT)),
                             showgrid=True, gridcolor="#eee", zeroline=True, zerolinecolor="#bbb", tickfont=tickfont,
                             automargin=True)  # fmt: skip
     layout["yaxis2"] = dict(domain=_domain(tops[1] - ph / plot_h, tops[1]), anchor="x2", type="category", matches="y",
@@ -487,6 +522,8 @@ def addnorm_figure(
                               name="highlight"))  # fmt: skip
     notes = [dict(text=t, x=0, xref="paper", xanchor="left", y=top, yref="paper", yanchor="bottom", yshift=4,
                   showarrow=False, font=dict(size=FONT + 1)) for t, top in zip(panel_titles, tops)]  # fmt: skip
+    if geo.note:
+        notes.append(geo.note)
     layout.update(shapes=shapes, annotations=notes)
     if geo.rows.count < T:
         layout["dragmode"] = "pan"
@@ -553,7 +590,8 @@ def steps_to_matrix(rows: Sequence[np.ndarray]) -> np.ndarray:
 def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: str) -> go.Figure:
     """Which K / V rows come from the cache and which are computed at this step (Q only for the new ones).
 
-    Square cells (``width="content"``); for long sequences the window shows the newest positions.
+    Rows Q, K, V across the full container width (``width="stretch"``), every position shown; the position
+    labels are thinned and turned upright when they do not fit side by side.
     """
     tokens = as_tokens(tokens)
     for name, n in (("n_cached", n_cached), ("n_new", n_new)):
@@ -571,6 +609,5 @@ def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: 
     return heatmap(
         values, ["Q", "K", "V"], tokens, title=title, x_title="position (token)", y_title="", colorscale=cs,
         zmin=0.0, zmax=1.0, masked_hover="no query needed (cached position)", value_name="state", row_index=False,
-        hover_text=hover, colorbar=dict(tickvals=[0.25, 0.75], ticktext=["cached", "new"]), cells="square",
-        same_axes=False, focus_col=len(tokens) - 1 if tokens else None,
+        hover_text=hover, colorbar=dict(tickvals=[0.25, 0.75], ticktext=["cached", "new"]), cells="rows",
     )  # fmt: skip

@@ -27,25 +27,31 @@ from .common import (
     text_px,
     title_block,
     unique_labels,
+    wrap_text,
 )
 
-MAX_TEXT_CELLS = 12  # cell values are printed only on heatmaps up to 12 x 12 ...
-TEXT_CELL_PX = 34  # ... whose cells are wide enough for "-0.25" at 11 px
+MAX_TEXT_CELLS = 12  # cell values are printed only on heatmaps up to 12 x 12 whose cells are wide enough
+DIGIT_EM = 0.6  # width of a digit, point or minus sign (printed cell values), generously
 CELL_MIN = 22  # square cells up to 20 x 20 tokens
 CELL_MAX = 40
-WINDOW_CELL = 14  # larger matrices: cells this big (still one label per row), a window of them shown
+WINDOW_CELL = 15  # larger matrices: cells this big (still one label per row), a window of them shown
 WINDOW_TOKENS = 20
-LABEL_PX = 14  # room one tick label needs along its axis (11 px text)
+LABEL_PX = 15  # room one tick label needs along its axis (11 px text: a 15 px box in Source Sans)
 PLOT_MAX_W = 820  # square figures fit a MIN_WIDTH container
 PLOT_MAX_H = 620
 ROW_PX = 22  # wide matrices: px per token row up to 20 rows ...
 ROW_MIN = 16  # ... then this
 ROWS_MAX_H = 800  # beyond this many px of rows a window of rows is shown
-PLOT_MIN_H = 110  # a colour bar shorter than this cannot hold its tick labels
-CB_MIN = 150
+PLOT_MIN_H = 110  # a rows figure's plot is at least this tall
+CB_MIN = 40  # a colour bar at least this long; its ticks are thinned to one per CB_TICK_PX
+CB_TICK_PX = 30
 CB_THICK = 14
 AXIS_TITLE = 24  # an axis title and its standoff
+AXIS_LINE = 16  # each further line of a wrapped axis title
 FIG_MIN_W = 380  # square figures are at least this wide so the title has room
+NOTE_H = 18  # a line of the note under the title that says which window of a large matrix is shown ...
+NOTE_GAP = 6  # ... and the room between it and the plot
+NOTE_COLOR = "#555"
 
 
 class Window(NamedTuple):
@@ -58,11 +64,21 @@ def window(total: int, count: int, focus: int | None, *, align: str = "center") 
     count = max(1, min(count, total))
     if focus is None or count >= total:
         return Window(0, count)
-    if align == "end":  # focus near the right edge, one position of context after it
-        start = focus - count + 2
+    if align == "end":  # the focus is the last position shown (self-attention: the diagonal)
+        start = focus - count + 1
     else:
         start = focus - count // 2
     return Window(int(min(max(start, 0), total - count)), count)
+
+
+def values_fit(z: np.ndarray, cell_px: float | None) -> bool:
+    """Whether every finite value of ``z``, printed with two decimals at 11 px, fits a ``cell_px`` wide cell."""
+    finite = np.asarray(z, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if cell_px is None or finite.size == 0:
+        return True
+    widest = max(len(f"{x:.2f}") for x in (finite.min(), finite.max()))
+    return widest * DIGIT_EM * TICK_FONT + 4 <= cell_px
 
 
 def label_step(px_per_item: float, need: float = LABEL_PX) -> int:
@@ -84,10 +100,12 @@ def colorbar_px(tick_texts: Sequence[str] | None, title: str | None) -> int:
 def colorbar_dict(
     extra: dict | None, title: str, *, length: float, y: float = 1.0, x: float = 1.0, xpad: int = 10
 ) -> dict:
-    """A vertical colour bar beside its plot (``xpad`` px right of it), top-aligned, ``length`` px long."""
+    """A vertical colour bar beside its plot (``xpad`` px right of it), top-aligned, ``length`` px long, with
+    at most one tick label per ``CB_TICK_PX``."""
     extra = dict(extra or {})
     bar = dict(thickness=CB_THICK, x=x, xanchor="left", xref="paper", xpad=int(xpad), y=y, yanchor="top", ypad=0,
-               len=int(length), lenmode="pixels", outlinewidth=0, tickfont=dict(size=TICK_FONT))  # fmt: skip
+               len=int(length), lenmode="pixels", outlinewidth=0, tickfont=dict(size=TICK_FONT),
+               nticks=max(3, int(length // CB_TICK_PX)))  # fmt: skip
     bar.update({k: v for k, v in extra.items() if k != "title"})
     bar["title"] = {"text": title, "side": "right", "font": {"size": FONT}, **extra.get("title", {})}
     return bar
@@ -105,11 +123,27 @@ class SquareGeometry(NamedTuple):
     height: int
     title: dict
     cb_xpad: int
+    y_title: str  # escaped, wrapped with <br> when longer than a short plot
+    note: dict | None  # the annotation that says which window is shown, when it is not everything
 
 
-def y_title_overflow(y_title: str, plot_h: float) -> int:
-    """How far a (rotated, centred) y-axis title longer than its plot reaches above and below it."""
-    return int(max(0, math.ceil((text_px(y_title, FONT) - plot_h) / 2) + 4)) if y_title else 0
+def axis_title_lines(title: str, plot_px: float, max_lines: int = 3) -> list[str]:
+    """An axis title, escaped, in lines no longer than its plot where words allow (at most ``max_lines``)."""
+    if not title:
+        return []
+    text = safe_label(title)
+    full = text_px(text, FONT)
+    if full <= plot_px:
+        return [text]
+    return wrap_text(text, max(plot_px, full / max_lines, 60), FONT)
+
+
+def y_title_overflow(y_title: str | Sequence[str], plot_h: float) -> int:
+    """How far a (rotated, centred) y-axis title, or its wrapped lines, longer than its plot reaches above and
+    below it."""
+    lines = [y_title] if isinstance(y_title, str) else list(y_title)
+    need = max((text_px(line, FONT) for line in lines if line), default=0)
+    return int(max(0, math.ceil((need - plot_h) / 2) + 4)) if need else 0
 
 
 def bottom_margin(col_px: float, col_angle: int, x_title: str) -> int:
@@ -123,6 +157,39 @@ def bar_clearance(x_title: str, plot_w: float, plot_h: float) -> int:
     if plot_h >= CB_MIN:
         return 10
     return int(max(10, text_px(x_title, FONT) / 2 - plot_w / 2 + 8))
+
+
+def x_title_overflow(x_title: str, plot_w: float) -> int:
+    """How far a centred x-axis title wider than its plot reaches left and right of it."""
+    return int(max(0, math.ceil((text_px(safe_label(x_title), FONT) - plot_w) / 2) + 4)) if x_title else 0
+
+
+def span_text(win: Window, total: int) -> str:
+    return f"{win.start}–{win.start + win.count - 1} of 0–{total - 1}"
+
+
+def window_note(rows: Window, n_rows: int, cols: Window | None = None, n_cols: int = 0) -> str | None:
+    """The note "showing rows a–b of 0–n, columns c–d of 0–m · drag to pan" for the axes that show a window; None
+    when everything is shown."""
+    cols = cols or Window(0, n_cols)
+    parts = [f"{what} {span_text(win, n)}" for what, win, n in (("rows", rows, n_rows), ("columns", cols, n_cols))
+             if win.count < n]  # fmt: skip
+    return f"showing {', '.join(parts)} · drag to pan" if parts else None
+
+
+def note_annotation(text: str, *, note_top: int, plot_top: int, left: int, width: int) -> dict:
+    """The window note as an annotation ``note_top`` px below the figure's top edge (the plot starts at
+    ``plot_top``, ``left`` px from the left edge), aligned with the title and wrapped to the figure width
+    (``note_height`` px tall)."""
+    lines = wrap_text(safe_label(text), width - 2 * PAD, FONT)
+    note = dict(text="<br>".join(lines), xref="paper", x=0, xanchor="left", xshift=-(left - PAD), yref="paper",
+                y=1, yanchor="top", yshift=plot_top - note_top, showarrow=False, align="left",
+                font=dict(size=FONT, color=NOTE_COLOR), name="window")  # fmt: skip
+    return note
+
+
+def note_height(text: str | None, width: int) -> int:
+    return NOTE_H * len(wrap_text(safe_label(text), width - 2 * PAD, FONT)) + NOTE_GAP if text else 0
 
 
 def square_geometry(
@@ -145,7 +212,12 @@ def square_geometry(
 ) -> SquareGeometry:
     """Cell size, initial window and margins of a square-cell heatmap (or a grid of ``panels`` = (rows, cols)
     of them ``gaps`` px apart) that fits a ``MIN_WIDTH`` container: cells of ``CELL_MIN``..``CELL_MAX`` px
-    up to ``WINDOW_TOKENS`` tokens, else at least ``WINDOW_CELL`` px with a window containing the row."""
+    up to ``WINDOW_TOKENS`` tokens, else at least ``WINDOW_CELL`` px with a window of as many rows and columns
+    as the height and width budgets hold. The row window is centred on ``highlight_row``; the column window
+    ends at it when ``same_axes`` (self-attention: the diagonal), else is centred on ``focus_col``.
+
+    The figure is at least ``FIG_MIN_W`` wide; extra room is right margin, never wider cells. A y title longer
+    than a short plot is wrapped; a window that is not everything is named in a note under the title."""
     prow, pcol = panels
     left = left_margin(row_labels, y_title)
     budget_w = min(PLOT_MAX_W, MIN_WIDTH - left - cb_px)
@@ -162,24 +234,39 @@ def square_geometry(
             continue
         break
     rows = window(n_rows, ny, highlight_row)
-    if focus_col is None and same_axes:
-        focus_col = highlight_row
-    cols = window(n_cols, nx, focus_col, align="end")
+    if same_axes:
+        cols = window(n_cols, nx, highlight_row if focus_col is None else focus_col, align="end")
+    else:
+        cols = window(n_cols, nx, focus_col)
     col_px = max((text_px(s) for s in col_labels), default=0)
     col_angle = 0 if col_px + 4 <= cell else -90
     col_step = 1 if col_angle == 0 else label_step(cell)
     bottom = bottom_margin(col_px, col_angle, x_title)
-    plot_w = cols.count * cell * pcol + gaps[1] * (pcol - 1)
-    plot_h = rows.count * cell * prow + gaps[0] * (prow - 1)
-    xpad = bar_clearance(x_title, plot_w / pcol, plot_h)
-    width = max(FIG_MIN_W, left + plot_w + cb_px + xpad - 10)
+    pw, ph = cols.count * cell, rows.count * cell
+    plot_w = pw * pcol + gaps[1] * (pcol - 1)
+    plot_h = ph * prow + gaps[0] * (prow - 1)
+    y_lines = axis_title_lines(y_title, ph)
+    left += AXIS_LINE * max(0, len(y_lines) - 1)
+    x_over = x_title_overflow(x_title, pw)
+    left = max(left, x_over + PAD)
+    if col_angle == 0:  # the first and last horizontal labels are centred on their cells
+        left = max(left, int((text_px(col_labels[cols.start]) - cell) / 2) + PAD if col_labels else 0)
+    xpad = 10
+    if ph < CB_MIN:  # a colour bar longer than the plot clears the labels and title under it
+        last = text_px(col_labels[cols.start + cols.count - 1]) if col_labels and col_angle == 0 else 0
+        xpad = int(max(10, x_over + 8, (last - cell) / 2 + 8))
+    right = max(cb_px + xpad - 10, x_over + PAD)
+    width = int(max(FIG_MIN_W, left + plot_w + right))
     block, top = title_block(title, width)
-    over = y_title_overflow(y_title, rows.count * cell)
-    top, bottom = top + over, max(bottom, over + PAD)
+    text = window_note(rows, n_rows, cols, n_cols)
+    note_top = top
+    over = y_title_overflow(y_lines, ph)
+    top, bottom = top + note_height(text, width) + over, max(bottom, over + PAD)
     height = top + max(plot_h + bottom, CB_MIN + PAD)
-    margin = dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h, autoexpand=True)
+    margin = dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h, autoexpand=False)
+    note = note_annotation(text, note_top=note_top, plot_top=top, left=left, width=width) if text else None
     return SquareGeometry(cell, rows, cols, label_step(cell), col_step, col_angle, margin, width, height, block,
-                          xpad)  # fmt: skip
+                          xpad, "<br>".join(y_lines), note)  # fmt: skip
 
 
 def _axis_ref(fig: go.Figure, row: int | None, col: int | None) -> tuple[str, str]:
@@ -252,8 +339,7 @@ def _heatmap_parts(
     else:
         text = None
         hovertemplate = f"{where}<br>{vn}: %{{z:.{decimals}g}}<extra></extra>"
-    roomy = cell_px is None or cell_px >= TEXT_CELL_PX
-    show_values = bool(show_values) and R <= MAX_TEXT_CELLS and C <= MAX_TEXT_CELLS and roomy
+    show_values = bool(show_values) and R <= MAX_TEXT_CELLS and C <= MAX_TEXT_CELLS and values_fit(z, cell_px)
     trace = dict(type="heatmap", z=z, x=xcoord, y=ys, coloraxis=coloraxis, hoverongaps=False,
                  hovertemplate=hovertemplate, name=vn, textfont=dict(size=TICK_FONT))  # fmt: skip
     if text is not None:
@@ -405,22 +491,27 @@ def heatmap(
     x_values: np.ndarray | None = None,
     same_axes: bool | None = None,
     focus_col: int | None = None,
+    zmax_shown: bool = False,
+    cell_max: int = CELL_MAX,
+    highlight_col: int | None = None,
 ) -> go.Figure:
     """A labelled heatmap of ``values`` (R, C): rows = ``row_labels`` (top to bottom), columns = ``col_labels``.
 
     -inf and NaN cells are masked (grey, hover ``masked_hover``); ``highlight_row`` (negative counts
-    from the end) is outlined; values are sent as float32 rounded to ``decimals`` significant digits.
-    ``row_index`` / ``col_index`` prefix labels with their position ("3:▁le") so repeated tokens stay
-    distinct (without the prefix, labels are kept unless two coincide). ``show_values`` prints the
-    values in the cells (only on heatmaps up to 12 x 12 whose cells are wide enough).
+    from the end) is outlined, and so is the column ``highlight_col``; values are sent as float32 rounded to
+    ``decimals`` significant digits. ``row_index`` / ``col_index`` prefix labels with their position ("3:▁le")
+    so repeated tokens stay distinct (without the prefix, labels are kept unless two coincide). ``show_values``
+    prints the values in the cells (only on heatmaps up to 12 x 12 whose cells are wide enough for them).
 
-    ``cells`` (also ``layout.meta["cells"]``): "square" = square cells of a fixed size, ``layout.width``
-    set (render ``width="content"``), a window of the matrix when it is large; "rows" = full container
-    width (no ``layout.width``: render ``width="stretch"``), fixed px per row. None: "rows" for more than
-    64 columns, else "square". ``x_values``: numeric column positions (a linear x axis, "rows" figures).
-    ``same_axes``: rows and columns are the same positions (self-attention): the column window follows
-    the highlighted row; ``focus_col``: a column the initial window must show. ``height`` caps a square
-    figure's height, fixes a "rows" figure's.
+    ``cells`` (also ``layout.meta["cells"]``): "square" = square cells of a fixed size (at most ``cell_max``
+    px), ``layout.width`` set (render ``width="content"``), a window of the matrix when it is large, named in
+    a note under the title; "rows" = full container width (no ``layout.width``: render ``width="stretch"``),
+    fixed px per row, column labels thinned (and turned upright) to fit. None: "rows" for more than 64
+    columns, else "square". ``x_values``: numeric column positions (a linear x axis, "rows" figures).
+    ``same_axes``: rows and columns are the same positions (self-attention): the column window ends at the
+    highlighted row's diagonal; ``focus_col``: a column the initial window is centred on. ``height`` caps a
+    square figure's height, fixes a "rows" figure's. ``zmax_shown``: the colour scale ends at the largest value
+    of the initial window (weights and shares: their differences stay visible when all are small).
     """
     v = as_2d(values)
     cells = cells or ("rows" if v.shape[1] > 64 else "square")
@@ -429,39 +520,49 @@ def heatmap(
     check_len(v.shape[0], row_labels, "rows", f"values of shape {v.shape}")
     check_len(v.shape[1], col_labels, "columns", f"values of shape {v.shape}")
     hl = check_row(highlight_row, v.shape[0])
+    hc = check_row(highlight_col, v.shape[1]) if highlight_col is not None else None
     R, C = v.shape
     ys = unique_labels(row_labels, index=row_index)
+    xs = unique_labels(col_labels, index=col_index)
     cb_px = colorbar_px(_bar_ticks(colorbar), value_name)
+    parts = dict(x_title=x_title, y_title=y_title, x_name=None, y_name=None, colorscale=colorscale, zmin=zmin,
+                 zmax=zmax, zmid=zmid, coloraxis="coloraxis", colorbar=colorbar, highlight_row=hl,
+                 masked_hover=masked_hover, value_name=value_name, decimals=decimals, row_index=row_index,
+                 col_index=col_index, show_values=show_values, hover_text=hover_text, show_row_ticks=True,
+                 show_col_ticks=True)  # fmt: skip
+    notes = []
     if cells == "square":
-        xs = unique_labels(col_labels, index=col_index)
         same = R == C if same_axes is None else same_axes
         g = square_geometry(R, C, ys, xs, title=title, x_title=x_title, y_title=y_title, cb_px=cb_px,
-                            highlight_row=hl, same_axes=same, focus_col=focus_col,
+                            highlight_row=hl, same_axes=same, focus_col=focus_col, cell_max=cell_max,
                             max_plot_h=PLOT_MAX_H if height is None else max(CELL_MIN, height - 150))  # fmt: skip
+        if zmax_shown:
+            parts["zmax"] = shown_max(v, g.rows, g.cols, zmax)
         traces, axis, xaxis, yaxis, shape = _heatmap_parts(
-            v, row_labels, col_labels, x_title=x_title, y_title=y_title, x_name=None, y_name=None,
-            colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, coloraxis="coloraxis", colorbar=colorbar,
-            highlight_row=hl, masked_hover=masked_hover, value_name=value_name, decimals=decimals,
-            row_index=row_index, col_index=col_index, show_values=show_values, hover_text=hover_text,
-            show_row_ticks=True, show_col_ticks=True, row_step=g.row_step, col_step=g.col_step,
-            col_angle=g.col_angle, cell_px=g.cell,
+            v, row_labels, col_labels, **parts, row_step=g.row_step, col_step=g.col_step, col_angle=g.col_angle,
+            cell_px=g.cell,
         )  # fmt: skip
+        yaxis["title"]["text"] = g.y_title
         axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"],
                                          length=max(g.rows.count * g.cell, CB_MIN), xpad=g.cb_xpad)  # fmt: skip
         moved = set_window(xaxis, g.cols, C) | set_window(yaxis, g.rows, R, reverse=True)
         layout = layout_defaults(title, height=g.height, width=g.width, cells="square")
         layout.update(margin=g.margin, title=g.title)
+        if g.note:
+            notes.append(g.note)
+        plot_w = g.cols.count * g.cell
     else:
+        col_angle, col_step, col_px = 0, 1, 0.0
+        if x_values is None:
+            col_angle, col_step, col_px = col_label_layout(C, xs, left_margin(ys, y_title) + cb_px)
         geo = rows_geometry(R, ys, title=title, x_title=x_title, y_title=y_title, cb_px=cb_px, highlight_row=hl,
-                            height=height)  # fmt: skip
+                            height=height, col_px=col_px if col_angle else 0.0)  # fmt: skip
+        plot_w = MIN_WIDTH - geo.margin["l"] - geo.margin["r"]
+        if zmax_shown:
+            parts["zmax"] = shown_max(v, geo.rows, Window(0, C), zmax)
         traces, axis, xaxis, yaxis, shape = _heatmap_parts(
-            v, row_labels, col_labels, x_title=x_title, y_title=y_title, x_name=None, y_name=None,
-            colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, coloraxis="coloraxis", colorbar=colorbar,
-            highlight_row=hl, masked_hover=masked_hover, value_name=value_name, decimals=decimals,
-            row_index=row_index, col_index=col_index, show_values=show_values, hover_text=hover_text,
-            show_row_ticks=True, show_col_ticks=True, x_values=x_values, row_step=geo.row_step,
-            col_step=1 if x_values is not None else col_label_step(C, col_labels, col_index, geo.margin),
-            cell_px=min(geo.row_px, (MIN_WIDTH - geo.margin["l"] - geo.margin["r"]) / max(C, 1)),
+            v, row_labels, col_labels, **parts, x_values=x_values, row_step=geo.row_step, col_step=col_step,
+            col_angle=col_angle, cell_px=plot_w / max(C, 1),
         )  # fmt: skip
         axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"], length=geo.plot_h)
         moved = set_window(yaxis, geo.rows, R, reverse=True)
@@ -469,10 +570,36 @@ def heatmap(
             set_window(xaxis, Window(0, C), C)
         layout = layout_defaults(title, height=geo.height, cells="rows")
         layout.update(margin=geo.margin, title=geo.title)
+        if geo.note:
+            notes.append(geo.note)
     if moved:
         layout["dragmode"] = "pan"  # the rest of the matrix is a drag away
-    layout.update(coloraxis=axis, xaxis=xaxis, yaxis=yaxis, shapes=[shape] if shape else [])
+    shapes = [shape] if shape else []
+    if hc is not None:
+        x = float(x_values[hc]) if x_values is not None else hc
+        shapes.append(dict(type="rect", x0=x - 0.5, x1=x + 0.5, yref="paper", y0=0, y1=1, layer="above",
+                           line=dict(color=HIGHLIGHT_COLOR, width=2.5), fillcolor="rgba(0,0,0,0)",
+                           name="highlight_col"))  # fmt: skip
+    layout.update(coloraxis=axis, xaxis=xaxis, yaxis=yaxis, shapes=shapes, annotations=notes)
     return go.Figure(data=traces, layout=layout)
+
+
+def shown_max(v: np.ndarray, rows: Window, cols: Window, default: float | None) -> float | None:
+    """The largest finite value in the initial window (``default`` when there is none above 0)."""
+    part = v[rows.start : rows.start + rows.count, cols.start : cols.start + cols.count]
+    part = part[np.isfinite(part)]
+    top = float(part.max()) if part.size else 0.0
+    return top if top > 0 else default
+
+
+def col_label_layout(n_cols: int, labels: Sequence[str], side_px: float) -> tuple[int, int, float]:
+    """(angle, every n-th label, label length px) of a full-width category x axis at the narrowest container:
+    horizontal labels when they all fit, else upright (-90°) ones, thinned to one per ``LABEL_PX``."""
+    per = (MIN_WIDTH - side_px) / max(n_cols, 1)
+    widest = max((text_px(s) for s in labels), default=0.0)
+    if widest + 8 <= per:
+        return 0, 1, widest
+    return -90, label_step(per), widest
 
 
 class RowsGeometry(NamedTuple):
@@ -483,6 +610,7 @@ class RowsGeometry(NamedTuple):
     margin: dict
     height: int
     title: dict
+    note: dict | None = None  # names the window of rows when it is not all of them
 
 
 def rows_geometry(
@@ -496,25 +624,23 @@ def rows_geometry(
     highlight_row: int | None,
     height: int | None = None,
     extra_top: int = 0,
+    col_px: float = 0.0,
 ) -> RowsGeometry:
     """Rows, window and margins of a full-width matrix: ``ROW_PX`` px per row up to 20 rows, else ``ROW_MIN``,
-    at most ``ROWS_MAX_H`` px of rows (a window containing the highlighted row), at least ``PLOT_MIN_H``."""
+    at most ``ROWS_MAX_H`` px of rows (a window containing the highlighted row, named in a note under the
+    title), at least ``PLOT_MIN_H``. ``col_px``: the length of upright column labels (0: horizontal ones)."""
     left = left_margin(row_labels, y_title)
     block, top = title_block(title, MIN_WIDTH)
-    top += extra_top
-    bottom = PAD + (AXIS_TITLE if x_title else 0) + int(FONT * 1.6)
     row_px = ROW_PX if n_rows <= WINDOW_TOKENS else ROW_MIN
     rows = window(n_rows, int(ROWS_MAX_H // row_px), highlight_row)
+    text = window_note(rows, n_rows)
+    note_top = top
+    top += note_height(text, MIN_WIDTH) + extra_top
+    bottom = PAD + (AXIS_TITLE if x_title else 0) + int(col_px + 6 if col_px else FONT * 1.6)
     plot_h = max(PLOT_MIN_H, rows.count * row_px)
     if height is not None:
         plot_h = max(PLOT_MIN_H, height - top - bottom)
     eff = plot_h / rows.count
     margin = dict(l=left, r=cb_px, t=top, b=bottom, autoexpand=True)
-    return RowsGeometry(eff, rows, label_step(eff), int(plot_h), margin, int(top + plot_h + bottom), block)
-
-
-def col_label_step(n_cols: int, col_labels: Sequence[object], col_index: bool, margin: dict) -> int:
-    """Every n-th horizontal column label of a full-width category axis, at the narrowest container."""
-    labels = unique_labels(col_labels, index=col_index)
-    per = (MIN_WIDTH - margin["l"] - margin["r"]) / max(n_cols, 1)
-    return label_step(per, max((text_px(s) for s in labels), default=0) + 8)
+    note = note_annotation(text, note_top=note_top, plot_top=top, left=left, width=MIN_WIDTH) if text else None
+    return RowsGeometry(eff, rows, label_step(eff), int(plot_h), margin, int(top + plot_h + bottom), block, note)

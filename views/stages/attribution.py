@@ -50,10 +50,11 @@ def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int]) 
     cw = ctx.arrays[f"{ctx.L}.cross.weights"][:, :valid]  # (H, T, S)
     attn = mean_weights(cw) if ctx.head == MEAN_HEADS else cw[int(ctx.head)]
     who = "mean of heads" if ctx.head == MEAN_HEADS else f"head {ctx.head}"
-    show(viz.alignment_figure(attr.src, rows, ctx.src_rows, highlight_row=hl,
+    focus = int(np.argmax(attr.src[hl]))  # both maps show the same source tokens: around the attribution's top one
+    show(viz.alignment_figure(attr.src, rows, ctx.src_rows, highlight_row=hl, value_name="share", focus_col=focus,
                               title=f"Attribution to the source ({METHOD_LABELS[method]}), share per row"),
          f"{ctx.key}_attr_src")  # fmt: skip
-    show(viz.alignment_figure(attn, rows, ctx.src_rows, highlight_row=hl,
+    show(viz.alignment_figure(attn, rows, ctx.src_rows, highlight_row=hl, focus_col=focus,
                               title=f"Cross-attention, {who} (layer {ctx.layer})"), f"{ctx.key}_attr_attn")  # fmt: skip
     agree = agreement(attr.src, attn)
     st.markdown(f"**{agree.summary[:1].upper() + agree.summary[1:]}** (cross-attention: layer {ctx.layer}, {who}).")
@@ -76,7 +77,8 @@ def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int]) 
                               [show_token(t) for t in ctx.reads[:valid]], highlight_row=hl, kind="weights",
                               title="Attribution to the earlier target tokens, share per row",
                               q_title="position: reads → predicts", k_title="decoder input (token read)",
-                              masked_hover="the future: no influence"), f"{ctx.key}_attr_tgt")  # fmt: skip
+                              masked_hover="the future: no influence", value_name="share"),
+         f"{ctx.key}_attr_tgt")  # fmt: skip
     if method == "ig":
         st.caption(f"Integrated Gradients with {attr.position_steps.min()} to {attr.steps} steps per position (more "
                    "where fewer were not exact enough): the attributions of each row add up to the "

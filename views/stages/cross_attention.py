@@ -54,6 +54,7 @@ def render(ctx: StageContext) -> None:
                 ctx.rows,
                 ctx.src_rows,
                 highlight_row=ctx.current,
+                same_axes=False,
                 title=f"Cross-attention weights, every head (layer {ctx.layer})",
             ),
             f"{ctx.key}_cross_grid",
