@@ -9,6 +9,8 @@ import viz
 from ..common import show
 from .context import StageContext
 
+ROWS = "position: reads → predicts"
+
 
 def render(ctx: StageContext) -> None:
     cfg, a = ctx.cfg, ctx.arrays
@@ -19,36 +21,10 @@ def render(ctx: StageContext) -> None:
         "to read single dimensions; hover shows the exact value."
     )
     hl = ctx.current
-    show(
-        viz.matrix_figure(
-            a["dec.embed"],
-            ctx.rows,
-            title="Token embeddings E[y]·√d_model",
-            highlight_row=hl,
-            token_label="position: reads → predicts",
-        ),
-        f"{ctx.key}_embed",
-    )
-    show(
-        viz.matrix_figure(
-            a["dec.pe"],
-            ctx.rows,
-            title="Positional encoding PE",
-            highlight_row=hl,
-            token_label="position: reads → predicts",
-        ),
-        f"{ctx.key}_pe",
-    )
-    show(
-        viz.matrix_figure(
-            a["dec.input"],
-            ctx.rows,
-            title="Sum X = embedding + PE",
-            highlight_row=hl,
-            token_label="position: reads → predicts",
-        ),
-        f"{ctx.key}_input",
-    )
+    for key, title in (("embed", "Token embeddings E[y]·√d_model"), ("pe", "Positional encoding PE"),
+                       ("input", "Sum X = embedding + PE")):  # fmt: skip
+        show(viz.matrix_figure(a[f"dec.{key}"], ctx.rows, title=title, highlight_row=hl, token_label=ROWS),
+             f"{ctx.key}_{key}")  # fmt: skip
     pe = ctx.pe_table
     n_pos = int(min(pe.shape[0], max(50, len(ctx.reads))))
     D = pe.shape[1]
