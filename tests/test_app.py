@@ -555,8 +555,8 @@ FIELD_VALUES = {  # a non-default value for every View field
     "source": "Hi there.", "reference": "Salut.", "model": "other", "strategy": "sample", "beam": 3,
     "length_penalty": 0.5, "temperature": 0.7, "top_k": 5, "top_p": 0.9, "seed": 11, "max_len": 12,
     "forced": (5, 6, 7), "user_forced": frozenset({2}), "tab": "tf", "stage": "ffn", "layer": 1, "head": 3,
-    "grid": True, "no_mask": True, "follow": (5, 6), "step": 4, "ablate": "dec.0.self.1,dec.0.self.2,dec.1.cross.0,dec.1.cross.3",
-    "ablate_mode": "mean", "attribution": "ixg",
+    "grid": True, "no_mask": True, "follow": (5, 6), "step": 4,
+    "ablate": "dec.0.self.1,dec.0.self.2,dec.1.cross.0,dec.1.cross.3", "ablate_mode": "mean", "attribution": "ixg",
 }  # fmt: skip
 
 
