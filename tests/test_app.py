@@ -659,6 +659,13 @@ def test_attribution_beside_attention(tiny_model_dir, monkeypatch):
     assert len(table) == 4 and set(table["agree"]) <= {True, False}
     assert any(re.search(r"agree on the most important source token at \d+ of 4 steps", m.value) for m in at.markdown)
     assert any("depends on its baseline" in m.value for m in at.markdown)
+    at.selectbox(key="head").set_value(1).run()
+    ok(at)
+    assert [t.split(" (layer")[0] for t in titles(at) if t.startswith("Cross-attention")] == [
+        "Cross-attention, head 1",
+        "Cross-attention, mean of heads",
+    ]  # the chosen head, and the mean beside it
+    assert any("layer 0, head 1" in m.value for m in at.markdown)  # the agreement names what it compares
     src = figure(at, "Attribution to the source")
     attn = figure(at, "Cross-attention, mean")
     assert src["data"][0]["y"] == attn["data"][0]["y"] and src["data"][0]["x"] == attn["data"][0]["x"]  # same axes

@@ -56,6 +56,10 @@ def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int]) 
          f"{ctx.key}_attr_src")  # fmt: skip
     show(viz.alignment_figure(attn, rows, ctx.src_rows, highlight_row=hl, focus_col=focus,
                               title=f"Cross-attention, {who} (layer {ctx.layer})"), f"{ctx.key}_attr_attn")  # fmt: skip
+    if ctx.head != MEAN_HEADS:  # the chosen head, and the mean of heads beside it
+        show(viz.alignment_figure(mean_weights(cw), rows, ctx.src_rows, highlight_row=hl, focus_col=focus,
+                                  title=f"Cross-attention, mean of heads (layer {ctx.layer})"),
+             f"{ctx.key}_attr_attn_mean")  # fmt: skip
     agree = agreement(attr.src, attn)
     st.markdown(f"**{agree.summary[:1].upper() + agree.summary[1:]}** (cross-attention: layer {ctx.layer}, {who}).")
     src = ctx.src_rows
