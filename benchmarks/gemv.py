@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     mb = sum(w.numel() for w in weights) * 4 / 2**20
     print(f"\nOne decoding step's products: {len(shapes)} weights, {mb:.1f} MB float32; median of {steps} steps, "
           "methods alternating\n")  # fmt: skip
-    head = f"{'threads':>7} {'rows':>4}  {'method':<31}{'ms/step':>9}{'GB/s':>8}{'max |diff|':>12}"
+    head = f"{'threads':>7} {'rows':>4}  {'method':<31}{'ms/step':>9} {'GB/s':>8} {'max |diff|':>11}"
     print(head)
     print("-" * len(head))
     best = {}
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> None:
                     times[m].append(time.perf_counter() - t0)
             med = {m: statistics.median(ts) for m, ts in times.items()}
             for m, s in med.items():
-                print(f"{n:>7} {R:>4}  {m:<31}{s * 1000:>9.3f}{mb / 1024 / s:>8.3g}{diff[m]:>12.1e}")
+                # a space between columns, so a slow step (a busy machine) cannot run into the next column
+                print(f"{n:>7} {R:>4}  {m:<31}{s * 1000:>9.3f} {mb / 1024 / s:>8.3g} {diff[m]:>11.1e}")
             best[(n, R)] = min(med, key=med.get), med
     print()
     for (n, R), (m, med) in best.items():
