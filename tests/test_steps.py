@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import viz
 from model.decoding import DecodeOptions, decode
 from model.steps import (
     chips,
@@ -17,6 +18,7 @@ from model.steps import (
     ended_by_length,
     follow,
     live_rows,
+    lower_rows,
     mean_token_prob,
     path_rows,
     path_tokens,
@@ -168,3 +170,22 @@ def test_summary_is_strict_json_and_flags(tiny_model, tiny_tokenizer):
     assert any(row["entropy"] is not None for s in d["steps"] for row in s["rows"])
     assert 0 < mean_token_prob(res) <= 1
     assert ended_by_length(res, tiny_model.cfg.eos_id) == (res.ids[-1] != tiny_model.cfg.eos_id)
+
+
+def test_lower_rows_is_lower_triangular_and_draws_as_masked():
+    """Per-step attention rows (row t holds t + 1 keys) stacked with −inf on the future, which the figures draw
+    as masked cells."""
+    rng = np.random.default_rng(0)
+    rows = [rng.random(t + 1).astype(np.float32) for t in range(5)]
+    m = lower_rows(rows)
+    assert m.shape == (5, 5)
+    lower = np.tril(np.ones((5, 5), dtype=bool))
+    assert np.all(np.isfinite(m[lower])) and np.all(m[~lower] == -np.inf)
+    for t, r in enumerate(rows):
+        np.testing.assert_array_equal(m[t, : t + 1], r)
+    assert lower_rows([]).shape == (0, 0)
+    with pytest.raises(ValueError):
+        lower_rows([np.ones(1), np.ones(3)])
+    fig = viz.attention_figure(m, list("abcde"), list("abcde"), title="", kind="masked_scores")
+    overlay = next(t for t in fig.data if t.name == "masked")
+    assert np.array_equal(~np.isnan(np.asarray(overlay.z, dtype=float)), ~lower)

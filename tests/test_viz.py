@@ -175,7 +175,6 @@ def test_shared_helper_no_cell_text_on_large_heatmaps():
         lambda: viz.kv_cache_figure(-1, 4, list("abc"), title=""),
         lambda: viz.loss_table(list("abc"), list("ab")),
         lambda: viz.loss_table(list("abc"), list("abc"), label_probs=[0.5, 0.5]),
-        lambda: viz.steps_to_matrix([np.ones(1), np.ones(3)]),
     ],
 )
 def test_shape_mismatch_raises_value_error(call):
@@ -308,19 +307,6 @@ def test_ffn_sparsity_relu_and_gelu_like():
     fig = viz.ffn_figure(relu, ["a", "b"], title="FFN")
     assert np.asarray(main_heatmaps(fig)[0].z).shape == (2, 4)
     assert "62.5%" in fig.layout.title.text and fig.layout.xaxis.title.text == "hidden unit"
-
-
-def test_steps_to_matrix_lower_triangular():
-    rows = [softmax_rows(np.random.default_rng(t).normal(size=(1, t + 1)))[0] for t in range(5)]
-    m = viz.steps_to_matrix(rows)
-    assert m.shape == (5, 5)
-    lower = np.tril(np.ones((5, 5), dtype=bool))
-    assert np.all(np.isfinite(m[lower])) and np.all(m[~lower] == -np.inf)
-    for t, r in enumerate(rows):
-        np.testing.assert_array_equal(m[t, : t + 1], r)
-    assert viz.steps_to_matrix([]).shape == (0, 0)
-    fig = viz.attention_figure(m, list("abcde"), list("abcde"), title="", kind="masked_scores")
-    assert np.array_equal(~np.isnan(np.asarray(overlays(fig)[0].z, dtype=float)), ~lower)
 
 
 def test_kv_cache_figure():

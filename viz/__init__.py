@@ -18,7 +18,6 @@ from .figures import (
     kv_cache_figure,
     matrix_figure,
     positional_curves,
-    steps_to_matrix,
 )
 from .heatmap import add_heatmap, heatmap
 
@@ -45,7 +44,6 @@ __all__ = [
     "matrix_figure",
     "positional_curves",
     "safe_label",
-    "steps_to_matrix",
     "topk_figure",
     "unique_labels",
 ]

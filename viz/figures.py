@@ -569,24 +569,6 @@ def ffn_figure(
                          value_name="activation", dims=dims, token_label=token_label)  # fmt: skip
 
 
-def steps_to_matrix(rows: Sequence[np.ndarray]) -> np.ndarray:
-    """Stack per-step attention rows (row t has length t + 1) into a (T, T) matrix, -inf above the diagonal."""
-    T = len(rows)
-    arrs = []
-    for t, r in enumerate(rows):
-        a = np.asarray(r)
-        if a.ndim != 1 or a.shape[0] != t + 1:
-            raise ValueError(f"row {t} must be 1-D with {t + 1} values (one per key so far), got shape {a.shape}")
-        arrs.append(a)
-    dtype = np.result_type(np.float32, *[a.dtype for a in arrs]) if arrs else np.float32
-    if not np.issubdtype(dtype, np.floating):
-        dtype = np.float64
-    out = np.full((T, T), -np.inf, dtype=dtype)
-    for t, a in enumerate(arrs):
-        out[t, : t + 1] = a
-    return out
-
-
 def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: str) -> go.Figure:
     """Which K / V rows come from the cache and which are computed at this step (Q only for the new ones).
 
