@@ -669,3 +669,18 @@ def test_attribution_beside_attention(tiny_model_dir, monkeypatch):
     src = figure(at, "Attribution to the source")
     attn = figure(at, "Cross-attention, mean")
     assert src["data"][0]["y"] == attn["data"][0]["y"] and src["data"][0]["x"] == attn["data"][0]["x"]  # same axes
+
+
+def test_attribution_of_a_prefix_is_the_whole_outputs_cut(tiny_model, tiny_tokenizer):
+    """The step view attributes the whole output once and cuts it to the shown positions: a position's attribution
+    depends only on the tokens up to it, so the cut equals attributing the prefix itself."""
+    from model.attribution import attribute
+    from views.stages.attribution import _prefix
+
+    src = tiny_tokenizer.encode("I like pizza.") + [tiny_model.cfg.eos_id]
+    out = decode(tiny_model, src, DecodeOptions(max_len=6)).ids
+    whole = attribute(tiny_model, src, out, method="ixg")
+    part = attribute(tiny_model, src, out[:3], method="ixg")
+    cut = _prefix(whole, 3)
+    for name in ("src", "tgt", "raw_src", "raw_tgt", "target_logit", "baseline_value"):
+        np.testing.assert_allclose(getattr(cut, name), getattr(part, name), rtol=1e-4, atol=1e-6, err_msg=name)

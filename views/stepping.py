@@ -262,7 +262,7 @@ def explain(ctx: StageContext, lm: LoadedModel, stage: str, res, rows, step: int
         outs = stack_view(res.steps, rows, step, keep=lambda k: k.startswith("dec.") and k.endswith(".norm3.out"))
         lens.render(ctx, lm, outs, chosen)
     elif stage == "attribution":
-        attribution.render(ctx, lm, src_ids(lm, ch), chosen)
+        attribution.render(ctx, lm, src_ids(lm, ch), chosen, whole=list(res.ids))
     elif stage == "ablation":
         ref = v.reference.strip()
         ref_ids = lm.tokenizer.encode(ref)[: lm.cfg.max_len - 1] if ref else None

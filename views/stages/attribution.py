@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -23,8 +25,17 @@ def compute(lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], method: str)
                   lambda: attribute(lm.model, list(src_ids), list(out_ids), method=method))  # fmt: skip
 
 
-def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int]) -> None:
-    """``out_ids`` (T,): the token chosen (or the label) at each shown position, -1 where there is none."""
+def _prefix(attr, n: int):
+    """The attribution of the first n output tokens: a position's attribution depends on the tokens up to it only."""
+    return replace(attr, src=attr.src[:n], tgt=attr.tgt[:n, :n], raw_src=attr.raw_src[:n], raw_tgt=attr.raw_tgt[:n, :n],
+                   target_logit=attr.target_logit[:n], baseline_value=attr.baseline_value[:n],
+                   completeness=attr.completeness[:n], position_steps=attr.position_steps[:n],
+                   steps=int(attr.position_steps[:n].max()))  # fmt: skip
+
+
+def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int], whole: list[int] | None = None) -> None:
+    """``out_ids`` (T,): the token chosen (or the label) at each shown position, -1 where there is none. ``whole``:
+    the complete output when ``out_ids`` is its prefix, attributed once and cut, so stepping does not redo it."""
     from model.attribution import agreement
 
     st.subheader("Attribution vs attention — which source words drove each choice")
@@ -44,7 +55,10 @@ def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int]) 
         st.info("Nothing is chosen at this position (the beam row died): there is no choice to explain.")
         return
     with st.spinner("Attributing…"):
-        attr = compute(lm, tuple(src_ids), tuple(int(i) for i in out_ids[:valid]), method)
+        prefix = tuple(int(i) for i in out_ids[:valid])
+        full = tuple(int(i) for i in whole or ())
+        attr = (_prefix(compute(lm, tuple(src_ids), full, method), valid) if full[:valid] == prefix
+                else compute(lm, tuple(src_ids), prefix, method))  # fmt: skip
     rows = ctx.rows[:valid]
     hl = min(ctx.current, valid - 1)
     cw = ctx.arrays[f"{ctx.L}.cross.weights"][:, :valid]  # (H, T, S)
