@@ -151,7 +151,8 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
         st.text(src.text)
         read = as_read(src_tokens[:-1])
         if " ".join(read.split()) != " ".join(src.text.split()):
-            st.markdown("**As the model reads it** (cut to its limit, unknown pieces as <unk>)".replace("<", "\\<"))
+            why = "cut to its limit, unknown pieces as <unk>" if src.truncated else "unknown pieces as <unk>"
+            st.markdown(f"**As the model reads it** ({why})".replace("<", "\\<"))
             st.text(read)
     with c2:
         st.markdown(f"**French** ({md(ch.describe())})")
