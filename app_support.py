@@ -4,7 +4,6 @@ step navigation and the per-step views of a recorded decode. No streamlit in her
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 import re
@@ -498,14 +497,10 @@ def summary_dict(ch: Choices, result, token_text: Callable[[int], str], src_toke
 
 
 def to_json_bytes(d: Mapping) -> bytes:
-    def default(o):
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-        return str(o)
+    """Strict JSON (non-finite numbers as null): model.jsonio."""
+    from model.jsonio import dump_bytes
 
-    return json.dumps(d, indent=1, ensure_ascii=False, default=default, allow_nan=True).encode()
+    return dump_bytes(d)
 
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:

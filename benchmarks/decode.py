@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from model.jsonio import dumps  # noqa: E402
+
 FULL = dict(d_model=256, layers=3, heads=4, ffn=1024, vocab=8000, runs=20, warmup=2)
 SMOKE = dict(d_model=32, layers=1, heads=4, ffn=64, vocab=300, runs=2, warmup=1)
 SRC_LEN, NEW_TOKENS, BEAM, STEP_EARLY, STEP_LATE = 15, 30, 5, 5, 40
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
         if a.build:
             build_marian(a.path, size)
         fn = worker_ours if a.worker == "ours" else worker_hf
-        print(json.dumps({n: fn(a.path, n, a.runs, a.warmup) for n in a.threads}))
+        print(dumps({n: fn(a.path, n, a.runs, a.warmup) for n in a.threads}))
         return
     if a.runs:
         size["runs"] = a.runs

@@ -44,6 +44,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from model.jsonio import dumps  # noqa: E402
+from model.jsonio import write as write_json  # noqa: E402
+
 SPLIT = "test_2016_flickr"
 BEAM = 5
 WARMUP = 3  # sentences decoded untimed before each strategy
@@ -241,7 +244,7 @@ def worker_main(engine: str, work: Path, threads: int) -> None:
         res = worker_hf(work, job, threads)
     else:
         res = worker_ct2(work, job, threads, engine.removeprefix("ct2_"))
-    print(json.dumps(res))
+    print(dumps(res))
 
 
 # ----------------------------------------------------------------------------------------------- main
@@ -368,10 +371,10 @@ def run(a: argparse.Namespace, work: Path) -> None:
     cached = not a.smoke and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp(model_dir)
     if not cached:
         stamp_file.unlink(missing_ok=True)
-        (work / "prepare.json").write_text(json.dumps({"model_dir": str(model_dir), "smoke": a.smoke}))
+        write_json(work / "prepare.json", {"model_dir": str(model_dir), "smoke": a.smoke})
         run_worker("prepare", work, 1)
         if not a.smoke:
-            stamp_file.write_text(json.dumps(stamp(model_dir)))
+            write_json(stamp_file, stamp(model_dir))
     print(f"prepared in {time.perf_counter() - t0:.1f} s{' (cached)' if cached else ''}: {work}")
 
     cfg, tok = ModelConfig.load(model_dir / "config.json"), Tokenizer.load(model_dir / "tokenizer.json")
@@ -396,7 +399,7 @@ def run(a: argparse.Namespace, work: Path) -> None:
         "src": [tok.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts],
         "banned": sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}),  # as model.decoding.suppress
     }  # fmt: skip
-    (work / "job.json").write_text(json.dumps(job))
+    write_json(work / "job.json", job)
 
     rounds: dict[int, dict[str, list[dict]]] = {n: {e: [] for e in ENGINES} for n in a.threads}
     order = list(ENGINES)

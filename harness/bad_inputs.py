@@ -17,12 +17,15 @@ are bounded); damaged model directories get a fresh session each. The URL also s
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
+import json
 import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -139,19 +142,132 @@ CASES = (
     Case("tokenizer.json missing", damage="missing_tokenizer", cli=("error", "tokenizer.json is missing"),
          app=("error", "tokenizer.json is missing")),
 )
+# The model-directory section: a copy of the model with one size, tensor or byte range wrong. Each must be refused
+# before anything big is allocated, in one sentence naming the field or tensor. FFN_W1 and its shape are the tests'
+# tiny model's (d_ff 64 × d_model 32); on another model the shape cases name whichever tensor differs first.
+FFN_W1 = "decoder_layers.0.ffn.W_1.weight"
+MODEL_DIR_CASES = tuple(
+    Case(name, damage=damage, cli=("error", needle), app=("error", needle), smoke=smoke)
+    for name, damage, needle, smoke in (
+        ("config: vocab_size 0", "config:vocab_size=0", "vocab_size=0", False),
+        ("config: vocab_size doubled", "config:vocab_size*2", "embed.weight has shape", True),
+        ("config: vocab_size 1,000,000", "config:vocab_size=1000000", "embed.weight has shape", False),
+        ("config: d_model doubled", "config:d_model*2", "embed.weight has shape", False),
+        ("config: absurd d_model 65536", "config:d_model=65536", "d_model=65536", False),
+        ("config: one more decoder layer", "config:n_decoder_layers+1", "missing (decoder_layers.", False),
+        ("config: one encoder layer fewer", "config:n_encoder_layers-1", "unexpected tensor", False),
+        ("config: 0 decoder layers", "config:n_decoder_layers=0", "n_decoder_layers=0", False),
+        ("config: d_ff doubled", "config:d_ff*2", "ffn.W_1.weight has shape", False),
+        ("config: n_heads does not divide d_model", "config:n_heads=5", "not divisible by n_heads=5", False),
+        ("config: max_len -1", "config:max_len=-1", "max_len=-1", False),
+        ("config: pad_id outside the vocabulary", "config:pad_id=100000", "pad_id=100000", False),
+        ("config: d_model a string", "config:d_model='32'", "d_model must be a whole number", False),
+        ("config: dropout NaN", "config:dropout=nan", "dropout must be a finite number", False),
+        ("weights: one tensor transposed", "weights:transpose", FFN_W1, True),
+        ("weights: one tensor the wrong size", "weights:shrink", FFN_W1, False),
+        ("weights: int32 tensor", "weights:int32", f"stores {FFN_W1} as I32", False),
+        ("weights: NaN in a tensor", "weights:nan", f"non-finite values (NaN or infinity) in {FFN_W1}", True),
+        ("weights: Inf in a tensor", "weights:inf", f"non-finite values (NaN or infinity) in {FFN_W1}", False),
+        ("weights: a tensor missing", "weights:drop", f"1 tensor missing ({FFN_W1})", False),
+        ("weights: an extra tensor", "weights:extra", "1 unexpected tensor (extra.weight)", False),
+        ("weights: header length beyond the file", "header:length", "header length field says", False),
+        ("weights: header not JSON", "header:garbage", "are not valid JSON", False),
+        ("weights: offsets beyond the file", "header:offsets", "lies beyond the end", False),
+        ("weights: 5-byte file", "header:short", "too short to be a safetensors file", False),
+        ("model path is a file", "path_is_file", "is a file, not a model directory", False),
+    )
+)
+CASES += MODEL_DIR_CASES
 # fmt: on
 
 
 # ------------------------------------------------------------------------------------------- set-up
 
 
+def _edit_config(d: Path, edit: str) -> None:
+    """``key=value`` (a Python literal; ``nan`` for NaN) or ``key*2``, ``key+1``, ``key-1`` on config.json."""
+    cfg = json.loads((d / "config.json").read_text())
+    key, op, value = re.fullmatch(r"(\w+)([=*+-])(.+)", edit).groups()
+    if op == "=":
+        cfg[key] = float("nan") if value == "nan" else ast.literal_eval(value)
+    else:
+        n = int(value)
+        cfg[key] = cfg[key] * n if op == "*" else cfg[key] + n if op == "+" else cfg[key] - n
+    (d / "config.json").write_text(json.dumps(cfg))  # NaN written as Python's json writes it: a corrupt file
+
+
+def _edit_weights(d: Path, edit: str) -> None:
+    """One tensor (``FFN_W1``) transposed, cut, made int32, NaN or Inf, dropped; or an extra tensor added."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    w = d / "model.safetensors"
+    state = load_file(str(w))
+    t = state[FFN_W1]
+    if edit == "transpose":
+        state[FFN_W1] = t.T.contiguous()
+    elif edit == "shrink":
+        state[FFN_W1] = t[:-1].contiguous()
+    elif edit == "int32":
+        state[FFN_W1] = t.to(torch.int32)
+    elif edit in ("nan", "inf"):
+        t = t.clone()
+        t[0, 0] = float(edit)
+        state[FFN_W1] = t
+    elif edit == "drop":
+        del state[FFN_W1]
+    elif edit == "extra":
+        state["extra.weight"] = torch.zeros(3, 3)
+    else:
+        raise ValueError(f"unknown weight damage {edit!r}")
+    save_file(state, str(w))
+
+
+def _damage_header(d: Path, edit: str) -> None:
+    """The 8-byte length or the JSON header of model.safetensors broken (the tensors' bytes left as they are)."""
+    w = d / "model.safetensors"
+    data = w.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header, body = data[8 : 8 + n], data[8 + n :]
+    if edit == "length":
+        data = struct.pack("<Q", len(data) * 4) + data[8:]
+    elif edit == "garbage":
+        data = data[:8] + b"{not json" + b" " * (n - 9) + body
+    elif edit == "offsets":
+        h = json.loads(header)
+        h[FFN_W1]["data_offsets"] = [h[FFN_W1]["data_offsets"][0], len(body) + 4096]
+        raw = json.dumps(h).encode()
+        data = struct.pack("<Q", len(raw)) + raw + body
+    elif edit == "short":
+        data = data[:5]
+    else:
+        raise ValueError(f"unknown header damage {edit!r}")
+    w.write_bytes(data)
+
+
 def damaged_copy(model_dir: Path, damage: str, work: Path) -> Path:
-    """A copy of ``model_dir`` with one file deleted or broken (or no directory at all)."""
-    d = work / f"damaged-{damage}"
+    """A copy of ``model_dir`` with one file deleted or broken (or no directory at all, or a file in its place).
+
+    ``damage``: a name below, or ``config:EDIT`` (``_edit_config``), ``weights:EDIT`` (``_edit_weights``),
+    ``header:EDIT`` (``_damage_header``)."""
+    d = work / ("damaged-" + re.sub(r"[^\w.+-]", "_", damage))
     if damage == "no_dir":
+        return d
+    if damage == "path_is_file":
+        d.write_bytes((model_dir / "model.safetensors").read_bytes()[:64])
         return d
     shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(model_dir, d)
+    kind, _, edit = damage.partition(":")
+    if kind == "config":
+        _edit_config(d, edit)
+        return d
+    if kind == "weights":
+        _edit_weights(d, edit)
+        return d
+    if kind == "header":
+        _damage_header(d, edit)
+        return d
     if damage == "missing_weights":
         (d / "model.safetensors").unlink()
     elif damage == "truncated_weights":
@@ -411,6 +527,11 @@ def check_app(cases: Sequence[Case], model_dir: Path, work: Path, timeout: float
                     run(at)
                     if at.exception or at.error:
                         problem = "app afterwards: the Lesson page failed"
+                if not problem and every:  # and the same session translates once a good model is given
+                    at.bad_inputs_model = str(model_dir)
+                    at.radio(key="page").set_value("Explore")
+                    run(at)
+                    problem = still_usable(at)
             else:
                 if shared is None:
                     shared = run(app_test(model_dir, timeout=timeout))

@@ -6,12 +6,14 @@ Weights load through safetensors only, never through pickle.
 from __future__ import annotations
 
 import json
+import math
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_model, save_model
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_model
 
 from .config import ModelConfig
 from .tokenizer import Tokenizer
@@ -52,9 +54,149 @@ def save_model_dir(model: Transformer, tokenizer: Tokenizer, path: str | Path, c
     return path
 
 
+# safetensors dtypes: bytes per element; only the floating ones are accepted as weights
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4, "I16": 2,
+               "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1}  # fmt: skip
+FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
+MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _entry_ok(entry) -> bool:
+    """A header entry: {"dtype": str, "shape": [n, ...], "data_offsets": [begin, end]} with sane numbers."""
+
+    def whole(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    if not isinstance(entry, dict) or not isinstance(entry.get("dtype"), str):
+        return False
+    shape, offsets = entry.get("shape"), entry.get("data_offsets")
+    if not isinstance(shape, list) or not all(whole(d) for d in shape):
+        return False
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(whole(o) for o in offsets):
+        return False
+    return offsets[0] <= offsets[1]
+
+
+def read_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """{tensor name: (dtype, shape)} from a safetensors file's header, without reading any tensor.
+
+    Checks what a loader would trust: the 8-byte header length, the JSON, each entry's fields, and that every
+    tensor's bytes lie inside the file and match its shape and dtype. Raises ModelDirError (one sentence).
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ModelDirError(f"{path} is too short to be a safetensors file ({_plural(size, 'byte')})")
+        (n,) = struct.unpack("<Q", head)
+        if n > size - 8:
+            raise ModelDirError(f"{path} is truncated or damaged: its header length field says {n:,} bytes but "
+                                f"the file holds only {size - 8:,} after it")  # fmt: skip
+        if n > MAX_HEADER:
+            raise ModelDirError(f"{path} has a header of {n:,} bytes, more than a safetensors file may have")
+        raw = f.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise ModelDirError(f"{path} has a damaged header: its {n:,} header bytes are not valid JSON") from None
+    if not isinstance(header, dict):
+        raise ModelDirError(f"{path} has a damaged header: it holds a JSON {type(header).__name__}, not an object")
+    data_size = size - 8 - n
+    out = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not _entry_ok(entry):
+            raise ModelDirError(f"{path} has a damaged header: the entry for {name} lacks a valid dtype, shape or "
+                                "data offsets")  # fmt: skip
+        dtype, shape = entry["dtype"], tuple(entry["shape"])
+        begin, stop = entry["data_offsets"]
+        if stop > data_size:
+            raise ModelDirError(f"{path} is truncated or damaged: the data of {name} (bytes {begin:,}–{stop:,}) lies "
+                                f"beyond the end of the file's {data_size:,} data bytes")  # fmt: skip
+        if dtype in DTYPE_BYTES and stop - begin != math.prod(shape) * DTYPE_BYTES[dtype]:
+            raise ModelDirError(f"{path} has a damaged header: {name} takes {stop - begin:,} bytes, not the "
+                                f"{math.prod(shape) * DTYPE_BYTES[dtype]:,} of a {dtype} tensor of shape "
+                                f"{list(shape)}")  # fmt: skip
+        out[name] = (dtype, shape)
+    return out
+
+
+def expected_tensors(cfg: ModelConfig) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
+    """{name: (shape, aliases)} of what a weight file for ``cfg`` holds: one entry per tensor, under the name
+    safetensors keeps for tied ones (the alphabetically first) with the other names of the same tensor beside.
+
+    Built on the ``meta`` device, so it allocates nothing whatever the sizes (check them first anyway)."""
+    with torch.device("meta"):
+        model = Transformer(cfg)
+    groups: dict[int, list[str]] = {}
+    tensors = model.state_dict(keep_vars=True)
+    for name, t in tensors.items():
+        groups.setdefault(id(t), []).append(name)
+    out = {}
+    for names in groups.values():
+        names = sorted(names)
+        out[names[0]] = (tuple(tensors[names[0]].shape), tuple(names))
+    return out
+
+
+def check_weights_header(path: Path, cfg: ModelConfig) -> dict[str, tuple[str, ...]]:
+    """Compare the weight file's header with the tensors ``cfg`` needs; returns {name in the file: the model's
+    names for that tensor (several for a tied one)}.
+
+    Raises ModelDirError naming the first tensor whose dtype, presence or shape is wrong."""
+    found = read_header(path)
+    for name, (dtype, _) in sorted(found.items()):
+        if dtype not in FLOAT_DTYPES:
+            raise ModelDirError(f"{path} stores {name} as {dtype}, not a floating-point type "
+                                f"({', '.join(FLOAT_DTYPES)})")  # fmt: skip
+    want = expected_tensors(cfg)
+    where = {alias: key for key, (_, aliases) in want.items() for alias in aliases}
+    unexpected = sorted(k for k in found if k not in where)
+    present: dict[str, list[str]] = {}
+    for k in found:
+        if k in where:
+            present.setdefault(where[k], []).append(k)
+    unexpected += sorted(k for names in present.values() for k in sorted(names)[1:])  # a tied tensor stored twice
+    missing = [k for k in want if k not in present]  # in the model's order, as the shapes below
+    if missing or unexpected:
+        parts = []
+        if missing:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            parts.append(f"{_plural(len(missing), 'tensor')} missing ({', '.join(missing[:3])}{more})")
+        if unexpected:
+            more = f" and {len(unexpected) - 3} more" if len(unexpected) > 3 else ""
+            parts.append(f"{_plural(len(unexpected), 'unexpected tensor')} ({', '.join(unexpected[:3])}{more})")
+        raise ModelDirError(f"{path} does not match its {CONFIG}: {'; '.join(parts)}")
+    mapping = {}
+    wrong = []
+    for key, (shape, aliases) in want.items():  # the model's order: the embedding first, then layer by layer
+        name = present[key][0]
+        if found[name][1] != shape:
+            wrong.append((name, shape, found[name][1]))
+        mapping[name] = aliases
+    if wrong:
+        name, shape, got = wrong[0]
+        more = f" ({len(wrong) - 1} more tensors differ too)" if len(wrong) > 1 else ""
+        raise ModelDirError(f"{path} does not match its {CONFIG}: {name} has shape {list(got)} in the file but the "
+                            f"config needs {list(shape)}{more}")  # fmt: skip
+    return mapping
+
+
 def load_model_dir(path: str | Path | None = None) -> LoadedModel:
-    """Load a model directory for inference (eval mode, no grad needed)."""
+    """Load a model directory for inference (eval mode, no grad needed).
+
+    Before anything is allocated, config.json's sizes are checked against sane bounds and the weight file's
+    header against the tensors the config needs (names, shapes, floating dtypes, offsets inside the file);
+    after loading, every tensor must be finite. Every failure is a ModelDirError of one sentence."""
     path = Path(path) if path is not None else default_model_dir()
+    if path.is_file():
+        raise ModelDirError(f"{path} is a file, not a model directory (a directory holding {CONFIG}, {WEIGHTS} and "
+                            f"{TOKENIZER})")  # fmt: skip
     if not path.is_dir():
         hint = " (the bundled model is not built yet: see README, 'Train')" if path == default_model_dir() else ""
         raise ModelDirError(f"model directory {path} does not exist{hint}")
@@ -63,7 +205,7 @@ def load_model_dir(path: str | Path | None = None) -> LoadedModel:
             raise ModelDirError(f"{path / name} is missing")
     try:
         cfg = ModelConfig.load(path / CONFIG)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
         raise ModelDirError(f"{path / CONFIG} is not a valid model config: {e}") from None
     try:
         tokenizer = Tokenizer.load(path / TOKENIZER)
@@ -73,18 +215,22 @@ def load_model_dir(path: str | Path | None = None) -> LoadedModel:
         raise ModelDirError(
             f"{path / TOKENIZER} has {tokenizer.vocab_size} tokens but {path / CONFIG} says vocab_size={cfg.vocab_size}"
         )
+    weights = path / WEIGHTS
+    aliases = check_weights_header(weights, cfg)
     model = Transformer(cfg)
+    targets = model.state_dict()
     try:
-        missing, unexpected = load_model(model, str(path / WEIGHTS), strict=False)
-    except (SafetensorError, OSError, json.JSONDecodeError) as e:
-        raise ModelDirError(f"{path / WEIGHTS} is unreadable or truncated ({e})") from None
-    except RuntimeError as e:
-        raise ModelDirError(f"{path / WEIGHTS} does not match {path / CONFIG}: {str(e).splitlines()[0]}") from None
-    if missing or unexpected:
-        raise ModelDirError(
-            f"{path / WEIGHTS} does not match {path / CONFIG}: "
-            f"missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]}"
-        )
+        with safe_open(str(weights), "pt") as f, torch.no_grad():
+            for name in f.keys():
+                t = f.get_tensor(name)
+                if not bool(torch.isfinite(t).all()):
+                    bad = int((~torch.isfinite(t)).sum())
+                    raise ModelDirError(f"{weights} holds non-finite values (NaN or infinity) in {name}: "
+                                        f"{bad:,} of its {t.numel():,} values")  # fmt: skip
+                for alias in aliases[name]:
+                    targets[alias].copy_(t)
+    except (SafetensorError, OSError) as e:
+        raise ModelDirError(f"{weights} is unreadable or damaged ({str(e).splitlines()[0] if str(e) else e})") from None
     model.eval()
     card = (path / CARD).read_text() if (path / CARD).is_file() else ""
     return LoadedModel(model, tokenizer, path, card)

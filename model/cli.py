@@ -6,7 +6,6 @@ Every failure the user can cause ends in one line on stderr and exit status 2, n
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 
 from .checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
 from .decoding import DecodeOptions, decode, greedy_batch
+from .jsonio import dumps
 from .lean import LeanDecoder
 
 MAX_BEAM = 64  # wider beams gain nothing here and grow time and memory linearly (100000 ran out of both)
@@ -165,18 +165,17 @@ def cmd_translate(a: argparse.Namespace) -> int:
         for line, ids in zip(lines, outputs):
             ids = ids or []
             if a.json:
-                print(json.dumps({"source": line, "translation": tok.decode(ids), "tokens": tok.tokens(ids)},
-                                 ensure_ascii=False))  # fmt: skip
+                print(dumps({"source": line, "translation": tok.decode(ids), "tokens": tok.tokens(ids)}))
             else:
                 print(tok.decode(ids))
         return 0
     lean = LeanDecoder(lm.model, rows=opts.beam if opts.strategy == "beam" else 1)
     for w, line in zip(where, lines):
         if not line.strip():
-            print(json.dumps({"source": line, "translation": "", "tokens": []}) if a.json else "")
+            print(dumps({"source": line, "translation": "", "tokens": []}) if a.json else "")
             continue
         res = decode(lm.model, source_ids(tok, cfg, line, w), opts, lean)
-        print(json.dumps(result_json(lm, line, res), ensure_ascii=False) if a.json else tok.decode(res.ids))
+        print(dumps(result_json(lm, line, res)) if a.json else tok.decode(res.ids))
     return 0
 
 
@@ -196,17 +195,6 @@ def cmd_trace(a: argparse.Namespace) -> int:
     print(f"wrote {len(trace.arrays) + 3} arrays to {a.out} (target {len(trace.label_tokens)} tokens, "
           f"mean loss {loss:.4f}{', causal mask removed' if a.no_mask else ''})")  # fmt: skip
     return 0
-
-
-def jsonable(x):
-    """Arrays and numbers as strict JSON values: NaN and infinities become null."""
-    if isinstance(x, np.ndarray):
-        return jsonable(x.tolist())
-    if isinstance(x, list | tuple):
-        return [jsonable(v) for v in x]
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    return x
 
 
 def format_explanation(r: dict) -> str:
@@ -271,7 +259,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
         np.savez_compressed(a.out, **r)
         print(f"wrote {len(r)} arrays to {a.out}")
     elif a.json:
-        print(json.dumps({k: jsonable(v) for k, v in r.items()}, ensure_ascii=False, allow_nan=False))
+        print(dumps(r))
     else:
         print(format_explanation(r))
     return 0
@@ -281,7 +269,7 @@ def cmd_lesson(a: argparse.Namespace) -> int:
     from .lesson import build_lesson, format_lesson
 
     lesson = build_lesson()
-    print(json.dumps(lesson.to_dict(), indent=1) if a.json else format_lesson(lesson))
+    print(dumps(lesson.to_dict(), indent=1) if a.json else format_lesson(lesson))
     return 0
 
 

@@ -19,12 +19,13 @@ exponent. The paper uses 2*floor(j/2)/d, which would make column 1 cos(pos).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .jsonio import dumps
 
 # ---------------------------------------------------------------------------
 # The seed's printed numbers (seeds/000_3f0d03e02021b525.txt).
@@ -651,7 +652,7 @@ def main(argv: Sequence[str] | None = None, echo: Callable[[str], object] = prin
     parser.add_argument("--json", action="store_true", help="print the lesson as JSON")
     args = parser.parse_args(argv)
     lesson = build_lesson()
-    echo(json.dumps(lesson.to_dict()) if args.json else format_lesson(lesson))
+    echo(dumps(lesson.to_dict()) if args.json else format_lesson(lesson))
     return 0
 
 

@@ -24,6 +24,7 @@ import torch
 
 from .checkpoint import ModelDirError, load_model_dir, save_model_dir
 from .config import ModelConfig
+from .jsonio import write as write_json
 from .tokenizer import Tokenizer
 from .transformer import Transformer, sinusoidal_table
 
@@ -443,7 +444,7 @@ def _export_tokenizer(tokenizer: Tokenizer, cfg: ModelConfig, hf_dir: Path) -> N
     conf.update(
         {k: tokenizer.hf.id_to_token(i) for k, i in specials.items() if tokenizer.hf.id_to_token(i) is not None}
     )
-    (hf_dir / "tokenizer_config.json").write_text(json.dumps(conf, indent=2) + "\n")
+    write_json(hf_dir / "tokenizer_config.json", conf, indent=2)
 
 
 __all__ = ["MarianError", "export_marian", "half_order", "import_marian", "permute_residual", "spm_to_tokenizer"]

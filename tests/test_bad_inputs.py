@@ -4,9 +4,20 @@ clear message or a sane clamp, never a traceback or a hang, with the app still u
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from harness.bad_inputs import CASES, Case, check_app, check_cli, classify_cli, cli_argv, run_cli_inprocess
+from harness.bad_inputs import (
+    CASES,
+    MODEL_DIR_CASES,
+    Case,
+    check_app,
+    check_cli,
+    classify_cli,
+    cli_argv,
+    run_cli_inprocess,
+)
 from model.checkpoint import ENV_MODEL
 
 BY_NAME = {c.name: c for c in CASES}
@@ -23,6 +34,21 @@ def test_the_matrix_covers_every_kind_of_bad_input():
                  "temperature 1e-6", "temperature 100", "top-p 0", "top-p 1", "top-k 0", "max length 0",
                  "max length 10,000", "model.safetensors missing", "model.safetensors truncated"):  # fmt: skip
         assert name in BY_NAME, name
+
+
+def test_the_model_directory_section_covers_sizes_shapes_dtypes_values_keys_headers_and_paths():
+    """At least 12 damaged model directories, each refused (exit 2, one line) with the field or tensor named."""
+    assert len(MODEL_DIR_CASES) >= 12 and all(c in CASES for c in MODEL_DIR_CASES)
+    kinds = {re.match(r"\w+(:\w+)?", c.damage).group() for c in MODEL_DIR_CASES}  # "config:d_ff*2" -> "config:d_ff"
+    for kind in ("config:vocab_size", "config:d_model", "config:n_decoder_layers", "config:n_encoder_layers",
+                 "config:d_ff", "config:n_heads", "weights:transpose", "weights:shrink", "weights:int32",
+                 "weights:nan", "weights:inf", "weights:drop", "weights:extra", "header:length", "header:garbage",
+                 "header:offsets", "path_is_file"):  # fmt: skip
+        assert kind in kinds, kind
+    for c in MODEL_DIR_CASES:
+        assert c.cli[0] == "error" and c.app[0] == "error" and c.cli[1], c.name
+    absurd = [c for c in MODEL_DIR_CASES if c.damage in ("config:d_model=65536", "config:vocab_size=1000000")]
+    assert len(absurd) == 2
 
 
 @pytest.mark.parametrize("case", CLI_CASES, ids=[c.name for c in CLI_CASES])

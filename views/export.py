@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable, Mapping
 
 import numpy as np
 import streamlit as st
 
+from model.jsonio import dump_bytes
 from model.steps import stack_view, summary_dict
 from model.trace import teacher_forced_trace
-
-
-def strict_json(d: Mapping) -> bytes:
-    """RFC 8259 JSON: numpy values as numbers, and a non-finite number anywhere is an error, not NaN."""
-
-    def default(o):
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-        return str(o)
-
-    return json.dumps(d, indent=1, ensure_ascii=False, default=default, allow_nan=False).encode()
 
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
@@ -42,7 +29,7 @@ def render_decode(lm, ch, res, rows, step: int, reads, src_tokens, table, token_
     st.subheader("Export")
 
     def summary() -> bytes:
-        return strict_json(summary_dict(ch, res, token_text, src_tokens, step, extra={"followed_rows": list(rows)}))
+        return dump_bytes(summary_dict(ch, res, token_text, src_tokens, step, extra={"followed_rows": list(rows)}))
 
     def record_npz() -> bytes:
         arrays = stack_view(res.steps, rows, step)  # every layer, built on click
