@@ -232,3 +232,79 @@ def p95(xs: list[float]) -> float:
 def row(cells: list[object], widths: list[int], left: int = 1) -> str:
     """One table row: the first ``left`` cells left-aligned, the rest right-aligned."""
     return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+
+# PAINTED_JS, and the page shows the view asked for: "Position N" in the stepper, the URL's ``stage`` and ``layer``
+# (absent: the default stage, layer 0), and, where ``before`` is a string, plot titles other than ``before`` (a stage
+# switch draws other figures). ``layer`` is checked against every "(layer N)" title there is, and stages without
+# such titles (the output stage) pass on the URL alone; ``minTracking`` plots must show the step, as in PAINTED_JS.
+VIEW_PAINTED_JS = f"""
+([step, minTracking, layer, stage, defaultStage, before]) => {{
+  if (!({PAINTED_JS})([step, minTracking, null])) return false;
+  const chip = (document.querySelector('.st-key-next_chip') || {{}}).innerText || '';
+  const m = chip.match(/Position (\\d+) of/);
+  if (!m || Number(m[1]) !== step) return false;
+  const q = new URLSearchParams(location.search);
+  if ((q.get('stage') || defaultStage) !== stage || Number(q.get('layer') || 0) !== layer) return false;
+  const titles = [...document.querySelectorAll('.js-plotly-plot')]
+    .map(el => String((el._fullLayout && el._fullLayout.title && el._fullLayout.title.text) || ''));
+  for (const t of titles) {{
+    const lm = t.match(/\\(layer (\\d+)\\)/);
+    if (lm && Number(lm[1]) !== layer) return false;
+  }}
+  return before === null || titles.join('\\n') !== before;
+}}
+"""
+
+# The plot titles of the page, one per line (``before`` of VIEW_PAINTED_JS).
+TITLES_JS = """
+() => [...document.querySelectorAll('.js-plotly-plot')]
+  .map(el => String((el._fullLayout && el._fullLayout.title && el._fullLayout.title.text) || '')).join('\\n')
+"""
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_table() -> dict[int, tuple[int, str, float]]:
+    """Every process: pid -> (parent pid, command name, CPU seconds it used, its reaped children's included)."""
+    out = {}
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            text = (p / "stat").read_text()
+        except OSError:
+            continue
+        head, tail = text.rsplit(")", 1)
+        fields = tail.split()  # fields[0] is the state (field 3 of proc(5))
+        cpu = sum(int(x) for x in fields[11:15]) / CLOCK_TICKS  # utime, stime, cutime, cstime
+        out[int(p.name)] = (int(fields[1]), head.split("(", 1)[1], cpu)
+    return out
+
+
+def descendants(pid: int, table: dict | None = None) -> list[int]:
+    """``pid`` and every process below it."""
+    table = process_table() if table is None else table
+    children: dict[int, list[int]] = {}
+    for q, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(q)
+    out, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        out.append(q)
+        todo += children.get(q, [])
+    return out
+
+
+def tree_cpu_seconds(pid: int, name_prefix: str = "", table: dict | None = None) -> float:
+    """CPU seconds used by ``pid`` and its descendants (only those whose command name starts with ``name_prefix``)."""
+    table = process_table() if table is None else table
+    return sum(table[q][2] for q in descendants(pid, table) if q in table and table[q][1].startswith(name_prefix))
+
+
+def machine_cpu_seconds() -> tuple[float, float]:
+    """CPU seconds of the whole machine since boot, (busy, all), summed over its cores (/proc/stat)."""
+    values = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    total = sum(values[:8])  # guest time is already counted in user time
+    return (total - idle) / CLOCK_TICKS, total / CLOCK_TICKS

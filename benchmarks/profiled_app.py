@@ -1,0 +1,18 @@
+"""``app.py`` with each script run sampled by pyinstrument (``benchmarks/classroom.py --profile``).
+
+Run by the benchmark as ``DECODER_LENS_PROFILE_DIR=DIR streamlit run benchmarks/profiled_app.py``; the page is
+app.py's, unchanged; ``harness/profiling.py`` says what is written to DIR and when.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from harness.profiling import run_profiled  # noqa: E402
+
+run_profiled(ROOT / "app.py")
