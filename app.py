@@ -16,6 +16,16 @@ from views.common import fail, load_model, md
 from views.state import PAGES, model_dirs
 
 MODELS_ROOT = Path(__file__).resolve().parent / "assets" / "models"
+RECONNECT_TIMER_S = 3600
+
+
+@st.fragment(run_every=RECONNECT_TIMER_S)
+def rerun_on_reconnect() -> None:
+    """Shows nothing. Streamlit's browser side asks for a whole run after its websocket reconnects only when the page
+    has a fragment on a timer; this is one (its hourly rerun costs nothing). When a browser's server is gone (a
+    replica behind nginx stopped, see deploy/), the browser reconnects to another server, whose new session reopens
+    the view from the URL at once; without it, the page would stay as it was and the step buttons (a fragment the
+    new server does not know) would do nothing until a whole run."""
 
 
 def choose_model(dirs: list[Path]) -> tuple[str, list[str]]:
@@ -41,6 +51,8 @@ def choose_model(dirs: list[Path]) -> tuple[str, list[str]]:
 
 def main() -> None:
     st.set_page_config(page_title="Decoder Lens", page_icon="🔎", layout="wide")
+    with st.sidebar:
+        rerun_on_reconnect()
     s = st.session_state
     if "page" not in s:
         wanted = st.query_params.get("page")

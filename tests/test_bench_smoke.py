@@ -1,12 +1,14 @@
 """The benchmarks run end to end (``--smoke``: tiny random model; the browser ones: a few clicks, 2 sessions).
 
 Smoke runs need not meet the targets, but they must measure: every figure printed is a positive number
-and every verdict line is there. A missing Chromium is a failure, never a skip.
+and every verdict line is there. A missing Chromium (or, for replicas.py, nginx) is a failure, never a skip.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +20,10 @@ CHROMIUM = "/usr/bin/chromium"
 NUMBER = r"(\d+(?:\.\d+)?)"
 
 
-def run_smoke(script: str) -> str:
+def run_smoke(script: str, *extra: str) -> str:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--smoke"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--smoke", *extra], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 0, f"{script} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
@@ -78,3 +80,49 @@ def test_explain_smoke():
         assert m and float(m.group(1)) > 0 and float(m.group(2)) > 0, f"no row {name!r}:\n{out}"
     for target in ("lens ≤ 10% of the recorded decode", "head importance ≤ 3 s", "IG attribution ≤ 3 s"):
         verdict(out, target)
+
+
+def strict_json(path: Path) -> dict:
+    def refuse(name: str):
+        raise AssertionError(f"{path} holds {name}: not strict JSON")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_classroom_smoke(tmp_path):
+    out = run_smoke("classroom.py", "--json", str(tmp_path / "classroom.json"))
+    rows = re.findall(rf"^\s*(\d+)\s+(\d+)\s+{NUMBER}\s+(\d+)\s+(\d+)\s+(?:\S+\s+){{3}}(\d+)\s+(\d+)\s+(\d+)"
+                      rf"\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", out, re.M)  # fmt: skip
+    assert [int(r[0]) for r in rows] == [1, 2], out
+    for _, actions, _, p50, p95, errors, timeouts, crosstalk, rss, _, _, _ in rows:
+        assert int(actions) >= 1 and 0 < int(p50) <= int(p95), out
+        assert int(errors) == int(timeouts) == int(crosstalk) == 0 and int(rss) > 0, out
+    m = re.search(r"^largest N with p95 ≤ 1\.5 s: (\d+|none) ", out, re.M)
+    assert m, out
+    assert re.search(r"^session cache bound: \d+ MiB per session, \d+ MiB for every session together; server RSS "
+                     r"at N=2: peak \d+ MiB", out, re.M), out  # fmt: skip
+    assert re.search(r"^limit: .*at N=\d+: server \d+% of a core, browsers \d+% of a core", out, re.M), out
+    assert verdict(out, "errors = 0") == "PASS", out
+    assert verdict(out, "cross-talk = 0") == "PASS", out
+    data = strict_json(tmp_path / "classroom.json")
+    assert [ph["sessions"] for ph in data["phases"]] == [1, 2]
+    assert all(ph["server_cpu_pct"] > 0 and ph["browser_cpu_pct"] > 0 for ph in data["phases"]), data
+    assert data["verdicts"] == {"errors = 0": True, "cross-talk = 0": True}, data
+
+
+def test_replicas_smoke(tmp_path):
+    if not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()):
+        pytest.fail("nginx is missing: install Debian's nginx (apt-get install nginx); .ci/run does this")
+    out = run_smoke("replicas.py", "--json", str(tmp_path / "replicas.json"))
+    rows = re.findall(r"^(\d+)\s+(r\d|-)\s+(r\d|-)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+(?: s)?)\s+(\S+)\s+(\d+)$",
+                      out, re.M)  # fmt: skip
+    assert len(rows) == 4, out
+    moved = [r for r in rows if r[8] != "-"]
+    assert moved and all(r[8] == "yes" and r[2] != r[1] for r in moved), out
+    assert all(r[2] in (r[1], "-") for r in rows if r[8] == "-"), out  # the others stay where they were
+    for target in ("errors = 0", "cross-talk = 0", "sticky", "reconnect", "others undisturbed"):
+        assert verdict(out, target) == "PASS", out
+    verdict(out, "spread over replicas")  # 4 random cookies can all land on one replica: reported, not required
+    data = strict_json(tmp_path / "replicas.json")
+    assert data["moved"] >= 1 and data["restored"] == data["moved"], data
+    assert all(data["verdicts"][k] for k in ("errors = 0", "cross-talk = 0", "sticky", "reconnect")), data
