@@ -13,13 +13,13 @@ so every sentence gets as many slots as the sentence with the most translations,
 slots are filled with copies of the sentence's first reference (duplicates change neither the
 clipped n-gram counts nor the closest reference length, so the score equals true multi-ref BLEU).
 
-Decoding uses ``model.decoding.translate_batch`` (batched greedy for beam 1, beam search otherwise).
+Decoding uses ``model.decoding.translate_corpus`` (batched greedy for beam 1, beam search otherwise), the
+path that training validates with, with the app's and the CLI's default limits.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -41,37 +41,11 @@ from model.data import (  # noqa: E402
     split_digest,
     split_tatoeba,
 )
+from model.decoding import translate_corpus  # noqa: E402
+from model.jsonio import write  # noqa: E402
 from views.state import EXAMPLES  # noqa: E402
 
 SANITY = list(EXAMPLES)  # the app's example sentences
-
-
-def get_translator(length_penalty: float = 1.0):
-    """(translate(model, tokenizer, texts, beam) -> list[str], name): translate_batch with one LeanDecoder per
-    beam width, built once, as the CLI does."""
-    from model.decoding import translate_batch
-    from model.lean import LeanDecoder
-
-    leans = {}
-
-    def translate(model, tokenizer, texts, beam):
-        if beam not in leans:
-            leans[beam] = LeanDecoder(model, rows=beam if beam > 1 else 32)
-        return translate_batch(model, tokenizer, texts, beam=beam, max_len=model.cfg.max_len, lean=leans[beam],
-                               length_penalty=length_penalty)  # fmt: skip
-
-    return translate, "model.decoding.translate_batch"
-
-
-def translate_all(translate, model, tokenizer, texts, beam, batch_size):
-    """Sorted by length and chunked, so batches carry little padding; output in input order."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    out = [""] * len(texts)
-    for b in range(0, len(order), batch_size):
-        idx = order[b : b + batch_size]
-        for i, hyp in zip(idx, translate(model, tokenizer, [texts[i] for i in idx], beam)):
-            out[i] = hyp
-    return out
 
 
 def load_eval_sets(data_dir: Path, limit: int | None, split: str = "test"):
@@ -110,7 +84,7 @@ def main(argv=None) -> dict:
 
     loaded = load_model_dir(args.model)
     model, tokenizer = loaded.model, loaded.tokenizer
-    translate, how = get_translator(args.length_penalty)
+    how = "model.decoding.translate_corpus"
     data_dir = args.data or default_data_dir()
     sets, digest, n_tat = load_eval_sets(data_dir, args.limit, args.split)
     print(f"model {loaded.path} ({count_parameters(model):,} parameters); decoder: {how}; "
@@ -124,7 +98,7 @@ def main(argv=None) -> dict:
         for beam in beams:
             for name, (srcs, refs) in sets.items():
                 t0 = time.time()
-                hyps = translate_all(translate, model, tokenizer, srcs, beam, max(1, args.batch_size // beam))
+                hyps = translate_corpus(model, tokenizer, srcs, beam, args.batch_size, args.length_penalty)
                 dt = time.time() - t0
                 bleu, chrf = BLEU(), CHRF()
                 b, c = bleu.corpus_score(hyps, refs), chrf.corpus_score(hyps, refs)
@@ -148,14 +122,14 @@ def main(argv=None) -> dict:
         sanity = {}
         print("\nsanity sentences:")
         for beam in beams:
-            outs = sanity[beam] = translate(model, tokenizer, SANITY, beam)
+            outs = sanity[beam] = translate_corpus(model, tokenizer, SANITY, beam, args.batch_size, args.length_penalty)
             for en, fr in zip(SANITY, outs):
                 print(f"  [{'greedy' if beam == 1 else f'beam {beam}'}] {en}  ->  {fr}")
     result = {"model": str(loaded.path), "decoder": how, "rows": rows, "signatures": signatures,
               "tatoeba_split_sha256": digest, "sanity": sanity, "split": args.split,
               "length_penalty": args.length_penalty}  # fmt: skip
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+        write(args.json, result)
     return result
 
 

@@ -150,22 +150,66 @@ def load_multi30k_test(data_dir: str | Path | None, split: str) -> list[Pair]:
     return read_multi30k(data_dir / MULTI30K_DIR, split)
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000) -> Tokenizer:
-    """One shared BPE over both languages: NFC + Metaspace, so decode(encode(s)) == s."""
+def _byte_fallback_tokenizer(vocab: dict[str, int], merges: list) -> Tokenizer:
+    """A BPE with byte fallback over ``vocab`` (which holds the 256 byte tokens) and ``merges``: Metaspace word
+    marks and no normalizer, so decode(encode(s)) == s for every string (the corpora are NFC already, see
+    ``normalize``). The special tokens are ordinary vocabulary entries, not added tokens, so "</s>" typed in a
+    sentence is text, not the end of it."""
     from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import decoders, models, pre_tokenizers
 
-    hf = HFTokenizer(models.BPE(unk_token="<unk>"))
-    hf.normalizer = normalizers.NFC()
-    hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
-    hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, min_frequency=2, special_tokens=list(SPECIALS), show_progress=False
+    from .tokenizer import META
+
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]
+    hf = HFTokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True))
+    hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement=META, prepend_scheme="never")
+    hf.decoder = decoders.Sequence(
+        [decoders.Replace(META, " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
     )
-    hf.train_from_iterator(texts, trainer=trainer)
-    for i, tok in enumerate(SPECIALS):
-        assert hf.token_to_id(tok) == i, f"{tok} must have id {i}"
     return Tokenizer(hf)
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000) -> Tokenizer:
+    """One shared BPE over both languages with byte fallback: the special tokens, the 256 byte tokens, then
+    ``vocab_size - 260`` learned pieces (see ``_byte_fallback_tokenizer``)."""
+    import json
+
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, pre_tokenizers, trainers
+
+    from .tokenizer import BYTE_TOKENS, META
+
+    n_fixed = len(SPECIALS) + len(BYTE_TOKENS)
+    if vocab_size <= n_fixed:
+        raise ValueError(f"vocab_size must be more than the {n_fixed} special and byte tokens, not {vocab_size}")
+    base = HFTokenizer(models.BPE(unk_token="<unk>"))
+    base.pre_tokenizer = pre_tokenizers.Metaspace(replacement=META, prepend_scheme="never")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size - n_fixed, min_frequency=2, show_progress=False)
+    base.train_from_iterator((" " + t for t in texts), trainer=trainer)
+    learned = json.loads(base.to_str())["model"]
+    vocab = {t: i for i, t in enumerate((*SPECIALS, *BYTE_TOKENS))}
+    for tok, _ in sorted(learned["vocab"].items(), key=lambda kv: kv[1]):
+        vocab.setdefault(tok, len(vocab))
+    return _byte_fallback_tokenizer(vocab, learned["merges"])
+
+
+def add_byte_fallback(tokenizer: Tokenizer) -> Tokenizer:
+    """The same BPE (every existing id and merge unchanged) with the 256 byte tokens appended after the last id
+    and byte fallback on, so that a model trained on ``tokenizer`` can continue on it with 256 new embedding
+    rows and nothing else changed. A Metaspace BPE only; one with byte fallback comes back as it is."""
+    import json
+
+    from .tokenizer import BYTE_TOKENS
+
+    if tokenizer.byte_fallback:
+        return tokenizer
+    spec = json.loads(tokenizer.hf.to_str())
+    if spec["model"].get("type") != "BPE":
+        raise ValueError("only a BPE vocabulary can get byte fallback this way")
+    vocab = dict(spec["model"]["vocab"])
+    for t in BYTE_TOKENS:
+        vocab.setdefault(t, len(vocab))
+    return _byte_fallback_tokenizer(vocab, spec["model"]["merges"])
 
 
 def make_batches(

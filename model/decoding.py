@@ -370,3 +370,27 @@ def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int =
         opts = DecodeOptions(strategy="beam", beam=beam, max_len=max_len, length_penalty=length_penalty)
         ids = [list(decode(model, s, opts, lean).ids) for s in srcs]
     return [tokenizer.decode(i) for i in ids]
+
+
+def translate_corpus(model: Transformer, tokenizer, texts: list[str], beam: int = 1, batch_size: int = 64,
+                     length_penalty: float = 1.0) -> list[str]:  # fmt: skip
+    """Translate many sentences as the app and the CLI would with their default limits (``DecodeOptions``):
+    sorted by length and chunked so batches carry little padding, output in input order. This is the one path
+    that ``benchmarks/bleu.py`` scores and that training validates with, so a checkpoint is chosen by the
+    decoding that ships. The model is put in eval mode for the call (training mode comes back after)."""
+    was_training = model.training
+    model.eval()
+    try:
+        lean = LeanDecoder(model, rows=beam if beam > 1 else min(32, max(1, len(texts))))
+        chunk = max(1, batch_size // beam)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = [""] * len(texts)
+        for b in range(0, len(order), chunk):
+            idx = order[b : b + chunk]
+            hyps = translate_batch(model, tokenizer, [texts[i] for i in idx], beam=beam, lean=lean,
+                                   length_penalty=length_penalty)  # fmt: skip
+            for i, hyp in zip(idx, hyps):
+                out[i] = hyp
+        return out
+    finally:
+        model.train(was_training)

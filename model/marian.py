@@ -430,9 +430,13 @@ def export_marian(model_dir: str | Path, hf_dir: str | Path) -> Path:
 
 def _export_tokenizer(tokenizer: Tokenizer, cfg: ModelConfig, hf_dir: Path) -> None:
     from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers import processors
+    from tokenizers import pre_tokenizers, processors
+
+    from .tokenizer import META
 
     hf = HFTokenizer.from_str(tokenizer.hf.to_str())
+    if tokenizer.byte_fallback:  # the leading word mark our wrapper adds, written into the file for other readers
+        hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always")
     eos = tokenizer.id_to_token(cfg.eos_id)
     hf.post_processor = processors.TemplateProcessing(single=f"$A {eos}", pair=f"$A $B {eos}",
                                                       special_tokens=[(eos, cfg.eos_id)])  # fmt: skip

@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer as HFTokenizer
-from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
 from .checkpoint import save_model_dir
 from .config import ModelConfig
-from .tokenizer import SPECIALS, Tokenizer
+from .data import train_tokenizer
+from .tokenizer import Tokenizer
 from .transformer import Transformer
 
 TOY_CORPUS = (
@@ -27,14 +26,10 @@ TOY_CORPUS = (
 TINY_CARD = "# Tiny test model\nRandom weights, for tests only.\n"
 
 
-def make_tokenizer(vocab_size: int = 120, corpus: Sequence[str] = TOY_CORPUS) -> Tokenizer:
-    """A BPE tokenizer laid out like the bundled one (NFC, Metaspace, our special tokens first)."""
-    hf = HFTokenizer(models.BPE(unk_token="<unk>"))
-    hf.normalizer = normalizers.NFC()
-    hf.pre_tokenizer = pre_tokenizers.Metaspace()
-    hf.decoder = decoders.Metaspace()
-    hf.train_from_iterator(list(corpus) * 5, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS)))
-    return Tokenizer(hf)
+def make_tokenizer(vocab_size: int = 360, corpus: Sequence[str] = TOY_CORPUS) -> Tokenizer:
+    """A tokenizer built as the bundled one is (``model.data.train_tokenizer``: byte-fallback BPE, our special
+    tokens first, then the 256 byte tokens), on a toy corpus."""
+    return train_tokenizer(list(corpus) * 5, vocab_size)
 
 
 def make_model(vocab_size: int, seed: int = 0, **overrides) -> Transformer:

@@ -1,12 +1,64 @@
-"""Subword tokenizer: a thin wrapper over a Hugging Face `tokenizers` tokenizer.json."""
+"""Subword tokenizer: a thin wrapper over a Hugging Face `tokenizers` tokenizer.json.
+
+The bundled vocabulary is a BPE with byte fallback: a character the merges do not cover is spelled as its
+UTF-8 bytes, tokens ``<0x00>`` … ``<0xFF>``, so no text ever becomes ``<unk>`` and ``decode(encode(s)) == s``
+for every string ``s``. Words are marked by ``▁`` (Metaspace). For such a vocabulary the wrapper, not the
+tokenizer.json, adds the one leading space that marks the first word, and spells a literal ``▁`` in the text
+as its bytes, so that neither a leading space nor the marker character is lost.
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from tokenizers import Tokenizer as HFTokenizer
 
 SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
+META = "▁"
+BYTE_TOKENS = tuple(f"<0x{b:02X}>" for b in range(256))
+SHOWN = {" ": "␣", "\t": "⇥", "\n": "↵", META: "▁(U+2581)"}  # characters a label would hide
+_BYTE = re.compile(r"<0x([0-9A-F]{2})>")
+
+
+def byte_of(token: str) -> int | None:
+    """The byte a byte-fallback token stands for (``<0xC3>`` -> 0xC3), else None."""
+    m = _BYTE.fullmatch(token)
+    return None if m is None else int(m.group(1), 16)
+
+
+def readable_tokens(tokens: list[str]) -> list[str]:
+    """Token labels for people: a run of byte tokens that spells characters is labelled by the character and
+    the byte's place in it (``😀 1/4`` … ``😀 4/4``; ``▁`` kept when the run starts a word); a byte that spells
+    nothing valid keeps its ``<0x..>`` name. Other tokens are unchanged, so labels stay one per position."""
+    out = list(tokens)
+    i = 0
+    while i < len(tokens):
+        if byte_of(tokens[i]) is None:
+            i += 1
+            continue
+        j = i
+        while j < len(tokens) and byte_of(tokens[j]) is not None:
+            j += 1
+        raw = bytes(byte_of(t) for t in tokens[i:j])
+        k = 0
+        while k < len(raw):  # one UTF-8 character at a time
+            for n in (1, 2, 3, 4):
+                try:
+                    ch = raw[k : k + n].decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+                break
+            else:
+                k += 1  # an invalid byte: keep its name
+                continue
+            shown = SHOWN.get(ch, ch if ch.isprintable() else f"U+{ord(ch):04X}")
+            for m in range(n):
+                out[i + k + m] = shown if n == 1 else f"{shown} {m + 1}/{n}"
+            k += n
+        i = j
+    return out
 
 
 class Tokenizer:
@@ -15,6 +67,10 @@ class Tokenizer:
     def __init__(self, hf: HFTokenizer):
         self.hf = hf
         self.special_ids = frozenset(i for t in SPECIALS if (i := hf.token_to_id(t)) is not None)
+        model = json.loads(hf.to_str()).get("model", {})
+        self.byte_fallback = bool(model.get("byte_fallback")) and all(t in model.get("vocab", {}) for t in BYTE_TOKENS)
+        self._marker_bytes = [hf.token_to_id(f"<0x{b:02X}>") for b in META.encode()] if self.byte_fallback else []
+        self.byte_ids = frozenset(hf.token_to_id(t) for t in BYTE_TOKENS) if self.byte_fallback else frozenset()
 
     @classmethod
     def load(cls, path: str | Path) -> Tokenizer:
@@ -27,11 +83,28 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self.hf.get_vocab_size(with_added_tokens=True)
 
+    def _ids(self, text: str, first: bool) -> list[int]:
+        return self.hf.encode((" " if first else "") + text, add_special_tokens=False).ids if (text or first) else []
+
     def encode(self, text: str) -> list[int]:
-        return self.hf.encode(text, add_special_tokens=False).ids
+        if not self.byte_fallback:
+            return self.hf.encode(text, add_special_tokens=False).ids
+        if not text:
+            return []
+        parts = text.split(META)
+        ids = self._ids(parts[0], True)
+        for part in parts[1:]:
+            ids += self._marker_bytes + self._ids(part, False)
+        return ids
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return [e.ids for e in self.hf.encode_batch(texts, add_special_tokens=False)]
+        if not self.byte_fallback:
+            return [e.ids for e in self.hf.encode_batch(texts, add_special_tokens=False)]
+        plain = [i for i, t in enumerate(texts) if t and META not in t]
+        out = [self.encode(t) if (not t or META in t) else None for t in texts]
+        for i, e in zip(plain, self.hf.encode_batch([" " + texts[i] for i in plain], add_special_tokens=False)):
+            out[i] = e.ids
+        return out
 
     def decode(self, ids) -> str:
         return self.hf.decode([int(i) for i in ids if int(i) not in self.special_ids], skip_special_tokens=True)
@@ -41,7 +114,9 @@ class Tokenizer:
         return f"<{int(i)}>" if tok is None else tok
 
     def tokens(self, ids) -> list[str]:
-        return [self.id_to_token(i) for i in ids]
+        """One readable label per id (byte pieces named by the character they spell, see readable_tokens)."""
+        raw = [self.id_to_token(i) for i in ids]
+        return readable_tokens(raw) if self.byte_fallback else raw
 
     def token_to_id(self, token: str) -> int | None:
         return self.hf.token_to_id(token)

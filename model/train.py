@@ -7,8 +7,12 @@
 - Length-bucketed batches by token count, AdamW, linear warm-up then inverse-sqrt decay or
   (``--decay none --cooldown F``) the peak held and a linear cooldown to 0 over the last F of the
   minutes, label smoothing, gradient clipping, dropout, a fixed seed.
+- ``--substitute RATE``: each epoch, that share of the pairs carrying a recurring name or a number gets
+  other names (Faker's lists, many languages) or numbers on both sides (``model.copying``), so that the
+  model learns to carry them through.
 - Every ``--eval-minutes`` (or ``--eval-steps``): validation loss and greedy BLEU (sacrebleu) on a
-  fixed subset of Tatoeba val (multi-reference) and Multi30k val; the best model so far (mean of
+  fixed subset of Tatoeba val (multi-reference) and Multi30k val, translated by the shipped decoding path
+  (``model.decoding.translate_corpus``, as ``benchmarks/bleu.py``); the best model so far (mean of
   the two BLEUs) is written to ``--out``; the resumable state goes to ``--state-dir/train_state``
   (safetensors for tensors, JSON for the rest; no pickle). ``--resume`` continues from it.
 - ``--minutes`` is the wall-clock budget of the whole run, resumed sessions included; the loop
@@ -24,22 +28,25 @@ import math
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, load_model, save_file, save_model
 
-from .checkpoint import count_parameters, save_model_dir, use_threads
+from .checkpoint import count_parameters, load_model_dir, save_model_dir, use_threads
 from .config import ModelConfig
 from .data import (
     SPLIT_SEED,
+    add_byte_fallback,
     default_data_dir,
     group_by_source,
     load_corpora,
     make_batches,
     reference_streams,
 )
+from .jsonio import write as write_json
 from .tokenizer import Tokenizer
 from .transformer import Transformer
 
@@ -52,6 +59,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=REPO / "assets" / "models" / "en-fr", help="model directory to write")
     p.add_argument("--state-dir", type=Path, default=REPO / "runs" / "en-fr", help="resumable state + logs")
     p.add_argument("--resume", action="store_true", help="continue from STATE_DIR/train_state")
+    p.add_argument("--init", type=Path, default=None,
+                   help="continue from this model directory (its architecture; byte fallback added)")  # fmt: skip
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--minutes", type=float, default=45.0, help="wall-clock budget of the whole run")
@@ -70,6 +79,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-len", type=int, default=64, help="drop training pairs longer than this (tokens)")
     p.add_argument("--multi30k-repeat", type=int, default=1,
                    help="each epoch sees every Multi30k training pair this many times (Tatoeba's once)")  # fmt: skip
+    p.add_argument("--substitute", type=float, default=0.0,
+                   help="share of name/number pairs given other names and numbers each epoch (0: none)")  # fmt: skip
     p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=800)
@@ -125,46 +136,26 @@ def cooldown_factor(elapsed: float, end: float, cooldown: float) -> float:
     return min(1.0, max(0.0, (end - elapsed) / cooldown))
 
 
-# ----------------------------------------------------------------------------- greedy decoding
-
-
 @torch.no_grad()
-def greedy_translate(model: Transformer, tokenizer: Tokenizer, texts: list[str], batch_size: int = 64) -> list[str]:
-    """Batched greedy decoding with the KV cache (sorted by length for little padding)."""
-    cfg = model.cfg
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    ids = [tokenizer.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts]
-    order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
-    out: list[str] = [""] * len(texts)
-    for b in range(0, len(order), batch_size):
-        idx = order[b : b + batch_size]
-        src = pad([ids[i] for i in idx], cfg.pad_id).to(device)
-        memory, src_mask, _ = model.encode(src)
-        if src_mask is not None:
-            src_mask = src_mask.to(device)
-        B = len(idx)
-        step_ids = torch.full((B, 1), cfg.decoder_start_id, dtype=torch.long, device=device)
-        done = torch.zeros(B, dtype=torch.bool, device=device)
-        hyp = [[] for _ in range(B)]
-        cache = None
-        limit = min(cfg.max_len - 1, int(src.shape[1] * 2) + 10)
-        for _ in range(limit):
-            logits, cache, _ = model.decode(step_ids, memory, src_mask, cache=cache)
-            nxt = logits[:, -1].argmax(-1)
-            nxt = torch.where(done, torch.full_like(nxt, cfg.pad_id), nxt)
-            for j, t in enumerate(nxt.tolist()):
-                if not done[j] and t != cfg.eos_id:
-                    hyp[j].append(t)
-            done |= nxt == cfg.eos_id
-            if bool(done.all()):
-                break
-            step_ids = nxt[:, None]
-        for j, i in enumerate(idx):
-            out[i] = tokenizer.decode(hyp[j])
-    model.train(was_training)
-    return out
+def grow_from(model: Transformer, base: Transformer, seed: int = 0) -> None:
+    """Copy ``base``'s weights into ``model``, whose vocabulary is ``base``'s plus rows appended at the end (the
+    byte tokens): each new embedding row is the mean of the old rows plus noise of their spread, so the new
+    tokens start as ordinary, never-predicted ones."""
+    old, new = base.state_dict(), model.state_dict()
+    V = base.cfg.vocab_size
+    for k, v in new.items():
+        if old[k].shape == v.shape:
+            v.copy_(old[k])
+        elif v.shape[0] > V and old[k].shape[1:] == v.shape[1:] and k.endswith(("embed.weight", "out_proj.weight")):
+            v[:V] = old[k]
+            g = torch.Generator().manual_seed(seed)
+            spread = old[k][4:].std(0)
+            v[V:] = old[k][4:].mean(0) + spread * torch.randn(v.shape[0] - V, v.shape[1], generator=g)
+        elif k == "final_logits_bias":
+            v[:V] = old[k]
+            v[V:] = old[k][4:].min()
+        else:
+            raise ValueError(f"{k}: {tuple(old[k].shape)} in the base model, {tuple(v.shape)} here")
 
 
 # ----------------------------------------------------------------------------- state IO
@@ -182,7 +173,7 @@ def save_state(path: Path, model, opt, meta: dict) -> None:
             tensors[f"state.{idx}.{k}"] = v.detach().cpu().contiguous() if torch.is_tensor(v) else torch.tensor(v)
     save_file(tensors, str(tmp / "optimizer.safetensors"))
     meta = {**meta, "param_groups": sd["param_groups"]}
-    (tmp / "state.json").write_text(json.dumps(meta, indent=1))
+    write_json(tmp / "state.json", meta)
     if path.exists():
         old = path.with_name(path.name + ".old")
         path.rename(old)
@@ -238,11 +229,17 @@ class Validator:
         model.train()
         return total / max(count, 1)
 
+    def translations(self, model, tokenizer) -> tuple[list[str], list[str]]:
+        """Greedy translations of both subsets by the shipped decoding path (``translate_corpus``)."""
+        from .decoding import translate_corpus
+
+        return (translate_corpus(model, tokenizer, [en for en, _ in self.tat]),
+                translate_corpus(model, tokenizer, [en for en, _ in self.m30k]))  # fmt: skip
+
     def bleu(self, model, tokenizer) -> dict:
         import sacrebleu
 
-        hyp_t = greedy_translate(model, tokenizer, [en for en, _ in self.tat])
-        hyp_m = greedy_translate(model, tokenizer, [en for en, _ in self.m30k])
+        hyp_t, hyp_m = self.translations(model, tokenizer)
         b_t = sacrebleu.corpus_bleu(hyp_t, reference_streams(self.tat)).score
         b_m = sacrebleu.corpus_bleu(hyp_m, [[fr for _, fr in self.m30k]]).score
         return {"bleu_tatoeba": round(b_t, 2), "bleu_multi30k": round(b_m, 2), "bleu": round((b_t + b_m) / 2, 2)}
@@ -274,19 +271,30 @@ def main(argv=None) -> dict:
     log(f"data {data_dir}: {json.dumps(corpora.counts)}; tatoeba test split sha256 {corpora.digest}")
 
     tok_path = state_dir / "tokenizer.json"
+    init = load_model_dir(args.init) if args.init else None
     if resuming and tok_path.is_file():
         tokenizer = Tokenizer.load(tok_path)
+    elif init is not None:
+        tokenizer = add_byte_fallback(init.tokenizer)
+        tokenizer.save(tok_path)
+        log(f"init {args.init}: its {init.tokenizer.vocab_size:,}-token vocabulary"
+            f"{'' if init.tokenizer.byte_fallback else ' + 256 byte-fallback tokens'}")  # fmt: skip
     else:
         texts = [t for pair in corpora.train for t in pair]
         tokenizer = train_tokenizer_timed(texts, args.vocab_size)
         tokenizer.save(tok_path)
 
-    cfg = ModelConfig(
-        vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
-        n_encoder_layers=args.layers, n_decoder_layers=args.layers, max_len=args.model_max_len,
-        dropout=args.dropout, tie_output=True,
-    )  # fmt: skip
+    if init is not None:
+        cfg = replace(init.cfg, vocab_size=tokenizer.vocab_size, dropout=args.dropout)
+    else:
+        cfg = ModelConfig(
+            vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
+            n_encoder_layers=args.layers, n_decoder_layers=args.layers, max_len=args.model_max_len,
+            dropout=args.dropout, tie_output=True,
+        )  # fmt: skip
     model = Transformer(cfg).to(device)
+    if init is not None and not resuming:
+        grow_from(model, init.model)
     decay = [p for n, p in model.named_parameters() if p.dim() > 1]
     no_decay = [p for n, p in model.named_parameters() if p.dim() <= 1]
     opt = torch.optim.AdamW(
@@ -295,23 +303,37 @@ def main(argv=None) -> dict:
     )  # fmt: skip
     log(f"model: {count_parameters(model):,} parameters, {json.dumps(cfg.__dict__)}")
 
-    # tokenize the training set once; Multi30k (the in-domain captions, last in corpora.train) may be repeated
-    src_all = tokenizer.encode_batch([e for e, _ in corpora.train])
-    tgt_all = tokenizer.encode_batch([f for _, f in corpora.train])
+    # tokenize the training set once; Multi30k (the in-domain captions, last in corpora.train) may be repeated.
+    # Each epoch re-tokenizes only the pairs that its substitutions changed.
+    base_src = tokenizer.encode_batch([e for e, _ in corpora.train])
+    base_tgt = tokenizer.encode_batch([f for _, f in corpora.train])
     n_m30k = corpora.counts["multi30k_train_pairs"]
-    if args.multi30k_repeat > 1 and n_m30k:
-        src_all += src_all[-n_m30k:] * (args.multi30k_repeat - 1)
-        tgt_all += tgt_all[-n_m30k:] * (args.multi30k_repeat - 1)
-    keep = [
-        i for i in range(len(src_all)) if len(src_all[i]) + 1 <= args.max_len and len(tgt_all[i]) + 1 <= args.max_len
-    ]
-    src_all = [src_all[i] for i in keep]
-    tgt_all = [tgt_all[i] for i in keep]
-    src_lens = [len(s) + 1 for s in src_all]
-    tgt_lens = [len(t) + 1 for t in tgt_all]
+    repeats = list(range(len(base_src) - n_m30k, len(base_src))) * (args.multi30k_repeat - 1) if n_m30k else []
+    substituter = None
+    if args.substitute > 0:
+        from .copying import Substituter
+
+        substituter = Substituter(corpora.train, args.substitute, seed=args.seed)
+        log(f"substitution: rate {args.substitute:g} of {substituter.eligible:,} pairs carrying "
+            f"{', '.join(substituter.names)} or numbers")  # fmt: skip
+
+    def epoch_data(epoch: int):
+        src, tgt = list(base_src), list(base_tgt)
+        if substituter is not None:
+            subs = substituter.epoch(epoch)
+            idx = sorted(subs)
+            for i, s_ids, t_ids in zip(idx, tokenizer.encode_batch([subs[i][0] for i in idx]),
+                                       tokenizer.encode_batch([subs[i][1] for i in idx])):  # fmt: skip
+                src[i], tgt[i] = s_ids, t_ids
+        src += [base_src[i] for i in repeats]
+        tgt += [base_tgt[i] for i in repeats]
+        keep = [i for i in range(len(src)) if len(src[i]) + 1 <= args.max_len and len(tgt[i]) + 1 <= args.max_len]
+        return [src[i] for i in keep], [tgt[i] for i in keep]
+
+    src_all, tgt_all = epoch_data(0)
     log(
-        f"training pairs: {len(keep):,} (≤ {args.max_len} tokens; Multi30k ×{args.multi30k_repeat}), "
-        f"{sum(src_lens) + sum(tgt_lens):,} tokens"
+        f"training pairs: {len(src_all):,} (≤ {args.max_len} tokens; Multi30k ×{args.multi30k_repeat}), "
+        f"{sum(map(len, src_all)) + sum(map(len, tgt_all)) + 2 * len(src_all):,} tokens"
     )
 
     validator = Validator(corpora, args.eval_sentences, args.seed)
@@ -353,7 +375,7 @@ def main(argv=None) -> dict:
             elapsed=elapsed(),
             best=best_score,
             history=history,
-            args=vars(args) | {"data": str(args.data), "out": str(args.out), "state_dir": str(args.state_dir)},
+            args={k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         )
         save_state(train_state, model, opt, meta)
 
@@ -363,6 +385,8 @@ def main(argv=None) -> dict:
     win_loss, win_tok, win_t = 0.0, 0, time.time()
     stop = False
     while not stop:
+        src_all, tgt_all = epoch_data(meta["epoch"])
+        src_lens, tgt_lens = [len(x) + 1 for x in src_all], [len(x) + 1 for x in tgt_all]
         batches = make_batches(src_lens, tgt_lens, args.max_tokens, random.Random(args.seed * 100003 + meta["epoch"]))
         while meta["batch"] < len(batches):
             reserve = max(30.0, (2 + (args.average > 1)) * eval_seconds + 20)
@@ -440,7 +464,7 @@ def main(argv=None) -> dict:
         "history": history,
         "command": "python -m model.train " + " ".join(sys.argv[1:] if argv is None else argv),
     }
-    (state_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_json(state_dir / "summary.json", summary)
     log(f"done: {json.dumps({k: summary[k] for k in ('shipped', 'steps', 'wall_minutes')})}")
     return summary
 

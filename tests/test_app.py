@@ -474,10 +474,13 @@ def test_empty_long_odd_and_unreadable_input(app):
     app.text_area(key="source").input(" ".join(["the cat is sleeping on the sofa"] * 40)).run()
     ok(app)
     assert any("only the first" in w.value for w in app.warning)
-    app.text_area(key="source").input("🍕🍕 日本語").run()  # every token unknown
+    app.text_area(key="source").input("🍕🍕 日本語").run()  # every character outside the vocabulary
     ok(app)
-    assert any("cannot read this text" in w.value for w in app.warning)
-    assert any("<unk>" in t.value for t in app.text)  # what the model reads, shown as it reads it
+    assert any("cannot read this text as words" in w.value and "raw bytes" in w.value for w in app.warning)
+    assert not any("<unk>" in t.value for t in app.text)  # spelled in bytes, nothing lost
+    assert any("🍕🍕 日本語" == t.value for t in app.text)
+    chips = " ".join(m.value for m in app.markdown if "Source tokens" in m.value)
+    assert "🍕 1/4" in chips and "日 1/3" in chips  # byte pieces named by the character they spell
     assert len(specs(app)) > 0
 
 

@@ -55,7 +55,7 @@ def data_dir(tmp_path_factory):
 
 
 TINY = [
-    "--vocab-size", "120", "--d-model", "32", "--heads", "2", "--d-ff", "64", "--layers", "1",
+    "--vocab-size", "400", "--d-model", "32", "--heads", "2", "--d-ff", "64", "--layers", "1",
     "--max-tokens", "300", "--lr", "3e-3", "--warmup", "5", "--eval-sentences", "12", "--log-every", "5",
     "--average", "2", "--threads", "1",
 ]  # fmt: skip
@@ -168,7 +168,7 @@ def test_corpora_loader_and_references(data_dir):
 
 def test_tokenizer_round_trips_french():
     texts = [fr for _, fr in toy_pairs(200)] + ["J'aime l'IA, n'est-ce pas ? Oui !", "Élève à l'école « déjà »."] * 5
-    tok = train_tokenizer(texts, vocab_size=150)
+    tok = train_tokenizer(texts, vocab_size=400)
     assert [tok.id_to_token(i) for i in range(4)] == ["<pad>", "<s>", "</s>", "<unk>"]
     for s in ("J'aime l'IA, n'est-ce pas ? Oui !", "Le chien rouge court."):
         assert tok.decode(tok.encode(s)) == s
@@ -181,3 +181,76 @@ def test_batches_respect_token_budget():
     batches = make_batches(src, tgt, 200, random.Random(1))
     assert sorted(i for b in batches for i in b) == list(range(500))
     assert all(max(max(src[i], tgt[i]) for i in b) * len(b) <= 200 for b in batches)
+
+
+def test_validation_decodes_as_the_app_and_the_bleu_benchmark_do(data_dir, tmp_path):
+    """Checkpoints are chosen by the decoding that ships: the validator's translations are the app's greedy
+    decodes (one sentence at a time, default options), and its Multi30k score is the BLEU benchmark's."""
+    import benchmarks.bleu as bleu
+    from model.decoding import DecodeOptions, decode
+    from model.lean import LeanDecoder
+    from model.train import Validator
+
+    run_train(data_dir, tmp_path, "--max-steps", "12", "--eval-steps", "12", "--average", "1")
+    loaded = load_model_dir(tmp_path / "model")
+    model, tok = loaded.model, loaded.tokenizer
+    validator = Validator(load_corpora(data_dir), 10, seed=1)
+    hyp_t, hyp_m = validator.translations(model, tok)
+    lean = LeanDecoder(model)
+    for en, hyp in zip([en for en, _ in validator.tat] + [en for en, _ in validator.m30k], hyp_t + hyp_m):
+        src = tok.encode(en)[: model.cfg.max_len - 1] + [model.cfg.eos_id]
+        assert hyp == tok.decode(decode(model, src, DecodeOptions(), lean).ids), en
+    res = bleu.main(["--model", str(tmp_path / "model"), "--data", str(data_dir), "--beams", "1", "--limit", "10",
+                     "--threads", "1", "--split", "val"])  # fmt: skip
+    m30k = next(r for r in res["rows"] if r["set"] == "multi30k/val")
+    assert m30k["bleu"] == validator.bleu(model, tok)["bleu_multi30k"]
+
+
+def _plain_bpe_model_dir(tmp_path):
+    """A model directory whose vocabulary has no byte fallback (as models trained before it had)."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    from model.checkpoint import save_model_dir
+    from model.testing import TOY_CORPUS, make_model
+    from model.tokenizer import SPECIALS, Tokenizer
+
+    hf = HFTokenizer(models.BPE(unk_token="<unk>"))
+    hf.pre_tokenizer = pre_tokenizers.Metaspace()
+    hf.decoder = decoders.Metaspace()
+    texts = [t for p in toy_pairs(100) for t in p] + list(TOY_CORPUS)
+    hf.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=150, special_tokens=list(SPECIALS)))
+    tok = Tokenizer(hf)
+    return save_model_dir(make_model(tok.vocab_size, seed=4), tok, tmp_path / "plain"), tok
+
+
+def test_init_adds_byte_fallback_and_keeps_the_old_model(data_dir, tmp_path):
+    from model.data import add_byte_fallback
+    from model.testing import make_model
+    from model.train import grow_from
+
+    base_dir, plain = _plain_bpe_model_dir(tmp_path)
+    assert not plain.byte_fallback and 3 in plain.encode("I 😀 it")  # <unk> before
+    grown_tok = add_byte_fallback(plain)
+    assert grown_tok.vocab_size == plain.vocab_size + 256 and grown_tok.byte_fallback
+    texts = [t for p in toy_pairs(50) for t in p]
+    assert grown_tok.encode_batch(texts) == plain.encode_batch(texts)  # every old encoding unchanged
+    assert grown_tok.decode(grown_tok.encode("I 😀 it")) == "I 😀 it"
+
+    base = load_model_dir(base_dir).model
+    grown = make_model(grown_tok.vocab_size, seed=9)
+    grow_from(grown, base)
+    V = plain.vocab_size
+    assert torch.equal(grown.embed.weight[:V], base.embed.weight)
+    src, tgt = torch.tensor([plain.encode("The red dog runs.") + [2]]), torch.tensor([[1, 5, 6, 7]])
+    with torch.no_grad():
+        old, new = base(src, tgt), grown(src, tgt)
+    assert torch.allclose(new[..., :V], old, atol=1e-5)  # the same function on the old vocabulary
+
+    summary = run_train(data_dir, tmp_path / "run", "--init", str(base_dir), "--max-steps", "3", "--eval-steps", "3",
+                        "--average", "1", "--substitute", "0.5")  # fmt: skip
+    assert summary["steps"] == 3
+    out = load_model_dir(tmp_path / "run" / "model")
+    assert out.cfg.vocab_size == V + 256 and out.tokenizer.byte_fallback and out.cfg.d_model == base.cfg.d_model
+    state = json.loads((tmp_path / "run" / "state" / "train_state" / "state.json").read_text())
+    assert state["args"]["init"] == str(base_dir)

@@ -32,7 +32,7 @@ from .state import (
     prepare_source,
 )
 
-UNK_SHARE = 0.5  # warn when at least this share of the source tokens is <unk>
+UNK_SHARE = 0.5  # warn when at least this share of the source tokens is <unk> or raw bytes
 LOW_CONFIDENCE = 0.45  # bundled model: good translations score 0.64-0.87, garbled output 0.22-0.40
 
 
@@ -144,15 +144,19 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     src_tokens = lm.tokenizer.tokens(src.ids)
     st.markdown("**Source tokens** " + badges([(show_token(t), "gray") for t in src_tokens]))
     n_unk = sum(1 for i in src.ids[:-1] if i == cfg.unk_id)
-    honesty(lm, res, n_unk, len(src.ids) - 1)
+    n_bytes = sum(1 for i in src.ids[:-1] if i in lm.tokenizer.byte_ids)
+    honesty(lm, res, n_unk, n_bytes, len(src.ids) - 1)
     c1, c2 = st.columns(2)
     with c1:
         st.markdown("**English**")
         st.text(src.text)
-        read = as_read(src_tokens[:-1])
+        tok = lm.tokenizer
+        read = tok.decode(src.ids[:-1]) if tok.byte_fallback else as_read(src_tokens[:-1])
         if " ".join(read.split()) != " ".join(src.text.split()):
-            why = "cut to its limit, unknown pieces as <unk>" if src.truncated else "unknown pieces as <unk>"
-            st.markdown(f"**As the model reads it** ({why})".replace("<", "\\<"))
+            why = ["cut to its limit"] if src.truncated else []
+            why += [] if tok.byte_fallback else ["unknown pieces as <unk>"]
+            why = f" ({', '.join(why)})" if why else ""
+            st.markdown(f"**As the model reads it**{why}".replace("<", "\\<"))
             st.text(read)
     with c2:
         st.markdown(f"**French** ({md(ch.describe())})")
@@ -186,16 +190,28 @@ def _keep_tab() -> None:
         s["tab"] = TABS[0]
 
 
-def honesty(lm: LoadedModel, res, n_unk: int, n_src: int) -> None:
+def honesty(lm: LoadedModel, res, n_unk: int, n_bytes: int, n_src: int) -> None:
     """Say plainly when the output cannot be trusted: unreadable source, low confidence, or a cut-off."""
     cfg = lm.cfg
-    if n_src and n_unk / n_src >= UNK_SHARE:
+    if n_src and n_bytes and (n_bytes + n_unk) / n_src >= UNK_SHARE:
+        st.warning(
+            f"The model cannot read this text as words: {n_bytes} of its {n_src} source tokens are raw bytes "
+            "(characters outside its vocabulary, such as emoji or Chinese, spelled out byte by byte). It can carry "
+            "such characters over, for names, but it never learned their meaning: the French below is not a "
+            "translation of your text."
+        )
+    elif n_src and n_unk / n_src >= UNK_SHARE:
         st.warning(
             f"The model cannot read this text: {n_unk} of its {n_src} source tokens are unknown to it "
             "(<unk>: characters outside its vocabulary, such as emoji or Chinese). The French below is "
             "not a translation of your text; it is what the model makes of unknown tokens.".replace("<", "\\<")
         )
-    elif n_unk:
+    elif n_bytes:
+        st.caption(
+            f"{n_bytes} source token(s) are raw bytes: characters outside the vocabulary, spelled out byte by byte "
+            "(labelled by the character and the byte's place in it)."
+        )
+    if n_unk and not (n_src and n_unk / n_src >= UNK_SHARE):
         st.caption(
             f"{n_unk} source token(s) are unknown to the model (<unk>): characters outside its vocabulary.".replace(
                 "<", "\\<"

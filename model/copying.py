@@ -1,0 +1,184 @@
+"""Copy-teaching substitutions for training: names and numbers that must pass through translation unchanged.
+
+The corpora say "Tom" and "Mary" thousands of times and write few numbers in digits, so a model trained on them
+mangles any other name or number. Each epoch, a seeded share of the training pairs that carry a recurring first
+name on both sides gets it replaced, on both sides alike, by a name from Faker's localized lists (many languages
+and scripts); pairs that carry the same digit numbers on both sides, or one English number word and its French
+twin ("three"/"trois"), get other numbers in digits. Nothing else of the sentence changes.
+
+Names are split by a hash into a training share and a held-out share (one in ten), so the copy benchmark
+(``benchmarks/copying.py``) tests names that training never substituted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+Pair = tuple[str, str]
+
+LATIN_SHARE = 0.85  # of substituted names; the rest in other scripts, spelled by the byte-fallback vocabulary
+FULL_NAME_SHARE = 0.3  # "first last" rather than a first name alone
+HELD_OUT_MOD = 10  # names whose hash is 0 mod this are kept for the copy benchmark
+MIN_PAIRS = 3  # a corpus first name recurring in fewer pairs is left alone
+NUMBER_WORDS = {
+    "two": "deux", "three": "trois", "four": "quatre", "five": "cinq", "six": "six", "seven": "sept",
+    "eight": "huit", "nine": "neuf", "ten": "dix", "eleven": "onze", "twelve": "douze", "fifteen": "quinze",
+    "twenty": "vingt", "thirty": "trente", "forty": "quarante", "fifty": "cinquante",
+}  # fmt: skip
+_DIGITS = re.compile(r"(?<![\w.,])\d+(?![\w])")
+
+
+def _word(w: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w-]){re.escape(w)}(?![\w-])")
+
+
+def is_latin(name: str) -> bool:
+    return all(not c.isalpha() or "LATIN" in unicodedata.name(c, "") for c in name)
+
+
+def _held_out(name: str) -> bool:
+    return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % HELD_OUT_MOD == 0
+
+
+@dataclass(frozen=True)
+class NamePools:
+    """{locale: (first names, last names)}, Latin-script and other-script locales apart."""
+
+    latin: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+    other: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+
+
+def _names(provider, *attrs: str) -> list[str]:
+    out: list[str] = []
+    for a in attrs:
+        out += list(getattr(provider, a, None) or ())  # tuples, lists or weighted dicts (their keys)
+    return out
+
+
+@lru_cache(maxsize=2)
+def name_pools(held_out: bool = False) -> NamePools:
+    """Every Faker locale's first and last names, deduplicated and sorted (so draws depend on the seed only);
+    the training share, or with ``held_out`` the benchmark's share."""
+    import warnings
+
+    import faker
+    from faker import Faker
+
+    latin, other = {}, {}
+    for loc in sorted(faker.config.AVAILABLE_LOCALES):
+        with warnings.catch_warnings():  # deprecated locale aliases say so; their lists are still good
+            warnings.simplefilter("ignore")
+            person = Faker(loc).provider("faker.providers.person")
+        firsts = _names(person, "first_names", "first_names_male", "first_names_female", "first_romanized_names")
+        lasts = _names(person, "last_names", "last_romanized_names")
+
+        def keep(names: Iterable[str]) -> list[str]:
+            ok = {n for n in names if 2 <= len(n) <= 20 and " " not in n and all(c.isalpha() or c in "-'" for c in n)}
+            return sorted(n for n in ok if _held_out(n) == held_out)
+
+        for script_latin in (True, False):
+            f = [n for n in keep(firsts) if is_latin(n) == script_latin]
+            ln = [n for n in keep(lasts) if is_latin(n) == script_latin]
+            if len(f) >= 5:
+                (latin if script_latin else other)[loc] = (tuple(f), tuple(ln or f))
+    return NamePools(latin, other)
+
+
+def draw_name(rng: random.Random, pools: NamePools) -> str:
+    group = pools.latin if rng.random() < LATIN_SHARE or not pools.other else pools.other
+    firsts, lasts = group[rng.choice(sorted(group))]
+    name = rng.choice(firsts)
+    return f"{name} {rng.choice(lasts)}" if rng.random() < FULL_NAME_SHARE else name
+
+
+def draw_number(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.2:
+        return str(rng.randint(2, 9))
+    if r < 0.55:
+        return str(rng.randint(10, 99))
+    if r < 0.7:
+        return str(rng.randint(100, 999))
+    if r < 0.85:
+        return str(rng.randint(1900, 2099))
+    return str(rng.randint(1000, 99999))
+
+
+def recurring_names(pairs: Sequence[Pair], min_pairs: int = MIN_PAIRS) -> tuple[str, ...]:
+    """The corpus's recurring first names: capitalized words that Faker's en_US lists know as first names,
+    written alike on both sides of at least ``min_pairs`` pairs, and lowercase in English text less than a
+    tenth as often (so "Bill" and "Summer", also words, are left alone)."""
+    from faker import Faker
+
+    person = Faker("en_US").provider("faker.providers.person")
+    known = set(_names(person, "first_names", "first_names_male", "first_names_female"))
+    counts: Counter[str] = Counter()
+    lower: Counter[str] = Counter()
+    for en, fr in pairs:
+        for w in set(re.findall(r"\b[A-Z][a-z]+\b", en)):
+            if w in known and len(_word(w).findall(en)) == len(_word(w).findall(fr)):
+                counts[w] += 1
+        for w in re.findall(r"\b[a-z]+\b", en):
+            lower[w] += 1
+    return tuple(sorted(w for w, n in counts.items() if n >= min_pairs and lower[w.lower()] * 10 < n))
+
+
+class Substituter:
+    """Seeded name and number substitution over a fixed list of pairs; ``epoch(e)`` gives that epoch's pairs
+    (a pair changes only when it carries something to substitute and its draw falls under ``rate``)."""
+
+    def __init__(self, pairs: Sequence[Pair], rate: float, seed: int = 0, names: Sequence[str] | None = None):
+        self.pairs, self.rate, self.seed = pairs, rate, seed
+        self.names = tuple(names) if names is not None else recurring_names(pairs)
+        self.pools = name_pools()
+        name_res = {n: _word(n) for n in self.names}
+        num_res = {(e, f): (_word(e), _word(f)) for e, f in NUMBER_WORDS.items()}
+        self.slots: dict[int, tuple[list[str], list[tuple[str, str]], list[str]]] = {}
+        for i, (en, fr) in enumerate(pairs):
+            names_here = [n for n, r in name_res.items() if (k := len(r.findall(en))) and k == len(r.findall(fr))]
+            words = [
+                ef for ef, (re_e, re_f) in num_res.items()
+                if len(re_e.findall(en.lower())) == 1 and len(re_f.findall(fr.lower())) == 1
+            ]  # fmt: skip
+            words = words if len(words) == 1 else []  # one number word only, so it cannot be paired wrongly
+            digits = _DIGITS.findall(en)
+            digits = sorted(set(digits)) if digits and Counter(digits) == Counter(_DIGITS.findall(fr)) else []
+            if names_here or words or digits:
+                self.slots[i] = (names_here, words, digits)
+
+    @property
+    def eligible(self) -> int:
+        return len(self.slots)
+
+    def epoch(self, epoch: int) -> dict[int, Pair]:
+        """{pair index: substituted pair} for this epoch; the other pairs are unchanged."""
+        rng = random.Random(self.seed * 1_000_003 + epoch)
+        out = {}
+        for i, (names, words, digits) in self.slots.items():
+            if rng.random() >= self.rate:
+                continue
+            en, fr = self.pairs[i]
+            if names:  # one pass, so a drawn name that is also an old name is not replaced again
+                new_names = {n: draw_name(rng, self.pools) for n in names}
+                pat = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+                en, fr = (pat.sub(lambda m, new=new_names: new[m.group(1)], t) for t in (en, fr))
+            for e, f in words:
+                new = draw_number(rng)
+                en, fr = _sub_ci(e, new, en), _sub_ci(f, new, fr)
+            if digits:
+                new_digits = {d: draw_number(rng) for d in digits}
+                en, fr = (_DIGITS.sub(lambda m, new=new_digits: new.get(m.group(), m.group()), t) for t in (en, fr))
+            out[i] = (en, fr)
+        return out
+
+
+def _sub_ci(word: str, new: str, text: str) -> str:
+    """Replace the one case-insensitive occurrence of ``word`` (a sentence-initial "Three")."""
+    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.IGNORECASE).sub(new, text, count=1)

@@ -1,0 +1,110 @@
+"""Copy-teaching substitutions: seeded, consistent on both sides, and leaving everything else alone."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from model.copying import NUMBER_WORDS, Substituter, is_latin, name_pools, recurring_names
+
+PAIRS = [
+    ("Tom is here.", "Tom est là."),
+    ("Tom gave Mary a book.", "Tom a donné un livre à Mary."),
+    ("I have three cats.", "J'ai trois chats."),
+    ("The train leaves at 10:30.", "Le train part à 10 h 30."),
+    ("It is cold.", "Il fait froid."),
+    ("Ask Mary.", "Demande à Marie."),  # the name differs across sides: left alone
+    ("Three or four?", "Trois ou quatre ?"),  # two number words: left alone
+    ("Tom's dog", "Le chien de Tom"),
+]
+
+
+@pytest.fixture(scope="module")
+def sub():
+    return Substituter(PAIRS, rate=1.0, seed=3, names=("Tom", "Mary"))
+
+
+def test_only_pairs_carrying_the_same_name_or_number_on_both_sides_are_eligible(sub):
+    assert sorted(sub.slots) == [0, 1, 2, 3, 7]
+
+
+def test_substitution_is_seeded_and_consistent_across_sides(sub):
+    first, again = sub.epoch(0), sub.epoch(0)
+    assert first == again and first != sub.epoch(1)
+    assert set(first) == set(sub.slots)  # rate 1: every eligible pair changes
+    en, fr = first[1]
+    assert "Tom" not in en and "Mary" not in en
+    new_first = en.split(" gave ")[0]
+    assert fr.startswith(new_first + " a donné")  # the same name on both sides
+    en, fr = first[2]
+    n = re.search(r"\d+", en).group()
+    assert en == f"I have {n} cats." and fr == f"J'ai {n} chats."
+    en, fr = first[3]
+    h, m = re.search(r"(\d+):(\d+)", en).groups()
+    assert fr == f"Le train part à {h} h {m}."
+    assert first[7][0].endswith("'s dog") and first[7][1].startswith("Le chien de ")
+
+
+def test_rate_zero_changes_nothing_and_rate_half_about_half():
+    assert Substituter(PAIRS, rate=0.0, names=("Tom",)).epoch(0) == {}
+    many = [("Tom runs.", "Tom court.")] * 2000
+    changed = len(Substituter(many, rate=0.5, seed=1, names=("Tom",)).epoch(0))
+    assert 900 < changed < 1100
+
+
+def test_held_out_names_never_appear_in_training_draws():
+    train, held = name_pools(), name_pools(held_out=True)
+    train_names = {n for g in (train.latin, train.other) for f, ln in g.values() for n in f + ln}
+    held_names = {n for g in (held.latin, held.other) for f, ln in g.values() for n in f + ln}
+    assert len(held_names) > 1000 and len(train_names) > 10 * len(held_names) // 2
+    assert not train_names & held_names
+    assert len(train.latin) > 40 and len(train.other) > 10  # many languages and scripts
+    assert all(is_latin(n) for f, _ in train.latin.values() for n in f)
+
+
+def test_recurring_names_leave_words_that_are_also_common_nouns():
+    pairs = [("Tom is here.", "Tom est là.")] * 5 + [("Bill left.", "Bill est parti.")] * 5
+    pairs += [("Pay the bill.", "Paie la facture.")] * 5
+    assert recurring_names(pairs) == ("Tom",)
+
+
+def test_number_words_are_french_twins():
+    assert NUMBER_WORDS["three"] == "trois" and len(set(NUMBER_WORDS.values())) == len(NUMBER_WORDS)
+
+
+def test_copy_benchmark_runs_as_a_script_and_scores_what_it_prints(tiny_model_dir, tmp_path):
+    """Run as ``python benchmarks/copying.py``."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "copy.json"
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "copy.py"), "--model", str(tiny_model_dir),
+                           "--per-template", "1", "--beam", "2", "--threads", "1", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
+    assert res["sentences"] == 40 and res["passed"] == 40 - len(res["failures"])
+    assert f"copied verbatim: {res['passed']}/40" in proc.stdout
+    assert all(f["missing"] and f["english"] in proc.stdout for f in res["failures"])
+
+
+def test_copy_set_has_many_names_numbers_and_unseen_names():
+    import importlib
+
+    copy_bench = importlib.import_module("benchmarks.copying")
+    cases = copy_bench.build_set()
+    assert len(cases) >= 100 and len({en for en, _ in cases}) == len(cases)
+    assert cases == copy_bench.build_set()  # seeded
+    train = name_pools()
+    train_names = {n for g in (train.latin, train.other) for f, ln in g.values() for n in f + ln}
+    needed = [w for _, need in cases for w in need]
+    names = [w for w in needed if not w.isdigit()]
+    assert len(names) >= 60 and not set(names) & train_names
+    assert sum(not is_latin(n) for n in names) >= 3  # some in other scripts
+    assert sum(w.isdigit() for w in needed) >= 50
+    assert copy_bench.appears("7", "à 7h50") and copy_bench.appears("50", "à 7h50")
+    assert not copy_bench.appears("3", "en 2023") and not copy_bench.appears("Ana", "Anabel")
