@@ -48,9 +48,14 @@ def test_every_string_round_trips_without_unk(tok):
         assert tok.decode(row) == text
 
 
-def test_special_and_byte_tokens_have_fixed_ids(tok):
+def test_special_tokens_come_first_and_every_byte_has_a_token(tok):
     assert [tok.token_to_id(t) for t in SPECIALS] == [0, 1, 2, 3]
-    assert [tok.token_to_id(t) for t in BYTE_TOKENS] == list(range(4, 260))
+    byte_ids = [tok.token_to_id(t) for t in BYTE_TOKENS]
+    assert None not in byte_ids and len(set(byte_ids)) == 256 and set(byte_ids) == tok.byte_ids
+
+
+def test_a_new_vocabulary_puts_the_bytes_after_the_special_tokens(tiny_tokenizer):
+    assert [tiny_tokenizer.token_to_id(t) for t in BYTE_TOKENS] == list(range(4, 260))
 
 
 def test_unknown_characters_are_spelled_in_bytes_and_labelled_by_character(tok):

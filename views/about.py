@@ -71,16 +71,22 @@ def card_sections(card: str) -> tuple[str, dict[str, str]]:
     return "\n".join(intro).strip(), {k: "\n".join(v).strip() for k, v in sections.items()}
 
 
-def limits(max_tokens: int | None) -> str:
+def limits(max_tokens: int | None, byte_fallback: bool = True) -> str:
     cut = f"{max_tokens} tokens" if max_tokens else "the model's maximum length (127 tokens for the bundled model)"
+    chars = (
+        "- Characters outside its vocabulary (emoji, other scripts, rare symbols) are spelled out byte by byte, so\n"
+        "  nothing is lost and a name in any script can be carried over; but the model knows no meaning for them,\n"
+        "  and text made mostly of them is not translated (the page says so).\n"
+        if byte_fallback
+        else "- Characters it never saw in training (many emoji, other scripts) become the unknown token \\<unk\\>,\n"
+        "  which shows in the tokens and is dropped from the translation.\n"
+    )
     return f"""
 - It is a small teaching model trained on short everyday sentences and image captions: long sentences and
   other kinds of text translate poorly.
-- Names and rare words are often garbled or replaced ("Vikas", "AI"): the model only knows the subwords of
-  its training data.
-- Characters it never saw in training (many emoji, other scripts) become the unknown token \\<unk\\>, which
-  shows in the tokens and is dropped from the translation.
-- Text is cut at {cut}, for the English source and for the translation; the app says so when it cuts.
+- Names and rare words can be garbled or replaced: the model only knows the subwords of its training data. The
+  model card below says how often it carries names and numbers over unchanged, and which sentences still fail.
+{chars}- Text is cut at {cut}, for the English source and for the translation; the app says so when it cuts.
 """
 
 
@@ -135,7 +141,7 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     st.markdown(CREDITS)
 
     st.subheader("Known limits")
-    st.markdown(limits(lm.cfg.max_len - 1 if lm is not None else None))
+    st.markdown(limits(lm.cfg.max_len - 1 if lm is not None else None, lm is None or lm.tokenizer.byte_fallback))
 
     st.subheader("Load another checkpoint")
     st.markdown(
