@@ -379,7 +379,7 @@ def run(a: argparse.Namespace, work: Path) -> None:
 
     cfg, tok = ModelConfig.load(model_dir / "config.json"), Tokenizer.load(model_dir / "tokenizer.json")
     ct2_vocab = json.loads((work / "ct2_float32" / "shared_vocabulary.json").read_text(encoding="utf-8"))
-    ours_vocab = tok.tokens(range(cfg.vocab_size))
+    ours_vocab = [tok.id_to_token(i) for i in range(cfg.vocab_size)]  # raw names, as CTranslate2 stores them
     if ct2_vocab != ours_vocab:
         bad = next(i for i, (x, y) in enumerate(zip(ct2_vocab + [None] * cfg.vocab_size, ours_vocab)) if x != y)
         sys.exit(f"error: CTranslate2's vocabulary ({len(ct2_vocab)} tokens) differs from ours at id {bad}")

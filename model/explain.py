@@ -295,7 +295,9 @@ def report(
         "src_ids": a["src_ids"], "label_ids": labels, "loss": a["loss"],
         "translation": np.array(tokenizer.decode(translation)), "translation_ids": np.array(translation),
         "lens.top_ids": lens.top_ids,
-        "lens.top_tokens": np.array(tokenizer.tokens(lens.top_ids.reshape(-1).tolist())).reshape(lens.top_ids.shape),
+        "lens.top_tokens": np.array([tokenizer.id_to_token(i) for i in lens.top_ids.reshape(-1).tolist()]).reshape(
+            lens.top_ids.shape
+        ),  # independent ids: each by its own name, not read as a sequence
         "lens.top_probs": lens.top_probs, "lens.chosen_prob": lens.chosen_prob, "lens.chosen_rank": lens.chosen_rank,
         "lens.entropy": lens.entropy,
         "importance.mode": np.array(mode), "importance.base_loss": np.array(imp.base_loss),

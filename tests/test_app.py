@@ -479,7 +479,7 @@ def test_empty_long_odd_and_unreadable_input(app):
     assert any("cannot read this text as words" in w.value and "raw bytes" in w.value for w in app.warning)
     assert not any("<unk>" in t.value for t in app.text)  # spelled in bytes, nothing lost
     assert any("🍕🍕 日本語" == t.value for t in app.text)
-    chips = " ".join(m.value for m in app.markdown if "Source tokens" in m.value)
+    chips = " ".join(m.value for m in app.markdown if "Source tokens" in m.value).replace("\\", "")
     assert "🍕 1/4" in chips and "日 1/3" in chips  # byte pieces named by the character they spell
     assert len(specs(app)) > 0
 
