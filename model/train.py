@@ -330,7 +330,8 @@ def main(argv=None) -> dict:
         keep = [i for i in range(len(src)) if len(src[i]) + 1 <= args.max_len and len(tgt[i]) + 1 <= args.max_len]
         return [src[i] for i in keep], [tgt[i] for i in keep]
 
-    src_all, tgt_all = epoch_data(0)
+    data_epoch = 0  # the epoch whose substitutions src_all / tgt_all hold
+    src_all, tgt_all = epoch_data(data_epoch)
     log(
         f"training pairs: {len(src_all):,} (≤ {args.max_len} tokens; Multi30k ×{args.multi30k_repeat}), "
         f"{sum(map(len, src_all)) + sum(map(len, tgt_all)) + 2 * len(src_all):,} tokens"
@@ -385,7 +386,9 @@ def main(argv=None) -> dict:
     win_loss, win_tok, win_t = 0.0, 0, time.time()
     stop = False
     while not stop:
-        src_all, tgt_all = epoch_data(meta["epoch"])
+        if meta["epoch"] != data_epoch:  # epoch 0's data is already there (and a resumed run starts later)
+            data_epoch = meta["epoch"]
+            src_all, tgt_all = epoch_data(data_epoch)
         src_lens, tgt_lens = [len(x) + 1 for x in src_all], [len(x) + 1 for x in tgt_all]
         batches = make_batches(src_lens, tgt_lens, args.max_tokens, random.Random(args.seed * 100003 + meta["epoch"]))
         while meta["batch"] < len(batches):
