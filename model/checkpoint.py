@@ -130,9 +130,10 @@ def expected_tensors(cfg: ModelConfig) -> dict[str, tuple[tuple[int, ...], tuple
     """{name: (shape, aliases)} of what a weight file for ``cfg`` holds: one entry per tensor, under the name
     safetensors keeps for tied ones (the alphabetically first) with the other names of the same tensor beside.
 
-    Built on the ``meta`` device, so it allocates nothing whatever the sizes (check them first anyway)."""
+    Built on the ``meta`` device, so it allocates no weight whatever the sizes (only the position table, which is
+    not one; check the sizes first anyway)."""
     with torch.device("meta"):
-        model = Transformer(cfg)
+        model = Transformer(cfg, init=False)
     groups: dict[int, list[str]] = {}
     tensors = model.state_dict(keep_vars=True)
     for name, t in tensors.items():
@@ -217,7 +218,7 @@ def load_model_dir(path: str | Path | None = None) -> LoadedModel:
         )
     weights = path / WEIGHTS
     aliases = check_weights_header(weights, cfg)
-    model = Transformer(cfg)
+    model = Transformer(cfg, init=False)  # every tensor is overwritten below (a header check made sure)
     targets = model.state_dict()
     try:
         with safe_open(str(weights), "pt") as f, torch.no_grad():

@@ -47,12 +47,14 @@ def sinusoidal_table(n_pos: int, d_model: int, layout: str = "interleaved") -> T
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(same angle).
 
     ``interleaved`` puts sin/cos in alternating columns (the paper); ``half`` puts all sines
-    first and all cosines after (Marian, fairseq).
+    first and all cosines after (Marian, fairseq). Computed on the CPU even when the model is built on the meta
+    device for its shapes (the table is not a weight; meta sin/cos would cost a 1.2 s import).
     """
-    pos = torch.arange(n_pos, dtype=torch.float64)[:, None]  # (P, 1)
-    inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (ceil(D/2),)
+    cpu = torch.device("cpu")
+    pos = torch.arange(n_pos, dtype=torch.float64, device=cpu)[:, None]  # (P, 1)
+    inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64, device=cpu) / d_model)  # (ceil(D/2),)
     angle = pos * inv_freq  # (P, ceil(D/2))
-    pe = torch.empty(n_pos, d_model, dtype=torch.float64)
+    pe = torch.empty(n_pos, d_model, dtype=torch.float64, device=cpu)
     n_cos = d_model // 2
     if layout == "interleaved":
         pe[:, 0::2] = torch.sin(angle)
@@ -255,10 +257,16 @@ def causal_mask(T: int, offset: int = 0, device=None) -> Tensor:
 
 
 class Transformer(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, init: bool = True):
+        """``init=False`` leaves the weights uninitialised (for a model whose weights are loaded next, or one built on
+        the meta device for its shapes: torch's first meta ``normal_`` costs a 1.2 s import)."""
         super().__init__()
         self.cfg = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)  # shared src/tgt/out
+        # shared src/tgt/out; without init, ``_weight`` skips nn.Embedding's own initialisation (its normal_)
+        self.embed = nn.Embedding(
+            cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id,
+            _weight=None if init else torch.empty(cfg.vocab_size, cfg.d_model),
+        )  # fmt: skip
         self.src_embed = InputEmbedding(cfg, self.embed)
         self.tgt_embed = InputEmbedding(cfg, self.embed)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
@@ -268,7 +276,8 @@ class Transformer(nn.Module):
             self.register_buffer("final_logits_bias", torch.zeros(cfg.vocab_size))
         else:
             self.final_logits_bias = None
-        self.reset_parameters()
+        if init:
+            self.reset_parameters()
 
     def reset_parameters(self) -> None:
         for name, p in self.named_parameters():

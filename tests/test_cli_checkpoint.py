@@ -122,11 +122,11 @@ def test_sizes_that_disagree_with_the_file_are_refused_before_anything_is_alloca
     built = []
 
     class Spy(checkpoint.Transformer):
-        def __init__(self, cfg):
+        def __init__(self, cfg, **kw):
             built.append(str(torch.get_default_device()))
             if built[-1] != "meta" and cfg.vocab_size * cfg.d_model > 10**8:  # fail here rather than allocate 4 GB
                 raise AssertionError(f"a real {cfg.vocab_size} × {cfg.d_model} model was built")
-            super().__init__(cfg)
+            super().__init__(cfg, **kw)
 
     monkeypatch.setattr(checkpoint, "Transformer", Spy)
     d = edit_config(copy_dir(tiny_model_dir, tmp_path / "m"), vocab_size=10**6, d_model=1024, n_heads=4)
@@ -137,6 +137,16 @@ def test_sizes_that_disagree_with_the_file_are_refused_before_anything_is_alloca
     built.clear()
     load_model_dir(tiny_model_dir)  # a good directory: the meta model for the check, then the real one
     assert built == ["meta", "cpu"]
+
+
+def test_loading_imports_no_compiler_stack(tiny_model_dir):
+    """The header check's meta-device model runs no meta op that pulls in torch's compiler stack (dynamo, inductor,
+    sympy: ~1.2 s, once per process, on the app's cold start)."""
+    code = ("import sys; from model.checkpoint import load_model_dir; load_model_dir(sys.argv[1]); "
+            "print(sorted(m for m in ('torch._dynamo', 'torch._inductor', 'sympy') if m in sys.modules))")  # fmt: skip
+    p = subprocess.run([sys.executable, "-c", code, str(tiny_model_dir)], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
 
 
 def resave(d: Path, edit) -> Path:
