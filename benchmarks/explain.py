@@ -86,7 +86,7 @@ def main() -> None:
 
     def lens():
         arrays = stack_view(res.steps, [0] * T, T - 1, keep=lambda k: k.endswith(".norm3.out"))
-        return logit_lens(model, arrays, [int(s.chosen[0]) for s in res.steps])
+        return logit_lens(model, arrays, [int(s.chosen[0]) for s in res.steps], lean=lean)  # as the app runs it
 
     lens_ms, _ = timed(lens, max(runs, 2 * runs))
     importance_ms, _ = timed(lambda: head_importance(model, src, out), max(2, runs // 2))

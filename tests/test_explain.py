@@ -89,6 +89,11 @@ def test_last_layer_lens_is_the_output_distribution(tiny_model, tiny_tokenizer, 
     tr = teacher_forced_trace(tiny_model, tiny_tokenizer, SRC, TGT)
     a, labels = tr.arrays, tr.arrays["label_ids"]
     lens = logit_lens(tiny_model, a, labels, k=7)
+    laid_out = logit_lens(tiny_model, a, labels, k=7, lean=LeanDecoder(tiny_model))  # the app's product
+    np.testing.assert_array_equal(laid_out.top_ids, lens.top_ids)
+    np.testing.assert_array_equal(laid_out.chosen_rank, lens.chosen_rank)
+    for name in ("top_probs", "chosen_prob", "entropy"):
+        np.testing.assert_allclose(getattr(laid_out, name), getattr(lens, name), rtol=1e-5, atol=1e-7)
     L, T = tiny_model.cfg.n_decoder_layers, len(labels)
     assert lens.top_ids.shape == lens.top_probs.shape == (L, T, 7) and lens.entropy.shape == (L, T)
     probs = a["probs"]  # (T, V), the teacher-forced pass's own softmax

@@ -9,7 +9,7 @@ import streamlit as st
 import viz
 from model.explain import lens_problem, logit_lens
 
-from ..common import show, show_token
+from ..common import lean_decoder, show, show_token
 from .context import StageContext
 
 TOP = 10
@@ -29,7 +29,7 @@ def render(ctx: StageContext, lm, layer_outputs: dict, chosen_ids: list[int]) ->
         "normalised, so nothing else is applied. It shows *when* the choice becomes clear across the layers, not "
         "*why*: the earlier layers were never trained to be read this way."
     )
-    lens = logit_lens(lm.model, layer_outputs, chosen_ids, k=TOP)
+    lens = logit_lens(lm.model, layer_outputs, chosen_ids, k=TOP, lean=lean_decoder(lm))
     text = lm.tokenizer.id_to_token
     t = ctx.current
     L = lens.top_ids.shape[0]
