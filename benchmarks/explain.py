@@ -4,7 +4,9 @@
 
 One sentence of 15 tokens and its greedy translation of 15 tokens (``</s>`` aside) on the bundled model. Timed:
 the recorded greedy decode (what the app's step view runs); the logit lens of every decoder layer at every
-position on that decode's records (``steps.stack_view`` of the layer outputs + ``explain.logit_lens``); the full
+position on that decode's records, as the step view computes it (``steps.stack_view`` of the layer outputs,
+``steps.output_record`` of the output distribution the decode kept for the last layer, ``explain.logit_lens``
+with the lean decoder's output head for the layers before it); the full
 head-importance map (every decoder head removed alone, teacher-forced on the pair); attribution of every output
 token with Integrated Gradients as ``attribution.attribute`` runs it by default (each position redone with twice
 the steps until its completeness error is within 5 %), and with Input × Gradient. Medians of ``--runs``; torch
@@ -62,7 +64,8 @@ def main() -> None:
     from model.decoding import DecodeOptions, decode
     from model.explain import head_importance, logit_lens
     from model.lean import LeanDecoder
-    from model.steps import stack_view
+    from model.steps import output_record, stack_view
+    from views.state import MAX_BEAM
 
     use_threads(a.threads)
     warnings.filterwarnings("ignore", message="Input Tensor .* did not already require gradients")  # captum's
@@ -78,15 +81,16 @@ def main() -> None:
         opts = DecodeOptions(record=True)
     cfg = model.cfg
     src = tok.encode(SENTENCE) + [cfg.eos_id]
-    lean = LeanDecoder(model)
+    lean = LeanDecoder(model, rows=MAX_BEAM)  # as the app builds it (one row's steps run numpy all the same)
 
     decode_ms, res = timed(lambda: decode(model, src, opts, lean), runs)
     out = list(res.ids)
     T = len(res.steps)
 
-    def lens():
+    def lens():  # as the app's step view runs it
         arrays = stack_view(res.steps, [0] * T, T - 1, keep=lambda k: k.endswith(".norm3.out"))
-        return logit_lens(model, arrays, [int(s.chosen[0]) for s in res.steps], lean=lean)  # as the app runs it
+        record = output_record(res.steps, [0] * T, T - 1)
+        return logit_lens(model, arrays, [int(s.chosen[0]) for s in res.steps], lean=lean, record=record)
 
     lens_ms, _ = timed(lens, max(runs, 2 * runs))
     importance_ms, _ = timed(lambda: head_importance(model, src, out), max(2, runs // 2))

@@ -68,6 +68,10 @@ class Step:
     top_logprobs: np.ndarray  # (R, TOP)
     entropy: np.ndarray  # (R,) of the next-token distribution, in nats
     arrays: dict[str, np.ndarray] = field(default_factory=dict)  # per-stage record, leading axis R
+    # the model's own distribution where decoding changed it (the logit lens reads its last layer from these):
+    forbidden_logprobs: np.ndarray | None = None  # (R, F) log-probabilities of forbidden_ids(cfg) before suppress
+    chosen_rank: np.ndarray | None = None  # (R,) rank of ``chosen`` among all V logits, 1 = top (0: none)
+    chosen_logprob: np.ndarray | None = None  # (R,) its own log-probability (NaN: none)
 
 
 @dataclass(frozen=True)
@@ -116,12 +120,29 @@ def to_numpy(rec: dict[str, torch.Tensor], drop=("logits",)) -> dict[str, np.nda
     return out
 
 
+def forbidden_ids(cfg) -> list[int]:
+    """Tokens decoding never generates: <pad> and the decoder-start token (transformers: bad_words_ids=[[pad]])."""
+    return sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id})
+
+
 def suppress(logp: torch.Tensor, model: Transformer) -> torch.Tensor:
-    """Never generate <pad> or the decoder-start token (transformers: bad_words_ids=[[pad]]). In place, through
-    numpy: torch's indexed assignment costs ~15 us a call, numpy's one."""
-    cfg = model.cfg
-    logp.numpy()[..., sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id})] = -np.inf
+    """Set the forbidden tokens' scores to −inf. In place, through numpy: torch's indexed assignment costs ~15 us
+    a call, numpy's one."""
+    logp.numpy()[..., forbidden_ids(model.cfg)] = -np.inf
     return logp
+
+
+def own_view(logits: torch.Tensor, logp: np.ndarray, held: np.ndarray, forbidden: list[int], chosen: np.ndarray):
+    """Rank (1 = top, 0: none) and own log-probability (NaN: none) of each row's ``chosen`` token among the model's
+    own logits (R, V), from the suppressed log-probabilities (R, V) and the forbidden tokens' own ones (R, F)."""
+    rows = np.arange(len(chosen))
+    c = np.where(chosen >= 0, chosen, 0)
+    own = logp[rows, c].copy()
+    for j, f in enumerate(forbidden):
+        own = np.where(c == f, held[:, j], own)
+    z = logits.numpy()
+    rank = np.count_nonzero(z > z[rows, c][:, None], 1) + 1  # ties share the better rank, as the lens counts
+    return np.where(chosen >= 0, rank, 0), np.where(chosen >= 0, own, np.nan).astype(np.float32)
 
 
 def step_summary(logp: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -170,12 +191,15 @@ def decode(
 def greedy_or_sample(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult:
     cfg = model.cfg
     gen = torch.Generator().manual_seed(opts.seed)
+    forbidden = forbidden_ids(cfg)
     sample = opts.strategy == "sample" and opts.temperature > 0
     token, out, steps, logprob = cfg.decoder_start_id, [], [], 0.0
     for t in range(max_len):
         logits, cache, rec = lean.step([token], cache, opts.record)
         logits = torch.from_numpy(logits)  # (1, V)
-        logp = suppress(F.log_softmax(logits, dim=-1), model)
+        logp = F.log_softmax(logits, dim=-1)
+        held = logp.numpy()[:, forbidden].copy() if opts.record else None  # (1, F) before suppress
+        logp = suppress(logp, model)
         forced = t < len(opts.prefix)
         if forced:
             nxt = int(opts.prefix[t])
@@ -186,7 +210,9 @@ def greedy_or_sample(model, lean, cache, src, opts, max_len, encoder) -> DecodeR
             nxt = int(logp.argmax(-1))
         if opts.record:
             top_ids, top_lp, ent = step_summary(logp)
-            steps.append(Step(t, np.array([token]), np.array([nxt]), forced, top_ids, top_lp, ent, rec))
+            rank, own = own_view(logits, logp.numpy(), held, forbidden, np.array([nxt]))
+            steps.append(Step(t, np.array([token]), np.array([nxt]), forced, top_ids, top_lp, ent, rec, held, rank,
+                              own))  # fmt: skip
         logprob += float(logp[0, nxt])
         out.append(nxt)
         token = nxt
@@ -206,6 +232,7 @@ def beam_search(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult
     candidates is numpy float32, as transformers' is torch float32: the same numbers, a few microseconds per
     operation rather than several."""
     cfg, k, lp = model.cfg, opts.beam, opts.length_penalty
+    forbidden = forbidden_ids(cfg)
     n_return = min(opts.n_best or k, k)
     f32 = np.float32
     seqs = [[] for _ in range(k)]  # running hypotheses, generated tokens only
@@ -229,7 +256,9 @@ def beam_search(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult
         else:
             logits, cache, rec = lean.step(tokens, cache, opts.record)
             logits = torch.from_numpy(logits)  # (k, V)
-        logp = suppress(F.log_softmax(logits.float(), dim=-1), model)  # (k, V)
+        logp = F.log_softmax(logits.float(), dim=-1)  # (k, V)
+        held = logp.numpy()[:, forbidden].copy() if opts.record else None  # (k, F) before suppress
+        logp = suppress(logp, model)
         V = logp.shape[-1]
         forced = t < len(opts.prefix)
         if forced:
@@ -273,7 +302,8 @@ def beam_search(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult
             chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
             for r, tok in reversed(list(zip(rows_k, next_k))):
                 chosen[r] = tok
-            steps.append(Step(t, tokens.copy(), chosen, forced, top_ids, top_lp, ent, rec))
+            rank, own = own_view(logits, logp.numpy(), held, forbidden, chosen)
+            steps.append(Step(t, tokens.copy(), chosen, forced, top_ids, top_lp, ent, rec, held, rank, own))
         seqs = [seqs[r] + [tok] for r, tok in zip(rows_k, next_k)]
         parents = rows_k
         running = open_lp[keep]

@@ -23,7 +23,9 @@ import torch
 import torch.nn.functional as F
 
 from .ablation import Ablation, Head, format_heads, parse_heads, record_prefix
+from .decoding import forbidden_ids
 from .lean import LeanDecoder
+from .steps import OutputRecord
 from .transformer import HeadMask, Transformer, head_masks
 
 # rows of one batched teacher-forced pass are cut so that its logits stay under this many floats (~200 MB)
@@ -69,40 +71,76 @@ def logit_lens(
     chosen_ids: Sequence[int],
     k: int = 10,
     lean: LeanDecoder | None = None,
+    record: OutputRecord | None = None,
 ) -> LogitLens:
     """The output head applied to every decoder layer's output. ``arrays`` holds ``dec.{l}.norm3.out`` (T, D) for
     every layer l (a teacher-forced trace's arrays, or ``steps.stack_view`` of a recorded decode); ``chosen_ids``
     (T,) the token chosen (or the label) at each position, negative where there is none (a beam row that died).
     Probabilities are the model's own, before decoding forbids any token (``<pad>``, the start token).
-    ``lean``, the model's LeanDecoder if there is one, lends its output head laid out (D, V), which makes the
-    product, the lens' main cost, a quarter faster (no transposed copy of the logits)."""
+
+    ``lean``, the model's LeanDecoder if there is one, lends its output head (prepacked for oneDNN when built for
+    several rows, as the app's is): the product, the lens' main cost, takes a third to a half of the time it takes
+    on the model's weight. ``record``
+    (``steps.output_record`` of the same positions) gives the last layer's distribution as the decode computed
+    it, so only the L − 1 layers before it go through the head (k at most the record's TOP)."""
     problem = lens_problem(model.cfg)
     if problem:
         raise ValueError(f"the logit lens cannot read this model: {problem}")
-    L, D = model.cfg.n_decoder_layers, model.cfg.d_model
+    L = model.cfg.n_decoder_layers
+    chosen = np.asarray(chosen_ids, np.int64)  # (T,)
+    T = len(chosen)
+    if np.asarray(arrays[f"dec.{L - 1}.norm3.out"]).shape[0] != T:
+        raise ValueError(f"{T} chosen ids for {np.asarray(arrays[f'dec.{L - 1}.norm3.out']).shape[0]} positions")
+    if record is not None and (record.top_ids.shape[0] != T or k > record.top_ids.shape[1]):
+        raise ValueError(f"the output record holds {record.top_ids.shape} alternatives, not {T} positions × {k}")
+    read = L if record is None else L - 1
+    parts = [_head_lens(model, arrays, read, chosen, min(k, model.cfg.vocab_size), lean)] if read else []
+    if record is not None:
+        parts.append(_recorded_lens(record, forbidden_ids(model.cfg), chosen, k))
+    return LogitLens(*(np.concatenate([getattr(p, f) for p in parts]) for f in LogitLens.__dataclass_fields__))
+
+
+def _recorded_lens(rec: OutputRecord, forbidden: list[int], chosen: np.ndarray, k: int) -> LogitLens:
+    """The last layer's lens (1, T, …) from a decode's record: its best allowed tokens merged with the forbidden
+    ones by their own log-probabilities, the entropy completed with the forbidden tokens' terms."""
+    T, F = rec.top_ids.shape[0], len(forbidden)
+    ids = np.concatenate([rec.top_ids, np.broadcast_to(np.asarray(forbidden, np.int64), (T, F))], 1)
+    lp = np.concatenate([rec.top_logprobs, rec.forbidden_logprobs], 1).astype(np.float32)
+    order = np.argsort(-lp, axis=1, kind="stable")[:, :k]
+    p_f = np.exp(rec.forbidden_logprobs.astype(np.float64))
+    extra = -(p_f * np.where(p_f > 0, rec.forbidden_logprobs, 0.0)).sum(1)
+    valid = chosen >= 0
+    return LogitLens(
+        top_ids=np.take_along_axis(ids, order, 1)[None],
+        top_probs=np.exp(np.take_along_axis(lp, order, 1))[None],
+        chosen_prob=np.where(valid, np.exp(rec.chosen_logprob), np.nan).astype(np.float32)[None],
+        chosen_rank=np.where(valid, rec.chosen_rank, 0)[None],
+        entropy=(rec.entropy + extra).astype(np.float32)[None],
+    )
+
+
+def _head_lens(model: Transformer, arrays, L: int, chosen: np.ndarray, kk: int, lean) -> LogitLens:
+    """Layers 0..L−1 through the output head: (L, T, …)."""
+    D = model.cfg.d_model
     y = np.stack([np.asarray(arrays[f"dec.{i}.norm3.out"], np.float32) for i in range(L)])  # (L, T, D)
     T = y.shape[1]
-    chosen = np.asarray(chosen_ids, np.int64)  # (T,)
-    if chosen.shape != (T,):
-        raise ValueError(f"{len(chosen)} chosen ids for {T} positions")
-    # Transformer.logits, the lens' main cost: (L·T, D) @ (D, V). With several threads, torch has them and numpy's
-    # BLAS one (use_threads). On the (V, D) weight, numpy's product on its transposed view beats torch's W @ yᵀ on
-    # one thread (3.3 against 4.1 ms for the bundled model); on two, torch's W @ yᵀ wins but its (V, N) result
-    # needs a transposed copy (3.7 ms). The lean decoder's (D, V) layout needs neither (torch: 2.8 ms on two).
+    # Transformer.logits, the lens' main cost: (L·T, D) @ (D, V) + bias. The lean decoder's output head takes the
+    # fastest way it has: oneDNN on weights prepacked once when it was built for several rows (1.3 ms for 34 rows
+    # of the bundled model on two threads), else numpy on its (D, V) layout (2.3 ms, as torch's product on two).
+    # Without it, the (V, D) weight: numpy's product on its transposed view beats torch's W @ yᵀ on one thread
+    # (3.3 against 4.1 ms for 51 rows); on two, torch's W @ yᵀ and a transposed copy of its (V, N) result.
     N = L * T
-    y = y.reshape(N, D)
-    threads = torch.get_num_threads()
+    y = np.ascontiguousarray(y.reshape(N, D))
     if lean is not None:
-        W_dv, b = lean.out.W, lean.out.b  # (D, V), (V,) or None
-        z = torch.from_numpy(y).mm(torch.from_numpy(W_dv)).numpy() if threads > 1 else y @ W_dv  # (N, V) logits
+        z = lean.out(y)  # (N, V) logits, bias included
     else:
         W = model.embed.weight if model.out_proj is None else model.out_proj.weight  # (V, D)
         W = np.asarray(W.detach().numpy(), np.float32)
-        z = torch.from_numpy(W).mm(torch.from_numpy(y).T).T.contiguous().numpy() if threads > 1 else y @ W.T
-        b = None if model.final_logits_bias is None else model.final_logits_bias.detach().numpy()
+        two = torch.get_num_threads() > 1
+        z = torch.from_numpy(W).mm(torch.from_numpy(y).T).T.contiguous().numpy() if two else y @ W.T
+        if model.final_logits_bias is not None:
+            z += model.final_logits_bias.detach().numpy()
     V = z.shape[1]
-    if b is not None:
-        z += np.asarray(b, np.float32).reshape(V)
     rows = np.arange(N)
     c = np.tile(np.where(chosen >= 0, chosen, 0), L)  # (N,)
     c_z = z[rows, c]
@@ -112,7 +150,7 @@ def logit_lens(
     # the ragged tail of ids from B·nb on
     B = 64
     nb, Vb = V // B, V // B * B
-    kk = min(k, V)
+    k = kk
     if nb > k:
         z3 = z[:, :Vb].reshape(N, B, nb)
         best = np.argpartition(z3.max(1), nb - k, axis=1)[:, nb - k :]  # (N, k) blocks

@@ -112,6 +112,29 @@ def stack_view(
     return out
 
 
+@dataclass(frozen=True)
+class OutputRecord:
+    """The model's output distribution at positions 0..step along one hypothesis, as a recorded decode kept it:
+    what the logit lens needs of the last layer, so that it need not send that layer through the output head
+    again. T positions, TOP recorded alternatives, F forbidden tokens."""
+
+    top_ids: np.ndarray  # (T, TOP) best tokens decoding allows, best first
+    top_logprobs: np.ndarray  # (T, TOP) their own log-probabilities
+    entropy: np.ndarray  # (T,) nats, over the tokens decoding allows
+    forbidden_logprobs: np.ndarray  # (T, F) own log-probabilities of the tokens decoding forbids
+    chosen_rank: np.ndarray  # (T,) 1 = top (0: none)
+    chosen_logprob: np.ndarray  # (T,) NaN: none
+
+
+def output_record(steps, rows: Sequence[int], step: int) -> OutputRecord | None:
+    """``OutputRecord`` of positions 0..step along ``rows``; None for steps recorded without it."""
+    picked = [(steps[i], rows[i]) for i in range(step + 1)]
+    if any(s.chosen_rank is None for s, _ in picked):
+        return None
+    return OutputRecord(*(np.stack([getattr(s, name)[r] for s, r in picked]) for name in (
+        "top_ids", "top_logprobs", "entropy", "forbidden_logprobs", "chosen_rank", "chosen_logprob")))  # fmt: skip
+
+
 def prefix_scores(Q: np.ndarray, K: np.ndarray, causal: bool = True) -> dict[str, np.ndarray]:
     """Self-attention of a whole prefix from its queries (H, T, d_k) and keys (H, T, d_k), future included.
 

@@ -22,7 +22,7 @@ from model.explain import (
     position_loss_delta,
 )
 from model.lean import LeanDecoder
-from model.steps import ATTENTION_MAPS, beam_path, live_rows, stack_view
+from model.steps import ATTENTION_MAPS, beam_path, live_rows, output_record, stack_view
 from model.testing import make_model
 from model.trace import teacher_forced_trace
 from model.transformer import head_masks
@@ -128,6 +128,34 @@ def test_last_layer_lens_of_a_decode_gives_its_recorded_top_tokens(tiny_model, t
                 assert np.isnan(lens.chosen_prob[:, t]).all() and (lens.chosen_rank[:, t] == 0).all()
             elif beam == 1:  # greedy takes the best token decoding allows
                 assert lens.chosen_rank[-1, t] == 1 + sum(i in forbidden for i in lens.top_ids[-1, t][:2])
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_lens_from_the_decode_record_equals_the_lens_through_the_head(tiny_tokenizer, beam):
+    """The last layer read from the decode's record (the step view's way) is the lens the output head gives, on a
+    model whose own favourite token is one decoding forbids (<pad>, pushed up by the output bias)."""
+    model = make_model(tiny_tokenizer.vocab_size, seed=4, tie_output=False, final_logits_bias=True)
+    with torch.no_grad():
+        model.final_logits_bias[model.cfg.pad_id] = 4.0
+    opts = DecodeOptions(strategy="beam" if beam > 1 else "greedy", beam=beam, max_len=9, record=True)
+    res = decode(model, ids(tiny_tokenizer, model), opts)
+    last = len(res.steps) - 1
+    lean = LeanDecoder(model, rows=beam, pack_min=0)  # several rows: the head's product through oneDNN, prepacked
+    assert (lean.out.packed is not None) == (beam > 1)
+    pad_on_top = 0
+    for row in live_rows(res, last):
+        rows = [0] * (last + 1) if beam == 1 else beam_path(res.beam_steps, last, row)
+        arrays = stack_view(res.steps, rows, last)
+        chosen = [int(res.steps[t].chosen[r]) for t, r in enumerate(rows)]
+        record = output_record(res.steps, rows, last)
+        full = logit_lens(model, arrays, chosen, k=8)
+        fast = logit_lens(model, arrays, chosen, k=8, lean=lean, record=record)
+        np.testing.assert_array_equal(fast.top_ids, full.top_ids)
+        np.testing.assert_array_equal(fast.chosen_rank, full.chosen_rank)
+        for name in ("top_probs", "chosen_prob", "entropy"):
+            np.testing.assert_allclose(getattr(fast, name), getattr(full, name), rtol=1e-5, atol=1e-7)
+        pad_on_top += int((fast.top_ids[-1, :, 0] == model.cfg.pad_id).sum())
+    assert pad_on_top > 0  # the merge of the forbidden tokens was exercised
 
 
 def test_lens_differs_per_layer_and_handles_a_dead_row(tiny_model, tiny_tokenizer):

@@ -14,7 +14,7 @@ import streamlit as st
 import viz
 from model.checkpoint import LoadedModel
 from model.constants import IMPOSSIBLE
-from model.steps import chips, follow, layer_keep, live_rows, path_tokens, stack_view, token_prob
+from model.steps import chips, follow, layer_keep, live_rows, output_record, path_tokens, stack_view, token_prob
 
 from . import export, session, stages, whatif
 from .common import badges, fail, get_decode, md, show_token, token_texter
@@ -260,7 +260,7 @@ def explain(ctx: StageContext, lm: LoadedModel, stage: str, res, rows, step: int
     """The explanation stages at this position of the followed hypothesis."""
     if stage == "lens":
         outs = stack_view(res.steps, rows, step, keep=lambda k: k.startswith("dec.") and k.endswith(".norm3.out"))
-        lens.render(ctx, lm, outs, chosen)
+        lens.render(ctx, lm, outs, chosen, output_record(res.steps, rows, step))
     elif stage == "attribution":
         attribution.render(ctx, lm, src_ids(lm, ch), chosen, whole=list(res.ids))
     elif stage == "ablation":

@@ -15,9 +15,10 @@ from .context import StageContext
 TOP = 10
 
 
-def render(ctx: StageContext, lm, layer_outputs: dict, chosen_ids: list[int]) -> None:
+def render(ctx: StageContext, lm, layer_outputs: dict, chosen_ids: list[int], record=None) -> None:
     """``layer_outputs``: ``dec.{l}.norm3.out`` (T, D) of every layer; ``chosen_ids`` (T,) the token chosen (or the
-    label) at each position, -1 where there is none."""
+    label) at each position, -1 where there is none; ``record``: a decode's ``steps.output_record`` of the same
+    positions, if there is one (the last layer is then read from it)."""
     st.subheader("Logit lens — what each layer would predict")
     problem = lens_problem(lm.cfg)
     if problem:
@@ -29,7 +30,7 @@ def render(ctx: StageContext, lm, layer_outputs: dict, chosen_ids: list[int]) ->
         "normalised, so nothing else is applied. It shows *when* the choice becomes clear across the layers, not "
         "*why*: the earlier layers were never trained to be read this way."
     )
-    lens = logit_lens(lm.model, layer_outputs, chosen_ids, k=TOP, lean=lean_decoder(lm))
+    lens = logit_lens(lm.model, layer_outputs, chosen_ids, k=TOP, lean=lean_decoder(lm), record=record)
     text = lm.tokenizer.id_to_token
     t = ctx.current
     L = lens.top_ids.shape[0]
