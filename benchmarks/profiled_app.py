@@ -1,7 +1,7 @@
-"""``app.py`` with each script run sampled by pyinstrument (``benchmarks/classroom.py --profile``).
+"""The page script ``views/main.py``, each script run sampled by pyinstrument (``classroom.py --profile``).
 
 Run by the benchmark as ``DECODER_LENS_PROFILE_DIR=DIR streamlit run benchmarks/profiled_app.py``; the page is
-app.py's, unchanged; ``harness/profiling.py`` says what is written to DIR and when.
+views/main.py's, unchanged; ``harness/profiling.py`` says what is written to DIR and when.
 """
 
 from __future__ import annotations
@@ -15,4 +15,4 @@ if str(ROOT) not in sys.path:
 
 from harness.profiling import run_profiled  # noqa: E402
 
-run_profiled(ROOT / "app.py")
+run_profiled(ROOT / "views" / "main.py")

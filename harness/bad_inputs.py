@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
+APP = str(ROOT / "views" / "main.py")
 NORMAL = "I am a student."
 URL_KEYS = {"strategy": "strategy", "beam": "beam", "temperature": "temp", "top_k": "top_k", "top_p": "top_p",
             "seed": "seed", "max_len": "max_len", "length_penalty": "lp"}  # fmt: skip

@@ -1,6 +1,6 @@
 """Profiles of the app's script runs inside a live server, grouped by benchmark phase (``classroom.py --profile``).
 
-``benchmarks/profiled_app.py`` runs ``app.py`` through ``run_profiled``, which wraps Streamlit's
+``benchmarks/profiled_app.py`` runs the page script ``views/main.py`` through ``run_profiled``, which wraps Streamlit's
 ``ScriptRunner._run_script`` once: from then on every script run (one per click, in the session's own thread;
 the step buttons' fragment reruns included) is sampled by pyinstrument, and the runs are combined per phase.
 The benchmark names the phase in the file ``phase`` of the folder $DECODER_LENS_PROFILE_DIR ("-": not

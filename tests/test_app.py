@@ -34,7 +34,7 @@ from views.state import (
     to_query,
 )
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
+APP = str(Path(__file__).resolve().parent.parent / "views" / "main.py")
 XSS = "<img src=x onerror=alert(1)>"
 LIMITS = Limits(vocab_size=120, max_len=200, n_layers=2, n_heads=4)  # room for the default max_len
 
@@ -687,3 +687,26 @@ def test_attribution_of_a_prefix_is_the_whole_outputs_cut(tiny_model, tiny_token
     cut = _prefix(whole, 3)
     for name in ("src", "tgt", "raw_src", "raw_tgt", "target_logit", "baseline_value"):
         np.testing.assert_allclose(getattr(cut, name), getattr(part, name), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_the_server_loads_the_first_page_s_model_before_any_browser(tiny_model_dir, monkeypatch):
+    """``streamlit run app.py`` serves an st.App (its lifespan starts ``warm_start``), and ``warm_start`` fills the
+    very cache entry the first page reads: the page finds the model loaded."""
+    import app
+    import views.common
+    from streamlit.web.server.app_discovery import discover_asgi_app
+
+    assert discover_asgi_app(Path(app.__file__)).is_asgi_app
+    assert Path(APP) == app.PAGE
+    loads = []
+    real = views.common.load_model_dir
+    monkeypatch.setattr(views.common, "load_model_dir", lambda p: loads.append(p) or real(p))
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    views.common._load_model.clear()
+    app.warm_start()
+    assert loads == [str(tiny_model_dir)]
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"max_len": "8"})
+    at.run()
+    ok(at)
+    assert loads == [str(tiny_model_dir)]  # the page's load was a cache hit

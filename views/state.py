@@ -392,6 +392,9 @@ def move(step: int, action: str, n_steps: int) -> int:
 # Model directories and the source text.
 
 
+MODELS_ROOT = Path(__file__).resolve().parents[1] / "assets" / "models"  # every model directory here is offered
+
+
 def model_dirs(root: Path, env: Mapping[str, str] | None = None, default: Path | None = None) -> list[Path]:
     """Model directories to offer: $DECODER_LENS_MODEL first (if set), then every ``root/*/`` holding a
     config.json, then the default directory (even if missing, so its error shows)."""

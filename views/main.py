@@ -1,0 +1,86 @@
+"""The page script: the page registry and navigation; each page lives in its own module of ``views/``.
+
+Streamlit runs it once per browser session and again on every interaction; ``app.py`` serves it. Run the app with
+``streamlit run app.py``; ``DECODER_LENS_MODEL=/path/to/model_dir`` picks another model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from model.checkpoint import ModelDirError, default_model_dir
+from views import about, explore, lesson
+from views.common import fail, load_model, md
+from views.state import MODELS_ROOT, PAGES, model_dirs
+
+RECONNECT_TIMER_S = 3600
+
+
+@st.fragment(run_every=RECONNECT_TIMER_S)
+def rerun_on_reconnect() -> None:
+    """Shows nothing. Streamlit's browser side asks for a whole run after its websocket reconnects only when the page
+    has a fragment on a timer; this is one (its hourly rerun costs nothing). When a browser's server is gone (a
+    replica behind nginx stopped, see deploy/), the browser reconnects to another server, whose new session reopens
+    the view from the URL at once; without it, the page would stay as it was and the step buttons (a fragment the
+    new server does not know) would do nothing until a whole run."""
+
+
+def choose_model(dirs: list[Path]) -> tuple[str, list[str]]:
+    """The model directory: the link's (by name) on the session's first run, then the selector's."""
+    s = st.session_state
+    options = [str(p) for p in dirs]
+    msgs: list[str] = []
+    if "model_dir" not in s:
+        wanted = st.query_params.get("model")
+        by_name = {Path(p).name: p for p in options}
+        if wanted and wanted not in by_name:
+            msgs.append(
+                f"The link asks for the model {wanted!r}, which this server does not have; showing "
+                f"{Path(options[0]).name!r} instead, so the view may differ from the link's."
+            )
+        s["model_dir"] = by_name.get(wanted, options[0])
+    if s["model_dir"] not in options:
+        s["model_dir"] = options[0]
+    if len(options) > 1:
+        st.sidebar.selectbox("Model", options, key="model_dir", format_func=lambda p: Path(p).name)
+    return s["model_dir"], msgs
+
+
+def main() -> None:
+    st.set_page_config(page_title="Decoder Lens", page_icon="🔎", layout="wide")
+    with st.sidebar:
+        rerun_on_reconnect()
+    s = st.session_state
+    if "page" not in s:
+        wanted = st.query_params.get("page")
+        s["page"] = wanted if wanted in PAGES else PAGES[0]
+    page = st.sidebar.radio("Page", PAGES, key="page", horizontal=True)
+    if page == "Lesson":
+        st.query_params.from_dict({"page": page})
+        lesson.render()
+        return
+    dirs = model_dirs(MODELS_ROOT, default=default_model_dir())
+    model_dir, msgs = choose_model(dirs)
+    lm, error = None, None
+    try:
+        lm = load_model(model_dir)
+    except ModelDirError as e:
+        error = f"Cannot load the model: {e}"
+    if page == "About":
+        st.query_params.from_dict({"page": page})
+        about.render(lm, error)
+        return
+    if lm is None:
+        st.title(":material/frame_inspect: Decoder Lens")
+        st.error(md(error))
+        st.info("Set DECODER_LENS_MODEL to a model directory, or choose another model in the sidebar.")
+        return
+    explore.render(lm, dirs, msgs)
+
+
+try:
+    main()
+except Exception as exc:  # never a traceback in the page
+    fail("Something went wrong", exc)
