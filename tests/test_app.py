@@ -692,9 +692,10 @@ def test_attribution_of_a_prefix_is_the_whole_outputs_cut(tiny_model, tiny_token
 def test_the_server_loads_the_first_page_s_model_before_any_browser(tiny_model_dir, monkeypatch):
     """``streamlit run app.py`` serves an st.App (its lifespan starts ``warm_start``), and ``warm_start`` fills the
     very cache entry the first page reads: the page finds the model loaded."""
+    from streamlit.web.server.app_discovery import discover_asgi_app
+
     import app
     import views.common
-    from streamlit.web.server.app_discovery import discover_asgi_app
 
     assert discover_asgi_app(Path(app.__file__)).is_asgi_app
     assert Path(APP) == app.PAGE
