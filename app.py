@@ -21,11 +21,10 @@ PAGE = Path(__file__).resolve().parent / "views" / "main.py"
 def warm_start() -> None:
     """Load the model the first page shows into the cache every session shares (``views.common.load_model``)."""
     try:
-        from model.checkpoint import default_model_dir
         from views.common import load_model
-        from views.state import MODELS_ROOT, model_dirs
+        from views.state import offered_model_dirs
 
-        load_model(str(model_dirs(MODELS_ROOT, default=default_model_dir())[0]))
+        load_model(str(offered_model_dirs()[0]))
     except Exception as e:  # the page loads it again and says what is wrong
         logging.getLogger("decoder_lens").warning("warm start: %s", str(e).splitlines()[0] if str(e) else e)
 

@@ -80,17 +80,18 @@ def logit_lens(
 
     ``lean``, the model's LeanDecoder if there is one, lends its output head (prepacked for oneDNN when built for
     several rows, as the app's is): the product, the lens' main cost, takes a third to a half of the time it takes
-    on the model's weight. ``record``
-    (``steps.output_record`` of the same positions) gives the last layer's distribution as the decode computed
-    it, so only the L − 1 layers before it go through the head (k at most the record's TOP)."""
+    on the model's weight. ``record`` (``steps.output_record`` of the same positions) gives the last layer's
+    distribution as the decode computed it, so only the L − 1 layers before it go through the head (k at most the
+    record's TOP)."""
     problem = lens_problem(model.cfg)
     if problem:
         raise ValueError(f"the logit lens cannot read this model: {problem}")
     L = model.cfg.n_decoder_layers
     chosen = np.asarray(chosen_ids, np.int64)  # (T,)
     T = len(chosen)
-    if np.asarray(arrays[f"dec.{L - 1}.norm3.out"]).shape[0] != T:
-        raise ValueError(f"{T} chosen ids for {np.asarray(arrays[f'dec.{L - 1}.norm3.out']).shape[0]} positions")
+    positions = np.shape(arrays[f"dec.{L - 1}.norm3.out"])[0]
+    if positions != T:
+        raise ValueError(f"{T} chosen ids for {positions} positions")
     if record is not None and (record.top_ids.shape[0] != T or k > record.top_ids.shape[1]):
         raise ValueError(f"the output record holds {record.top_ids.shape} alternatives, not {T} positions × {k}")
     read = L if record is None else L - 1
@@ -119,7 +120,7 @@ def _recorded_lens(rec: OutputRecord, forbidden: list[int], chosen: np.ndarray, 
     )
 
 
-def _head_lens(model: Transformer, arrays, L: int, chosen: np.ndarray, kk: int, lean) -> LogitLens:
+def _head_lens(model: Transformer, arrays, L: int, chosen: np.ndarray, k: int, lean) -> LogitLens:
     """Layers 0..L−1 through the output head: (L, T, …)."""
     D = model.cfg.d_model
     y = np.stack([np.asarray(arrays[f"dec.{i}.norm3.out"], np.float32) for i in range(L)])  # (L, T, D)
@@ -150,18 +151,17 @@ def _head_lens(model: Transformer, arrays, L: int, chosen: np.ndarray, kk: int, 
     # the ragged tail of ids from B·nb on
     B = 64
     nb, Vb = V // B, V // B * B
-    k = kk
     if nb > k:
         z3 = z[:, :Vb].reshape(N, B, nb)
         best = np.argpartition(z3.max(1), nb - k, axis=1)[:, nb - k :]  # (N, k) blocks
         cand_z = z3[rows[:, None], :, best].reshape(N, k * B)  # block best[r, i] at i·B … (i + 1)·B
         if Vb < V:
             cand_z = np.concatenate([cand_z, z[:, Vb:]], 1)
-        pick = _top_k(cand_z, kk)  # (N, k) best first
+        pick = _top_k(cand_z, k)  # (N, k) best first
         i, j = np.minimum(pick // B, k - 1), pick % B
         top = np.where(pick < k * B, np.take_along_axis(best, i, 1) + nb * j, Vb + pick - k * B)
     else:
-        top = _top_k(z, kk)
+        top = _top_k(z, k)
     m = np.take_along_axis(z, top[:, :1], 1)  # (N, 1) row maxima
     # softmax as torch computes it, exp(z - max) / sum, in place: one exp pass gives the sum and the entropy
     z -= m
@@ -175,8 +175,8 @@ def _head_lens(model: Transformer, arrays, L: int, chosen: np.ndarray, kk: int, 
     valid = np.tile(chosen >= 0, L)
     c_p = e_n[rows, c] / s_n
     return LogitLens(
-        top_ids=top.reshape(L, T, kk),
-        top_probs=(np.take_along_axis(e_n, top, 1) / s_n[:, None]).reshape(L, T, kk),
+        top_ids=top.reshape(L, T, k),
+        top_probs=(np.take_along_axis(e_n, top, 1) / s_n[:, None]).reshape(L, T, k),
         chosen_prob=np.where(valid, c_p, np.nan).reshape(L, T).astype(np.float32),
         chosen_rank=np.where(valid, rank, 0).reshape(L, T),
         entropy=entropy.reshape(L, T),

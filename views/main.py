@@ -10,10 +10,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from model.checkpoint import ModelDirError, default_model_dir
+from model.checkpoint import ModelDirError
 from views import about, explore, lesson
 from views.common import fail, load_model, md
-from views.state import MODELS_ROOT, PAGES, model_dirs
+from views.state import PAGES, offered_model_dirs
 
 RECONNECT_TIMER_S = 3600
 
@@ -61,7 +61,7 @@ def main() -> None:
         st.query_params.from_dict({"page": page})
         lesson.render()
         return
-    dirs = model_dirs(MODELS_ROOT, default=default_model_dir())
+    dirs = offered_model_dirs()
     model_dir, msgs = choose_model(dirs)
     lm, error = None, None
     try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from model.ablation import MODES, format_heads, parse_heads
-from model.checkpoint import ENV_MODEL
+from model.checkpoint import ENV_MODEL, default_model_dir
 from model.constants import ATTRIBUTION_METHODS as METHODS
 from model.decoding import DecodeOptions
 
@@ -393,6 +393,11 @@ def move(step: int, action: str, n_steps: int) -> int:
 
 
 MODELS_ROOT = Path(__file__).resolve().parents[1] / "assets" / "models"  # every model directory here is offered
+
+
+def offered_model_dirs() -> list[Path]:
+    """The model directories the app offers, the one it opens first at the head (the server's warm start loads it)."""
+    return model_dirs(MODELS_ROOT, default=default_model_dir())
 
 
 def model_dirs(root: Path, env: Mapping[str, str] | None = None, default: Path | None = None) -> list[Path]:
