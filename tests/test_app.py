@@ -14,9 +14,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from model.checkpoint import ENV_MODEL, load_model_dir
+from model.config import ModelConfig
 from model.decoding import DecodeOptions, decode
 from model.steps import follow, live_rows
 from views.common import escape_markdown
+from views.stages.lens import head_words
 from views.state import (
     DECODER_STAGES,
     DEFAULT_STAGE,
@@ -630,6 +632,17 @@ def test_logit_lens_last_layer_is_the_output(app):
     assert table["p(chosen token)"].iloc[-1] == pytest.approx(p, abs=1e-3)
     assert any(t.startswith("What each layer would predict at position 2") for t in titles(app))
     assert any("not *why*" in m.value for m in app.markdown)  # what the view does not prove
+    # the tiny model's head is its tied embedding, with no output bias: the text says so and names no bias
+    assert any("(the transposed token embedding, shared with the input)" in m.value for m in app.markdown)
+    assert not any("output head" in m.value and "bias" in m.value for m in app.markdown)
+
+
+def test_lens_text_names_the_output_head_each_model_has():
+    tied, untied = "the transposed token embedding, shared with the input", "the final linear layer"
+    bias = ", plus the final logits bias"
+    cases = {(True, False): tied, (False, False): untied, (True, True): tied + bias, (False, True): untied + bias}
+    for (tie, has_bias), words in cases.items():
+        assert head_words(ModelConfig(tie_output=tie, final_logits_bias=has_bias)) == words
 
 
 def test_head_ablation_from_the_pickers_and_the_link(tiny_model_dir, monkeypatch):

@@ -15,6 +15,12 @@ from .context import StageContext
 TOP = 10
 
 
+def head_words(cfg) -> str:
+    """What this model's output head is, in words."""
+    linear = "the transposed token embedding, shared with the input" if cfg.tie_output else "the final linear layer"
+    return f"{linear}, plus the final logits bias" if cfg.final_logits_bias else linear
+
+
 def render(ctx: StageContext, lm, layer_outputs: dict, chosen_ids: list[int], record=None) -> None:
     """``layer_outputs``: ``dec.{l}.norm3.out`` (T, D) of every layer; ``chosen_ids`` (T,) the token chosen (or the
     label) at each position, -1 where there is none; ``record``: a decode's ``steps.output_record`` of the same
@@ -25,8 +31,8 @@ def render(ctx: StageContext, lm, layer_outputs: dict, chosen_ids: list[int], re
         st.info(f"The logit lens is not shown for this model: {problem}.")
         return
     st.markdown(
-        "Each decoder layer's output is sent through the model's own output head (the final linear layer and its "
-        "bias), as if decoding stopped after that layer; this post-norm model's layer outputs are already "
+        f"Each decoder layer's output is sent through the model's own output head ({head_words(lm.cfg)}), as if "
+        "decoding stopped after that layer; this post-norm model's layer outputs are already "
         "normalised, so nothing else is applied. It shows *when* the choice becomes clear across the layers, not "
         "*why*: the earlier layers were never trained to be read this way."
     )
