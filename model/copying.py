@@ -4,7 +4,10 @@ The corpora say "Tom" and "Mary" thousands of times and write few numbers in dig
 mangles any other name or number. Each epoch, a seeded share of the training pairs that carry a recurring first
 name on both sides gets it replaced, on both sides alike, by a name from Faker's localized lists (many languages
 and scripts); pairs that carry the same digit numbers on both sides, or one English number word and its French
-twin ("three"/"trois"), get other numbers in digits. Nothing else of the sentence changes.
+twin ("three"/"trois"), get other numbers in digits. Pairs that give the same clock time, date or weekday on
+both sides get a new time in digits ("at 7:45" / "à 7 h 45") or a new date ("on May 3, 1987" / "le 3 mai 1987");
+the corpora write few of them, so those pairs also come back ``repeat`` more times per epoch, each with its own
+draw. Nothing else of the sentence changes.
 
 Names are split by a hash into a training share and a held-out share (one in ten), so the copy benchmark
 (``benchmarks/copying.py``) tests names that training never substituted.
@@ -32,7 +35,30 @@ NUMBER_WORDS = {
     "eight": "huit", "nine": "neuf", "ten": "dix", "eleven": "onze", "twelve": "douze", "fifteen": "quinze",
     "twenty": "vingt", "thirty": "trente", "forty": "quarante", "fifty": "cinquante",
 }  # fmt: skip
-_DIGITS = re.compile(r"(?<![\w.,])\d+(?![\w])")
+_DIGITS = re.compile(r"(?<![\w.,:])\d+(?![\w:])")  # a clock time's digits belong to the time
+HOURS_EN = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+HOURS_FR = ("une", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf", "dix", "onze", "douze")
+MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+             "November", "December")  # fmt: skip
+MONTHS_FR = ("janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août", "septembre", "octobre",
+             "novembre", "décembre")  # fmt: skip
+DAYS_EN = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+DAYS_FR = ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche")
+_EN_TIME = re.compile(
+    rf"(?<![\w:])(?:(\d{{1,2}}):(\d\d)|({'|'.join(HOURS_EN)}|\d{{1,2}}) o'clock)(?![\w:])", re.IGNORECASE
+)
+_FR_TIME = re.compile(
+    rf"(?<![\w:])(?:(\d{{1,2}}) ?(?:h|heures?|:) ?(\d\d)?|({'|'.join(HOURS_FR)}) heures?"
+    r"(?: et demie| et quart| moins le quart| trente| quinze| (?:\d\d))?)(?![\w:])",
+    re.IGNORECASE,
+)
+_EN_DATE = re.compile(rf"\b({'|'.join(MONTHS_EN)}) (\d{{1,2}})(?:st|nd|rd|th)?(?:,? (\d{{4}}))?(?![\w:])")
+_FR_DATE = re.compile(rf"(?<![\w-])(\d{{1,2}}|1er) ({'|'.join(MONTHS_FR)})(?: (\d{{4}}))?(?![\w-])")
+_EN_DAY = re.compile(rf"\bon ({'|'.join(DAYS_EN)})(?!['\w]| (?:morning|afternoon|evening|night))")
+_FR_DAY = re.compile(
+    rf"(?<!\bce )(?<!\bdu )(?<!\bau )(?<!\bde )(?<![\w-])(?:le )?({'|'.join(DAYS_FR)})"
+    r"(?![\w-]| (?:matin|soir|après-midi|prochain|dernier|suivant))"
+)
 
 
 def _word(w: str) -> re.Pattern:
@@ -130,18 +156,76 @@ def recurring_names(pairs: Sequence[Pair], min_pairs: int = MIN_PAIRS) -> tuple[
     return tuple(sorted(w for w, n in counts.items() if n >= min_pairs and lower[w.lower()] * 10 < n))
 
 
-class Substituter:
-    """Seeded name and number substitution over a fixed list of pairs; ``epoch(e)`` gives that epoch's pairs
-    (a pair changes only when it carries something to substitute and its draw falls under ``rate``)."""
+SLOT = "\ue000"  # stands for the time or date while names and numbers are substituted around it
 
-    def __init__(self, pairs: Sequence[Pair], rate: float, seed: int = 0, names: Sequence[str] | None = None):
-        self.pairs, self.rate, self.seed = pairs, rate, seed
+
+def _hour(digits: str | None, word: str | None, words: Sequence[str]) -> int:
+    return int(digits) if digits else int(word) if word.isdigit() else words.index(word.lower()) + 1
+
+
+def when(en: str, fr: str) -> tuple[str, str, str] | None:
+    """(kind, en, fr) with the one clock time, date or weekday that both sides give alike replaced by ``SLOT``
+    (kind "time", "date" or "day"), or None: the pair says none, says it differently (16 h for "4:00 p.m.")
+    or says more than one."""
+    e_all, f_all = list(_EN_TIME.finditer(en)), list(_FR_TIME.finditer(fr))
+    if len(e_all) == 1 == len(f_all):
+        e, f = e_all[0], f_all[0]
+        if _hour(e[1], e[3], HOURS_EN) == _hour(f[1], f[3], HOURS_FR):
+            return "time", _cut(en, e), _cut(fr, f)
+    e_all, f_all = list(_EN_DATE.finditer(en)), list(_FR_DATE.finditer(fr))
+    if len(e_all) == 1 == len(f_all):
+        e, f = e_all[0], f_all[0]
+        if MONTHS_EN.index(e[1]) == MONTHS_FR.index(f[2]) and int(e[2]) == int(f[1].replace("1er", "1")):
+            return "date", _cut(en, e), _cut(fr, f)
+    e_all, f_all = list(_EN_DAY.finditer(en)), list(_FR_DAY.finditer(fr))
+    if len(e_all) == 1 == len(f_all) and DAYS_EN.index(e_all[0][1]) == DAYS_FR.index(f_all[0][1]):
+        return "day", _cut(en, e_all[0]), _cut(fr, f_all[0])
+    return None
+
+
+def _cut(text: str, m: re.Match) -> str:
+    return text[: m.start()] + SLOT + text[m.end() :]
+
+
+def draw_when(rng: random.Random, kind: str) -> tuple[str, str]:
+    """A new clock time ("7:45" / "7 h 45") or date ("May 3, 1987" / "3 mai 1987"; "on …" / "le …" for a
+    weekday), written in digits on both sides."""
+    if kind == "time":
+        h, m = rng.randint(1, 12), rng.choice((rng.randrange(0, 60, 5), rng.randint(0, 59)))
+        return f"{h}:{m:02d}", f"{h} h {m:02d}"
+    month, day = rng.randrange(12), rng.randint(1, 28)
+    year = f" {rng.randint(1900, 2035)}" if rng.random() < 0.6 else ""
+    en = f"{MONTHS_EN[month]} {day}{',' if year else ''}{year}"
+    fr = f"{'1er' if day == 1 else day} {MONTHS_FR[month]}{year}"
+    return (f"on {en}", f"le {fr}") if kind == "day" else (en, fr)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What one pair carries to substitute: recurring names, one number word, digit numbers, a time or date."""
+
+    names: tuple[str, ...]
+    words: tuple[tuple[str, str], ...]
+    digits: tuple[str, ...]
+    when: tuple[str, str, str] | None  # (kind, en, fr) with the time or date cut out as SLOT
+
+
+class Substituter:
+    """Seeded name, number, time and date substitution over a fixed list of pairs; ``epoch(e)`` gives that epoch's
+    changed pairs (a pair changes only when it carries something to substitute and its draw falls under ``rate``)
+    and ``extra(e)`` that epoch's additional copies of the pairs that carry a time or date."""
+
+    def __init__(self, pairs: Sequence[Pair], rate: float, seed: int = 0, names: Sequence[str] | None = None,
+                 repeat: int = 0):  # fmt: skip
+        self.pairs, self.rate, self.seed, self.repeat = pairs, rate, seed, repeat
         self.names = tuple(names) if names is not None else recurring_names(pairs)
         self.pools = name_pools()
         name_res = {n: _word(n) for n in self.names}
         num_res = {(e, f): (_word(e), _word(f)) for e, f in NUMBER_WORDS.items()}
-        self.slots: dict[int, tuple[list[str], list[tuple[str, str]], list[str]]] = {}
-        for i, (en, fr) in enumerate(pairs):
+        self.slots: dict[int, Slot] = {}
+        for i, pair in enumerate(pairs):
+            w = when(*pair)
+            en, fr = w[1:] if w else pair
             names_here = [n for n, r in name_res.items() if (k := len(r.findall(en))) and k == len(r.findall(fr))]
             words = [
                 ef for ef, (re_e, re_f) in num_res.items()
@@ -150,33 +234,46 @@ class Substituter:
             words = words if len(words) == 1 else []  # one number word only, so it cannot be paired wrongly
             digits = _DIGITS.findall(en)
             digits = sorted(set(digits)) if digits and Counter(digits) == Counter(_DIGITS.findall(fr)) else []
-            if names_here or words or digits:
-                self.slots[i] = (names_here, words, digits)
+            if names_here or words or digits or w:
+                self.slots[i] = Slot(tuple(names_here), tuple(words), tuple(digits), w)
 
     @property
     def eligible(self) -> int:
         return len(self.slots)
 
+    @property
+    def timed(self) -> int:
+        """Pairs that carry a time or date."""
+        return sum(s.when is not None for s in self.slots.values())
+
+    def _apply(self, rng: random.Random, i: int) -> Pair:
+        slot = self.slots[i]
+        en, fr = slot.when[1:] if slot.when else self.pairs[i]
+        if slot.names:  # one pass, so a drawn name that is also an old name is not replaced again
+            new_names = {n: draw_name(rng, self.pools) for n in slot.names}
+            pat = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, slot.names)) + r")(?![\w-])")
+            en, fr = (pat.sub(lambda m, new=new_names: new[m.group(1)], t) for t in (en, fr))
+        for e, f in slot.words:
+            new = draw_number(rng)
+            en, fr = _sub_ci(e, new, en), _sub_ci(f, new, fr)
+        if slot.digits:
+            new_digits = {d: draw_number(rng) for d in slot.digits}
+            en, fr = (_DIGITS.sub(lambda m, new=new_digits: new.get(m.group(), m.group()), t) for t in (en, fr))
+        if slot.when:
+            new_en, new_fr = draw_when(rng, slot.when[0])
+            en, fr = en.replace(SLOT, new_en), fr.replace(SLOT, new_fr)
+        return en, fr
+
     def epoch(self, epoch: int) -> dict[int, Pair]:
         """{pair index: substituted pair} for this epoch; the other pairs are unchanged."""
         rng = random.Random(self.seed * 1_000_003 + epoch)
-        out = {}
-        for i, (names, words, digits) in self.slots.items():
-            if rng.random() >= self.rate:
-                continue
-            en, fr = self.pairs[i]
-            if names:  # one pass, so a drawn name that is also an old name is not replaced again
-                new_names = {n: draw_name(rng, self.pools) for n in names}
-                pat = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
-                en, fr = (pat.sub(lambda m, new=new_names: new[m.group(1)], t) for t in (en, fr))
-            for e, f in words:
-                new = draw_number(rng)
-                en, fr = _sub_ci(e, new, en), _sub_ci(f, new, fr)
-            if digits:
-                new_digits = {d: draw_number(rng) for d in digits}
-                en, fr = (_DIGITS.sub(lambda m, new=new_digits: new.get(m.group(), m.group()), t) for t in (en, fr))
-            out[i] = (en, fr)
-        return out
+        return {i: self._apply(rng, i) for i in self.slots if rng.random() < self.rate}
+
+    def extra(self, epoch: int) -> list[Pair]:
+        """``repeat`` more substituted copies of each pair that carries a time or date, drawn for this epoch."""
+        rng = random.Random(self.seed * 1_000_033 + epoch)
+        timed = [i for i, s in self.slots.items() if s.when is not None]
+        return [self._apply(rng, i) for _ in range(self.repeat) for i in timed]
 
 
 def _sub_ci(word: str, new: str, text: str) -> str:

@@ -7,9 +7,10 @@
 - Length-bucketed batches by token count, AdamW, linear warm-up then inverse-sqrt decay or
   (``--decay none --cooldown F``) the peak held and a linear cooldown to 0 over the last F of the
   minutes, label smoothing, gradient clipping, dropout, a fixed seed.
-- ``--substitute RATE``: each epoch, that share of the pairs carrying a recurring name or a number gets
-  other names (Faker's lists, many languages) or numbers on both sides (``model.copying``), so that the
-  model learns to carry them through.
+- ``--substitute RATE``: each epoch, that share of the pairs carrying a recurring name, a number, a clock
+  time or a date gets other names (Faker's lists, many languages), numbers, times or dates on both sides
+  (``model.copying``), so that the model learns to carry them through; ``--repeat-timed N`` adds N more
+  substituted copies of each pair with a time or date.
 - Every ``--eval-minutes`` (or ``--eval-steps``): validation loss and greedy BLEU (sacrebleu) on a
   fixed subset of Tatoeba val (multi-reference) and Multi30k val, translated by the shipped decoding path
   (``model.decoding.translate_corpus``, as ``benchmarks/bleu.py``); the best model so far (mean of
@@ -81,6 +82,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="each epoch sees every Multi30k training pair this many times (Tatoeba's once)")  # fmt: skip
     p.add_argument("--substitute", type=float, default=0.0,
                    help="share of name/number pairs given other names and numbers each epoch (0: none)")  # fmt: skip
+    p.add_argument(
+        "--repeat-timed",
+        type=int,
+        default=0,
+        help="with --substitute: each epoch, this many more substituted copies of every pair carrying a "
+        "clock time or date (the corpora have few)",
+    )
     p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=800)
@@ -313,9 +321,10 @@ def main(argv=None) -> dict:
     if args.substitute > 0:
         from .copying import Substituter
 
-        substituter = Substituter(corpora.train, args.substitute, seed=args.seed)
+        substituter = Substituter(corpora.train, args.substitute, seed=args.seed, repeat=args.repeat_timed)
         log(f"substitution: rate {args.substitute:g} of {substituter.eligible:,} pairs carrying "
-            f"{', '.join(substituter.names)} or numbers")  # fmt: skip
+            f"{', '.join(substituter.names)}, numbers, times or dates; {substituter.timed:,} with a time or date, "
+            f"{args.repeat_timed} more copies each")  # fmt: skip
 
     def epoch_data(epoch: int):
         src, tgt = list(base_src), list(base_tgt)
@@ -325,6 +334,9 @@ def main(argv=None) -> dict:
             for i, s_ids, t_ids in zip(idx, tokenizer.encode_batch([subs[i][0] for i in idx]),
                                        tokenizer.encode_batch([subs[i][1] for i in idx])):  # fmt: skip
                 src[i], tgt[i] = s_ids, t_ids
+            extra = substituter.extra(epoch)
+            src += tokenizer.encode_batch([e for e, _ in extra])
+            tgt += tokenizer.encode_batch([f for _, f in extra])
         src += [base_src[i] for i in repeats]
         tgt += [base_tgt[i] for i in repeats]
         keep = [i for i in range(len(src)) if len(src[i]) + 1 <= args.max_len and len(tgt[i]) + 1 <= args.max_len]

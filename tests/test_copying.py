@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from model.copying import NUMBER_WORDS, Substituter, is_latin, name_pools, recurring_names
+from model.copying import MONTHS_FR, NUMBER_WORDS, Substituter, is_latin, name_pools, recurring_names, when
 
 PAIRS = [
     ("Tom is here.", "Tom est là."),
@@ -44,6 +44,45 @@ def test_substitution_is_seeded_and_consistent_across_sides(sub):
     h, m = re.search(r"(\d+):(\d+)", en).groups()
     assert fr == f"Le train part à {h} h {m}."
     assert first[7][0].endswith("'s dog") and first[7][1].startswith("Le chien de ")
+
+
+TIMED = [
+    ("Wake me up at seven o'clock.", "Réveille-moi à sept heures."),
+    ("I was born on June 4, 1974.", "Je suis né le 4 juin 1974."),
+    ("I must leave on Monday.", "Je dois partir lundi."),
+    ("Tom called at 2:30.", "Tom a appelé à 2 h 30."),
+    ("I arrived at 4:00 p.m.", "Je suis arrivé à 16h00."),  # 16 h for "4:00 p.m.": left alone
+    ("I go there on Monday morning.", "J'y vais lundi matin."),  # "on <date> morning" would not read well
+    ("We met at 3:00 and left at 5:00.", "On s'est vus à 3 h et partis à 5 h."),  # two times: left alone
+]
+
+
+def test_a_time_date_or_weekday_given_alike_on_both_sides_is_found_and_cut_out():
+    kinds = [w and w[0] for w in (when(*p) for p in TIMED)]
+    assert kinds == ["time", "date", "day", "time", None, None, None]
+    assert when(*TIMED[3]) == ("time", "Tom called at \ue000.", "Tom a appelé à \ue000.")
+    assert when(*TIMED[2])[1:] == ("I must leave \ue000.", "Je dois partir \ue000.")
+
+
+def test_times_and_dates_are_redrawn_in_digits_alike_and_repeated():
+    sub = Substituter(TIMED, rate=1.0, seed=5, names=("Tom",), repeat=3)
+    assert sorted(sub.slots) == [0, 1, 2, 3] and sub.timed == 4
+    out = sub.epoch(0)
+    en, fr = out[0]
+    h, m = re.fullmatch(r"Wake me up at (\d+):(\d\d)\.", en).groups()
+    assert fr == f"Réveille-moi à {h} h {m}." and 1 <= int(h) <= 12 and int(m) < 60
+    en, fr = out[1]
+    day, year = re.search(r"on \w+ (\d+)(?:, (\d{4}))?\.", en).groups()
+    fr_day, fr_year = "1er" if day == "1" else day, f" {year}" if year else ""
+    assert re.fullmatch(rf"Je suis né le {fr_day} ({'|'.join(MONTHS_FR)}){fr_year}\.", fr)
+    en, fr = out[2]
+    assert en.startswith("I must leave on ") and fr.startswith("Je dois partir le ") and "lundi" not in fr
+    en, fr = out[3]  # the name and the time both change, each alike on both sides
+    name, h, m = re.fullmatch(r"(.+) called at (\d+):(\d\d)\.", en).groups()
+    assert name != "Tom" and fr == f"{name} a appelé à {h} h {m}."
+    extra = sub.extra(0)
+    assert len(extra) == 3 * 4 and extra == sub.extra(0) and extra != sub.extra(1)
+    assert len(set(extra)) > 8  # each copy is drawn anew
 
 
 def test_rate_zero_changes_nothing_and_rate_half_about_half():
