@@ -2,8 +2,9 @@
 
 ``streamlit run app.py`` serves the page script ``views/main.py`` (the page registry and navigation, run once per
 browser session and on every interaction) as an ``st.App``. Its lifespan starts loading the first model in the
-background as the server starts, so torch's import and the model (~2 s) are done, or under way, when the first
-browser arrives instead of starting then. ``DECODER_LENS_MODEL=/path/to/model_dir`` picks another model.
+background as the server starts, so torch's import, the model, its step decoder and the page modules (~2 s) are
+done, or under way, when the first browser arrives instead of starting then. ``DECODER_LENS_MODEL=/path/to/model_dir``
+picks another model.
 """
 
 from __future__ import annotations
@@ -19,12 +20,21 @@ PAGE = Path(__file__).resolve().parent / "views" / "main.py"
 
 
 def warm_start() -> None:
-    """Load the model the first page shows into the cache every session shares (``views.common.load_model``)."""
+    """Prepare what the first page run needs, in the caches every session shares: the model
+    (``views.common.load_model``), its step decoder (``views.common.lean_decoder``), the page modules, and plotly's
+    figure classes (their first figure imports ~40 ms of validators)."""
     try:
-        from views.common import load_model
+        from views.common import lean_decoder, load_model
         from views.state import offered_model_dirs
 
-        load_model(str(offered_model_dirs()[0]))
+        lean_decoder(load_model(str(offered_model_dirs()[0])))
+        import plotly.graph_objects as go
+
+        import views.about
+        import views.explore
+        import views.lesson  # noqa: F401 - imported for the page script
+
+        go.Figure(go.Heatmap(z=[[0.0]]), layout={"title": {"text": "warm"}})
     except Exception as e:  # the page loads it again and says what is wrong
         logging.getLogger("decoder_lens").warning("warm start: %s", str(e).splitlines()[0] if str(e) else e)
 

@@ -712,15 +712,17 @@ def test_the_server_loads_the_first_page_s_model_before_any_browser(tiny_model_d
 
     assert discover_asgi_app(Path(app.__file__)).is_asgi_app
     assert Path(APP) == app.PAGE
-    loads = []
-    real = views.common.load_model_dir
+    loads, leans = [], []
+    real, real_lean = views.common.load_model_dir, views.common.LeanDecoder
     monkeypatch.setattr(views.common, "load_model_dir", lambda p: loads.append(p) or real(p))
+    monkeypatch.setattr(views.common, "LeanDecoder", lambda *a, **k: leans.append(a) or real_lean(*a, **k))
     monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
     views.common._load_model.clear()
+    views.common._lean_decoder.clear()
     app.warm_start()
-    assert loads == [str(tiny_model_dir)]
+    assert loads == [str(tiny_model_dir)] and len(leans) == 1
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params.update({"max_len": "8"})
     at.run()
     ok(at)
-    assert loads == [str(tiny_model_dir)]  # the page's load was a cache hit
+    assert loads == [str(tiny_model_dir)] and len(leans) == 1  # the page's load and decoder were cache hits
