@@ -15,6 +15,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import streamlit as st
+from starlette.responses import FileResponse
+from starlette.routing import Route
+
+from views.plot import PLOT_JS, PLOT_JS_ROUTE, PLOTLY_JS, PLOTLY_ROUTE
 
 PAGE = Path(__file__).resolve().parent / "views" / "main.py"
 
@@ -45,4 +49,20 @@ async def lifespan(_app):
     yield
 
 
-app = st.App(PAGE, lifespan=lifespan)
+def script(path: Path, cache: str):
+    """A route's handler that serves the JavaScript file ``path`` (the page's figures: ``views/plot.py``)."""
+
+    async def serve(_request) -> FileResponse:
+        return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": cache})
+
+    return serve
+
+
+app = st.App(
+    PAGE,
+    lifespan=lifespan,
+    routes=[
+        Route(PLOTLY_ROUTE, script(PLOTLY_JS, "public, max-age=86400")),  # the installed plotly's own bundle
+        Route(PLOT_JS_ROUTE, script(PLOT_JS, "no-cache")),  # ours: revalidated, so an update is picked up
+    ],
+)

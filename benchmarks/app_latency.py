@@ -9,7 +9,11 @@
   the new step (its outlined row, or "step N" / "position N" in its title; see ``harness.browser.PAINTED_JS``),
   in the app's default view (the stage selector's default stage);
 - bytes received per ▶ step: the websocket frames' payloads between the click and the paint;
-- the same two in the "All stages" view (every figure of every stage on the page);
+- the same two in the "All stages" view (every figure of every stage on the page), with the step buttons
+  scrolled to the top of the window: a figure out of view is updated when it scrolls near (views/plot.js),
+  so "painted" there means every figure in view (and within its margin) shows the new step and the others
+  wait, marked as waiting; and how long scrolling down to the end then takes, a window at a time, each time
+  until the figures in view are up to date;
 - new sentence to painted: from committing a new sentence (Ctrl+Enter) to every figure at position 0;
 - cold start: from launching the streamlit process to the first page idle with every figure drawn.
 
@@ -139,7 +143,9 @@ def step_clicks(page, frames: Frames, n_steps: int, step: int, count: int, track
 
 
 def show_all_stages(page, step: int) -> dict:
-    """Pick "All stages" in the stage selector; wait until the new figures are drawn at ``step``."""
+    """Pick "All stages" in the stage selector; wait until the new figures are drawn at ``step``; scroll the step
+    buttons to the top of the window, so the first stages' figures are in view below them (as a student reading
+    the page and pressing ▶ sees them)."""
     before = figures(page)["plots"]
     page.locator(".st-key-stage button", has_text=ALL_STAGES).first.click()
     page.wait_for_function("n => document.querySelectorAll('.js-plotly-plot').length > n", arg=before,
@@ -147,7 +153,44 @@ def show_all_stages(page, step: int) -> dict:
     painted(page, step, 1)
     figs = figures(page)
     painted(page, step, figs["tracking"])
+    page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    painted(page, step, figs["tracking"])
     return figs
+
+
+SCROLLED_JS = """
+() => {
+  if (document.querySelector('[data-drawing]')) return false;
+  for (const el of document.querySelectorAll('[data-deferred]')) {
+    const r = el.getBoundingClientRect();
+    if (r.bottom > 0 && r.top < innerHeight && r.width > 0 && el.checkVisibility()) return false;
+  }
+  return true;
+}
+"""
+SCROLL_JS = """
+() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const before = main.scrollTop;
+  main.scrollBy(0, main.clientHeight);
+  return main.scrollTop > before;
+}
+"""
+
+
+def scroll_through(page) -> tuple[float, int]:
+    """Scroll the page down a window at a time, each time until the figures in view are up to date; (seconds,
+    figures still waiting at the end). Scrolls back to the step buttons after."""
+    t0 = time.perf_counter()
+    while True:
+        page.wait_for_function(SCROLLED_JS, timeout=TIMEOUT_MS)
+        if not page.evaluate(SCROLL_JS):
+            break
+    secs = time.perf_counter() - t0
+    waiting = page.evaluate("() => document.querySelectorAll('[data-deferred]').length")
+    page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_function(SCROLLED_JS, timeout=TIMEOUT_MS)
+    return secs, waiting
 
 
 def submit(page, text: str):
@@ -194,13 +237,20 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
         page.locator('[data-testid="stText"]', has_text=STEP_SENTENCE).first.wait_for()
         painted(page, 0, tracking)
         every = show_all_stages(page, 0)  # the trade-off: every stage's figures on the page
-        all_times, all_sizes, _, _ = step_clicks(page, frames, n_steps, 0, n["all_clicks"], every["tracking"])
+        all_times, all_sizes, _, step = step_clicks(page, frames, n_steps, 0, n["all_clicks"], every["tracking"])
+        scrolls = [scroll_through(page)]
+        for _ in range(n["all_clicks"] - 1):  # after more ▶ steps, each followed by reading the whole page
+            timed(page, frames, click(page, "next") if step < n_steps - 1 else click(page, "first"),
+                  step + 1 if step < n_steps - 1 else 0, every["tracking"])  # fmt: skip
+            step = step + 1 if step < n_steps - 1 else 0
+            scrolls.append(scroll_through(page))
         errors = state(page)["errors"] + server.tracebacks()
     finally:
         server.stop()
     return dict(cold=colds, step=times, bytes=sizes, sentence=sentence_times, largest=largest, n_steps=n_steps,
                 plots=shown["plots"], tracking=shown["tracking"], all_step=all_times, all_bytes=all_sizes,
-                all_plots=every["plots"], all_tracking=every["tracking"], errors=errors)  # fmt: skip
+                all_plots=every["plots"], all_tracking=every["tracking"], errors=errors,
+                all_scroll=[t for t, _ in scrolls], all_left=max(w for _, w in scrolls))  # fmt: skip
 
 
 def measure_floor(browser, tmp: Path, largest: tuple[int, int], clicks: int, cold_starts: int) -> dict:
@@ -240,13 +290,15 @@ def report(app: dict, floor: dict, model: Path) -> None:
         ("floor: received per click (KB)", floor["bytes"], 1e-3),
         (f"app, {ALL_STAGES}: ▶ step to painted (ms)", app["all_step"], 1e3),
         (f"app, {ALL_STAGES}: received per ▶ (KB)", app["all_bytes"], 1e-3),
+        (f"app, {ALL_STAGES}: scroll to the end after ▶ (ms)", app["all_scroll"], 1e3),
         ("app: new sentence to painted (ms)", app["sentence"], 1e3),
         ("app: cold start to painted page (s)", app["cold"], 1),
         ("floor: cold start to painted page (s)", floor["cold"], 1),
     ]
     for name, xs, scale in lines:
         print(row([name, len(xs), f"{median(xs) * scale:.1f}", f"{p95(xs) * scale:.1f}"], w))
-    print(f"errors on the page or tracebacks in the server log: {app['errors']}")
+    print(f"errors on the page or tracebacks in the server log: {app['errors']}; {ALL_STAGES}: figures still waiting "
+          f"after scrolling to the end: {app['all_left']} (those in closed expanders)")  # fmt: skip
     am, ap, fm, fp = median(app["step"]), p95(app["step"]), median(floor["step"]), p95(floor["step"])
     ok = am <= MAX_FLOOR_RATIO * fm and ap <= MAX_FLOOR_RATIO * fp
     print(f"verdict step-to-paint ≤ {MAX_FLOOR_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median {am * 1e3:.0f} ms "

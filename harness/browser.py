@@ -30,13 +30,17 @@ TIMEOUT_MS = 300_000  # generous: a loaded 2-core machine can take minutes for a
 # row r spans r ± 0.5) and "step N" (1-based) / "position N" in its title. Plots with neither (e.g.
 # cross-attention K, V of the source) do not depend on the step; they only have to be drawn. At least
 # ``minTracking`` plots must show the step so a change in the app fails here instead of passing
-# vacuously; ``layer`` (optional) must be the one named by every "(layer N)" title.
+# vacuously; ``layer`` (optional) must be the one named by every "(layer N)" title. A plot whose update
+# waits until it scrolls near (``data-deferred``, views/plot.js) must be out of view; it counts towards
+# ``minTracking`` when it tracks a position at all; with no plot in view that shows the step, the step's own
+# line ("Position N of …") must show it.
 PAINTED_JS = """
 ([step, minTracking, layer]) => {
   if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (document.querySelector('[data-stale="true"]')) return false;
+  if (document.querySelector('[data-drawing]')) return false;
   const plots = [...document.querySelectorAll('.js-plotly-plot')];
-  let tracking = 0, layered = 0;
+  let tracking = 0, deferred = 0, layered = 0;
   for (const el of plots) {
     const full = el._fullLayout;
     if (!full || !el.querySelector('.main-svg')) return false;
@@ -49,6 +53,12 @@ PAINTED_JS = """
     if (m) shown.add(Number(m[1]) - 1);
     m = title.match(/\\bposition (?:is )?(\\d+)/i);
     if (m) shown.add(Number(m[1]));
+    if (el.hasAttribute('data-deferred')) {  // its update waits until it scrolls near: it must be out of view
+      const r = el.getBoundingClientRect();
+      if (r.bottom > 0 && r.top < innerHeight && r.width > 0 && el.checkVisibility()) return false;
+      if (shown.size) deferred += 1;
+      continue;
+    }
     if (shown.size) {
       if (shown.size !== 1 || !shown.has(step)) return false;
       tracking += 1;
@@ -59,7 +69,11 @@ PAINTED_JS = """
       layered += 1;
     }
   }
-  return tracking >= minTracking && (layer === null || layered > 0);
+  // With no figure in view, the step's own line must say the new position (the page got the step).
+  const line = document.querySelector('.st-key-next_chip');
+  const at = line && line.innerText.match(/Position (\\d+) of/);
+  if (!tracking && minTracking && !(at && Number(at[1]) === step)) return false;
+  return tracking + deferred >= minTracking && (layer === null || layered > 0);
 }
 """
 
@@ -69,6 +83,7 @@ DRAWN_JS = """
 (minPlots) => {
   if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (document.querySelector('[data-stale="true"]')) return false;
+  if (document.querySelector('[data-drawing]')) return false;
   const plots = [...document.querySelectorAll('.js-plotly-plot')];
   for (const el of plots) {
     if (!el._fullLayout || !el.querySelector('.main-svg')) return false;

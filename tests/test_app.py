@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ from model.config import ModelConfig
 from model.decoding import DecodeOptions, decode
 from model.steps import follow, live_rows
 from views.common import escape_markdown
+from views.plot import payload
 from views.stages.lens import head_words
 from views.state import (
     DECODER_STAGES,
@@ -76,7 +76,8 @@ def frame(at: AppTest, column: str):
 
 
 def specs(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    """The page's figures as sent to the browser (each a ``views.plot`` component's data), in page order."""
+    return [payload(c.proto.bytes)["figure"] for c in at.get("bidi_component")]
 
 
 def titles(at: AppTest) -> list[str]:

@@ -124,3 +124,59 @@ def test_browser_end_to_end(server):
         finally:
             browser.close()
     assert dialogs == []
+
+
+# The positions a figure shows: its outlined rows (on category axes row r spans r ± 0.5) and "position N" in its title.
+SHOWN_JS = """
+el => {
+  const full = el._fullLayout || {};
+  const out = (full.shapes || []).filter(s => s.name === 'highlight').map(s => Math.round(Number(s.y0) + 0.5));
+  const m = String((full.title && full.title.text) || '').match(/\\bposition (?:is )?(\\d+)/i);
+  if (m) out.push(Number(m[1]));
+  return [...new Set(out)];
+}
+"""
+
+
+def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_near(server):
+    """Every figure keeps its graph between steps (updated in place, not rebuilt); after ▶ in "All stages" the
+    figures far below the window wait, marked ``data-deferred``, still showing the previous position, and are
+    brought up to date when they scroll near."""
+    from playwright.sync_api import sync_playwright
+
+    from harness.browser import PAINTED_JS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{server}/?max_len=12&stage=all&src=I+like+pizza.")
+            page.wait_for_function(PAINTED_JS, arg=[0, 10, None])
+            page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+            plots = page.locator(".decoder-lens-plot")
+            n = plots.count()
+            assert n >= 20, n
+            page.evaluate("() => document.querySelectorAll('.decoder-lens-plot').forEach((e, i) => e.__mark = i)")
+            page.locator(".st-key-next button").first.click()
+            page.wait_for_function(PAINTED_JS, arg=[1, 10, None])
+            marks = page.evaluate("() => [...document.querySelectorAll('.decoder-lens-plot')].map(e => e.__mark)")
+            assert marks == list(range(n))  # the same elements: each graph was updated where it was
+            deferred = page.locator(".decoder-lens-plot[data-deferred]")
+            waiting = deferred.count()
+            assert waiting >= 5, waiting  # most of the page is out of view
+            last = deferred.nth(waiting - 1)
+            assert 1 not in last.evaluate(SHOWN_JS)  # not redrawn yet
+            tracked = [i for i in range(n) if plots.nth(i).evaluate(SHOWN_JS)]
+            drawn = [i for i in tracked if plots.nth(i).get_attribute("data-deferred") is None]
+            assert drawn and all(plots.nth(i).evaluate(SHOWN_JS) == [1] for i in drawn)
+            target = tracked[-1]
+            plots.nth(target).evaluate("e => e.scrollIntoView({block: 'center'})")
+            page.wait_for_function(
+                "([i]) => { const e = document.querySelectorAll('.decoder-lens-plot')[i]; "
+                "return !e.hasAttribute('data-deferred') && !e.hasAttribute('data-drawing'); }",
+                arg=[target],
+            )
+            assert plots.nth(target).evaluate(SHOWN_JS) == [1]
+        finally:
+            browser.close()

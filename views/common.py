@@ -23,6 +23,7 @@ from model.lean import LeanDecoder
 from model.steps import compact_result
 from model.trace import teacher_forced_trace
 
+from .plot import plot
 from .state import MAX_BEAM, MEAN_HEADS, Choices
 
 log = logging.getLogger("decoder_lens")
@@ -59,9 +60,10 @@ def head_label(head) -> str:
 
 def show(fig, key: str) -> None:
     """A figure at the size it chose: fixed-width figures (square attention cells) keep their width, the others
-    take the column's."""
+    take the column's. The graph stays on the page under ``key`` and is updated in place (``views.plot``); out of
+    view, when it scrolls near."""
     cfg = {**PLOTLY_CONFIG, "toImageButtonOptions": {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": key}}
-    st.plotly_chart(fig, key=key, config=cfg, width="content" if fig.layout.width else "stretch")
+    plot(fig, key, cfg, lazy=True)
 
 
 def fail(message: str, exc: BaseException) -> None:

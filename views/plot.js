@@ -1,0 +1,109 @@
+// One Plotly figure that stays on the page between reruns: the first render makes the graph, later renders
+// update it in place with Plotly.react (a new st.plotly_chart element would be built from scratch each time).
+// With data.lazy, an update to a figure out of view waits until it scrolls near the viewport. The figure's
+// element carries data-deferred="1" while an update waits and data-drawing="1" while Plotly draws it.
+const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
+
+function plotly(src) {
+  if (!window.__decoderLensPlotly) {
+    window.__decoderLensPlotly = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = src;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => reject(new Error("Plotly did not load from " + src));
+      document.head.appendChild(script);
+    });
+  }
+  return window.__decoderLensPlotly;
+}
+
+function draw(div) {
+  const job = div.__job;
+  if (!job) return;
+  div.__job = null;
+  const seq = (div.__seq = (div.__seq || 0) + 1);
+  div.removeAttribute("data-deferred");
+  div.setAttribute("data-drawing", "1");
+  div.__drawing = (div.__drawing || Promise.resolve())
+    .then(() => plotly(job.src))
+    .then((Plotly) => Plotly.react(div, job.figure.data, job.figure.layout, job.config))
+    .catch((err) => console.error("Decoder Lens figure:", err))
+    .finally(() => {
+      if (div.__seq === seq) div.removeAttribute("data-drawing");
+    });
+}
+
+function resizer() {
+  // A graph drawn while its container was hidden (a closed expander) or that changed width follows it.
+  if (!window.__decoderLensResizer) {
+    window.__decoderLensResizer = new ResizeObserver((entries) => {
+      for (const e of entries) {
+        const div = e.target;
+        if (div._fullLayout && !div.__fixed && e.contentRect.width > 0 && Math.abs(div._fullLayout.width - e.contentRect.width) > 1)
+          window.Plotly.Plots.resize(div);
+      }
+    });
+  }
+  return window.__decoderLensResizer;
+}
+
+function scroller(el) {
+  // The page scrolls inside Streamlit's main container, which clips its content: the observer's root must be that
+  // container for NEAR to reach beyond what is visible.
+  for (let p = el.parentElement; p; p = p.parentElement) {
+    const y = getComputedStyle(p).overflowY;
+    if ((y === "auto" || y === "scroll") && p.scrollHeight > p.clientHeight) return p;
+  }
+  return null;
+}
+
+function watcher(root) {
+  const watchers = (window.__decoderLensWatchers = window.__decoderLensWatchers || new Map());
+  if (!watchers.has(root)) {
+    const io = new IntersectionObserver(
+      (entries) => {
+        for (const e of entries) {
+          e.target.__near = e.isIntersecting;
+          if (e.isIntersecting) draw(e.target);
+        }
+      },
+      { root, rootMargin: NEAR },
+    );
+    watchers.set(root, io);
+  }
+  return watchers.get(root);
+}
+
+export default function ({ data: bytes, parentElement }) {
+  const data = JSON.parse(typeof bytes === "string" ? bytes : new TextDecoder().decode(bytes));
+  const figure = data.figure;
+  // The page's own typeface, as Streamlit's charts use, where the figure names none.
+  const font = (figure.layout.font = figure.layout.font || {});
+  if (!font.family) font.family = getComputedStyle(document.body).fontFamily;
+  let div = parentElement.querySelector("div.decoder-lens-plot");
+  if (!div) {
+    div = document.createElement("div");
+    div.className = "decoder-lens-plot";
+    div.__near = false;
+    parentElement.appendChild(div);
+  }
+  div.style.minHeight = (figure.layout.height || 450) + "px"; // the space the new figure takes, drawn or waiting
+  div.__fixed = Boolean(figure.layout.width);
+  div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
+  div.__job = { figure, config: { ...data.config, responsive: !figure.layout.width }, src: data.src };
+  if (div.__watcher) div.__watcher.unobserve(div);
+  div.__watcher = watcher(scroller(div));
+  div.__watcher.observe(div); // its first report says whether the figure is near now
+  resizer().observe(div);
+  // Drawn now: in or near view, or never drawn and laid out (so the page's first paint has every figure).
+  if (!data.lazy || div.__near || (!div._fullLayout && div.offsetWidth > 0)) draw(div);
+  else div.setAttribute("data-deferred", "1");
+  return () => {
+    div.__watcher.unobserve(div);
+    resizer().unobserve(div);
+    // Streamlit may call this before the next render of the same element: only a removed graph is purged.
+    setTimeout(() => {
+      if (!div.isConnected && window.Plotly) window.Plotly.purge(div);
+    }, 0);
+  };
+}

@@ -1,0 +1,53 @@
+"""Figures drawn by a small custom component (``plot.js``) that keeps each graph on the page between reruns.
+
+``st.plotly_chart`` makes every changed figure a new element, built from scratch in the browser (Plotly.newPlot
+and a second pass for the theme): ~90 ms a figure, for every figure after every ▶. The component keeps its graph
+and updates it in place with ``Plotly.react``; with ``lazy`` a figure out of view is updated only when it scrolls
+near the viewport (in the "All stages" view most of ~25 figures are), and its element carries ``data-deferred="1"``
+until then.
+``app.py`` serves the component's code (``PLOT_JS_ROUTE``) and Plotly's own bundle from the installed plotly package
+(``PLOTLY_ROUTE``); each element carries only a one-line loader and its figure, as JSON bytes (no re-parsing).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib.util import find_spec
+from pathlib import Path
+
+import plotly.io as pio
+import streamlit as st
+
+PLOTLY_ROUTE = "/vendor/plotly.min.js"
+PLOTLY_JS = Path(find_spec("plotly").origin).parent / "package_data" / "plotly.min.js"
+PLOT_JS_ROUTE = "/vendor/decoder-lens-plot.js"
+PLOT_JS = Path(__file__).with_name("plot.js")
+# Sent with every element (on several lines: one line would be taken for a file path): loads plot.js once per
+# page, then hands each render to it.
+LOADER = f"""export default function (args) {{
+  const m = window.__decoderLensPlotModule;
+  if (m) return m.default(args);
+  import(new URL("{PLOT_JS_ROUTE.lstrip("/")}", document.baseURI).href).then((mod) => {{
+    window.__decoderLensPlotModule = mod;
+    mod.default(args);
+  }});
+}}"""
+
+
+@functools.cache
+def _component():
+    """Registered once per process: registering the same name again logs a warning and replaces it."""
+    return st.components.v2.component("decoder_lens_plot", js=LOADER, isolate_styles=False)
+
+
+def plot(fig, key: str, config: dict, lazy: bool = False) -> None:
+    """Draw ``fig`` under ``key`` (the same key keeps the same graph, updated in place)."""
+    figure = pio.to_json(fig, validate=False)  # numpy arrays as Plotly's base64 typed arrays
+    rest = json.dumps({"config": config, "src": PLOTLY_ROUTE.lstrip("/"), "lazy": lazy})
+    _component()(data=f'{{"figure": {figure}, {rest[1:]}'.encode(), key=key)
+
+
+def payload(data) -> dict:
+    """What ``plot`` sent, from the element's data (bytes): for tests and checks of the page."""
+    return json.loads(bytes(data))
