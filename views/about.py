@@ -23,7 +23,8 @@ HOW_TO = """
 - **Stage selector**: pick the decoder stage to draw — inputs and embeddings, Q · K · V, the scores and the
   causal mask, the masked self-attention weights, Add & Norm, cross-attention to the English source, the
   feed-forward network, or the output distribution with the beam candidates. "All stages" draws every
-  figure at once and is slower to step through. The sidebar picks the layer and the attention head.
+  figure at once and is slower to step through (a figure below the window is redrawn as you scroll to it).
+  The sidebar picks the layer and the attention head.
 - **Decoding**: greedy, **beam search** (follow any hypothesis of the beam and see which candidates were
   kept or dropped at each step) or sampling (temperature, top-k, top-p, seed), chosen in the sidebar.
 - **Teacher forcing**: type a reference French translation to open the teacher-forcing view: the whole

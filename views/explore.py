@@ -88,7 +88,8 @@ def stage_selector() -> str:
         format_func=STAGE_LABELS.get,
         on_change=_keep_stage,
         help="Each step redraws only the figures of the chosen stage; "
-        "All stages shows every figure of the decoder at once (slower to redraw); the three explanations "
+        "All stages shows every figure of the decoder at once (slower to step through; a figure below the "
+        "window is redrawn as you scroll to it); the three explanations "
         "(logit lens, head ablation, attribution) are shown one at a time.",
     )
     stage = s.get("stage") if s.get("stage") in STAGES else STAGES[3]
