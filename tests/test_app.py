@@ -77,7 +77,8 @@ def frame(at: AppTest, column: str):
 
 def specs(at: AppTest) -> list[dict]:
     """The page's figures as sent to the browser (each a ``views.plot`` component's data), in page order."""
-    return [payload(c.proto.bytes)["figure"] for c in at.get("bidi_component")]
+    sent = [payload(c.proto.bytes) for c in at.get("bidi_component")]
+    return [p["figure"] for p in sent if "figure" in p]  # not the empty element that preloads Plotly
 
 
 def titles(at: AppTest) -> list[str]:

@@ -13,6 +13,7 @@ import streamlit as st
 from model.checkpoint import ModelDirError
 from views import about, explore, lesson
 from views.common import fail, load_model, md
+from views.plot import preload
 from views.state import PAGES, offered_model_dirs
 
 RECONNECT_TIMER_S = 3600
@@ -51,6 +52,7 @@ def choose_model(dirs: list[Path]) -> tuple[str, list[str]]:
 def main() -> None:
     st.set_page_config(page_title="Decoder Lens", page_icon="🔎", layout="wide")
     with st.sidebar:
+        preload()
         rerun_on_reconnect()
     s = st.session_state
     if "page" not in s:

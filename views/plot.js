@@ -76,6 +76,10 @@ function watcher(root) {
 
 export default function ({ data: bytes, parentElement }) {
   const data = JSON.parse(typeof bytes === "string" ? bytes : new TextDecoder().decode(bytes));
+  if (data.preload) {
+    plotly(data.src);
+    return;
+  }
   const figure = data.figure;
   // The page's own typeface, as Streamlit's charts use, where the figure names none.
   const font = (figure.layout.font = figure.layout.font || {});

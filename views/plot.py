@@ -48,6 +48,12 @@ def plot(fig, key: str, config: dict, lazy: bool = False) -> None:
     _component()(data=f'{{"figure": {figure}, {rest[1:]}'.encode(), key=key)
 
 
+def preload() -> None:
+    """An empty element that starts loading Plotly's bundle as the page's first elements arrive, so that it is
+    loaded and parsed while the server still decodes and builds the first figures."""
+    _component()(data=json.dumps({"preload": True, "src": PLOTLY_ROUTE.lstrip("/")}).encode(), key="plotly_preload")
+
+
 def payload(data) -> dict:
     """What ``plot`` sent, from the element's data (bytes): for tests and checks of the page."""
     return json.loads(bytes(data))
