@@ -251,8 +251,9 @@ def row(cells: list[object], widths: list[int], left: int = 1) -> str:
 
 # PAINTED_JS, and the page shows the view asked for: "Position N" in the stepper, the URL's ``stage`` and ``layer``
 # (absent: the default stage, layer 0), and, where ``before`` is a string, plot titles other than ``before`` (a stage
-# switch draws other figures). ``layer`` is checked against every "(layer N)" title there is, and stages without
-# such titles (the output stage) pass on the URL alone; ``minTracking`` plots must show the step, as in PAINTED_JS.
+# switch draws other figures). ``layer`` is checked against every "(layer N)" title of a figure drawn (not waiting
+# to scroll near), and stages without such titles (the output stage) pass on the URL alone; ``minTracking`` plots
+# must show the step, as in PAINTED_JS.
 VIEW_PAINTED_JS = f"""
 ([step, minTracking, layer, stage, defaultStage, before]) => {{
   if (!({PAINTED_JS})([step, minTracking, null])) return false;
@@ -261,13 +262,14 @@ VIEW_PAINTED_JS = f"""
   if (!m || Number(m[1]) !== step) return false;
   const q = new URLSearchParams(location.search);
   if ((q.get('stage') || defaultStage) !== stage || Number(q.get('layer') || 0) !== layer) return false;
-  const titles = [...document.querySelectorAll('.js-plotly-plot')]
-    .map(el => String((el._fullLayout && el._fullLayout.title && el._fullLayout.title.text) || ''));
-  for (const t of titles) {{
-    const lm = t.match(/\\(layer (\\d+)\\)/);
+  const title = el => String((el._fullLayout && el._fullLayout.title && el._fullLayout.title.text) || '');
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  for (const el of plots) {{
+    if (el.hasAttribute('data-deferred')) continue;  // out of view (PAINTED_JS checks): redrawn when near
+    const lm = title(el).match(/\\(layer (\\d+)\\)/);
     if (lm && Number(lm[1]) !== layer) return false;
   }}
-  return before === null || titles.join('\\n') !== before;
+  return before === null || plots.map(title).join('\\n') !== before;
 }}
 """
 
