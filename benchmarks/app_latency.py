@@ -43,6 +43,7 @@ from harness.browser import (  # noqa: E402
     FIGURES_JS,
     PAGE_STATE_JS,
     PAINTED_JS,
+    SCROLLED_JS,
     TIMEOUT_MS,
     VIEWPORT,
     Server,
@@ -158,16 +159,6 @@ def show_all_stages(page, step: int) -> dict:
     return figs
 
 
-SCROLLED_JS = """
-() => {
-  if (document.querySelector('[data-drawing]')) return false;
-  for (const el of document.querySelectorAll('[data-deferred]')) {
-    const r = el.getBoundingClientRect();
-    if (r.bottom > 0 && r.top < innerHeight && r.width > 0 && el.checkVisibility()) return false;
-  }
-  return true;
-}
-"""
 SCROLL_JS = """
 () => {
   const main = document.querySelector('[data-testid="stMain"]');

@@ -34,8 +34,19 @@ TIMEOUT_MS = 300_000  # generous: a loaded 2-core machine can take minutes for a
 # waits until it scrolls near (``data-deferred``, views/plot.js) must be out of view; it counts towards
 # ``minTracking`` when it tracks a position at all; with no plot in view that shows the step, the step's own
 # line ("Position N of …") must show it.
-PAINTED_JS = """
+# Whether an element is in the window and shown (not in a closed expander).
+IN_VIEW_JS = """
+el => {
+  const r = el.getBoundingClientRect();
+  return r.bottom > 0 && r.top < innerHeight && r.width > 0 && el.checkVisibility();
+}
+"""
+PAINTED_JS = (
+    """
 ([step, minTracking, layer]) => {
+  const inView = """
+    + IN_VIEW_JS.strip()
+    + """;
   if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (document.querySelector('[data-stale="true"]')) return false;
   if (document.querySelector('[data-drawing]')) return false;
@@ -54,8 +65,7 @@ PAINTED_JS = """
     m = title.match(/\\bposition (?:is )?(\\d+)/i);
     if (m) shown.add(Number(m[1]));
     if (el.hasAttribute('data-deferred')) {  // its update waits until it scrolls near: it must be out of view
-      const r = el.getBoundingClientRect();
-      if (r.bottom > 0 && r.top < innerHeight && r.width > 0 && el.checkVisibility()) return false;
+      if (inView(el)) return false;
       if (shown.size) deferred += 1;
       continue;
     }
@@ -76,6 +86,7 @@ PAINTED_JS = """
   return tracking + deferred >= minTracking && (layer === null || layered > 0);
 }
 """
+)
 
 # True once the page is idle, shows at least ``minPlots`` plots and every plot is drawn (heatmaps as images);
 # unlike PAINTED_JS it asks nothing of what the plots show.
@@ -92,6 +103,15 @@ DRAWN_JS = """
   }
   return plots.length >= minPlots;
 }
+"""
+
+# True once no figure is being drawn and none in view waits for its update (views/plot.js): what a reader
+# scrolled to is up to date.
+SCROLLED_JS = f"""
+() => {{
+  if (document.querySelector('[data-drawing]')) return false;
+  return ![...document.querySelectorAll('[data-deferred]')].some({IN_VIEW_JS.strip()});
+}}
 """
 
 # Figures of the page: how many show a position (as above) and the largest heatmap (rows, cols).

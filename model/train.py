@@ -81,7 +81,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--multi30k-repeat", type=int, default=1,
                    help="each epoch sees every Multi30k training pair this many times (Tatoeba's once)")  # fmt: skip
     p.add_argument("--substitute", type=float, default=0.0,
-                   help="share of name/number pairs given other names and numbers each epoch (0: none)")  # fmt: skip
+                   help="share of name/number/time/date pairs given new ones each epoch (0: none)")  # fmt: skip
     p.add_argument(
         "--repeat-timed",
         type=int,

@@ -63,7 +63,7 @@ def show(fig, key: str) -> None:
     take the column's. The graph stays on the page under ``key`` and is updated in place (``views.plot``); out of
     view, when it scrolls near."""
     cfg = {**PLOTLY_CONFIG, "toImageButtonOptions": {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": key}}
-    plot(fig, key, cfg, lazy=True)
+    plot(fig, key, cfg)
 
 
 def fail(message: str, exc: BaseException) -> None:

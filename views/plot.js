@@ -1,7 +1,7 @@
 // One Plotly figure that stays on the page between reruns: the first render makes the graph, later renders
-// update it in place with Plotly.react (a new st.plotly_chart element would be built from scratch each time).
-// With data.lazy, an update to a figure out of view waits until it scrolls near the viewport. The figure's
-// element carries data-deferred="1" while an update waits and data-drawing="1" while Plotly draws it.
+// update it in place with Plotly.react (a new st.plotly_chart element would be built from scratch each time);
+// Streamlit calls it again only for a figure that changed. An update to a figure out of view waits until it scrolls near the viewport. The
+// figure's element carries data-deferred="1" while an update waits and data-drawing="1" while Plotly draws it.
 const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
 
 function plotly(src) {
@@ -75,7 +75,18 @@ function watcher(root) {
 }
 
 export default function ({ data: bytes, parentElement }) {
-  const data = JSON.parse(typeof bytes === "string" ? bytes : new TextDecoder().decode(bytes));
+  const text = typeof bytes === "string" ? bytes : new TextDecoder().decode(bytes);
+  let div = parentElement.querySelector("div.decoder-lens-plot");
+  const cleanup = () => {
+    if (!div) return;
+    div.__watcher.unobserve(div);
+    resizer().unobserve(div);
+    // Streamlit may call this before the next render of the same element: only a removed graph is purged.
+    setTimeout(() => {
+      if (!div.isConnected && window.Plotly) window.Plotly.purge(div);
+    }, 0);
+  };
+  const data = JSON.parse(text);
   if (data.preload) {
     plotly(data.src);
     return;
@@ -84,7 +95,6 @@ export default function ({ data: bytes, parentElement }) {
   // The page's own typeface, as Streamlit's charts use, where the figure names none.
   const font = (figure.layout.font = figure.layout.font || {});
   if (!font.family) font.family = getComputedStyle(document.body).fontFamily;
-  let div = parentElement.querySelector("div.decoder-lens-plot");
   if (!div) {
     div = document.createElement("div");
     div.className = "decoder-lens-plot";
@@ -100,14 +110,7 @@ export default function ({ data: bytes, parentElement }) {
   div.__watcher.observe(div); // its first report says whether the figure is near now
   resizer().observe(div);
   // Drawn now: in or near view, or never drawn and laid out (so the page's first paint has every figure).
-  if (!data.lazy || div.__near || (!div._fullLayout && div.offsetWidth > 0)) draw(div);
+  if (div.__near || (!div._fullLayout && div.offsetWidth > 0)) draw(div);
   else div.setAttribute("data-deferred", "1");
-  return () => {
-    div.__watcher.unobserve(div);
-    resizer().unobserve(div);
-    // Streamlit may call this before the next render of the same element: only a removed graph is purged.
-    setTimeout(() => {
-      if (!div.isConnected && window.Plotly) window.Plotly.purge(div);
-    }, 0);
-  };
+  return cleanup;
 }

@@ -2,11 +2,11 @@
 
 ``st.plotly_chart`` makes every changed figure a new element, built from scratch in the browser (Plotly.newPlot
 and a second pass for the theme): ~90 ms a figure, for every figure after every ▶. The component keeps its graph
-and updates it in place with ``Plotly.react``; with ``lazy`` a figure out of view is updated only when it scrolls
-near the viewport (in the "All stages" view most of ~25 figures are), and its element carries ``data-deferred="1"``
-until then.
-``app.py`` serves the component's code (``PLOT_JS_ROUTE``) and Plotly's own bundle from the installed plotly package
-(``PLOTLY_ROUTE``); each element carries only a one-line loader and its figure, as JSON bytes (no re-parsing).
+and updates it in place with ``Plotly.react`` (Streamlit renders it again only when the figure changed); a figure
+out of view is updated only when it scrolls near the viewport (in the "All stages" view most of ~25 figures are),
+and its element carries ``data-deferred="1"`` until then. ``app.py`` serves the component's code
+(``PLOT_JS_ROUTE``) and Plotly's own bundle from the installed plotly package (``PLOTLY_ROUTE``); each element
+carries only a short loader and its figure, as JSON bytes (no re-parsing).
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ def _component():
     return st.components.v2.component("decoder_lens_plot", js=LOADER, isolate_styles=False)
 
 
-def plot(fig, key: str, config: dict, lazy: bool = False) -> None:
+def plot(fig, key: str, config: dict) -> None:
     """Draw ``fig`` under ``key`` (the same key keeps the same graph, updated in place)."""
     figure = pio.to_json(fig, validate=False)  # numpy arrays as Plotly's base64 typed arrays
-    rest = json.dumps({"config": config, "src": PLOTLY_ROUTE.lstrip("/"), "lazy": lazy})
+    rest = json.dumps({"config": config, "src": PLOTLY_ROUTE.lstrip("/")})
     _component()(data=f'{{"figure": {figure}, {rest[1:]}'.encode(), key=key)
 
 
