@@ -79,8 +79,9 @@ def test_step_profile_smoke():
     }
     assert sorted(products) == sorted(labels), out
     for calls, per_step, _, per_call, hot, ratio in products.values():
-        assert calls >= 1 and per_step > 0 and hot > 0 and abs(per_call * calls - per_step) < 0.2, out
-        # every figure is printed to 0.1, so the ratio of the printed figures can be off by their rounding
+        # every figure is printed to 0.1: the products and the ratio are checked within that rounding
+        assert calls >= 1 and per_step > 0 and hot > 0, out
+        assert abs(per_call * calls - per_step) <= 0.05 * (calls + 1) + 1e-9, out
         low, high = (per_call - 0.05) / (hot + 0.05) - 0.05, (per_call + 0.05) / (hot - 0.05) + 0.05
         assert low <= ratio <= high, out
     shares = re.findall(r"^(?!step total).+?\s{2,}[\d.]+\s+[\d.]+\s+(\d+)%", out, re.M)
