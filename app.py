@@ -62,7 +62,7 @@ app = st.App(
     PAGE,
     lifespan=lifespan,
     routes=[
-        Route(PLOTLY_ROUTE, script(PLOTLY_JS, "public, max-age=86400")),  # the installed plotly's own bundle
+        Route(PLOTLY_ROUTE, script(PLOTLY_JS, "public, max-age=86400")),  # plotly.js, its cartesian bundle
         Route(PLOT_JS_ROUTE, script(PLOT_JS, "no-cache")),  # ours: revalidated, so an update is picked up
     ],
 )

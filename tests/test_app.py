@@ -728,3 +728,19 @@ def test_the_server_loads_the_first_page_s_model_before_any_browser(tiny_model_d
     at.run()
     ok(at)
     assert loads == [str(tiny_model_dir)] and len(leans) == 1  # the page's load and decoder were cache hits
+
+
+def test_the_served_plotly_bundle_is_plotly_s_own_and_draws_every_trace_the_figures_use():
+    """The page draws with the vendored cartesian bundle: it must be the plotly.js version the pinned plotly package
+    writes figures for, and hold every trace type that ``viz/`` and the pages build."""
+    from plotly.offline import get_plotlyjs_version
+
+    from views.plot import PLOTLY_JS
+
+    bundle = PLOTLY_JS.read_text(encoding="utf-8")
+    assert re.search(r"plotly\.js \(cartesian - minified\) v([\d.]+)", bundle[:300]).group(1) == get_plotlyjs_version()
+    registered = set(re.findall(r'moduleType:"trace",name:"(\w+)"', bundle))
+    root = Path(APP).parents[1]
+    sources = [p.read_text() for d in ("viz", "views") for p in sorted((root / d).rglob("*.py"))]
+    used = {name.lower() for text in sources for name in re.findall(r"\bgo\.([A-Z]\w*)\(", text)} - {"figure"}
+    assert {"heatmap", "scatter"} <= used <= registered, (used, registered)
