@@ -10,11 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from model.checkpoint import ModelDirError
-from views import about, explore, lesson
-from views.common import fail, load_model, md
 from views.plot import preload
-from views.state import PAGES, offered_model_dirs
 
 RECONNECT_TIMER_S = 3600
 
@@ -54,6 +50,13 @@ def main() -> None:
     with st.sidebar:
         preload()
         rerun_on_reconnect()
+    # The rest imports torch (~1 s on a fresh server, where the warm start may still be importing it): the first
+    # elements go out before, so that the browser loads Plotly meanwhile.
+    from model.checkpoint import ModelDirError
+    from views import about, explore, lesson
+    from views.common import load_model, md
+    from views.state import PAGES, offered_model_dirs
+
     s = st.session_state
     if "page" not in s:
         wanted = st.query_params.get("page")
@@ -85,4 +88,6 @@ def main() -> None:
 try:
     main()
 except Exception as exc:  # never a traceback in the page
+    from views.common import fail
+
     fail("Something went wrong", exc)

@@ -4,17 +4,8 @@
 // figure's element carries data-deferred="1" while an update waits and data-drawing="1" while Plotly draws it.
 const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
 
-function plotly(src) {
-  if (!window.__decoderLensPlotly) {
-    window.__decoderLensPlotly = new Promise((resolve, reject) => {
-      const script = document.createElement("script");
-      script.src = src;
-      script.onload = () => resolve(window.Plotly);
-      script.onerror = () => reject(new Error("Plotly did not load from " + src));
-      document.head.appendChild(script);
-    });
-  }
-  return window.__decoderLensPlotly;
+function plotly() {
+  return window.__decoderLensPlotly; // started by the element's loader (views/plot.py)
 }
 
 function draw(div) {
@@ -25,7 +16,7 @@ function draw(div) {
   div.removeAttribute("data-deferred");
   div.setAttribute("data-drawing", "1");
   div.__drawing = (div.__drawing || Promise.resolve())
-    .then(() => plotly(job.src))
+    .then(plotly)
     .then((Plotly) => Plotly.react(div, job.figure.data, job.figure.layout, job.config))
     .catch((err) => console.error("Decoder Lens figure:", err))
     .finally(() => {
@@ -87,10 +78,7 @@ export default function ({ data: bytes, parentElement }) {
     }, 0);
   };
   const data = JSON.parse(text);
-  if (data.preload) {
-    plotly(data.src);
-    return;
-  }
+  if (data.preload) return; // its loader has started loading Plotly
   const figure = data.figure;
   // The page's own typeface, as Streamlit's charts use, where the figure names none.
   const font = (figure.layout.font = figure.layout.font || {});
@@ -104,7 +92,7 @@ export default function ({ data: bytes, parentElement }) {
   div.style.minHeight = (figure.layout.height || 450) + "px"; // the space the new figure takes, drawn or waiting
   div.__fixed = Boolean(figure.layout.width);
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
-  div.__job = { figure, config: { ...data.config, responsive: !figure.layout.width }, src: data.src };
+  div.__job = { figure, config: { ...data.config, responsive: !figure.layout.width } };
   if (div.__watcher) div.__watcher.unobserve(div);
   div.__watcher = watcher(scroller(div));
   div.__watcher.observe(div); // its first report says whether the figure is near now

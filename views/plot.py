@@ -27,9 +27,16 @@ PLOTLY_JS = Path(__file__).resolve().parents[1] / "assets" / "vendor" / "plotly-
 PLOTLY_ROUTE = f"/vendor/{PLOTLY_JS.name}"
 PLOT_JS_ROUTE = "/vendor/decoder-lens-plot.js"
 PLOT_JS = Path(__file__).with_name("plot.js")
-# Sent with every element (on several lines: one line would be taken for a file path): loads plot.js once per
-# page, then hands each render to it.
+# Sent with every element (on several lines: one line would be taken for a file path): starts loading Plotly's
+# bundle and plot.js side by side, once per page, then hands each render to plot.js.
 LOADER = f"""export default function (args) {{
+  window.__decoderLensPlotly ??= new Promise((resolve, reject) => {{
+    const s = document.createElement("script");
+    s.src = new URL("{PLOTLY_ROUTE.lstrip("/")}", document.baseURI).href;
+    s.onload = () => resolve(window.Plotly);
+    s.onerror = () => reject(new Error("Plotly did not load from " + s.src));
+    document.head.appendChild(s);
+  }});
   const m = window.__decoderLensPlotModule;
   if (m) return m.default(args);
   import(new URL("{PLOT_JS_ROUTE.lstrip("/")}", document.baseURI).href).then((mod) => {{
@@ -48,14 +55,13 @@ def _component():
 def plot(fig, key: str, config: dict) -> None:
     """Draw ``fig`` under ``key`` (the same key keeps the same graph, updated in place)."""
     figure = pio.to_json(fig, validate=False)  # numpy arrays as Plotly's base64 typed arrays
-    rest = json.dumps({"config": config, "src": PLOTLY_ROUTE.lstrip("/")})
-    _component()(data=f'{{"figure": {figure}, {rest[1:]}'.encode(), key=key)
+    _component()(data=f'{{"figure": {figure}, "config": {json.dumps(config)}}}'.encode(), key=key)
 
 
 def preload() -> None:
-    """An empty element that starts loading Plotly's bundle as the page's first elements arrive, so that it is
-    loaded and parsed while the server still decodes and builds the first figures."""
-    _component()(data=json.dumps({"preload": True, "src": PLOTLY_ROUTE.lstrip("/")}).encode(), key="plotly_preload")
+    """An empty element that starts loading Plotly's bundle as the page's first elements arrive (its loader does),
+    so that it is loaded and parsed while the server still decodes and builds the first figures."""
+    _component()(data=json.dumps({"preload": True}).encode(), key="plotly_preload")
 
 
 def payload(data) -> dict:
