@@ -744,3 +744,20 @@ def test_the_served_plotly_bundle_is_plotly_s_own_and_draws_every_trace_the_figu
     sources = [p.read_text() for d in ("viz", "views") for p in sorted((root / d).rglob("*.py"))]
     used = {name.lower() for text in sources for name in re.findall(r"\bgo\.([A-Z]\w*)\(", text)} - {"figure"}
     assert {"heatmap", "scatter"} <= used <= registered, (used, registered)
+
+
+def test_the_page_script_sends_its_first_elements_before_importing_torch():
+    """A fresh server may still be importing torch (~1 s) in its warm start: what the page script imports at the top
+    must not need it, so that its first elements (the one that loads Plotly among them) go out at once."""
+    import ast
+    import subprocess
+    import sys
+
+    tree = ast.parse(Path(APP).read_text())
+    top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module for n in top if isinstance(n, ast.ImportFrom) and n.module != "__future__"]
+    assert "views.plot" in names, names
+    probe = f"import sys; {'; '.join(f'import {m}' for m in names)}; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=Path(APP).parents[1], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "False", (names, out.stdout, out.stderr)
