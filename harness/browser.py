@@ -41,11 +41,29 @@ el => {
   return r.bottom > 0 && r.top < innerHeight && r.width > 0 && el.checkVisibility();
 }
 """
+# The positions a plot shows: its outlined rows (on category axes row r spans r ± 0.5), "step N" (1-based) and
+# "position N" in its title.
+SHOWN_JS = """
+el => {
+  const full = el._fullLayout || {};
+  const shown = new Set();
+  for (const s of full.shapes || []) if (s.name === 'highlight') shown.add(Math.round(Number(s.y0) + 0.5));
+  const title = String((full.title && full.title.text) || '');
+  let m = title.match(/\\bstep (\\d+)/i);
+  if (m) shown.add(Number(m[1]) - 1);
+  m = title.match(/\\bposition (?:is )?(\\d+)/i);
+  if (m) shown.add(Number(m[1]));
+  return [...shown];
+}
+"""
 PAINTED_JS = (
     """
 ([step, minTracking, layer]) => {
   const inView = """
     + IN_VIEW_JS.strip()
+    + """;
+  const positions = """
+    + SHOWN_JS.strip()
     + """;
   if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (document.querySelector('[data-stale="true"]')) return false;
@@ -57,13 +75,8 @@ PAINTED_JS = (
     if (!full || !el.querySelector('.main-svg')) return false;
     const heat = (el._fullData || []).filter(t => t.type === 'heatmap').length;
     if (heat && el.querySelectorAll('.hm image').length === 0) return false;
-    const shown = new Set();
-    for (const s of full.shapes || []) if (s.name === 'highlight') shown.add(Math.round(Number(s.y0) + 0.5));
+    const shown = new Set(positions(el));
     const title = String((full.title && full.title.text) || '');
-    let m = title.match(/\\bstep (\\d+)/i);
-    if (m) shown.add(Number(m[1]) - 1);
-    m = title.match(/\\bposition (?:is )?(\\d+)/i);
-    if (m) shown.add(Number(m[1]));
     if (el.hasAttribute('data-deferred')) {  // its update waits until it scrolls near: it must be out of view
       if (inView(el)) return false;
       if (shown.size) deferred += 1;
@@ -73,7 +86,7 @@ PAINTED_JS = (
       if (shown.size !== 1 || !shown.has(step)) return false;
       tracking += 1;
     }
-    m = title.match(/\\(layer (\\d+)\\)/);
+    const m = title.match(/\\(layer (\\d+)\\)/);
     if (layer !== null && m) {
       if (Number(m[1]) !== layer) return false;
       layered += 1;
@@ -115,22 +128,20 @@ SCROLLED_JS = f"""
 """
 
 # Figures of the page: how many show a position (as above) and the largest heatmap (rows, cols).
-FIGURES_JS = """
-() => {
+FIGURES_JS = f"""
+() => {{
+  const positions = {SHOWN_JS.strip()};
   let tracking = 0, best = [0, 0];
-  for (const el of document.querySelectorAll('.js-plotly-plot')) {
-    const full = el._fullLayout || {};
-    const title = String((full.title && full.title.text) || '');
-    const hl = (full.shapes || []).some(s => s.name === 'highlight');
-    if (hl || /\\bstep \\d+|\\bposition (?:is )?\\d+/i.test(title)) tracking += 1;
-    for (const t of el._fullData || []) {  // decoded: el.data holds base64 typed arrays
+  for (const el of document.querySelectorAll('.js-plotly-plot')) {{
+    if (positions(el).length) tracking += 1;
+    for (const t of el._fullData || []) {{  // decoded: el.data holds base64 typed arrays
       if (t.type !== 'heatmap' || !t.z || !t.z.length) continue;
       const r = t.z.length, c = t.z[0].length || 0;
       if (r * c > best[0] * best[1]) best = [r, c];
-    }
-  }
-  return {plots: document.querySelectorAll('.js-plotly-plot').length, tracking, largest: best};
-}
+    }}
+  }}
+  return {{plots: document.querySelectorAll('.js-plotly-plot').length, tracking, largest: best}};
+}}
 """
 
 # What the page shows: the position (0-based, from "Position N of 0–M"; n = M + 1 positions), the English text

@@ -126,25 +126,13 @@ def test_browser_end_to_end(server):
     assert dialogs == []
 
 
-# The positions a figure shows: its outlined rows (on category axes row r spans r ± 0.5) and "position N" in its title.
-SHOWN_JS = """
-el => {
-  const full = el._fullLayout || {};
-  const out = (full.shapes || []).filter(s => s.name === 'highlight').map(s => Math.round(Number(s.y0) + 0.5));
-  const m = String((full.title && full.title.text) || '').match(/\\bposition (?:is )?(\\d+)/i);
-  if (m) out.push(Number(m[1]));
-  return [...new Set(out)];
-}
-"""
-
-
 def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_near(server):
     """Every figure keeps its graph between steps (updated in place, not rebuilt); after ▶ in "All stages" the
     figures far below the window wait, marked ``data-deferred``, still showing the previous position, and are
     brought up to date when they scroll near."""
     from playwright.sync_api import sync_playwright
 
-    from harness.browser import PAINTED_JS
+    from harness.browser import PAINTED_JS, SHOWN_JS
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)

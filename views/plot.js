@@ -1,12 +1,9 @@
 // One Plotly figure that stays on the page between reruns: the first render makes the graph, later renders
 // update it in place with Plotly.react (a new st.plotly_chart element would be built from scratch each time);
-// Streamlit calls it again only for a figure that changed. An update to a figure out of view waits until it scrolls near the viewport. The
-// figure's element carries data-deferred="1" while an update waits and data-drawing="1" while Plotly draws it.
+// Streamlit calls it again only for a figure that changed. An update to a figure out of view waits until it
+// scrolls near the viewport. The figure's element carries data-deferred="1" while an update waits and
+// data-drawing="1" while Plotly draws it. Plotly's bundle is loaded by the element's loader (views/plot.py).
 const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
-
-function plotly() {
-  return window.__decoderLensPlotly; // started by the element's loader (views/plot.py)
-}
 
 function draw(div) {
   const job = div.__job;
@@ -16,7 +13,7 @@ function draw(div) {
   div.removeAttribute("data-deferred");
   div.setAttribute("data-drawing", "1");
   div.__drawing = (div.__drawing || Promise.resolve())
-    .then(plotly)
+    .then(() => window.__decoderLensPlotly)
     .then((Plotly) => Plotly.react(div, job.figure.data, job.figure.layout, job.config))
     .catch((err) => console.error("Decoder Lens figure:", err))
     .finally(() => {
