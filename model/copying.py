@@ -7,7 +7,8 @@ and scripts); pairs that carry the same digit numbers on both sides, or one Engl
 twin ("three"/"trois"), get other numbers in digits. Pairs that give the same clock time, date or weekday on
 both sides get a new time in digits ("at 7:45" / "à 7 h 45") or a new date ("on May 3, 1987" / "le 3 mai 1987");
 the corpora write few of them, so those pairs also come back ``repeat`` more times per epoch, each with its own
-draw. Nothing else of the sentence changes.
+draw; pairs that carry a recurring name may likewise come back ``repeat_named`` more times, so that the model sees
+many more names than the corpora's few. Nothing else of the sentence changes.
 
 Names are split by a hash into a training share and a held-out share (one in ten), so the copy benchmark
 (``benchmarks/copying.py``) tests names that training never substituted.
@@ -213,11 +214,12 @@ class Slot:
 class Substituter:
     """Seeded name, number, time and date substitution over a fixed list of pairs; ``epoch(e)`` gives that epoch's
     changed pairs (a pair changes only when it carries something to substitute and its draw falls under ``rate``)
-    and ``extra(e)`` that epoch's additional copies of the pairs that carry a time or date."""
+    and ``extra(e)`` that epoch's additional copies of the pairs that carry a time or date (``repeat`` each) or a
+    recurring name (``repeat_named`` each)."""
 
     def __init__(self, pairs: Sequence[Pair], rate: float, seed: int = 0, names: Sequence[str] | None = None,
-                 repeat: int = 0):  # fmt: skip
-        self.pairs, self.rate, self.seed, self.repeat = pairs, rate, seed, repeat
+                 repeat: int = 0, repeat_named: int = 0):  # fmt: skip
+        self.pairs, self.rate, self.seed, self.repeat, self.repeat_named = pairs, rate, seed, repeat, repeat_named
         self.names = tuple(names) if names is not None else recurring_names(pairs)
         self.pools = name_pools()
         name_res = {n: _word(n) for n in self.names}
@@ -246,6 +248,11 @@ class Substituter:
         """Pairs that carry a time or date."""
         return sum(s.when is not None for s in self.slots.values())
 
+    @property
+    def named(self) -> int:
+        """Pairs that carry a recurring name."""
+        return sum(bool(s.names) for s in self.slots.values())
+
     def _apply(self, rng: random.Random, i: int) -> Pair:
         slot = self.slots[i]
         en, fr = slot.when[1:] if slot.when else self.pairs[i]
@@ -270,10 +277,14 @@ class Substituter:
         return {i: self._apply(rng, i) for i in self.slots if rng.random() < self.rate}
 
     def extra(self, epoch: int) -> list[Pair]:
-        """``repeat`` more substituted copies of each pair that carries a time or date, drawn for this epoch."""
+        """``repeat`` more substituted copies of each pair that carries a time or date and ``repeat_named`` more of
+        each that carries a recurring name (one that carries both gets both), drawn for this epoch."""
         rng = random.Random(self.seed * 1_000_033 + epoch)
         timed = [i for i, s in self.slots.items() if s.when is not None]
-        return [self._apply(rng, i) for _ in range(self.repeat) for i in timed]
+        named = [i for i, s in self.slots.items() if s.names]
+        return [self._apply(rng, i) for _ in range(self.repeat) for i in timed] + [
+            self._apply(rng, i) for _ in range(self.repeat_named) for i in named
+        ]
 
 
 def _sub_ci(word: str, new: str, text: str) -> str:

@@ -10,7 +10,7 @@
 - ``--substitute RATE``: each epoch, that share of the pairs carrying a recurring name, a number, a clock
   time or a date gets other names (Faker's lists, many languages), numbers, times or dates on both sides
   (``model.copying``), so that the model learns to carry them through; ``--repeat-timed N`` adds N more
-  substituted copies of each pair with a time or date.
+  substituted copies of each pair with a time or date and ``--repeat-named N`` of each with a recurring name.
 - Every ``--eval-minutes`` (or ``--eval-steps``): validation loss and greedy BLEU (sacrebleu) on a
   fixed subset of Tatoeba val (multi-reference) and Multi30k val, translated by the shipped decoding path
   (``model.decoding.translate_corpus``, as ``benchmarks/bleu.py``); the best model so far (mean of
@@ -88,6 +88,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=0,
         help="with --substitute: each epoch, this many more substituted copies of every pair carrying a "
         "clock time or date (the corpora have few)",
+    )
+    p.add_argument(
+        "--repeat-named",
+        type=int,
+        default=0,
+        help="with --substitute: each epoch, this many more substituted copies of every pair carrying a "
+        "recurring name (more names than the corpora's few)",
     )
     p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
@@ -321,10 +328,13 @@ def main(argv=None) -> dict:
     if args.substitute > 0:
         from .copying import Substituter
 
-        substituter = Substituter(corpora.train, args.substitute, seed=args.seed, repeat=args.repeat_timed)
+        substituter = Substituter(
+            corpora.train, args.substitute, seed=args.seed, repeat=args.repeat_timed, repeat_named=args.repeat_named
+        )
         log(f"substitution: rate {args.substitute:g} of {substituter.eligible:,} pairs carrying "
             f"{', '.join(substituter.names)}, numbers, times or dates; {substituter.timed:,} with a time or date, "
-            f"{args.repeat_timed} more copies each")  # fmt: skip
+            f"{args.repeat_timed} more copies each; {substituter.named:,} with a name, "
+            f"{args.repeat_named} more each")  # fmt: skip
 
     def epoch_data(epoch: int):
         src, tgt = list(base_src), list(base_tgt)
