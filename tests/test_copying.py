@@ -85,6 +85,17 @@ def test_times_and_dates_are_redrawn_in_digits_alike_and_repeated():
     assert len(set(extra)) > 8  # each copy is drawn anew
 
 
+def test_pairs_with_a_name_come_back_repeat_named_times_each_with_new_names(sub):
+    named = Substituter(PAIRS, rate=1.0, seed=3, names=("Tom", "Mary"), repeat_named=3)
+    assert named.named == 3 and named.timed == sub.timed == 1  # pairs 0, 1, 7 carry Tom or Mary
+    extra = named.extra(0)
+    assert len(extra) == 3 * 3 and sub.extra(0) == [] and extra == named.extra(0) and extra != named.extra(1)
+    firsts = [en.split(" is here.")[0] for en, _ in extra if en.endswith(" is here.")]
+    assert len(firsts) == 3 and "Tom" not in firsts and len(set(firsts)) > 1  # each copy is drawn anew
+    assert all(fr == f"{n} est là." for n, (_, fr) in zip(firsts, [p for p in extra if p[0].endswith(" is here.")]))
+    assert not any("three" in en or "10:30" in en or "cold" in en for en, _ in extra)  # only named pairs
+
+
 def test_rate_zero_changes_nothing_and_rate_half_about_half():
     assert Substituter(PAIRS, rate=0.0, names=("Tom",)).epoch(0) == {}
     many = [("Tom runs.", "Tom court.")] * 2000
