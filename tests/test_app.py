@@ -488,6 +488,17 @@ def test_empty_long_odd_and_unreadable_input(app):
     assert len(specs(app)) > 0
 
 
+def test_a_name_in_another_script_is_not_called_unreadable(app):
+    # 11 Cyrillic letters, 22 byte tokens: most of the tokens but a third of the characters
+    app.text_area(key="source").input("Our new teacher is called Възкресения.").run()
+    ok(app)
+    assert not any("cannot read this text" in w.value for w in app.warning)
+    assert any("raw bytes" in c.value for c in app.caption)
+    app.text_area(key="source").input("Я Възкресения 日本語 cat").run()  # 15 of 18 characters
+    ok(app)
+    assert any("15 of its 18 characters" in w.value for w in app.warning), [w.value for w in app.warning]
+
+
 def test_cut_off_and_low_confidence_are_flagged(tiny_model_dir, monkeypatch):
     import views.explore
 

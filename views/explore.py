@@ -11,6 +11,7 @@ import viz
 from model.checkpoint import LoadedModel
 from model.constants import IMPOSSIBLE
 from model.steps import ended_by_length, mean_token_prob, mean_weights
+from model.tokenizer import byte_of
 
 from . import session, stepping, teacher_forcing
 from .common import as_read, badges, get_decode, head_label, md, show, show_token, token_texter
@@ -32,7 +33,7 @@ from .state import (
     prepare_source,
 )
 
-UNK_SHARE = 0.5  # warn when at least this share of the source tokens is <unk> or raw bytes
+UNK_SHARE = 0.5  # warn when at least this share of the source is unreadable: <unk> tokens, or characters in bytes
 LOW_CONFIDENCE = 0.45  # bundled model: good translations score 0.64-0.87, garbled output 0.22-0.40
 
 
@@ -146,7 +147,12 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     st.markdown("**Source tokens** " + badges([(show_token(t), "gray") for t in src_tokens]))
     n_unk = sum(1 for i in src.ids[:-1] if i == cfg.unk_id)
     n_bytes = sum(1 for i in src.ids[:-1] if i in lm.tokenizer.byte_ids)
-    honesty(lm, res, n_unk, n_bytes, len(src.ids) - 1)
+    # characters, not tokens: one name in another script is many byte tokens but a small part of the sentence
+    raw = [lm.tokenizer.id_to_token(i) for i in src.ids[:-1]]
+    leads = [b for t in raw if (b := byte_of(t)) is not None and not 0x80 <= b < 0xC0]  # a character's first byte
+    n_byte_chars = sum(1 for b in leads if b >= 0x80 or not chr(b).isspace())
+    n_chars = sum(not c.isspace() for c in lm.tokenizer.decode(src.ids[:-1])) if n_bytes else 0
+    honesty(lm, res, n_unk, n_bytes, len(src.ids) - 1, n_byte_chars, n_chars)
     c1, c2 = st.columns(2)
     with c1:
         st.markdown("**English**")
@@ -191,15 +197,15 @@ def _keep_tab() -> None:
         s["tab"] = TABS[0]
 
 
-def honesty(lm: LoadedModel, res, n_unk: int, n_bytes: int, n_src: int) -> None:
+def honesty(lm: LoadedModel, res, n_unk: int, n_bytes: int, n_src: int, n_byte_chars: int, n_chars: int) -> None:
     """Say plainly when the output cannot be trusted: unreadable source, low confidence, or a cut-off."""
     cfg = lm.cfg
-    if n_src and n_bytes and (n_bytes + n_unk) / n_src >= UNK_SHARE:
+    if n_chars and n_bytes and n_byte_chars / n_chars >= UNK_SHARE:
         st.warning(
-            f"The model cannot read this text as words: {n_bytes} of its {n_src} source tokens are raw bytes "
-            "(characters outside its vocabulary, such as emoji or Chinese, spelled out byte by byte). It can carry "
-            "such characters over, for names, but it never learned their meaning: the French below is not a "
-            "translation of your text."
+            f"The model cannot read this text as words: {n_byte_chars} of its {n_chars} characters are outside "
+            f"its vocabulary (such as emoji or Chinese) and are spelled out as raw bytes, {n_bytes} byte tokens. "
+            "It can carry such characters over, for names, but it never learned their meaning: the French below "
+            "is not a translation of your text."
         )
     elif n_src and n_unk / n_src >= UNK_SHARE:
         st.warning(
