@@ -513,6 +513,18 @@ def test_cut_off_and_low_confidence_are_flagged(tiny_model_dir, monkeypatch):
     assert not any("cut off" in w.value for w in at.warning) or "</s>" not in " ".join(t.value for t in at.text)
 
 
+def test_generated_byte_pieces_are_named_by_the_character_they_spell(tiny_model_dir, monkeypatch):
+    lm = load_model_dir(tiny_model_dir)
+    c3, a9 = (lm.tokenizer.token_to_id(f"<0x{b:02X}>") for b in "é".encode())
+    at = open_app(tiny_model_dir, monkeypatch, src="Hello world.", forced=f"!{c3}.!{a9}", stage="inputs", step="2")
+    assert at.session_state["forced"] == (c3, a9)
+    body = chip_markdown(at).replace("\\", "")
+    assert "é 1/2" in body and "é 2/2" in body and "<0x" not in body, body
+    reads = frame(at, "reads (decoder input)")
+    assert reads["reads (decoder input)"].tolist()[1:3] == ["é 1/2", "é 2/2"]
+    assert reads["predicts (chosen next token)"].tolist()[:2] == ["é 1/2", "é 2/2"]
+
+
 def test_every_url_field_round_trips_through_the_page(tiny_model_dir, monkeypatch):
     """A link with every field set reopens the same view, and the page writes back the same link."""
     lm = load_model_dir(tiny_model_dir)

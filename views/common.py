@@ -78,6 +78,13 @@ def token_texter(lm: LoadedModel):
     return text
 
 
+def path_labels(lm: LoadedModel, ids) -> list[str]:
+    """One label per id of a token stream, read as a stream: byte pieces are named by the character they spell
+    ("В 1/2") wherever the stream holds the whole character; -1 (a dropped beam hypothesis) is ∅."""
+    labels = iter(lm.tokenizer.tokens([int(i) for i in ids if int(i) >= 0]))
+    return ["∅" if int(i) < 0 else next(labels) for i in ids]
+
+
 def as_read(tokens: list[str]) -> str:
     """What the model reads: its tokens joined back into text, unknown pieces shown as <unk>."""
     return "".join(t.replace("▁", " ") for t in tokens).strip()

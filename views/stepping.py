@@ -17,7 +17,7 @@ from model.constants import IMPOSSIBLE
 from model.steps import chips, follow, layer_keep, live_rows, output_record, path_tokens, stack_view, token_prob
 
 from . import export, session, stages, whatif
-from .common import badges, fail, get_decode, md, show_token, token_texter
+from .common import badges, fail, get_decode, md, path_labels, show_token, token_texter
 from .stages import ablation, attribution, beam, kv_cache, lens, output
 from .stages.context import StageContext
 from .state import EXPLAIN_STAGES, Limits, clamp_step, move, prepare_source
@@ -115,7 +115,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
 
         def hyp_label(r: int) -> str:
             h = live[r]
-            text = " ".join(show_token(tok_text(i)) for i in h.ids) or "<s>"
+            text = " ".join(show_token(t) for t in path_labels(lm, h.ids)) or "<s>"
             return f"{text[:70]}  (log p {h.logprob:.2f}, row {r})"
 
         s["follow_pick"] = fol.row
@@ -129,7 +129,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
             help="The view below follows this hypothesis by its tokens: stepping back shows its "
             "ancestors, stepping forward its best surviving continuation.",
         )
-        followed = " ".join(show_token(tok_text(i)) for i in fol.ids) or "<s>"
+        followed = " ".join(show_token(t) for t in path_labels(lm, fol.ids)) or "<s>"
         if fol.relation == "ended" and fol.ids:
             how = "finished (it ended with </s>)" if fol.ended_how == "finished" else "was pruned from the beam"
             st.warning(
@@ -144,8 +144,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
             st.caption(md(f"Showing the prefix, at this position, of the hypothesis you follow ({followed})."))
     rows, r_now = fol.rows, fol.row
     inputs, chosen = path_tokens(res, rows, step)
-    reads = [tok_text(i) for i in inputs]
-    predicts = [tok_text(i) for i in chosen]
+    reads, predicts = path_labels(lm, inputs), path_labels(lm, chosen)
     cur = res.steps[step]
     next_id = int(chosen[-1])
     p_next = token_prob(cur, r_now, next_id) if next_id >= 0 else None
@@ -153,11 +152,8 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
 
     cs = chips(res, rows, step, v.user_forced)
     items = [
-        (
-            f"{show_token(tok_text(c.token_id))} {'' if c.prob is None else f'{c.prob:.2f}'}".strip(),
-            "orange" if c.forced else "blue",
-        )
-        for c in cs
+        (f"{show_token(label)} {'' if c.prob is None else f'{c.prob:.2f}'}".strip(), "orange" if c.forced else "blue")
+        for c, label in zip(cs, path_labels(lm, [c.token_id for c in cs] + [next_id]))
     ]
     with st.container(key="chips"):
         head = f"**Generated so far ({len(cs)} token{'s' if len(cs) != 1 else ''}):** "
@@ -165,7 +161,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
         st.markdown(head + (badges(items) if items else empty))
         if any(c.forced for c in cs):
             st.caption("Orange tokens were forced by you; blue ones the model chose.")
-    nxt = "∅ (this hypothesis was dropped)" if next_id < 0 else show_token(tok_text(next_id))
+    nxt = "∅ (this hypothesis was dropped)" if next_id < 0 else show_token(predicts[-1])
     pn = "" if p_next is None else f" (p = {p_next:.3f})"
     by_user = " — forced by you" if step in v.user_forced else ""
     with st.container(key="next_chip"):
