@@ -72,8 +72,8 @@ def fail(message: str, exc: BaseException) -> None:
 
 
 def token_texter(lm: LoadedModel):
-    def text(i: int) -> str:
-        return "∅" if int(i) < 0 else lm.tokenizer.id_to_token(int(i))
+    def text(i: int) -> str:  # a token alone: a byte is named by its character only if it spells one by itself
+        return "∅" if int(i) < 0 else lm.tokenizer.tokens([int(i)])[0]
 
     return text
 
