@@ -523,6 +523,8 @@ def test_generated_byte_pieces_are_named_by_the_character_they_spell(tiny_model_
     reads = frame(at, "reads (decoder input)")
     assert reads["reads (decoder input)"].tolist()[1:3] == ["é 1/2", "é 2/2"]
     assert reads["predicts (chosen next token)"].tolist()[:2] == ["é 1/2", "é 2/2"]
+    at = open_app(tiny_model_dir, monkeypatch, src="Hello world.", forced=f"!{c3}.!{a9}", stage="inputs", step="1")
+    assert "reads :gray-badge[é 1\\/2]" in next(m.value for m in at.markdown if m.value.startswith("**Position 1"))
 
 
 def test_every_url_field_round_trips_through_the_page(tiny_model_dir, monkeypatch):

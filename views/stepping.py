@@ -144,7 +144,8 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
             st.caption(md(f"Showing the prefix, at this position, of the hypothesis you follow ({followed})."))
     rows, r_now = fol.rows, fol.row
     inputs, chosen = path_tokens(res, rows, step)
-    reads, predicts = path_labels(lm, inputs), path_labels(lm, chosen)
+    # each input read with what follows it, so the last one is named by its character too ("ъ 1/2")
+    reads, predicts = path_labels(lm, inputs + chosen[-1:])[:-1], path_labels(lm, chosen)
     cur = res.steps[step]
     next_id = int(chosen[-1])
     p_next = token_prob(cur, r_now, next_id) if next_id >= 0 else None
