@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import groupby
 from pathlib import Path
 
 from tokenizers import Tokenizer as HFTokenizer
@@ -59,6 +60,13 @@ def readable_tokens(tokens: list[str]) -> list[str]:
             k += n
         i = j
     return out
+
+
+def byte_characters(tokens: list[str]) -> int:
+    """How many characters (spaces aside) the runs of byte tokens in ``tokens`` spell; an invalid byte counts as
+    one. A name in another script is many byte tokens but only its own letters."""
+    runs = (bytes(map(byte_of, run)) for is_byte, run in groupby(tokens, lambda t: byte_of(t) is not None) if is_byte)
+    return sum(not c.isspace() for run in runs for c in run.decode("utf-8", errors="replace"))
 
 
 class Tokenizer:

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from model.checkpoint import default_model_dir
-from model.tokenizer import BYTE_TOKENS, SPECIALS, Tokenizer, readable_tokens
+from model.tokenizer import BYTE_TOKENS, SPECIALS, Tokenizer, byte_characters, readable_tokens
 
 EDGE_CASES = [
     "", "x", " leading space", "trailing space ", "  two  spaces  ", "emoji 😀 and 中文 and עברית",
@@ -73,3 +73,10 @@ def test_readable_labels_keep_invalid_bytes_and_name_invisible_characters():
     assert readable_tokens(["<0xC3>", "<0xA9>", "<0xC3>"]) == ["é 1/2", "é 2/2", "<0xC3>"]  # a cut-off character
     assert readable_tokens(["<0xE2>", "<0x80>", "<0x8B>"]) == ["U+200B 1/3", "U+200B 2/3", "U+200B 3/3"]
     assert readable_tokens(["▁le", "▁chat"]) == ["▁le", "▁chat"]
+
+
+def test_byte_characters_counts_the_characters_byte_runs_spell_not_their_bytes():
+    name = [f"<0x{b:02X}>" for b in "Въз".encode()]  # 3 letters, 6 bytes
+    assert byte_characters(["▁Our", "▁teacher", "▁", *name, "."]) == 3
+    assert byte_characters(["<0x09>", "<0x20>", "<0xC3>", "<0xA9>", "<0xFF>", "a"]) == 2  # spaces aside; é; a bad byte
+    assert byte_characters(["▁le", "▁chat"]) == 0

@@ -11,7 +11,7 @@ import viz
 from model.checkpoint import LoadedModel
 from model.constants import IMPOSSIBLE
 from model.steps import ended_by_length, mean_token_prob, mean_weights
-from model.tokenizer import byte_of
+from model.tokenizer import byte_characters
 
 from . import session, stepping, teacher_forcing
 from .common import as_read, badges, get_decode, head_label, md, show, show_token, token_texter
@@ -148,9 +148,7 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     n_unk = sum(1 for i in src.ids[:-1] if i == cfg.unk_id)
     n_bytes = sum(1 for i in src.ids[:-1] if i in lm.tokenizer.byte_ids)
     # characters, not tokens: one name in another script is many byte tokens but a small part of the sentence
-    raw = [lm.tokenizer.id_to_token(i) for i in src.ids[:-1]]
-    leads = [b for t in raw if (b := byte_of(t)) is not None and not 0x80 <= b < 0xC0]  # a character's first byte
-    n_byte_chars = sum(1 for b in leads if b >= 0x80 or not chr(b).isspace())
+    n_byte_chars = byte_characters([lm.tokenizer.id_to_token(i) for i in src.ids[:-1]]) if n_bytes else 0
     n_chars = sum(not c.isspace() for c in lm.tokenizer.decode(src.ids[:-1])) if n_bytes else 0
     honesty(lm, res, n_unk, n_bytes, len(src.ids) - 1, n_byte_chars, n_chars)
     c1, c2 = st.columns(2)
@@ -200,7 +198,7 @@ def _keep_tab() -> None:
 def honesty(lm: LoadedModel, res, n_unk: int, n_bytes: int, n_src: int, n_byte_chars: int, n_chars: int) -> None:
     """Say plainly when the output cannot be trusted: unreadable source, low confidence, or a cut-off."""
     cfg = lm.cfg
-    if n_chars and n_bytes and n_byte_chars / n_chars >= UNK_SHARE:
+    if n_chars and n_byte_chars / n_chars >= UNK_SHARE:
         st.warning(
             f"The model cannot read this text as words: {n_byte_chars} of its {n_chars} characters are outside "
             f"its vocabulary (such as emoji or Chinese) and are spelled out as raw bytes, {n_bytes} byte tokens. "

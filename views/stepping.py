@@ -154,7 +154,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
     cs = chips(res, rows, step, v.user_forced)
     items = [
         (f"{show_token(label)} {'' if c.prob is None else f'{c.prob:.2f}'}".strip(), "orange" if c.forced else "blue")
-        for c, label in zip(cs, path_labels(lm, [c.token_id for c in cs] + [next_id]))
+        for c, label in zip(cs, reads[1:])  # the chips are the decoder inputs after <s>
     ]
     with st.container(key="chips"):
         head = f"**Generated so far ({len(cs)} token{'s' if len(cs) != 1 else ''}):** "
