@@ -10,6 +10,13 @@ the corpora write few of them, so those pairs also come back ``repeat`` more tim
 draw; pairs that carry a recurring name may likewise come back ``repeat_named`` more times, so that the model sees
 many more names than the corpora's few. Nothing else of the sentence changes.
 
+Rare words that French writes as English does ("finance", "cricket") are copied only if the model learned to copy
+them, and the corpora say most such words a handful of times. So, on a stream of its own, a seeded share
+(``word_rate``) of the pairs that carry one of the corpora's identical words ("table" / "table", found in the
+training pairs alone) get it replaced on both sides by another word of that list, drawn with equal odds for
+every word, starting with a vowel where the old one did (so "l'"/"le" elision still fits) and ending in "s"
+where it did (so plural agreement mostly does).
+
 Names are split by a hash into a training share and a held-out share (one in ten), so the copy benchmark
 (``benchmarks/copying.py``) tests names that training never substituted.
 """
@@ -31,6 +38,10 @@ LATIN_SHARE = 0.85  # of substituted names; the rest in other scripts, spelled b
 FULL_NAME_SHARE = 0.3  # "first last" rather than a first name alone
 HELD_OUT_MOD = 10  # names whose hash is 0 mod this are kept for the copy benchmark
 MIN_PAIRS = 3  # a corpus first name recurring in fewer pairs is left alone
+IDENTICAL_MIN_PAIRS = 2  # a word written alike on both sides of fewer pairs is not known to be French too
+IDENTICAL_SHARE = 0.5  # of the pairs whose English says it; "pour" or "sale" (French words too) fall below
+_LOWER_WORD = re.compile(r"(?<![\w'’-])([a-z]{4,})(?![\w'’-])")  # not "l'orange", where elision binds it
+VOWELS = "aeiouh"
 NUMBER_WORDS = {
     "two": "deux", "three": "trois", "four": "quatre", "five": "cinq", "six": "six", "seven": "sept",
     "eight": "huit", "nine": "neuf", "ten": "dix", "eleven": "onze", "twelve": "douze", "fifteen": "quinze",
@@ -157,6 +168,20 @@ def recurring_names(pairs: Sequence[Pair], min_pairs: int = MIN_PAIRS) -> tuple[
     return tuple(sorted(w for w, n in counts.items() if n >= min_pairs and lower[w.lower()] * 10 < n))
 
 
+def identical_words(pairs: Sequence[Pair], min_pairs: int = IDENTICAL_MIN_PAIRS,
+                    share: float = IDENTICAL_SHARE) -> tuple[str, ...]:
+    """Lowercase words of four letters or more that the French side writes alike, as often as the English says
+    them, in at least ``min_pairs`` pairs and in at least ``share`` of the pairs whose English says them."""
+    said: Counter[str] = Counter()
+    alike: Counter[str] = Counter()
+    for en, fr in pairs:
+        fr_words = Counter(_LOWER_WORD.findall(fr))
+        for w, k in Counter(_LOWER_WORD.findall(en)).items():
+            said[w] += 1
+            alike[w] += fr_words.get(w) == k
+    return tuple(sorted(w for w, n in alike.items() if n >= min_pairs and n >= share * said[w]))
+
+
 SLOT = "\ue000"  # stands for the time or date while names and numbers are substituted around it
 
 
@@ -209,19 +234,29 @@ class Slot:
     words: tuple[tuple[str, str], ...]
     digits: tuple[str, ...]
     when: tuple[str, str, str] | None  # (kind, en, fr) with the time or date cut out as SLOT
+    identical: tuple[str, ...] = ()  # words of ``identical_words`` said once on each side
+
+    @property
+    def carries(self) -> bool:
+        """A name, number, time or date to substitute."""
+        return bool(self.names or self.words or self.digits or self.when)
 
 
 class Substituter:
     """Seeded name, number, time and date substitution over a fixed list of pairs; ``epoch(e)`` gives that epoch's
-    changed pairs (a pair changes only when it carries something to substitute and its draw falls under ``rate``)
-    and ``extra(e)`` that epoch's additional copies of the pairs that carry a time or date (``repeat`` each) or a
+    changed pairs (a pair changes only when it carries something to substitute and its draw falls under ``rate``,
+    or carries an identical word and its draw on the word stream falls under ``word_rate``) and ``extra(e)`` that epoch's additional copies of the pairs that carry a time or date (``repeat`` each) or a
     recurring name (``repeat_named`` each)."""
 
     def __init__(self, pairs: Sequence[Pair], rate: float, seed: int = 0, names: Sequence[str] | None = None,
-                 repeat: int = 0, repeat_named: int = 0):  # fmt: skip
+                 repeat: int = 0, repeat_named: int = 0, word_rate: float = 0.0):  # fmt: skip
         self.pairs, self.rate, self.seed, self.repeat, self.repeat_named = pairs, rate, seed, repeat, repeat_named
+        self.word_rate = word_rate
         self.names = tuple(names) if names is not None else recurring_names(pairs)
         self.pools = name_pools()
+        self.words = identical_words(pairs) if word_rate > 0 else ()
+        word_res = {w: _alike(w) for w in self.words}
+        self._word_pools = {k: tuple(w for w in self.words if _kind(w) == k) for k in {_kind(w) for w in self.words}}
         name_res = {n: _word(n) for n in self.names}
         num_res = {(e, f): (_word(e), _word(f)) for e, f in NUMBER_WORDS.items()}
         self.slots: dict[int, Slot] = {}
@@ -236,12 +271,22 @@ class Substituter:
             words = words if len(words) == 1 else []  # one number word only, so it cannot be paired wrongly
             digits = _DIGITS.findall(en)
             digits = sorted(set(digits)) if digits and Counter(digits) == Counter(_DIGITS.findall(fr)) else []
-            if names_here or words or digits or w:
-                self.slots[i] = Slot(tuple(names_here), tuple(words), tuple(digits), w)
+            identical = tuple(
+                v for v in set(_LOWER_WORD.findall(pair[0])) & set(_LOWER_WORD.findall(pair[1]))
+                if v in word_res and len(word_res[v].findall(pair[0])) == 1 == len(word_res[v].findall(pair[1]))
+            )  # fmt: skip
+            if names_here or words or digits or w or identical:
+                self.slots[i] = Slot(tuple(names_here), tuple(words), tuple(digits), w, tuple(sorted(identical)))
 
     @property
     def eligible(self) -> int:
-        return len(self.slots)
+        """Pairs that carry a name, number, time or date."""
+        return sum(s.carries for s in self.slots.values())
+
+    @property
+    def with_identical(self) -> int:
+        """Pairs that carry an identical word."""
+        return sum(bool(s.identical) for s in self.slots.values())
 
     @property
     def timed(self) -> int:
@@ -271,10 +316,24 @@ class Substituter:
             en, fr = en.replace(SLOT, new_en), fr.replace(SLOT, new_fr)
         return en, fr
 
+    def _swap_words(self, rng: random.Random, pair: Pair, old: Sequence[str]) -> Pair:
+        en, fr = pair
+        for w in old:
+            if others := [v for v in self._word_pools[_kind(w)] if v != w]:  # none: the word stays
+                new = rng.choice(others)
+                en, fr = _alike(w).sub(new, en), _alike(w).sub(new, fr)
+        return en, fr
+
     def epoch(self, epoch: int) -> dict[int, Pair]:
         """{pair index: substituted pair} for this epoch; the other pairs are unchanged."""
         rng = random.Random(self.seed * 1_000_003 + epoch)
-        return {i: self._apply(rng, i) for i in self.slots if rng.random() < self.rate}
+        out = {i: self._apply(rng, i) for i, s in self.slots.items() if s.carries and rng.random() < self.rate}
+        if self.word_rate > 0:  # a stream of its own, so the name and number draws stay what they were without it
+            wrng = random.Random(self.seed * 1_000_037 + epoch)
+            for i, s in self.slots.items():
+                if s.identical and wrng.random() < self.word_rate:
+                    out[i] = self._swap_words(wrng, out.get(i, self.pairs[i]), s.identical)
+        return out
 
     def extra(self, epoch: int) -> list[Pair]:
         """``repeat`` more substituted copies of each pair that carries a time or date and ``repeat_named`` more of
@@ -285,6 +344,15 @@ class Substituter:
         return [self._apply(rng, i) for _ in range(self.repeat) for i in timed] + [
             self._apply(rng, i) for _ in range(self.repeat_named) for i in named
         ]
+
+
+def _kind(word: str) -> tuple[bool, bool]:
+    """(starts with a vowel, ends in s): a replacement of the same kind keeps elision and plural agreement."""
+    return word[0] in VOWELS, word.endswith("s")
+
+
+def _alike(word: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w'’-])")
 
 
 def _sub_ci(word: str, new: str, text: str) -> str:

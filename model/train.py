@@ -11,6 +11,8 @@
   time or a date gets other names (Faker's lists, many languages), numbers, times or dates on both sides
   (``model.copying``), so that the model learns to carry them through; ``--repeat-timed N`` adds N more
   substituted copies of each pair with a time or date and ``--repeat-named N`` of each with a recurring name.
+  ``--substitute-words RATE``: that share of the pairs carrying a word French writes alike ("piano") get
+  another such word on both sides, so that rare words of that kind are carried through too.
 - Every ``--eval-minutes`` (or ``--eval-steps``): validation loss and greedy BLEU (sacrebleu) on a
   fixed subset of Tatoeba val (multi-reference) and Multi30k val, translated by the shipped decoding path
   (``model.decoding.translate_corpus``, as ``benchmarks/bleu.py``); the best model so far (mean of
@@ -95,6 +97,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=0,
         help="with --substitute: each epoch, this many more substituted copies of every pair carrying a "
         "recurring name (more names than the corpora's few)",
+    )
+    p.add_argument(
+        "--substitute-words",
+        type=float,
+        default=0.0,
+        help="each epoch, this share of the pairs carrying a word that French writes alike (\"table\") get "
+        "another such word on both sides (0: none)",
     )
     p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
@@ -325,16 +334,16 @@ def main(argv=None) -> dict:
     n_m30k = corpora.counts["multi30k_train_pairs"]
     repeats = list(range(len(base_src) - n_m30k, len(base_src))) * (args.multi30k_repeat - 1) if n_m30k else []
     substituter = None
-    if args.substitute > 0:
+    if args.substitute > 0 or args.substitute_words > 0:
         from .copying import Substituter
 
-        substituter = Substituter(
-            corpora.train, args.substitute, seed=args.seed, repeat=args.repeat_timed, repeat_named=args.repeat_named
-        )
+        substituter = Substituter(corpora.train, args.substitute, seed=args.seed, repeat=args.repeat_timed,
+                                  repeat_named=args.repeat_named, word_rate=args.substitute_words)  # fmt: skip
         log(f"substitution: rate {args.substitute:g} of {substituter.eligible:,} pairs carrying "
             f"{', '.join(substituter.names)}, numbers, times or dates; {substituter.timed:,} with a time or date, "
             f"{args.repeat_timed} more copies each; {substituter.named:,} with a name, "
-            f"{args.repeat_named} more each")  # fmt: skip
+            f"{args.repeat_named} more each; rate {args.substitute_words:g} of {substituter.with_identical:,} "
+            f"carrying one of {len(substituter.words):,} words French writes alike")  # fmt: skip
 
     def epoch_data(epoch: int):
         src, tgt = list(base_src), list(base_tgt)

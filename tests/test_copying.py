@@ -6,7 +6,16 @@ import re
 
 import pytest
 
-from model.copying import MONTHS_FR, NUMBER_WORDS, Substituter, is_latin, name_pools, recurring_names, when
+from model.copying import (
+    MONTHS_FR,
+    NUMBER_WORDS,
+    Substituter,
+    identical_words,
+    is_latin,
+    name_pools,
+    recurring_names,
+    when,
+)
 
 PAIRS = [
     ("Tom is here.", "Tom est là."),
@@ -117,6 +126,45 @@ def test_recurring_names_leave_words_that_are_also_common_nouns():
     pairs = [("Tom is here.", "Tom est là.")] * 5 + [("Bill left.", "Bill est parti.")] * 5
     pairs += [("Pay the bill.", "Paie la facture.")] * 5
     assert recurring_names(pairs) == ("Tom",)
+
+
+ALIKE = [
+    ("The table is red.", "La table est rouge."),
+    ("Sit at the table.", "Assieds-toi à la table."),
+    ("I play the piano.", "Je joue du piano."),
+    ("Tom sold the piano.", "Tom a vendu le piano."),
+    ("The orange is ripe.", "L'orange est mûre."),  # elided: "l'orange" is not a free-standing word
+    ("I ate an orange.", "J'ai mangé l'orange."),
+    ("Pour the milk.", "Verse le lait."),
+    ("This is for you.", "C'est pour toi."),  # "pour" said twice in English, alike once: not French for it
+    ("We bought two tables.", "Nous avons acheté deux tables."),
+    ("Three tables were empty.", "Trois tables étaient vides."),
+    ("An hotel in town.", "Un hotel en ville."),
+    ("The hotel is full.", "L'hotel est plein."),  # elided again; the word is still alike in half its pairs
+    ("It is cold.", "Il fait froid."),
+]
+
+
+def test_identical_words_are_the_words_french_writes_alike_in_most_of_their_pairs():
+    assert identical_words(ALIKE) == ("piano", "table", "tables")
+    assert identical_words(ALIKE, min_pairs=1) == ("hotel", "piano", "table", "tables")
+
+
+def test_identical_words_are_swapped_alike_on_their_own_stream_keeping_kind_and_names():
+    words = Substituter(ALIKE, rate=1.0, seed=2, names=("Tom",), word_rate=1.0)
+    assert words.words == ("piano", "table", "tables") and words.with_identical == 6
+    assert words.eligible == Substituter(ALIKE, rate=1.0, seed=2, names=("Tom",)).eligible == 3  # Tom, two, three
+    out = words.epoch(0)
+    assert out == words.epoch(0)
+    en, fr = out[0]  # "table" can only become the other singular word of its kind
+    assert (en, fr) == ("The piano is red.", "La piano est rouge.")
+    en, fr = out[3]  # the name is drawn as without words, and "piano" becomes "table"
+    plain = Substituter(ALIKE, rate=1.0, seed=2, names=("Tom",)).epoch(0)
+    assert plain[3] == (en.replace("table", "piano"), fr.replace("table", "piano")) and "Tom" not in en
+    en, fr = out[8]  # no other plural to draw: "tables" stays, while the number is redrawn
+    assert re.fullmatch(r"We bought \d+ tables\.", en) and fr.endswith(" tables.") and "two" not in en
+    assert 4 not in out and 12 not in out  # nothing alike or to substitute: unchanged
+    assert Substituter(ALIKE, rate=0.0, seed=2, names=("Tom",), word_rate=0.0).epoch(0) == {}
 
 
 def test_number_words_are_french_twins():
