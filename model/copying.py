@@ -168,8 +168,9 @@ def recurring_names(pairs: Sequence[Pair], min_pairs: int = MIN_PAIRS) -> tuple[
     return tuple(sorted(w for w, n in counts.items() if n >= min_pairs and lower[w.lower()] * 10 < n))
 
 
-def identical_words(pairs: Sequence[Pair], min_pairs: int = IDENTICAL_MIN_PAIRS,
-                    share: float = IDENTICAL_SHARE) -> tuple[str, ...]:
+def identical_words(
+    pairs: Sequence[Pair], min_pairs: int = IDENTICAL_MIN_PAIRS, share: float = IDENTICAL_SHARE
+) -> tuple[str, ...]:
     """Lowercase words of four letters or more that the French side writes alike, as often as the English says
     them, in at least ``min_pairs`` pairs and in at least ``share`` of the pairs whose English says them."""
     said: Counter[str] = Counter()
@@ -243,9 +244,10 @@ class Slot:
 
 
 class Substituter:
-    """Seeded name, number, time and date substitution over a fixed list of pairs; ``epoch(e)`` gives that epoch's
-    changed pairs (a pair changes only when it carries something to substitute and its draw falls under ``rate``,
-    or carries an identical word and its draw on the word stream falls under ``word_rate``) and ``extra(e)`` that epoch's additional copies of the pairs that carry a time or date (``repeat`` each) or a
+    """Seeded name, number, time, date and identical-word substitution over a fixed list of pairs; ``epoch(e)``
+    gives that epoch's changed pairs (a pair changes when it carries something to substitute and its draw falls
+    under ``rate``, or carries an identical word and its draw on the word stream falls under ``word_rate``) and
+    ``extra(e)`` that epoch's additional copies of the pairs that carry a time or date (``repeat`` each) or a
     recurring name (``repeat_named`` each)."""
 
     def __init__(self, pairs: Sequence[Pair], rate: float, seed: int = 0, names: Sequence[str] | None = None,

@@ -102,7 +102,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--substitute-words",
         type=float,
         default=0.0,
-        help="each epoch, this share of the pairs carrying a word that French writes alike (\"table\") get "
+        help='each epoch, this share of the pairs carrying a word that French writes alike ("table") get '
         "another such word on both sides (0: none)",
     )
     p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
