@@ -31,8 +31,10 @@ def byte_of(token: str) -> int | None:
 
 def readable_tokens(tokens: list[str]) -> list[str]:
     """Token labels for people: a run of byte tokens that spells characters is labelled by the character and
-    the byte's place in it (``😀 1/4`` … ``😀 4/4``; ``▁`` kept when the run starts a word); a byte that spells
-    nothing valid keeps its ``<0x..>`` name. Other tokens are unchanged, so labels stay one per position."""
+    the byte's place in it (``😀 1/4`` … ``😀 4/4``; ``▁`` kept when the run starts a word); the start of a
+    character that the tokens end before finishing (a decode stopped mid-character) keeps its ``<0x..>`` names
+    with their places (``<0xF0> 1/4``); any other byte that spells nothing valid keeps its name alone. Other
+    tokens are unchanged, so labels stay one per position."""
     out = list(tokens)
     i = 0
     while i < len(tokens):
@@ -52,6 +54,10 @@ def readable_tokens(tokens: list[str]) -> list[str]:
                     continue
                 break
             else:
+                if j == len(tokens) and (n := _utf8_length(raw[k:])):
+                    for m in range(len(raw) - k):
+                        out[i + k + m] = f"{tokens[i + k + m]} {m + 1}/{n}"
+                    break
                 k += 1  # an invalid byte: keep its name
                 continue
             shown = SHOWN.get(ch, ch if ch.isprintable() else f"U+{ord(ch):04X}")
@@ -60,6 +66,13 @@ def readable_tokens(tokens: list[str]) -> list[str]:
             k += n
         i = j
     return out
+
+
+def _utf8_length(head: bytes) -> int:
+    """The length of the UTF-8 character that ``head`` begins but does not finish, else 0."""
+    lead = head[0]
+    n = 2 if 0xC2 <= lead <= 0xDF else 3 if 0xE0 <= lead <= 0xEF else 4 if 0xF0 <= lead <= 0xF4 else 0
+    return n if len(head) < n and all(0x80 <= b <= 0xBF for b in head[1:]) else 0
 
 
 def byte_characters(tokens: list[str]) -> int:

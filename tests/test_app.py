@@ -525,6 +525,9 @@ def test_generated_byte_pieces_are_named_by_the_character_they_spell(tiny_model_
     assert reads["predicts (chosen next token)"].tolist()[:2] == ["é 1/2", "é 2/2"]
     at = open_app(tiny_model_dir, monkeypatch, src="Hello world.", forced=f"!{c3}.!{a9}", stage="inputs", step="1")
     assert "reads :gray-badge[é 1\\/2]" in next(m.value for m in at.markdown if m.value.startswith("**Position 1"))
+    at = open_app(tiny_model_dir, monkeypatch, src="Hello world.", forced=f"!{c3}", stage="inputs", step="0")
+    predicts = frame(at, "reads (decoder input)")["predicts (chosen next token)"].tolist()
+    assert predicts[0] == "<0xC3> 1/2", predicts  # a character begun: the byte and its place, before the next step
 
 
 def test_every_url_field_round_trips_through_the_page(tiny_model_dir, monkeypatch):

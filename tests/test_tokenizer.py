@@ -70,7 +70,10 @@ def test_unknown_characters_are_spelled_in_bytes_and_labelled_by_character(tok):
 
 def test_readable_labels_keep_invalid_bytes_and_name_invisible_characters():
     assert readable_tokens(["<0xFF>", "a", "<0x0A>", "<0x20>"]) == ["<0xFF>", "a", "↵", "␣"]
-    assert readable_tokens(["<0xC3>", "<0xA9>", "<0xC3>"]) == ["é 1/2", "é 2/2", "<0xC3>"]  # a cut-off character
+    assert readable_tokens(["<0xC3>", "<0xA9>", "<0xC3>"]) == ["é 1/2", "é 2/2", "<0xC3> 1/2"]  # a cut-off character
+    assert readable_tokens(["<0xF0>", "<0x9F>"]) == ["<0xF0> 1/4", "<0x9F> 2/4"]  # 😀 begun, not finished
+    assert readable_tokens(["<0xC3>", "a"]) == ["<0xC3>", "a"]  # cut off by another token: spells nothing
+    assert readable_tokens(["<0x9F>"]) == ["<0x9F>"]  # a continuation byte alone begins nothing
     assert readable_tokens(["<0xE2>", "<0x80>", "<0x8B>"]) == ["U+200B 1/3", "U+200B 2/3", "U+200B 3/3"]
     assert readable_tokens(["▁le", "▁chat"]) == ["▁le", "▁chat"]
 
