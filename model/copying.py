@@ -40,7 +40,8 @@ HELD_OUT_MOD = 10  # names whose hash is 0 mod this are kept for the copy benchm
 MIN_PAIRS = 3  # a corpus first name recurring in fewer pairs is left alone
 IDENTICAL_MIN_PAIRS = 2  # a word written alike on both sides of fewer pairs is not known to be French too
 IDENTICAL_SHARE = 0.5  # of the pairs whose English says it; "pour" or "sale" (French words too) fall below
-_LOWER_WORD = re.compile(r"(?<![\w'’-])([a-z]{4,})(?![\w'’-])")  # not "l'orange", where elision binds it
+_FREE = r"(?<![\w'’-]){}(?![\w'’-])"  # a free-standing word: not "l'orange", where elision binds it
+_LOWER_WORD = re.compile(_FREE.format("([a-z]{4,})"))
 VOWELS = "aeiouh"
 NUMBER_WORDS = {
     "two": "deux", "three": "trois", "four": "quatre", "five": "cinq", "six": "six", "seven": "sept",
@@ -257,7 +258,7 @@ class Substituter:
         self.names = tuple(names) if names is not None else recurring_names(pairs)
         self.pools = name_pools()
         self.words = identical_words(pairs) if word_rate > 0 else ()
-        word_res = {w: _alike(w) for w in self.words}
+        self._word_res = {w: re.compile(_FREE.format(re.escape(w))) for w in self.words}
         self._word_pools = {k: tuple(w for w in self.words if _kind(w) == k) for k in {_kind(w) for w in self.words}}
         name_res = {n: _word(n) for n in self.names}
         num_res = {(e, f): (_word(e), _word(f)) for e, f in NUMBER_WORDS.items()}
@@ -273,12 +274,10 @@ class Substituter:
             words = words if len(words) == 1 else []  # one number word only, so it cannot be paired wrongly
             digits = _DIGITS.findall(en)
             digits = sorted(set(digits)) if digits and Counter(digits) == Counter(_DIGITS.findall(fr)) else []
-            identical = tuple(
-                v for v in set(_LOWER_WORD.findall(pair[0])) & set(_LOWER_WORD.findall(pair[1]))
-                if v in word_res and len(word_res[v].findall(pair[0])) == 1 == len(word_res[v].findall(pair[1]))
-            )  # fmt: skip
+            en_words, fr_words = (Counter(_LOWER_WORD.findall(t)) for t in pair)
+            identical = sorted(v for v, k in en_words.items() if k == 1 == fr_words[v] and v in self._word_res)
             if names_here or words or digits or w or identical:
-                self.slots[i] = Slot(tuple(names_here), tuple(words), tuple(digits), w, tuple(sorted(identical)))
+                self.slots[i] = Slot(tuple(names_here), tuple(words), tuple(digits), w, tuple(identical))
 
     @property
     def eligible(self) -> int:
@@ -322,8 +321,8 @@ class Substituter:
         en, fr = pair
         for w in old:
             if others := [v for v in self._word_pools[_kind(w)] if v != w]:  # none: the word stays
-                new = rng.choice(others)
-                en, fr = _alike(w).sub(new, en), _alike(w).sub(new, fr)
+                new, pat = rng.choice(others), self._word_res[w]
+                en, fr = pat.sub(new, en), pat.sub(new, fr)
         return en, fr
 
     def epoch(self, epoch: int) -> dict[int, Pair]:
@@ -351,10 +350,6 @@ class Substituter:
 def _kind(word: str) -> tuple[bool, bool]:
     """(starts with a vowel, ends in s): a replacement of the same kind keeps elision and plural agreement."""
     return word[0] in VOWELS, word.endswith("s")
-
-
-def _alike(word: str) -> re.Pattern:
-    return re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w'’-])")
 
 
 def _sub_ci(word: str, new: str, text: str) -> str:

@@ -9,6 +9,7 @@ as its bytes, so that neither a leading space nor the marker character is lost.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from itertools import groupby
@@ -70,9 +71,12 @@ def readable_tokens(tokens: list[str]) -> list[str]:
 
 def _utf8_length(head: bytes) -> int:
     """The length of the UTF-8 character that ``head`` begins but does not finish, else 0."""
-    lead = head[0]
-    n = 2 if 0xC2 <= lead <= 0xDF else 3 if 0xE0 <= lead <= 0xEF else 4 if 0xF0 <= lead <= 0xF4 else 0
-    return n if len(head) < n and all(0x80 <= b <= 0xBF for b in head[1:]) else 0
+    try:  # the codec says whether it is a valid start that only awaits more bytes
+        if codecs.getincrementaldecoder("utf-8")().decode(head, final=False):
+            return 0
+    except UnicodeDecodeError:
+        return 0
+    return 2 if head[0] < 0xE0 else 3 if head[0] < 0xF0 else 4  # the lead byte's count of bytes
 
 
 def byte_characters(tokens: list[str]) -> int:

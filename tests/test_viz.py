@@ -437,17 +437,18 @@ def test_beam_tree_from_real_beam_search(tiny_model, tiny_tokenizer):
         res.beam_steps, token_text=tiny_tokenizer.id_to_token, title="beam", impossible=PLACEHOLDER
     )
     check_tree(fig, res.beam_steps)
-    table = viz.beam_table(res.beam_steps[-1].live, tiny_tokenizer.id_to_token, impossible=PLACEHOLDER)
+    table = viz.beam_table(res.beam_steps[-1].live, tiny_tokenizer.tokens, impossible=PLACEHOLDER)
     assert 1 <= len(table) <= 3
 
 
 def test_beam_table():
     live = fake_beam_steps()[0].live + [NS(ids=(10, 2), logprob=-0.6, score=-0.3, parent=0, finished=True),
                                         NS(ids=(11,), logprob=-1.0, score=-1.0, parent=0, finished=False)]  # fmt: skip
-    df = viz.beam_table(live, lambda i: {10: "▁le", 11: "▁la", 2: "</s>"}[i], impossible=PLACEHOLDER)
+    names = {10: "▁le", 11: "▁la", 2: "</s>"}
+    df = viz.beam_table(live, lambda ids: [names[i] for i in ids], impossible=PLACEHOLDER)
     assert list(df.columns) == ["rank", "row", "tokens", "cumulative log-prob", "length-normalized score", "finished"]
     assert list(df["rank"]) == [1, 2, 3] and list(df["row"]) == [0, 2, 3]  # the -1e9 placeholder is dropped
-    assert len(viz.beam_table(live, lambda i: {10: "▁le", 11: "▁la", 2: "</s>"}[i])) == 4  # kept without a threshold
+    assert len(viz.beam_table(live, lambda ids: [names[i] for i in ids])) == 4  # kept without a threshold
     assert list(df["length-normalized score"]) == [0.0, -0.3, -1.0]
     assert df.iloc[1]["tokens"] == "▁le </s>" and bool(df.iloc[1]["finished"])
 

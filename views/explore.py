@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import streamlit as st
@@ -14,7 +15,7 @@ from model.steps import ended_by_length, mean_token_prob, mean_weights
 from model.tokenizer import byte_characters
 
 from . import session, stepping, teacher_forcing
-from .common import as_read, badges, get_decode, head_label, md, show, show_token, token_texter
+from .common import as_read, badges, get_decode, head_label, md, path_labels, show, show_token
 from .stages import beam
 from .state import (
     EXAMPLES,
@@ -168,7 +169,7 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
         st.text(lm.tokenizer.decode(res.ids) or "(empty)")
     if len(res.n_best) > 1:
         with st.expander(f"All {len(res.n_best)} beam candidates"):
-            table = viz.beam_table(res.n_best, token_texter(lm), impossible=IMPOSSIBLE)
+            table = viz.beam_table(res.n_best, partial(path_labels, lm), impossible=IMPOSSIBLE)
             st.dataframe(table, hide_index=True, key="nbest", width="stretch", column_config=beam.COLUMNS)
 
     reference = view.reference.strip()[:MAX_CHARS]

@@ -6,6 +6,7 @@ It runs as a fragment, so a step reruns this part of the page alone.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -80,7 +81,7 @@ def view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) -> 
 
 def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) -> None:
     s = st.session_state
-    tok_text = token_texter(lm)
+    tok_text, stream_text = token_texter(lm), partial(path_labels, lm)
     v = session.current(limits)
     ch = v.choices(str(lm.path))
     res = get_decode(lm, ch, src_ids(lm, ch))
@@ -115,7 +116,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
 
         def hyp_label(r: int) -> str:
             h = live[r]
-            text = " ".join(show_token(t) for t in path_labels(lm, h.ids)) or "<s>"
+            text = " ".join(show_token(t) for t in stream_text(h.ids)) or "<s>"
             return f"{text[:70]}  (log p {h.logprob:.2f}, row {r})"
 
         s["follow_pick"] = fol.row
@@ -129,7 +130,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
             help="The view below follows this hypothesis by its tokens: stepping back shows its "
             "ancestors, stepping forward its best surviving continuation.",
         )
-        followed = " ".join(show_token(t) for t in path_labels(lm, fol.ids)) or "<s>"
+        followed = " ".join(show_token(t) for t in stream_text(fol.ids)) or "<s>"
         if fol.relation == "ended" and fol.ids:
             how = "finished (it ended with </s>)" if fol.ended_how == "finished" else "was pruned from the beam"
             st.warning(
@@ -231,8 +232,9 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
         )
         kv_cache.render(lm.cfg, reads, step)
         if res.beam_steps is not None:
-            beam.render(res, step, tok_text, lambda r: _follow_row(tuple(res.beam_steps[step].live[r].ids)))
-            live_table = viz.beam_table(res.beam_steps[step].live, tok_text, impossible=IMPOSSIBLE)
+            live = res.beam_steps[step].live
+            beam.render(res, step, tok_text, stream_text, lambda r: _follow_row(tuple(live[r].ids)))
+            live_table = viz.beam_table(live, stream_text, impossible=IMPOSSIBLE)
 
     base = replace(ch, prefix=())
     keep_user = frozenset(i for i in v.user_forced if i < step)

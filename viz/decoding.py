@@ -333,12 +333,15 @@ def _nice_step(raw: float) -> int:
 
 def beam_table(
     live_hypotheses: Sequence[object],
-    token_text: Callable[[int], str],
+    stream_text: Callable[[Sequence[int]], Sequence[str]],
     *,
     sep: str = " ",
     impossible: float = -math.inf,
 ) -> pd.DataFrame:
     """The hypotheses ranked by length-normalised score: rank, tokens, cumulative log-prob, score, finished.
+
+    ``stream_text`` labels a hypothesis's ids as one stream (one label per id), so that byte pieces can be named
+    by the character they spell together.
 
     Placeholder rows of beam search (log-prob at or below ``impossible``, the decoder's placeholder score) are
     dropped.
@@ -348,8 +351,11 @@ def beam_table(
         lp, score = float(h.logprob), float(h.score)
         if lp <= impossible:
             continue
+        labels = list(stream_text([int(i) for i in h.ids]))
+        if len(labels) != len(h.ids):
+            raise ValueError(f"stream_text gave {len(labels)} labels for {len(h.ids)} tokens")
         rows.append({
-            "row": row, "tokens": sep.join(token_text(int(i)) for i in h.ids), "cumulative log-prob": lp,
+            "row": row, "tokens": sep.join(labels), "cumulative log-prob": lp,
             "length-normalized score": score if math.isfinite(score) else float("nan"),
             "finished": bool(getattr(h, "finished", False)),
         })  # fmt: skip

@@ -22,8 +22,9 @@ COLUMNS = {
 }
 
 
-def render(res, step: int, token_text, on_pick) -> None:
-    """``on_pick(row)`` is called when a live row is selected in the table (to follow that hypothesis)."""
+def render(res, step: int, token_text, stream_text, on_pick) -> None:
+    """``token_text`` labels one token (the tree's nodes), ``stream_text`` a hypothesis's tokens together (the
+    tables); ``on_pick(row)`` is called when a live row is selected in the table (to follow that hypothesis)."""
     st.subheader("9 · Beam search")
     st.latex(r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}")
     show(
@@ -37,7 +38,7 @@ def render(res, step: int, token_text, on_pick) -> None:
     )
     bs = res.beam_steps[step]
     st.markdown(f"**Live hypotheses at position {step}** (expanded at this step) — select a row to follow it")
-    live = viz.beam_table(bs.live, token_text, impossible=IMPOSSIBLE)
+    live = viz.beam_table(bs.live, stream_text, impossible=IMPOSSIBLE)
     key = f"beam_live_{step}"
     st.dataframe(
         live,
@@ -49,7 +50,7 @@ def render(res, step: int, token_text, on_pick) -> None:
         on_select=partial(_picked, key, live["row"].tolist(), on_pick),
     )
     st.markdown("**Finished hypotheses so far** (the n-best pool)")
-    finished = viz.beam_table(bs.finished, token_text, impossible=IMPOSSIBLE)
+    finished = viz.beam_table(bs.finished, stream_text, impossible=IMPOSSIBLE)
     st.dataframe(finished, hide_index=True, key="beam_finished", width="stretch", column_config=COLUMNS)
 
 
