@@ -201,77 +201,123 @@ def live_rows(result: DecodeResult, step: int) -> list[int]:
 
 
 @dataclass(frozen=True)
-class Followed:
-    """What the step view shows at ``step`` when following the hypothesis ``ids`` (its tokens when picked).
+class Line:
+    """One hypothesis followed from <s> to where it ended: what the step view walks through.
 
-    ``relation``: "self" (the hypothesis itself, at the step it was picked), "ancestor" (an earlier step: its
-    prefix), "descendant" (a later step: its best surviving continuation), "ended" (no continuation lives at
-    this step: the best live hypothesis is shown instead). ``ended_at`` / ``ended_how`` ("finished" or "pruned")
-    say when and how the followed line stopped, when it did before or at this step.
+    ``ids``: its generated tokens (``</s>`` included when it finished); ``rows``: its row in the beam at positions
+    0..``end``; position t reads ``inputs[t]`` and predicts ``predicts[t]`` with the model's probability
+    ``probs[t]`` (the same number as that position's output distribution). ``how``: "finished" (predicted
+    ``</s>`` at ``end``), "cut" (the maximum length stopped it), "pruned" (none of its continuations at ``end``
+    kept a place: its best one ranked ``rank`` of ``of`` candidates) or "stopped" (still live when beam search
+    stopped, since nothing left could beat the finished hypotheses). ``final_rank``: 1 for the translation shown
+    as the result, 2, 3, … for the other final candidates, None for a line that is not among them.
     """
 
     ids: tuple[int, ...]
-    row: int
-    rows: list[int]
-    relation: str
-    ended_at: int | None = None
-    ended_how: str | None = None
+    rows: tuple[int, ...]
+    inputs: tuple[int, ...]
+    predicts: tuple[int, ...]
+    probs: tuple[float, ...]
+    how: str
+    score: float | None = None
+    final_rank: int | None = None
+    rank: int | None = None
+    of: int | None = None
+
+    @property
+    def end(self) -> int:
+        return len(self.rows) - 1
 
 
-def _line_end(result: DecodeResult, ids: tuple[int, ...]) -> tuple[int | None, str | None]:
-    """The last step at which a hypothesis extending ``ids`` was live, and whether the line finished there."""
-    last = None
-    for t, bs in enumerate(result.beam_steps):
-        hits = [h for h in bs.live if h.logprob > IMPOSSIBLE and h.ids[: len(ids)] == ids[: len(h.ids)]]
-        if any(len(h.ids) >= len(ids) for h in hits):
-            last = t
-    if last is None:
-        return None, None
-    bs = result.beam_steps[last]
-    rows = {r for r, h in enumerate(bs.live) if h.logprob > IMPOSSIBLE and h.ids[: len(ids)] == ids}
-    finished = any(e.parent in rows and e.status == "finished" for e in bs.expansions)
-    return last, "finished" if finished else "pruned"
+def _prob(step, row: int, token: int, expansions=()) -> float:
+    """The model's probability of ``token`` at one step and row, from what the decode recorded."""
+    p = token_prob(step, row, token)
+    if p is not None:
+        return p
+    if step.chosen_logprob is not None and int(step.chosen[row]) == token:
+        return float(np.exp(step.chosen_logprob[row]))
+    for e in expansions:  # beam candidates outside the recorded top (wide beams, forced tokens)
+        if e.parent == row and e.token == token:
+            return float(np.exp(e.token_logprob))
+    return float("nan")
 
 
-def follow(result: DecodeResult, step: int, ids: Sequence[int] = ()) -> Followed:
-    """The row to show at ``step`` for the hypothesis whose generated tokens were ``ids`` when it was picked.
+def _extends(ids: Sequence[int], prefix: tuple[int, ...]) -> bool:
+    return tuple(ids[: len(prefix)]) == prefix
 
-    Identity is the token sequence, not a row number (rows are re-sorted at every step): stepping back shows its
-    ancestors, stepping forward its best surviving descendant (rows are sorted best first), and when its line has
-    ended (finished or pruned) the best live hypothesis, with ``relation == "ended"``. Greedy and sampling have
-    one row. ``ids == ()`` follows the root: the best hypothesis at every step.
+
+def follow_line(result: DecodeResult, eos_id: int, picked: Sequence[int] = ()) -> Line:
+    """The line the step view follows for the hypothesis whose tokens were ``picked`` (() = the result).
+
+    Identity is the token sequence, not a row number (rows are re-sorted at every step). A picked prefix is
+    followed to its best outcome: the best final candidate that extends it; else the best hypothesis extending
+    it that finished on the way and was later pushed out of the n-best pool; else its continuation that lived
+    longest (best first), which was pruned or still live when the search stopped. A prefix that is in no
+    hypothesis of the decode gives the result's line. Greedy and sampling have one line.
     """
-    ids = tuple(int(i) for i in ids)
+    picked = tuple(int(i) for i in picked)
+    start = int(result.steps[0].input_ids[0])
+    best = result.n_best[0]
     if result.beam_steps is None:
-        return Followed(ids, 0, [0] * (step + 1), "self")
-    live = result.beam_steps[step].live
-    real = live_rows(result, step)
-    n = min(step, len(ids))
-    match = [r for r in real if live[r].ids[:n] == ids[:n]]
-    if match:
-        row = match[0]
-        relation = "self" if len(ids) == step else "ancestor" if step < len(ids) else "descendant"
-        return Followed(ids, row, beam_path(result.beam_steps, step, row), relation)
-    ended_at, how = _line_end(result, ids)
-    row = real[0] if real else 0
-    return Followed(ids, row, beam_path(result.beam_steps, step, row), "ended", ended_at, how)
+        ids = tuple(int(i) for i in result.ids)
+        return _line(result, ids, (0,) * len(ids), start, _how(ids, eos_id), best.score, 1)
+    beams = result.beam_steps
+    for rank, h in enumerate(result.n_best, 1):
+        if h.logprob > IMPOSSIBLE and _extends(h.ids, picked):
+            return _finished(result, tuple(h.ids), start, _how(h.ids, eos_id), h.score, rank)
+    pooled = [h for bs in beams for h in bs.finished if h.logprob > IMPOSSIBLE and _extends(h.ids, picked)]
+    if pooled:
+        h = max(pooled, key=lambda h: h.score)
+        return _finished(result, tuple(h.ids), start, _how(h.ids, eos_id), h.score, None)
+    for t in range(len(beams) - 1, -1, -1):
+        live = beams[t].live
+        hits = [r for r in live_rows(result, t) if _extends(live[r].ids, picked)]
+        if not hits:
+            continue
+        r = hits[0]  # rows are sorted best first
+        rows = tuple(beam_path(beams, t, r))
+        mine = [e for e in beams[t].expansions if e.parent == r]
+        top_e = max(mine, key=lambda e: e.cum_logprob)
+        ids = (*(int(i) for i in live[r].ids), int(top_e.token))
+        if any(e.status == "kept" for e in mine):
+            return _line(result, ids, rows, start, "stopped")
+        cands = [e.cum_logprob for e in beams[t].expansions]
+        rank = 1 + sum(c > top_e.cum_logprob for c in cands)
+        return _line(result, ids, rows, start, "pruned", rank=rank, of=len(cands))
+    return follow_line(result, eos_id)
+
+
+def _how(ids: Sequence[int], eos_id: int) -> str:
+    return "finished" if ids and int(ids[-1]) == eos_id else "cut"
+
+
+def _finished(result: DecodeResult, ids: tuple[int, ...], start: int, how: str, score: float, rank) -> Line:
+    """A hypothesis of the n-best pool: its last token was predicted at position len(ids) - 1."""
+    e = len(ids) - 1
+    live = result.beam_steps[e].live
+    r = next(r for r in live_rows(result, e) if tuple(live[r].ids) == ids[:e])
+    return _line(result, ids, tuple(beam_path(result.beam_steps, e, r)), start, how, score, rank)
+
+
+def _line(result, predicts, rows, start, how, score=None, final_rank=None, rank=None, of=None) -> Line:
+    """``predicts``: the token predicted at each position of ``rows`` (a pruned line's last: its best candidate)."""
+    n = len(rows)
+    beams = result.beam_steps
+    probs = tuple(_prob(result.steps[t], rows[t], predicts[t], beams[t].expansions if beams else ())
+                  for t in range(n))  # fmt: skip
+    ids = predicts[: n - 1] if how in ("pruned", "stopped") else predicts
+    return Line(tuple(ids), tuple(rows), (start, *predicts[: n - 1]), tuple(predicts), probs, how, score,
+                final_rank, rank, of)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
-# Tokens along a path.
+# Tokens along a line.
 
 
 def token_prob(step, row: int, token: int) -> float | None:
     """Probability of ``token`` at one step/row, if it is among the recorded top alternatives."""
     hits = np.nonzero(step.top_ids[row] == token)[0]
     return float(np.exp(step.top_logprobs[row][hits[0]])) if len(hits) else None
-
-
-def path_tokens(result: DecodeResult, rows: Sequence[int], step: int) -> tuple[list[int], list[int]]:
-    """(decoder input ids 0..step, ids chosen at 0..step) along a path; chosen may be -1 (beam: the row died)."""
-    inputs = [int(result.steps[i].input_ids[rows[i]]) for i in range(step + 1)]
-    chosen = [int(result.steps[i].chosen[rows[i]]) for i in range(step + 1)]
-    return inputs, chosen
 
 
 @dataclass(frozen=True)
@@ -282,19 +328,13 @@ class Chip:
     forced: bool  # chosen by the user, not by the model
 
 
-def chips(
-    result: DecodeResult, rows: Sequence[int], step: int, user_forced: frozenset[int] = frozenset()
-) -> list[Chip]:
-    """Tokens generated before ``step`` along a path (= the decoder inputs after <s>), with their probabilities.
+def chips(line: Line, step: int, user_forced: frozenset[int] = frozenset()) -> list[Chip]:
+    """Tokens generated before ``step`` along a line (= the decoder inputs after <s>), with their probabilities.
 
     ``user_forced``: the positions whose token the user forced; the rest of a forced prefix is the model's own
     earlier choices, replayed, and is not marked.
     """
-    inputs, _ = path_tokens(result, rows, step)
-    return [
-        Chip(i - 1, inputs[i], token_prob(result.steps[i - 1], rows[i - 1], inputs[i]), i - 1 in user_forced)
-        for i in range(1, step + 1)
-    ]
+    return [Chip(i, line.predicts[i], line.probs[i], i in user_forced) for i in range(step)]
 
 
 def mean_token_prob(result: DecodeResult) -> float:

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from model.checkpoint import ENV_MODEL, load_model_dir
 from model.config import ModelConfig
 from model.decoding import DecodeOptions, decode
-from model.steps import follow, live_rows
+from model.steps import follow_line, live_rows
 from views.common import escape_markdown
 from views.plot import payload
 from views.stages.lens import head_words
@@ -318,51 +318,50 @@ def test_stage_from_the_url_and_in_teacher_forcing(tiny_model_dir, monkeypatch):
 
 
 def test_following_a_hypothesis_forward_and_back_across_a_pruning(tiny_model_dir, monkeypatch):
-    """Pick the last live hypothesis, step forward until its line ends (the page says so), step back: the picked
-    hypothesis is shown again, and the chips always equal the followed hypothesis' tokens."""
+    """By default the step view walks the translation shown; a live hypothesis picked at position t is followed to
+    where its line was pruned (the page says so, with its candidate's rank), back through its ancestors, and the
+    chips always equal the followed line's tokens."""
     text, k, max_len = "The cat is sleeping on the sofa.", 3, 10
     lm = load_model_dir(tiny_model_dir)
-    src = lm.tokenizer.encode(text) + [lm.cfg.eos_id]
+    eos = lm.cfg.eos_id
+    src = lm.tokenizer.encode(text) + [eos]
     res = decode(lm.model, src, DecodeOptions(strategy="beam", beam=k, max_len=max_len, record=True))
+    winner = follow_line(res, eos)
     # a hypothesis (step, row) whose line is pruned later: found from the recorded decode
-    pick = next((t, r) for t in range(1, len(res.steps)) for r in live_rows(res, t)
-                if any(follow(res, u, res.beam_steps[t].live[r].ids).ended_how == "pruned"
-                       for u in range(t + 1, len(res.steps))))  # fmt: skip
-    t, r = pick
+    t, r = next((t, r) for t in range(1, len(res.steps)) for r in live_rows(res, t)
+                if follow_line(res, eos, res.beam_steps[t].live[r].ids).how == "pruned")  # fmt: skip
     ids = tuple(res.beam_steps[t].live[r].ids)
+    line = follow_line(res, eos, ids)
     at = open_app(tiny_model_dir, monkeypatch, src=text, strategy="beam", beam=str(k), max_len=str(max_len),
                   step=str(t), stage="output")  # fmt: skip
-    assert at.session_state["step"] == t
-    at.selectbox(key="follow_pick").set_value(r).run()
-    ok(at)
-    assert tuple(at.session_state["follow"]) == ids
-    assert qp(at, "follow") == ".".join(map(str, ids))
+    assert at.session_state["step"] == t and at.selectbox(key="follow_pick").value == "final:0"
+    assert at.slider(key="step").max == winner.end
 
     def chip_ids() -> tuple[int, ...]:
         body = chip_markdown(at)
         toks = re.findall(r"-badge\[(.*?)(?: [0-9\\.]+)?\]", body)
         return tuple(lm.tokenizer.token_to_id(escape_back(x).replace("␣", "▁")) for x in toks if x != "\\<s\\>")
 
+    assert chip_ids() == winner.predicts[:t]
+    at.selectbox(key="follow_pick").set_value(f"live:{r}").run()
+    ok(at)
+    assert tuple(at.session_state["follow"]) == ids
+    assert qp(at, "follow") == ".".join(map(str, ids))
     assert chip_ids() == ids
-    ended = False
-    for _ in range(t + 1, len(res.steps)):
+    assert at.slider(key="step").max == line.end  # the line's positions, from <s> to where it ended
+    story = " ".join(c.value for c in at.caption)
+    assert f"pruned at position {line.end}" in story and f"ranked {line.rank}" in story
+    for u in range(t + 1, line.end + 1):
         at.button(key="next").click().run()
         ok(at)
-        u = at.session_state["step"]
-        f = follow(res, u, ids)
-        assert at.selectbox(key="follow_pick").value == f.row  # the label names the shown hypothesis
-        assert chip_ids() == tuple(res.beam_steps[u].live[f.row].ids)
-        if f.relation == "ended":
-            ended = True
-            assert any("was pruned from the beam" in w.value for w in at.warning)
-    assert ended
+        assert at.session_state["step"] == u and chip_ids() == line.predicts[:u]
+    assert "pruned here" in next(m.value for m in at.markdown if m.value.startswith("**Position"))
     at.slider(key="step").set_value(t).run()
     ok(at)
-    assert at.selectbox(key="follow_pick").value == r and chip_ids() == ids
+    assert chip_ids() == ids
     at.button(key="prev").click().run()
     ok(at)
     assert chip_ids() == ids[:-1]  # its ancestor
-    assert any("prefix" in c.value for c in at.caption)
 
 
 def escape_back(s: str) -> str:

@@ -16,12 +16,11 @@ from model.steps import (
     chips,
     compact_result,
     ended_by_length,
-    follow,
+    follow_line,
     live_rows,
     lower_rows,
     mean_token_prob,
     path_rows,
-    path_tokens,
     prefix_scores,
     stack_view,
     summary_dict,
@@ -106,45 +105,79 @@ def beam_decode(tiny_model, tiny_tokenizer, text="The cat is sleeping on the sof
     return decode(tiny_model, src, DecodeOptions(strategy="beam", beam=k, max_len=max_len, record=True))
 
 
+def teacher_forced_probs(model, tok, src, predicts) -> np.ndarray:
+    """The model's probability of each token of ``predicts`` at its position, from one teacher-forced pass."""
+    body = [int(i) for i in predicts if int(i) != model.cfg.eos_id]
+    tr = teacher_forced_trace(model, tok, list(src[:-1]), body, causal=True)
+    n = len(predicts)
+    return tr.arrays["probs"][np.arange(n), np.asarray(predicts[:n])]
+
+
+def check_line(res, line, model, tok, src) -> None:
+    """A line's rows, inputs, predictions and probabilities agree with the decode and with a teacher-forced pass."""
+    assert len(line.rows) == len(line.inputs) == len(line.predicts) == len(line.probs) == line.end + 1
+    assert line.inputs[0] == model.cfg.decoder_start_id
+    assert list(line.inputs[1:]) == list(line.predicts[:-1])  # the output shifted right
+    for t, r in enumerate(line.rows):
+        assert int(res.steps[t].input_ids[r]) == line.inputs[t]
+        if res.beam_steps is not None:
+            assert tuple(res.beam_steps[t].live[r].ids) == tuple(line.predicts[:t])
+    ref = teacher_forced_probs(model, tok, src, line.predicts)
+    np.testing.assert_allclose(line.probs, ref, rtol=1e-4, atol=1e-6)
+
+
+def test_the_default_line_is_the_translation_shown(tiny_model, tiny_tokenizer):
+    """Without a pick the step view walks the final best translation from <s> to its </s>, with the model's
+    probability of each of its tokens (as a teacher-forced pass computes it)."""
+    src = src_of(tiny_tokenizer, tiny_model, "The cat is sleeping on the sofa.")
+    for opts in (DecodeOptions(strategy="beam", beam=3, max_len=10, record=True),
+                 DecodeOptions(strategy="beam", beam=5, max_len=4, record=True),
+                 DecodeOptions(max_len=10, record=True)):  # fmt: skip
+        res = decode(tiny_model, src, opts)
+        line = follow_line(res, tiny_model.cfg.eos_id)
+        assert line.ids == tuple(res.ids) == tuple(res.n_best[0].ids) and line.predicts == line.ids
+        assert line.final_rank == 1 and line.end == len(res.ids) - 1
+        assert line.how == ("finished" if res.ids[-1] == tiny_model.cfg.eos_id else "cut")
+        check_line(res, line, tiny_model, tiny_tokenizer, src)
+
+
 def test_following_a_hypothesis_by_identity(tiny_model, tiny_tokenizer):
-    """Picked at step t, a hypothesis is followed back through its ancestors and forward along its best surviving
-    descendant; when its line ends, the view says so (finished or pruned) and shows the best live hypothesis."""
+    """Every final candidate is followed to its own end; a hypothesis picked while live is followed to its best
+    outcome, and the line says truly how it ended (finished with its rank, or pruned with its candidate's rank)."""
+    src = src_of(tiny_tokenizer, tiny_model, "The cat is sleeping on the sofa.")
+    eos = tiny_model.cfg.eos_id
     res = beam_decode(tiny_model, tiny_tokenizer)
-    n = len(res.steps)
-    kinds = set()
-    for t in range(n):
+    for i, h in enumerate(res.n_best):
+        line = follow_line(res, eos, h.ids)
+        assert line.ids == tuple(h.ids) and line.final_rank == i + 1 and line.score == pytest.approx(h.score)
+        check_line(res, line, tiny_model, tiny_tokenizer, src)
+    hows = set()
+    for t in range(len(res.steps)):
         for r in live_rows(res, t):
             ids = tuple(res.beam_steps[t].live[r].ids)
-            assert follow(res, t, ids).row == r and follow(res, t, ids).relation == "self"
-            for u in range(n):
-                f = follow(res, u, ids)
-                live = res.beam_steps[u].live
-                shown = tuple(live[f.row].ids)
-                assert f.rows == path_rows(res, u, f.row)
-                assert tuple(path_tokens(res, f.rows, u)[0][1:]) == shown  # the chips are the shown hypothesis
-                if u < t:
-                    assert f.relation == "ancestor" and shown == ids[:u]
-                elif u > t and f.relation == "descendant":
-                    assert shown[:t] == ids
-                    better = [h for h in live[: f.row] if h.logprob > -1e8 and tuple(h.ids[:t]) == ids]
-                    assert not better  # the best surviving continuation
-                elif u > t:
-                    assert f.relation == "ended" and f.ended_at is not None and t <= f.ended_at < u
-                    assert not any(tuple(h.ids[:t]) == ids for h in live if h.logprob > -1e8)
-                    assert f.row == live_rows(res, u)[0]
-                    kinds.add(f.ended_how)
-                    if f.ended_how == "finished":
-                        pool = res.beam_steps[f.ended_at].finished
-                        assert any(tuple(h.ids[:t]) == ids for h in pool)
-    assert "pruned" in kinds  # the sentence is chosen so the test sees a hypothesis pruned
+            line = follow_line(res, eos, ids)
+            hows.add(line.how)
+            assert tuple(line.predicts[:t]) == ids and line.rows[t] == r  # stepping back shows its ancestors
+            check_line(res, line, tiny_model, tiny_tokenizer, src)
+            finals = [h for h in res.n_best if tuple(h.ids[:t]) == ids]
+            if finals:  # the best final candidate that extends it
+                assert line.ids == tuple(finals[0].ids) and line.how in ("finished", "cut")
+            elif line.how == "pruned":
+                mine = [e for e in res.beam_steps[line.end].expansions if e.parent == line.rows[-1]]
+                assert mine and all(e.status == "pruned" for e in mine)
+                cands = sorted((e.cum_logprob for e in res.beam_steps[line.end].expansions), reverse=True)
+                assert line.of == len(cands) and cands[line.rank - 1] == max(e.cum_logprob for e in mine)
+                assert line.rank > 1
+    assert "pruned" in hows and hows & {"finished", "cut"}  # the sentence is chosen so the test sees both
+    bogus = follow_line(res, eos, (10**6,))
+    assert bogus.ids == tuple(res.ids)  # a prefix in no hypothesis: the result's line
 
 
-def test_follow_without_beam_and_the_root():
-    from types import SimpleNamespace as NS
-
-    res = NS(beam_steps=None)
-    f = follow(res, 3, (5, 6))
-    assert f.rows == [0, 0, 0, 0] and f.row == 0
+def test_follow_without_beam_and_the_root(tiny_model, tiny_tokenizer):
+    src = src_of(tiny_tokenizer, tiny_model, "I like pizza.")
+    res = decode(tiny_model, src, DecodeOptions(max_len=5, record=True))
+    line = follow_line(res, tiny_model.cfg.eos_id, (5, 6))  # greedy has one line, whatever was picked
+    assert line.rows == (0,) * len(res.steps) and line.ids == tuple(res.ids)
 
 
 def test_chips_mark_only_user_forced_tokens(tiny_model, tiny_tokenizer):
@@ -153,7 +186,7 @@ def test_chips_mark_only_user_forced_tokens(tiny_model, tiny_tokenizer):
     forced_tok = int(free.steps[2].top_ids[0][3])  # the 4th most likely token at position 2
     prefix = (*free.ids[:2], forced_tok)
     res = decode(tiny_model, src, DecodeOptions(max_len=6, prefix=prefix, record=True))
-    cs = chips(res, [0] * 5, 4, user_forced=frozenset({2}))
+    cs = chips(follow_line(res, tiny_model.cfg.eos_id), 4, user_forced=frozenset({2}))
     assert [c.token_id for c in cs[:3]] == list(prefix)
     assert [c.forced for c in cs] == [False, False, True, False]
     assert cs[0].prob == pytest.approx(float(np.exp(free.steps[0].top_logprobs[0][0])))

@@ -441,6 +441,40 @@ def test_beam_tree_from_real_beam_search(tiny_model, tiny_tokenizer):
     assert 1 <= len(table) <= 3
 
 
+def test_beam_tree_numbers_positions_as_the_step_view_and_draws_its_paths():
+    """x = the position that predicted a node's token (the start left of 0); at most 3 pruned candidates per node
+    (the rest counted in its hover); every kept and finished node in view labelled; the paths drawn through the
+    nodes of their prefixes."""
+    steps = synthetic_beam(8, 20, seed=3)
+    winner = next(e for e in steps[-1].expansions if e.status != "pruned")
+    path = steps[-1].live[winner.parent].ids + (winner.token,)
+    fig = viz.beam_tree_figure(steps, token_text=lambda i: f"t{i}", title="beam", impossible=PLACEHOLDER,
+                               paths={"the translation shown": path})  # fmt: skip
+    nodes, points, segs = tree_parts(fig)
+    assert list(nodes["start"].x) == [-1]
+    xa = fig.layout.xaxis
+    assert dict(zip(xa.tickvals, xa.ticktext))[-1] == "start" and all(
+        str(v) == t for v, t in zip(xa.tickvals, xa.ticktext) if v >= 0
+    )
+    for t in range(20):  # the token predicted at position t sits at x = t
+        tokens = {int(h.split("token: t")[1].split("<br>")[0]) for s_, tr in nodes.items() if s_ != "start"
+                  for x, h in zip(tr.x, tr.hovertext) if x == t}  # fmt: skip
+        drawn = {e.token for e in steps[t].expansions}
+        assert tokens <= drawn and {e.token for e in steps[t].expansions if e.status != "pruned"} <= tokens
+        parents = [h.split("hypothesis: ")[1].rsplit(" ", 1)[0]
+                   for x, h in zip(nodes["pruned"].x, nodes["pruned"].hovertext) if x == t]  # fmt: skip
+        assert all(parents.count(p) <= 3 for p in parents)
+    assert any("more pruned candidates not drawn" in h for tr in nodes.values() for h in tr.hovertext)
+    x0, x1 = fig.layout.xaxis.range
+    assert x1 >= 19 and x0 > -1.5  # 20 positions do not fit at 860 px: the latest are in view
+    for s_ in ("kept", "finished"):
+        for x, text in zip(nodes[s_].x, nodes[s_].text):
+            assert bool(text) == (x >= x0 + 0.25), (s_, x, text)
+    line = next(t for t in fig.data if t.meta and t.meta.get("path"))
+    assert line.name == "the translation shown" and line.showlegend and len(line.x) == len(path) + 1
+    assert list(line.x) == list(range(-1, len(path)))
+
+
 def test_beam_table():
     live = fake_beam_steps()[0].live + [NS(ids=(10, 2), logprob=-0.6, score=-0.3, parent=0, finished=True),
                                         NS(ids=(11,), logprob=-1.0, score=-1.0, parent=0, finished=False)]  # fmt: skip

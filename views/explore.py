@@ -170,7 +170,14 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     if len(res.n_best) > 1:
         with st.expander(f"All {len(res.n_best)} beam candidates"):
             table = viz.beam_table(res.n_best, partial(path_labels, lm), impossible=IMPOSSIBLE)
-            st.dataframe(table, hide_index=True, key="nbest", width="stretch", column_config=beam.COLUMNS)
+            st.dataframe(
+                table,
+                hide_index=True,
+                key="nbest",
+                width="stretch",
+                column_config=beam.COLUMNS,
+                column_order=beam.ORDER,
+            )
 
     reference = view.reference.strip()[:MAX_CHARS]
     if reference and len(lm.tokenizer.encode(reference)) > cfg.max_len - 1:

@@ -15,7 +15,7 @@ import streamlit as st
 import viz
 from model.checkpoint import LoadedModel
 from model.constants import IMPOSSIBLE
-from model.steps import chips, follow, layer_keep, live_rows, output_record, path_tokens, stack_view, token_prob
+from model.steps import Line, chips, follow_line, layer_keep, live_rows, output_record, stack_view
 
 from . import export, session, stages, whatif
 from .common import badges, fail, get_decode, md, path_labels, show_token, token_texter
@@ -62,13 +62,20 @@ def _move(action: str, n: int) -> None:
     s["step"] = move(clamp_step(s.get("step", 0), n), action, n)
 
 
-def _follow_pick(ids_by_row: dict[int, tuple[int, ...]]) -> None:
+def _follow_pick(ids_by_option: dict[str, tuple[int, ...]]) -> None:
     s = st.session_state
-    s["follow"] = ids_by_row.get(s.get("follow_pick"), ())
+    s["follow"] = ids_by_option.get(s.get("follow_pick"), s.get("follow", ()))
 
 
 def _follow_row(ids: tuple[int, ...]) -> None:
     st.session_state["follow"] = ids
+
+
+def _clear_forced_and_rerun() -> None:
+    s = st.session_state
+    clear_forced()
+    s["pending_step"] = s.get("step", 0)  # the same position of the model's own translation
+    st.rerun(scope="app")  # the translation above the fragment changes too
 
 
 @st.fragment
@@ -79,82 +86,69 @@ def view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) -> 
         fail("Could not show this position", e)
 
 
+def ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def line_story(line: Line, n_final: int, beam: int) -> str:
+    """Where the followed line ended, in one sentence."""
+    at = f"position {line.end}"
+    score = "" if line.score is None else f" (score {line.score:.3f})"
+    if line.how in ("finished", "cut"):
+        how = f"finished at {at}{score}" if line.how == "finished" else f"was cut at {at} by the maximum length{score}"
+        if line.final_rank == 1:
+            return f"It is the translation shown above: it {how}."
+        if line.final_rank:
+            return f"It {how}; it is the {ordinal(line.final_rank)} of the {n_final} final candidates."
+        return f"It {how}, then better candidates pushed it out of the {n_final} final ones."
+    if line.how == "stopped":
+        return (
+            f"It was still live at {at} when beam search stopped: no continuation could beat the finished "
+            "candidates any more."
+        )
+    return (
+        f"It was pruned at {at}: its best continuation ranked {ordinal(line.rank)} of {line.of} candidates, and "
+        f"only the best {beam} stay in the beam."
+    )
+
+
 def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) -> None:
     s = st.session_state
     tok_text, stream_text = token_texter(lm), partial(path_labels, lm)
     v = session.current(limits)
     ch = v.choices(str(lm.path))
     res = get_decode(lm, ch, src_ids(lm, ch))
-    n = len(res.steps)
+    line = follow_line(res, lm.cfg.eos_id, v.follow)
+    n = line.end + 1
     if s.get("step_for") != ch:  # a new decode: start at the link's position, or at 0
         s["step_for"] = ch
         s["step"] = clamp_step(s.pop("pending_step", 0), n)
     s["step"] = clamp_step(s.get("step", 0), n)
 
     st.subheader("Step through the decoder")
-    with st.container(horizontal=True, key="stepper", vertical_alignment="bottom"):
-        for key, icon, tip in STEP_BUTTONS:
-            st.button("", key=key, icon=icon, on_click=_move, args=(key, n), help=tip)
-        if n > 1:
-            st.slider(
-                "Position",
-                0,
-                n - 1,
-                key="step",
-                width=420,
-                help="Position 0 reads <s>; position t reads the token chosen at position t − 1 and "
-                "predicts the next one.",
-            )
+    stepper(n)
     step = s["step"]
     v = session.current(limits)
 
-    fol = follow(res, step, v.follow)
     if res.beam_steps is not None:
-        live = res.beam_steps[step].live
-        rows_here = live_rows(res, step)
-        ids_by_row = {r: tuple(live[r].ids) for r in rows_here}
-
-        def hyp_label(r: int) -> str:
-            h = live[r]
-            text = " ".join(show_token(t) for t in stream_text(h.ids)) or "<s>"
-            return f"{text[:70]}  (log p {h.logprob:.2f}, row {r})"
-
-        s["follow_pick"] = fol.row
-        st.selectbox(
-            "Follow hypothesis",
-            rows_here,
-            key="follow_pick",
-            format_func=hyp_label,
-            on_change=_follow_pick,
-            args=(ids_by_row,),
-            help="The view below follows this hypothesis by its tokens: stepping back shows its "
-            "ancestors, stepping forward its best surviving continuation.",
-        )
-        followed = " ".join(show_token(t) for t in stream_text(fol.ids)) or "<s>"
-        if fol.relation == "ended" and fol.ids:
-            how = "finished (it ended with </s>)" if fol.ended_how == "finished" else "was pruned from the beam"
-            st.warning(
-                md(
-                    f"The hypothesis you follow ({followed}) {how} at position {fol.ended_at}; this "
-                    "position shows the best live hypothesis instead."
-                )
-            )
-        elif fol.relation == "descendant" and fol.ids:
-            st.caption(md(f"Showing the best surviving continuation of the hypothesis you picked ({followed})."))
-        elif fol.relation == "ancestor":
-            st.caption(md(f"Showing the prefix, at this position, of the hypothesis you follow ({followed})."))
-    rows, r_now = fol.rows, fol.row
-    inputs, chosen = path_tokens(res, rows, step)
+        pick_line(res, line, step, stream_text)
+        followed = " ".join(show_token(t) for t in stream_text(line.ids)) or "<s>"
+        if v.follow and tuple(line.ids[: len(v.follow)]) != tuple(v.follow) and line.how not in ("pruned", "stopped"):
+            st.warning("The hypothesis in the link is not in this decode; following the translation shown above.")
+        st.caption(md(f"Following: {followed}. {line_story(line, len(res.n_best), ch.beam)}"))
+    rows = list(line.rows[: step + 1])
+    r_now = rows[-1]
     # each input read with what follows it, so the last one is named by its character too ("ъ 1/2")
-    reads, predicts = path_labels(lm, inputs + chosen[-1:])[:-1], path_labels(lm, chosen)
+    labels = path_labels(lm, [*line.inputs[: step + 1], line.predicts[step]])
+    reads, predicts = labels[:-1], labels[1:]
     cur = res.steps[step]
-    next_id = int(chosen[-1])
-    p_next = token_prob(cur, r_now, next_id) if next_id >= 0 else None
+    next_id = line.predicts[step]
+    p_next = line.probs[step]
     session.sync_url(v)
 
-    cs = chips(res, rows, step, v.user_forced)
+    cs = chips(line, step, v.user_forced)
     items = [
-        (f"{show_token(label)} {'' if c.prob is None else f'{c.prob:.2f}'}".strip(), "orange" if c.forced else "blue")
+        (f"{show_token(label)} {fmt_p(c.prob)}".strip(), "orange" if c.forced else "blue")
         for c, label in zip(cs, reads[1:])  # the chips are the decoder inputs after <s>
     ]
     with st.container(key="chips"):
@@ -163,25 +157,22 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
         st.markdown(head + (badges(items) if items else empty))
         if any(c.forced for c in cs):
             st.caption("Orange tokens were forced by you; blue ones the model chose.")
-    nxt = "∅ (this hypothesis was dropped)" if next_id < 0 else show_token(predicts[-1])
-    pn = "" if p_next is None else f" (p = {p_next:.3f})"
-    by_user = " — forced by you" if step in v.user_forced else ""
+    pruned_here = line.how == "pruned" and step == line.end
+    note = " — forced by you" if step in v.user_forced else " — pruned here" if pruned_here else ""
     with st.container(key="next_chip"):
         st.markdown(
             f"**Position {step}** of 0–{n - 1} reads {badges([(show_token(reads[-1]), 'gray')])}"
-            f" → predicts {badges([(nxt + pn + by_user, 'green')])}"
+            f" → predicts {badges([(f'{show_token(predicts[-1])} (p = {fmt_p(p_next)}){note}', 'green')])}"
         )
-    if ch.prefix and st.button("Clear forced tokens", key="clear_forced", on_click=clear_forced):
-        st.rerun(scope="app")  # the translation above changes too
+    if ch.prefix and st.button("Clear forced tokens", key="clear_forced"):
+        _clear_forced_and_rerun()
 
     table = pd.DataFrame(
         {
             "position": np.arange(step + 1),
             "reads (decoder input)": [show_token(t) for t in reads],
             "predicts (chosen next token)": [show_token(t) for t in predicts],
-            "p(predicted)": [
-                token_prob(res.steps[i], rows[i], chosen[i]) if chosen[i] >= 0 else None for i in range(step + 1)
-            ],
+            "p(predicted)": [round(p, 3) for p in line.probs[: step + 1]],
             "entropy (nats)": [float(res.steps[i].entropy[rows[i]]) for i in range(step + 1)],
             "forced by you": [i in v.user_forced for i in range(step + 1)],
         }
@@ -214,26 +205,27 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
     stages.render(ctx, stage)
 
     if stage in EXPLAIN_STAGES:
-        explain(ctx, lm, stage, res, rows, step, chosen, ch, v)
+        explain(ctx, lm, stage, res, line, step, ch, v)
 
     live_table = None
     if stages.shows(stage, "output"):
         st.subheader("7 · Output: next-token distribution")
         output.formula()
-        chosen_id = next_id if next_id >= 0 else None
         output.render(
             tok_text,
             cur.top_ids[r_now],
             np.exp(cur.top_logprobs[r_now]),
-            chosen_id,
+            next_id,
             float(cur.entropy[r_now]),
             f"Top {output.TOP_SHOWN} next tokens at position {step}",
             "dec_topk",
+            chosen_p=p_next,
+            chosen_name=predicts[-1],
         )
         kv_cache.render(lm.cfg, reads, step)
         if res.beam_steps is not None:
             live = res.beam_steps[step].live
-            beam.render(res, step, tok_text, stream_text, lambda r: _follow_row(tuple(live[r].ids)))
+            beam.render(res, line, step, tok_text, stream_text, lambda r: _follow_row(tuple(live[r].ids)))
             live_table = viz.beam_table(live, stream_text, impossible=IMPOSSIBLE)
 
     base = replace(ch, prefix=())
@@ -242,7 +234,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
         lm,
         cur,
         r_now,
-        [int(i) for i in inputs[1:]],
+        list(line.inputs[1 : step + 1]),
         step,
         tok_text,
         lambda prefix, user: (_force(prefix, user, keep_user, base), st.rerun(scope="app")),
@@ -250,18 +242,73 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
     export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table)
 
 
+def fmt_p(p: float | None) -> str:
+    return "" if p is None or p != p else f"{p:.3f}"
+
+
+def stepper(n: int) -> None:
+    with st.container(horizontal=True, key="stepper", vertical_alignment="bottom"):
+        for key, icon, tip in STEP_BUTTONS:
+            st.button("", key=key, icon=icon, on_click=_move, args=(key, n), help=tip)
+        if n > 1:
+            st.slider(
+                "Position",
+                0,
+                n - 1,
+                key="step",
+                width=420,
+                help="Position 0 reads <s>; position t reads the token chosen at position t − 1 and "
+                "predicts the next one.",
+            )
+
+
+def pick_line(res, line: Line, step: int, stream_text) -> None:
+    """The picker: the final candidates, then the hypotheses live at this position."""
+    s = st.session_state
+    live = res.beam_steps[step].live
+    ids_by_option: dict[str, tuple[int, ...]] = {}
+    labels: dict[str, str] = {}
+
+    def text(ids) -> str:
+        return (" ".join(show_token(t) for t in stream_text(ids)) or "<s>")[:70]
+
+    for i, h in enumerate(res.n_best):
+        if h.logprob > IMPOSSIBLE:
+            key = f"final:{i}"
+            ids_by_option[key] = tuple(h.ids)
+            labels[key] = f"final {i + 1}: {text(h.ids)}  (score {h.score:.3f})"
+    for r in live_rows(res, step):
+        key = f"live:{r}"
+        ids_by_option[key] = tuple(live[r].ids)
+        labels[key] = f"live at position {step}: {text(live[r].ids)}  (log p {live[r].logprob:.2f})"
+    here = f"final:{line.final_rank - 1}" if line.final_rank else f"live:{line.rows[step]}"
+    s["follow_pick"] = here if here in ids_by_option else next(iter(ids_by_option))
+    st.selectbox(
+        "Follow hypothesis",
+        list(ids_by_option),
+        key="follow_pick",
+        format_func=labels.get,
+        on_change=_follow_pick,
+        args=(ids_by_option,),
+        help="By default the view follows the translation shown above, from <s> to </s>. Pick another final "
+        "candidate, or a hypothesis live at this position: it is followed to where its line ended (finished, "
+        "or pruned from the beam); stepping back shows its ancestors.",
+    )
+
+
 def src_ids(lm: LoadedModel, ch) -> tuple[int, ...]:
     src = prepare_source(ch.source, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
     return src.ids if src else (lm.cfg.eos_id,)
 
 
-def explain(ctx: StageContext, lm: LoadedModel, stage: str, res, rows, step: int, chosen, ch, v) -> None:
-    """The explanation stages at this position of the followed hypothesis."""
+def explain(ctx: StageContext, lm: LoadedModel, stage: str, res, line: Line, step: int, ch, v) -> None:
+    """The explanation stages at this position of the followed line."""
+    rows, chosen = list(line.rows[: step + 1]), list(line.predicts[: step + 1])
     if stage == "lens":
         outs = stack_view(res.steps, rows, step, keep=lambda k: k.startswith("dec.") and k.endswith(".norm3.out"))
         lens.render(ctx, lm, outs, chosen, output_record(res.steps, rows, step))
     elif stage == "attribution":
-        attribution.render(ctx, lm, src_ids(lm, ch), chosen, whole=list(res.ids))
+        attribution.render(ctx, lm, src_ids(lm, ch), chosen, whole=list(line.predicts))
     elif stage == "ablation":
         ref = v.reference.strip()
         ref_ids = lm.tokenizer.encode(ref)[: lm.cfg.max_len - 1] if ref else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,11 @@ OTHER_STYLE = ("square", 9, "#222", 1.0)
 START_COLOR = "#888888"
 LEGEND_COLOR = "#9a9a9a"  # legend swatches: the node colours themselves are cumulative log-probs
 TREE_ROW_PX = 18  # px between two hypotheses of one step: room for an 11 px label
+MAX_PRUNED = 3  # pruned candidates drawn per node of the beam tree (the best ones)
+MIN_COLUMN_PX = 40  # px between two positions of the beam tree
+LABEL_GAP_PX = 26  # a node's marker, the gap before its label, and the gap after it
+# the paths drawn over the beam tree's edges: colour, width, dash
+PATH_STYLES = (("#2ca02c", 5.0, "solid"), (HIGHLIGHT_COLOR, 3.0, "dash"))
 LEGEND_ROW = 26
 BAR_PX = 26  # px per bar of the top-k chart
 
@@ -146,19 +151,24 @@ def beam_tree_figure(
     token_text: Callable[[int], str],
     title: str = "Beam search",
     start_text: str = "<s>",
-    label_nodes: bool = True,
     impossible: float = -math.inf,
+    paths: Mapping[str, Sequence[int]] | None = None,
+    max_pruned: int = MAX_PRUNED,
 ) -> go.Figure:
-    """The tree of beam hypotheses: x = step (position of the generated token), one node per expansion.
+    """The tree of beam hypotheses: x = the position that predicted a node's token (numbered as the step view
+    numbers positions; the start, <s>, is left of position 0), one node per kept or finished candidate and per
+    pruned one among the ``max_pruned`` best of its parent (the others are counted in the parent's hover).
 
     ``beam_steps`` are objects with ``position``, ``live`` (hypotheses with ``ids``, ``logprob``,
     ``parent``) and ``expansions`` (with ``parent`` row, ``token``, ``token_logprob``, ``cum_logprob``,
-    ``status`` kept/finished/pruned). The node of live row r at step t is the kept expansion of step
-    t - 1 with parent ``live[r].parent`` and token ``live[r].ids[-1]``; the start is the root.
-    Node colour = cumulative log-prob (one colour bar), symbol = status; edges join parent to child.
-    Log-probs at or below ``impossible`` (the decoder's placeholder score) are left out of the colour range.
+    ``status`` kept/finished/pruned). The node of live row r at step t is the expansion of step t - 1 with
+    parent ``live[r].parent`` and token ``live[r].ids[-1]``; the start is the root.
+    Node colour = cumulative log-prob (one colour bar), symbol = status; edges join parent to child; every kept
+    and finished node is labelled with its token. ``paths`` (name -> token ids, at most two) are drawn over the
+    edges they take, each in its own style, named in the legend. Log-probs at or below ``impossible`` (the
+    decoder's placeholder score) are left out of the colour range.
     """
-    nodes: list[dict] = []  # x, y, status, cum, text, hover, key
+    nodes: list[dict] = []  # x, y, status, cum, token, hover, ids
     edges: list[tuple[int, int]] = []  # (parent node index, child node index)
     roots: dict[tuple, int] = {}
     prev: list[dict] = []  # expansions (with node index) of the previous step
@@ -166,8 +176,7 @@ def beam_tree_figure(
         pos = int(getattr(bs, "position", si))
         live = list(bs.live)
         expansions = list(bs.expansions)
-        # node index of each live row that is referenced by an expansion
-        row_node: dict[int, int] = {}
+        row_node: dict[int, int] = {}  # node of each live row that an expansion extends
         for r in sorted({int(e.parent) for e in expansions}):
             if not 0 <= r < len(live):
                 raise ValueError(f"step {pos}: an expansion has parent row {r} but there are {len(live)} live rows")
@@ -182,18 +191,23 @@ def beam_tree_figure(
                 if ids not in roots:
                     roots[ids] = len(nodes)
                     label = start_text + (" " + _node_text(ids, token_text) if ids else "")
-                    nodes.append(dict(x=pos, y=0.0, status="start", cum=float(h.logprob), token=label,
-                                      hover=f"start: {safe_label(label)}", parent_node=None))  # fmt: skip
+                    nodes.append(dict(x=pos - 1, y=0.0, status="start", cum=float(h.logprob), token=label,
+                                      hover=f"start: {safe_label(label)}", ids=ids))  # fmt: skip
                 found = roots[ids]
             if found is None:  # inconsistent input: draw the live row itself so every edge has a parent
                 found = len(nodes)
                 text = _node_text(ids, token_text)
-                nodes.append(dict(x=pos, y=0.0, status="live", cum=float(h.logprob), token=token_text(ids[-1]),
-                                  hover=f"live row {r}: {safe_label(text)}", parent_node=None))  # fmt: skip
+                nodes.append(dict(x=pos - 1, y=0.0, status="live", cum=float(h.logprob), token=token_text(ids[-1]),
+                                  hover=f"live row {r}: {safe_label(text)}", ids=ids))  # fmt: skip
             row_node[r] = found
-        # this step's expansions, ordered under their parents, then by cumulative log-prob
-        keys = [(nodes[row_node[int(e.parent)]]["y"], -float(e.cum_logprob)) for e in expansions]
-        order = sorted(range(len(expansions)), key=keys.__getitem__)
+        drawn = _drawn(expansions, max_pruned)
+        for r, node in row_node.items():
+            hidden = sum(1 for i, e in enumerate(expansions) if int(e.parent) == r and i not in drawn)
+            if hidden:
+                nodes[node]["hover"] += f"<br>{hidden} more pruned candidate{'s' * (hidden > 1)} not drawn"
+        # this step's drawn expansions, ordered under their parents, then by cumulative log-prob
+        order = sorted(drawn, key=lambda i: (nodes[row_node[int(expansions[i].parent)]]["y"],
+                                             -float(expansions[i].cum_logprob)))  # fmt: skip
         n = len(order)
         cur = []
         for rank, i in enumerate(order):
@@ -204,47 +218,38 @@ def beam_tree_figure(
             status = str(e.status)
             idx = len(nodes)
             hover = (
-                f"step {pos} · {safe_label(status)}<br>token: {safe_label(tok)}<br>"
+                f"position {pos} · {safe_label(status)}<br>token: {safe_label(tok)}<br>"
                 f"hypothesis: {safe_label(_node_text(ids, token_text))}<br>"
                 f"token log p: {float(e.token_logprob):.4g}<br>cumulative log p: {float(e.cum_logprob):.4g}"
             )
-            nodes.append(dict(x=pos + 1, y=rank - (n - 1) / 2, status=status, cum=float(e.cum_logprob), token=tok,
-                              hover=hover, parent_node=row_node[r]))  # fmt: skip
+            nodes.append(dict(x=pos, y=rank - (n - 1) / 2, status=status, cum=float(e.cum_logprob), token=tok,
+                              hover=hover, ids=ids))  # fmt: skip
             edges.append((row_node[r], idx))
             cur.append(dict(parent=r, token=int(e.token), status=status, node=idx))
         prev = cur
+    return _tree_figure(nodes, edges, title=title, impossible=impossible, paths=paths or {})
 
-    return _tree_figure(nodes, edges, title=title, label_nodes=label_nodes, impossible=impossible)
 
-
-def _place_labels(nodes: list[dict], x_px: float, y_px: float, plot_w: float) -> list[bool]:
-    """Which node labels to draw: greedily, finished then kept hypotheses (best first), a label only where
-    its box (right of the node) hits no other label and no marker, at the narrowest plot ``plot_w``."""
-    xs = [nd["x"] for nd in nodes]
-    x_lo = min(xs) - 0.5 if xs else 0.0
-    boxes: list[tuple[float, float, float, float]] = []
-    for nd in nodes:  # every marker is an obstacle
-        cx, cy = (nd["x"] - x_lo) * x_px, nd["y"] * y_px
-        boxes.append((cx - 8, cy - 8, cx + 8, cy + 8))
-    rank = {"finished": 0, "kept": 1, "start": 2}
-    order = sorted((i for i, nd in enumerate(nodes) if nd["status"] in rank),
-                   key=lambda i: (rank[nodes[i]["status"]], -nodes[i]["cum"]))  # fmt: skip
-    show = [False] * len(nodes)
-    for i in order:
-        nd = nodes[i]
-        cx, cy = (nd["x"] - x_lo) * x_px, nd["y"] * y_px
-        box = (cx + 9, cy - 8, cx + 11 + text_px(safe_label(nd["token"]), TICK_FONT), cy + 8)
-        if box[2] > plot_w or any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in boxes):
-            continue
-        boxes.append(box)
-        show[i] = True
-    return show
+def _drawn(expansions: Sequence[object], max_pruned: int) -> set[int]:
+    """Indices of the expansions to draw: every kept or finished one, and each parent's best pruned ones."""
+    out, pruned = set(), {}
+    for i in sorted(range(len(expansions)), key=lambda i: -float(expansions[i].cum_logprob)):
+        e = expansions[i]
+        if e.status != "pruned":
+            out.add(i)
+        elif pruned.get(int(e.parent), 0) < max_pruned:
+            pruned[int(e.parent)] = pruned.get(int(e.parent), 0) + 1
+            out.add(i)
+    return out
 
 
 def _tree_figure(
-    nodes: list[dict], edges: list[tuple[int, int]], *, title: str, label_nodes: bool, impossible: float
+    nodes: list[dict], edges: list[tuple[int, int]], *, title: str, impossible: float, paths: Mapping
 ) -> go.Figure:
-    """Draw the nodes and edges of a beam tree: ``TREE_ROW_PX`` per hypothesis row, full container width."""
+    """Draw the nodes and edges of a beam tree: ``TREE_ROW_PX`` per hypothesis row; columns wide enough for their
+    labels, the latest positions in view when they do not all fit (the earlier ones by panning, read on hover)."""
+    if len(paths) > len(PATH_STYLES):
+        raise ValueError(f"at most {len(PATH_STYLES)} paths can be drawn, got {len(paths)}")
     fig = go.Figure()
     if edges:
         for kept_edges, color, width, dash in ((False, "#c8c8c8", 1.0, "dot"), (True, "#555", 1.5, "solid")):
@@ -257,6 +262,14 @@ def _tree_figure(
                 fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=color, width=width, dash=dash),
                                          hoverinfo="skip", name="edges" + (" (kept)" if kept_edges else " (pruned)"),
                                          showlegend=False))  # fmt: skip
+    by_ids = {nd["ids"]: i for i, nd in enumerate(nodes) if nd["status"] != "live"}
+    for (name, ids), (color, width, dash) in zip(paths.items(), PATH_STYLES):
+        on = [by_ids[p] for p in (tuple(int(t) for t in ids[:j]) for j in range(len(ids) + 1)) if p in by_ids]
+        px = [nodes[i]["x"] for i in on]
+        py = [nodes[i]["y"] for i in on]
+        fig.add_trace(go.Scatter(x=px, y=py, mode="lines", line=dict(color=color, width=width, dash=dash),
+                                 hoverinfo="skip", name=safe_label(name), showlegend=True,
+                                 meta=dict(path=name)))  # fmt: skip
     cums = [
         nd["cum"]
         for nd in nodes
@@ -265,14 +278,19 @@ def _tree_figure(
     cmin, cmax = (min(cums), max(cums)) if cums else (-1.0, 0.0)
     if cmin == cmax:
         cmin -= 1.0
+    labelled = [i for i, nd in enumerate(nodes) if nd["status"] != "pruned"]
     xs = [nd["x"] for nd in nodes] or [0]
-    x_lo, x_hi = min(xs) - 0.5, max(xs) + 1.5  # a step of room right of the last column for its labels
+    widest_label = max([text_px(safe_label(nodes[i]["token"]), TICK_FONT) for i in labelled] or [0])
+    col_px = max(MIN_COLUMN_PX, widest_label + LABEL_GAP_PX)  # a node, its label, then room before the next column
     widest = max([sum(1 for nd in nodes if nd["x"] == x) for x in set(xs)] or [1])
     y_half = (widest - 1) / 2 + 0.7
     plot_h = int(2 * y_half * TREE_ROW_PX)
     margin = dict(l=PAD + AXIS_TITLE, r=colorbar_px(None, "cum. log p"), b=PAD + AXIS_TITLE + int(FONT * 1.6))
     plot_w = MIN_WIDTH - margin["l"] - margin["r"]
-    shown = _place_labels(nodes, plot_w / (x_hi - x_lo), TREE_ROW_PX, plot_w) if label_nodes else [False] * len(nodes)
+    x_min, x_max = min(xs), max(xs)
+    columns = max(int(plot_w // col_px), 1)  # columns in view at the narrowest width
+    x_hi = x_max + 1.0  # room right of the last column for its labels
+    x_lo = max(x_min - 0.5, x_hi - columns)
     statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
     legend = []
     for status in ["start", *statuses]:
@@ -291,7 +309,8 @@ def _tree_figure(
             marker = dict(symbol=symbol, size=size, color=colors, coloraxis="coloraxis", line=line)
             swatch = dict(symbol=symbol, size=size, color=LEGEND_COLOR, line=dict(color=outline or LEGEND_COLOR,
                                                                                  width=width))  # fmt: skip
-        labels = [safe_label(nd["token"]) if shown[i] else "" for i, nd in zip(idx, sel)]
+        # labels of the positions in view (a panned-in node is read on hover: Plotly clips text, not its box)
+        labels = ["" if status == "pruned" or nd["x"] < x_lo + 0.25 else safe_label(nd["token"]) for nd in sel]
         fig.add_trace(
             go.Scatter(
                 x=[nd["x"] for nd in sel], y=[nd["y"] for nd in sel],
@@ -299,28 +318,36 @@ def _tree_figure(
                 text=labels if any(labels) else None, textposition="middle right",
                 textfont=dict(size=TICK_FONT, color="#222"), hovertext=[nd["hover"] for nd in sel],
                 hovertemplate="%{hovertext}<extra></extra>", meta=dict(status=status), showlegend=False,
+                cliponaxis=True,
             )
         )  # fmt: skip
         # the legend shows a plain swatch: a marker coloured through a colour axis has no single legend colour
         legend.append(go.Scatter(x=[None], y=[None], mode="markers", marker=swatch, name=safe_label(status),
                                  showlegend=True, hoverinfo="skip"))  # fmt: skip
     fig.add_traces(legend)
-    fig.update_xaxes(title_text="step (position of the generated token)", showgrid=True, gridcolor="#eee",
-                     zeroline=False, range=[x_lo, x_hi], tickmode="linear", tick0=0,
-                     dtick=_nice_step((x_hi - x_lo) / max(plot_w / 48, 1)), tickformat="d",
-                     title_standoff=8)  # fmt: skip
+    shown = x_hi - x_lo
+    dtick = _nice_step(shown / max(plot_w / 48, 1))
+    ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
+    fig.update_xaxes(title_text="position that predicted the token (numbered as in the step view)", showgrid=True,
+                     gridcolor="#eee", zeroline=False, range=[x_lo, x_hi], tickmode="array", tickvals=ticks,
+                     ticktext=[start_label(x) for x in ticks], title_standoff=8)  # fmt: skip
     fig.update_yaxes(title_text="hypotheses", showticklabels=False, showgrid=False, zeroline=False,
-                     range=[y_half, -y_half], autorange=False, title_standoff=8)  # fmt: skip
+                     range=[y_half, -y_half], autorange=False, title_standoff=8, fixedrange=True)  # fmt: skip
     layout = layout_defaults(title, height=0, legend=True)
     top = layout["margin"]["t"] + LEGEND_ROW
     margin.update(t=top)
-    layout.update(height=top + plot_h + margin["b"], margin=margin, legend=dict(
+    layout.update(height=top + plot_h + margin["b"], margin=margin, dragmode="pan", legend=dict(
         orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=FONT)))  # fmt: skip
     colorbar = colorbar_dict(None, "cum. log p", length=max(min(plot_h, 300), 100))
     layout["coloraxis"] = dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar)
     fig.update_layout(layout)
     fig.update_xaxes(tickfont=dict(size=TICK_FONT))
     return fig
+
+
+def start_label(x: int) -> str:
+    """Tick text of the tree's x axis: positions, and the start left of position 0."""
+    return "start" if x < 0 else str(x)
 
 
 def _nice_step(raw: float) -> int:

@@ -8,6 +8,7 @@ import streamlit as st
 
 import viz
 from model.constants import IMPOSSIBLE
+from model.steps import Line
 
 from ..common import show
 
@@ -15,16 +16,19 @@ from ..common import show
 COLUMNS = {
     "rank": st.column_config.NumberColumn("rank", width="small"),
     "row": st.column_config.NumberColumn("row", width="small", help="the hypothesis' row in the beam at this step"),
-    "tokens": st.column_config.TextColumn("tokens", width="large"),
+    "tokens": st.column_config.TextColumn("tokens", help="the hypothesis' tokens; hover a cut-off cell to read all"),
     "cumulative log-prob": st.column_config.NumberColumn("cumulative log-prob", format="%.3f"),
     "length-normalized score": st.column_config.NumberColumn("length-normalized score", format="%.3f"),
     "finished": st.column_config.CheckboxColumn("finished", width="small"),
 }
+# the numbers first, so that every column is in view at 1366 x 768; the tokens take the rest of the width
+ORDER = ("rank", "row", "cumulative log-prob", "length-normalized score", "finished", "tokens")
 
 
-def render(res, step: int, token_text, stream_text, on_pick) -> None:
-    """``token_text`` labels one token (the tree's nodes), ``stream_text`` a hypothesis's tokens together (the
-    tables); ``on_pick(row)`` is called when a live row is selected in the table (to follow that hypothesis)."""
+def render(res, line: Line, step: int, token_text, stream_text, on_pick) -> None:
+    """``line`` is the followed line; ``token_text`` labels one token (the tree's nodes), ``stream_text`` a
+    hypothesis's tokens together (the tables); ``on_pick(row)`` is called when a live row is selected in the table
+    (to follow that hypothesis)."""
     st.subheader("9 · Beam search")
     st.latex(r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}")
     show(
@@ -33,6 +37,7 @@ def render(res, step: int, token_text, stream_text, on_pick) -> None:
             token_text=token_text,
             title=f"Hypothesis tree up to position {step}",
             impossible=IMPOSSIBLE,
+            paths=tree_paths(res, line),
         ),
         "beam_tree",
     )
@@ -46,12 +51,23 @@ def render(res, step: int, token_text, stream_text, on_pick) -> None:
         key=key,
         width="stretch",
         column_config=COLUMNS,
+        column_order=ORDER,
         selection_mode="single-row",
         on_select=partial(_picked, key, live["row"].tolist(), on_pick),
     )
     st.markdown("**Finished hypotheses so far** (the n-best pool)")
     finished = viz.beam_table(bs.finished, stream_text, impossible=IMPOSSIBLE)
-    st.dataframe(finished, hide_index=True, key="beam_finished", width="stretch", column_config=COLUMNS)
+    st.dataframe(
+        finished, hide_index=True, key="beam_finished", width="stretch", column_config=COLUMNS, column_order=ORDER
+    )
+
+
+def tree_paths(res, line: Line) -> dict[str, tuple[int, ...]]:
+    """The paths the tree draws: the translation shown as the result, and the followed line when it is another."""
+    winner = tuple(res.n_best[0].ids)
+    if tuple(line.predicts) == winner:
+        return {"followed: the translation shown": winner}
+    return {"the translation shown": winner, "followed": tuple(line.predicts)}
 
 
 def _picked(key: str, rows: list[int], on_pick) -> None:

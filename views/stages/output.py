@@ -28,8 +28,12 @@ def render(
     title: str,
     key: str,
     chosen_label: str = "Chosen token",
+    chosen_p: float | None = None,
+    chosen_name: str | None = None,
 ) -> None:
-    """Top-k bars (``chosen_id`` outlined when it is among them) beside the entropy and the chosen token."""
+    """Top-k bars (``chosen_id`` outlined when it is among them) beside the entropy and the chosen token, whose
+    probability is ``chosen_p`` when given (a token outside the bars), else its bar's; ``chosen_name`` names it as
+    its stream does (a byte piece by its character), else it is named alone."""
     ids = [int(i) for i in ids[:TOP_SHOWN]]
     probs = np.asarray(probs[:TOP_SHOWN], dtype=np.float64)
     chosen = ids.index(chosen_id) if chosen_id is not None and chosen_id in ids else None
@@ -38,8 +42,7 @@ def render(
         show(viz.topk_figure([show_token(token_text(i)) for i in ids], probs, chosen, title=title), key)
     with c2:
         st.metric("Entropy", f"{entropy:.3f} nats")
-        st.metric(chosen_label, md(show_token(token_text(chosen_id))) if chosen_id is not None else "∅")
-        p = None
-        if chosen is not None:
-            p = float(probs[chosen])
+        name = chosen_name if chosen_name is not None else token_text(chosen_id) if chosen_id is not None else None
+        st.metric(chosen_label, md(show_token(name)) if name is not None else "∅")
+        p = chosen_p if chosen_p is not None else float(probs[chosen]) if chosen is not None else None
         st.metric(f"p({chosen_label.lower()})", "—" if p is None else f"{p:.3f}")
