@@ -173,6 +173,12 @@ def mean_weights(arr: np.ndarray) -> np.ndarray:
     return np.where(finite, m, -np.inf).astype(np.float32)
 
 
+def sharpest_head(weights: np.ndarray) -> int:
+    """The head (H, Tq, Tk) whose rows put the most weight on one key, on average (ties: the first)."""
+    w = np.where(np.isfinite(weights), weights, 0)
+    return int(np.argmax(w.max(axis=-1).mean(axis=-1)))
+
+
 # ---------------------------------------------------------------------------
 # Beam paths and following a hypothesis by identity.
 

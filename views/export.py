@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
 from model.jsonio import dump_bytes
-from model.steps import stack_view, summary_dict
+from model.steps import prefix_scores, stack_view, summary_dict
 from model.trace import teacher_forced_trace
 
 
@@ -25,23 +28,53 @@ def save_to_bytes(save: Callable[[io.BytesIO], None]) -> bytes:
     return buf.getvalue()
 
 
+def with_prefix_scores(arrays: dict[str, np.ndarray], n_layers: int) -> dict[str, np.ndarray]:
+    """Self-attention maps as the figures show them: every raw score, −∞ only in the mask and the masked scores,
+    weights exactly 0 on the future (a KV-cached step never computes the future cells: they are recomputed)."""
+    out = dict(arrays)
+    for layer in range(n_layers):
+        L = f"dec.{layer}.self"
+        if f"{L}.Q" in arrays:
+            out.update({f"{L}.{k}": v for k, v in prefix_scores(arrays[f"{L}.Q"], arrays[f"{L}.K"]).items()})
+    return out
+
+
+def summary_bytes(ch, res, rows, step: int, src_tokens, token_text, table) -> bytes:
+    """The Summary (JSON) download: strict JSON, the model named by its directory's name, never the server's path;
+    the decoder-input table of the followed line as shown (reads, predicts, p, entropy, forced)."""
+    named = replace(ch, model_dir=Path(ch.model_dir).name)
+    extra = {"followed_rows": list(rows), "followed_positions": json.loads(table.to_json(orient="records"))}
+    return dump_bytes(summary_dict(named, res, token_text, src_tokens, step, extra=extra))
+
+
+def record_bytes(lm, res, rows, step: int, reads, src_tokens) -> bytes:
+    """The positions 0…step download (NPZ): every layer's records along the followed rows, the encoder's, tokens."""
+    arrays = with_prefix_scores(stack_view(res.steps, rows, step), lm.cfg.n_decoder_layers)
+    arrays.update({k: v[0] if v.ndim >= 3 and v.shape[0] == 1 else v for k, v in res.encoder.items()})
+    arrays["tokens.dec_input"] = np.array(reads)
+    arrays["tokens.src"] = np.array(src_tokens)
+    return npz_bytes(arrays)
+
+
+def trace_bytes(lm, res) -> bytes:
+    """The full trace download (NPZ): a teacher-forced pass over the translation shown."""
+    out = [i for i in res.ids if i != lm.cfg.eos_id]
+    tr = teacher_forced_trace(lm.model, lm.tokenizer, list(res.src_ids[:-1]), out, causal=True)
+    return save_to_bytes(tr.save_npz)
+
+
 def render_decode(lm, ch, res, rows, step: int, reads, src_tokens, table, token_text, live_table=None) -> None:
+    """Downloads are built on click: the NPZ files hold every layer."""
     st.subheader("Export")
 
     def summary() -> bytes:
-        return dump_bytes(summary_dict(ch, res, token_text, src_tokens, step, extra={"followed_rows": list(rows)}))
+        return summary_bytes(ch, res, rows, step, src_tokens, token_text, table)
 
     def record_npz() -> bytes:
-        arrays = stack_view(res.steps, rows, step)  # every layer, built on click
-        arrays.update({k: v[0] if v.ndim >= 3 and v.shape[0] == 1 else v for k, v in res.encoder.items()})
-        arrays["tokens.dec_input"] = np.array(reads)
-        arrays["tokens.src"] = np.array(src_tokens)
-        return npz_bytes(arrays)
+        return record_bytes(lm, res, rows, step, reads, src_tokens)
 
     def full_trace() -> bytes:
-        out = [i for i in res.ids if i != lm.cfg.eos_id]
-        tr = teacher_forced_trace(lm.model, lm.tokenizer, list(res.src_ids[:-1]), out, causal=True)
-        return save_to_bytes(tr.save_npz)
+        return trace_bytes(lm, res)
 
     with st.container(horizontal=True):
         st.download_button(

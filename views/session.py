@@ -47,8 +47,8 @@ def load(limits: Limits) -> list[str]:
         s[LOADED] = True
         url, msgs = from_query(st.query_params.to_dict())
         raw.update(url)
-        if "step" in url:
-            s["pending_step"] = url["step"]  # the decode's length bounds it, once known
+        if "step" in url:  # the decode's length bounds it, once known
+            s["pending_step"], s["step_from_link"] = url["step"], True
         s["forced_base"] = None  # the forced prefix from the link belongs to the link's sentence
     view, more = clamp_view(raw, limits)
     for name in VIEW_FIELDS:

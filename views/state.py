@@ -372,7 +372,7 @@ def clamp_view(raw: Mapping, limits: Limits, base: View = View()) -> tuple[View,
         msgs.append(f"Unknown attribution method {str(v['attribution'])[:40]!r}; using Integrated Gradients.")
     step, ok = number(v["step"], int, 0)
     if not ok:
-        msgs.append(f"Step {str(_first(v['step']))[:40]!r} is not a number; starting at step 1.")
+        msgs.append(f"Position {str(_first(v['step']))[:40]!r} is not a number; showing position 0.")
     out["step"] = max(int(step), 0)  # the decode's length bounds it (``clamp_step``)
     return View(**out), msgs
 

@@ -21,7 +21,7 @@ from . import export, session, stages, whatif
 from .common import badges, fail, get_decode, md, path_labels, show_token, token_texter
 from .stages import ablation, attribution, beam, kv_cache, lens, output
 from .stages.context import StageContext
-from .state import EXPLAIN_STAGES, Limits, clamp_step, move, prepare_source
+from .state import EXPLAIN_STAGES, Limits, clamp_step, move, number, prepare_source
 
 STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts may be missing), tooltip
     ("first", ":material/skip_previous:", "⏮ first position"),
@@ -29,6 +29,9 @@ STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts m
     ("next", ":material/arrow_right:", "▶ next position"),
     ("last", ":material/skip_next:", "⏭ last position"),
 )
+
+
+POSITION_HELP = "Position 0 reads <s>; position t reads the token chosen at position t − 1 and predicts the next one."
 
 
 def drop_stale_forced(base) -> None:
@@ -122,7 +125,11 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
     n = line.end + 1
     if s.get("step_for") != ch:  # a new decode: start at the link's position, or at 0
         s["step_for"] = ch
-        s["step"] = clamp_step(s.pop("pending_step", 0), n)
+        wanted = s.pop("pending_step", 0)
+        s["step"] = clamp_step(wanted, n)
+        asked, is_number = number(wanted, int, 0)
+        if s.pop("step_from_link", False) and is_number and asked > s["step"]:
+            st.warning(f"The link's position {asked} is past the last one here ({n - 1}); showing position {n - 1}.")
     s["step"] = clamp_step(s.get("step", 0), n)
 
     st.subheader("Step through the decoder")
@@ -246,20 +253,13 @@ def fmt_p(p: float | None) -> str:
     return "" if p is None or p != p else f"{p:.3f}"
 
 
-def stepper(n: int) -> None:
+def stepper(n: int, help: str = POSITION_HELP) -> None:
+    """The step buttons and the position slider (the step view and the teacher-forcing view share them)."""
     with st.container(horizontal=True, key="stepper", vertical_alignment="bottom"):
         for key, icon, tip in STEP_BUTTONS:
             st.button("", key=key, icon=icon, on_click=_move, args=(key, n), help=tip)
         if n > 1:
-            st.slider(
-                "Position",
-                0,
-                n - 1,
-                key="step",
-                width=420,
-                help="Position 0 reads <s>; position t reads the token chosen at position t − 1 and "
-                "predicts the next one.",
-            )
+            st.slider("Position", 0, n - 1, key="step", width=420, help=help)
 
 
 def pick_line(res, line: Line, step: int, stream_text) -> None:

@@ -14,6 +14,7 @@ from .export import save_to_bytes
 from .stages import ablation, attribution, lens, output
 from .stages.context import StageContext
 from .state import Limits, clamp_step
+from .stepping import stepper
 
 
 @st.fragment
@@ -34,8 +35,7 @@ def _view(lm: LoadedModel, limits: Limits, src_ids, src_tokens, reference: str, 
         "stops position i from seeing positions after i."
     )
     s["step"] = clamp_step(s.get("step", T - 1), T)
-    if T > 1:
-        st.slider("Position", 0, T - 1, key="step", help="The query position the figures outline.")
+    stepper(T, help="The query position the figures outline.")
     pos = s["step"]
     st.toggle("Remove the causal mask (let the decoder look at future tokens — “cheating”)", key="no_mask")
     v = session.current(limits)
@@ -57,9 +57,10 @@ def _view(lm: LoadedModel, limits: Limits, src_ids, src_tokens, reference: str, 
     else:
         st.metric("Mean loss (cross-entropy per token)", f"{mean_loss:.3f}", help=f"perplexity {np.exp(mean_loss):.2f}")
 
-    st.subheader("1 · Shifted inputs, labels and the loss")
-    st.latex(r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)")
-    st.dataframe(table, hide_index=True, key="tf_table", width="stretch")
+    if not v.no_mask:  # without the mask, the comparison above holds this table's columns
+        st.subheader("1 · Shifted inputs, labels and the loss")
+        st.latex(r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)")
+        st.dataframe(table, hide_index=True, key="tf_table", width="stretch")
     ctx = StageContext(
         cfg=lm.cfg,
         arrays=shown.arrays,
@@ -140,7 +141,8 @@ def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:
     cmp = table.rename(columns={"p(label)": "p(label), masked", "loss": "loss, masked"})
     cmp["p(label), no mask"] = nc.arrays["probs"][np.arange(T), label_ids]
     cmp["loss, no mask"] = nc.arrays["loss"]
-    st.markdown("**Loss per position, with and without the mask**")
+    st.subheader("1 · Shifted inputs, labels and the loss, with and without the mask")
+    st.latex(r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)")
     st.dataframe(cmp, hide_index=True, key="tf_cmp_table", width="stretch")
     st.info(
         "The causal mask is removed in every figure below: position i can see token i+1 — the very label it "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from model.steps import mean_weights
+from model.steps import mean_weights, sharpest_head
 
 from ..common import show
 from ..state import MEAN_HEADS
@@ -30,10 +30,14 @@ def render(ctx: StageContext) -> None:
         "token after the arrow."
     )
     cw = a[f"{L}.cross.weights"]
-    h0 = 0 if ctx.head == MEAN_HEADS else int(ctx.head)
+    if ctx.head == MEAN_HEADS:  # a mean blurs the heads: beside it, the head that aligns most sharply
+        h0 = sharpest_head(cw)
+        what = f"head {h0}, the sharpest (its rows put the most weight on one source token)"
+    else:
+        h0, what = int(ctx.head), f"head {int(ctx.head)}"
     show(
         viz.alignment_figure(
-            cw[h0], ctx.rows, ctx.src_rows, highlight_row=ctx.current, title=f"Alignment, head {h0} (layer {ctx.layer})"
+            cw[h0], ctx.rows, ctx.src_rows, highlight_row=ctx.current, title=f"Alignment, {what}, layer {ctx.layer}"
         ),
         f"{ctx.key}_align_head",
     )

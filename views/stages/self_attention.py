@@ -80,31 +80,44 @@ def render_scores(ctx: StageContext) -> None:
         ("mask", mask_tex, "Causal mask M (grey = −∞)" if ctx.causal else "No mask: every cell may be attended"),
         (
             "masked_scores",
-            r"\text{masked} = \frac{Q K^{\top}}{\sqrt{d_k}} + M",
+            r"\text{masked} = \frac{Q K^{\top}}{\sqrt{d_k}} + M" if ctx.causal else r"\frac{Q K^{\top}}{\sqrt{d_k}}",
             "Masked scores (grey = −∞)" if ctx.causal else "Scores without a mask (nothing is −∞)",
         ),
     )
     for kind, tex, title in panels:
         st.latex(tex)
-        show(
-            viz.attention_figure(
-                ctx.attention(m[kind]),
+        if ctx.head == MEAN_HEADS and kind != "mask":  # no head computes a mean of scores: every head's own
+            fig = viz.heads_grid(
+                m[kind],
                 ctx.rows,
                 ctx.keys,
                 kind=kind,
                 highlight_row=ctx.current,
-                title=f"{title}, {ctx.hname} (layer {ctx.layer})",
+                title=f"{title}, every head (layer {ctx.layer}; scores are per head, so none is averaged)",
                 q_title=ROWS,
                 k_title=KEYS,
                 masked_hover="masked: −∞ (the future)",
-            ),
-            f"{ctx.key}_{kind}",
-        )
+            )
+        else:
+            which = "the same for every head" if kind == "mask" and ctx.head == MEAN_HEADS else ctx.hname
+            fig = viz.attention_figure(
+                m[kind][0] if kind == "mask" else ctx.attention(m[kind]),
+                ctx.rows,
+                ctx.keys,
+                kind=kind,
+                highlight_row=ctx.current,
+                title=f"{title}, {which} (layer {ctx.layer})",
+                q_title=ROWS,
+                k_title=KEYS,
+                masked_hover="masked: −∞ (the future)",
+            )
+        show(fig, f"{ctx.key}_{kind}")
 
 
 def render_weights(ctx: StageContext) -> None:
     m = maps(ctx)
-    st.latex(r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right)")
+    mask = " + M" if ctx.causal else ""
+    st.latex(r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}}" + mask + r"\right)")
     if ctx.causal:
         st.markdown(
             ctx.reading + " Row *i* spreads its attention over positions 0…*i* (each row sums to 1); the "
