@@ -455,7 +455,7 @@ def test_lesson_and_about_pages(app):
 
 
 def test_example_buttons(app):
-    app.button(key="example_5").click().run()
+    app.button(key="example_4").click().run()
     ok(app)
     assert app.text_area(key="source").value == "The cat is sleeping on the sofa."
     assert qp(app, "src") == "The cat is sleeping on the sofa."
