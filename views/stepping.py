@@ -174,16 +174,7 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
     if ch.prefix and st.button("Clear forced tokens", key="clear_forced"):
         _clear_forced_and_rerun()
 
-    table = pd.DataFrame(
-        {
-            "position": np.arange(step + 1),
-            "reads (decoder input)": [show_token(t) for t in reads],
-            "predicts (chosen next token)": [show_token(t) for t in predicts],
-            "p(predicted)": [round(p, 3) for p in line.probs[: step + 1]],
-            "entropy (nats)": [float(res.steps[i].entropy[rows[i]]) for i in range(step + 1)],
-            "forced by you": [i in v.user_forced for i in range(step + 1)],
-        }
-    )
+    table = position_table(res, line, step, reads, predicts, v.user_forced)
     if stages.shows(stage, "inputs"):
         st.subheader("1 · Decoder inputs (the output shifted right)")
         st.caption(
@@ -247,6 +238,20 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
         lambda prefix, user: (_force(prefix, user, keep_user, base), st.rerun(scope="app")),
     )
     export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table)
+
+
+def position_table(res, line: Line, step: int, reads, predicts, user_forced) -> pd.DataFrame:
+    """The decoder-input table of positions 0..step along the line (shown, and exported as CSV and JSON)."""
+    return pd.DataFrame(
+        {
+            "position": np.arange(step + 1),
+            "reads (decoder input)": [show_token(t) for t in reads],
+            "predicts (chosen next token)": [show_token(t) for t in predicts],
+            "p(predicted)": [round(p, 3) for p in line.probs[: step + 1]],
+            "entropy (nats)": [float(res.steps[i].entropy[line.rows[i]]) for i in range(step + 1)],
+            "forced by you": [i in user_forced for i in range(step + 1)],
+        }
+    )
 
 
 def fmt_p(p: float | None) -> str:
