@@ -381,6 +381,7 @@ def test_sampling_with_parameters(app):
 
 
 def test_force_a_token_marks_only_that_token(app):
+    own = [t.value for t in app.text]  # the English, and the model's own French
     show_stage(app, "inputs")
     app.button(key="next").click().run()
     app.button(key="next").click().run()
@@ -404,9 +405,17 @@ def test_force_a_token_marks_only_that_token(app):
     ok(app)
     assert len(app.session_state["forced"]) > 3 and app.session_state["forced"][:3] == forced
     assert 2 in app.session_state["user_forced"] and 3 in app.session_state["user_forced"]
+    pieces = len(app.session_state["forced"]) - 3
+    assert pieces > 1  # the word is several pieces: each shows the model's probability of it
+    app.slider(key="step").set_value(len(app.session_state["forced"])).run()
+    forced_chips = re.findall(r":orange-badge\[(.*?)\]", chip_markdown(app))
+    assert len(forced_chips) == pieces + 1 and all(re.search(r" 0\\\.\d{3}$", c) for c in forced_chips)
+    assert [t.value for t in app.text] != own
     app.button(key="clear_forced").click().run()
     ok(app)
     assert app.session_state["forced"] == () and qp(app, "forced") is None
+    assert [t.value for t in app.text] == own  # the French line is the model's own again, at once
+    assert not re.findall(r":orange-badge", chip_markdown(app))
 
 
 def test_teacher_forcing_and_the_mask_toggle(app):

@@ -31,6 +31,7 @@ STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts m
 )
 
 
+PICK_CHARS = 90  # characters of a hypothesis in the picker's labels
 POSITION_HELP = "Position 0 reads <s>; position t reads the token chosen at position t − 1 and predicts the next one."
 
 
@@ -274,8 +275,9 @@ def pick_line(res, line: Line, step: int, stream_text) -> None:
     ids_by_option: dict[str, tuple[int, ...]] = {}
     labels: dict[str, str] = {}
 
-    def text(ids) -> str:
-        return (" ".join(show_token(t) for t in stream_text(ids)) or "<s>")[:70]
+    def text(ids) -> str:  # long hypotheses keep their start and their end, where candidates differ
+        t = " ".join(show_token(t) for t in stream_text(ids)) or "<s>"
+        return t if len(t) <= PICK_CHARS else f"{t[: PICK_CHARS // 2 - 2]} … {t[-(PICK_CHARS // 2 - 2) :]}"
 
     for i, h in enumerate(res.n_best):
         if h.logprob > IMPOSSIBLE:

@@ -10,7 +10,7 @@ import viz
 from model.constants import IMPOSSIBLE
 from model.steps import Line
 
-from ..common import show
+from ..common import show, show_token
 
 # every column readable: the hypothesis text gets the room, the numbers a fixed precision
 COLUMNS = {
@@ -34,7 +34,7 @@ def render(res, line: Line, step: int, token_text, stream_text, on_pick) -> None
     show(
         viz.beam_tree_figure(
             res.beam_steps[: step + 1],
-            token_text=token_text,
+            token_text=lambda i: show_token(token_text(i)),
             title=f"Hypothesis tree up to position {step}",
             impossible=IMPOSSIBLE,
             paths=tree_paths(res, line),
