@@ -317,14 +317,16 @@ def heads_grid(
     traces, shapes, notes = [], [], []
     if text:
         notes.append(note_annotation(text, note_top=note_top, plot_top=top, left=left, width=width))
+    wide = text_px(k_title, FONT) > pw + gap_x - 8  # the key title is wider than a head: once per row
     for h in range(H):
         r, c = divmod(h, ncols)
         bottom_most = h + ncols >= H  # nothing below it: its column's key labels go here
+        left_bottom = c > 0 and h - 1 + ncols >= H  # the head to its left is the bottom of its column too
         n = "" if h == 0 else str(h + 1)
         x0 = c * (pw + gap_x) / plot_w
         y1 = 1 - r * (ph + gap_y) / plot_h
         parts, axis, xaxis, yaxis, shape = _heatmap_parts(
-            w[h], q_tokens, k_tokens, x_title=k_title if bottom_most else "",
+            w[h], q_tokens, k_tokens, x_title=k_title if bottom_most and not (wide and left_bottom) else "",
             y_title=q_title if c == 0 and (r == 0 or not over) else "",
             x_name=k_title, y_name=f"head {h} · {q_title}", colorscale=cs, zmin=zmin, zmax=zmax, zmid=zmid,
             coloraxis="coloraxis", colorbar=colorbar, highlight_row=hl, masked_hover=masked_hover, value_name=name,
