@@ -91,7 +91,7 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
             n_layers=L, activation=lm.cfg.activation,
             lens_rank=lens.chosen_rank if lens else np.ones((L, T)),
             beam=[(text_of(h.ids), h.score) for h in beam.n_best], beam_width=DEFAULTS.beam,
-            greedy=(text_of(g.ids), g.score), example=worked_example(), label=show_token,
+            greedy=(text_of(g.ids), g.score), example=worked_example(), label=show_token, token_text=token_texter(lm),
         )  # fmt: skip
         return learn, lens
 
