@@ -15,13 +15,16 @@ import pandas as pd
 import streamlit as st
 
 from model.checkpoint import ENV_MODEL, LoadedModel, count_parameters
+from model.learn import CHAPTER_KEYS
 
-HOW_TO = """
-- **Learn** (the first page): a guided lesson through the decoder in 13 short chapters, in the order the data
-  flows, on the live model and a sentence you choose: each chapter has a few plain sentences, the equation, one
-  figure of the model's own numbers, what to notice in it, and a question to answer before the answer is shown.
+HOW_TO = f"""
+- **Learn** (the first page): a guided lesson through the decoder in {len(CHAPTER_KEYS)} short chapters, in the
+  order the data flows, on the live model and a sentence you choose: each chapter has a few plain sentences, the
+  equation, one figure of the model's own numbers, what to notice in it, and a question to answer before the
+  answer is shown.
   A five-question check before and after shows what changed; the last chapter recomputes a hand-sized worked
-  example of masked self-attention, number by number, and the mistakes it contains. About a quarter of an hour.
+  example of masked self-attention, number by number, and the mistakes it contains. The page says how long it
+  takes (at most a quarter of an hour).
 - **Explore**: type an English sentence or click an example. The model translates it and
   the step view shows what the decoder computed at one position of the translation.
 - **Stepping**: the step buttons (first, previous, next, last) or the position slider move through the

@@ -198,7 +198,7 @@ def feedback(q: Question, chosen: str | None, prefix: str = "") -> None:
         st.info(md(f"{prefix}No answer chosen. The answer is {right}. {where}"), icon=":material/info:")
     else:
         st.warning(md(f"{prefix}Not quite: you chose {chosen}; the answer is {right}. {where}"),
-                   icon=":material/error:")  # fmt: skip
+                   icon=":material/close:")  # fmt: skip
 
 
 def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) -> None:
