@@ -268,7 +268,7 @@ def figure(key: str, learn: Learn | None, data: dict | None):
         ex = worked_example()
         w = ex.stage("weights").ours
         n = w.shape[0]
-        rows = [f"{i}:{EXAMPLE_TOKENS[i]}" for i in range(n)]
+        rows = list(EXAMPLE_TOKENS[:n])
         return viz.attention_figure(np.where(np.isfinite(causal_mask(n)), w, -np.inf), rows, rows,
                                     title="Attention weights α of the worked example, recomputed",
                                     q_title="row: the token it reads", k_title="key token",
