@@ -229,3 +229,26 @@ def test_without_a_model_the_hand_sized_example_still_works(tmp_path, monkeypatc
     assert any("does not exist" in e.value for e in at.error)
     assert at.header[0].value.startswith(f"{len(CHAPTER_KEYS)}. Check it by hand")
     assert any(h.value == "Common mistakes to avoid" for h in at.subheader)
+
+
+def test_ten_to_fourteen_chapters_in_at_most_a_quarter_of_an_hour(lm):
+    from model.explain import logit_lens
+    from model.learn import READ_S, build
+
+    ref = Reference(lm, SENTENCES[0])
+    nc = teacher_forced_trace(lm.model, lm.tokenizer, lm.tokenizer.encode(SENTENCES[0]),
+                              [int(i) for i in ref.a["label_ids"][:-1]], causal=False)  # fmt: skip
+    labels = [int(i) for i in ref.a["label_ids"]]
+    learn = build(ref.a, nc.arrays, ref.tr.dec_input_tokens, ref.tr.label_tokens, ref.tr.src_tokens,
+                  n_layers=2, activation="relu", lens_rank=logit_lens(lm.model, ref.a, labels).chosen_rank,
+                  beam=[(ref.text(h.ids), h.score) for h in ref.beam.n_best], beam_width=5,
+                  greedy=(ref.text(ref.greedy.ids), ref.greedy.n_best[0].score), example=build_lesson())  # fmt: skip
+    assert 10 <= len(learn.chapters) <= 14 and learn.minutes <= 15
+    assert learn.minutes >= len(learn.chapters) * READ_S / 60
+    for c in learn.chapters:  # 2–5 plain sentences each, one right answer among distinct options
+        assert 2 <= len(re.findall(r"[.!?](?:\s|$)", c.text)) <= 5, (c.key, c.text)
+        assert len(set(c.question.options)) == len(c.question.options) >= 2, c.key
+    for q in learn.pre + learn.post:
+        assert len(set(q.options)) == len(q.options) >= 2 and 0 <= q.answer < len(q.options), q.key
+    assert [q.key.split("_")[1] for q in learn.pre] == [q.key.split("_")[1] for q in learn.post]
+    assert all(a.prompt != b.prompt for a, b in zip(learn.pre, learn.post))

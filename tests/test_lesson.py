@@ -225,3 +225,19 @@ def test_format_and_cli():
     out = []
     assert main(["--json"], echo=out.append) == 0
     assert json.loads(out[0])["stages"][0]["key"] == "T_input"
+
+
+def test_nothing_shown_to_users_says_seed(capsys):
+    """Users never saw the documents the example comes from: the report, the JSON and the CLI's help say "the
+    example", never "seed"."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lesson = build_lesson()
+    help_text = subprocess.run([sys.executable, "-m", "model", "--help"], cwd=Path(__file__).parents[1],
+                               capture_output=True, text=True).stdout  # fmt: skip
+    for text in (format_lesson(lesson), json.dumps(lesson.to_dict()), help_text):
+        assert not re.search(r"seed", text, re.I), re.search(r".{40}seed.{40}", text, re.I | re.S)
+    assert "lesson" in help_text
