@@ -358,7 +358,7 @@ def build(
         f"row {int(np.argmin(std))}.",
         Question("addnorm", f"Which row of x + Sublayer(x) (layer {SELF_LAYER}) has the largest standard "
                  "deviation σ before it is normalised?", opts_n, r_n,
-                 f"row {big} of the σ column of the figure", f"σ = {std[big]:.3f}"),
+                 f"row {big} of the figure's middle panel (std, in orange)", f"σ = {std[big]:.3f}"),
     ))  # fmt: skip
 
     # 9. Cross-attention.

@@ -125,6 +125,8 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         st.info("Type an English sentence to start the lesson.")
         return
     learn, data = got
+    if data["src"].truncated or data["src"].chars_cut:
+        st.caption(f"The sentence is cut to the model's {lm.cfg.max_len - 1} tokens.")
     sid = hashlib.sha256(f"{lm.path}\0{s['learn_src']}".encode()).hexdigest()[:8]  # new sentence, new answers
     st.progress(k / END, text=_progress(learn, k))
     if k == 0:
