@@ -98,9 +98,9 @@ def _shuffled(key: str, options: Sequence[str], right: str) -> tuple[tuple[str, 
 
 
 def _ranked(key: str, values: np.ndarray, label: Callable[[int], str], n: int = 4) -> tuple[tuple[str, ...], int]:
-    """Options naming the ``n`` largest of ``values`` (finite ones first), the largest right; shown in index order."""
-    v = np.where(np.isfinite(values), values, -np.inf)
-    order = list(np.argsort(-v, kind="stable")[:n])
+    """Options naming the ``n`` largest finite ``values``, the largest right; shown in index order."""
+    v = np.asarray(values, dtype=float)
+    order = [int(i) for i in np.argsort(-np.where(np.isfinite(v), v, -np.inf), kind="stable") if np.isfinite(v[i])][:n]
     best = order[0]
     shown = sorted(order)
     return tuple(label(int(i)) for i in shown), shown.index(best)
@@ -171,6 +171,7 @@ def build(
     cross = arrays[f"dec.{cl}.cross.weights"].mean(axis=0)  # (T, S)
     f = focus_row(cross)
     fr = f"row {f} ({rows[f]})"
+    Fr = fr[0].upper() + fr[1:]
     L0 = f"dec.{SELF_LAYER}"
     h = SELF_HEAD
     chapters: list[Chapter] = []
@@ -189,7 +190,7 @@ def build(
         r"\text{input} = (\langle s\rangle, y_1, \dots, y_n),\quad \text{labels} = (y_1, \dots, y_n, "
         r"\langle/s\rangle),\quad \mathcal{L} = -\tfrac{1}{T}\textstyle\sum_t \log p(y_t \mid y_{<t}, x)",
         f"The English side has {S} tokens and the French side {T - 1} plus </s>: the decoder reads {T} positions. "
-        f"{fr.capitalize()} reads ‘{q[f]}’ and gives the label ‘{p_[f]}’ probability {p_label[f]:.2f}; the mean "
+        f"{Fr} reads ‘{q[f]}’ and gives the label ‘{p_[f]}’ probability {p_label[f]:.2f}; the mean "
         f"loss over the {T} positions is {loss.mean():.3f}.",
         f"Probability of each label: lowest {p_label.min():.2f} at position {int(np.argmin(p_label))} "
         f"({rows[int(np.argmin(p_label))]}), highest {p_label.max():.2f} at position {int(np.argmax(p_label))}.",
@@ -257,7 +258,7 @@ def build(
         "numbers stay in a range the softmax handles well. Every pair gets a score, the future included: "
         "the next chapter hides the future.",
         r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}",
-        f"Here √d_k = √{d_k} = {np.sqrt(d_k):.2f}. {fr.capitalize()} scores highest {sc[f, top]:+.2f} at column "
+        f"Here √d_k = √{d_k} = {np.sqrt(d_k):.2f}. {Fr} scores highest {sc[f, top]:+.2f} at column "
         f"{top} (‘{q[top]}’); {future} of its {T} scores are for positions after it, which it must not use.",
         f"Raw scores, layer {SELF_LAYER}, head {h}: from {sc.min():.2f} to {sc.max():.2f}; row {f}'s largest is "
         f"{sc[f, top]:+.2f} at column {top}.",
@@ -305,7 +306,7 @@ def build(
         "becomes exactly 0, so the future gets no weight at all. A large score takes most of the weight.",
         r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right),\qquad "
         r"\alpha_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}}",
-        f"{fr.capitalize()} puts {w[f, tw]:.2f} of its weight on column {tw} (‘{q[tw]}’); its {T} weights sum "
+        f"{Fr} puts {w[f, tw]:.2f} of its weight on column {tw} (‘{q[tw]}’); its {T} weights sum "
         f"to {w[f].sum():.3f}, and the {T - 1 - f} future ones are exactly {w[f, f + 1:].max(initial=0):.0f}.",
         f"Attention weights, layer {SELF_LAYER}, head {h}: row {f}'s largest weight {w[f, tw]:.2f} at column {tw}; "
         f"row 0 puts {w[0, 0]:.2f} on itself.",

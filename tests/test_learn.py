@@ -252,3 +252,6 @@ def test_ten_to_fourteen_chapters_in_at_most_a_quarter_of_an_hour(lm):
         assert len(set(q.options)) == len(q.options) >= 2 and 0 <= q.answer < len(q.options), q.key
     assert [q.key.split("_")[1] for q in learn.pre] == [q.key.split("_")[1] for q in learn.post]
     assert all(a.prompt != b.prompt for a, b in zip(learn.pre, learn.post))
+    q = learn.chapter("softmax").question  # only positions the row can see are offered
+    f = int(re.search(r"row (\d+)", q.prompt).group(1))
+    assert all(int(re.search(r"column (\d+)", o).group(1)) <= f for o in q.options), q.options
