@@ -289,6 +289,7 @@ def figure(key: str, learn: Learn | None, data: dict | None):
             highlight_col=f,
             value_name="p(label)",
             layer_labels=["p(label)"],
+            y_title="teacher forcing",
             title="Probability of each label, one column per decoder position",
         )
     if key == "embed":
