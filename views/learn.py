@@ -402,6 +402,8 @@ def figure(key: str, learn: Learn | None, data: dict | None):
             data["lens"].chosen_prob,
             rows,
             highlight_col=f,
+            value_name="p(label)",
+            y_title="layer",
             title="p(the label) after each decoder layer, every position",
         )
     raise KeyError(key)
