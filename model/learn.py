@@ -417,11 +417,11 @@ def build(
         "spread the distribution is: 0 when the model is certain.",
         r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top} + b),\qquad "
         r"H = -\textstyle\sum_v p_v \log p_v",
-        f"At {fr} the label ‘{p_[f]}’ has probability {p_label[f]:.2f}, the second choice "
-        f"{names[second]} {probs[second]:.2f}, and the entropy is {ent:.2f} nats.",
-        f"Top {len(top_ids)} at row {f}: " + ", ".join(f"{names[int(i)]} {probs[i]:.2f}" for i in top_ids) + ".",
+        f"At {fr} the label ‘{p_[f]}’ has probability {probs[int(arrays['label_ids'][f])]:.1%}, the second "
+        f"choice {names[second]} {probs[second]:.1%}, and the entropy is {ent:.2f} nats.",
+        f"Top {len(top_ids)} at row {f}: " + ", ".join(f"{names[int(i)]} {probs[i]:.1%}" for i in top_ids) + ".",
         Question("output", f"At {fr}, which token is the model's second choice?", opts_p, r_p,
-                 "the second bar from the top", f"p = {probs[second]:.3f}"),
+                 "the second bar from the top", f"p = {probs[second]:.1%}"),
     ))  # fmt: skip
 
     # 12. Greedy decoding versus beam search.

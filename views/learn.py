@@ -249,8 +249,8 @@ def nav(learn: Learn, k: int) -> None:
             st.button(f"◀ Previous: {prev_name}", key="learn_prev", on_click=go, args=(k - 1,))
         if next_name:
             st.button(f"Next: {next_name} ▶", key="learn_next", on_click=go, args=(k + 1,), type="primary")
-        st.selectbox("Go to", range(END + 1), index=k, key=f"learn_goto_{k}", format_func=lambda i: _name(learn, i),
-                     on_change=_goto, args=(k,), label_visibility="collapsed")  # fmt: skip
+    st.selectbox("Or go to", range(END + 1), index=k, key=f"learn_goto_{k}", format_func=lambda i: _name(learn, i),
+                 on_change=_goto, args=(k,))  # fmt: skip
 
 
 def _name(learn: Learn, i: int) -> str:
