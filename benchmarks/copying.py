@@ -162,7 +162,8 @@ def main(argv=None) -> dict:
           f"(target >= {TARGET:.0%}: {'PASS' if share >= TARGET else 'FAIL'})")  # fmt: skip
     result = {"model": str(loaded.path), "beam": args.beam, "sentences": len(cases),
               "passed": len(cases) - len(failures), "share": round(share, 4), "failures": failures,
-              "example_sentence": {"english": EXAMPLE_SENTENCE[0], "french": example_fr, "missing": example_missing}}  # fmt: skip
+              "example_sentence": {"english": EXAMPLE_SENTENCE[0], "french": example_fr,
+                                   "missing": example_missing}}  # fmt: skip
     if args.json:
         write(args.json, result)
     return result
