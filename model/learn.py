@@ -283,11 +283,12 @@ def build(
         "the mask matches what the model will face.",
         r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases},\qquad "
         r"\text{masked} = \frac{QK^{\top}}{\sqrt{d_k}} + M",
-        f"With the mask the mean loss is {loss_on:.3f}. Removing it on this model {moved} to {loss_off:.3f}: row "
-        f"{f} then puts {peek:.2f} of its weight (mean of heads, layer {SELF_LAYER}) on column {f + 1}, the very "
-        f"token it must predict, and the rows put {leak:.0%} of their weight on the future on average. This model "
-        "was trained with the mask, so it never learned to copy; a model trained without it would learn to copy "
-        "the next token, its training loss would collapse towards 0, and it would be useless at inference.",
+        f"With the mask the mean loss is {loss_on:.3f}; without it, on this model, the loss {moved} to "
+        f"{loss_off:.3f}: row {f} then puts {peek:.2f} of its weight (mean of heads, layer {SELF_LAYER}) on "
+        f"column {f + 1}, the very token it must predict, and the rows put {leak:.0%} of their weight on the "
+        "future on average. This model was trained with the mask, so it never learned to copy; a model trained "
+        "without it would learn to copy the next token, its training loss would collapse towards 0, and it would "
+        "be useless at inference.",
         f"Masked scores: {int(np.isinf(ms).sum())} of {T * T} cells are −∞ (grey), all right of the diagonal; "
         f"row {f} keeps {f + 1} finite scores.",
         Question("mask", f"How many cells of {fr} of the masked scores are −∞?", opts_m, vals_m.index(n_inf),
