@@ -152,6 +152,8 @@ def build(
     example: Lesson,
     label: Callable[[str], str] = str,
     token_text: Callable[[int], str] = str,
+    scale_embedding: bool = True,
+    tie_output: bool = True,
 ) -> Learn:
     """Every chapter and question from the recorded values.
 
@@ -160,7 +162,7 @@ def build(
     the rank of each label after each layer (``explain.logit_lens``); ``beam``: beam search's candidates as (text,
     score), the one it returns first; ``greedy``: greedy decoding's translation and score (same length penalty);
     ``example``: the hand-sized worked example recomputed; ``label`` shows a token as the figures do, ``token_text``
-    names a token id.
+    names a token id; ``scale_embedding`` and ``tie_output`` are the model's (its equations depend on them).
     """
     T, S = len(reads), len(src)
     q = [label(t) for t in reads]
@@ -204,15 +206,18 @@ def build(
     emb, pe = arrays["dec.embed"], arrays["dec.pe"]
     en, pn = float(np.linalg.norm(emb[f])), float(np.linalg.norm(pe[f]))
     which = "the token embedding" if en > 1.01 * pn else "the positional encoding" if pn > 1.01 * en else "equal"
-    opts_e = ("the token embedding E[y]·√d_model", "the positional encoding PE", "they are about equal")
+    scaled = "E[y]·√d_model" if scale_embedding else "E[y]"
+    opts_e = (f"the token embedding {scaled}", "the positional encoding PE", "they are about equal")
     x = arrays["dec.input"]
     j = int(np.argmax(np.abs(x[f])))
     chapters.append(Chapter(
         "embed", "Embeddings and positional encoding",
-        "Each token becomes a vector of d_model numbers, its embedding, scaled by √d_model. Attention itself does "
-        "not know the order of the tokens, so a positional encoding of sines and cosines of the position is added. "
-        "The decoder's input X is their sum: one row per position.",
-        r"X = E[y]\,\sqrt{d_{\text{model}}} + PE,\quad PE_{(pos,2i)} = \sin\!\left(\tfrac{pos}{10000^{2i/d}}\right),"
+        "Each token becomes a vector of d_model numbers, its embedding"
+        + (", scaled by √d_model" if scale_embedding else "")
+        + ". Attention itself does not know the order of the tokens, so a positional encoding of sines and "
+        "cosines of the position is added. The decoder's input X is their sum: one row per position.",
+        (r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if scale_embedding else r"X = E[y] + PE")
+        + r",\quad PE_{(pos,2i)} = \sin\!\left(\tfrac{pos}{10000^{2i/d}}\right),"
         r"\ PE_{(pos,2i+1)} = \cos\!\left(\tfrac{pos}{10000^{2i/d}}\right)",
         f"At {fr} the embedding part has length {en:.1f} and the positional part {pn:.1f}. Every position's "
         f"encoding has the same length, √(d_model/2) = {np.sqrt(emb.shape[1] / 2):.1f}, since sin² + cos² = 1 for "
@@ -221,7 +226,7 @@ def build(
         f"{x.max():.2f}.",
         Question("embed", f"In {fr}, which part of X is longer (larger vector norm)?", opts_e,
                  {"the token embedding": 0, "the positional encoding": 1, "equal": 2}[which],
-                 f"row {f} of the figure", f"‖E[y]·√d_model‖ = {en:.2f}, ‖PE‖ = {pn:.2f}"),
+                 f"row {f} of the figure", f"‖{scaled}‖ = {en:.2f}, ‖PE‖ = {pn:.2f}"),
     ))  # fmt: skip
 
     # 3. Q, K, V.
@@ -413,11 +418,13 @@ def build(
     ent = float(-(probs[probs > 0] * np.log(probs[probs > 0])).sum())
     chapters.append(Chapter(
         "output", "The output: a probability for every token",
-        "The last layer's row is multiplied by the output matrix (here the token embeddings, transposed) to get one "
-        "score per vocabulary token, and a softmax turns the scores into probabilities. The entropy says how "
-        "spread the distribution is: 0 when the model is certain.",
-        r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top} + b),\qquad "
-        r"H = -\textstyle\sum_v p_v \log p_v",
+        "The last layer's row is multiplied by the output matrix ("
+        + ("here the token embeddings, transposed" if tie_output else "a learned linear layer")
+        + ") to get one score per vocabulary token, and a softmax turns the scores into probabilities. The "
+        "entropy says how spread the distribution is: 0 when the model is certain.",
+        (r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top} + b),\qquad " if tie_output
+         else r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_{\text{out}} + b),\qquad ")
+        + r"H = -\textstyle\sum_v p_v \log p_v",
         f"At {fr} the label ‘{p_[f]}’ has probability {probs[int(arrays['label_ids'][f])]:.1%}, the second "
         f"choice {names[second]} {probs[second]:.1%}, and the entropy is {ent:.2f} nats.",
         f"Top {len(top_ids)} at row {f}: " + ", ".join(f"{names[int(i)]} {probs[i]:.1%}" for i in top_ids) + ".",

@@ -92,6 +92,8 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
             lens_rank=lens.chosen_rank if lens else np.ones((L, T)),
             beam=[(text_of(h.ids), h.score) for h in beam.n_best], beam_width=DEFAULTS.beam,
             greedy=(text_of(g.ids), g.score), example=worked_example(), label=show_token, token_text=token_texter(lm),
+            scale_embedding=lm.cfg.scale_embedding,
+            tie_output=lm.cfg.tie_output,
         )  # fmt: skip
         return learn, lens
 
