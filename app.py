@@ -36,7 +36,7 @@ def warm_start() -> None:
 
         import views.about
         import views.explore
-        import views.lesson  # noqa: F401 - imported for the page script
+        import views.learn  # noqa: F401 - imported for the page script
 
         go.Figure(go.Heatmap(z=[[0.0]]), layout={"title": {"text": "warm"}})
     except Exception as e:  # the page loads it again and says what is wrong

@@ -15,13 +15,17 @@
   wait, marked as waiting; and how long scrolling down to the end then takes, a window at a time, each time
   until the figures in view are up to date;
 - new sentence to painted: from committing a new sentence (Ctrl+Enter) to every figure at position 0;
-- cold start: from launching the streamlit process to the first page idle with every figure drawn.
+- cold start: from launching the streamlit process to the first page idle with every figure drawn (the Explore
+  page, opened by a link with one of its parameters; a link without any opens Learn);
+- Learn: chapter to painted, from the *Next* button to the next chapter's header shown and its figure drawn, for
+  every chapter of the Learn page on the default sentence.
 
 The floor, measured the same way in the same run, is ``benchmarks/floor_app.py``: a button that redraws
 one Plotly heatmap as large as the app's largest (cold-started as often as the app). ``--smoke`` runs a few
 clicks on the tests' tiny random model. Prints a table and one verdict line per target (exit status 0 either
 way): ▶ to painted ≤ 2 × the floor (median and p95) and ≤ 200 KB per step in the default view; ▶ to painted
-≤ 4 × the floor (median and p95) in the "All stages" view; cold start ≤ 1.5 × the floor's (median).
+≤ 4 × the floor (median and p95) in the "All stages" view; cold start ≤ 1.5 × the floor's (median); a Learn
+chapter to painted ≤ 1.5 × the floor's button to painted (median and p95).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from harness.browser import (  # noqa: E402
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
+    DRAWN_JS,
     FIGURES_JS,
     PAGE_STATE_JS,
     PAINTED_JS,
@@ -54,6 +59,7 @@ from harness.browser import (  # noqa: E402
     require_chromium,
     row,
 )
+from model.learn import CHAPTER_KEYS  # noqa: E402
 
 FULL = dict(clicks=30, all_clicks=10, sentences=10, cold_starts=3)
 SMOKE = dict(clicks=3, all_clicks=2, sentences=1, cold_starts=1)
@@ -66,7 +72,11 @@ NEW_SENTENCES = (
     "We are waiting for the bus.", "The old man is selling fruit at the market.", "I lost my keys yesterday.",
     "A woman is riding a bicycle down the street.",
 )  # fmt: skip
-MAX_STEP_KB, MAX_FLOOR_RATIO, MAX_ALL_RATIO, MAX_COLD_RATIO = 200.0, 2.0, 4.0, 1.5
+MAX_STEP_KB, MAX_FLOOR_RATIO, MAX_ALL_RATIO, MAX_COLD_RATIO, MAX_LEARN_RATIO = 200.0, 2.0, 4.0, 1.5, 1.5
+EXPLORE_LINK = "/?stage=self"  # Explore's default view: a link with one of its parameters opens it
+LEARN_HEADER_JS = (
+    "k => ((document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent || '').startsWith(k + '. ')"
+)
 
 
 class Frames:
@@ -194,7 +204,7 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
     env = app_env(model)
     colds = []
     for i in range(n["cold_starts"]):
-        server, page, frames, secs = cold_start(browser, ROOT / "app.py", tmp / f"app{i}.log", env)
+        server, page, frames, secs = cold_start(browser, ROOT / "app.py", tmp / f"app{i}.log", env, EXPLORE_LINK)
         colds.append(secs)
         if i < n["cold_starts"] - 1:
             page.context.close()
@@ -235,11 +245,12 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
                   step + 1 if step < n_steps - 1 else 0, every["tracking"])  # fmt: skip
             step = step + 1 if step < n_steps - 1 else 0
             scrolls.append(scroll_through(page))
+        learn = learn_chapters(page, server.url)
         errors = state(page)["errors"] + server.tracebacks()
     finally:
         server.stop()
     return dict(cold=colds, step=times, bytes=sizes, sentence=sentence_times, largest=largest, n_steps=n_steps,
-                plots=shown["plots"], tracking=shown["tracking"], all_step=all_times, all_bytes=all_sizes,
+                learn=learn, plots=shown["plots"], tracking=shown["tracking"], all_step=all_times, all_bytes=all_sizes,
                 all_plots=every["plots"], all_tracking=every["tracking"], errors=errors,
                 all_scroll=[t for t, _ in scrolls], all_left=max(w for _, w in scrolls))  # fmt: skip
 
@@ -266,6 +277,21 @@ def measure_floor(browser, tmp: Path, largest: tuple[int, int], clicks: int, col
     return dict(cold=colds, step=times, bytes=sizes)
 
 
+def learn_chapters(page, url: str) -> list[float]:
+    """Seconds from each *Next* click of the Learn page to the next chapter painted, for every chapter."""
+    page.goto(f"{url}/?page=Learn&chapter=1")
+    page.wait_for_function(LEARN_HEADER_JS, arg=1, timeout=TIMEOUT_MS)
+    page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
+    times = []
+    for k in range(2, len(CHAPTER_KEYS) + 1):
+        t0 = time.perf_counter()
+        click(page, "learn_next")()
+        page.wait_for_function(LEARN_HEADER_JS, arg=k, timeout=TIMEOUT_MS)
+        page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 def report(app: dict, floor: dict, model: Path) -> None:
     r, c = app["largest"]
     print(f"Step-to-paint, Chromium + streamlit on localhost; model {model} ({app['n_steps']} decode steps); "
@@ -284,6 +310,7 @@ def report(app: dict, floor: dict, model: Path) -> None:
         (f"app, {ALL_STAGES}: scroll to the end after ▶ (ms)", app["all_scroll"], 1e3),
         ("app: new sentence to painted (ms)", app["sentence"], 1e3),
         ("app: cold start to painted page (s)", app["cold"], 1),
+        ("app, Learn: next chapter to painted (ms)", app["learn"], 1e3),
         ("floor: cold start to painted page (s)", floor["cold"], 1),
     ]
     for name, xs, scale in lines:
@@ -304,6 +331,11 @@ def report(app: dict, floor: dict, model: Path) -> None:
     print(f"verdict {ALL_STAGES} step-to-paint ≤ {MAX_ALL_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median "
           f"{am * 1e3:.0f} ms = {am / fm:.2f}× floor; p95 {ap * 1e3:.0f} ms = {ap / fp:.2f}× floor; median "
           f"{median(app['all_bytes']) / 1e3:.1f} KB per step)")  # fmt: skip
+    lm_, lp_ = median(app["learn"]), p95(app["learn"])
+    ok = lm_ <= MAX_LEARN_RATIO * fm and lp_ <= MAX_LEARN_RATIO * fp
+    print(f"verdict Learn chapter-to-paint ≤ {MAX_LEARN_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median "
+          f"{lm_ * 1e3:.0f} ms = {lm_ / fm:.2f}× floor; p95 {lp_ * 1e3:.0f} ms = {lp_ / fp:.2f}× floor; slowest "
+          f"{max(app['learn']) * 1e3:.0f} ms over {len(app['learn'])} chapters)")  # fmt: skip
     ac, fc = median(app["cold"]), median(floor["cold"])
     ok = ac <= MAX_COLD_RATIO * fc
     print(f"verdict cold start ≤ {MAX_COLD_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median {ac:.1f} s = "

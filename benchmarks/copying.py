@@ -8,8 +8,8 @@ person names from Faker's localized lists — the held-out share that training n
 (``model.copying.name_pools(held_out=True)``), from many languages, some in non-Latin scripts — and with
 numbers, years, dates and times. Each sentence lists what must appear in the output: every name as a word,
 and every number as digits that no other digit touches (a time 7:45 needs "7" and "45", since French writes
-"7 h 45" or "7h45"; a date needs its day and year). Prints every failure and the share that passes; the seed
-sentence of the lesson is checked apart (its name and its rare words).
+"7 h 45" or "7h45"; a date needs its day and year). Prints every failure and the share that passes; the example
+sentence ("My name is Vikas. …") is checked apart (its name and its rare words).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from model.decoding import translate_corpus  # noqa: E402
 from model.jsonio import write  # noqa: E402
 
 TARGET = 0.95
-SEED_SENTENCE = ("My name is Vikas. I love cricket, finance, and AI.", ("Vikas", "cricket", "finance"))
+EXAMPLE_SENTENCE = ("My name is Vikas. I love cricket, finance, and AI.", ("Vikas", "cricket", "finance"))
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")  # fmt: skip
 TEMPLATES = (
@@ -141,28 +141,29 @@ def main(argv=None) -> dict:
     use_threads(args.threads)
     loaded = load_model_dir(args.model)
     cases = build_set(args.per_template, args.seed)
-    texts = [en for en, _ in cases] + [SEED_SENTENCE[0]]
+    texts = [en for en, _ in cases] + [EXAMPLE_SENTENCE[0]]
     outs = translate_corpus(loaded.model, loaded.tokenizer, texts, args.beam)
     failures = []
     for (en, need), fr in zip(cases, outs):
         missing = [w for w in need if not appears(w, fr)]
         if missing:
             failures.append({"english": en, "french": fr, "missing": missing})
-    seed_fr = outs[-1]
-    seed_missing = [w for w in SEED_SENTENCE[1] if not appears(w, seed_fr)]
+    example_fr = outs[-1]
+    example_missing = [w for w in EXAMPLE_SENTENCE[1] if not appears(w, example_fr)]
     share = 1 - len(failures) / len(cases)
     print(f"model {loaded.path}; beam {args.beam}; {len(cases)} sentences ({len(TEMPLATES)} templates x "
           f"{args.per_template}, seed {args.seed})")  # fmt: skip
     print(f"\nfailures ({len(failures)}):")
     for f in failures:
         print(f"  missing {', '.join(f['missing'])}:  {f['english']}  ->  {f['french']}")
-    verdict = "misses " + ", ".join(seed_missing) if seed_missing else "keeps " + ", ".join(SEED_SENTENCE[1])
-    print(f"\nseed sentence: {SEED_SENTENCE[0]}  ->  {seed_fr}  [{verdict}]")
+    verdict = "misses " + ", ".join(example_missing) if example_missing else "keeps " + ", ".join(EXAMPLE_SENTENCE[1])
+    print(f"\nexample sentence: {EXAMPLE_SENTENCE[0]}  ->  {example_fr}  [{verdict}]")
     print(f"\ncopied verbatim: {len(cases) - len(failures)}/{len(cases)} = {share:.1%} "
           f"(target >= {TARGET:.0%}: {'PASS' if share >= TARGET else 'FAIL'})")  # fmt: skip
     result = {"model": str(loaded.path), "beam": args.beam, "sentences": len(cases),
               "passed": len(cases) - len(failures), "share": round(share, 4), "failures": failures,
-              "seed_sentence": {"english": SEED_SENTENCE[0], "french": seed_fr, "missing": seed_missing}}  # fmt: skip
+              "example_sentence": {"english": EXAMPLE_SENTENCE[0], "french": example_fr,
+                                   "missing": example_missing}}  # fmt: skip
     if args.json:
         write(args.json, result)
     return result

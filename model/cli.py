@@ -65,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
     fmt.add_argument("--out", type=Path, help="write the arrays to an .npz file")
     add_model_arg(xp)
 
-    le = sub.add_parser("lesson", help="the seed's 3-dimensional worked example, recomputed")
+    le = sub.add_parser("lesson", help="a published 3-dimensional worked example of masked self-attention, recomputed")
     le.add_argument("--json", action="store_true")
 
     im = sub.add_parser("import-marian", help="convert a transformers MarianMTModel directory")

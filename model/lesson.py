@@ -1,17 +1,17 @@
-"""The seed's 3-dimensional masked self-attention example, recomputed and checked.
+"""A published 3-dimensional masked self-attention example, recomputed and checked.
 
-Every stage is recomputed in numpy from the seed's inputs (T_input and the printed
-weight matrices) and compared with the numbers the seed prints, cell by cell, to
-the seed's printed precision. Stages that do not follow from the seed's own
+Every stage is recomputed in numpy from the example's inputs (T_input and the printed
+weight matrices) and compared with the numbers the example prints, cell by cell, to
+its printed precision. Stages that do not follow from the example's own
 formulas get a plain-English note; the cause is diagnosed by testing alternative
 computations numerically (transposed scores, truncation, missing PE, ...).
 
 Tolerance of a cell: half a unit in the last printed decimal, plus a worst-case
 bound on the error caused by the printed weights being rounded to 4 decimals
-(propagated through every stage). T_input is taken as exact: the seed's printed
+(propagated through every stage). T_input is taken as exact: the example's printed
 T_input + PE equals T_input + printed PE exactly.
 
-Positional encoding: the seed's PE is PE[pos, j] = sin(pos / 10000^(j/d)) for even
+Positional encoding: the example's PE is PE[pos, j] = sin(pos / 10000^(j/d)) for even
 j and cos(pos / 10000^(j/d)) for odd j, with the raw column index j in the
 exponent. The paper uses 2*floor(j/2)/d, which would make column 1 cos(pos).
 """
@@ -28,9 +28,9 @@ import numpy as np
 from .jsonio import dumps
 
 # ---------------------------------------------------------------------------
-# The seed's printed numbers (seeds/000_3f0d03e02021b525.txt).
+# The example's printed numbers (a blog post on the decoder's forward pass in training).
 
-SEED_TOKENS = (
+EXAMPLE_TOKENS = (
     "<start>", "Mon", "nom", "est", "Vikas.", "J'aime",
     "le", "cricket,", "la", "finance", "et", "l'IA",
 )  # fmt: skip
@@ -108,7 +108,7 @@ _PROJECTED = (
     (0.7992, 1.7446, 1.2975), (0.8255, 1.8087, 1.3454), (0.7918, 1.7366, 1.2917),
     (0.8076, 1.7783, 1.3224),
 )  # fmt: skip
-# Decimals the seed prints for each matrix (mask: exact 0 / -inf).
+# Decimals the example prints for each matrix (mask: exact 0 / -inf).
 _DECIMALS = (
     ("T_input", 2), ("PE", 4), ("X", 4), ("W_Q", 4), ("W_K", 4), ("W_V", 4), ("Q", 4),
     ("K", 4), ("V", 4), ("scores", 2), ("mask", 0), ("masked_scores", 2),
@@ -127,8 +127,8 @@ def _partial(spec, shape=(10, 10)) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class SeedExample:
-    """What the seed prints; NaN marks a cell hidden by an ellipsis, -inf is printed."""
+class PrintedExample:
+    """What the example prints; NaN marks a cell hidden by an ellipsis, -inf is printed."""
 
     tokens: tuple[str, ...]
     d_model: int
@@ -155,11 +155,11 @@ class SeedExample:
         return np.asarray(getattr(self, key), dtype=float)
 
 
-def seed_example() -> SeedExample:
-    """A fresh SeedExample holding the seed's printed numbers."""
+def printed_example() -> PrintedExample:
+    """A fresh PrintedExample holding the example's printed numbers."""
     a = np.array
-    return SeedExample(
-        tokens=SEED_TOKENS,
+    return PrintedExample(
+        tokens=EXAMPLE_TOKENS,
         d_model=3,
         n_heads=1,
         T_input=a(_T_INPUT),
@@ -185,7 +185,7 @@ def seed_example() -> SeedExample:
 # Maths.
 
 
-def seed_positional_encoding(n_positions: int, d_model: int) -> np.ndarray:
+def example_positional_encoding(n_positions: int, d_model: int) -> np.ndarray:
     """PE[pos, j] = sin(pos/10000^(j/d)) for even j, cos(pos/10000^(j/d)) for odd j."""
     pos = np.arange(n_positions, dtype=float)[:, None]
     j = np.arange(d_model)
@@ -288,7 +288,7 @@ def _mismatch_note(title, what, ours, printed, decimals, cmp, alts) -> str:
     p, o = printed[r, c], ours[r, c]
     where = f"row {r + 1}, column {c + 1}"
     head = (
-        f"{title}: the printed values do not follow from {what}; at {where} the seed prints "
+        f"{title}: the printed values do not follow from {what}; at {where} the example prints "
         f"{_fmt(p, decimals)} where the formula gives {_fmt(o)}"
     )
     for alt in alts:
@@ -310,7 +310,7 @@ class Stage:
     title: str
     formula: str  # LaTeX
     ours: np.ndarray
-    seed: np.ndarray | None  # NaN where the seed does not print the cell
+    printed: np.ndarray | None  # NaN where the example does not print the cell
     matches: bool | None  # None for given inputs (nothing computed to check)
     max_abs_diff: float | None
     note: str = ""
@@ -320,8 +320,12 @@ class Stage:
 @dataclass(frozen=True, eq=False)
 class Lesson:
     stages: list[Stage]
-    discrepancies: list[str]
+    findings: list[tuple[str, str]]  # (stage key, what does not follow from the formulas there), in stage order
     pe_formula: str
+
+    @property
+    def discrepancies(self) -> list[str]:
+        return [text for _, text in self.findings]
 
     def stage(self, key: str) -> Stage:
         for s in self.stages:
@@ -338,7 +342,7 @@ class Lesson:
                     "title": s.title,
                     "formula": s.formula,
                     "ours": _jsonable(s.ours),
-                    "seed": None if s.seed is None else _jsonable(s.seed),
+                    "printed": None if s.printed is None else _jsonable(s.printed),
                     "matches": s.matches,
                     "max_abs_diff": s.max_abs_diff,
                     "tolerance": s.tolerance,
@@ -404,15 +408,15 @@ PE_FORMULA = (
 )
 
 
-def build_lesson(seed: SeedExample | None = None) -> Lesson:
-    """Recompute every stage from the seed's inputs and check the printed numbers."""
-    seed = seed_example() if seed is None else seed
-    dec = dict(seed.decimals)
-    P = seed.printed
+def build_lesson(example: PrintedExample | None = None) -> Lesson:
+    """Recompute every stage from the example's inputs and check the printed numbers."""
+    ex = printed_example() if example is None else example
+    dec = dict(ex.decimals)
+    P = ex.printed
     # Input radii: T_input exact, printed weight matrices rounded to their decimals.
     w_rad = {k: np.full_like(P(k), _half_unit(dec[k])) for k in ("W_Q", "W_K", "W_V", "W_O")}
     n, d = P("T_input").shape
-    d_k = seed.d_model / seed.n_heads
+    d_k = ex.d_model / ex.n_heads
     scale = math.sqrt(d_k)
     zero_nd = np.zeros((n, d))
 
@@ -437,15 +441,15 @@ def build_lesson(seed: SeedExample | None = None) -> Lesson:
     # T_input: the sequence the example claims to embed.
     T = P("T_input")
     add("T_input", T, zero_nd)
-    if len(seed.tokens) != n:
+    if len(ex.tokens) != n:
         extra["T_input"] = [
-            f"The shifted target sequence lists {len(seed.tokens)} tokens "
-            f"({seed.tokens[0]} ... {seed.tokens[-1]}) but T_input has {n} rows, so "
-            f"{abs(len(seed.tokens) - n)} of the tokens have no embedding in the example."
+            f"The shifted target sequence lists {len(ex.tokens)} tokens "
+            f"({ex.tokens[0]} ... {ex.tokens[-1]}) but T_input has {n} rows, so "
+            f"{abs(len(ex.tokens) - n)} of the tokens have no embedding in the example."
         ]
 
     # PE.
-    pe = seed_positional_encoding(n, d)
+    pe = example_positional_encoding(n, d)
     pe_paper = paper_positional_encoding(n, d)
     pe_alts = [
         _Alt("the paper's sin/cos(pos / 10000^(2*floor(j/2)/D))", pe_paper, zero_nd),
@@ -592,12 +596,8 @@ def build_lesson(seed: SeedExample | None = None) -> Lesson:
     proj_alts += [_Alt(f"({t}) · W_O", *_mm(o, ro, WO, rWO)) for t, o, ro in output_variants[1:]]
     add("projected", *_mm(O, rO, WO, rWO), what="Output · W_O", alts=proj_alts)
 
-    discrepancies: list[str] = []
-    for s in stages:
-        if s.note:
-            discrepancies.append(s.note)
-        discrepancies.extend(extra.get(s.key, []))
-    return Lesson(stages=stages, discrepancies=discrepancies, pe_formula=PE_FORMULA)
+    findings = [(s.key, t) for s in stages for t in ([s.note] if s.note else []) + extra.get(s.key, [])]
+    return Lesson(stages=stages, findings=findings, pe_formula=PE_FORMULA)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -620,22 +620,22 @@ def _matrix_text(a: np.ndarray, decimals: int, hidden: str = "·") -> str:
 
 
 def format_lesson(lesson: Lesson) -> str:
-    """A readable report: each stage's formula, our matrix, the seed's, and the verdict."""
-    out = ["Decoder Lens: the seed's 3-d masked self-attention example, recomputed", ""]
+    """A readable report: each stage's formula, our matrix, the printed one, and the verdict."""
+    out = ["Decoder Lens: a published 3-d masked self-attention example, recomputed", ""]
     out.append(f"Positional encoding found: {lesson.pe_formula}")
     out.append(
-        "A cell matches when |ours - seed| <= half a unit of the seed's last printed decimal "
+        "A cell matches when |ours - printed| <= half a unit of the last printed decimal "
         "plus the worst-case effect of the printed weights being rounded to 4 decimals."
     )
     dec = dict(_DECIMALS)
     for i, s in enumerate(lesson.stages, 1):
         out += ["", f"[{i}] {s.title}  ({s.key})", f"formula: {s.formula}", "ours:"]
         out.append(_matrix_text(s.ours, 4))
-        if s.seed is not None and s.matches is not None:
-            out.append("seed (· = not printed):")
-            out.append(_matrix_text(s.seed, dec.get(s.key, 4)))
+        if s.printed is not None and s.matches is not None:
+            out.append("printed (· = not printed):")
+            out.append(_matrix_text(s.printed, dec.get(s.key, 4)))
         if s.matches is None:
-            out.append("status: given by the seed")
+            out.append("status: given by the example")
         elif s.matches:
             out.append(f"status: MATCHES (max |diff| {s.max_abs_diff:.2g}, tolerance {s.tolerance:.2g})")
         else:
@@ -661,15 +661,15 @@ __all__ = [
     "Lesson",
     "PE_FORMULA",
     "STAGE_KEYS",
-    "SeedExample",
+    "PrintedExample",
     "Stage",
     "build_lesson",
     "causal_mask",
     "format_lesson",
     "main",
     "paper_positional_encoding",
-    "seed_example",
-    "seed_positional_encoding",
+    "printed_example",
+    "example_positional_encoding",
     "softmax_rows",
 ]
 

@@ -43,9 +43,11 @@ def assert_for_users(text: str, max_tokens: str) -> None:
     for command in ("python -m model import-marian HF_DIR", "every directory under assets/models/",
                     "DECODER_LENS_MODEL=assets/models/opus-mt-en-fr streamlit run app.py"):  # fmt: skip
         assert command in text, command
-    for guide in ("Explore", "Lesson", "Stage selector", "Teacher forcing", "beam search", "What if?", "PNG"):
+    for guide in ("Learn", "Explore", "worked", "Stage selector", "Teacher forcing", "beam search", "What if?", "PNG"):
         assert guide in text, guide
     assert not NOT_FOR_USERS.search(text), NOT_FOR_USERS.search(text)
+    assert not re.search(r"\bseeds\b|seed's|seeds'", text)  # the sampling seed is the only seed users see
+    assert "previous version" not in text and "--substitute" not in text  # the card's changelog and recipe stay out
 
 
 def test_about_with_a_model(tiny_model_dir):
@@ -53,8 +55,9 @@ def test_about_with_a_model(tiny_model_dir):
     text = page_text(at)
     assert_for_users(text, "63 tokens")
     assert "2 encoder and 2 decoder layers, d_model 32, 4 attention heads of 8 dimensions" in text
-    assert str(tiny_model_dir) in [c.value for c in at.code]  # the path verbatim, in a code block
-    assert any("Tiny test model" in m.value for m in at.markdown)  # the model card
+    assert tiny_model_dir.name in [c.value for c in at.code]  # the directory's name, in a code block
+    assert str(tiny_model_dir.parent) not in text  # and no path of the server
+    assert any("Random weights, for tests only." in m.value for m in at.markdown)  # the model card's introduction
     table = at.dataframe[0].value
     assert table.loc["d_model", "value"] == "32" and table.loc["n_decoder_layers", "value"] == "2"
     assert not at.error
@@ -80,6 +83,7 @@ def test_about_with_the_bundled_model():
     scores = [e for e in at.expander if e.label == "Scores (from the model card)"]
     assert len(scores) == 1 and scores[0].markdown[0].value == sections["Scores"]
     assert any(m.value == intro for m in at.markdown)
+    assert str(default_model_dir().parent) not in text
 
 
 def test_card_sections():

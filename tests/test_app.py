@@ -447,14 +447,14 @@ def test_teacher_forcing_and_the_mask_toggle(app):
     ok(app)
 
 
-def test_lesson_and_about_pages(app):
-    app.radio(key="page").set_value("Lesson").run()
+def test_learn_and_about_pages(app):
+    app.radio(key="page").set_value("Learn").run()
     ok(app)
-    assert app.title[0].value.startswith("Lesson")
-    assert any(h.value.startswith("Discrepancies") for h in app.subheader)
-    app.segmented_control(key="lesson_mode").set_value("All panels").run()
+    assert "Learn" in app.title[0].value
+    app.session_state["learn_chapter"] = 14  # the hand-sized worked example, recomputed
+    app.run()
     ok(app)
-    assert len(app.dataframe) >= 20  # seed beside ours, panel by panel
+    assert any(h.value == "Common mistakes to avoid" for h in app.subheader)
     app.radio(key="page").set_value("About").run()
     ok(app)
     assert any("import-marian" in c.value for c in app.code)
@@ -587,8 +587,9 @@ def test_missing_model_is_a_clean_error(tmp_path, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     assert any("does not exist" in e.value for e in at.error)
-    at.radio(key="page").set_value("Lesson").run()
-    assert not at.exception and not at.error
+    at.radio(key="page").set_value("Explore").run()
+    at.radio(key="page").set_value("Learn").run()  # the hand-sized example needs no model
+    assert not at.exception and any(h.value == "Common mistakes to avoid" for h in at.subheader)
 
 
 # ---------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def test_app_latency_smoke():
     for name in ("app: ▶ step to painted (ms)", "floor: button to painted (ms)", "app: received per ▶ step (KB)",
                  "app, All stages: ▶ step to painted (ms)", "app, All stages: received per ▶ (KB)",
                  "app: new sentence to painted (ms)", "app: cold start to painted page (s)",
-                 "floor: cold start to painted page (s)"):  # fmt: skip
+                 "floor: cold start to painted page (s)", "app, Learn: next chapter to painted (ms)"):  # fmt: skip
         m = re.search(rf"^{re.escape(name)}\s+(\d+)\s+{NUMBER}\s+{NUMBER}$", out, re.M)
         assert m, f"no row {name!r}:\n{out}"
         n, med, p95 = int(m.group(1)), float(m.group(2)), float(m.group(3))
@@ -52,6 +52,7 @@ def test_app_latency_smoke():
     assert 1 <= tracking <= plots < all_plots and tracking < all_tracking <= all_plots, m.group(0)
     verdict(out, "step-to-paint ≤ 2× floor")
     verdict(out, "bytes per step ≤ 200 KB")
+    verdict(out, "Learn chapter-to-paint ≤ 1.5× floor")
     assert "errors on the page or tracebacks in the server log: 0" in out, out
 
 

@@ -6,14 +6,15 @@ are forced through the URL (`forced=` ids, `max_len=N+1`, `step=N`; teacher forc
 tokens), so a random model gives exact sizes. States visited:
 
 - 1366×768 (the smaller screen, where cells and labels are tightest): every stage of the step view and of
-  the teacher-forcing view for every length, and every panel of the lesson page;
+  the teacher-forcing view for every length, and every chapter of the Learn page (a 20-token translation);
 - 1920×1080: every stage of both views for 60 tokens (the largest figures) except "All stages" (the same
-  figures as the single stages, and the slowest page), and the lesson's first panel: a subset, as the full
+  figures as the single stages, and the slowest page), and the Learn page's first chapter: a subset, as the full
   set at both sizes would double the run time.
 
 Each state waits until the page is idle and every plot is drawn, runs `harness.legibility.violations`
 and saves a full-page screenshot to `test-artifacts/legibility/<viewport>_<length>tok_<view>_<stage>.png`
-(`<viewport>_lesson_<panel>.png` for the lesson). About 4 minutes on 2 busy cores.
+(`<viewport>_learn_<chapter>.png` for the Learn page; tests/test_learn_browser.py walks it by keyboard at
+1366×768 and 768×1024). About 4 minutes on 2 busy cores.
 Browser console errors and warnings (e.g. Plotly's "invalid color") fail the test too. Problems are
 collected across all states and reported together at the end, so one run lists everything.
 """
@@ -34,6 +35,7 @@ from playwright.sync_api import sync_playwright
 from harness.browser import BROWSER_ARGS, CHROMIUM, DRAWN_JS, serve
 from harness.legibility import violations
 from model.checkpoint import ENV_MODEL
+from model.learn import CHAPTER_KEYS
 from model.tokenizer import SPECIALS, Tokenizer
 from views.state import DEFAULT_STAGE, STAGE_LABELS, STAGES
 
@@ -58,9 +60,10 @@ FRENCH = (
     "Un homme en chemise bleue est debout sur une échelle. Le chat dort sur le canapé. "
     "Nous irons à la plage demain. Je suis étudiant. J'aime la pizza. Bonjour le monde."
 )
-LESSON = "/?page=Lesson"
-# viewport -> lesson panels checked there (None: every panel); the lesson's figures do not depend on the model
-LESSON_PANELS = {(1366, 768): None, (1920, 1080): 1}
+# viewport -> Learn chapters checked there
+LEARN_CHAPTERS = {(1366, 768): range(1, len(CHAPTER_KEYS) + 1), (1920, 1080): range(1, 2)}
+LEARN_LENGTH = 20
+LEARN_IS_JS = "k => !!document.querySelector('.st-key-learn_nav') && location.search.includes(`chapter=${k}&`)"
 ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 # Sizes of every plot, or null while the page is busy or a plot is not drawn: equal twice = settled.
 LAYOUT_JS = f"""
@@ -191,15 +194,9 @@ def test_figures_legible(server, tiny_model_dir):
                         chips = page.locator(".st-key-chips").inner_text()
                         if want not in chips:
                             problems.append(f"{name}: expected {want!r}, the page shows {chips[:80]!r}")
-                panels = LESSON_PANELS[size]
-                if not visit(page, size, f"{vp}/lesson/01", partial(page.goto, server + LESSON)):
-                    continue
-                slider = page.locator(".st-key-lesson_panel input[type=range]")
-                last = int(slider.get_attribute("max")) + 1
-                for k in range(2, (last if panels is None else min(panels, last)) + 1):
-                    before = page.evaluate(TITLES_JS)
-                    visit(page, size, f"{vp}/lesson/{k:02d}", partial(slider.press, "ArrowRight"),
-                          f"before => ({TITLES_JS})() !== before", before)  # fmt: skip
+                for k in LEARN_CHAPTERS[size]:
+                    query = urlencode(dict(page="Learn", chapter=k, src=SOURCES[LEARN_LENGTH], max_len=LEARN_LENGTH))
+                    visit(page, size, f"{vp}/learn/{k:02d}", partial(page.goto, f"{server}/?{query}"), LEARN_IS_JS, k)
                 page.close()
         finally:
             browser.close()

@@ -1,4 +1,4 @@
-"""The seed's worked decoder example: recomputed independently and checked."""
+"""The published worked decoder example: recomputed independently and checked."""
 
 import dataclasses
 import json
@@ -14,7 +14,7 @@ from model.lesson import (
     format_lesson,
     main,
     paper_positional_encoding,
-    seed_example,
+    printed_example,
 )
 
 MATCHING = {"PE", "X", "Q", "K", "V", "mask"}
@@ -61,7 +61,7 @@ def _rounded_where_printed(printed, value, decimals):
 
 
 def test_pe_formula_reproduces_seed_to_4_decimals():
-    seed = seed_example()
+    seed = printed_example()
     pe = _independent(seed)["PE"]
     np.testing.assert_array_equal(np.round(pe, 4), seed.PE)
     lesson = build_lesson()
@@ -84,7 +84,7 @@ def test_stage_order_and_flags():
 
 
 def test_matching_stages_truly_match_independent_recomputation():
-    seed = seed_example()
+    seed = printed_example()
     ref = _independent(seed)
     lesson = build_lesson(seed)
     # Printed weights are rounded to 4 decimals: each product cell can move by at most
@@ -107,7 +107,7 @@ def test_matching_stages_truly_match_independent_recomputation():
 
 
 def test_differing_stages_really_differ_beyond_printed_precision():
-    seed = seed_example()
+    seed = printed_example()
     ref = _independent(seed)
     for key in DIFFERING:
         printed = seed.printed(key)
@@ -134,7 +134,7 @@ def test_diagnoses_found_by_computation():
 
 
 def test_perturbing_a_matching_stage_creates_a_discrepancy():
-    seed = seed_example()
+    seed = printed_example()
     X = seed.X.copy()
     X[3, 1] += 0.01
     lesson = build_lesson(dataclasses.replace(seed, X=X))
@@ -144,7 +144,7 @@ def test_perturbing_a_matching_stage_creates_a_discrepancy():
 
 
 def test_wrong_q_is_diagnosed():
-    seed = seed_example()
+    seed = printed_example()
     q_no_pe = np.round(seed.T_input @ seed.W_Q, 4)
     lesson = build_lesson(dataclasses.replace(seed, Q=q_no_pe))
     assert lesson.stage("Q").matches is False
@@ -155,14 +155,14 @@ def test_wrong_q_is_diagnosed():
 
 
 def test_paper_pe_in_seed_is_recognised():
-    seed = seed_example()
+    seed = printed_example()
     lesson = build_lesson(dataclasses.replace(seed, PE=np.round(paper_positional_encoding(10, 3), 4)))
     assert lesson.stage("PE").matches is False
     assert "paper" in lesson.stage("PE").note
 
 
 def test_correcting_a_printed_matrix_removes_its_discrepancy():
-    seed = seed_example()
+    seed = printed_example()
     ref = _independent(seed)
     before = build_lesson(seed)
     fixed = dataclasses.replace(
@@ -181,7 +181,7 @@ def test_correcting_a_printed_matrix_removes_its_discrepancy():
 
 
 def test_fully_consistent_seed_has_no_discrepancies():
-    seed = dataclasses.replace(seed_example(), tokens=tuple("abcdefghij"))
+    seed = dataclasses.replace(printed_example(), tokens=tuple("abcdefghij"))
     seed = dataclasses.replace(seed, W_O=np.round(seed.W_O[:, ::-1] * 0.9, 4))
     ref = _independent(seed)
     printed = {
@@ -195,7 +195,7 @@ def test_fully_consistent_seed_has_no_discrepancies():
 
 @pytest.mark.parametrize("key", sorted(DIFFERING))
 def test_each_differing_stage_can_be_fixed(key):
-    seed = seed_example()
+    seed = printed_example()
     ref = _independent(seed)
     value = _rounded_where_printed(seed.printed(key), ref[key], seed.decimals[key])
     lesson = build_lesson(dataclasses.replace(seed, **{key: value}))
@@ -210,8 +210,8 @@ def test_to_dict_is_json_serialisable():
     stages = {s["key"]: s for s in back["stages"]}
     assert list(stages) == list(STAGE_KEYS)
     assert stages["mask"]["ours"][0][1] == "-inf"
-    assert stages["scores"]["seed"][3][0] is None
-    assert stages["scores"]["seed"][9][9] == 1.61
+    assert stages["scores"]["printed"][3][0] is None
+    assert stages["scores"]["printed"][9][9] == 1.61
     assert stages["weights"]["matches"] is False and stages["X"]["matches"] is True
     assert back["discrepancies"] == build_lesson().discrepancies
 
@@ -225,3 +225,19 @@ def test_format_and_cli():
     out = []
     assert main(["--json"], echo=out.append) == 0
     assert json.loads(out[0])["stages"][0]["key"] == "T_input"
+
+
+def test_nothing_shown_to_users_says_seed(capsys):
+    """Users never saw the documents the example comes from: the report, the JSON and the CLI's help say "the
+    example", never "seed"."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lesson = build_lesson()
+    help_text = subprocess.run([sys.executable, "-m", "model", "--help"], cwd=Path(__file__).parents[1],
+                               capture_output=True, text=True).stdout  # fmt: skip
+    for text in (format_lesson(lesson), json.dumps(lesson.to_dict()), help_text):
+        assert not re.search(r"seed", text, re.I), re.search(r".{40}seed.{40}", text, re.I | re.S)
+    assert "lesson" in help_text

@@ -1,7 +1,9 @@
-"""The About page, written for users: what Decoder Lens is and how to use it, the loaded model (figures from
-its config, scores from its model card), data and licences, known limits, and how to load another checkpoint.
+"""The About page, written for users: what Decoder Lens is and how to use it, the loaded model (what it is, how good
+it is, what it cannot do: figures from its config, its model card's introduction and scores), data and licences, and
+how to load another checkpoint. The card's other sections (its changelog, the training recipe) stay in the file for
+whoever retrains the model; no path of the server is shown (the model directory is named by its name).
 
-Text that comes from outside the app (a model directory's path, a load error) is shown with st.text / st.code,
+Text that comes from outside the app (a model directory's name, a load error) is shown with st.text / st.code,
 never as markdown or HTML; the model card is rendered as markdown without HTML.
 """
 
@@ -13,9 +15,17 @@ import pandas as pd
 import streamlit as st
 
 from model.checkpoint import ENV_MODEL, LoadedModel, count_parameters
+from model.learn import CHAPTER_KEYS
 
-HOW_TO = """
-- **Explore** (the main page): type an English sentence or click an example. The model translates it and
+HOW_TO = f"""
+- **Learn** (the first page): a guided lesson through the decoder in {len(CHAPTER_KEYS)} short chapters, in the
+  order the data flows, on the live model and a sentence you choose: each chapter has a few plain sentences, the
+  equation, one figure of the model's own numbers, what to notice in it, and a question to answer before the
+  answer is shown.
+  A five-question check before and after shows what changed; the last chapter recomputes a hand-sized worked
+  example of masked self-attention, number by number, and the mistakes it contains. The page says how long it
+  takes (at most a quarter of an hour).
+- **Explore**: type an English sentence or click an example. The model translates it and
   the step view shows what the decoder computed at one position of the translation.
 - **Stepping**: the step buttons (first, previous, next, last) or the position slider move through the
   translation one token at a time; each step is one pass of the decoder, reusing the keys and values of the
@@ -37,8 +47,6 @@ HOW_TO = """
   step, so copying it gives a link that reopens the same view.
 - **Figures**: hover for exact values, drag to zoom, double-click to zoom back out; the camera button in a
   figure's toolbar saves it as a PNG.
-- **Lesson**: a three-dimensional worked example of masked self-attention, every matrix recomputed and
-  shown step by step.
 """
 
 CREDITS = """
@@ -93,8 +101,8 @@ def limits(max_tokens: int | None, byte_fallback: bool = True) -> str:
 
 def model_section(lm: LoadedModel) -> None:
     cfg = lm.cfg
-    st.markdown("Model directory:")
-    st.code(str(lm.path), language=None)
+    st.markdown("Model directory (under the server's model folder, or the one it was started with):")
+    st.code(lm.path.name, language=None)
     st.markdown(
         f"An encoder-decoder Transformer with **{count_parameters(lm.model):,} parameters**: "
         f"{cfg.n_encoder_layers} encoder and {cfg.n_decoder_layers} decoder layers, d_model {cfg.d_model}, "
@@ -108,10 +116,7 @@ def model_section(lm: LoadedModel) -> None:
     if scores:
         with st.expander("Scores (from the model card)"):
             st.markdown(scores)
-    if lm.card.strip():
-        with st.expander("The whole model card"), st.container(key="model_card"):
-            st.markdown(lm.card)
-    else:
+    if not lm.card.strip():
         st.info("This model directory has no MODEL_CARD.md.")
     with st.expander("Configuration"):
         st.dataframe(pd.DataFrame({"value": {k: str(v) for k, v in asdict(cfg).items()}}), key="cfg_table")

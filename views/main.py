@@ -53,19 +53,16 @@ def main() -> None:
     # The rest imports torch (~1 s on a fresh server, where the warm start may still be importing it): the first
     # elements go out before, so that the browser loads Plotly meanwhile.
     from model.checkpoint import ModelDirError
-    from views import about, explore, lesson
+    from views import about, explore, learn
     from views.common import load_model, md
-    from views.state import PAGES, offered_model_dirs
+    from views.state import PAGE_ALIASES, PAGES, QUERY_KEYS, offered_model_dirs
 
     s = st.session_state
-    if "page" not in s:
-        wanted = st.query_params.get("page")
-        s["page"] = wanted if wanted in PAGES else PAGES[0]
+    if "page" not in s:  # a link to a page opens it; one with Explore's parameters only, Explore; none, Learn
+        wanted = PAGE_ALIASES.get(st.query_params.get("page"), st.query_params.get("page"))
+        explore_link = any(k in st.query_params for k in QUERY_KEYS)
+        s["page"] = wanted if wanted in PAGES else "Explore" if explore_link else PAGES[0]
     page = st.sidebar.radio("Page", PAGES, key="page", horizontal=True)
-    if page == "Lesson":
-        st.query_params.from_dict({"page": page})
-        lesson.render()
-        return
     dirs = offered_model_dirs()
     model_dir, msgs = choose_model(dirs)
     lm, error = None, None
@@ -76,6 +73,9 @@ def main() -> None:
     if page == "About":
         st.query_params.from_dict({"page": page})
         about.render(lm, error)
+        return
+    if page == "Learn":
+        learn.render(lm, error)
         return
     if lm is None:
         st.title(":material/frame_inspect: Decoder Lens")

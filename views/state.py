@@ -35,7 +35,8 @@ MAX_BEAM = 8
 MAX_LENGTH_PENALTY = 3.0
 MAX_TEMPERATURE = 5.0
 MAX_SEED = 2**31 - 1
-PAGES = ("Explore", "Lesson", "About")
+PAGES = ("Learn", "Explore", "About")  # the first is where a link without parameters lands
+PAGE_ALIASES = {"Lesson": "Learn"}  # older links
 TABS = ("step", "tf")
 TAB_LABELS = {"step": "Step-by-step decoding", "tf": "Teacher forcing (reference)"}
 # Decoder stages the step views can show, in data-flow order, then the explanations. A step redraws only the

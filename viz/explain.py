@@ -72,8 +72,10 @@ def layer_position_figure(
     colorscale: str = "Viridis",
     zmin: float | None = 0.0,
     zmax: float | None = None,
+    y_title: str = "decoder layer",
 ) -> go.Figure:
-    """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability.
+    """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability
+    (``y_title`` names the rows when they are not layers).
 
     Full container width (``width="stretch"``), at least 22 px per layer, every position shown (labels thinned
     and upright when they do not fit side by side), the column ``highlight_col`` outlined; the numbers are
@@ -84,7 +86,7 @@ def layer_position_figure(
     positions = as_tokens(positions, "positions")
     check_len(T, positions, "columns", f"values of shape {v.shape}")
     rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
-    return heatmap(v, rows, positions, title=title, x_title="position: reads → predicts", y_title="decoder layer",
+    return heatmap(v, rows, positions, title=title, x_title="position: reads → predicts", y_title=y_title,
                    colorscale=colorscale, zmin=zmin, zmax=zmax, value_name=value_name, row_index=False,
                    cells="rows", highlight_col=highlight_col, show_values=True, zmax_shown=zmax is None)  # fmt: skip
 

@@ -1,0 +1,144 @@
+"""The Learn page in a real browser, with the keyboard alone: Tab to a control, Space to choose an answer (arrow keys
+move within a group of answers), Enter to press a button; from the first check through every chapter to the final
+check, at 1366×768 and 768×1024, each chapter's figure measured by the legibility harness (harness/legibility.py).
+
+Screenshots go to ``test-artifacts/learn/<viewport>_<chapter>.png``. A missing browser is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.browser import BROWSER_ARGS, CHROMIUM, DRAWN_JS, serve
+from harness.legibility import violations
+from model.checkpoint import ENV_MODEL
+from model.learn import CHAPTER_KEYS
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "test-artifacts" / "learn"
+TIMEOUT_MS = 120_000
+SIZES = ((1366, 768), (768, 1024))
+MAX_TABS = 150
+ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+FOCUSED_IN = "sel => { const a = document.activeElement; return !!a && !!a.closest(sel); }"
+HEADER_JS = "() => (document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent || ''"
+
+
+def idle(page, plots: int = 0) -> None:
+    """Wait until the run is over and ``plots`` figures (at least) are drawn; a figure is drawn once it is near the
+    window (views/plot.js), so it is brought into view first."""
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "
+        "!document.querySelector('[data-stale=\"true\"]')",
+        timeout=TIMEOUT_MS,
+    )
+    if plots:
+        page.locator(".decoder-lens-plot").first.scroll_into_view_if_needed()
+    page.wait_for_function(DRAWN_JS, arg=plots, timeout=TIMEOUT_MS)
+
+
+def tab_to(page, selector: str) -> None:
+    """Press Tab until the focus is inside ``selector`` (from wherever it is now, wrapping around the page)."""
+    for _ in range(MAX_TABS):
+        if page.evaluate(FOCUSED_IN, selector):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def answer_and_check(page, radio: str, check: str) -> None:
+    """Choose the focused group's first answer with Space, then press the check button with Enter."""
+    tab_to(page, radio)
+    page.keyboard.press("Space")
+    tab_to(page, check)
+    page.keyboard.press("Enter")
+    idle(page, 1)
+
+
+def walk(page, base: str, size: tuple[int, int], shots: Path, query: str = "") -> list[str]:
+    """Go through the whole lesson by keyboard; returns the legibility problems met on the way."""
+    problems: list[str] = []
+    vp = f"{size[0]}x{size[1]}"
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(f"{base}/?page=Learn{query}")
+    page.locator(".st-key-learn_nav").wait_for(timeout=TIMEOUT_MS)
+    idle(page)
+
+    def check_page(name: str) -> None:
+        errors = page.locator(ERROR_BOXES).all_inner_texts()
+        assert not errors, (name, errors)
+        problems.extend(f"{vp} {name}: {v}" for v in violations(page))
+        page.screenshot(path=str(shots / f"{vp}_{name}.png"), full_page=True)
+
+    # The first check: five answers, then the form's button.
+    for i in range(1, 6):
+        tab_to(page, f'[class*="st-key-learn_pre_{i}_"]')
+        page.keyboard.press("Space")
+    tab_to(page, '[data-testid="stFormSubmitButton"]')
+    page.keyboard.press("Enter")
+    idle(page)
+    assert page.get_by_text("Score:").count() == 1
+    check_page("00_check")
+    for k, key in enumerate(CHAPTER_KEYS, 1):
+        tab_to(page, ".st-key-learn_next")
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"() => ({HEADER_JS})().startsWith('{k}. ')", timeout=TIMEOUT_MS)
+        idle(page, 1)
+        assert f"chapter={k}" in page.url, page.url
+        answer_and_check(page, f'[class*="st-key-learn_q_{key}_"]', f'[class*="st-key-learn_check_{key}_"]')
+        feedback = page.locator('[data-testid="stAlertContainer"]').all_inner_texts()
+        assert any("Right:" in t or "Not quite:" in t for t in feedback), (key, feedback)
+        assert page.get_by_text("What to notice.").count() == 1, key
+        assert page.get_by_text("The figure in words:").count() == 1, key
+        check_page(f"{k:02d}_{key}")
+    tab_to(page, ".st-key-learn_next")
+    page.keyboard.press("Enter")
+    page.get_by_text("The final check: five questions").wait_for(timeout=TIMEOUT_MS)
+    idle(page)
+    for i in range(1, 6):
+        tab_to(page, f'[class*="st-key-learn_post_{i}_"]')
+        page.keyboard.press("Space")
+    tab_to(page, '[data-testid="stFormSubmitButton"]')
+    page.keyboard.press("Enter")
+    idle(page)
+    assert page.get_by_text("After the chapters").count() == 1
+    assert f"chapter={len(CHAPTER_KEYS) + 1}" in page.url
+    check_page(f"{len(CHAPTER_KEYS) + 1:02d}_check")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir, tmp_path_factory):
+    log = tmp_path_factory.mktemp("learn") / "streamlit.log"
+    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
+        yield srv.url
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
+
+
+def test_the_lesson_by_keyboard_alone_with_legible_figures(server):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
+    from playwright.sync_api import sync_playwright
+
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir(parents=True)
+    console: list[str] = []
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            for size in SIZES:
+                page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+                page.set_default_timeout(TIMEOUT_MS)
+                page.on("console", lambda m: m.type in ("error", "warning") and console.append(m.text))
+                problems += walk(page, server, size, SHOTS, "&max_len=8")
+                page.close()
+        finally:
+            browser.close()
+    assert not problems, "\n".join(problems)
+    assert not console, console

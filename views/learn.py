@@ -1,0 +1,411 @@
+"""The Learn page: a guided lesson through the decoder on the live model and the learner's sentence.
+
+A check of five questions, the chapters in data-flow order (each: a few sentences, the equation, one figure of the
+model's own numbers with a text alternative, a question to answer before the reveal, what to notice), and a second
+check. Every number and every answer comes from ``model.learn``; this module only lays them out. The chapter and the
+sentence live in the URL (``page=Learn&chapter=4&src=…``); answers and scores only in the session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import streamlit as st
+
+import viz
+from model.checkpoint import LoadedModel
+from model.constants import IMPOSSIBLE
+from model.explain import lens_problem, logit_lens
+from model.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
+from model.lesson import EXAMPLE_TOKENS, build_lesson, causal_mask
+
+from .common import cached, fail, get_decode, get_trace, lean_decoder, md, show, show_token, token_texter
+from .state import DEFAULTS, EXAMPLES, MAX_CHARS, Choices, number, prepare_source
+
+PAGE = "Learn"
+SENTENCE = EXAMPLES[5]  # the lesson's first sentence: short, and every word has a clear counterpart
+ROWS = "position: reads → predicts"
+KEYS = "key position (token it reads)"
+TOP = 10
+N = len(CHAPTER_KEYS)
+END = N + 1  # chapter 0: the first check; 1 … N: the chapters; N + 1: the last check
+
+
+@st.cache_resource(show_spinner=False)
+def worked_example():
+    return build_lesson()
+
+
+def _load_url() -> None:
+    """The sentence, chapter and decode length from the link, once per session."""
+    s = st.session_state
+    if s.get("learn_loaded"):
+        return
+    s["learn_loaded"] = True
+    qp = st.query_params
+    s["learn_src"] = str(qp.get("src") or SENTENCE)[:MAX_CHARS]
+    chapter, ok = number(qp.get("chapter", 0), int, 0)
+    s["learn_chapter"] = min(max(chapter, 0), END)
+    if "max_len" in qp:
+        s["learn_max_len"] = qp.get("max_len")
+
+
+def _sync_url(chapter: int) -> None:
+    s = st.session_state
+    want = {"page": PAGE, "chapter": str(chapter), "src": s["learn_src"]}
+    if "learn_max_len" in s:
+        want["max_len"] = str(s["learn_max_len"])
+    if st.query_params.to_dict() != want:
+        st.query_params.from_dict(want)
+
+
+def go(chapter: int) -> None:
+    st.session_state["learn_chapter"] = min(max(chapter, 0), END)
+
+
+def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
+    """The lesson on ``text`` (cached per session) and what its figures draw; None for empty text."""
+    src = prepare_source(text, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
+    if src is None:
+        return None
+    limit = lm.cfg.max_len - 1
+    max_len, _ = number(st.session_state.get("learn_max_len", DEFAULTS.max_len), int, DEFAULTS.max_len)
+    max_len = min(max(max_len, 1), limit)
+    greedy = get_decode(lm, Choices(str(lm.path), src.text, max_len=max_len), src.ids)
+    beam = get_decode(lm, Choices(str(lm.path), src.text, strategy="beam", beam=DEFAULTS.beam, max_len=max_len),
+                      src.ids)  # fmt: skip
+    target = tuple(i for i in greedy.ids if i != lm.cfg.eos_id)
+    tr = get_trace(lm, src.ids, target, causal=True)
+    nc = get_trace(lm, src.ids, target, causal=False)
+
+    def compute():
+        labels = [int(i) for i in tr.arrays["label_ids"]]
+        problem = lens_problem(lm.cfg)
+        L, T = lm.cfg.n_decoder_layers, len(labels)
+        lens = None if problem else logit_lens(lm.model, tr.arrays, labels, k=TOP, lean=lean_decoder(lm))
+        text_of = lambda ids: lm.tokenizer.decode([i for i in ids if i != lm.cfg.eos_id])  # noqa: E731
+        g = greedy.n_best[0]
+        learn = build(
+            tr.arrays, nc.arrays, tr.dec_input_tokens, tr.label_tokens, tr.src_tokens,
+            n_layers=L, activation=lm.cfg.activation,
+            lens_rank=lens.chosen_rank if lens else np.ones((L, T)),
+            beam=[(text_of(h.ids), h.score) for h in beam.n_best], beam_width=DEFAULTS.beam,
+            greedy=(text_of(g.ids), g.score), example=worked_example(), label=show_token, token_text=token_texter(lm),
+            scale_embedding=lm.cfg.scale_embedding,
+            tie_output=lm.cfg.tie_output,
+        )  # fmt: skip
+        return learn, lens
+
+    learn, lens = cached("learn", (str(lm.path), src.ids, max_len), compute)
+    return learn, {"trace": tr, "nomask": nc, "beam": beam, "lens": lens, "src": src, "lm": lm}
+
+
+# ---------------------------------------------------------------------------
+# The page.
+
+
+def render(lm: LoadedModel | None, error: str | None) -> None:
+    _load_url()
+    s = st.session_state
+    st.title(":material/school: Learn: how a decoder writes a translation")
+    if lm is None:
+        st.error(md(error or "No model is loaded."))
+        st.info("The chapters need a model; the hand-sized worked example below does not.")
+        chapter(None, None, by_hand(worked_example()), N, None)
+        return
+    st.text_input("English sentence (the whole lesson reads the model on it; press Enter to use another)",
+                  key="learn_src", max_chars=MAX_CHARS)  # fmt: skip
+    try:
+        got = lesson_for(lm, s["learn_src"])
+    except Exception as e:
+        fail("Could not compute the lesson", e)
+        return
+    k = s["learn_chapter"]
+    _sync_url(k)
+    if got is None:
+        st.info("Type an English sentence to start the lesson.")
+        return
+    learn, data = got
+    if data["src"].truncated or data["src"].chars_cut:
+        st.caption(f"The sentence is cut to the model's {lm.cfg.max_len - 1} tokens.")
+    sid = hashlib.sha256(f"{lm.path}\0{s['learn_src']}".encode()).hexdigest()[:8]  # new sentence, new answers
+    st.progress(k / END, text=_progress(learn, k))
+    if k == 0:
+        start(learn, data, sid)
+    elif k == END:
+        finish(learn, sid)
+    else:
+        chapter(learn, data, learn.chapters[k - 1], k, sid)
+    nav(learn, k)
+
+
+def _progress(learn: Learn, k: int) -> str:
+    if k == 0:
+        return f"Before the chapters: a five-question check · {N} chapters follow"
+    if k == END:
+        return f"All {N} chapters done · the final check"
+    return f"Chapter {k} of {N}: {learn.chapters[k - 1].title}"
+
+
+def start(learn: Learn, data: dict, sid: str) -> None:
+    tr = data["trace"]
+    st.markdown(
+        f"This lesson follows one sentence through the decoder of a small English→French Transformer, the way the "
+        f"data flows: {N} short chapters, each with a figure of the model's own numbers and a question to answer "
+        f"before the answer is shown. It takes about **{learn.minutes} minutes** ({N} chapters of about "
+        "50 seconds, and two checks of five questions). Move with the *Previous* and *Next* buttons, or Tab to them "
+        "and press Enter."
+    )
+    st.markdown("**The sentence the model reads:**")
+    st.text(data["src"].text)
+    st.markdown("**Its translation (the model's own, decoded greedily):**")
+    st.text(" ".join(show_token(t) for t in tr.label_tokens))
+    st.subheader("Before you start: five questions")
+    st.caption("Answer what you can; the same five ideas come back, with other items, at the end.")
+    quiz(learn.pre, "pre", sid)
+
+
+def finish(learn: Learn, sid: str) -> None:
+    st.subheader("The final check: five questions")
+    st.caption("The same five ideas as the first check, other items.")
+    quiz(learn.post, "post", sid)
+    pre, post = st.session_state.get(f"learn_score_pre_{sid}"), st.session_state.get(f"learn_score_post_{sid}")
+    if post is not None:
+        c1, c2 = st.columns(2)
+        c1.metric("Before the chapters", "not taken" if pre is None else f"{pre} / 5")
+        c2.metric("After the chapters", f"{post} / 5", delta=None if pre is None else post - pre)
+        st.caption("Kept in this browser tab only: nothing is stored.")
+
+
+def quiz(questions: tuple[Question, ...], name: str, sid: str) -> None:
+    key = f"learn_score_{name}_{sid}"
+    with st.form(f"learn_form_{name}_{sid}"):
+        for i, q in enumerate(questions, 1):
+            st.radio(f"{i}. {q.prompt}", q.options, index=None, key=f"learn_{name}_{i}_{sid}")
+        sent = st.form_submit_button("Check my answers", type="primary")
+    s = st.session_state
+    if sent:
+        s[key] = sum(s.get(f"learn_{name}_{i}_{sid}") == q.options[q.answer] for i, q in enumerate(questions, 1))
+    if key in s:
+        st.markdown(f"**Score: {s[key]} / {len(questions)}**")
+        for i, q in enumerate(questions, 1):
+            feedback(q, s.get(f"learn_{name}_{i}_{sid}"), f"{i}. ")
+
+
+def feedback(q: Question, chosen: str | None, prefix: str = "") -> None:
+    right = q.options[q.answer]
+    where = f"See {q.where}: {q.why}."
+    if chosen == right:
+        st.success(md(f"{prefix}Right: {right}. {where}"), icon=":material/check_circle:")
+    elif chosen is None:
+        st.info(md(f"{prefix}No answer chosen. The answer is {right}. {where}"), icon=":material/info:")
+    else:
+        st.warning(md(f"{prefix}Not quite: you chose {chosen}; the answer is {right}. {where}"),
+                   icon=":material/close:")  # fmt: skip
+
+
+def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) -> None:
+    st.header(f"{k}. {c.title}")
+    st.markdown(md(c.text))
+    st.latex(c.equation)
+    try:
+        fig = figure(c.key, learn, data)
+    except Exception as e:
+        fail("Could not draw the figure", e)
+        fig = None
+    if fig is not None:
+        show(fig, f"learn_fig_{c.key}")
+        st.caption(md(f"The figure in words: {c.alt}"))
+    if c.key == "mask" and data is not None:
+        cheat(data)
+    if c.key == "by_hand":
+        with st.container(key="learn_mistakes"):
+            st.subheader("Common mistakes to avoid")
+            for m in mistakes(worked_example()):
+                st.markdown(f"**{md(m.title)}.** {md(m.computation)}")
+    q = c.question
+    qkey = f"learn_q_{c.key}_{sid}"
+    st.radio(md(q.prompt), q.options, index=None, key=qkey)
+    checked = f"learn_checked_{c.key}_{sid}"
+    if st.button("Check", key=f"learn_check_{c.key}_{sid}", type="primary"):
+        st.session_state[checked] = True
+    if st.session_state.get(checked):
+        feedback(q, st.session_state.get(qkey))
+        st.markdown(f"**What to notice.** {md(c.notice)}")
+
+
+def cheat(data: dict) -> None:
+    """The loss with and without the causal mask, on the live model."""
+    on, off = float(data["trace"].arrays["loss"].mean()), float(data["nomask"].arrays["loss"].mean())
+    c1, c2 = st.columns(2)
+    c1.metric("Mean loss with the causal mask", f"{on:.3f}")
+    c2.metric("Mean loss without it", f"{off:.3f}", delta=f"{off - on:+.3f}", delta_color="inverse")
+
+
+def nav(learn: Learn, k: int) -> None:
+    prev_name = "the first check" if k == 1 else learn.chapters[k - 2].title if k > 1 else None
+    next_name = "the final check" if k == N else learn.chapters[k].title if k < N else None
+    with st.container(horizontal=True, key="learn_nav"):
+        if prev_name:
+            st.button(f"◀ Previous: {prev_name}", key="learn_prev", on_click=go, args=(k - 1,))
+        if next_name:
+            st.button(f"Next: {next_name} ▶", key="learn_next", on_click=go, args=(k + 1,), type="primary")
+    st.selectbox("Or go to", range(END + 1), index=k, key=f"learn_goto_{k}", format_func=lambda i: _name(learn, i),
+                 on_change=_goto, args=(k,))  # fmt: skip
+
+
+def _name(learn: Learn, i: int) -> str:
+    return "The first check" if i == 0 else "The final check" if i == END else f"{i}. {learn.chapters[i - 1].title}"
+
+
+def _goto(k: int) -> None:
+    go(st.session_state[f"learn_goto_{k}"])
+
+
+# ---------------------------------------------------------------------------
+# One figure per chapter, from the ``viz`` builders.
+
+
+def figure(key: str, learn: Learn | None, data: dict | None):
+    if key == "by_hand":
+        ex = worked_example()
+        w = ex.stage("weights").ours
+        n = w.shape[0]
+        rows = list(EXAMPLE_TOKENS[:n])
+        return viz.attention_figure(np.where(np.isfinite(causal_mask(n)), w, -np.inf), rows, rows,
+                                    title="Attention weights α of the worked example, recomputed",
+                                    q_title="row: the token it reads", k_title="key token",
+                                    masked_hover="masked (the future): weight 0")  # fmt: skip
+    tr, f = data["trace"], learn.focus.row
+    a = tr.arrays
+    reads = [show_token(t) for t in tr.dec_input_tokens]
+    rows = [f"{r} → {show_token(p)}" for r, p in zip(reads, tr.label_tokens)]
+    L0, h = f"dec.{SELF_LAYER}", SELF_HEAD
+    where = f"layer {SELF_LAYER}, head {h}"
+    if key == "tokens":
+        p = a["probs"][np.arange(len(rows)), a["label_ids"]]
+        return viz.layer_position_figure(
+            p[None, :],
+            rows,
+            highlight_col=f,
+            value_name="p(label)",
+            layer_labels=["p(label)"],
+            y_title="teacher forcing",
+            title="Probability of each label, one column per decoder position",
+        )
+    if key == "embed":
+        return viz.matrix_figure(
+            a["dec.input"],
+            rows,
+            highlight_row=f,
+            token_label=ROWS,
+            title="X = token embedding · √d_model + positional encoding",
+        )
+    if key == "qkv":
+        return viz.matrix_figure(
+            a[f"{L0}.self.Q"][h],
+            rows,
+            highlight_row=f,
+            token_label=ROWS,
+            dim_label="d_k dimension",
+            title=f"Queries Q = X·W_Q, {where}",
+        )
+    if key in ("scores", "mask"):
+        kind = "scores" if key == "scores" else "masked_scores"
+        title = "Raw scores QKᵀ/√d_k, every cell" if key == "scores" else "Masked scores (grey = −∞)"
+        return viz.attention_figure(
+            a[f"{L0}.self.{kind}"][h],
+            rows,
+            reads,
+            kind=kind,
+            highlight_row=f,
+            title=f"{title}, {where}",
+            q_title=ROWS,
+            k_title=KEYS,
+            masked_hover="masked: −∞ (the future)",
+        )
+    if key == "softmax":
+        w = np.where(np.isfinite(a[f"{L0}.self.mask"][h]), a[f"{L0}.self.weights"][h], -np.inf)
+        return viz.attention_figure(
+            w,
+            rows,
+            reads,
+            kind="weights",
+            highlight_row=f,
+            q_title=ROWS,
+            k_title=KEYS,
+            title=f"Attention weights α, {where}",
+            masked_hover="masked (the future): weight 0",
+        )
+    if key == "output_proj":
+        return viz.matrix_figure(
+            a[f"{L0}.self.context"][h],
+            rows,
+            highlight_row=0,
+            token_label=ROWS,
+            dim_label="d_k dimension",
+            title=f"α·V, {where} (row 0 outlined)",
+        )
+    if key == "addnorm":
+        k1 = f"{L0}.norm1"
+        return viz.addnorm_figure(
+            a[f"{k1}.residual"],
+            a[f"{k1}.mean"],
+            a[f"{k1}.std"],
+            a[f"{k1}.out"],
+            rows,
+            highlight_row=f,
+            token_label=ROWS,
+            title=f"Add & Norm after self-attention, layer {SELF_LAYER}",
+        )
+    if key == "cross":
+        cl = learn.focus.cross_layer
+        return viz.alignment_figure(
+            a[f"dec.{cl}.cross.weights"].mean(axis=0),
+            rows,
+            [show_token(t) for t in tr.src_tokens],
+            highlight_row=f,
+            q_title="target position: reads → predicts",
+            title=f"Cross-attention, layer {cl}, mean of heads",
+        )
+    if key == "ffn":
+        return viz.ffn_figure(
+            a[f"{L0}.ffn.hidden"],
+            rows,
+            highlight_row=f,
+            token_label=ROWS,
+            title=f"FFN hidden units, layer {SELF_LAYER}",
+        )
+    if key == "output":
+        probs = a["probs"][f]
+        order = np.argsort(-probs, kind="stable")[:TOP]
+        label = int(a["label_ids"][f])
+        chosen = [int(i) for i in order].index(label) if label in order else None
+        text = token_texter(data["lm"])
+        return viz.topk_figure(
+            [show_token(text(int(i))) for i in order],
+            probs[order],
+            chosen,
+            title=f"Top {TOP} next tokens at row {f} ({rows[f]}); the label outlined",
+        )
+    if key == "decoding":
+        res = data["beam"]
+        return viz.beam_tree_figure(
+            res.beam_steps,
+            token_text=token_texter(data["lm"]),
+            impossible=IMPOSSIBLE,
+            title=f"Beam search, width {DEFAULTS.beam}: every hypothesis it kept or dropped",
+        )
+    if key == "lens":
+        if data["lens"] is None:
+            return None
+        return viz.layer_position_figure(
+            data["lens"].chosen_prob,
+            rows,
+            highlight_col=f,
+            value_name="p(label)",
+            y_title="layer",
+            title="p(the label) after each decoder layer, every position",
+        )
+    raise KeyError(key)
