@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .transformer import HeadMask, Transformer, causal_mask, padding_mask
+from .transformer import HeadMask, Transformer, causal_mask
 
 NOISE_SCALE = 3.0  # ROME's ν = 3σ
 NOISE_SEED = 0
