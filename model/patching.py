@@ -333,3 +333,30 @@ def activation_patching(
     None takes ``default_position``."""
     p = Patcher(model, src_a, out_ids, src_b, noise_scale, seed)
     return p.map(default_position(p) if position is None else position, contrast_id)
+
+
+def report(tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
+    """The maps of one patching run as named arrays (the README lists the keys), for the command line and downloads."""
+    P = r.position + 1
+    out = {
+        "tokens.src": np.array(tokenizer.tokens(p.src.tolist())),
+        "tokens.dec_input": np.array(tokenizer.tokens(p.dec_in[:P].tolist())),
+        "tokens.label": np.array(tokenizer.tokens(p.out[:P].tolist())),
+        "src_ids": p.src.numpy(), "out_ids": p.out.numpy(), "position": np.array(r.position),
+        "target": np.array(tokenizer.id_to_token(r.target_id)), "target_id": np.array(r.target_id),
+        "corruption": np.array(r.corruption.kind), "corruption.text": np.array(r.corruption.describe()),
+        "corrupted_top": np.array(tokenizer.tokens(r.corrupted_top.tolist())),
+    }  # fmt: skip
+    if p.src_b is not None:
+        out["tokens.src_b"], out["src_b_ids"] = np.array(tokenizer.tokens(p.src_b)), np.array(p.src_b)
+    else:
+        out["noise.std"], out["noise.scale"], out["noise.seed"] = (np.array(v) for v in (r.corruption.std,
+                                                                   r.corruption.scale, r.corruption.seed))  # fmt: skip
+    maps = {"prob": r.prob, "diff": r.diff}
+    if r.contrast_id is not None:
+        out["contrast"], out["contrast_id"] = np.array(tokenizer.id_to_token(r.contrast_id)), np.array(r.contrast_id)
+    for name, m in maps.items():
+        if m is not None:
+            out.update({f"{name}.enc": m.enc, f"{name}.dec": m.dec, f"{name}.heads": m.heads,
+                        f"{name}.clean": np.array(m.clean), f"{name}.corrupted": np.array(m.corrupted)})  # fmt: skip
+    return out
