@@ -26,12 +26,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .constants import PATCH_SUBLAYERS
 from .transformer import HeadMask, Transformer, causal_mask
 
 NOISE_SCALE = 3.0  # ROME's ν = 3σ
 NOISE_SEED = 0
 SUBLAYERS = ("self", "cross", "ffn")  # the decoder residual after Add & Norm 1, 2, 3
-SUBLAYER_LABELS = {"self": "after self-attention", "cross": "after cross-attention", "ffn": "after FFN"}
+SUBLAYER_LABELS = dict(zip(SUBLAYERS, PATCH_SUBLAYERS))
 HEAD_KINDS = ("self", "cross")
 ROWS_PER_PASS = 512  # rows per batched pass: bounds memory (a row of the bundled model's 16 positions is ~0.5 MB)
 
