@@ -37,12 +37,14 @@ class ContrastToken:
 
 
 def contrast_token(tokenizer, text: str) -> ContrastToken:
-    """The token a typed alternative stands for: a vocabulary token written as such (``▁la``, ``␣la``), else the
-    text as a word (``la`` -> ``▁la``); a word the vocabulary splits uses its first piece and says so."""
+    """The token a typed alternative stands for: a vocabulary token written as such (``▁la``, ``␣la``, a byte
+    ``<0xC3>``), else the text as a word (``la`` -> ``▁la``); a word the vocabulary splits uses its first piece and
+    says so."""
     raw = (text or "").strip().replace(SHOWN_MARKER, MARKER)
     if not raw:
         raise ValueError("the contrast token is empty: type the word the model might have chosen instead")
-    if raw.startswith(MARKER) and (tid := tokenizer.token_to_id(raw)) is not None:
+    written_as_token = raw.startswith(MARKER) or (raw.startswith("<") and raw.endswith(">"))  # ▁la, <0xC3>, </s>
+    if written_as_token and (tid := tokenizer.token_to_id(raw)) is not None:
         return ContrastToken(int(tid), raw, (raw,), None)
     ids = tokenizer.encode(raw)
     if not ids:

@@ -361,3 +361,21 @@ def report(tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
             out.update({f"{name}.enc": m.enc, f"{name}.dec": m.dec, f"{name}.heads": m.heads,
                         f"{name}.clean": np.array(m.clean), f"{name}.corrupted": np.array(m.corrupted)})  # fmt: skip
     return out
+
+
+def site_rows(r: dict[str, np.ndarray]) -> list[dict]:
+    """Every value of a ``report``'s maps as one row (for a CSV): metric, map, layer, part (the sublayer or the
+    attention), index (position, source position or head), its token, the value."""
+    src, reads = [str(t) for t in r["tokens.src"]], [str(t) for t in r["tokens.dec_input"]]
+    rows = []
+    for metric in ("prob", "diff"):
+        if f"{metric}.enc" not in r:
+            continue
+        for (layer, s), v in np.ndenumerate(r[f"{metric}.enc"]):
+            rows.append(dict(metric=metric, map="encoder", layer=layer, part="output", index=s, token=src[s], value=v))
+        for (layer, k, p), v in np.ndenumerate(r[f"{metric}.dec"]):
+            rows.append(dict(metric=metric, map="decoder", layer=layer, part=SUBLAYER_LABELS[SUBLAYERS[k]], index=p,
+                             token=reads[p], value=v))  # fmt: skip
+        for (k, layer, h), v in np.ndenumerate(r[f"{metric}.heads"]):
+            rows.append(dict(metric=metric, map="heads", layer=layer, part=HEAD_KINDS[k], index=h, token="", value=v))
+    return rows

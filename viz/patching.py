@@ -131,14 +131,21 @@ def pair_figures(
     x_title: str,
     y_title: str,
     value_name: str,
-    colorscale: str = "Blues",
+    signed: bool = False,
+    col_index: bool = True,
 ) -> tuple[go.Figure, go.Figure, go.Figure]:
-    """One stage's matrix for run A and run B on one colour scale (the range of both), and A − B on a diverging
-    scale centred on 0 (over the common positions when the shapes differ, labelled by A's tokens and B's)."""
+    """One stage's matrix for run A and run B on one colour scale (the range of both; ``signed``: diverging and
+    symmetric about 0, else sequential), and A − B on a diverging scale centred on 0 (over the common positions when
+    the shapes differ, labelled by A's tokens and B's). ``col_index`` False: columns are numbers already (dimensions),
+    not prefixed with their index."""
     a, b = as_2d(a, "a"), as_2d(b, "b")
     lo, hi = shared_range(a, b)
+    colorscale = DIFF_SCALE if signed else "Blues"
+    if signed:
+        hi = max(abs(lo), abs(hi))
+        lo = -hi
     kw = dict(x_title=x_title, y_title=y_title, colorscale=colorscale, zmin=lo, zmax=hi, value_name=value_name,
-              cells="rows" if max(a.shape[1], b.shape[1]) > 64 else "square")  # fmt: skip
+              cells="rows" if max(a.shape[1], b.shape[1]) > 64 else "square", col_index=col_index)  # fmt: skip
     fa = heatmap(a, rows_a, cols_a, title=f"A: {title}", **kw)
     fb = heatmap(b, rows_b, cols_b, title=f"B: {title}", **kw)
     d, _ = aligned_difference(a, b)
