@@ -124,3 +124,20 @@ def test_view_round_trips_the_compare_fields():
     back, more = clamp_view(raw, limits)
     assert back == v and not msgs and not more
     assert "srcb" not in to_query(View())
+
+
+def test_the_what_if_panel_links_to_the_contrast(tiny_model_dir, monkeypatch):
+    from urllib.parse import parse_qsl, urlsplit
+
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"src": A, "max_len": "6", "step": "2"})
+    at.run()
+    ok(at)
+    pick = at.selectbox(key="whatif_pick")
+    (link,) = at.get("link_button")
+    query = dict(parse_qsl(urlsplit(link.proto.url).query))
+    assert query["page"] == "Compare" and query["src"] == A and query["step"] == "2"
+    assert query["contrast"] and query["contrast"] in pick.value.replace("␣", "▁")
+    at = open_compare(tiny_model_dir, monkeypatch, **{k: v for k, v in query.items() if k != "max_len"})
+    assert any(m.value.startswith("Logit difference") for m in at.markdown)
