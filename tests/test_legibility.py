@@ -9,7 +9,9 @@ tokens), so a random model gives exact sizes. States visited:
   the teacher-forcing view for every length, and every panel of the lesson page;
 - 1920×1080: every stage of both views for 60 tokens (the largest figures) except "All stages" (the same
   figures as the single stages, and the slowest page), and the lesson's first panel: a subset, as the full
-  set at both sizes would double the run time.
+  set at both sizes would double the run time;
+- at both sizes, the Compare page with each patching map (decoder, encoder, heads), a contrast, and a stage of A
+  and B with their difference.
 
 Each state waits until the page is idle and every plot is drawn, runs `harness.legibility.violations`
 and saves a full-page screenshot to `test-artifacts/legibility/<viewport>_<length>tok_<view>_<stage>.png`
@@ -35,7 +37,7 @@ from harness.browser import BROWSER_ARGS, CHROMIUM, DRAWN_JS, serve
 from harness.legibility import violations
 from model.checkpoint import ENV_MODEL
 from model.tokenizer import SPECIALS, Tokenizer
-from views.state import DEFAULT_STAGE, STAGE_LABELS, STAGES
+from views.state import DEFAULT_STAGE, SITES, STAGE_LABELS, STAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "test-artifacts" / "legibility"
@@ -59,6 +61,7 @@ FRENCH = (
     "Nous irons à la plage demain. Je suis étudiant. J'aime la pizza. Bonjour le monde."
 )
 LESSON = "/?page=Lesson"
+COMPARE = ("The cat is sleeping on the sofa.", "The man is sleeping on the sofa.")  # 16 tokens each (tiny tokenizer)
 # viewport -> lesson panels checked there (None: every panel); the lesson's figures do not depend on the model
 LESSON_PANELS = {(1366, 768): None, (1920, 1080): 1}
 ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
@@ -191,6 +194,10 @@ def test_figures_legible(server, tiny_model_dir):
                         chips = page.locator(".st-key-chips").inner_text()
                         if want not in chips:
                             problems.append(f"{name}: expected {want!r}, the page shows {chips[:80]!r}")
+                for site, stage in zip(SITES, ("cross", "self", "inputs")):  # the Compare page: every map kind
+                    q = dict(page="Compare", src=COMPARE[0], srcb=COMPARE[1], contrast="la", site=site, stage=stage,
+                             step="3", max_len="8")  # fmt: skip
+                    visit(page, size, f"{vp}/compare/{site}", partial(page.goto, f"{server}/?{urlencode(q)}"))
                 panels = LESSON_PANELS[size]
                 if not visit(page, size, f"{vp}/lesson/01", partial(page.goto, server + LESSON)):
                     continue
