@@ -11,6 +11,8 @@ import pytest
 import viz
 from harness.legibility import BROWSER_ARGS, CHROMIUM, show_figures, violations
 
+HEADS_TITLE = "logit ▁fille − logit ▁garçon with one head's output restored (every position)"
+
 
 def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
     rng = np.random.default_rng(S * 100 + P)
@@ -22,7 +24,7 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
                                  value_name="p(▁fille)", zmin=0.0, zmax=1.0),
         viz.patch_encoder_figure(rng.random((L, S)), src, title="p(▁fille) with one encoder output restored",
                                  value_name="p(▁fille)", zmin=0.0, zmax=1.0),
-        viz.patch_heads_figure(rng.normal(size=(2, L, H)), title="logit ▁fille − logit ▁garçon, one head restored",
+        viz.patch_heads_figure(rng.normal(size=(2, L, H)), title=HEADS_TITLE,
                                value_name="logit difference"),
         *viz.pair_figures(a, b, pos, src, [*pos, "▁y → </s>"], src, title="cross-attention, layer 0",
                           x_title="source token", y_title="position: reads → predicts", value_name="weight"),

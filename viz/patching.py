@@ -86,7 +86,7 @@ def patch_heads_figure(
     _, L, H = v.shape
     rows = [f"layer {i} {kind}" for i in range(L) for kind in HEAD_KINDS]
     return heatmap(v.transpose(1, 0, 2).reshape(2 * L, H), rows, [f"head {h}" for h in range(H)], title=title,
-                   x_title="head whose output is restored", y_title="decoder layer and attention",
+                   x_title="head whose output is restored", y_title="decoder layer",
                    colorscale=PATCH_SCALE, zmin=zmin, zmax=zmax, value_name=value_name, row_index=False,
                    col_index=False, cells="rows", show_values=True)  # fmt: skip
 
