@@ -141,3 +141,16 @@ def test_the_what_if_panel_links_to_the_contrast(tiny_model_dir, monkeypatch):
     assert query["contrast"] and query["contrast"] in pick.value.replace("␣", "▁")
     at = open_compare(tiny_model_dir, monkeypatch, **{k: v for k, v in query.items() if k != "max_len"})
     assert any(m.value.startswith("Logit difference") for m in at.markdown)
+
+
+def test_every_stage_draws_both_runs_and_their_difference(tiny_model_dir, monkeypatch):
+    from views.compare import STAGES
+    from views.state import DEFAULT_STAGE
+
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, head="1", layer="1")
+    for stage in STAGES:
+        at.selectbox(key="stage").set_value(stage).run()
+        ok(at)
+        titles = [t for t in figures(at) if t.startswith(("A: ", "B: ", "A − B: "))]
+        assert len(titles) == 3 and len({t.split(": ", 1)[1] for t in titles}) == 1, titles
+        assert at.query_params.get("stage", DEFAULT_STAGE) == stage

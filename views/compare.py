@@ -39,26 +39,27 @@ def _preset(a: str, b: str, contrast: str) -> None:
     s["source"], s["source_b"], s["contrast"], s["step"] = a, b, contrast, 0
 
 
-def _stage_matrix(stage: str, arrays: dict, layer: int, head) -> tuple[np.ndarray, str, bool]:
-    """The matrix a stage shows for one run (rows: decoder positions), its columns' name, and whether it is signed."""
+def _stage_matrix(stage: str, arrays: dict, layer: int, head) -> tuple[np.ndarray, str, bool, str]:
+    """The matrix a stage shows for one run (rows: decoder positions), its columns' name, whether it is signed, and
+    what its values are."""
     L = f"dec.{layer}"
     per_head = (lambda a: heads_concat(a)) if head == MEAN_HEADS else (lambda a: a[int(head)])
     attn = mean_weights if head == MEAN_HEADS else (lambda a: a[int(head)])
     if stage == "inputs":
-        return arrays["dec.input"], "dimension", True
+        return arrays["dec.input"], "dimension", True, "value"
     if stage == "qkv":
-        return per_head(arrays[f"{L}.self.Q"]), "dimension of Q" + (" (heads side by side)" if head == MEAN_HEADS
-                                                                       else ""), True  # fmt: skip
+        side = " (heads side by side)" if head == MEAN_HEADS else ""
+        return per_head(arrays[f"{L}.self.Q"]), f"dimension of Q{side}", True, "value"
     if stage == "scores":
         s = arrays[f"{L}.self.masked_scores"]
-        return (s.mean(0) if head == MEAN_HEADS else s[int(head)]), "key: token read", True
+        return (s.mean(0) if head == MEAN_HEADS else s[int(head)]), "key: token read", True, "score"
     if stage == "self":
-        return attn(arrays[f"{L}.self.weights"]), "key: token read", False
+        return attn(arrays[f"{L}.self.weights"]), "key: token read", False, "weight"
     if stage == "self_out":
-        return arrays[f"{L}.norm1.out"], "dimension", True
+        return arrays[f"{L}.norm1.out"], "dimension", True, "value"
     if stage == "cross":
-        return attn(arrays[f"{L}.cross.weights"]), "source token", False
-    return arrays[f"{L}.ffn.hidden"], "FFN hidden unit", False
+        return attn(arrays[f"{L}.cross.weights"]), "source token", False, "weight"
+    return arrays[f"{L}.ffn.hidden"], "FFN hidden unit", False, "activation"
 
 
 def _columns(stage: str, trace, n: int) -> list[str]:
@@ -175,14 +176,14 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         s["stage"] = DEFAULT_STAGE
     stage = st.selectbox("Stage to compare", STAGES, key="stage", format_func=STAGE_LABELS.get)
     layer, head = min(view.layer, lm.cfg.n_decoder_layers - 1), view.head
-    a, x_title, signed = _stage_matrix(stage, tr_a.arrays, layer, head)
-    b, _, _ = _stage_matrix(stage, tr_b.arrays, layer, head)
+    a, x_title, signed, value_name = _stage_matrix(stage, tr_a.arrays, layer, head)
+    b = _stage_matrix(stage, tr_b.arrays, layer, head)[0]
     where = "" if stage in ("inputs",) else f", layer {layer}" + (f", {head_label(head)}" if stage in (
         "qkv", "scores", "self", "cross") else "")  # fmt: skip
     title = f"{STAGE_LABELS[stage]}{where}"
     fa, fb, fd = viz.pair_figures(a, b, _rows(tr_a), _columns(stage, tr_a, a.shape[1]), _rows(tr_b),
                                   _columns(stage, tr_b, b.shape[1]), title=title, x_title=x_title,
-                                  y_title="position: reads → predicts", value_name="value", signed=signed,
+                                  y_title="position: reads → predicts", value_name=value_name, signed=signed,
                                   col_index=stage in ("scores", "self", "cross"))  # fmt: skip
     half = (MIN_WIDTH - COLUMN_GAP) / 2
     if all(f.layout.width is not None and f.layout.width <= half for f in (fa, fb)):
