@@ -11,6 +11,7 @@ import pytest
 import viz
 from harness.legibility import BROWSER_ARGS, CHROMIUM, show_figures, violations
 
+SUBLAYERS = ("after self-attn", "after cross-attn", "after FFN")  # as model.constants.PATCH_SUBLAYERS
 HEADS_TITLE = "logit ▁fille − logit ▁garçon with one head's output restored (every position)"
 
 
@@ -20,8 +21,8 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
     pos = [f"▁w{i} → ▁x{i}" for i in range(P)]
     a, b = rng.random((P, S)), rng.random((P + 1, S))
     return [
-        viz.patch_decoder_figure(rng.random((L, 3, P)), pos, title="p(▁fille) with one decoder site restored",
-                                 value_name="p(▁fille)", zmin=0.0, zmax=1.0),
+        viz.patch_decoder_figure(rng.random((L, 3, P)), pos, sublayers=SUBLAYERS, value_name="p(▁fille)",
+                                 title="p(▁fille) with one decoder site restored", zmin=0.0, zmax=1.0),
         viz.patch_encoder_figure(rng.random((L, S)), src, title="p(▁fille) with one encoder output restored",
                                  value_name="p(▁fille)", zmin=0.0, zmax=1.0),
         viz.patch_heads_figure(rng.normal(size=(2, L, H)), title=HEADS_TITLE,
@@ -32,7 +33,8 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
 
 
 def test_decoder_rows_are_layers_and_sublayers_and_the_measured_column_is_outlined():
-    fig = viz.patch_decoder_figure(np.arange(2 * 3 * 4).reshape(2, 3, 4), list("abcd"), title="t", value_name="p")
+    fig = viz.patch_decoder_figure(np.arange(2 * 3 * 4).reshape(2, 3, 4), list("abcd"), sublayers=SUBLAYERS,
+                                   title="t", value_name="p")  # fmt: skip
     assert list(fig.layout.yaxis.ticktext)[:3] == [
         "layer 0 after self-attn", "layer 0 after cross-attn", "layer 0 after FFN"]  # fmt: skip
     z = np.asarray(fig.data[0].z)
@@ -40,7 +42,7 @@ def test_decoder_rows_are_layers_and_sublayers_and_the_measured_column_is_outlin
     (col,) = [s for s in fig.layout.shapes if s.name == "highlight_col"]
     assert (col.x0, col.x1) == (2.5, 3.5)
     with pytest.raises(ValueError):
-        viz.patch_decoder_figure(np.zeros((2, 2, 4)), list("abcd"), title="t", value_name="p")
+        viz.patch_decoder_figure(np.zeros((2, 2, 4)), list("abcd"), sublayers=SUBLAYERS, title="t", value_name="p")
     with pytest.raises(ValueError):
         viz.patch_encoder_figure(np.zeros((2, 3)), list("ab"), title="t", value_name="p")
 

@@ -13,6 +13,7 @@ import streamlit as st
 
 import viz
 from model.checkpoint import LoadedModel
+from model.constants import PATCH_SUBLAYERS
 from model.jsonio import dumps
 from model.steps import heads_concat, mean_weights
 from viz.common import MIN_WIDTH
@@ -274,8 +275,8 @@ def _map(site: str, m, tr_a, t: int, what: str, key: str) -> None:
     lo, hi = viz.shared_range(m.enc, m.dec, m.heads, np.array([m.clean, m.corrupted]))
     kw = dict(value_name=what, zmin=lo, zmax=hi)
     if site == "dec":
-        show(viz.patch_decoder_figure(m.dec, _rows(tr_a)[: t + 1], title=f"{what} with one decoder site restored",
-                                      **kw), f"{key}_dec")  # fmt: skip
+        show(viz.patch_decoder_figure(m.dec, _rows(tr_a)[: t + 1], sublayers=PATCH_SUBLAYERS,
+                                      title=f"{what} with one decoder site restored", **kw), f"{key}_dec")  # fmt: skip
     elif site == "enc":
         src = [show_token(x) for x in tr_a.src_tokens]
         show(viz.patch_encoder_figure(m.enc, src, title=f"{what} with one encoder output restored", **kw),

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from model.constants import PATCH_SUBLAYERS
-
 from .common import as_2d, as_tokens, check_len
 from .heatmap import heatmap
 
@@ -30,22 +28,24 @@ def patch_decoder_figure(
     values: np.ndarray,
     positions: Sequence[str],
     *,
+    sublayers: Sequence[str],
     title: str,
     value_name: str,
     zmin: float | None = None,
     zmax: float | None = None,
 ) -> go.Figure:
-    """Decoder sites (L, 3, P): rows = each layer's residual stream after self-attention, cross-attention and the
-    FFN (top to bottom in data-flow order), columns = positions (``reads → predicts``); each cell the measured
-    quantity with that one site restored from the clean run. The last column is the measured position."""
+    """Decoder sites (L, K, P): rows = each layer's residual stream after each of its K ``sublayers`` (e.g. "after
+    self-attn", top to bottom in data-flow order), columns = positions (``reads → predicts``); each cell the
+    measured quantity with that one site restored from the clean run. The last column is the measured position."""
     v = np.asarray(values, dtype=np.float64)
-    if v.ndim != 3 or v.shape[1] != len(PATCH_SUBLAYERS):
-        raise ValueError(f"decoder sites must be (layers, {len(PATCH_SUBLAYERS)}, positions), not {v.shape}")
-    L, _, P = v.shape
+    sublayers = as_tokens(sublayers, "sublayers")
+    if v.ndim != 3 or v.shape[1] != len(sublayers):
+        raise ValueError(f"decoder sites must be (layers, {len(sublayers)} sublayers, positions), not {v.shape}")
+    L, K, P = v.shape
     positions = as_tokens(positions, "positions")
     check_len(P, positions, "columns", f"values of shape {v.shape}")
-    rows = [f"layer {i} {s}" for i in range(L) for s in PATCH_SUBLAYERS]
-    return heatmap(v.reshape(L * 3, P), rows, positions, title=title, x_title="position: reads → predicts",
+    rows = [f"layer {i} {s}" for i in range(L) for s in sublayers]
+    return heatmap(v.reshape(L * K, P), rows, positions, title=title, x_title="position: reads → predicts",
                    y_title="decoder residual restored", colorscale=PATCH_SCALE, zmin=zmin, zmax=zmax,
                    value_name=value_name, row_index=False, cells="rows", show_values=True,
                    highlight_col=P - 1)  # fmt: skip
@@ -105,13 +105,14 @@ def aligned_difference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, str | 
     """A − B where the shapes agree; otherwise over the positions both have (the first rows and columns of each),
     with one sentence saying so."""
     a, b = as_2d(a, "a"), as_2d(b, "b")
-    if a.shape == b.shape:
-        return a - b, None
     r, c = min(a.shape[0], b.shape[0]), min(a.shape[1], b.shape[1])
-    note = (f"A is {a.shape[0]} × {a.shape[1]} and B {b.shape[0]} × {b.shape[1]}: the difference is taken position "
-            f"by position over the first {r} × {c}, so a row or column of A faces B's at the same index, not the "
-            "same word.")  # fmt: skip
-    return a[:r, :c] - b[:r, :c], note
+    note = None
+    if a.shape != b.shape:
+        note = (f"A is {a.shape[0]} × {a.shape[1]} and B {b.shape[0]} × {b.shape[1]}: the difference is taken "
+                f"position by position over the first {r} × {c}, so a row or column of A faces B's at the same index, "
+                "not the same word.")  # fmt: skip
+    with np.errstate(invalid="ignore"):  # masked cells (−inf in both) give NaN: masked in the figure too
+        return a[:r, :c] - b[:r, :c], note
 
 
 def _both(a: str, b: str) -> str:
