@@ -300,7 +300,8 @@ def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: s
                     lambda: contrast_attribution(lm.model, list(src_a), out_a, t, contrast.id, method))  # fmt: skip
         lens = cached("contrast_lens", key, lambda: lens_difference(lm.model, list(src_a), out_a, t, contrast.id))
     st.markdown(f"Logit difference **{md(x_tok)} − {md(y_tok)} = {at.value:+.3f}** at position {t}: positive "
-                f"means the model prefers {md(x_tok)}, by a factor e^{at.value:.2f} in probability.")  # fmt: skip
+                f"means the model prefers {md(x_tok)}: p({md(x_tok)}) / p({md(y_tok)}) = e^{at.value:.2f} ≈ "
+                f"{np.exp(at.value):.3g}.")  # fmt: skip
     st.dataframe(pd.DataFrame({"decoder layer": range(len(lens.diff)), f"logit {x_tok} − logit {y_tok}": lens.diff,
                                f"p({x_tok})": lens.p_x, f"p({y_tok})": lens.p_y}),
                  hide_index=True, key="contrast_lens", width="stretch")  # fmt: skip
