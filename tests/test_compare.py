@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -154,3 +155,13 @@ def test_every_stage_draws_both_runs_and_their_difference(tiny_model_dir, monkey
         titles = [t for t in figures(at) if t.startswith(("A: ", "B: ", "A − B: "))]
         assert len(titles) == 3 and len({t.split(": ", 1)[1] for t in titles}) == 1, titles
         assert at.query_params.get("stage", DEFAULT_STAGE) == stage
+
+
+def test_user_text_is_never_html(tiny_model_dir, monkeypatch):
+    xss = "<img src=x onerror=alert(1)>"
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, contrast=xss, site="heads")
+    ok(at)
+    texts = [e.value for e in (*at.markdown, *at.caption, *at.subheader, *at.warning)]
+    assert any("\\<img" in t for t in texts)  # the contrast's note quotes it, escaped
+    assert not any(re.search(r"(?<!\\)<img", t) for t in texts)
+    assert not any("<img" in t for t in figures(at))
