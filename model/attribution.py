@@ -70,9 +70,12 @@ def _as_ids(ids: Sequence[int] | np.ndarray | Tensor, name: str, vocab_size: int
     return t
 
 
-def _explained(model: Transformer, src: Tensor, dec_in: Tensor, out: Tensor) -> Callable[..., Tensor]:
+def _explained(
+    model: Transformer, src: Tensor, dec_in: Tensor, out: Tensor, contrast: Tensor | None = None
+) -> Callable[..., Tensor]:
     """f(src_tok (N, S, D), tgt_tok (N, T, D), pos (N,)) -> (N,) log p(out[pos] at pos): the model's encode
-    and decode (Transformer.encode / decode) from token embeddings instead of ids."""
+    and decode (Transformer.encode / decode) from token embeddings instead of ids. With ``contrast`` (T,): the
+    logit difference out[pos] − contrast[pos] instead (the softmax's normaliser cancels in it)."""
     src_mask = padding_mask(src[None], model.cfg.pad_id)  # (1, 1, 1, S) or None, from the real source
     S, T = src.numel(), dec_in.numel()
     mask = causal_mask(T)  # (T, T)
@@ -85,8 +88,10 @@ def _explained(model: Transformer, src: Tensor, dec_in: Tensor, out: Tensor) -> 
         for layer in model.decoder_layers:
             y, _, _ = layer(y, x, src_mask, mask, None)
         h = y[torch.arange(len(pos)), pos]  # (N, D): only the explained position goes through the output layer
-        logp = model.logits(h[:, None])[:, 0].log_softmax(-1)  # (N, V)
-        return logp.gather(1, out[pos][:, None])[:, 0]  # (N,)
+        z = model.logits(h[:, None])[:, 0]  # (N, V)
+        if contrast is not None:
+            return z.gather(1, out[pos][:, None])[:, 0] - z.gather(1, contrast[pos][:, None])[:, 0]  # (N,)
+        return z.log_softmax(-1).gather(1, out[pos][:, None])[:, 0]  # (N,)
 
     return forward
 

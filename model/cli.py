@@ -1,4 +1,4 @@
-"""`python -m model`: translate, trace, explain, lesson, import-marian, export-marian.
+"""`python -m model`: translate, trace, explain, patch, lesson, import-marian, export-marian.
 
 Every failure the user can cause ends in one line on stderr and exit status 2, never a traceback.
 """
@@ -60,10 +60,26 @@ def parser() -> argparse.ArgumentParser:
     xp.add_argument("--steps", type=int, default=None, help="integrated-gradients steps (default: the method's)")
     xp.add_argument("--ablate", default="", help="heads to switch off: dec.1.cross.2,dec.0.self.5,enc.0.self.1")
     xp.add_argument("--mode", choices=("zero", "mean"), default="zero", help="ablation: zeros or the head's mean")
+    xp.add_argument("--contrast", help="why the chosen token rather than this one (a word or a token)")
+    xp.add_argument("--position", type=int, help="with --contrast: the output position (default: where the "
+                    "contrast comes closest)")  # fmt: skip
     fmt = xp.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="strict JSON (no NaN: null) with every array")
     fmt.add_argument("--out", type=Path, help="write the arrays to an .npz file")
     add_model_arg(xp)
+
+    pa = sub.add_parser("patch", help="activation patching: restore sites of A's run into B's (or noisy A's)")
+    pa.add_argument("a", metavar="A", help="the clean source")
+    pa.add_argument("b", metavar="B", nargs="?", help="the corrupted source, of A's token length (or use --noise)")
+    pa.add_argument("--target", help="A's translation to teacher-force (default: the model's greedy output)")
+    pa.add_argument("--position", type=int, help="output position measured (default: the first where the "
+                    "corrupted run's top token differs from A's)")  # fmt: skip
+    pa.add_argument("--noise", action="store_true", help="corrupt A's token embeddings with Gaussian noise instead")
+    pa.add_argument("--contrast", help="also measure logit X − logit Y for this alternative token Y")
+    fmt = pa.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="strict JSON with every map")
+    fmt.add_argument("--out", type=Path, help="write the maps to an .npz file")
+    add_model_arg(pa)
 
     le = sub.add_parser("lesson", help="a published 3-dimensional worked example of masked self-attention, recomputed")
     le.add_argument("--json", action="store_true")
@@ -246,6 +262,12 @@ def cmd_explain(a: argparse.Namespace) -> int:
     heads = parse_heads(a.ablate)
     if a.steps is not None and a.steps < 1:
         raise ValueError(f"--steps must be at least 1, not {a.steps}")
+    if a.contrast is None and a.position is not None:
+        raise ValueError("--position needs --contrast (the alternative token to compare with)")
+    if a.contrast is not None:
+        if heads or a.method:
+            raise ValueError("--contrast explains one choice: leave out --ablate and --method")
+        return explain_contrast(a)
     lm = load_model_dir(a.model)
     cfg, tok = lm.cfg, lm.tokenizer
     target = None
@@ -262,6 +284,160 @@ def cmd_explain(a: argparse.Namespace) -> int:
         print(dumps(r))
     else:
         print(format_explanation(r))
+    return 0
+
+
+def _target_ids(lm, source: list[int], target: str | None) -> list[int]:
+    """The teacher-forced output: --target's tokens and </s>, or the model's greedy translation."""
+    cfg, tok = lm.cfg, lm.tokenizer
+    if target is None:
+        return list(decode(lm.model, source, DecodeOptions(max_len=cfg.max_len - 1)).ids)
+    check_utf8(target, "--target")
+    ids = tok.encode(target)
+    if not ids:
+        raise ValueError("--target is empty")
+    if len(ids) > cfg.max_len - 1:
+        note(f"--target has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
+             f"only the first {cfg.max_len - 1} are used")  # fmt: skip
+    return ids[: cfg.max_len - 1] + [cfg.eos_id]
+
+
+def _position(lm, position: int | None, out: list[int]) -> None:
+    if position is not None and not 0 <= position < len(out):
+        shown = " ".join(lm.tokenizer.tokens(out))
+        raise ValueError(f"--position {position} is beyond the output: it has positions 0 to {len(out) - 1} "
+                         f"({shown})")  # fmt: skip
+
+
+def _contrast(lm, text: str):
+    from .contrast import contrast_token
+
+    check_utf8(text, "--contrast")
+    c = contrast_token(lm.tokenizer, text)
+    if c.note:
+        note(c.note)
+    return c
+
+
+def format_contrast(r: dict) -> str:
+    t, x, y = int(r["contrast.position"]), str(r["contrast.chosen"]), str(r["contrast.alternative"])
+    reads = [str(s) for s in r["tokens.dec_input"]]
+    src = [str(s) for s in r["tokens.src"]]
+    lines = [f"position {t} (reads {reads[-1]}): why {x} rather than {y}? logit difference "
+             f"{float(r['contrast.logit_diff']):+.3f}", "", "logit lens of the difference (each decoder layer's "
+             "output read by the output head):"]  # fmt: skip
+    for layer, (d, px, py) in enumerate(zip(r["lens.diff"], r["lens.p_chosen"], r["lens.p_alternative"])):
+        lines.append(f"  layer {layer}: {d:+.3f}   p({x}) {px:.3f}  p({y}) {py:.3f}")
+    for m, name in (("ig", "integrated gradients"), ("ixg", "input × gradient")):
+        raw = np.concatenate([r[f"attribution.{m}.raw_src"], r[f"attribution.{m}.raw_tgt"]])
+        labels = [f"source {s}" for s in src] + [f"target {s}" for s in reads]
+        top = np.argsort(-np.abs(raw), kind="stable")[:5]
+        steps = int(r[f"attribution.{m}.steps"])
+        extra = f", {steps} steps, completeness error {float(r[f'attribution.{m}.completeness']):.1%}" if steps else ""
+        lines += ["", f"attribution ({name}{extra}; signed, toward {x} when positive):"]
+        lines += [f"  {labels[j]:<24} {raw[j]:+.3f}" for j in top]
+    lines += ["", f"patching on the difference ({r['patching.corruption']}): clean {float(r['patching.clean']):+.3f},"
+              f" corrupted {float(r['patching.corrupted']):+.3f}"]  # fmt: skip
+    lines += _top_sites(r["patching.enc"], r["patching.dec"], r["patching.heads"], src, reads)
+    return "\n".join(lines)
+
+
+def _top_sites(enc, dec, heads, src, reads, k: int = 5) -> list[str]:
+    from .patching import SUBLAYER_LABELS, SUBLAYERS
+
+    sites = [(v, f"encoder layer {l_} at {src[s]}") for (l_, s), v in np.ndenumerate(enc)]
+    sites += [(v, f"decoder layer {l_} {SUBLAYER_LABELS[SUBLAYERS[j]]} at position {p} ({reads[p]})")
+              for (l_, j, p), v in np.ndenumerate(dec)]  # fmt: skip
+    sites += [(v, f"decoder layer {l_} {('self', 'cross')[j]}-attention head {h}") for (j, l_, h), v in
+              np.ndenumerate(heads)]  # fmt: skip
+    return [f"  {v:+.3f}  {name}" for v, name in sorted(sites, key=lambda s: -s[0])[:k]]
+
+
+def format_patching(r: dict) -> str:
+    from .patching import SUBLAYERS
+
+    src, reads = [str(s) for s in r["tokens.src"]], [str(s) for s in r["tokens.dec_input"]]
+    t, x = int(r["position"]), str(r["target"])
+    lines = [f"corrupted run: {r['corruption.text']}", f"position {t} (reads {reads[-1]}), p({x}): clean "
+             f"{float(r['prob.clean']):.3f}, corrupted {float(r['prob.corrupted']):.3f}"]  # fmt: skip
+    for name, what in (("prob", f"p({x})"), ("diff", f"logit {x} − logit {r.get('contrast', '')}")):
+        if f"{name}.enc" not in r:
+            continue
+        lines += ["", f"{what} with one site restored from the clean run:", "  encoder layer × source token:",
+                  "    " + " ".join(f"{s[:8]:>8}" for s in src)]  # fmt: skip
+        lines += [f"  {l_} " + " ".join(f"{v:8.3f}" for v in row) for l_, row in enumerate(r[f"{name}.enc"])]
+        lines += ["  decoder layer, sublayer × position:", "    " + " ".join(f"{s[:8]:>8}" for s in reads)]
+        for l_, layer in enumerate(r[f"{name}.dec"]):
+            lines += [f"  {l_} {SUBLAYERS[j]:<5} " + " ".join(f"{v:8.3f}" for v in row) for j, row in enumerate(layer)]
+        lines.append("  heads (layer × head): " + "; ".join(
+            f"{kind} " + " | ".join(" ".join(f"{v:.3f}" for v in row) for row in r[f"{name}.heads"][j])
+            for j, kind in enumerate(("self", "cross"))))  # fmt: skip
+        lines += ["  largest:"] + _top_sites(r[f"{name}.enc"], r[f"{name}.dec"], r[f"{name}.heads"], src, reads)
+    return "\n".join(lines)
+
+
+def cmd_patch(a: argparse.Namespace) -> int:
+    from .patching import Patcher, default_position, report
+
+    if not a.a.strip():
+        raise ValueError("nothing to patch: A is empty")
+    check_utf8(a.a, "A")
+    if a.noise and a.b is not None:
+        raise ValueError("give either B or --noise, not both")
+    if not a.noise and a.b is None:
+        raise ValueError("give a second sentence B of A's token length, or --noise to corrupt A with noise")
+    if a.b is not None:
+        check_utf8(a.b, "B")
+        if " ".join(a.b.split()) == " ".join(a.a.split()):
+            raise ValueError("A and B are the same sentence: there is nothing to explain")
+    lm = load_model_dir(a.model)
+    cfg, tok = lm.cfg, lm.tokenizer
+    src_a = source_ids(tok, cfg, a.a, "A")
+    src_b = None if a.b is None else source_ids(tok, cfg, a.b, "B")
+    if src_b is not None and len(src_b) != len(src_a):
+        raise ValueError(f"A and B have {len(src_a) - 1} and {len(src_b) - 1} tokens: position-wise patching needs "
+                         "the same token length; use --noise to corrupt A with noise instead")  # fmt: skip
+    if src_b == src_a:
+        raise ValueError("A and B read as the same tokens: there is nothing to explain")
+    out = _target_ids(lm, src_a, a.target)
+    _position(lm, a.position, out)
+    contrast = None if a.contrast is None else _contrast(lm, a.contrast)
+    p = Patcher(lm.model, src_a, out, src_b)
+    t = default_position(p) if a.position is None else a.position
+    if contrast is not None and contrast.id == out[t]:
+        raise ValueError(f"the contrast {contrast.token} is the token chosen at position {t}: there is nothing "
+                         "to compare")  # fmt: skip
+    r = report(tok, p, p.map(t, None if contrast is None else contrast.id))
+    if a.out is not None:
+        np.savez_compressed(a.out, **r)
+        print(f"wrote {len(r)} arrays to {a.out}")
+    elif a.json:
+        print(dumps(r))
+    else:
+        print(format_patching(r))
+    return 0
+
+
+def explain_contrast(a: argparse.Namespace) -> int:
+    from .contrast import report
+
+    lm = load_model_dir(a.model)
+    cfg, tok = lm.cfg, lm.tokenizer
+    src = source_ids(tok, cfg, a.text)
+    out = _target_ids(lm, src, a.target)
+    _position(lm, a.position, out)
+    contrast = _contrast(lm, a.contrast)
+    if a.position is not None and contrast.id == out[a.position]:
+        raise ValueError(f"the contrast {contrast.token} is the token chosen at position {a.position}: there is "
+                         "nothing to compare")  # fmt: skip
+    r = report(lm.model, tok, src, out, contrast, a.position, a.steps)
+    if a.out is not None:
+        np.savez_compressed(a.out, **r)
+        print(f"wrote {len(r)} arrays to {a.out}")
+    elif a.json:
+        print(dumps(r))
+    else:
+        print(format_contrast(r))
     return 0
 
 
@@ -287,7 +463,8 @@ def cmd_export(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"translate": cmd_translate, "trace": cmd_trace, "explain": cmd_explain, "lesson": cmd_lesson,
+COMMANDS = {"translate": cmd_translate, "trace": cmd_trace, "explain": cmd_explain, "patch": cmd_patch,
+            "lesson": cmd_lesson,
             "import-marian": cmd_import, "export-marian": cmd_export}  # fmt: skip
 
 

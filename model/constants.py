@@ -3,3 +3,5 @@
 NEG = -1.0e9  # transformers' "impossible" score: beam placeholders and forbidden candidates
 IMPOSSIBLE = NEG / 2  # a score at or below this is a placeholder, not a hypothesis
 ATTRIBUTION_METHODS = ("ig", "ixg")  # integrated gradients, input × gradient (model.attribution)
+# the decoder residual stream activation patching restores: after Add & Norm 1, 2, 3 (model.patching)
+PATCH_SUBLAYERS = ("after self-attn", "after cross-attn", "after FFN")

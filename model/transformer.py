@@ -29,7 +29,8 @@ class HeadMask(NamedTuple):
     """Heads of one attention block switched off: their context (α·V) becomes context · keep + fill before W_O."""
 
     keep: Tensor  # (B or 1, H, 1, 1): 1 keeps a head, 0 removes it
-    fill: Tensor  # (B or 1, H, 1, d_k): what a removed head hands to W_O instead (zeros, or its mean context)
+    fill: Tensor  # (B or 1, H, 1 or Tq, d_k): what a removed head hands to W_O instead (zeros, its mean context, or
+    # per position, the clean run's context that activation patching restores)
 
 
 HeadMasks = Mapping[str, HeadMask]  # keyed by block: "enc.0.self", "dec.1.self", "dec.1.cross"

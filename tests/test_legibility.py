@@ -9,7 +9,9 @@ tokens), so a random model gives exact sizes. States visited:
   the teacher-forcing view for every length, and every chapter of the Learn page (a 20-token translation);
 - 1920×1080: every stage of both views for 60 tokens (the largest figures) except "All stages" (the same
   figures as the single stages, and the slowest page), and the Learn page's first chapter: a subset, as the full
-  set at both sizes would double the run time.
+  set at both sizes would double the run time;
+- at both sizes, the Compare page with each patching map (decoder, encoder, heads), a contrast, and a stage of A
+  and B with their difference.
 
 Each state waits until the page is idle and every plot is drawn, runs `harness.legibility.violations`
 and saves a full-page screenshot to `test-artifacts/legibility/<viewport>_<length>tok_<view>_<stage>.png`
@@ -37,7 +39,7 @@ from harness.legibility import violations
 from model.checkpoint import ENV_MODEL
 from model.learn import CHAPTER_KEYS
 from model.tokenizer import SPECIALS, Tokenizer
-from views.state import DEFAULT_STAGE, STAGE_LABELS, STAGES
+from views.state import DEFAULT_STAGE, SITES, STAGE_LABELS, STAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "test-artifacts" / "legibility"
@@ -64,6 +66,7 @@ FRENCH = (
 LEARN_CHAPTERS = {(1366, 768): range(1, len(CHAPTER_KEYS) + 1), (1920, 1080): range(1, 2)}
 LEARN_LENGTH = 20
 LEARN_IS_JS = "k => !!document.querySelector('.st-key-learn_nav') && location.search.includes(`chapter=${k}&`)"
+COMPARE = ("The cat is sleeping on the sofa.", "The man is sleeping on the sofa.")  # 16 tokens each (tiny tokenizer)
 ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 # Sizes of every plot, or null while the page is busy or a plot is not drawn: equal twice = settled.
 LAYOUT_JS = f"""
@@ -197,6 +200,10 @@ def test_figures_legible(server, tiny_model_dir):
                 for k in LEARN_CHAPTERS[size]:
                     query = urlencode(dict(page="Learn", chapter=k, src=SOURCES[LEARN_LENGTH], max_len=LEARN_LENGTH))
                     visit(page, size, f"{vp}/learn/{k:02d}", partial(page.goto, f"{server}/?{query}"), LEARN_IS_JS, k)
+                for site, stage in zip(SITES, ("cross", "self", "inputs")):  # the Compare page: every map kind
+                    q = dict(page="Compare", src=COMPARE[0], srcb=COMPARE[1], contrast="la", site=site, stage=stage,
+                             step="3", max_len="8")  # fmt: skip
+                    visit(page, size, f"{vp}/compare/{site}", partial(page.goto, f"{server}/?{urlencode(q)}"))
                 page.close()
         finally:
             browser.close()

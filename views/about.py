@@ -43,6 +43,14 @@ HOW_TO = f"""
 - **What if?**: below the step view, pick another next token (or type one) and re-decode: the decoder
   carries on from your choice, forced tokens are marked, and "Clear forced tokens" goes back to the
   model's own choices.
+- **Compare**: two sentences A and B that differ by a word (or a preset minimal pair: singular/plural, a
+  gendered noun, a tense) decoded side by side with the same settings: each position's chosen token and
+  probability, the first position where they differ, and a stage of both on one colour scale with their
+  difference. **Activation patching** restores one part of A's run at a time (an encoder layer's output at a
+  source word, the decoder after a sublayer at a position, one head) into B's run, or into A's with noise on its
+  words, and shows how much of A's token comes back. Type a **contrast** word to ask "why this token rather than
+  that one?": the logit difference attributed to the words, read after each layer, and patched. From **What
+  if?**, a link opens this for the alternative you picked.
 - **Links**: the page address holds the sentence, the settings, the stage, the layer, the head and the
   step, so copying it gives a link that reopens the same view.
 - **Figures**: hover for exact values, drag to zoom, double-click to zoom back out; the camera button in a

@@ -53,7 +53,7 @@ def main() -> None:
     # The rest imports torch (~1 s on a fresh server, where the warm start may still be importing it): the first
     # elements go out before, so that the browser loads Plotly meanwhile.
     from model.checkpoint import ModelDirError
-    from views import about, explore, learn
+    from views import about, compare, explore, learn
     from views.common import load_model, md
     from views.state import PAGE_ALIASES, PAGES, QUERY_KEYS, offered_model_dirs
 
@@ -82,7 +82,7 @@ def main() -> None:
         st.error(md(error))
         st.info("Set DECODER_LENS_MODEL to a model directory, or choose another model in the sidebar.")
         return
-    explore.render(lm, dirs, msgs)
+    (compare if page == "Compare" else explore).render(lm, dirs, msgs)
 
 
 try:

@@ -27,6 +27,10 @@ WIDGETS = (
     "grid",
     "no_mask",
     "step",
+    "source_b",
+    "contrast",
+    "site",
+    "noise",
 )
 
 

@@ -35,7 +35,7 @@ MAX_BEAM = 8
 MAX_LENGTH_PENALTY = 3.0
 MAX_TEMPERATURE = 5.0
 MAX_SEED = 2**31 - 1
-PAGES = ("Learn", "Explore", "About")  # the first is where a link without parameters lands
+PAGES = ("Learn", "Explore", "Compare", "About")  # the first is where a link without parameters lands
 PAGE_ALIASES = {"Lesson": "Learn"}  # older links
 TABS = ("step", "tf")
 TAB_LABELS = {"step": "Step-by-step decoding", "tf": "Teacher forcing (reference)"}
@@ -60,6 +60,10 @@ STAGE_LABELS = {
     "all": "All stages",
 }
 DEFAULT_STAGE = "self"
+# the Compare page's activation-patching map shown: decoder residual sites, encoder outputs, heads
+SITES = ("dec", "enc", "heads")
+SITE_LABELS = {"dec": "Decoder layer × position", "enc": "Encoder layer × source token", "heads": "Decoder heads"}
+MAX_CONTRAST_CHARS = 100
 MEAN_HEADS = "mean"  # the head choice that averages the heads
 
 
@@ -134,6 +138,10 @@ class View:
     ablate_mode: str = "zero"
     attribution: str = "ig"  # the attribution method: "ig" (Integrated Gradients) or "ixg" (Input × Gradient)
     step: int = 0
+    source_b: str = ""  # the Compare page's second sentence (B)
+    contrast: str = ""  # the alternative token Y of "why X rather than Y" (a word or a token)
+    site: str = SITES[0]  # the patching map shown
+    noise: bool = False  # corrupt A with noise instead of reading B
 
     def choices(self, model_dir: str) -> Choices:
         return Choices(
@@ -177,6 +185,10 @@ QUERY_KEYS = {
     "amode": "ablate_mode",
     "attr": "attribution",
     "step": "step",
+    "srcb": "source_b",
+    "contrast": "contrast",
+    "site": "site",
+    "noise": "noise",
 }
 FIELD_KEYS = {v: k for k, v in QUERY_KEYS.items()}
 
@@ -255,7 +267,7 @@ def from_query(qp: Mapping) -> tuple[dict, list[str]]:
         if value is None:
             continue
         default = getattr(base, name)
-        if name in ("source", "reference", "model", "ablate"):
+        if name in ("source", "reference", "model", "ablate", "source_b", "contrast"):
             raw[name] = str(value)  # prepare_source cuts the text to MAX_CHARS and says so
         elif name in ("forced", "follow"):
             parsed = decode_ids(value)
@@ -310,7 +322,13 @@ def clamp_view(raw: Mapping, limits: Limits, base: View = View()) -> tuple[View,
         "source": str(v["source"] or ""),
         "reference": str(v["reference"] or ""),
         "model": str(v["model"] or ""),
+        "source_b": str(v["source_b"] or ""),
+        "contrast": str(v["contrast"] or "")[:MAX_CONTRAST_CHARS],
+        "noise": bool(v["noise"]),
     }
+    out["site"] = v["site"] if v["site"] in SITES else SITES[0]
+    if v["site"] not in SITES:
+        msgs.append(f"Unknown patching map {str(v['site'])[:40]!r}; showing {SITE_LABELS[SITES[0]]}.")
     strategy = str(v["strategy"])
     if strategy not in STRATEGIES:
         msgs.append(f"Unknown strategy {strategy[:40]!r}; using greedy.")

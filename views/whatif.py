@@ -41,3 +41,13 @@ def render(lm, cur, r_now: int, so_far: list[int], step: int, token_text, on_for
             forced = [int(i) for i in ids]
     if forced is not None:
         on_force(tuple(so_far + forced), frozenset(range(len(so_far), len(so_far) + len(forced))))
+    if pick is not None:  # "why the chosen token rather than this one?" on the Compare page (a link: a new page)
+        from dataclasses import replace
+        from urllib.parse import urlencode
+
+        from . import session
+        from .state import to_query
+
+        view = replace(session.current(session.limits_of(lm.cfg)), contrast=lm.tokenizer.id_to_token(pick), step=step)
+        st.link_button("Why the chosen token rather than this one? (Compare page)",
+                       "?" + urlencode({**to_query(view), "page": "Compare"}))  # fmt: skip

@@ -20,12 +20,21 @@ from .figures import (
     positional_curves,
 )
 from .heatmap import add_heatmap, heatmap
+from .patching import (
+    aligned_difference,
+    pair_figures,
+    patch_decoder_figure,
+    patch_encoder_figure,
+    patch_heads_figure,
+    shared_range,
+)
 
 __all__ = [
     "MASK_COLOR",
     "MASKED_HOVER",
     "add_heatmap",
     "addnorm_figure",
+    "aligned_difference",
     "alignment_figure",
     "attention_figure",
     "beam_table",
@@ -42,8 +51,13 @@ __all__ = [
     "kv_cache_figure",
     "loss_table",
     "matrix_figure",
+    "pair_figures",
+    "patch_decoder_figure",
+    "patch_encoder_figure",
+    "patch_heads_figure",
     "positional_curves",
     "safe_label",
+    "shared_range",
     "topk_figure",
     "unique_labels",
 ]

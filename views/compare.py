@@ -1,0 +1,341 @@
+"""The Compare page: two sentences A and B decoded side by side, a stage of both on one colour scale, activation
+patching of A's run against B's (or noisy A's), and "why X rather than Y" at a position."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import viz
+from model.checkpoint import LoadedModel
+from model.constants import PATCH_SUBLAYERS
+from model.jsonio import dumps
+from model.steps import heads_concat, mean_weights
+from viz.common import MIN_WIDTH
+
+from . import session
+from .common import cached, get_decode, get_trace, head_label, md, show, show_token
+from .explore import sidebar
+from .stages.attribution import METHOD_LABELS
+from .state import DECODER_STAGES, MAX_CHARS, MEAN_HEADS, SITE_LABELS, SITES, STAGE_LABELS, prepare_source, to_query
+
+# minimal pairs that show something with the bundled model (each: label, A, B, a contrast for A's first word)
+PRESETS = (
+    ("Singular / plural", "The dog runs in the park.", "The dogs run in the park.", "Les"),
+    ("Gendered noun", "The boy is reading a book.", "The girl is reading a book.", "La"),
+    ("Tense", "I see the dog.", "I saw the dog.", "J'ai"),
+)
+STAGES = tuple(s for s in DECODER_STAGES if s != "output")  # one matrix per run; the output is the table below
+DEFAULT_STAGE = "cross"
+COLUMN_GAP = 16  # px between Streamlit's columns
+
+
+def _preset(a: str, b: str, contrast: str) -> None:
+    s = st.session_state
+    s["source"], s["source_b"], s["contrast"], s["step"] = a, b, contrast, 0
+
+
+def _stage_matrix(stage: str, arrays: dict, layer: int, head) -> tuple[np.ndarray, str, bool, str]:
+    """The matrix a stage shows for one run (rows: decoder positions), its columns' name, whether it is signed, and
+    what its values are."""
+    L = f"dec.{layer}"
+    per_head = (lambda a: heads_concat(a)) if head == MEAN_HEADS else (lambda a: a[int(head)])
+    attn = mean_weights if head == MEAN_HEADS else (lambda a: a[int(head)])
+    if stage == "inputs":
+        return arrays["dec.input"], "dimension", True, "value"
+    if stage == "qkv":
+        side = " (heads side by side)" if head == MEAN_HEADS else ""
+        return per_head(arrays[f"{L}.self.Q"]), f"dimension of Q{side}", True, "value"
+    if stage == "scores":
+        s = arrays[f"{L}.self.masked_scores"]
+        return (s.mean(0) if head == MEAN_HEADS else s[int(head)]), "key: token read", True, "score"
+    if stage == "self":
+        return attn(arrays[f"{L}.self.weights"]), "key: token read", False, "weight"
+    if stage == "self_out":
+        return arrays[f"{L}.norm1.out"], "dimension", True, "value"
+    if stage == "cross":
+        return attn(arrays[f"{L}.cross.weights"]), "source token", False, "weight"
+    return arrays[f"{L}.ffn.hidden"], "FFN hidden unit", False, "activation"
+
+
+def _columns(stage: str, trace, n: int) -> list[str]:
+    if stage in ("scores", "self"):
+        return [show_token(t) for t in trace.dec_input_tokens]
+    if stage == "cross":
+        return [show_token(t) for t in trace.src_tokens]
+    return [str(d) for d in range(n)]
+
+
+def _rows(trace) -> list[str]:
+    return [f"{show_token(r)} → {show_token(p)}" for r, p in zip(trace.dec_input_tokens, trace.label_tokens)]
+
+
+def _chosen_p(trace, n: int) -> np.ndarray:
+    """(n,) the probability of the token chosen at each of the run's n positions (a label </s> the decode never
+    chose, when it stopped at the length limit, is left out)."""
+    labels = trace.arrays["label_ids"][:n]
+    return trace.arrays["probs"][np.arange(n), labels]
+
+
+def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
+    s = st.session_state
+    limits = session.limits_of(lm.cfg)
+    msgs = url_msgs + session.load(limits)
+    s["model"] = "" if Path(lm.path) == dirs[0] else Path(lm.path).name
+    sidebar(lm)
+    st.title(":material/compare: Compare two sentences")
+    st.caption("Decode two English sentences A and B with the same settings, see where their stages and outputs "
+               "differ, and find which parts of the model carry the difference.")  # fmt: skip
+    st.markdown("**Minimal pairs**")
+    with st.container(horizontal=True, key="presets"):
+        for i, (label, a, b, c) in enumerate(PRESETS):
+            st.button(f"{label}: {a} / {b}", key=f"preset_{i}", on_click=_preset, args=(a, b, c))
+    c1, c2 = st.columns(2)
+    with c1:
+        st.text_area("Sentence A (clean)", key="source", height=68)
+    with c2:
+        st.text_area("Sentence B (corrupted)", key="source_b", height=68, placeholder="A minimal variant of A…")
+    for m in msgs:
+        st.warning(md(m))
+    view = session.current(limits)
+    try:
+        body(lm, view)
+    finally:
+        qp = {**to_query(view), "page": "Compare"}
+        if st.query_params.to_dict() != qp:
+            st.query_params.from_dict(qp)
+
+
+def body(lm: LoadedModel, view) -> None:
+    cfg, tok = lm.cfg, lm.tokenizer
+    src_a = prepare_source(view.source, tok, cfg.eos_id, cfg.max_len)
+    src_b = prepare_source(view.source_b, tok, cfg.eos_id, cfg.max_len)
+    if src_a is None:
+        st.info("Type sentence A above (or click a minimal pair) to start: the box is empty.")
+        return
+    for name, src in (("A", src_a), ("B", src_b)):
+        if src is not None and (src.chars_cut or src.truncated):
+            st.warning(f"Sentence {name} is longer than this model reads ({MAX_CHARS} characters, "
+                       f"{cfg.max_len - 1} tokens); only its beginning is used.")  # fmt: skip
+    ch = replace(view.choices(str(lm.path)), prefix=())
+    res_a = get_decode(lm, ch, src_a.ids)
+    out_a = list(res_a.ids)
+    tr_a = get_trace(lm, src_a.ids, [i for i in out_a if i != cfg.eos_id], True)
+    same = src_b is not None and src_b.ids == src_a.ids
+    if src_b is None:
+        st.info("Type sentence B (or click a minimal pair) to compare two runs; the patching and the contrast below "
+                "then use A with noise.")  # fmt: skip
+        tr_b = None
+    elif same:
+        st.warning("A and B are the same sentence: there is nothing to compare. Change one word of B.")
+        tr_b = None
+    else:
+        res_b = get_decode(lm, replace(ch, source=view.source_b), src_b.ids)
+        tr_b = get_trace(lm, src_b.ids, [i for i in res_b.ids if i != cfg.eos_id], True)
+        outputs(lm, ch, res_a, res_b, tr_a, tr_b)
+        stage_pair(lm, view, tr_a, tr_b)
+    patching(lm, view, src_a.ids, out_a, None if tr_b is None else src_b.ids, tr_a)
+
+
+def outputs(lm, ch, res_a, res_b, tr_a, tr_b) -> None:
+    tok = lm.tokenizer
+    c1, c2 = st.columns(2)
+    for col, name, res in ((c1, "A", res_a), (c2, "B", res_b)):
+        with col:
+            st.markdown(f"**French {name}** ({md(ch.describe())})")
+            st.text(tok.decode(res.ids) or "(empty)")
+    la, lb = res_a.ids, res_b.ids
+    pa, pb = _chosen_p(tr_a, len(la)), _chosen_p(tr_b, len(lb))
+    n = max(len(la), len(lb))
+    differ = [i for i in range(n) if i >= len(la) or i >= len(lb) or la[i] != lb[i]]
+    table = pd.DataFrame({
+        "position": range(n),
+        "A chooses": [show_token(tr_a.label_tokens[i]) if i < len(la) else "" for i in range(n)],
+        "p (A)": [float(pa[i]) if i < len(la) else None for i in range(n)],
+        "B chooses": [show_token(tr_b.label_tokens[i]) if i < len(lb) else "" for i in range(n)],
+        "p (B)": [float(pb[i]) if i < len(lb) else None for i in range(n)],
+        "same": [i not in differ for i in range(n)],
+    })  # fmt: skip
+    if differ:
+        st.markdown(f"**The outputs first differ at position {differ[0]}.**")
+    else:
+        st.markdown("**The outputs are the same token for token.**")
+    number = st.column_config.NumberColumn(format="%.3f")
+    st.dataframe(table, hide_index=True, key="compare_table", width="stretch",
+                 column_config={"p (A)": number, "p (B)": number})  # fmt: skip
+    st.caption("p: the model's probability of the token each run chose there, teacher-forced on that run's output.")
+
+
+def stage_pair(lm, view, tr_a, tr_b) -> None:
+    s = st.session_state
+    if s.get("stage") not in STAGES:
+        s["stage"] = DEFAULT_STAGE
+    stage = st.selectbox("Stage to compare", STAGES, key="stage", format_func=STAGE_LABELS.get)
+    layer, head = min(view.layer, lm.cfg.n_decoder_layers - 1), view.head
+    a, x_title, signed, value_name = _stage_matrix(stage, tr_a.arrays, layer, head)
+    b = _stage_matrix(stage, tr_b.arrays, layer, head)[0]
+    where = "" if stage in ("inputs",) else f", layer {layer}" + (f", {head_label(head)}" if stage in (
+        "qkv", "scores", "self", "cross") else "")  # fmt: skip
+    title = f"{STAGE_LABELS[stage]}{where}"
+    fa, fb, fd = viz.pair_figures(a, b, _rows(tr_a), _columns(stage, tr_a, a.shape[1]), _rows(tr_b),
+                                  _columns(stage, tr_b, b.shape[1]), title=title, x_title=x_title,
+                                  y_title="position: reads → predicts", value_name=value_name, signed=signed,
+                                  col_index=stage in ("scores", "self", "cross"))  # fmt: skip
+    half = (MIN_WIDTH - COLUMN_GAP) / 2
+    if all(f.layout.width is not None and f.layout.width <= half for f in (fa, fb)):
+        c1, c2 = st.columns(2)
+        with c1:
+            show(fa, "compare_a")
+        with c2:
+            show(fb, "compare_b")
+    else:  # too wide for half the narrowest page: one above the other, still on one colour scale
+        show(fa, "compare_a")
+        show(fb, "compare_b")
+    _, note = viz.aligned_difference(a, b)
+    st.markdown("**Difference A − B** on a scale centred on 0" + (f". {md(note)}" if note else "."))
+    show(fd, "compare_diff")
+    st.caption("Both runs are drawn on one colour scale, so equal colours are equal numbers. A difference shows "
+               "where the numbers part, not why: each run reads its own output, so after the first differing "
+               "position the two decoders read different tokens.")  # fmt: skip
+
+
+def _patcher(lm, src_a, out_a, src_b, position: int, contrast_id):
+    from model.patching import Patcher
+
+    def compute():
+        p = Patcher(lm.model, list(src_a), out_a, None if src_b is None else list(src_b))
+        return p, p.map(position, contrast_id)
+
+    key = (str(lm.path), tuple(src_a), tuple(out_a), None if src_b is None else tuple(src_b), position, contrast_id)
+    return cached("patching", key, compute)
+
+
+def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
+    from model.contrast import contrast_token
+
+    s, tok = st.session_state, lm.tokenizer
+    st.subheader("Activation patching — where does the model decide?")
+    rows = _rows(tr_a)[: len(out_a)]
+    if not rows:
+        st.info("A's output is empty: there is no position to measure.")
+        return
+    if s.get("step", 0) >= len(rows):
+        s["step"] = len(rows) - 1
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        t = st.selectbox("Position measured (A's output)", range(len(rows)), key="step",
+                         format_func=lambda i: f"{i}: {rows[i]}")  # fmt: skip
+    with c2:
+        st.toggle("Corrupt A with noise instead of B", key="noise", disabled=src_b is None)
+    with c3:
+        st.text_input("Why A's token rather than … (contrast)", key="contrast", max_chars=100,
+                      placeholder="e.g. la")  # fmt: skip
+    st.radio("Map", SITES, key="site", format_func=SITE_LABELS.get, horizontal=True)
+    noise = view.noise or src_b is None
+    if not noise and len(src_b) != len(src_a):
+        st.warning(f"A and B have {len(src_a) - 1} and {len(src_b) - 1} tokens: position-wise patching needs the "
+                   "same token length, so switch on noise corruption (or make B as long as A).")  # fmt: skip
+        return
+    x_tok = show_token(tr_a.label_tokens[t])
+    contrast = None
+    if view.contrast.strip():
+        try:
+            contrast = contrast_token(tok, view.contrast)
+        except ValueError as e:
+            st.warning(md(str(e)[:1].upper() + str(e)[1:] + "."))
+        if contrast is not None and contrast.note:
+            st.caption(md(contrast.note[:1].upper() + contrast.note[1:] + "."))
+        if contrast is not None and contrast.id == int(out_a[t]):
+            st.warning(f"The contrast {md(show_token(contrast.token))} is the token A chooses at position {t}: "
+                       "there is nothing to compare. Type another word.")  # fmt: skip
+            contrast = None
+    with st.spinner("Restoring each site in turn…"):
+        p, r = _patcher(lm, src_a, out_a, None if noise else src_b, t, None if contrast is None else contrast.id)
+    what = f"p({x_tok})"
+    st.markdown(f"Measured: **{md(what)}** at position {t} ({md(rows[t])}), teacher-forced on A's output. Clean "
+                f"run (A): **{r.prob.clean:.3f}**; corrupted run ({md(r.corruption.describe())}): "
+                f"**{r.prob.corrupted:.3f}**. Each cell: that value with one site restored from the clean "
+                "run.")  # fmt: skip
+    _map(view.site, r.prob, tr_a, t, what, "patch")
+    st.caption("Patching shows that restoring a site is *sufficient* to bring the value back in this corrupted run, "
+               "not that the model has no other route: information reaching the output by several paths can "
+               "make each one look unimportant. The corruption sets the map: another sentence B, or noise of "
+               "another size, moves it.")  # fmt: skip
+    if contrast is not None:
+        explain_contrast(lm, src_a, out_a, t, contrast, r, tr_a, view, x_tok)
+    downloads(lm, p, r)
+
+
+def _map(site: str, m, tr_a, t: int, what: str, key: str) -> None:
+    lo, hi = viz.shared_range(m.enc, m.dec, m.heads, np.array([m.clean, m.corrupted]))
+    kw = dict(value_name=what, zmin=lo, zmax=hi)
+    if site == "dec":
+        show(viz.patch_decoder_figure(m.dec, _rows(tr_a)[: t + 1], sublayers=PATCH_SUBLAYERS,
+                                      title=f"{what} with one decoder site restored", **kw), f"{key}_dec")  # fmt: skip
+    elif site == "enc":
+        src = [show_token(x) for x in tr_a.src_tokens]
+        show(viz.patch_encoder_figure(m.enc, src, title=f"{what} with one encoder output restored", **kw),
+             f"{key}_enc")  # fmt: skip
+    else:
+        show(viz.patch_heads_figure(m.heads, title=f"{what} with one head's output restored (every position)", **kw),
+             f"{key}_heads")  # fmt: skip
+
+
+def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: str) -> None:
+    from model.contrast import contrast_attribution, lens_difference
+
+    y_tok = show_token(contrast.token)
+    st.subheader(f"Why {x_tok} rather than {y_tok}?")
+    method = view.attribution
+    st.radio("Attribution method", list(METHOD_LABELS), key="attribution", format_func=METHOD_LABELS.get,
+             horizontal=True)  # fmt: skip
+    key = (str(lm.path), tuple(src_a), tuple(out_a), t, contrast.id)
+    with st.spinner("Attributing…"):
+        at = cached("contrast_attr", (*key, method),
+                    lambda: contrast_attribution(lm.model, list(src_a), out_a, t, contrast.id, method))  # fmt: skip
+        lens = cached("contrast_lens", key, lambda: lens_difference(lm.model, list(src_a), out_a, t, contrast.id))
+    st.markdown(f"Logit difference **{md(x_tok)} − {md(y_tok)} = {at.value:+.3f}** at position {t}: positive "
+                f"means the model prefers {md(x_tok)}: p({md(x_tok)}) / p({md(y_tok)}) = e^{at.value:.2f} ≈ "
+                f"{np.exp(at.value):.3g}.")  # fmt: skip
+    st.dataframe(pd.DataFrame({"decoder layer": range(len(lens.diff)), f"logit {x_tok} − logit {y_tok}": lens.diff,
+                               f"p({x_tok})": lens.p_x, f"p({y_tok})": lens.p_y}),
+                 hide_index=True, key="contrast_lens", width="stretch")  # fmt: skip
+    st.caption("The logit lens of the difference: each decoder layer's output read by the output head; the last "
+               "layer's is the model's own.")  # fmt: skip
+    src_tokens = [show_token(x) for x in tr_a.src_tokens]
+    reads = [show_token(x) for x in tr_a.dec_input_tokens[: t + 1]]
+    table = pd.DataFrame({
+        "input": [f"source {i}: {x}" for i, x in enumerate(src_tokens)] + [f"target {i}: {x}" for i, x in
+                                                                             enumerate(reads)],
+        f"toward {x_tok} (+) or {y_tok} (−)": np.concatenate([at.raw_src, at.raw_tgt]),
+        "share": np.concatenate([at.src, at.tgt]),
+    }).sort_values("share", ascending=False)  # fmt: skip
+    st.dataframe(table, hide_index=True, key="contrast_attr", width="stretch",
+                 column_config={"share": st.column_config.NumberColumn(format="percent")})  # fmt: skip
+    if method == "ig":
+        st.caption(f"Integrated Gradients with {at.steps} steps: the attributions add up to the difference's change "
+                   f"from the baseline within {at.completeness:.1%} (completeness).")  # fmt: skip
+    st.caption("Attribution credits each input token with a share of the logit difference by its gradient; it "
+               "depends on the baseline (a zero token embedding here) and is not a causal test, which the "
+               "patching map below is.")  # fmt: skip
+    what = f"logit {x_tok} − logit {y_tok}"
+    st.markdown(f"**Patching on the difference**: clean {r.diff.clean:+.3f}, corrupted {r.diff.corrupted:+.3f}.")
+    _map(view.site, r.diff, tr_a, t, what, "patch_diff")
+
+
+def downloads(lm, p, r) -> None:
+    from model.patching import report, site_rows
+
+    rep = report(lm.tokenizer, p, r)
+    npz = io.BytesIO()
+    np.savez_compressed(npz, **rep)
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("Maps (CSV)", pd.DataFrame(site_rows(rep)).to_csv(index=False), "patching.csv", "text/csv",
+                       key="dl_csv")  # fmt: skip
+    c2.download_button("Maps (JSON)", dumps(rep), "patching.json", "application/json", key="dl_json")
+    c3.download_button("Maps (NPZ)", npz.getvalue(), "patching.npz", "application/octet-stream", key="dl_npz")
