@@ -45,6 +45,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -76,6 +77,7 @@ from harness.browser import (  # noqa: E402
     tree_cpu_seconds,
     tree_rss_kb,
 )
+from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written  # noqa: E402
 from harness.protocol import ACTIONS, WEIGHTS, Outcome, Student, reference  # noqa: E402
 from harness.sessions import SENTENCES  # noqa: E402
 from views.state import DECODER_STAGES, STAGES  # noqa: E402
@@ -291,7 +293,9 @@ def passes(ph: dict, with_browsers: bool) -> bool:
     return s == s and s <= TARGET_SERVER_S * 1e3 and browser_ok and not ph["errors"] and not ph["crosstalk"]
 
 
-def cost(url: str, refs: dict, servers: Servers, n_layers: int, stages, k: int, seed: int) -> dict:
+def cost(
+    url: str, refs: dict, servers: Servers, n_layers: int, stages, k: int, seed: int, profile: Path | None = None
+) -> dict:
     """The server's CPU milliseconds per action type: ``k`` actions of one type by one student alone, the server
     process's CPU time over them divided by ``k``; and the median server time of those actions."""
     sentences = list(refs)
@@ -301,6 +305,8 @@ def cost(url: str, refs: dict, servers: Servers, n_layers: int, stages, k: int, 
 
     def measure(kind: str, action) -> None:
         gevent.sleep(0.3)  # let the server finish sending
+        if profile:
+            set_phase(profile, kind.replace(" ", "-"))
         c0, secs, bad = servers.cpu(), [], []
         for i in range(k):
             o = action(i)
@@ -309,6 +315,9 @@ def cost(url: str, refs: dict, servers: Servers, n_layers: int, stages, k: int, 
         gevent.sleep(0.3)
         out[kind] = {"cpu_ms": (servers.cpu() - c0) / k * 1e3, "server_ms": median(secs) * 1e3, "actions": k,
                      "problems": bad[:3]}  # fmt: skip
+        if profile:
+            set_phase(profile, IDLE)
+            out[kind]["profile"] = wait_written(profile, kind.replace(" ", "-"))
 
     def reopen(i: int):
         st.close()
@@ -356,7 +365,13 @@ def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: d
     run_dir.mkdir()
     stages = args.stage_list
     if name == "single":
-        ctx = serve(ROOT / "app.py", run_dir / "streamlit.log", app_env(model))
+        env, script = app_env(model), ROOT / "app.py"
+        if args.profile:  # the script runs under pyinstrument (timings include its cost)
+            shutil.rmtree(args.profile, ignore_errors=True)
+            args.profile.mkdir(parents=True)
+            set_phase(args.profile, IDLE)
+            env, script = {**env, ENV_DIR: str(args.profile.resolve())}, ROOT / "benchmarks" / "profiled_app.py"
+        ctx = serve(script, run_dir / "streamlit.log", env)
         server = ctx.__enter__()
         url, servers, stop = server.url, Servers([server.proc.pid]), lambda: ctx.__exit__(None, None, None)
     else:
@@ -387,7 +402,8 @@ def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: d
         refs = {s: reference(url, s) for s in args.sentence_list}
         out["references_s"] = time.monotonic() - t0
         if name == "single":
-            out["cost"] = cost(url, refs, servers, n_layers, stages, args.cost_actions, args.seed)
+            out["cost"] = cost(url, refs, servers, n_layers, stages, args.cost_actions, args.seed,
+                               args.profile)  # fmt: skip
         bench = Bench(url, refs, n_layers, stages, args.think, args.seed)
         user = type("Student", (StudentUser,), {"bench": bench, "abstract": False})
         env = Environment(user_classes=[user])
@@ -420,10 +436,11 @@ def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: d
             ph["browsers"] = args.browsers
             out["sweep"].append(ph)
             print_row(name, ph)
-            if not passes(ph, bool(args.browsers)):
-                break  # past the limit: a larger class only waits longer
+            if not passes(ph, False):
+                break  # past the server's limit: a larger class only waits longer
         runner.quit()
         out["largest_n"] = max((ph["sessions"] for ph in out["sweep"] if passes(ph, bool(args.browsers))), default=None)
+        out["largest_n_server"] = max((ph["sessions"] for ph in out["sweep"] if passes(ph, False)), default=None)
         out["tracebacks"] = sum(p.read_text(errors="replace").count("Traceback") for p in run_dir.glob("*.log"))
     finally:
         if sampler:
@@ -477,6 +494,14 @@ def summary(report: dict, args) -> None:
         for kind, c in single["cost"].items():
             print(f"  {kind:12s} {c['cpu_ms']:7.1f}  {c['server_ms']:7.1f}" + (f"  {c['problems']}" if c["problems"]
                                                                                  else ""))  # fmt: skip
+        for kind, c in single["cost"].items():
+            prof = c.get("profile")
+            if prof:
+                print(f"profile {kind}: {prof['runs']} script runs, {prof['wall_s']:.2f} s; most time of its own (s):")
+                for fn, secs in prof["top_self"][:8]:
+                    print(f"  {secs:7.3f}  {fn}")
+        if args.profile:
+            print(f"profiles (HTML and text call trees): {args.profile}")
     for name, c in configs.items():
         b = c["burst"]
         opens = b.get("browser_open_ms", [])
@@ -487,17 +512,18 @@ def summary(report: dict, args) -> None:
               f"within {BURST_WINDOW_S:g} s: first page's server time median {ms(b['open_p50_ms'])} ms, slowest "
               f"{ms(b['open_max_ms'])} ms; browsers' first page painted in {', '.join(ms(x) for x in opens) or '-'}"
               f" ms; target ≤ {BURST_PAINT_S:g} s; errors {errors})")  # fmt: skip
-        largest = c["largest_n"]
+        largest, server_only = c["largest_n"], c["largest_n_server"]
         print(f"verdict {name} capacity: {largest if largest is not None else 'none'} (largest N with server p95 ≤ "
-              f"{TARGET_SERVER_S:g} s, browser p95 ≤ {TARGET_BROWSER_S:g} s, no error, no cross-talk; N run: "
+              f"{TARGET_SERVER_S:g} s, browser p95 ≤ {TARGET_BROWSER_S:g} s, no error, no cross-talk; server p95 "
+              f"alone: {server_only if server_only is not None else 'none'}; N run: "
               f"{','.join(str(ph['sessions']) for ph in c['sweep'])})")  # fmt: skip
     if single and "nginx" in configs:
-        a, b = single["largest_n"], configs["nginx"]["largest_n"]
+        a, b = single["largest_n_server"], configs["nginx"]["largest_n_server"]
         ratio = b / a if a and b else float("nan")
         report["replica_ratio"] = ratio
         print(f"verdict replicas ≥ 1.7× one process: {'PASS' if ratio == ratio and ratio >= 1.7 else 'FAIL'} "
               f"({REPLICAS} replicas {b if b is not None else 'none'} vs one process {a if a is not None else 'none'}"
-              f"; sweep steps are ×2, so the ratio is a power of two)")  # fmt: skip
+              f" by server p95 alone; sweep steps are ×2, so the ratio is a power of two)")  # fmt: skip
     n_err = sum(ph["errors"] for c in configs.values() for ph in c["sweep"]) + sum(c["tracebacks"] for c in
                                                                                     configs.values())  # fmt: skip
     n_ct = sum(ph["crosstalk"] for c in configs.values() for ph in c["sweep"])
@@ -530,6 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stages", default=",".join((*DECODER_STAGES, "all")),
                     help="stages to switch between (default: every decoder stage and All stages)")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="seed of the students' random actions")
+    ap.add_argument("--profile", nargs="?", const=ROOT / "test-artifacts" / "capacity-profile", type=Path,
+                    metavar="DIR", help="profile the one server's script runs per action type with pyinstrument "
+                    "(default DIR test-artifacts/capacity-profile)")  # fmt: skip
     ap.add_argument("--json", type=Path, metavar="FILE", help="write every figure as strict JSON")
     ap.add_argument("--smoke", action="store_true", help="tiny model, a few students for a few seconds")
     args = ap.parse_args(argv)
