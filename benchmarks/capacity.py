@@ -43,6 +43,7 @@ monkey.patch_all()  # before anything imports socket or threading: Locust's user
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import shutil  # noqa: E402
@@ -89,9 +90,11 @@ TARGET_SERVER_S = 1.0
 TARGET_BROWSER_S = 1.5
 BURST_WINDOW_S = 1.0
 BURST_PAINT_S = 5.0
+SATURATED = 0.85  # a share of the server's cores, or of the machine's, counted as saturated
 SPAWN_RATE = 16.0  # students joining per second while the class grows
 SETTLE_S = 3.0  # after the last student opened, before a window is measured
 CONFIGS = ("single", "nginx")
+CLASSES = (30, 100, 300)  # class sizes the README sizes replicas for
 REPLICAS = 2
 MIB = 2**20
 SHOWN_PROBLEMS = 10
@@ -482,6 +485,25 @@ def finite(x):
     return x
 
 
+def limit(c: dict) -> str:
+    """What stopped the sweep, in words: the server's own cores, or the machine's (other work on it)."""
+    beyond = next((ph for ph in c["sweep"] if not passes(ph, False)), None)
+    if beyond is None:
+        return "none reached: every N run met the server's target"
+    cores = 1 if c["config"] == "single" else REPLICAS
+    used = beyond["server_cpu_pct"] / cores
+    load = beyond["loadavg_after"][0]
+    where = (f"at N={beyond['sessions']}: server {beyond['server_cpu_pct']:.0f}% of a core ({used:.0f}% of its "
+             f"{cores} core(s)), machine load average {load:g} on {os.cpu_count()} cores, "
+             f"{beyond['errors']} errors, {beyond['crosstalk']} cross-talk")  # fmt: skip
+    if used >= SATURATED * 100:
+        return f"the server's own CPU {where}: its Python runs one thread at a time; more replicas take more students"
+    if load > (os.cpu_count() or 1) * SATURATED:
+        return (f"the machine, not the server, {where}: other processes held the cores the server waited for, so "
+                "this N is a lower bound of the server's capacity; rerun on a quiet machine")  # fmt: skip
+    return f"neither CPU is saturated {where}: the time went to waiting"
+
+
 def summary(report: dict, args) -> None:
     configs = {c["config"]: c for c in report["configs"]}
     print("(server times: from the request to the end of the script's run; browser: click to every figure painted, "
@@ -517,6 +539,23 @@ def summary(report: dict, args) -> None:
               f"{TARGET_SERVER_S:g} s, browser p95 ≤ {TARGET_BROWSER_S:g} s, no error, no cross-talk; server p95 "
               f"alone: {server_only if server_only is not None else 'none'}; N run: "
               f"{','.join(str(ph['sessions']) for ph in c['sweep'])})")  # fmt: skip
+        c["limit"] = limit(c)
+        print(f"limit {name}: {c['limit']}")
+    if single and single["largest_n_server"]:
+        at = next(ph for ph in single["sweep"] if ph["sessions"] == single["largest_n_server"])
+        per = at["server_cpu_pct"] / at["sessions"]
+        cap = single["largest_n_server"]
+        need = {n: math.ceil(n / cap) for n in CLASSES}
+        report["per_replica"] = {"students": cap, "cpu_pct_per_student": per, "cpu_ms_per_action":
+                                 at["server_cpu_ms_per_action"], "rss_mib": at["server_rss_mib_peak"],
+                                 "replicas_for": need}  # fmt: skip
+        print(f"one replica: {cap} students at server p95 ≤ {TARGET_SERVER_S:g} s, {at['server_cpu_pct']:.0f}% of a "
+              f"core ({per:.1f}% per student, {at['server_cpu_ms_per_action']:.0f} ms of CPU per action), RSS "
+              f"{at['server_rss_mib_peak']:.0f} MiB; replicas for a class of "
+              f"{', '.join(f'{n}: {k}' for n, k in need.items())} (one more keeps a class going when one "
+              "fails)")  # fmt: skip
+    elif single:
+        print(f"one replica: no N run met server p95 ≤ {TARGET_SERVER_S:g} s")
     if single and "nginx" in configs:
         a, b = single["largest_n_server"], configs["nginx"]["largest_n_server"]
         ratio = b / a if a and b else float("nan")

@@ -78,6 +78,9 @@ def test_capacity_smoke(tmp_path):
         rf"^  (open|step|stage|layer|sentence|to all|step in all)\s+{NUMBER}\s+{NUMBER}$", out, re.M)}  # fmt: skip
     assert set(costs) == {"open", "step", "stage", "layer", "sentence", "to all", "step in all"}, out
     assert all(a > 0 and b > 0 for a, b in costs.values()), out
+    assert len(re.findall(r"^limit (single|nginx): (none reached|the server's own CPU|the machine|neither)", out,
+                          re.M)) == 2, out  # fmt: skip
+    assert re.search(r"^one replica: (\d+ students at server p95|no N run met)", out, re.M), out
     for target in ("errors = 0", "cross-talk = 0"):
         assert re.search(rf"^verdict {re.escape(target)}: PASS \(", out, re.M), out
     for line in ("single burst", "single capacity", "nginx burst", "nginx capacity", "replicas ≥ 1.7× one process"):
