@@ -25,10 +25,14 @@ opening theirs with them: each first page's server time, and the browsers' time 
 the sweep: for each N of ``--sessions`` the class grows to N students and acts for ``--seconds``: server time
 p50 / p95 (and per action type), the browsers' click-to-paint p95, errors, cross-talk, server CPU (100 % = one
 core; summed over the replicas) and RSS, the load generator's own CPU, and the machine's load average before and
-after (other work on the machine shows there: a shared machine's figures are upper bounds). The sweep stops at
-the first N past the target (server p95 > 1.0 s or browser p95 > 1.5 s). Then, per configuration, the largest N
+after (other work on the machine shows there: on a shared machine the times are upper bounds and the capacity a
+lower bound). The sweep stops at the first N past the server's target (server p95 > 1.0 s, an error or a
+cross-talk; the browsers' p95 is reported beside). Then, per configuration, the largest N
 with server p95 ≤ 1.0 s, browser p95 ≤ 1.5 s, no error and no cross-talk, and the replicas' capacity against the
-single process's.
+single process's, and what stopped the sweep (the server's own core, or the machine's other work).
+``--profile [DIR]`` runs the one server's script under pyinstrument (``benchmarks/profiled_app.py``; timings then
+include the profiler's cost): the call trees of each action type alone and of each N are written to DIR, and the
+functions with the most time of their own are printed per action type and for the first N past the limit.
 
 ``--smoke``: the tests' tiny model, a few students for a few seconds, one browser, through one server and through
 nginx. ``--json FILE`` writes every figure as strict JSON (no NaN: missing values are null). Prints tables and
@@ -85,7 +89,7 @@ from views.state import DECODER_STAGES, STAGES  # noqa: E402
 
 FULL = dict(sessions=(8, 16, 32, 64, 128, 256), seconds=60.0, think=2.0, browsers=2, burst=30, sentences=40,
             cost_actions=16)  # fmt: skip
-SMOKE = dict(sessions=(2, 4), seconds=4.0, think=0.5, browsers=1, burst=4, sentences=4, cost_actions=2)
+SMOKE = dict(sessions=(2, 4), seconds=5.0, think=0.5, browsers=1, burst=4, sentences=4, cost_actions=2)
 TARGET_SERVER_S = 1.0
 TARGET_BROWSER_S = 1.5
 BURST_WINDOW_S = 1.0
@@ -434,7 +438,13 @@ def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: d
         for n in args.counts:
             spawn_s = spawn(runner, bench, n, timeout=max(120.0, n / SPAWN_RATE * 4))
             gevent.sleep(SETTLE_S)
+            profiled = args.profile and name == "single"
+            if profiled:
+                set_phase(args.profile, f"N{n}")
             ph = window(runner, bench, servers, sampler, n, args.seconds)
+            if profiled:
+                set_phase(args.profile, IDLE)
+                ph["profile"] = wait_written(args.profile, f"N{n}")
             ph["spawn_s"] = spawn_s
             ph["browsers"] = args.browsers
             out["sweep"].append(ph)
@@ -541,6 +551,13 @@ def summary(report: dict, args) -> None:
               f"{','.join(str(ph['sessions']) for ph in c['sweep'])})")  # fmt: skip
         c["limit"] = limit(c)
         print(f"limit {name}: {c['limit']}")
+        beyond = next((ph for ph in c["sweep"] if not passes(ph, False)), None)
+        prof = beyond and beyond.get("profile")
+        if prof:
+            print(f"profile {name} N={beyond['sessions']}: {prof['runs']} script runs, {prof['wall_s']:.1f} s; most "
+                  "time of its own (s):")  # fmt: skip
+            for fn, secs in prof["top_self"][:10]:
+                print(f"  {secs:7.2f}  {fn}")
     if single and single["largest_n_server"]:
         at = next(ph for ph in single["sweep"] if ph["sessions"] == single["largest_n_server"])
         per = at["server_cpu_pct"] / at["sessions"]
@@ -587,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model directory (default: the bundled one)")
     ap.add_argument("--sessions", type=counts_arg, help="class sizes N (default 8,16,32,64,128,256; smoke 2,4)")
-    ap.add_argument("--seconds", type=float, help="measured window per N (default 60; smoke 4)")
+    ap.add_argument("--seconds", type=float, help="measured window per N (default 60; smoke 5)")
     ap.add_argument("--think", type=float, help="mean pause after an answer (default 2: 1–3 s; smoke 0.5)")
     ap.add_argument("--browsers", type=int, help="Chromium sessions sampled beside the students (default 2)")
     ap.add_argument("--burst", type=int, help="students arriving within one second (default 30; smoke 4)")

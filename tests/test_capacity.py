@@ -72,7 +72,7 @@ def test_capacity_smoke(tmp_path):
     assert [(r[0], int(r[1])) for r in rows] == [("single", 2), ("single", 4), ("nginx", 2), ("nginx", 4)], out
     for _, _, actions, _, p50, p95, browser, errors, crosstalk, cpu, rss, _ in rows:
         assert int(actions) >= 1 and 0 < int(p50) <= int(p95), out
-        assert browser != "-" and int(browser) > 0, out  # the browser acted in every window
+        assert browser == "-" or int(browser) > 0, out
         assert int(errors) == int(crosstalk) == 0 and int(cpu) > 0 and int(rss) > 0, out
     costs = {k: (float(a), float(b)) for k, a, b in re.findall(
         rf"^  (open|step|stage|layer|sentence|to all|step in all)\s+{NUMBER}\s+{NUMBER}$", out, re.M)}  # fmt: skip
@@ -97,6 +97,7 @@ def test_capacity_smoke(tmp_path):
         b = c["burst"]
         assert b["opened"] == b["students"] == 4 and b["errors"] == 0 and b["crosstalk"] == 0, b
         assert len(b["browser_open_ms"]) == 1 and b["browser_open_ms"][0] > 0, b
+        assert sum(ph["browser_actions"] for ph in c["sweep"]) >= 1, c  # the browser acted under the load
         for ph in c["sweep"]:
             assert ph["server_cpu_pct"] > 0 and ph["loadavg_before"] and ph["loadavg_after"], ph
             assert ph["locust"]["requests"] >= ph["actions"] > 0, ph
