@@ -80,7 +80,15 @@ def test_capacity_smoke(tmp_path):
     assert all(a > 0 and b > 0 for a, b in costs.values()), out
     assert len(re.findall(r"^limit (single|nginx): (none reached|the server's own CPU|the machine|neither)", out,
                           re.M)) == 2, out  # fmt: skip
-    assert re.search(r"^one replica: (\d+ students at server p95|no N run met)", out, re.M), out
+    assert re.search(r"^one replica, measured: (\d+|no) students at server p95", out, re.M), out
+    m = re.search(
+        rf"^one replica, by CPU: {NUMBER}% of a core per student \((\d+) ms of CPU per action\), so (\d+) "
+        r"students at 70% of a core; replicas for a class of 30: (\d+), 100: (\d+), 300: (\d+)",
+        out,
+        re.M,
+    )
+    assert m and float(m.group(1)) > 0 and int(m.group(2)) > 0, out
+    assert int(m.group(4)) <= int(m.group(5)) <= int(m.group(6)), out
     for target in ("errors = 0", "cross-talk = 0"):
         assert re.search(rf"^verdict {re.escape(target)}: PASS \(", out, re.M), out
     for line in ("single burst", "single capacity", "nginx burst", "nginx capacity", "replicas ≥ 1.7× one process"):
