@@ -103,7 +103,6 @@ CPU_SHARE = 0.7  # of a core, a replica's load with room for a class's bursts (s
 REPLICAS = 2
 MIB = 2**20
 SHOWN_PROBLEMS = 10
-COST_KINDS = ("open", "step", "stage", "layer", "sentence", "to all", "step in all")
 
 
 class Bench:
