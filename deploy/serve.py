@@ -277,12 +277,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-dir", type=Path, help="nginx's configuration, logs and temporary files (default: new)")
     ap.add_argument("--print-site", action="store_true",
                     help="print the configuration for a system nginx (conf.d / sites-available) and exit")  # fmt: skip
+    ap.add_argument("--upstream-host", default="127.0.0.1",
+                    help="--print-site: the replicas' host (compose: the service's name, which resolves to every "
+                         "replica)")  # fmt: skip
+    ap.add_argument("--access-log", default=SYSTEM_ACCESS_LOG, help="--print-site: nginx's access log")
     args = ap.parse_args(argv)
     if args.replicas < 1:
         ap.error("--replicas must be at least 1")
     ports = [args.first_port + i for i in range(args.replicas)]
     if args.print_site:
-        print(site_conf(str(args.port), ports), end="")
+        print(site_conf(str(args.port), ports, args.access_log, args.upstream_host), end="")
         return 0
     busy = [p for p in ports if not port_free(p)]
     if busy or not port_free(args.port, args.listen):

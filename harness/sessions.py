@@ -63,6 +63,7 @@ class Session:
     timeouts: list[int] = field(default_factory=list)  # phases
     sockets: list[tuple[float, str]] = field(default_factory=list)  # (time.monotonic(), "open" | "close")
     last_frame: float = 0.0  # time.monotonic() of the last websocket frame received
+    first_paint_s: float | None = None  # from loading the page to its first view painted (open_session)
 
 
 @dataclass
@@ -113,8 +114,10 @@ async def open_session(s: Session, browser, url: str, drive: Drive) -> None:
     page.on("console", on_console)
     page.on("pageerror", lambda e: s.errors.append((drive.phase, f"session {s.index} page error: {str(e)[:200]}")))
     page.on("websocket", on_socket)
+    t0 = time.perf_counter()
     await page.goto(f"{url}/?{urlencode({'src': s.sentence})}")
     await wait_view(s, None, drive.timeout_ms * 4)
+    s.first_paint_s = time.perf_counter() - t0
     first = await page.evaluate(PAGE_STATE_JS)
     if first["english"] != s.sentence:
         raise RuntimeError(f"session {s.index} shows {first['english']!r}, not its sentence {s.sentence!r}")
