@@ -5,6 +5,7 @@ Neither file holds user text."""
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import streamlit as st
@@ -24,4 +25,5 @@ def _component():
 
 
 def behaviour() -> None:
-    _component()(key="page_behaviour")
+    """Mounted once per page run (its code installs itself once per browser page)."""
+    _component()(data=json.dumps({"page": True}).encode(), key="page_behaviour")  # JSON, as every element's data
