@@ -4,8 +4,9 @@
 // scrolls near the viewport. The figure's element carries data-deferred="1" while an update waits and
 // data-drawing="1" while Plotly draws it. Plotly's bundle is loaded by the element's loader (views/plot.py).
 const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
-// A full-width figure (matrices, curves) is drawn at least this wide: on a phone it scrolls inside its frame
-// rather than squeezing its columns and panel titles together; a tablet's column (~700 px) holds it.
+// A full-width heatmap (matrices, every head side by side) is drawn at least this wide: on a phone it scrolls
+// inside its frame rather than squeezing its cells and panel titles together; a tablet's column (~700 px) holds it.
+// Bars and curves squeeze well.
 const STRETCH_MIN_W = 600;
 
 function draw(div) {
@@ -103,7 +104,8 @@ export default function ({ data: bytes, parentElement }) {
   div.style.minHeight = (figure.layout.height || 450) + "px"; // the space the new figure takes, drawn or waiting
   div.__fixed = Boolean(figure.layout.width);
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
-  div.style.minWidth = div.__fixed ? "" : STRETCH_MIN_W + "px";
+  const cells = (figure.data || []).some((t) => t.type === "heatmap");
+  div.style.minWidth = !div.__fixed && cells ? STRETCH_MIN_W + "px" : "";
   div.__job = { figure, config: { ...data.config, responsive: !figure.layout.width } };
   if (div.__watcher) div.__watcher.unobserve(div);
   div.__watcher = watcher(scroller(div));
