@@ -89,7 +89,8 @@ def test_small_screens_never_scroll_sideways(server, browser, width, height, sta
     never scrolls sideways. At 768 px every figure fits without scrolling."""
     ARTIFACTS.mkdir(exist_ok=True)
     query = "&stage=all" if stage == "all" else ""
-    page = open_page(browser, f"{server}/?max_len=8&src=I+like+pizza.&step=3{query}", width, height,
+    # 16 source tokens, 14 positions: square figures as wide as a tablet's column holds
+    page = open_page(browser, f"{server}/?max_len=14&src=The+cat+is+sleeping+on+the+sofa.&step=3{query}", width, height,
                      min_plots=10 if stage == "all" else 3)  # fmt: skip
     try:
         page.wait_for_timeout(500)
