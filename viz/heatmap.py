@@ -629,7 +629,8 @@ def rows_geometry(
 ) -> RowsGeometry:
     """Rows, window and margins of a full-width matrix: ``ROW_PX`` px per row up to 20 rows, else ``ROW_MIN``,
     at most ``ROWS_MAX_H`` px of rows (a window containing the highlighted row, named in a note under the
-    title), at least ``PLOT_MIN_H``. ``col_px``: the length of upright column labels (0: horizontal ones)."""
+    title), at least ``PLOT_MIN_H``, with room above and below for a y title longer than that. ``col_px``: the
+    length of upright column labels (0: horizontal ones)."""
     left = left_margin(row_labels, y_title)
     block, top = title_block(title, MIN_WIDTH)
     row_px = ROW_PX if n_rows <= WINDOW_TOKENS else ROW_MIN
@@ -641,6 +642,8 @@ def rows_geometry(
     plot_h = max(PLOT_MIN_H, rows.count * row_px)
     if height is not None:
         plot_h = max(PLOT_MIN_H, height - top - bottom)
+    over = y_title_overflow(safe_label(y_title), plot_h) if y_title else 0  # a y title longer than a short plot
+    top, bottom = top + over, max(bottom, over + PAD)
     eff = plot_h / rows.count
     margin = dict(l=left, r=cb_px, t=top, b=bottom, autoexpand=True)
     note = note_annotation(text, note_top=note_top, plot_top=top, left=left, width=MIN_WIDTH) if text else None
