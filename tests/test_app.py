@@ -251,7 +251,8 @@ def test_concatenated_heads_show_their_boundaries(app):
     assert not [s for s in q["layout"].get("shapes", []) if s.get("type") == "line"]
 
 
-def test_stage_selector_shows_each_group_and_every_stage_is_reachable(app):
+def test_stage_selector_shows_each_group_and_every_stage_is_reachable(tiny_model_dir, monkeypatch):
+    app = open_app(tiny_model_dir, monkeypatch, head="mean")  # chosen: the attribution stage keeps it
     app.button(key="next").click().run()
     assert app.segmented_control(key="stage").options == [STAGE_LABELS[s] for s in STAGES]
     seen: dict[str, list[str]] = {}
