@@ -91,6 +91,7 @@ export default function ({ data: bytes, parentElement }) {
     // A figure wider than the column (square cells on a phone) scrolls inside its own frame, not the page.
     parentElement.style.maxWidth = "100%";
     parentElement.style.overflowX = "auto";
+    parentElement.style.overflowY = "hidden"; // never the scroller that scroller() looks for: that is the page's
     parentElement.appendChild(div);
   }
   // A heatmap's one-line text alternative (views/plot.py): read by screen readers instead of the SVG's pieces.
