@@ -64,7 +64,9 @@ def browser():
             b.close()
 
 
-def open_page(browser, url: str, width: int, height: int, min_plots: int = 3):
+def open_page(browser, url: str, width: int, height: int, min_plots: int = 1):
+    """The page at ``url``, once it shows at least ``min_plots`` figures and every figure is drawn (the encoder's,
+    in a closed expander, may not be: they are not counted on)."""
     page = browser.new_page(viewport={"width": width, "height": height})
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(url)
@@ -91,7 +93,7 @@ def test_small_screens_never_scroll_sideways(server, browser, width, height, sta
     query = "&stage=all" if stage == "all" else ""
     # 16 source tokens, 14 positions: square figures as wide as a tablet's column holds
     page = open_page(browser, f"{server}/?max_len=14&src=The+cat+is+sleeping+on+the+sofa.&step=3{query}", width, height,
-                     min_plots=10 if stage == "all" else 3)  # fmt: skip
+                     min_plots=10 if stage == "all" else 1)  # fmt: skip
     try:
         page.wait_for_timeout(500)
         size = page.evaluate(OVERFLOW_JS)
