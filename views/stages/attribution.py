@@ -99,9 +99,10 @@ def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int], 
         attr_all = compute(lm, tuple(src_ids), sentence, method)
         attr = _prefix(attr_all, valid) if sentence != prefix else attr_all
         best = best_head(ctx, lm, tuple(src_ids), sentence, attr_all)
-    # The stage opens on that head, once per attribution, unless a layer or head was chosen (link or sidebar).
+    # The stage opens on that head, once per attribution of a whole sentence (not of a prefix, which grows as one
+    # steps), unless a layer or head was chosen (link or sidebar).
     opened = (str(lm.path), tuple(src_ids), sentence, method)
-    if st.session_state.get("attribution_opened") != opened:
+    if (whole is None or sentence == full) and st.session_state.get("attribution_opened") != opened:
         st.session_state["attribution_opened"] = opened
         if session.open_on(best.layer, best.head):
             st.rerun(scope="app")
