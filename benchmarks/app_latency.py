@@ -50,6 +50,7 @@ from harness.browser import (  # noqa: E402
     PAINTED_JS,
     SCROLLED_JS,
     TIMEOUT_MS,
+    TO_STEPPER_JS,
     VIEWPORT,
     Server,
     app_env,
@@ -164,7 +165,7 @@ def show_all_stages(page, step: int) -> dict:
     painted(page, step, 1)
     figs = figures(page)
     painted(page, step, figs["tracking"])
-    page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.evaluate(TO_STEPPER_JS)
     painted(page, step, figs["tracking"])
     return figs
 
@@ -189,7 +190,7 @@ def scroll_through(page) -> tuple[float, int]:
             break
     secs = time.perf_counter() - t0
     waiting = page.evaluate("() => document.querySelectorAll('[data-deferred]').length")
-    page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.evaluate(TO_STEPPER_JS)
     page.wait_for_function(SCROLLED_JS, timeout=TIMEOUT_MS)
     return secs, waiting
 

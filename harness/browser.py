@@ -310,6 +310,15 @@ TITLES_JS = """
   .map(el => String((el._fullLayout && el._fullLayout.title && el._fullLayout.title.text) || '')).join('\\n')
 """
 
+# Scroll the page to where the step buttons are at the top of the window, the first stages below them: from the top,
+# since the stepper sticks to the window while the page scrolls (scrolling to it from below would not move).
+TO_STEPPER_JS = """
+() => {
+  document.querySelector('[data-testid="stMain"]').scrollTop = 0;
+  document.querySelector('.st-key-next').scrollIntoView({block: 'start'});
+}
+"""
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 

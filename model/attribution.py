@@ -235,3 +235,35 @@ def agreement(attr_src: np.ndarray, cross_weights: np.ndarray, ignore_eos: bool 
     mean_rho = f"mean Spearman ρ {finite.mean():.2f}" if finite.size else "no Spearman ρ (constant rows)"
     summary = f"attention and attribution agree on the most important source token at {int(top1.sum())} of {len(top1)}"
     return Agreement(top1=top1, spearman=rho, summary=f"{summary} steps; {mean_rho}")
+
+
+@dataclass(frozen=True)
+class BestHead:
+    """The cross-attention head whose weights agree best with an attribution (``best_agreeing_head``)."""
+
+    layer: int
+    head: int
+    agreement: Agreement  # of that head, per position
+    top1: int  # positions where both put the same source word first
+    mean_rho: float  # mean Spearman ρ over the positions where it is defined (nan: none)
+    heads: int  # heads compared (L × H)
+
+
+def best_agreeing_head(attr_src: np.ndarray, cross_weights: np.ndarray) -> BestHead:
+    """Of every decoder layer's every cross-attention head, the one whose weights (L, H, T, S) agree best with the
+    attribution shares (T, S) over the T positions, as ``agreement`` measures it: the most positions where both
+    put the same source word first, ties broken by the larger mean Spearman ρ, then by the first (layer, head)."""
+    w = np.asarray(cross_weights, dtype=np.float64)
+    if w.ndim != 4 or w.shape[2:] != np.shape(attr_src):
+        raise ValueError(f"cross_weights must be (L, H, T, S) with (T, S) = {np.shape(attr_src)}, not {w.shape}")
+    L, H = w.shape[:2]
+    best, key = None, None
+    for layer in range(L):
+        for head in range(H):
+            ag = agreement(attr_src, w[layer, head])
+            rho = ag.spearman[np.isfinite(ag.spearman)]
+            mean_rho = float(rho.mean()) if rho.size else float("nan")
+            k = (int(ag.top1.sum()), mean_rho if rho.size else -np.inf)
+            if key is None or k > key:
+                best, key = BestHead(layer, head, ag, k[0], mean_rho, L * H), k
+    return best

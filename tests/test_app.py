@@ -251,7 +251,8 @@ def test_concatenated_heads_show_their_boundaries(app):
     assert not [s for s in q["layout"].get("shapes", []) if s.get("type") == "line"]
 
 
-def test_stage_selector_shows_each_group_and_every_stage_is_reachable(app):
+def test_stage_selector_shows_each_group_and_every_stage_is_reachable(tiny_model_dir, monkeypatch):
+    app = open_app(tiny_model_dir, monkeypatch, head="mean")  # chosen: the attribution stage keeps it
     app.button(key="next").click().run()
     assert app.segmented_control(key="stage").options == [STAGE_LABELS[s] for s in STAGES]
     seen: dict[str, list[str]] = {}
@@ -705,8 +706,59 @@ def test_head_ablation_from_the_pickers_and_the_link(tiny_model_dir, monkeypatch
     assert any("one intervention among several" in m.value for m in at2.markdown)
 
 
-def test_attribution_beside_attention(tiny_model_dir, monkeypatch):
+def best_head_by_hand(model_dir, method: str) -> tuple[int, int]:
+    """Every cross-attention head of the tiny model compared with the attribution of its greedy output (max_len 5) of
+    the default sentence: the most positions with the same top source word, ties by mean Spearman ρ."""
+    from model.attribution import agreement, attribute
+    from model.trace import teacher_forced_trace
+
+    lm = load_model_dir(model_dir)
+    src = lm.tokenizer.encode(View().source) + [lm.cfg.eos_id]
+    out = list(decode(lm.model, src, DecodeOptions(max_len=5)).ids)
+    attr = attribute(lm.model, src, out, method=method)
+    y = out[:-1] if out[-1] == lm.cfg.eos_id else out
+    tr = teacher_forced_trace(lm.model, lm.tokenizer, src[:-1], y)
+    score = {}
+    for layer in range(lm.cfg.n_decoder_layers):
+        for head in range(lm.cfg.n_heads):
+            ag = agreement(attr.src, tr.arrays[f"dec.{layer}.cross.weights"][head, : len(out)])
+            rho = ag.spearman[np.isfinite(ag.spearman)]
+            score[layer, head] = (int(ag.top1.sum()), rho.mean() if rho.size else -np.inf)
+    return max(score, key=lambda k: (score[k], -k[0], -k[1]))
+
+
+def test_attribution_opens_on_the_best_agreeing_head_until_one_is_chosen(tiny_model_dir, monkeypatch):
+    """Without a layer or head in the link, the stage opens on the head that agrees best (sidebar and URL follow
+    and the page says why); a head chosen in the sidebar, or given by the link, stays."""
+    layer, head = best_head_by_hand(tiny_model_dir, "ixg")
     at = open_app(tiny_model_dir, monkeypatch, stage="attribution", max_len="5", step="3", attr="ixg")
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (layer, head)
+    assert (qp(at, "layer") or "0", qp(at, "head")) == (str(layer), str(head))
+    assert any(t.startswith(f"Cross-attention, head {head} (layer {layer})") for t in titles(at))
+    assert any(f"Showing **layer {layer}, head {head}**" in i.value for i in at.info)
+    other = (head + 1) % 4
+    at.selectbox(key="head").set_value(other).run()
+    ok(at)
+    at.radio(key="attribution").set_value("ig").run()  # a new attribution: the chosen head stays
+    ok(at)
+    assert at.selectbox(key="head").value == other
+    assert any(t.startswith(f"Cross-attention, head {other} (layer {layer})") for t in titles(at))
+    assert any("The head that agrees best is **layer" in i.value for i in at.info)
+    linked = open_app(tiny_model_dir, monkeypatch, stage="attribution", max_len="5", attr="ixg", head="mean")
+    assert linked.selectbox(key="head").value == MEAN_HEADS and linked.selectbox(key="layer").value == 0
+
+
+def test_attribution_says_what_its_numbers_mean(tiny_model_dir, monkeypatch):
+    at = open_app(tiny_model_dir, monkeypatch, stage="attribution", max_len="5", attr="ixg")
+    text = "\n".join(m.value for m in at.markdown)
+    for name in ("agree", "Spearman ρ", "share from the source", "completeness error"):
+        assert f"- **{name}**: " in text, name
+    show_stage(at, "ablation")
+    assert any("- **head importance**: the mean cross-entropy" in m.value for m in at.markdown)
+
+
+def test_attribution_beside_attention(tiny_model_dir, monkeypatch):
+    at = open_app(tiny_model_dir, monkeypatch, stage="attribution", max_len="5", step="3", attr="ixg", head="mean")
     got = titles(at)
     assert any(t.startswith("Attribution to the source (Input × Gradient)") for t in got)
     assert any(t.startswith("Cross-attention, mean of heads (layer 0)") for t in got)

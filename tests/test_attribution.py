@@ -153,3 +153,29 @@ def test_leaves_the_model_as_it_was_and_works_in_inference_mode(tiny_model, ids)
     np.testing.assert_array_equal(inside.raw_src, plain.raw_src)
     assert all(p.grad is None for p in tiny_model.parameters()) and not tiny_model.training
     assert not any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks for m in tiny_model.modules())
+
+
+def test_best_agreeing_head_is_the_best_of_every_head_by_brute_force():
+    """The head chosen has the most positions agreeing on the top source word, ties by mean Spearman ρ; a head
+    that copies the attribution exactly wins; checked against agreement() on every head."""
+    from model.attribution import best_agreeing_head
+
+    rng = np.random.default_rng(7)
+    T, S, L, H = 6, 5, 3, 4
+    attr = rng.dirichlet(np.ones(S), size=T)  # (T, S)
+    w = rng.dirichlet(np.ones(S), size=(L, H, T))  # (L, H, T, S)
+    scores = {}
+    for layer in range(L):
+        for head in range(H):
+            ag = agreement(attr, w[layer, head])
+            scores[layer, head] = (int(ag.top1.sum()), float(np.nanmean(ag.spearman)))
+    best = best_agreeing_head(attr, w)
+    assert (best.top1, best.mean_rho) == scores[best.layer, best.head]
+    assert scores[best.layer, best.head] == max(scores.values())
+    assert best.heads == L * H
+    w[2, 1] = attr  # one head looks exactly where the attribution points
+    best = best_agreeing_head(attr, w)
+    assert (best.layer, best.head, best.top1) == (2, 1, T) and best.mean_rho == pytest.approx(1.0)
+    np.testing.assert_array_equal(best.agreement.top1, np.ones(T, bool))
+    with pytest.raises(ValueError, match="cross_weights"):
+        best_agreeing_head(attr, w[0])

@@ -951,3 +951,43 @@ def test_the_checker_flags_illegible_figures(browser):
     assert "'tiny'" in text and "cells" in text
     assert "'small text'" in text and "8 px" in text
     assert "modebar covers title" in text
+
+
+# ---------------------------------------------------------------------------
+# Text alternatives of heatmaps (the line a screen reader reads, views.plot).
+
+
+def test_describe_heatmap_names_the_shape_and_the_strongest_cell():
+    from viz.common import describe_heatmap
+
+    w = np.array([[1.0, -np.inf, -np.inf], [0.38, 0.62, -np.inf], [0.2, 0.5, 0.3]])
+    rows, cols = ["<s> → la", "la → petite", "petite → fille"], ["<s>", "la", "petite"]
+    line = describe_heatmap(w, rows, cols, "Weights, head 0 (layer 0)", "weight")
+    # row 0 has no choice (one open cell): the strongest cell among rows with a choice
+    assert line == ("Weights, head 0 (layer 0): heatmap of 3 rows × 3 columns; row 1 'la → petite' attends most "
+                    "to 'la' (0.62).")  # fmt: skip
+    signed = describe_heatmap(np.array([[0.5, -3.25], [1.0, 2.0]]), ["a", "b"], ["0", "1"], None, "score")
+    assert signed == "heatmap of 2 rows × 2 columns; largest in magnitude score: -3.25 at row 0 'a', column '1'."
+    assert describe_heatmap(np.array([[0.1, 0.7]]), ["x"], ["p", "q"], "t", "share").endswith(
+        "largest share: 0.7 at row 0 'x', column 'q'."
+    )
+    mask = describe_heatmap(np.array([[0.0, -np.inf], [0.0, 0.0]]), ["a", "b"], ["a", "b"], "Causal mask", "mask")
+    assert mask == "Causal mask: heatmap of 2 rows × 2 columns; every open cell is 0, 1 cell masked."
+    assert describe_heatmap(np.full((1, 2), np.nan), ["a"], ["b", "c"], None).endswith("every cell is masked.")
+    with pytest.raises(ValueError, match="rows"):
+        describe_heatmap(w, rows[:2], cols, None)
+
+
+def test_figures_carry_their_text_alternative_with_labels_as_written():
+    """What plot() sends with a heatmap: the figure's own title and axis labels, unescaped and without the index
+    prefixes that keep category labels distinct; no line for a figure without a heatmap."""
+    from views.plot import text_alternative
+
+    w = np.array([[1.0, -np.inf], [0.3, 0.7]])
+    fig = viz.attention_figure(w, ["<s> → a&b", "a&b → c"], ["<s>", "a&b"], title="Weights <b>x</b>")
+    assert text_alternative(fig) == (
+        "Weights <b>x</b>: heatmap of 2 rows × 2 columns; row 1 'a&b → c' attends most to 'a&b' (0.70)."
+    )
+    grid = viz.heads_grid(np.stack([w, w[::-1]]), ["r0", "r1"], ["c0", "c1"], title="Every head")
+    assert text_alternative(grid).endswith("(the first of 2 panels).")
+    assert text_alternative(go.Figure(go.Bar(x=["a", "b"], y=[0.6, 0.3]))) is None

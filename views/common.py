@@ -27,7 +27,12 @@ from .plot import plot
 from .state import MAX_BEAM, MEAN_HEADS, Choices
 
 log = logging.getLogger("decoder_lens")
-PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+# No "Share chart…" (plotly.js offers uploading the figure to its cloud by default): an offline classroom tool.
+PLOTLY_CONFIG = {
+    "displaylogo": False,
+    "showSendToCloud": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+}
 SESSION_CACHE = 4  # entries kept per session and cache name (decodes, traces, attributions, …)
 # Bytes kept per session, every cache name together: the largest decode the app allows (127 tokens, beam 8,
 # every stage recorded) is ~100 MiB, and one must fit; a greedy decode of a 15-token sentence is ~2 MiB.

@@ -76,8 +76,9 @@ def sidebar(lm: LoadedModel) -> None:
     if cap > 1:
         sb.slider("Max length (new tokens)", 1, cap, key="max_len")
     sb.subheader("View")
-    sb.selectbox("Decoder layer", list(range(cfg.n_decoder_layers)), key="layer")
-    sb.selectbox("Attention head", [MEAN_HEADS, *range(cfg.n_heads)], key="head", format_func=head_label)
+    sb.selectbox("Decoder layer", list(range(cfg.n_decoder_layers)), key="layer", on_change=session.layer_head_chosen)
+    sb.selectbox("Attention head", [MEAN_HEADS, *range(cfg.n_heads)], key="head", format_func=head_label,
+                 on_change=session.layer_head_chosen)  # fmt: skip
     sb.toggle("Show every head (grid)", key="grid")
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from views.page import behaviour
 from views.plot import preload
 
 RECONNECT_TIMER_S = 3600
@@ -49,6 +50,7 @@ def main() -> None:
     st.set_page_config(page_title="Decoder Lens", page_icon="🔎", layout="wide")
     with st.sidebar:
         preload()
+        behaviour()
         rerun_on_reconnect()
     # The rest imports torch (~1 s on a fresh server, where the warm start may still be importing it): the first
     # elements go out before, so that the browser loads Plotly meanwhile.

@@ -4,6 +4,10 @@
 // scrolls near the viewport. The figure's element carries data-deferred="1" while an update waits and
 // data-drawing="1" while Plotly draws it. Plotly's bundle is loaded by the element's loader (views/plot.py).
 const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
+// A full-width heatmap (matrices, every head side by side) is drawn at least this wide: on a phone it scrolls
+// inside its frame rather than squeezing its cells and panel titles together; a tablet's column (~700 px) holds it.
+// Bars and curves squeeze well.
+const STRETCH_MIN_W = 600;
 
 function draw(div) {
   const job = div.__job;
@@ -84,11 +88,25 @@ export default function ({ data: bytes, parentElement }) {
     div = document.createElement("div");
     div.className = "decoder-lens-plot";
     div.__near = false;
+    // A figure wider than the column (square cells on a phone) scrolls inside its own frame, not the page.
+    parentElement.style.maxWidth = "100%";
+    parentElement.style.overflowX = "auto";
+    parentElement.style.overflowY = "hidden"; // never the scroller that scroller() looks for: that is the page's
     parentElement.appendChild(div);
+  }
+  // A heatmap's one-line text alternative (views/plot.py): read by screen readers instead of the SVG's pieces.
+  if (data.alt) {
+    div.setAttribute("role", "img");
+    div.setAttribute("aria-label", data.alt);
+  } else {
+    div.removeAttribute("role");
+    div.removeAttribute("aria-label");
   }
   div.style.minHeight = (figure.layout.height || 450) + "px"; // the space the new figure takes, drawn or waiting
   div.__fixed = Boolean(figure.layout.width);
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
+  const cells = (figure.data || []).some((t) => t.type === "heatmap");
+  div.style.minWidth = !div.__fixed && cells ? STRETCH_MIN_W + "px" : "";
   div.__job = { figure, config: { ...data.config, responsive: !figure.layout.width } };
   if (div.__watcher) div.__watcher.unobserve(div);
   div.__watcher = watcher(scroller(div));

@@ -23,6 +23,8 @@ from pathlib import Path
 import plotly.io as pio
 import streamlit as st
 
+from viz.common import describe_heatmap
+
 PLOTLY_JS = Path(__file__).resolve().parents[1] / "assets" / "vendor" / "plotly-cartesian.min.js"
 PLOTLY_ROUTE = f"/vendor/{PLOTLY_JS.name}"
 PLOT_JS_ROUTE = "/vendor/decoder-lens-plot.js"
@@ -52,10 +54,25 @@ def _component():
     return st.components.v2.component("decoder_lens_plot", js=LOADER, isolate_styles=False)
 
 
+def text_alternative(fig) -> str | None:
+    """The line a screen reader reads for a heatmap figure (``viz.common.describe_heatmap`` of its first value
+    trace; the grey overlay of masked cells is not one); None for other figures."""
+    panels = [t for t in fig.data if t.type == "heatmap" and t.name != "masked"]
+    if not panels:
+        return None
+    t = panels[0]
+    title = fig.layout.title.text if fig.layout.title else None
+    line = describe_heatmap(t.z, list(t.y), list(t.x), title, t.name or "value")
+    return line if len(panels) == 1 else f"{line.removesuffix('.')} (the first of {len(panels)} panels)."
+
+
 def plot(fig, key: str, config: dict) -> None:
-    """Draw ``fig`` under ``key`` (the same key keeps the same graph, updated in place)."""
+    """Draw ``fig`` under ``key`` (the same key keeps the same graph, updated in place); a heatmap carries its
+    text alternative (``alt``: the element's aria-label, plot.js)."""
     figure = pio.to_json(fig, validate=False)  # numpy arrays as Plotly's base64 typed arrays
-    _component()(data=f'{{"figure": {figure}, "config": {json.dumps(config)}}}'.encode(), key=key)
+    alt = text_alternative(fig)
+    extra = f', "alt": {json.dumps(alt)}' if alt else ""
+    _component()(data=f'{{"figure": {figure}, "config": {json.dumps(config)}{extra}}}'.encode(), key=key)
 
 
 def preload() -> None:

@@ -9,6 +9,10 @@ from .common import log
 from .state import VIEW_FIELDS, Limits, View, clamp_view, from_query, to_query
 
 LOADED = "url_loaded"  # set once the session has read its URL
+# Set once the layer or head was chosen (by the link or in the sidebar): until then the attribution stage may open
+# on the head that agrees best with its attribution (``open_on``).
+LAYER_HEAD_CHOSEN = "layer_head_chosen"
+PENDING_LAYER_HEAD = "pending_layer_head"
 WIDGETS = (
     "source",
     "reference",
@@ -54,6 +58,10 @@ def load(limits: Limits) -> list[str]:
         if "step" in url:  # the decode's length bounds it, once known
             s["pending_step"], s["step_from_link"] = url["step"], True
         s["forced_base"] = None  # the forced prefix from the link belongs to the link's sentence
+        if "layer" in url or "head" in url:
+            s[LAYER_HEAD_CHOSEN] = True
+    if PENDING_LAYER_HEAD in s:  # asked for by the last run, before the sidebar's widgets exist
+        raw["layer"], raw["head"] = s.pop(PENDING_LAYER_HEAD)
     view, more = clamp_view(raw, limits)
     for name in VIEW_FIELDS:
         value = getattr(view, name)
@@ -62,6 +70,21 @@ def load(limits: Limits) -> list[str]:
         if s.get(name) != value or type(s.get(name)) is not type(value):
             s[name] = value
     return msgs + more
+
+
+def layer_head_chosen() -> None:
+    """The sidebar's layer or head was changed: the user's choice from now on."""
+    st.session_state[LAYER_HEAD_CHOSEN] = True
+
+
+def open_on(layer: int, head: int) -> bool:
+    """Show ``layer`` and ``head`` from the next run on (the whole page: the sidebar shows them too), unless the
+    layer or head was chosen; True when the page must run again for it."""
+    s = st.session_state
+    if s.get(LAYER_HEAD_CHOSEN) or (s.get("layer"), s.get("head")) == (layer, head):
+        return False
+    s[PENDING_LAYER_HEAD] = (layer, head)
+    return True
 
 
 def current(limits: Limits) -> View:

@@ -175,3 +175,42 @@ def finish_layout(fig: go.Figure, title: str | None, *, height: int, legend: boo
     fig.update_xaxes(automargin=True, tickfont=dict(size=TICK_FONT))
     fig.update_yaxes(automargin=True, tickfont=dict(size=TICK_FONT))
     return fig
+
+
+def _plain(label: object, index: int | None = None) -> str:
+    """A label as read aloud: markup and entities of an escaped Plotly label undone, line breaks as spaces, and
+    the ``index:`` prefix ``unique_labels`` gives a category (its position is said anyway) left out."""
+    text = html.unescape(str(label).replace("<br>", " ")).strip()
+    return text.removeprefix(f"{index}:") if index is not None else text
+
+
+def describe_heatmap(
+    z: np.ndarray, rows: Sequence[object], cols: Sequence[object], title: str | None, value_name: str = "value"
+) -> str:
+    """One line that says what a heatmap shows, computed from its data (a text alternative for screen readers):
+    its title, its shape and its strongest cell, e.g. "…: 5 rows × 7 columns; row 3 'petite → fille' attends
+    most to 'girl' (0.62)". Attention weights ("weight") are read as where a row attends; other values by their
+    largest magnitude. Rows with a single finite cell (the first position of a causal mask, weight 1 on <s>)
+    are passed over while another row has a choice. Masked cells (NaN, ±inf) never count."""
+    a = as_2d(z, "z")
+    R, C = a.shape
+    check_len(R, rows, "rows", f"z of shape {a.shape}")
+    check_len(C, cols, "columns", f"z of shape {a.shape}")
+    head = f"{_plain(title)}: " if title else ""
+    shape = f"heatmap of {R} row{'s' if R != 1 else ''} × {C} column{'s' if C != 1 else ''}"
+    finite = np.isfinite(a)
+    if not finite.any():
+        return f"{head}{shape}; every cell is masked."
+    choice = finite & (finite.sum(1, keepdims=True) > 1)
+    pool = choice if choice.any() else finite
+    score = np.where(pool, np.abs(a), -np.inf)
+    i, j = np.unravel_index(int(np.argmax(score)), a.shape)
+    row, col, v = _plain(rows[i], int(i)), _plain(cols[j], int(j)), float(a[i, j])
+    name = _plain(value_name)
+    if np.ptp(a[pool]) == 0:  # nothing stands out (the causal mask's open cells)
+        masked = int((~finite).sum())
+        return f"{head}{shape}; every open cell is {v:.3g}, {masked} cell{'s' if masked != 1 else ''} masked."
+    if name == "weight":
+        return f"{head}{shape}; row {i} '{row}' attends most to '{col}' ({v:.2f})."
+    what = "largest" if (a[finite] >= 0).all() else "largest in magnitude"
+    return f"{head}{shape}; {what} {name}: {v:.3g} at row {i} '{row}', column '{col}'."

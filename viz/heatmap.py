@@ -38,6 +38,7 @@ WINDOW_CELL = 15  # larger matrices: cells this big (still one label per row), a
 WINDOW_TOKENS = 20
 LABEL_PX = 15  # room one tick label needs along its axis (11 px text: a 15 px box in Source Sans)
 PLOT_MAX_W = 820  # square figures fit a MIN_WIDTH container
+SQUARE_FIT_W = 700  # ... and, where CELL_MIN allows, a tablet's column (768 px screen; 736 px, less in an expander)
 PLOT_MAX_H = 620
 ROW_PX = 22  # wide matrices: px per token row up to 20 rows ...
 ROW_MIN = 16  # ... then this
@@ -211,7 +212,7 @@ def square_geometry(
     cell_max: int = CELL_MAX,
 ) -> SquareGeometry:
     """Cell size, initial window and margins of a square-cell heatmap (or a grid of ``panels`` = (rows, cols)
-    of them ``gaps`` px apart) that fits a ``MIN_WIDTH`` container: cells of ``CELL_MIN``..``CELL_MAX`` px
+    of them ``gaps`` px apart) that fits a ``SQUARE_FIT_W`` container: cells of ``CELL_MIN``..``CELL_MAX`` px
     up to ``WINDOW_TOKENS`` tokens, else at least ``WINDOW_CELL`` px with a window of as many rows and columns
     as the height and width budgets hold. The row window is centred on ``highlight_row``; the column window
     ends at it when ``same_axes`` (self-attention: the diagonal), else is centred on ``focus_col``.
@@ -220,7 +221,7 @@ def square_geometry(
     than a short plot is wrapped; a window that is not everything is named in a note under the title."""
     prow, pcol = panels
     left = left_margin(row_labels, y_title)
-    budget_w = min(PLOT_MAX_W, MIN_WIDTH - left - cb_px)
+    budget_w = min(PLOT_MAX_W, SQUARE_FIT_W - left - cb_px)
     budget_w = (budget_w - gaps[1] * (pcol - 1)) / pcol
     budget_h = (max_plot_h - gaps[0] * (prow - 1)) / prow
     fit = min(budget_w / max(n_cols, 1), budget_h / max(n_rows, 1))
@@ -628,7 +629,8 @@ def rows_geometry(
 ) -> RowsGeometry:
     """Rows, window and margins of a full-width matrix: ``ROW_PX`` px per row up to 20 rows, else ``ROW_MIN``,
     at most ``ROWS_MAX_H`` px of rows (a window containing the highlighted row, named in a note under the
-    title), at least ``PLOT_MIN_H``. ``col_px``: the length of upright column labels (0: horizontal ones)."""
+    title), at least ``PLOT_MIN_H``, with room above and below for a y title longer than that. ``col_px``: the
+    length of upright column labels (0: horizontal ones)."""
     left = left_margin(row_labels, y_title)
     block, top = title_block(title, MIN_WIDTH)
     row_px = ROW_PX if n_rows <= WINDOW_TOKENS else ROW_MIN
@@ -640,6 +642,8 @@ def rows_geometry(
     plot_h = max(PLOT_MIN_H, rows.count * row_px)
     if height is not None:
         plot_h = max(PLOT_MIN_H, height - top - bottom)
+    over = y_title_overflow(safe_label(y_title), plot_h) if y_title else 0  # a y title longer than a short plot
+    top, bottom = top + over, max(bottom, over + PAD)
     eff = plot_h / rows.count
     margin = dict(l=left, r=cb_px, t=top, b=bottom, autoexpand=True)
     note = note_annotation(text, note_top=note_top, plot_top=top, left=left, width=MIN_WIDTH) if text else None

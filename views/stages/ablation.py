@@ -15,6 +15,11 @@ from model.explain import head_importance, mean_ablation, position_loss_delta
 from ..common import badges, cached, lean_decoder, md, show, show_token
 from .context import StageContext
 
+IMPORTANCE = "head importance"
+IMPORTANCE_DEFINITION = (
+    "the mean cross-entropy per token (nats) with that head alone removed minus with every head: above 0, "
+    "the translation needs the head; near 0, it does as well without it; below 0, it does better without it."
+)
 MODE_LABELS = {"zero": "zero (the head outputs nothing)", "mean": "mean (the head outputs its average)"}
 
 
@@ -100,6 +105,7 @@ def render(ctx: StageContext, lm, ch, base_ids: tuple[int, ...], src_ids: tuple[
     what = "the reference" if reference_ids is not None else "the model's own translation"
     st.markdown(f"**Importance map**: the mean loss increase on {what} when each head alone is removed "
                 f"({mode} ablation), teacher-forced.")  # fmt: skip
+    st.markdown(f"- **{IMPORTANCE}**: {IMPORTANCE_DEFINITION}")
     with st.spinner("Removing each head in turn…"):
         imp = cached("importance", (str(lm.path), src_ids, tuple(target), mode),
                      lambda: head_importance(lm.model, list(src_ids), target, mode=mode))  # fmt: skip

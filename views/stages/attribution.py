@@ -11,11 +11,23 @@ import streamlit as st
 import viz
 from model.steps import mean_weights
 
-from ..common import cached, show, show_token
+from .. import session
+from ..common import cached, get_trace, show, show_token
 from ..state import MEAN_HEADS
 from .context import StageContext
 
 METHOD_LABELS = {"ig": "Integrated Gradients", "ixg": "Input × Gradient"}
+# What each number of the table means, in one line each (shown under it, and as the columns' tooltips).
+DEFINITIONS = {
+    "agree": "attention's and attribution's top source word are the same word (</s> left out).",
+    "Spearman ρ": "rank correlation, over the source words, of attention's weights with the attribution's shares "
+    "at that position: 1 = the same order, 0 = unrelated, −1 = the reverse order.",
+    "share from the source": "the part of the attribution that goes to the English tokens; the rest goes to the "
+    "French tokens read before (1 = the choice rests on the source alone).",
+    "completeness error": "how far the attributions' sum misses the change of the log-probability from the "
+    "baseline, relative to that change: Integrated Gradients keeps it small (it takes more steps where it is "
+    "not); Input × Gradient promises nothing, so large errors are expected from it.",
+}
 
 
 def compute(lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], method: str):
@@ -31,6 +43,32 @@ def _prefix(attr, n: int):
                    target_logit=attr.target_logit[:n], baseline_value=attr.baseline_value[:n],
                    completeness=attr.completeness[:n], position_steps=attr.position_steps[:n],
                    steps=int(attr.position_steps[:n].max()))  # fmt: skip
+
+
+def best_head(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], attr):
+    """The cross-attention head (of every layer) that agrees best with ``attr``, the attribution of ``out_ids``
+    (its weights from a teacher-forced pass on the same tokens)."""
+    from model.attribution import best_agreeing_head
+
+    eos = lm.cfg.eos_id
+    target = out_ids[:-1] if out_ids[-1] == eos else out_ids  # the pass reads <s> y1 … and predicts … </s>
+    tr = get_trace(lm, src_ids, target, ctx.causal)
+    T = len(out_ids)
+    cross = np.stack([tr.arrays[f"dec.{i}.cross.weights"][:, :T] for i in range(lm.cfg.n_decoder_layers)])
+    return best_agreeing_head(attr.src, cross)  # (L, H, T, S) against (T, S)
+
+
+def say_best(ctx: StageContext, best, T: int) -> None:
+    """Which head agrees best, and whether the stage shows it."""
+    rho = "no Spearman ρ (constant rows)" if np.isnan(best.mean_rho) else f"mean Spearman ρ {best.mean_rho:.2f}"
+    which = f"layer {best.layer}, head {best.head}"
+    why = (f"of all {best.heads} cross-attention heads, its attention agrees best with this attribution over the "
+           f"sentence (the same top source word at {best.top1} of {T} positions; {rho})")  # fmt: skip
+    if (ctx.layer, ctx.head) == (best.layer, best.head):
+        st.info(f"Showing **{which}**: {why}. Choose another layer or head in the sidebar to compare.")
+    else:
+        st.info(f"The head that agrees best is **{which}**: {why}. Shown below: the sidebar's choice, layer "
+                f"{ctx.layer}, {ctx.hname}.")  # fmt: skip
 
 
 def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int], whole: list[int] | None = None) -> None:
@@ -57,8 +95,18 @@ def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int], 
     with st.spinner("Attributing…"):
         prefix = tuple(int(i) for i in out_ids[:valid])
         full = tuple(int(i) for i in whole or ())
-        attr = (_prefix(compute(lm, tuple(src_ids), full, method), valid) if full[:valid] == prefix
-                else compute(lm, tuple(src_ids), prefix, method))  # fmt: skip
+        sentence = full if full[:valid] == prefix else prefix  # the best head is chosen over the whole sentence
+        attr_all = compute(lm, tuple(src_ids), sentence, method)
+        attr = _prefix(attr_all, valid) if sentence != prefix else attr_all
+        best = best_head(ctx, lm, tuple(src_ids), sentence, attr_all)
+    # The stage opens on that head, once per attribution of a whole sentence (not of a prefix, which grows as one
+    # steps), unless a layer or head was chosen (link or sidebar).
+    opened = (str(lm.path), tuple(src_ids), sentence, method)
+    if (whole is None or sentence == full) and st.session_state.get("attribution_opened") != opened:
+        st.session_state["attribution_opened"] = opened
+        if session.open_on(best.layer, best.head):
+            st.rerun(scope="app")
+    say_best(ctx, best, len(sentence))
     rows = ctx.rows[:valid]
     hl = min(ctx.current, valid - 1)
     cw = ctx.arrays[f"{ctx.L}.cross.weights"][:, :valid]  # (H, T, S)
@@ -87,10 +135,13 @@ def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int], 
         "share from the source": attr.src.sum(1),
         "completeness error": attr.completeness,
     })  # fmt: skip
-    number = st.column_config.NumberColumn
-    st.dataframe(table, hide_index=True, key=f"{ctx.key}_attr_table", width="stretch",
-                 column_config={"Spearman ρ": number(format="%.2f"), "share from the source": number(format="%.2f"),
-                                "completeness error": number(format="percent")})  # fmt: skip
+    number, d = st.column_config.NumberColumn, DEFINITIONS
+    columns = {"agree": st.column_config.CheckboxColumn(help=d["agree"]),
+               "Spearman ρ": number(format="%.2f", help=d["Spearman ρ"]),
+               "share from the source": number(format="%.2f", help=d["share from the source"]),
+               "completeness error": number(format="percent", help=d["completeness error"])}  # fmt: skip
+    st.dataframe(table, hide_index=True, key=f"{ctx.key}_attr_table", width="stretch", column_config=columns)
+    st.markdown("\n".join(f"- **{name}**: {text}" for name, text in DEFINITIONS.items()).replace("<", "\\<"))
     show(viz.attention_figure(np.where(np.tril(np.ones_like(attr.tgt, bool)), attr.tgt, -np.inf), rows,
                               [show_token(t) for t in ctx.reads[:valid]], highlight_row=hl, kind="weights",
                               title="Attribution to the earlier target tokens, share per row",

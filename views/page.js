@@ -1,0 +1,54 @@
+// Page-wide behaviour, installed once per page (views/page.py): the step buttons get names a screen reader can
+// say, and ← / → press them from anywhere on the page except where the arrow keys already mean something
+// (typing in a text box, a slider, a menu, a radio group, a table).
+const NAMES = { first: "First position", prev: "Previous position", next: "Next position", last: "Last position" };
+const STEP_KEY = /^st-key-(?:[a-z0-9]+_)?(first|prev|next|last)$/; // the stepper's keys (a view may prefix them)
+const KEYS = { ArrowLeft: "Previous position", ArrowRight: "Next position" };
+const BUSY = [
+  "input", "textarea", "select", "[contenteditable]:not([contenteditable=false])", "[role=slider]",
+  "[role=textbox]", "[role=combobox]", "[role=spinbutton]", "[role=listbox]", "[role=option]", "[role=radio]",
+  "[role=radiogroup]", "[role=tab]", "[role=menu]", "[role=menuitem]", "[role=grid]", "[role=gridcell]",
+].join(",");
+
+function name(root) {
+  for (const el of root.querySelectorAll('[class*="st-key-"]')) {
+    for (const c of el.classList) {
+      const m = c.match(STEP_KEY);
+      if (!m) continue;
+      for (const button of el.querySelectorAll("button"))
+        if (button.getAttribute("aria-label") !== NAMES[m[1]]) button.setAttribute("aria-label", NAMES[m[1]]);
+    }
+  }
+}
+
+function shown(el) {
+  return el.checkVisibility() && el.getBoundingClientRect().width > 0;
+}
+
+function onKey(e) {
+  const label = KEYS[e.key];
+  if (!label || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
+  const t = e.target;
+  if (t instanceof Element && t.closest(BUSY)) return;
+  name(document);
+  const button = [...document.querySelectorAll(`button[aria-label="${label}"]`)].find(shown);
+  if (!button || button.disabled) return;
+  e.preventDefault();
+  button.click();
+}
+
+export default function () {
+  if (window.__decoderLensPage) return;
+  window.__decoderLensPage = true;
+  document.addEventListener("keydown", onKey);
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => {
+      queued = false;
+      name(document);
+    });
+  }).observe(document.body, { childList: true, subtree: true });
+  name(document);
+}
