@@ -95,7 +95,8 @@ def current(limits: Limits) -> View:
 
 def sync_url(view: View) -> None:
     """Write the view to the URL (the URL is a convenience: never fail the page for it)."""
-    qp = to_query(view)
+    chosen = ("layer", "head") if st.session_state.get(LAYER_HEAD_CHOSEN) else ()  # the link must keep the choice
+    qp = to_query(view, keep=chosen)
     try:
         if st.query_params.to_dict() != qp:
             st.query_params.from_dict(qp)

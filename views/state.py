@@ -232,13 +232,14 @@ def decode_ids(text) -> tuple[tuple[int, ...], frozenset[int]] | None:
     return tuple(ids), frozenset(marked)
 
 
-def to_query(view: View) -> dict[str, str]:
-    """The URL of a view: strings only, fields at their default left out (``from_query`` restores them)."""
+def to_query(view: View, keep: tuple[str, ...] = ()) -> dict[str, str]:
+    """The URL of a view: strings only, fields at their default left out (``from_query`` restores them) except the
+    ``keep`` fields (a default chosen on purpose, which the link must say)."""
     base = View()
     out: dict[str, str] = {}
     for name in VIEW_FIELDS:
         value = getattr(view, name)
-        if name == "user_forced" or (value == getattr(base, name) and name != "source"):
+        if name == "user_forced" or (value == getattr(base, name) and name not in ("source", *keep)):
             continue
         if name == "forced":
             text = encode_ids(value, view.user_forced)

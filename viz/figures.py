@@ -37,6 +37,7 @@ from .heatmap import (
     CELL_MAX,
     CELL_MIN,
     FIG_MIN_W,
+    SQUARE_FIT_W,
     _heatmap_parts,
     bar_clearance,
     bottom_margin,
@@ -262,7 +263,7 @@ def heads_grid(
 ) -> go.Figure:
     """All heads (H, Tq, Tk) in a grid, one shared colour scale and colour bar, square cells.
 
-    As many heads per row as fit a ``MIN_WIDTH`` container (at most ``cols`` when given); every head
+    As many heads per row as fit a ``SQUARE_FIT_W`` container (at most ``cols`` when given); every head
     shows the same window of a large matrix (named in a note under the title), and panning one pans all.
     ``same_axes`` (default: Tq == Tk) as in ``attention_figure``. Fixed ``layout.width``: render
     ``width="content"``.
@@ -286,7 +287,7 @@ def heads_grid(
     ys, xs = unique_labels(q_tokens), unique_labels(k_tokens)
     cb_px = colorbar_px(colorbar and colorbar["ticktext"], name)
     gap_x, gap_y = 16, PANEL_TITLE_H + 8
-    avail = MIN_WIDTH - left_margin(ys, q_title) - cb_px
+    avail = SQUARE_FIT_W - left_margin(ys, q_title) - cb_px  # a tablet's column holds the whole grid
     want = max(1, min(H, int(cols) if cols else 4))  # cells shrink (not below CELL_MIN) to fit this many per row
     cell_max = max(CELL_MIN, min(CELL_MAX, int((avail - gap_x * (want - 1)) / want / max(Tk, 1))))
     same = Tq == Tk if same_axes is None else same_axes
