@@ -18,14 +18,17 @@
 - cold start: from launching the streamlit process to the first page idle with every figure drawn (the Explore
   page, opened by a link with one of its parameters; a link without any opens Learn);
 - Learn: chapter to painted, from the *Next* button to the next chapter's header shown and its figure drawn, for
-  every chapter of the Learn page on the default sentence.
+  every chapter of the Learn page on the default sentence;
+- Compare: ▶ to painted on the Compare page (its first minimal pair, the decoder patching map), from the click to
+  the measured position's line naming the new position and every figure drawn.
 
 The floor, measured the same way in the same run, is ``benchmarks/floor_app.py``: a button that redraws
 one Plotly heatmap as large as the app's largest (cold-started as often as the app). ``--smoke`` runs a few
 clicks on the tests' tiny random model. Prints a table and one verdict line per target (exit status 0 either
 way): ▶ to painted ≤ 2 × the floor (median and p95) and ≤ 200 KB per step in the default view; ▶ to painted
 ≤ 4 × the floor (median and p95) in the "All stages" view; cold start ≤ 1.5 × the floor's (median); a Learn
-chapter to painted ≤ 1.5 × the floor's button to painted (median and p95).
+chapter to painted ≤ 1.5 × the floor's button to painted (median and p95); a Compare ▶ step to painted ≤ 2 × the
+app's own ▶ step to painted in the default view (median and p95).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as ``python benchmarks/X.py``: the repository root is not on the path
@@ -61,6 +65,7 @@ from harness.browser import (  # noqa: E402
     row,
 )
 from model.learn import CHAPTER_KEYS  # noqa: E402
+from views.compare import PRESETS  # noqa: E402
 
 FULL = dict(clicks=30, all_clicks=10, sentences=10, cold_starts=3)
 SMOKE = dict(clicks=3, all_clicks=2, sentences=1, cold_starts=1)
@@ -74,6 +79,12 @@ NEW_SENTENCES = (
     "A woman is riding a bicycle down the street.",
 )  # fmt: skip
 MAX_STEP_KB, MAX_FLOOR_RATIO, MAX_ALL_RATIO, MAX_COLD_RATIO, MAX_LEARN_RATIO = 200.0, 2.0, 4.0, 1.5, 1.5
+MAX_COMPARE_RATIO = 2.0  # a Compare ▶ step against the step view's own
+MEASURED_POSITION_JS = "+((document.body.innerText.match(/at position (\\d+) \\(/) || [0, -1])[1])"
+MEASURED_AT_JS = (  # the Compare page's line "Measured: … at position t (…)"
+    "t => [...document.querySelectorAll('[data-testid=\"stMarkdown\"]')]"
+    ".some(e => e.textContent.includes(`at position ${t} (`))"
+)
 EXPLORE_LINK = "/?stage=self"  # Explore's default view: a link with one of its parameters opens it
 LEARN_HEADER_JS = (
     "k => ((document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent || '').startsWith(k + '. ')"
@@ -247,11 +258,13 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
             step = step + 1 if step < n_steps - 1 else 0
             scrolls.append(scroll_through(page))
         learn = learn_chapters(page, server.url)
+        compare = compare_steps(page, server.url, n["clicks"])
         errors = state(page)["errors"] + server.tracebacks()
     finally:
         server.stop()
     return dict(cold=colds, step=times, bytes=sizes, sentence=sentence_times, largest=largest, n_steps=n_steps,
-                learn=learn, plots=shown["plots"], tracking=shown["tracking"], all_step=all_times, all_bytes=all_sizes,
+                learn=learn, compare=compare, plots=shown["plots"], tracking=shown["tracking"], all_step=all_times,
+                all_bytes=all_sizes,
                 all_plots=every["plots"], all_tracking=every["tracking"], errors=errors,
                 all_scroll=[t for t, _ in scrolls], all_left=max(w for _, w in scrolls))  # fmt: skip
 
@@ -293,6 +306,34 @@ def learn_chapters(page, url: str) -> list[float]:
     return times
 
 
+def compare_steps(page, url: str, clicks: int) -> list[float]:
+    """Seconds from each ▶ click on the Compare page (its first minimal pair, noise corruption, which any pair
+    allows, the decoder map) to the measured
+    position's line naming the new position and every figure drawn; ⏮ back to the start, untimed, at the end."""
+    a, b = PRESETS[0][1], PRESETS[0][2]
+    page.goto(f"{url}/?page=Compare&{urlencode(dict(src=a, srcb=b, site='dec', noise=1, step=0))}")
+    page.wait_for_function(MEASURED_AT_JS, arg=0, timeout=TIMEOUT_MS)
+    page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
+    click(page, "last")()  # the last position, read off the page (untimed)
+    page.wait_for_function(f"() => {MEASURED_POSITION_JS} > 0", timeout=TIMEOUT_MS)
+    last = int(page.evaluate(f"() => {MEASURED_POSITION_JS}"))
+    click(page, "first")()
+    page.wait_for_function(MEASURED_AT_JS, arg=0, timeout=TIMEOUT_MS)
+    times, t = [], 0
+    for _ in range(clicks):
+        if t == last:
+            click(page, "first")()
+            page.wait_for_function(MEASURED_AT_JS, arg=0, timeout=TIMEOUT_MS)
+            t = 0
+        t0 = time.perf_counter()
+        click(page, "next")()
+        page.wait_for_function(MEASURED_AT_JS, arg=t + 1, timeout=TIMEOUT_MS)
+        page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
+        times.append(time.perf_counter() - t0)
+        t += 1
+    return times
+
+
 def report(app: dict, floor: dict, model: Path) -> None:
     r, c = app["largest"]
     print(f"Step-to-paint, Chromium + streamlit on localhost; model {model} ({app['n_steps']} decode steps); "
@@ -312,6 +353,7 @@ def report(app: dict, floor: dict, model: Path) -> None:
         ("app: new sentence to painted (ms)", app["sentence"], 1e3),
         ("app: cold start to painted page (s)", app["cold"], 1),
         ("app, Learn: next chapter to painted (ms)", app["learn"], 1e3),
+        ("app, Compare: ▶ step to painted (ms)", app["compare"], 1e3),
         ("floor: cold start to painted page (s)", floor["cold"], 1),
     ]
     for name, xs, scale in lines:
@@ -337,6 +379,11 @@ def report(app: dict, floor: dict, model: Path) -> None:
     print(f"verdict Learn chapter-to-paint ≤ {MAX_LEARN_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median "
           f"{lm_ * 1e3:.0f} ms = {lm_ / fm:.2f}× floor; p95 {lp_ * 1e3:.0f} ms = {lp_ / fp:.2f}× floor; slowest "
           f"{max(app['learn']) * 1e3:.0f} ms over {len(app['learn'])} chapters)")  # fmt: skip
+    cm, cp, am, ap = median(app["compare"]), p95(app["compare"]), median(app["step"]), p95(app["step"])
+    ok = cm <= MAX_COMPARE_RATIO * am and cp <= MAX_COMPARE_RATIO * ap
+    print(f"verdict Compare step-to-paint ≤ {MAX_COMPARE_RATIO:g}× the step view's: {'PASS' if ok else 'FAIL'} "
+          f"(median {cm * 1e3:.0f} ms = {cm / am:.2f}× {am * 1e3:.0f} ms; p95 {cp * 1e3:.0f} ms = {cp / ap:.2f}× "
+          f"{ap * 1e3:.0f} ms; {len(app['compare'])} steps)")  # fmt: skip
     ac, fc = median(app["cold"]), median(floor["cold"])
     ok = ac <= MAX_COLD_RATIO * fc
     print(f"verdict cold start ≤ {MAX_COLD_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median {ac:.1f} s = "

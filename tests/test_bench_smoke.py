@@ -40,7 +40,8 @@ def test_app_latency_smoke():
     for name in ("app: ▶ step to painted (ms)", "floor: button to painted (ms)", "app: received per ▶ step (KB)",
                  "app, All stages: ▶ step to painted (ms)", "app, All stages: received per ▶ (KB)",
                  "app: new sentence to painted (ms)", "app: cold start to painted page (s)",
-                 "floor: cold start to painted page (s)", "app, Learn: next chapter to painted (ms)"):  # fmt: skip
+                 "floor: cold start to painted page (s)", "app, Learn: next chapter to painted (ms)",
+                 "app, Compare: ▶ step to painted (ms)"):  # fmt: skip
         m = re.search(rf"^{re.escape(name)}\s+(\d+)\s+{NUMBER}\s+{NUMBER}$", out, re.M)
         assert m, f"no row {name!r}:\n{out}"
         n, med, p95 = int(m.group(1)), float(m.group(2)), float(m.group(3))
@@ -53,6 +54,7 @@ def test_app_latency_smoke():
     verdict(out, "step-to-paint ≤ 2× floor")
     verdict(out, "bytes per step ≤ 200 KB")
     verdict(out, "Learn chapter-to-paint ≤ 1.5× floor")
+    verdict(out, "Compare step-to-paint ≤ 2× the step view's")
     assert "errors on the page or tracebacks in the server log: 0" in out, out
 
 

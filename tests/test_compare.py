@@ -165,3 +165,16 @@ def test_user_text_is_never_html(tiny_model_dir, monkeypatch):
     assert any("\\<img" in t for t in texts)  # the contrast's note quotes it, escaped
     assert not any(re.search(r"(?<!\\)<img", t) for t in texts)
     assert not any("<img" in t for t in figures(at))
+
+
+def test_the_measured_position_steps_with_the_step_buttons(tiny_model_dir, monkeypatch):
+    """The Compare page steps the measured position with the step view's buttons and slider."""
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, step="1", site="dec")
+    assert "at position 1 (" in markdown(at)
+    at.button(key="next").click().run()
+    assert not at.exception and at.session_state["step"] == 2 and "at position 2 (" in markdown(at)
+    assert at.query_params["step"] == "2"
+    at.button(key="first").click().run()
+    assert at.session_state["step"] == 0 and "at position 0 (" in markdown(at)
+    at.button(key="last").click().run()
+    assert at.session_state["step"] == at.slider(key="step").max > 2

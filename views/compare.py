@@ -22,7 +22,18 @@ from . import session
 from .common import cached, get_decode, get_trace, head_label, md, show, show_token
 from .explore import sidebar
 from .stages.attribution import METHOD_LABELS
-from .state import DECODER_STAGES, MAX_CHARS, MEAN_HEADS, SITE_LABELS, SITES, STAGE_LABELS, prepare_source, to_query
+from .state import (
+    DECODER_STAGES,
+    MAX_CHARS,
+    MEAN_HEADS,
+    SITE_LABELS,
+    SITES,
+    STAGE_LABELS,
+    clamp_step,
+    prepare_source,
+    to_query,
+)
+from .stepping import stepper
 
 # minimal pairs that show something with the bundled model (each: label, A, B, a contrast for A's first word)
 PRESETS = (
@@ -226,10 +237,9 @@ def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
         return
     if s.get("step", 0) >= len(rows):
         s["step"] = len(rows) - 1
-    c1, c2, c3 = st.columns(3)
-    with c1:
-        t = st.selectbox("Position measured (A's output)", range(len(rows)), key="step",
-                         format_func=lambda i: f"{i}: {rows[i]}")  # fmt: skip
+    stepper(len(rows), help="The position of A's output whose token the maps measure (step with ← / → too).")
+    t = clamp_step(s.get("step", 0), len(rows))
+    c2, c3 = st.columns(2)
     with c2:
         st.toggle("Corrupt A with noise instead of B", key="noise", disabled=src_b is None)
     with c3:
