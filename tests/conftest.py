@@ -1,4 +1,6 @@
-"""Shared fixtures: the tiny seeded model and tokenizer of ``model.testing``, built once per session."""
+"""Shared fixtures: the tiny seeded model and tokenizer of ``model.testing``, built once per session; and the slow
+tier: tests that drive Chromium or run a benchmark script are marked ``slow`` (``pytest -m "not slow"`` leaves them
+out while developing; CI runs everything)."""
 
 from __future__ import annotations
 
@@ -22,3 +24,23 @@ def tiny_model(tiny_tokenizer) -> Transformer:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
+
+
+SLOW_FILES = {  # every test here drives Chromium or a benchmark script
+    "test_browser.py",
+    "test_browser_a11y.py",
+    "test_learn_browser.py",
+    "test_legibility.py",
+    "test_bench_smoke.py",
+    "test_engines.py",
+    "test_capacity.py",
+}
+SLOW_NAMES = ("chromium", "smoke", "as_a_script")  # such tests in the other files
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if item.path.name in SLOW_FILES or "browser" in getattr(item, "fixturenames", ()) or any(
+            word in item.name for word in SLOW_NAMES
+        ):
+            item.add_marker(pytest.mark.slow)
