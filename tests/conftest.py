@@ -40,7 +40,9 @@ SLOW_NAMES = ("chromium", "smoke", "as_a_script")  # such tests in the other fil
 
 def pytest_collection_modifyitems(items) -> None:
     for item in items:
-        if item.path.name in SLOW_FILES or "browser" in getattr(item, "fixturenames", ()) or any(
-            word in item.name for word in SLOW_NAMES
+        if (
+            item.path.name in SLOW_FILES
+            or "browser" in getattr(item, "fixturenames", ())
+            or any(word in item.name for word in SLOW_NAMES)
         ):
             item.add_marker(pytest.mark.slow)
