@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 import viz
-from model.steps import prefix_scores
+from model.steps import prefix_scores, sharpest_head
 
 from ..common import show
 from ..state import MEAN_HEADS
@@ -84,34 +84,32 @@ def render_scores(ctx: StageContext) -> None:
             "Masked scores (grey = −∞)" if ctx.causal else "Scores without a mask (nothing is −∞)",
         ),
     )
+    if ctx.head == MEAN_HEADS:  # no head computes a mean of scores: one head's own, the sharpest
+        h = sharpest_head(m["weights"])
+        which = f"head {h}, the sharpest (scores are per head: none is averaged)"
+    else:
+        h, which = int(ctx.head), ctx.hname
     for kind, tex, title in panels:
         st.latex(tex)
-        if ctx.head == MEAN_HEADS and kind != "mask":  # no head computes a mean of scores: every head's own
-            fig = viz.heads_grid(
-                m[kind],
+        show(
+            viz.attention_figure(
+                m[kind][h],
                 ctx.rows,
                 ctx.keys,
                 kind=kind,
                 highlight_row=ctx.current,
-                title=f"{title}, every head (layer {ctx.layer}; scores are per head, so none is averaged)",
+                title=f"{title}, {'the same for every head' if kind == 'mask' else which} (layer {ctx.layer})",
                 q_title=ROWS,
                 k_title=KEYS,
                 masked_hover="masked: −∞ (the future)",
-            )
-        else:
-            which = "the same for every head" if kind == "mask" and ctx.head == MEAN_HEADS else ctx.hname
-            fig = viz.attention_figure(
-                m[kind][0] if kind == "mask" else ctx.attention(m[kind]),
-                ctx.rows,
-                ctx.keys,
-                kind=kind,
-                highlight_row=ctx.current,
-                title=f"{title}, {which} (layer {ctx.layer})",
-                q_title=ROWS,
-                k_title=KEYS,
-                masked_hover="masked: −∞ (the future)",
-            )
-        show(fig, f"{ctx.key}_{kind}")
+            ),
+            f"{ctx.key}_{kind}",
+        )
+    if ctx.head == MEAN_HEADS:
+        st.caption(
+            f"With *mean of heads* chosen, the scores above are head {h}'s, the head whose attention weights are "
+            "the most concentrated; pick a head in the sidebar, or switch on the grid to see every head's weights."
+        )
 
 
 def render_weights(ctx: StageContext) -> None:
