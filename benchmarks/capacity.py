@@ -71,9 +71,11 @@ from harness.browser import (  # noqa: E402
     DEFAULT_MODEL,
     app_env,
     build_smoke_model,
+    finite,
     free_port,
     machine_cpu_seconds,
     median,
+    ms,
     p95,
     process_table,
     require_chromium,
@@ -468,10 +470,6 @@ HEAD = ["config", "N", "actions", "per s", "p50 ms", "p95 ms", "step p95", "stag
 WIDTHS = [7, 4, 7, 6, 7, 7, 8, 9, 9, 9, 12, 11, 6, 5, 8, 7, 9, 22]
 
 
-def ms(x: float) -> str:
-    return "-" if x != x else f"{x:.0f}"
-
-
 def print_row(name: str, ph: dict) -> None:
     cells = [name, ph["sessions"], ph["actions"], f"{ph['actions_per_s']:.1f}", ms(ph["server_p50_ms"]),
              ms(ph["server_p95_ms"]), ms(ph["step_p95_ms"]), ms(ph["stage_p95_ms"]), ms(ph["layer_p95_ms"]),
@@ -482,17 +480,6 @@ def print_row(name: str, ph: dict) -> None:
     print(row(cells, WIDTHS, left=1), flush=True)
     for p in ph["problems"][:3]:
         print("    " + p, flush=True)
-
-
-def finite(x):
-    """JSON-safe: NaN and infinities become null, floats are rounded."""
-    if isinstance(x, float):
-        return round(x, 3) if x == x and abs(x) != float("inf") else None
-    if isinstance(x, dict):
-        return {k: finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [finite(v) for v in x]
-    return x
 
 
 def limit(c: dict) -> str:

@@ -58,8 +58,10 @@ from harness.browser import (  # noqa: E402
     DEFAULT_MODEL,
     app_env,
     build_smoke_model,
+    finite,
     machine_cpu_seconds,
     median,
+    ms,
     p95,
     process_table,
     require_chromium,
@@ -174,21 +176,6 @@ async def classroom(url: str, server, counts: tuple[int, ...], seconds: float, d
             drive.phase = IDLE_PHASE
             await browser.close()
     return sessions, phases, profiles
-
-
-def finite(x):
-    """JSON-safe: NaN and infinities become null, floats are rounded."""
-    if isinstance(x, float):
-        return round(x, 3) if x == x and abs(x) != float("inf") else None
-    if isinstance(x, dict):
-        return {k: finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [finite(v) for v in x]
-    return x
-
-
-def ms(x: float) -> str:
-    return "-" if x != x else f"{x:.0f}"
 
 
 def ok(ph: dict) -> bool:

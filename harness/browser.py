@@ -263,6 +263,22 @@ def tree_rss_kb(pid: int) -> int:
     return total
 
 
+def finite(x):
+    """JSON-safe: NaN and infinities become null, floats are rounded."""
+    if isinstance(x, float):
+        return round(x, 3) if x == x and abs(x) != float("inf") else None
+    if isinstance(x, dict):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [finite(v) for v in x]
+    return x
+
+
+def ms(x: float) -> str:
+    """Milliseconds for a table cell ("-" for NaN)."""
+    return "-" if x != x else f"{x:.0f}"
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else math.nan
 

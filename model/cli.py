@@ -407,15 +407,7 @@ def cmd_patch(a: argparse.Namespace) -> int:
     if contrast is not None and contrast.id == out[t]:
         raise ValueError(f"the contrast {contrast.token} is the token chosen at position {t}: there is nothing "
                          "to compare")  # fmt: skip
-    r = report(tok, p, p.map(t, None if contrast is None else contrast.id))
-    if a.out is not None:
-        np.savez_compressed(a.out, **r)
-        print(f"wrote {len(r)} arrays to {a.out}")
-    elif a.json:
-        print(dumps(r))
-    else:
-        print(format_patching(r))
-    return 0
+    return emit(a, report(tok, p, p.map(t, None if contrast is None else contrast.id)), format_patching)
 
 
 def explain_contrast(a: argparse.Namespace) -> int:
@@ -430,14 +422,18 @@ def explain_contrast(a: argparse.Namespace) -> int:
     if a.position is not None and contrast.id == out[a.position]:
         raise ValueError(f"the contrast {contrast.token} is the token chosen at position {a.position}: there is "
                          "nothing to compare")  # fmt: skip
-    r = report(lm.model, tok, src, out, contrast, a.position, a.steps)
+    return emit(a, report(lm.model, tok, src, out, contrast, a.position, a.steps), format_contrast)
+
+
+def emit(a: argparse.Namespace, r: dict, as_text) -> int:
+    """A report as ``--out`` NPZ, ``--json`` (strict) or text."""
     if a.out is not None:
         np.savez_compressed(a.out, **r)
         print(f"wrote {len(r)} arrays to {a.out}")
     elif a.json:
         print(dumps(r))
     else:
-        print(format_contrast(r))
+        print(as_text(r))
     return 0
 
 
