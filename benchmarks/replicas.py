@@ -46,6 +46,7 @@ from harness.browser import (  # noqa: E402
     CHROMIUM,
     DEFAULT_MODEL,
     build_smoke_model,
+    finite,
     free_port,
     median,
     require_chromium,
@@ -190,16 +191,6 @@ async def drive_all(url: str, replicas, nginx, args, drive: Drive) -> dict:
             await browser.close()
     return dict(sessions=sessions, routes=routes, victim=victim, moved=moved, kill_epoch=kill_epoch,
                 failover_s=failover_s, disturbed=disturbed, sockets_before=sockets_before)  # fmt: skip
-
-
-def finite(x):
-    if isinstance(x, float):
-        return round(x, 3) if x == x and abs(x) != float("inf") else None
-    if isinstance(x, dict):
-        return {k: finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [finite(v) for v in x]
-    return x
 
 
 def report(res: dict, log: list[Request], replicas, tracebacks: int, model: Path, args) -> dict:

@@ -277,14 +277,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
             note(f"--target has {len(target)} tokens but this model reads at most {cfg.max_len - 1}; "
                  f"only the first {cfg.max_len - 1} are used")  # fmt: skip
     r = report(lm.model, tok, source_ids(tok, cfg, a.text), target, heads, a.mode, a.method, a.steps)
-    if a.out is not None:
-        np.savez_compressed(a.out, **r)
-        print(f"wrote {len(r)} arrays to {a.out}")
-    elif a.json:
-        print(dumps(r))
-    else:
-        print(format_explanation(r))
-    return 0
+    return emit(a, r, format_explanation)
 
 
 def _target_ids(lm, source: list[int], target: str | None) -> list[int]:
