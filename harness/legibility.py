@@ -186,3 +186,22 @@ def show_figures(page, figures: Sequence[go.Figure], width: int, *, timeout_ms: 
         timeout=timeout_ms,
     )
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def figures_violations(figures: Sequence[go.Figure], width: int) -> list[str]:
+    """Every legibility problem of ``figures`` drawn in a ``width`` px container of a fresh Chromium page; a missing
+    Chromium is a failure, never a skip."""
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width + 40, "height": 900})
+            show_figures(page, figures, width)
+            return violations(page)
+        finally:
+            browser.close()

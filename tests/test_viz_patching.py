@@ -3,13 +3,11 @@ colour scale for A and B, legible in Chromium."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import viz
-from harness.legibility import BROWSER_ARGS, CHROMIUM, show_figures, violations
+from harness.legibility import figures_violations
 
 SUBLAYERS = ("after self-attn", "after cross-attn", "after FFN")  # as model.constants.PATCH_SUBLAYERS
 HEADS_TITLE = "logit ▁fille − logit ▁garçon with one head's output restored (every position)"
@@ -73,15 +71,4 @@ def test_pair_shares_one_scale_and_aligns_by_position():
 
 @pytest.mark.parametrize("width", [860, 1450])
 def test_patching_figures_are_legible_in_chromium(width):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": width + 40, "height": 900})
-            show_figures(page, [f for S, P in ((3, 1), (8, 8), (16, 16), (60, 40)) for f in figures(S, P)], width)
-            assert violations(page) == []
-        finally:
-            browser.close()
+    assert figures_violations([f for S, P in ((3, 1), (8, 8), (16, 16), (60, 40)) for f in figures(S, P)], width) == []
