@@ -107,10 +107,18 @@ def read_step_view(at) -> Shown:
 
 
 def figures(at) -> list[dict]:
+    """The page's figures as sent to the browser (each a ``views.plot`` component's data), in page order, each
+    checked against Plotly's schema: the builders skip that check to be fast (``viz.common.new_figure``), so every
+    figure a test sees is checked here (a misspelt property raises ``ValueError``)."""
+    import plotly.graph_objects as go
+
     from views.plot import payload
 
     sent = [payload(c.proto.bytes) for c in at.get("bidi_component")]
-    return [p["figure"] for p in sent if "figure" in p]
+    out = [p["figure"] for p in sent if "figure" in p]
+    for fig in out:
+        go.Figure(fig)  # validates every property, raising on one Plotly does not know
+    return out
 
 
 def title(fig: dict) -> str:

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from harness import audit
 from model.checkpoint import ENV_MODEL, load_model_dir
 from model.config import ModelConfig
 from model.decoding import DecodeOptions, decode
 from model.steps import follow_line, live_rows
 from views.common import escape_markdown
-from views.plot import payload
 from views.stages.lens import head_words
 from views.state import (
     DECODER_STAGES,
@@ -77,8 +77,7 @@ def frame(at: AppTest, column: str):
 
 def specs(at: AppTest) -> list[dict]:
     """The page's figures as sent to the browser (each a ``views.plot`` component's data), in page order."""
-    sent = [payload(c.proto.bytes) for c in at.get("bidi_component")]
-    return [p["figure"] for p in sent if "figure" in p]  # not the empty element that preloads Plotly
+    return audit.figures(at)  # not the empty element that preloads Plotly; each checked against Plotly's schema
 
 
 def titles(at: AppTest) -> list[str]:
@@ -831,7 +830,17 @@ def test_the_served_plotly_bundle_is_plotly_s_own_and_draws_every_trace_the_figu
     registered = set(re.findall(r'moduleType:"trace",name:"(\w+)"', bundle))
     root = Path(APP).parents[1]
     sources = [p.read_text() for d in ("viz", "views") for p in sorted((root / d).rglob("*.py"))]
-    used = {name.lower() for text in sources for name in re.findall(r"\bgo\.([A-Z]\w*)\(", text)} - {"figure"}
+    import plotly.graph_objects as go
+    from plotly.basedatatypes import BaseTraceType
+
+    traces = {
+        n.lower() for n in dir(go) if isinstance(getattr(go, n), type) and issubclass(getattr(go, n), BaseTraceType)
+    }
+    # traces built as objects (go.Heatmap(...)) or as dicts (dict(type="heatmap", ...)); shapes' and axes' types
+    # ("rect", "category") are not trace types
+    named = {n.lower() for text in sources for n in re.findall(r"\bgo\.([A-Z]\w*)\(", text)}
+    typed = {n for text in sources for n in re.findall(r"\btype=\"(\w+)\"", text)}
+    used = (named | typed) & traces
     assert {"heatmap", "scatter"} <= used <= registered, (used, registered)
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from harness import audit
 from model.checkpoint import ENV_MODEL, load_model_dir
 from model.contrast import contrast_token
 from model.decoding import DecodeOptions, decode
 from model.patching import activation_patching
-from views.plot import payload
 from views.state import Limits, View, clamp_view, from_query, to_query
 
 APP = str(Path(__file__).resolve().parent.parent / "views" / "main.py")
@@ -39,8 +39,7 @@ def ok(at: AppTest) -> None:
 
 def figures(at: AppTest) -> dict[str, dict]:
     """The page's figures by title."""
-    sent = [payload(c.proto.bytes) for c in at.get("bidi_component")]
-    return {p["figure"]["layout"]["title"]["text"]: p["figure"] for p in sent if "figure" in p}
+    return {f["layout"]["title"]["text"]: f for f in audit.figures(at)}  # each checked against Plotly's schema
 
 
 def markdown(at: AppTest) -> str:

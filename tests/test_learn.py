@@ -12,6 +12,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from harness import audit
 from model.checkpoint import ENV_MODEL, load_model_dir
 from model.decoding import DecodeOptions, decode
 from model.learn import CHAPTER_KEYS
@@ -154,6 +155,7 @@ def walk(at: AppTest, ref: Reference) -> dict[str, str]:
         assert at.success and at.success[0].value.startswith("Right"), (key, want, [w.value for w in at.warning])
         assert any(m.value.startswith("**What to notice.**") for m in at.markdown), key
         assert any("The figure in words" in c.value for c in at.caption), key
+        assert audit.figures(at), key  # the chapter's figure, checked against Plotly's schema
         answers[key] = want
     return answers
 

@@ -17,6 +17,7 @@ from .common import (
     TICK_FONT,
     as_tokens,
     layout_defaults,
+    new_figure,
     round_sig,
     safe_label,
     text_px,
@@ -82,14 +83,15 @@ def topk_figure(
     widths = [2.0 if i == chosen else 0.0 for i in range(len(tokens))]
     with np.errstate(divide="ignore"):
         logp = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -np.inf)
-    fig = go.Figure(
-        go.Bar(
-            x=round_sig(p), y=labels, orientation="h", marker=dict(color=colors, line=dict(color="#222", width=widths)),
+    fig = new_figure([
+        dict(
+            type="bar", x=round_sig(p), y=labels, orientation="h",
+            marker=dict(color=colors, line=dict(color="#222", width=widths)),
             customdata=[["chosen" if i == chosen else "", f"{lp:.3f}"] for i, lp in enumerate(logp)],
             texttemplate="%{x:.1%}", textposition="outside", cliponaxis=False,
             hovertemplate="token: %{y}<br>p = %{x:.4g}<br>log p = %{customdata[1]}<br>%{customdata[0]}<extra></extra>",
         )
-    )  # fmt: skip
+    ])  # fmt: skip
     xmax = float(p.max()) if p.size else 1.0
     fig.update_traces(textfont=dict(size=TICK_FONT))
     fig.update_xaxes(title_text="probability", range=[0, min(1.0, xmax * 1.25) or 1.0], showgrid=True,
@@ -250,7 +252,7 @@ def _tree_figure(
     labels, the latest positions in view when they do not all fit (the earlier ones by panning, read on hover)."""
     if len(paths) > len(PATH_STYLES):
         raise ValueError(f"at most {len(PATH_STYLES)} paths can be drawn, got {len(paths)}")
-    fig = go.Figure()
+    fig = new_figure()
     if edges:
         for kept_edges, color, width, dash in ((False, "#c8c8c8", 1.0, "dot"), (True, "#555", 1.5, "solid")):
             ex, ey = [], []

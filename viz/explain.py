@@ -17,6 +17,7 @@ from .common import (
     as_tokens,
     check_len,
     layout_defaults,
+    new_figure,
     round_sig,
     safe_label,
     text_px,
@@ -112,9 +113,9 @@ def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str
     if d.shape[0] != len(positions):
         raise ValueError(f"{d.shape[0]} loss changes for {len(positions)} positions")
     labels = unique_labels(positions)
-    fig = go.Figure(go.Bar(x=round_sig(d), y=labels, orientation="h",
+    fig = new_figure([dict(type="bar", x=round_sig(d), y=labels, orientation="h",
                            marker=dict(color=np.where(d > 0, "#d6604d", "#4393c3").tolist()),
-                           hovertemplate="%{y}<br>loss change %{x:+.3f} nats<extra></extra>"))  # fmt: skip
+                           hovertemplate="%{y}<br>loss change %{x:+.3f} nats<extra></extra>")])  # fmt: skip
     layout = layout_defaults(title, height=0)
     top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
     left = PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0))

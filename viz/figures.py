@@ -26,6 +26,7 @@ from .common import (
     check_row,
     finish_layout,
     layout_defaults,
+    new_figure,
     round_sig,
     safe_label,
     text_px,
@@ -168,7 +169,7 @@ def matrix_figure(
     layout.update(shapes=shapes, annotations=notes)
     if moved:
         layout["dragmode"] = "pan"
-    return go.Figure(data=traces, layout=layout)
+    return new_figure(traces, layout)
 
 
 def _attention_values(weights: np.ndarray, kind: str) -> np.ndarray:
@@ -356,7 +357,7 @@ def heads_grid(
     layout.update(coloraxis=axis, shapes=shapes, annotations=notes)
     if one.rows.count < Tq or one.cols.count < Tk:
         layout["dragmode"] = "pan"
-    return go.Figure(data=traces, layout=layout)
+    return new_figure(traces, layout)
 
 
 def _sin_or_cos(pe: np.ndarray, d: int, layout: str | None) -> str | None:
@@ -404,7 +405,7 @@ def positional_curves(
         raise ValueError(f"mark_position must be a position 0..{T - 1}, not {mark_position}")
     pos = np.arange(T)
     custom = unique_labels(tokens) if tokens is not None else None
-    fig = go.Figure()
+    fig = new_figure()
     for d in dims:
         kind = _sin_or_cos(p, d, layout)
         fig.add_trace(
@@ -530,7 +531,7 @@ def addnorm_figure(
     layout.update(shapes=shapes, annotations=notes)
     if geo.rows.count < T:
         layout["dragmode"] = "pan"
-    return go.Figure(data=traces, layout=layout)
+    return new_figure(traces, layout)
 
 
 def ffn_sparsity(hidden: np.ndarray, *, tol: float = 1e-6) -> dict[str, float]:

@@ -22,6 +22,7 @@ from .common import (
     check_len,
     check_row,
     layout_defaults,
+    new_figure,
     round_sig,
     safe_label,
     text_px,
@@ -454,7 +455,7 @@ def add_heatmap(
         col_step=col_step, col_angle=col_angle,
     )  # fmt: skip
     for t in traces:
-        fig.add_trace(go.Heatmap({k: v for k, v in t.items() if k != "type"}), row=row, col=col)
+        fig.add_trace(t, row=row, col=col)
     xa, ya = _axis_ref(fig, row, col)
     fig.update_layout({coloraxis: axis, xa: xaxis, ya: yaxis})
     if shape is not None:
@@ -582,7 +583,7 @@ def heatmap(
                            line=dict(color=HIGHLIGHT_COLOR, width=2.5), fillcolor="rgba(0,0,0,0)",
                            name="highlight_col"))  # fmt: skip
     layout.update(coloraxis=axis, xaxis=xaxis, yaxis=yaxis, shapes=shapes, annotations=notes)
-    return go.Figure(data=traces, layout=layout)
+    return new_figure(traces, layout)
 
 
 def shown_max(v: np.ndarray, rows: Window, cols: Window, default: float | None) -> float | None:
