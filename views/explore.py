@@ -8,11 +8,11 @@ from pathlib import Path
 
 import streamlit as st
 
-import viz
 from model.checkpoint import LoadedModel
 from model.constants import IMPOSSIBLE
 from model.steps import ended_by_length, mean_token_prob, mean_weights
 from model.tokenizer import byte_characters
+from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import session, stepping, teacher_forcing
 from .common import as_read, badges, get_decode, head_label, md, path_labels, show, show_token

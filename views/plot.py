@@ -17,12 +17,21 @@ times as fast, which a fresh page waits for.
 from __future__ import annotations
 
 import functools
+import hashlib
+import inspect
 import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
+import numpy as np
 import plotly.io as pio
 import streamlit as st
 
+import viz as viz_module
 from viz.common import describe_heatmap
 
 PLOTLY_JS = Path(__file__).resolve().parents[1] / "assets" / "vendor" / "plotly-cartesian.min.js"
@@ -48,6 +57,12 @@ LOADER = f"""export default function (args) {{
 }}"""
 
 
+# The figures' JSON kept for every session together (least recently used go first): a figure whose builder gets the
+# same inputs again (stepping back, another stage and back, the encoder's figures on every whole run, a sentence
+# another student already opened) is sent without being built or serialised again.
+FIGURE_CACHE_BYTES = 128 * 2**20
+
+
 @functools.cache
 def _component():
     """Registered once per process: registering the same name again logs a warning and replaces it."""
@@ -66,11 +81,116 @@ def text_alternative(fig) -> str | None:
     return line if len(panels) == 1 else f"{line.removesuffix('.')} (the first of {len(panels)} panels)."
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """A figure not built yet: a ``viz`` builder and its arguments (what ``builders`` returns)."""
+
+    build: Callable
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+    def figure(self):
+        return self.build(*self.args, **self.kwargs)
+
+    def digest(self) -> str | None:
+        """The builder and every argument hashed (arrays by dtype, shape and bytes); None when an argument is not
+        plain data (then the figure is built every time)."""
+        h = hashlib.blake2b(f"{self.build.__module__}.{self.build.__qualname__}".encode(), digest_size=20)
+        ok = _feed(h, self.args) and _feed(h, self.kwargs)
+        return h.hexdigest() if ok else None
+
+
+def _feed(h, obj) -> bool:
+    """Hash ``obj`` into ``h``, typed and length-prefixed so that different values never feed the same bytes."""
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            return False
+        h.update(f"a{obj.dtype.str}{obj.shape}".encode())
+        h.update(np.ascontiguousarray(obj).view(np.uint8).data)
+        return True
+    if obj is None or isinstance(obj, bool | int | float | str | np.generic):
+        text = repr(obj.item() if isinstance(obj, np.generic) else obj)
+        h.update(f"{type(obj).__name__}{len(text)}:{text}".encode())
+        return True
+    if isinstance(obj, list | tuple):
+        h.update(f"l{len(obj)}".encode())
+        return all(_feed(h, x) for x in obj)
+    if isinstance(obj, dict):
+        h.update(f"d{len(obj)}".encode())
+        return all(_feed(h, str(k)) and _feed(h, v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0])))
+    return False
+
+
+class Builders:
+    """``viz`` whose figure builders return a ``Drawing`` instead of building: ``plot`` builds it, or takes its
+    JSON from the cache when the same builder got the same inputs before. The other functions are ``viz``'s own."""
+
+    def __init__(self, module: ModuleType):
+        self._module = module
+
+    def __getattr__(self, name: str):
+        fn = getattr(self._module, name)
+        if not callable(fn) or inspect.signature(fn).return_annotation not in ("go.Figure", "Figure"):
+            return fn
+        return functools.wraps(fn)(lambda *args, **kwargs: Drawing(fn, args, kwargs))
+
+
+builders = Builders(viz_module)
+
+
+class FigureCache:
+    """Figures' JSON and text alternatives by digest, within ``max_bytes`` (least recently used first out); one
+    per server process, every session's script thread using it under its lock."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes, self.nbytes = max_bytes, 0
+        self.data: OrderedDict[str, tuple[str, str | None]] = OrderedDict()
+        self.lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, digest: str) -> tuple[str, str | None] | None:
+        with self.lock:
+            item = self.data.get(digest)
+            if item is not None:
+                self.data.move_to_end(digest)
+            self.hits += item is not None
+            self.misses += item is None
+            return item
+
+    def put(self, digest: str, item: tuple[str, str | None]) -> None:
+        size = len(item[0]) + len(item[1] or "")
+        with self.lock:
+            if digest in self.data or size > self.max_bytes:
+                return
+            self.data[digest] = item
+            self.nbytes += size
+            while self.nbytes > self.max_bytes:
+                _, (fig, alt) = self.data.popitem(last=False)
+                self.nbytes -= len(fig) + len(alt or "")
+
+
+@st.cache_resource(show_spinner=False)
+def figure_cache() -> FigureCache:
+    return FigureCache(FIGURE_CACHE_BYTES)
+
+
+def serialised(fig) -> tuple[str, str | None]:
+    """A figure's JSON (numpy arrays as Plotly's base64 typed arrays) and its text alternative."""
+    return pio.to_json(fig, validate=False), text_alternative(fig)
+
+
 def plot(fig, key: str, config: dict) -> None:
-    """Draw ``fig`` under ``key`` (the same key keeps the same graph, updated in place); a heatmap carries its
-    text alternative (``alt``: the element's aria-label, plot.js)."""
-    figure = pio.to_json(fig, validate=False)  # numpy arrays as Plotly's base64 typed arrays
-    alt = text_alternative(fig)
+    """Draw ``fig`` (a figure, or a ``Drawing``, built only if the cache does not hold it) under ``key`` (the same
+    key keeps the same graph, updated in place); a heatmap carries its text alternative (``alt``: the element's
+    aria-label, plot.js)."""
+    digest = fig.digest() if isinstance(fig, Drawing) else None
+    cache = figure_cache() if digest else None
+    item = cache.get(digest) if cache else None
+    if item is None:
+        item = serialised(fig.figure() if isinstance(fig, Drawing) else fig)
+        if cache:
+            cache.put(digest, item)
+    figure, alt = item
     extra = f', "alt": {json.dumps(alt)}' if alt else ""
     _component()(data=f'{{"figure": {figure}, "config": {json.dumps(config)}{extra}}}'.encode(), key=key)
 

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import viz
 from model.checkpoint import LoadedModel
 from model.constants import IMPOSSIBLE
 from model.steps import Line, chips, follow_line, layer_keep, live_rows, output_record, stack_view
+from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import export, session, stages, whatif
 from .common import badges, fail, get_decode, md, path_labels, show_token, token_texter

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-import viz
 from model.checkpoint import LoadedModel
+from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import session, stages
 from .common import fail, get_decode, get_trace, md, show_token, token_texter

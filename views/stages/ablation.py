@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import streamlit as st
 
-import viz
 from model.ablation import Ablation, format_heads, parse_heads
 from model.decoding import decode
 from model.explain import head_importance, mean_ablation, position_loss_delta
 
 from ..common import badges, cached, lean_decoder, md, show, show_token
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from .context import StageContext
 
 IMPORTANCE = "head importance"

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import viz
 from model.steps import mean_weights
 
 from .. import session
 from ..common import cached, get_trace, show, show_token
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from .context import StageContext
 

@@ -6,11 +6,11 @@ from functools import partial
 
 import streamlit as st
 
-import viz
 from model.constants import IMPOSSIBLE
 from model.steps import Line
 
 from ..common import show, show_token
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
 
 # every column readable: the hypothesis text gets the room, the numbers a fixed precision
 COLUMNS = {

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-import viz
 from model.steps import mean_weights, sharpest_head
 
 from ..common import show
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from . import add_norm
 from .context import StageContext

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-import viz
-
 from ..common import show
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from .context import StageContext
 
 ROWS = "position: reads → predicts"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-import viz
-
 from ..common import show, show_token
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
 
 
 def render(cfg, reads: list[str], step: int) -> None:

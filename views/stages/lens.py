@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import viz
 from model.explain import lens_problem, logit_lens
 
 from ..common import lean_decoder, show, show_token
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from .context import StageContext
 
 TOP = 10

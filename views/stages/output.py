@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-import viz
-
 from ..common import md, show, show_token
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
 
 TOP_SHOWN = 10  # bars in the next-token chart / alternatives offered in the what-if box
 

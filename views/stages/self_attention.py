@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-import viz
 from model.steps import prefix_scores, sharpest_head
 
 from ..common import show
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from .context import StageContext
 
