@@ -118,6 +118,8 @@ def figures(at) -> list[dict]:
     out = [p["figure"] for p in sent if "figure" in p]
     for fig in out:
         go.Figure(fig)  # validates every property, raising on one Plotly does not know
+        if (fig["layout"].get("template") or {}).get("layout"):  # Plotly's default theme, merged in unchecked
+            raise ValueError(f"figure {title(fig)!r} carries a themed template instead of the plain one")
     return out
 
 

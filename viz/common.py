@@ -174,6 +174,8 @@ def new_figure(data: Sequence[dict] | None = None, layout: dict | None = None) -
     """A figure from the builders' own trace and layout dicts, not checked again against Plotly's schema: the
     checks cost more than the rest of a figure (the All stages view builds ~25 a step). The tests check every
     builder's output against the schema instead (``tests/test_viz.py``: ``valid_plotly``)."""
+    # unchecked, a figure without a template would take Plotly's default theme, which a later update merges into
+    layout = {"template": copy.deepcopy(TEMPLATE), **(layout or {})}
     return go.Figure(data=data, layout=layout, _validate=False)
 
 

@@ -83,28 +83,38 @@ def topk_figure(
     widths = [2.0 if i == chosen else 0.0 for i in range(len(tokens))]
     with np.errstate(divide="ignore"):
         logp = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -np.inf)
-    fig = new_figure([
-        dict(
-            type="bar", x=round_sig(p), y=labels, orientation="h",
-            marker=dict(color=colors, line=dict(color="#222", width=widths)),
-            customdata=[["chosen" if i == chosen else "", f"{lp:.3f}"] for i, lp in enumerate(logp)],
-            texttemplate="%{x:.1%}", textposition="outside", cliponaxis=False,
-            hovertemplate="token: %{y}<br>p = %{x:.4g}<br>log p = %{customdata[1]}<br>%{customdata[0]}<extra></extra>",
-        )
-    ])  # fmt: skip
+    bars = dict(
+        type="bar", x=round_sig(p), y=labels, orientation="h",
+        marker=dict(color=colors, line=dict(color="#222", width=widths)),
+        customdata=[["chosen" if i == chosen else "", f"{lp:.3f}"] for i, lp in enumerate(logp)],
+        texttemplate="%{x:.1%}", textposition="outside", cliponaxis=False, textfont=dict(size=TICK_FONT),
+        hovertemplate="token: %{y}<br>p = %{x:.4g}<br>log p = %{customdata[1]}<br>%{customdata[0]}<extra></extra>",
+    )  # fmt: skip
     xmax = float(p.max()) if p.size else 1.0
-    fig.update_traces(textfont=dict(size=TICK_FONT))
-    fig.update_xaxes(title_text="probability", range=[0, min(1.0, xmax * 1.25) or 1.0], showgrid=True,
-                     gridcolor="#eee", tickformat=".0%", tickfont=dict(size=TICK_FONT), title_standoff=8)  # fmt: skip
-    fig.update_yaxes(title_text="next token", type="category", autorange="reversed", automargin=True,
-                     tickmode="array", tickvals=labels, ticktext=labels, tickfont=dict(size=TICK_FONT),
-                     title_standoff=8)  # fmt: skip
     layout = layout_defaults(title, height=0)
     top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
     layout.update(height=top + max(len(tokens), 2) * BAR_PX + bottom,
                   margin=dict(l=PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0)), r=40, t=top,
                               b=bottom))  # fmt: skip
-    return fig.update_layout(layout)
+    layout["xaxis"] = dict(
+        title=dict(text="probability", standoff=8),
+        range=[0, min(1.0, xmax * 1.25) or 1.0],
+        showgrid=True,
+        gridcolor="#eee",
+        tickformat=".0%",
+        tickfont=dict(size=TICK_FONT),
+    )
+    layout["yaxis"] = dict(
+        title=dict(text="next token", standoff=8),
+        type="category",
+        autorange="reversed",
+        automargin=True,
+        tickmode="array",
+        tickvals=labels,
+        ticktext=labels,
+        tickfont=dict(size=TICK_FONT),
+    )
+    return new_figure([bars], layout)
 
 
 def loss_table(

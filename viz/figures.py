@@ -24,7 +24,6 @@ from .common import (
     as_tokens,
     check_len,
     check_row,
-    finish_layout,
     layout_defaults,
     new_figure,
     round_sig,
@@ -405,32 +404,32 @@ def positional_curves(
         raise ValueError(f"mark_position must be a position 0..{T - 1}, not {mark_position}")
     pos = np.arange(T)
     custom = unique_labels(tokens) if tokens is not None else None
-    fig = new_figure()
-    for d in dims:
-        kind = _sin_or_cos(p, d, layout)
-        fig.add_trace(
-            go.Scatter(
-                x=pos, y=round_sig(p[:, d]), mode="lines+markers" if T <= 64 else "lines", marker=dict(size=5),
-                name=f"dim {d} ({kind})" if kind else f"dim {d}", customdata=custom,
-                hovertemplate=(f"dim {d}<br>position %{{x}}" + ("<br>token %{customdata}" if tokens is not None else "")
-                               + "<br>value %{y:.4g}<extra></extra>"),
-            )
-        )  # fmt: skip
-    fig.update_xaxes(title_text="position", showgrid=True, gridcolor="#eee", zeroline=False,
-                     range=[-0.5, max(T - 0.5, 0.5)])  # fmt: skip
-    fig.update_yaxes(title_text="PE value", showgrid=True, gridcolor="#eee", zeroline=True, zerolinecolor="#bbb",
-                     range=[-1.25, 1.25] if np.all(np.abs(p[:, dims]) <= 1.0 + 1e-6) else None)  # fmt: skip
-    fig = finish_layout(fig, title, height=380, legend=True)
-    fig.update_layout(meta={"cells": None}, legend=dict(x=1.02, xanchor="left", y=1, yanchor="top"))
+    traces = [
+        dict(type="scatter", x=pos, y=round_sig(p[:, d]), mode="lines+markers" if T <= 64 else "lines",
+             marker=dict(size=5), name=f"dim {d} ({kind})" if kind else f"dim {d}", customdata=custom,
+             hovertemplate=(f"dim {d}<br>position %{{x}}" + ("<br>token %{customdata}" if tokens is not None else "")
+                            + "<br>value %{y:.4g}<extra></extra>"))
+        for d in dims for kind in [_sin_or_cos(p, d, layout)]
+    ]  # fmt: skip
+    bounded = np.all(np.abs(p[:, dims]) <= 1.0 + 1e-6)
+    layout = layout_defaults(title, height=380, legend=True)
+    layout["meta"] = {"cells": None}
+    layout["legend"].update(x=1.02, xanchor="left", y=1, yanchor="top")
+    tick = dict(automargin=True, tickfont=dict(size=TICK_FONT))
+    layout["xaxis"] = dict(title=dict(text="position"), showgrid=True, gridcolor="#eee", zeroline=False,
+                           range=[-0.5, max(T - 0.5, 0.5)], **tick)  # fmt: skip
+    layout["yaxis"] = dict(title=dict(text="PE value"), showgrid=True, gridcolor="#eee", zeroline=True,
+                           zerolinecolor="#bbb", **({"range": [-1.25, 1.25]} if bounded else {}), **tick)  # fmt: skip
     if mark is not None:
         label = f"position {mark}" + (f" · {unique_labels(tokens, index=False, max_len=16)[mark]}" if tokens else "")
         right = mark > (T - 1) / 2
-        fig.add_shape(type="line", x0=mark, x1=mark, xref="x", y0=0, y1=1, yref="paper", name="mark",
-                      line=dict(color=HIGHLIGHT_COLOR, width=2, dash="dash"), layer="above")  # fmt: skip
-        fig.add_annotation(text=label, x=mark, xref="x", y=1, yref="paper", yanchor="top", showarrow=False,
-                           xanchor="right" if right else "left", xshift=-4 if right else 4, name="mark",
-                           font=dict(size=FONT, color=HIGHLIGHT_COLOR), bgcolor="rgba(255,255,255,0.9)")  # fmt: skip
-    return fig
+        layout["shapes"] = [dict(type="line", x0=mark, x1=mark, xref="x", y0=0, y1=1, yref="paper", name="mark",
+                                 line=dict(color=HIGHLIGHT_COLOR, width=2, dash="dash"), layer="above")]  # fmt: skip
+        note = dict(text=label, x=mark, xref="x", y=1, yref="paper", yanchor="top", showarrow=False,
+                    xanchor="right" if right else "left", xshift=-4 if right else 4, name="mark",
+                    font=dict(size=FONT, color=HIGHLIGHT_COLOR), bgcolor="rgba(255,255,255,0.9)")  # fmt: skip
+        layout["annotations"] = [note]
+    return new_figure(traces, layout)
 
 
 def addnorm_figure(
