@@ -89,6 +89,10 @@ class Drawing:
     args: tuple
     kwargs: dict = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, build: Callable, *args, **kwargs) -> Drawing:
+        return cls(build, args, kwargs)
+
     def figure(self):
         return self.build(*self.args, **self.kwargs)
 
@@ -130,9 +134,12 @@ class Builders:
 
     def __getattr__(self, name: str):
         fn = getattr(self._module, name)
-        if not callable(fn) or inspect.signature(fn).return_annotation not in ("go.Figure", "Figure"):
-            return fn
-        return functools.wraps(fn)(lambda *args, **kwargs: Drawing(fn, args, kwargs))
+        return functools.wraps(fn)(functools.partial(Drawing.of, fn)) if _builds_figure(fn) else fn
+
+
+@functools.cache
+def _builds_figure(fn) -> bool:
+    return callable(fn) and inspect.signature(fn).return_annotation in ("go.Figure", "Figure")
 
 
 builders = Builders(viz_module)
@@ -169,7 +176,7 @@ class FigureCache:
                 self.nbytes -= len(fig) + len(alt or "")
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache  # one per process, like st.cache_resource, without its per-call bookkeeping (one call per figure)
 def figure_cache() -> FigureCache:
     return FigureCache(FIGURE_CACHE_BYTES)
 
