@@ -121,15 +121,23 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     except Exception as e:
         fail("Could not compute the lesson", e)
         return
-    k = s["learn_chapter"]
-    _sync_url(k)
     if got is None:
+        _sync_url(s["learn_chapter"])
         st.info("Type an English sentence to start the lesson.")
         return
     learn, data = got
     if data["src"].truncated or data["src"].chars_cut:
         st.caption(f"The sentence is cut to the model's {lm.cfg.max_len - 1} tokens.")
     sid = hashlib.sha256(f"{lm.path}\0{s['learn_src']}".encode()).hexdigest()[:8]  # new sentence, new answers
+    lesson(learn, data, sid)
+
+
+@st.fragment
+def lesson(learn: Learn, data: dict, sid: str) -> None:
+    """The chapter shown, its question and the buttons: a fragment, so that moving between chapters and checking
+    an answer rerun this part of the page alone (the sentence and the sidebar stay as they are)."""
+    k = st.session_state["learn_chapter"]
+    _sync_url(k)
     st.progress(k / END, text=_progress(learn, k))
     if k == 0:
         start(learn, data, sid)
