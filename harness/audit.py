@@ -111,16 +111,29 @@ def figures(at) -> list[dict]:
     checked against Plotly's schema: the builders skip that check to be fast (``viz.common.new_figure``), so every
     figure a test sees is checked here (a misspelt property raises ``ValueError``)."""
     import plotly.graph_objects as go
+    import plotly.io as pio
 
     from views.plot import payload
 
     sent = [payload(c.proto.bytes) for c in at.get("bidi_component")]
     out = [p["figure"] for p in sent if "figure" in p]
     for fig in out:
-        go.Figure(fig)  # validates every property, raising on one Plotly does not know
+        checked = go.Figure(fig)  # validates every property, raising on one Plotly does not know
         if (fig["layout"].get("template") or {}).get("layout"):  # Plotly's default theme, merged in unchecked
             raise ValueError(f"figure {title(fig)!r} carries a themed template instead of the plain one")
+        again = json.loads(pio.to_json(checked, validate=False))
+        if _filled(again) != _filled(fig):  # e.g. a colour-scale name the checks expand and plotly.js may not know
+            raise ValueError(f"figure {title(fig)!r} changes when Plotly checks it")
     return out
+
+
+def _filled(obj):
+    """``obj`` without its empty lists and dicts (Plotly's checks drop them)."""
+    if isinstance(obj, dict):
+        return {k: _filled(v) for k, v in obj.items() if v != [] and v != {}}
+    if isinstance(obj, list):
+        return [_filled(v) for v in obj]
+    return obj
 
 
 def title(fig: dict) -> str:

@@ -8,6 +8,13 @@ and its element carries ``data-deferred="1"`` until then. ``app.py`` serves the 
 (``PLOT_JS_ROUTE``) and Plotly's cartesian bundle (``PLOTLY_ROUTE``); each element carries only a short loader and
 its figure, as JSON bytes (no re-parsing).
 
+Building a figure and serialising it is most of a step's server time, so the views draw through ``builders``
+(``viz`` whose figure builders return a ``Drawing``: the builder and its arguments): ``plot`` hashes the arguments
+and sends the JSON kept for them when the same builder got the same inputs before (stepping back, a stage
+opened again, the encoder's figures on every whole run, a sentence another student opened), and builds it
+otherwise. The hash covers every argument, arrays by dtype, shape and bytes; a figure with an argument that is not
+plain data is built every time.
+
 The bundle is plotly.js's official "cartesian" distribution (npm ``plotly.js-cartesian-dist-min``, MIT licence,
 ``assets/vendor/``), of the plotly.js version the pinned plotly package is built for: every trace the figures use
 (heatmap, scatter, bar) is in it, and at 1.5 MB against the full bundle's 4.8 MB the browser parses it about three

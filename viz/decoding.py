@@ -262,7 +262,7 @@ def _tree_figure(
     labels, the latest positions in view when they do not all fit (the earlier ones by panning, read on hover)."""
     if len(paths) > len(PATH_STYLES):
         raise ValueError(f"at most {len(PATH_STYLES)} paths can be drawn, got {len(paths)}")
-    fig = new_figure()
+    traces: list[dict] = []
     if edges:
         for kept_edges, color, width, dash in ((False, "#c8c8c8", 1.0, "dot"), (True, "#555", 1.5, "solid")):
             ex, ey = [], []
@@ -271,17 +271,16 @@ def _tree_figure(
                     ex += [nodes[a]["x"], nodes[b]["x"], None]
                     ey += [nodes[a]["y"], nodes[b]["y"], None]
             if ex:
-                fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=color, width=width, dash=dash),
-                                         hoverinfo="skip", name="edges" + (" (kept)" if kept_edges else " (pruned)"),
-                                         showlegend=False))  # fmt: skip
+                name = "edges" + (" (kept)" if kept_edges else " (pruned)")
+                traces.append(dict(type="scatter", x=ex, y=ey, mode="lines", hoverinfo="skip", name=name,
+                                   line=dict(color=color, width=width, dash=dash), showlegend=False))  # fmt: skip
     by_ids = {nd["ids"]: i for i, nd in enumerate(nodes) if nd["status"] != "live"}
     for (name, ids), (color, width, dash) in zip(paths.items(), PATH_STYLES):
         on = [by_ids[p] for p in (tuple(int(t) for t in ids[:j]) for j in range(len(ids) + 1)) if p in by_ids]
         px = [nodes[i]["x"] for i in on]
         py = [nodes[i]["y"] for i in on]
-        fig.add_trace(go.Scatter(x=px, y=py, mode="lines", line=dict(color=color, width=width, dash=dash),
-                                 hoverinfo="skip", name=safe_label(name), showlegend=True,
-                                 meta=dict(path=name)))  # fmt: skip
+        traces.append(dict(type="scatter", x=px, y=py, mode="lines", line=dict(color=color, width=width, dash=dash),
+                           hoverinfo="skip", name=safe_label(name), showlegend=True, meta=dict(path=name)))  # fmt: skip
     cums = [
         nd["cum"]
         for nd in nodes
@@ -323,9 +322,9 @@ def _tree_figure(
                                                                                  width=width))  # fmt: skip
         # labels of the positions in view (a panned-in node is read on hover: Plotly clips text, not its box)
         labels = ["" if status == "pruned" or nd["x"] < x_lo + 0.25 else safe_label(nd["token"]) for nd in sel]
-        fig.add_trace(
-            go.Scatter(
-                x=[nd["x"] for nd in sel], y=[nd["y"] for nd in sel],
+        traces.append(
+            dict(
+                type="scatter", x=[nd["x"] for nd in sel], y=[nd["y"] for nd in sel],
                 mode="markers+text" if any(labels) else "markers", marker=marker, name=safe_label(status),
                 text=labels if any(labels) else None, textposition="middle right",
                 textfont=dict(size=TICK_FONT, color="#222"), hovertext=[nd["hover"] for nd in sel],
@@ -334,27 +333,26 @@ def _tree_figure(
             )
         )  # fmt: skip
         # the legend shows a plain swatch: a marker coloured through a colour axis has no single legend colour
-        legend.append(go.Scatter(x=[None], y=[None], mode="markers", marker=swatch, name=safe_label(status),
-                                 showlegend=True, hoverinfo="skip"))  # fmt: skip
-    fig.add_traces(legend)
+        legend.append(dict(type="scatter", x=[None], y=[None], mode="markers", marker=swatch, name=safe_label(status),
+                           showlegend=True, hoverinfo="skip"))  # fmt: skip
+    traces += legend
     shown = x_hi - x_lo
     dtick = _nice_step(shown / max(plot_w / 48, 1))
     ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
-    fig.update_xaxes(title_text="position that predicted the token (numbered as in the step view)", showgrid=True,
-                     gridcolor="#eee", zeroline=False, range=[x_lo, x_hi], tickmode="array", tickvals=ticks,
-                     ticktext=[start_label(x) for x in ticks], title_standoff=8)  # fmt: skip
-    fig.update_yaxes(title_text="hypotheses", showticklabels=False, showgrid=False, zeroline=False,
-                     range=[y_half, -y_half], autorange=False, title_standoff=8, fixedrange=True)  # fmt: skip
+    xaxis = dict(title=dict(text="position that predicted the token (numbered as in the step view)", standoff=8),
+                 showgrid=True, gridcolor="#eee", zeroline=False, range=[x_lo, x_hi], tickmode="array", tickvals=ticks,
+                 ticktext=[start_label(x) for x in ticks], tickfont=dict(size=TICK_FONT))  # fmt: skip
+    yaxis = dict(title=dict(text="hypotheses", standoff=8), showticklabels=False, showgrid=False, zeroline=False,
+                 range=[y_half, -y_half], autorange=False, fixedrange=True)  # fmt: skip
     layout = layout_defaults(title, height=0, legend=True)
     top = layout["margin"]["t"] + LEGEND_ROW
     margin.update(t=top)
     layout.update(height=top + plot_h + margin["b"], margin=margin, dragmode="pan", legend=dict(
         orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=FONT)))  # fmt: skip
     colorbar = colorbar_dict(None, "cum. log p", length=max(min(plot_h, 300), 100))
-    layout["coloraxis"] = dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar)
-    fig.update_layout(layout)
-    fig.update_xaxes(tickfont=dict(size=TICK_FONT))
-    return fig
+    layout.update(coloraxis=dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar), xaxis=xaxis,
+                  yaxis=yaxis)  # fmt: skip
+    return new_figure(traces, layout)
 
 
 def start_label(x: int) -> str:
