@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import viz
 from model.checkpoint import LoadedModel
 from model.constants import PATCH_SUBLAYERS
 from model.jsonio import dumps
 from model.steps import heads_concat, mean_weights
+from views.plot import builders as viz  # viz, its figures built on first use (cached)
 from viz.common import MIN_WIDTH
 
 from . import session
