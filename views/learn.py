@@ -13,12 +13,12 @@ import hashlib
 import numpy as np
 import streamlit as st
 
-import viz
 from model.checkpoint import LoadedModel
 from model.constants import IMPOSSIBLE
 from model.explain import lens_problem, logit_lens
 from model.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
 from model.lesson import EXAMPLE_TOKENS, build_lesson, causal_mask
+from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from .common import cached, fail, get_decode, get_trace, lean_decoder, md, show, show_token, token_texter
 from .state import DEFAULTS, EXAMPLES, MAX_CHARS, Choices, number, prepare_source
