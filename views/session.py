@@ -10,7 +10,19 @@ from dataclasses import replace
 import streamlit as st
 
 from .common import log
-from .state import VIEW_FIELDS, WIDGETS, Choices, Limits, View, clamp_step, clamp_view, from_query, move, to_query
+from .state import (
+    VIEW_FIELDS,
+    WIDGETS,
+    Choices,
+    Limits,
+    View,
+    clamp_step,
+    clamp_view,
+    from_query,
+    move,
+    number,
+    to_query,
+)
 
 LOADED = "url_loaded"  # set once the session has read its URL
 # Set once the layer or head was chosen (by the link or in the sidebar): until then the attribution stage may open
@@ -98,8 +110,8 @@ def start_position(view: View, key, n: int) -> tuple[int, str | None]:
     s["step_for"] = key
     wanted = s.pop("pending_step", 0)
     step = at_position(wanted, n)
-    asked = clamp_step(wanted, 10**9)
-    if s.pop("step_from_link", False) and asked > step:
+    asked, is_number = number(wanted, int, 0)
+    if s.pop("step_from_link", False) and is_number and asked > step:
         return step, f"The link's position {asked} is past the last one here ({n - 1}); showing position {n - 1}."
     return step, None
 

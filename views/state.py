@@ -37,8 +37,6 @@ MAX_BEAM = 8
 MAX_LENGTH_PENALTY = 3.0
 MAX_TEMPERATURE = 5.0
 MAX_SEED = 2**31 - 1
-PAGES = ("Learn", "Explore", "Compare", "About")  # the first is where a link without parameters lands
-PAGE_ALIASES = {"Lesson": "Learn"}  # older links
 TABS = ("step", "tf")
 TAB_LABELS = {"step": "Step-by-step decoding", "tf": "Teacher forcing (reference)"}
 # The stages the step views can show (``views.stages.REGISTRY``), then "all": every decoder stage at once. A step
