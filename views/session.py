@@ -150,6 +150,12 @@ def set_source(text: str) -> None:
     st.session_state["source"] = text
 
 
+def set_ablation(heads: str) -> str:
+    """The heads switched off (``dec.1.cross.2,…``); returns them."""
+    st.session_state["ablate"] = heads
+    return heads
+
+
 def set_pair(a: str, b: str, contrast: str) -> None:
     """The Compare page's minimal pair, measured from its first position."""
     s = st.session_state

@@ -1,7 +1,8 @@
 """What the user chose, in one frozen object, and its round trip through the URL. No streamlit in here.
 
-Every choice that changes what is shown is a field of ``View`` and a query parameter, so a copied link
-reopens the same chips, step and figures. Decoding defaults come from ``DecodeOptions`` (one source).
+Every choice that changes what is shown is a line of ``CHOICES`` (its query parameter, widget key, default, bounds
+and help) and a field of ``View``, so a copied link reopens the same chips, step and figures. The decoding choices
+are the model's ``DecodeOptions`` itself, held by the ``View`` (one source for their defaults and their check).
 """
 
 from __future__ import annotations

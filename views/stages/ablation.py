@@ -8,6 +8,7 @@ import viz
 from model.ablation import format_heads, parse_heads
 from model.explain import ablated_decode, ablation_of, head_importance, position_loss_delta, same_positions
 
+from .. import session
 from ..common import badges, cached, lean_decoder, md, show, show_token
 from .context import StageContext
 
@@ -40,7 +41,7 @@ def _from_pills(cfg) -> None:
     s = st.session_state
     heads = {(kind, layer, int(h)) for kind in ("self", "cross") for layer in range(cfg.n_decoder_layers)
              for h in s.get(_pill_key(kind, layer)) or ()}  # fmt: skip
-    s["ablate"] = s["ablate_pills_for"] = format_heads(heads)
+    s["ablate_pills_for"] = session.set_ablation(format_heads(heads))
 
 
 def _marked(ids: list[int], other: list[int], text) -> str:
