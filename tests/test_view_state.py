@@ -78,3 +78,54 @@ def test_the_stage_registry_drives_the_selector_and_the_numbering(tiny_model_dir
     assert not at.exception and not at.error
     numbers = [int(m.group(1)) for h in at.subheader if (m := re.match(r"(\d+) · ", h.value))]
     assert numbers == list(range(1, len(SECTIONS) + 1))  # All stages: every numbered section once, in order
+
+
+# ---------------------------------------------------------------------------
+# The rules the pages show, computed in model/.
+
+
+def test_future_weight_and_top_k():
+    import numpy as np
+
+    from model.steps import future_weight, top_k
+
+    causal = np.tril(np.full((3, 3), 1 / 3))
+    assert future_weight(causal) == 0.0
+    w = np.array([[0.5, 0.5, 0.0], [0.2, 0.2, 0.6], [0.1, 0.1, 0.8]])
+    assert future_weight(w) == pytest.approx((0.5 + 0.6 + 0.0) / 3)  # right of the diagonal, per row, averaged
+    p = np.array([0.1, 0.4, 0.05, 0.3, 0.15])
+    ids, probs = top_k(p, 3)
+    assert ids.tolist() == [1, 3, 4] and probs.tolist() == [0.4, 0.3, 0.15]
+
+
+def test_same_positions_align_by_matching_blocks():
+    from model.explain import same_positions
+
+    assert same_positions([1, 2, 3, 4], [1, 2, 3, 4]) == {0, 1, 2, 3}
+    assert same_positions([1, 9, 3, 4], [1, 2, 3, 4]) == {0, 2, 3}
+    assert same_positions([1, 2, 3], [0, 1, 2, 3]) == {0, 1, 2}  # an insertion in the other shifts nothing here
+    assert same_positions([], [1]) == set()
+
+
+def test_readability_counts_characters_not_tokens(tiny_tokenizer):
+    from model.tokenizer import readability
+
+    tok = tiny_tokenizer
+    words = readability(tok, tok.encode("the cat"), unk_id=3)
+    assert (words.n_unk, words.n_bytes, words.mostly_bytes, words.mostly_unknown) == (0, 0, False, False)
+    alien = readability(tok, tok.encode("日本語"), unk_id=3)
+    assert alien.n_bytes == 9 and alien.n_byte_chars == alien.n_chars == 3 and alien.mostly_bytes
+    name = readability(tok, tok.encode("the cat is called Я"), unk_id=3)
+    assert name.n_byte_chars == 1 and not name.mostly_bytes  # one letter of another script among words
+
+
+def test_the_summary_keeps_its_flat_choices():
+    from views.state import Choices
+
+    ch = Choices(model_dir="m", source="x", strategy="beam", beam=3, max_len=4, prefix=(5,))
+    from dataclasses import asdict
+
+    from model.steps import _flat
+
+    assert list(_flat(asdict(ch))) == ["model_dir", "source", "strategy", "beam", "length_penalty", "temperature",
+                                       "top_k", "top_p", "seed", "max_len", "prefix"]  # fmt: skip
