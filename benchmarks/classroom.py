@@ -72,7 +72,7 @@ from harness.browser import (  # noqa: E402
 )
 from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written  # noqa: E402
 from harness.sessions import IDLE_PHASE, SENTENCES, Drive, Session, open_session, run_session  # noqa: E402
-from views.common import PROCESS_CACHE_BYTES, SESSION_CACHE_BYTES  # noqa: E402
+from views.cache import PROCESS_CACHE_BYTES, SESSION_CACHE_BYTES  # noqa: E402
 from views.state import DECODER_STAGES, STAGES  # noqa: E402
 
 FULL = dict(sessions=(1, 8, 16, 32), seconds=60.0, think=2.0)

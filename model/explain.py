@@ -15,15 +15,16 @@ first; ``lens_problem`` says when a configuration would make the lens wrong.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .ablation import Ablation, Head, format_heads, parse_heads, record_prefix
-from .decoding import forbidden_ids
+from .decoding import DecodeOptions, DecodeResult, decode, forbidden_ids
 from .lean import LeanDecoder
 from .steps import OutputRecord
 from .transformer import HeadMask, Transformer, head_masks
@@ -268,6 +269,25 @@ def mean_ablation(
     means = head_means(model, src_ids, tgt_ids) if means is None else means
     Ablation(heads).check(model.cfg)
     return Ablation(heads, "mean", tuple((h, tuple(float(x) for x in means[h])) for h in sorted(heads)))
+
+
+def ablation_of(model: Transformer, heads, mode: str, src_ids, tgt_ids) -> Ablation:
+    """``heads`` switched off by ``mode``: "zero" (their output zeroed before W_O) or "mean" (``mean_ablation`` on
+    the pair)."""
+    return mean_ablation(model, heads, src_ids, tgt_ids) if mode == "mean" else Ablation(frozenset(heads))
+
+
+def ablated_decode(model: Transformer, src_ids, opts: DecodeOptions, ablation: Ablation, lean=None) -> DecodeResult:
+    """The sentence decoded again with the same choices and ``ablation``'s heads switched off (translation only)."""
+    return decode(model, src_ids, replace(opts, ablation=ablation, record=False), lean)
+
+
+def same_positions(ids: Sequence[int], other: Sequence[int]) -> set[int]:
+    """The positions of ``ids`` whose token is matched in ``other`` (aligned by difflib): the rest differ."""
+    same: set[int] = set()
+    for a, _, n in difflib.SequenceMatcher(a=list(ids), b=list(other), autojunk=False).get_matching_blocks():
+        same.update(range(a, a + n))
+    return same
 
 
 def position_loss_delta(model: Transformer, src_ids, tgt_ids, ablation: Ablation) -> np.ndarray:

@@ -173,6 +173,18 @@ def mean_weights(arr: np.ndarray) -> np.ndarray:
     return np.where(finite, m, -np.inf).astype(np.float32)
 
 
+def future_weight(weights: np.ndarray) -> float:
+    """Attention weights (Tq, Tk) → the weight a position puts on later positions, averaged over positions (0 under
+    the causal mask; what leaks to the future without it)."""
+    return float(np.triu(weights, k=1).sum(axis=1).mean())
+
+
+def top_k(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k most likely tokens of a distribution (V,), the most likely first, and their probabilities."""
+    ids = np.argsort(-probs)[:k]
+    return ids, probs[ids]
+
+
 def sharpest_head(weights: np.ndarray) -> int:
     """The head (H, Tq, Tk) whose rows put the most weight on one key, on average (ties: the first)."""
     w = np.where(np.isfinite(weights), weights, 0)
@@ -349,6 +361,14 @@ def mean_token_prob(result: DecodeResult) -> float:
     return math.exp(h.logprob / max(len(h.ids), 1)) if h.logprob > IMPOSSIBLE else 0.0
 
 
+LOW_CONFIDENCE = 0.45  # bundled model: good translations score 0.64-0.87, garbled output 0.22-0.40
+
+
+def low_confidence(result: DecodeResult, below: float = LOW_CONFIDENCE) -> bool:
+    """The model is out of its depth: its mean token probability is below ``below``."""
+    return mean_token_prob(result) < below
+
+
 def ended_by_length(result: DecodeResult, eos_id: int) -> bool:
     """The best output stopped at the length limit without producing </s>."""
     return not result.ids or result.ids[-1] != eos_id
@@ -356,6 +376,18 @@ def ended_by_length(result: DecodeResult, eos_id: int) -> bool:
 
 # ---------------------------------------------------------------------------
 # Summary.
+
+
+def _flat(choices: dict) -> dict:
+    """The choices with a nested ``DecodeOptions`` (``decode``) spread in place: what was decoded, not how
+    (``record``, ``ablation`` and ``n_best`` are left out)."""
+    out = {}
+    for k, v in choices.items():
+        if k == "decode":
+            out.update({n: x for n, x in v.items() if n not in ("n_best", "record", "ablation")})
+        else:
+            out[k] = v
+    return out
 
 
 def summary_dict(
@@ -393,7 +425,7 @@ def summary_dict(
     return {
         "choices": {
             k: sorted(v) if isinstance(v, frozenset) else list(v) if isinstance(v, tuple) else v
-            for k, v in asdict(choices).items()
+            for k, v in _flat(asdict(choices)).items()
         },
         "source_tokens": list(src_tokens),
         "output_tokens": [token_text(i) for i in result.ids],

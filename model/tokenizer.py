@@ -12,6 +12,8 @@ from __future__ import annotations
 import codecs
 import json
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 
@@ -84,6 +86,42 @@ def byte_characters(tokens: list[str]) -> int:
     one. A name in another script is many byte tokens but only its own letters."""
     runs = (bytes(map(byte_of, run)) for is_byte, run in groupby(tokens, lambda t: byte_of(t) is not None) if is_byte)
     return sum(not c.isspace() for run in runs for c in run.decode("utf-8", errors="replace"))
+
+
+UNREADABLE_SHARE = 0.5  # a source is unreadable when at least this share is <unk> tokens, or characters in bytes
+
+
+@dataclass(frozen=True)
+class Readability:
+    """How much of a source (its ids, ``</s>`` left out) the model can read as words."""
+
+    n_tokens: int
+    n_unk: int  # <unk> tokens (a model without byte fallback)
+    n_bytes: int  # byte tokens (byte fallback)
+    n_byte_chars: int  # characters those bytes spell, spaces aside
+    n_chars: int  # characters of the text, spaces aside (counted when there are byte tokens)
+
+    @property
+    def mostly_bytes(self) -> bool:
+        """Most characters are outside the vocabulary (a name in another script among English words is not most)."""
+        return bool(self.n_chars) and self.n_byte_chars / self.n_chars >= UNREADABLE_SHARE
+
+    @property
+    def mostly_unknown(self) -> bool:
+        return bool(self.n_tokens) and self.n_unk / self.n_tokens >= UNREADABLE_SHARE
+
+
+def readability(tokenizer: Tokenizer, ids: Sequence[int], unk_id: int) -> Readability:
+    """``ids``: a source's body tokens. Characters, not tokens, decide: one name in another script is many byte
+    tokens but a small part of the sentence."""
+    n_bytes = sum(1 for i in ids if i in tokenizer.byte_ids)
+    return Readability(
+        n_tokens=len(ids),
+        n_unk=sum(1 for i in ids if i == unk_id),
+        n_bytes=n_bytes,
+        n_byte_chars=byte_characters([tokenizer.id_to_token(i) for i in ids]) if n_bytes else 0,
+        n_chars=sum(not c.isspace() for c in tokenizer.decode(ids)) if n_bytes else 0,
+    )
 
 
 class Tokenizer:

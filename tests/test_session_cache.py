@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from views.common import (
+from views.cache import (
     PROCESS_CACHE_BYTES,
     SESSION_CACHE,
     SESSION_CACHE_BYTES,

@@ -29,7 +29,6 @@ from .state import (
     SITE_LABELS,
     SITES,
     STAGE_LABELS,
-    clamp_step,
     prepare_source,
     to_query,
 )
@@ -44,11 +43,6 @@ PRESETS = (
 STAGES = tuple(s for s in DECODER_STAGES if s != "output")  # one matrix per run; the output is the table below
 DEFAULT_STAGE = "cross"
 COLUMN_GAP = 16  # px between Streamlit's columns
-
-
-def _preset(a: str, b: str, contrast: str) -> None:
-    s = st.session_state
-    s["source"], s["source_b"], s["contrast"], s["step"] = a, b, contrast, 0
 
 
 def _stage_matrix(stage: str, arrays: dict, layer: int, head) -> tuple[np.ndarray, str, bool, str]:
@@ -94,18 +88,18 @@ def _chosen_p(trace, n: int) -> np.ndarray:
 
 
 def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
-    s = st.session_state
     limits = session.limits_of(lm.cfg)
-    msgs = url_msgs + session.load(limits)
-    s["model"] = "" if Path(lm.path) == dirs[0] else Path(lm.path).name
-    sidebar(lm)
+    name = "" if Path(lm.path) == dirs[0] else Path(lm.path).name
+    view, msgs = session.load(limits, str(lm.path), name)
+    msgs = url_msgs + msgs
+    sidebar(lm, view)
     st.title(":material/compare: Compare two sentences")
     st.caption("Decode two English sentences A and B with the same settings, see where their stages and outputs "
                "differ, and find which parts of the model carry the difference.")  # fmt: skip
     st.markdown("**Minimal pairs**")
     with st.container(horizontal=True, key="presets"):
         for i, (label, a, b, c) in enumerate(PRESETS):
-            st.button(f"{label}: {a} / {b}", key=f"preset_{i}", on_click=_preset, args=(a, b, c))
+            st.button(f"{label}: {a} / {b}", key=f"preset_{i}", on_click=session.set_pair, args=(a, b, c))
     c1, c2 = st.columns(2)
     with c1:
         st.text_area("Sentence A (clean)", key="source", height=68)
@@ -113,7 +107,6 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
         st.text_area("Sentence B (corrupted)", key="source_b", height=68, placeholder="A minimal variant of A…")
     for m in msgs:
         st.warning(md(m))
-    view = session.current(limits)
     try:
         body(lm, view)
     finally:
@@ -183,9 +176,8 @@ def outputs(lm, ch, res_a, res_b, tr_a, tr_b) -> None:
 
 
 def stage_pair(lm, view, tr_a, tr_b) -> None:
-    s = st.session_state
-    if s.get("stage") not in STAGES:
-        s["stage"] = DEFAULT_STAGE
+    if view.stage not in STAGES:  # the Explore page's stages without one matrix per run
+        st.session_state["stage"] = DEFAULT_STAGE
     stage = st.selectbox("Stage to compare", STAGES, key="stage", format_func=STAGE_LABELS.get)
     layer, head = min(view.layer, lm.cfg.n_decoder_layers - 1), view.head
     a, x_title, signed, value_name = _stage_matrix(stage, tr_a.arrays, layer, head)
@@ -229,16 +221,14 @@ def _patcher(lm, src_a, out_a, src_b, position: int, contrast_id):
 def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
     from model.contrast import contrast_token
 
-    s, tok = st.session_state, lm.tokenizer
+    tok = lm.tokenizer
     st.subheader("Activation patching — where does the model decide?")
     rows = _rows(tr_a)[: len(out_a)]
     if not rows:
         st.info("A's output is empty: there is no position to measure.")
         return
-    if s.get("step", 0) >= len(rows):
-        s["step"] = len(rows) - 1
+    t = session.at_position(view.step, len(rows))
     stepper(len(rows), help="The position of A's output whose token the maps measure (step with ← / → too).")
-    t = clamp_step(s.get("step", 0), len(rows))
     c2, c3 = st.columns(2)
     with c2:
         st.toggle("Corrupt A with noise instead of B", key="noise", disabled=src_b is None)

@@ -6,6 +6,8 @@ Streamlit runs it once per browser session and again on every interaction; ``app
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 
 import streamlit as st
@@ -46,6 +48,23 @@ def choose_model(dirs: list[Path]) -> tuple[str, list[str]]:
     return s["model_dir"], msgs
 
 
+@dataclass(frozen=True)
+class Page:
+    """A page: ``views/<module>.py``'s ``render``. A page that ``explores`` the model takes the offered model
+    directories and the link's messages, and needs a loaded model; the others take the model, or the error that
+    kept it from loading, and say what they can without it."""
+
+    name: str
+    module: str
+    explores: bool = False
+
+
+# The page selector's order; the first is where a link without parameters lands. A new page: one module, one line.
+PAGES = (Page("Learn", "learn"), Page("Explore", "explore", True), Page("Compare", "compare", True),
+         Page("About", "about"))  # fmt: skip
+PAGE_ALIASES = {"Lesson": "Learn"}  # older links
+
+
 def main() -> None:
     st.set_page_config(page_title="Decoder Lens", page_icon="🔎", layout="wide")
     with st.sidebar:
@@ -55,16 +74,16 @@ def main() -> None:
     # The rest imports torch (~1 s on a fresh server, where the warm start may still be importing it): the first
     # elements go out before, so that the browser loads Plotly meanwhile.
     from model.checkpoint import ModelDirError
-    from views import about, compare, explore, learn
     from views.common import load_model, md
-    from views.state import PAGE_ALIASES, PAGES, QUERY_KEYS, offered_model_dirs
+    from views.state import QUERY_KEYS, offered_model_dirs
 
     s = st.session_state
+    names = [p.name for p in PAGES]
     if "page" not in s:  # a link to a page opens it; one with Explore's parameters only, Explore; none, Learn
         wanted = PAGE_ALIASES.get(st.query_params.get("page"), st.query_params.get("page"))
         explore_link = any(k in st.query_params for k in QUERY_KEYS)
-        s["page"] = wanted if wanted in PAGES else "Explore" if explore_link else PAGES[0]
-    page = st.sidebar.radio("Page", PAGES, key="page", horizontal=True)
+        s["page"] = wanted if wanted in names else "Explore" if explore_link else names[0]
+    page = PAGES[names.index(st.sidebar.radio("Page", names, key="page", horizontal=True))]
     dirs = offered_model_dirs()
     model_dir, msgs = choose_model(dirs)
     lm, error = None, None
@@ -72,19 +91,18 @@ def main() -> None:
         lm = load_model(model_dir)
     except ModelDirError as e:
         error = f"Cannot load the model: {e}"
-    if page == "About":
-        st.query_params.from_dict({"page": page})
-        about.render(lm, error)
-        return
-    if page == "Learn":
-        learn.render(lm, error)
+    render = import_module(f"views.{page.module}").render
+    if not page.explores:
+        if page.name == "About":  # the About page holds no choice: its link is the page alone
+            st.query_params.from_dict({"page": page.name})
+        render(lm, error)
         return
     if lm is None:
         st.title(":material/frame_inspect: Decoder Lens")
         st.error(md(error))
         st.info("Set DECODER_LENS_MODEL to a model directory, or choose another model in the sidebar.")
         return
-    (compare if page == "Compare" else explore).render(lm, dirs, msgs)
+    render(lm, dirs, msgs)
 
 
 try:

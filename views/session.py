@@ -1,60 +1,54 @@
-"""The Explore page's state in st.session_state: loaded from the URL once per session, bounded before the widgets
-exist, read back as one ``View`` and written to the URL after every change."""
+"""The pages' state in st.session_state. Each run reads it once into one ``View`` (``load``: the URL on the session's
+first run, every value bounded once, written back for the widgets), and passes that view down; nothing below reads
+the session's choices again. The callbacks here are the only other writers: a click changes the state, the run that
+follows renders it."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import streamlit as st
 
 from .common import log
-from .state import VIEW_FIELDS, Limits, View, clamp_view, from_query, to_query
+from .state import (
+    VIEW_FIELDS,
+    WIDGETS,
+    Choices,
+    Limits,
+    View,
+    clamp_step,
+    clamp_view,
+    from_query,
+    move,
+    number,
+    to_query,
+)
 
 LOADED = "url_loaded"  # set once the session has read its URL
 # Set once the layer or head was chosen (by the link or in the sidebar): until then the attribution stage may open
 # on the head that agrees best with its attribution (``open_on``).
 LAYER_HEAD_CHOSEN = "layer_head_chosen"
 PENDING_LAYER_HEAD = "pending_layer_head"
-WIDGETS = (
-    "source",
-    "reference",
-    "strategy",
-    "beam",
-    "length_penalty",
-    "temperature",
-    "top_k",
-    "top_p",
-    "seed",
-    "max_len",
-    "tab",
-    "stage",
-    "layer",
-    "head",
-    "grid",
-    "no_mask",
-    "step",
-    "source_b",
-    "contrast",
-    "site",
-    "noise",
-)
+FRAGMENT_VIEW = "fragment_view"  # the view a full run hands its fragment (a fragment's own rerun reads afresh)
 
 
 def limits_of(cfg) -> Limits:
     return Limits(cfg.vocab_size, cfg.max_len, cfg.n_decoder_layers, cfg.n_heads)
 
 
-def load(limits: Limits) -> list[str]:
-    """Bound the session's choices for this model (reading the URL on the session's first run); returns one
-    message per value that had to change. Runs before any widget of the page exists."""
+def load(limits: Limits, model_dir: str, model_name: str) -> tuple[View, list[str]]:
+    """The run's view, and one message per value that had to change. Runs before any widget of the page exists."""
     s = st.session_state
     for key in WIDGETS:  # keep widget values while their widgets are not on the page (other tab, other page)
         if key in s:
             s[key] = s[key]
     msgs: list[str] = []
     raw = {name: s[name] for name in VIEW_FIELDS if name in s}
+    raw["model"] = model_name
     if not s.get(LOADED):
         s[LOADED] = True
         url, msgs = from_query(st.query_params.to_dict())
-        raw.update(url)
+        raw.update({k: v for k, v in url.items() if k != "model"})
         if "step" in url:  # the decode's length bounds it, once known
             s["pending_step"], s["step_from_link"] = url["step"], True
         s["forced_base"] = None  # the forced prefix from the link belongs to the link's sentence
@@ -63,13 +57,88 @@ def load(limits: Limits) -> list[str]:
     if PENDING_LAYER_HEAD in s:  # asked for by the last run, before the sidebar's widgets exist
         raw["layer"], raw["head"] = s.pop(PENDING_LAYER_HEAD)
     view, more = clamp_view(raw, limits)
+    view = _keep_forced(view, model_dir)
     for name in VIEW_FIELDS:
         value = getattr(view, name)
         if name == "step" and "step" in s:
-            continue  # bounded by the decode's length in the step view
+            continue  # bounded by the decode's length (``at_position``)
         if s.get(name) != value or type(s.get(name)) is not type(value):
             s[name] = value
-    return msgs + more
+    s[FRAGMENT_VIEW] = view
+    return view, msgs + more
+
+
+def _keep_forced(view: View, model_dir: str) -> View:
+    """A forced prefix belongs to one sentence and one set of decoding choices: dropped when they change."""
+    s = st.session_state
+    base = Choices(model_dir=model_dir, source=view.source, decode=replace(view.decode, prefix=()))
+    if not view.forced:
+        s.pop("forced_base", None)
+    elif s.get("forced_base") is None:  # from the link: it belongs to the link's choices
+        s["forced_base"] = base
+    elif s["forced_base"] != base:
+        clear_forced()
+        return replace(view, forced=(), user_forced=frozenset(), follow=())
+    return view
+
+
+def fragment_view(view: View, limits: Limits) -> View:
+    """The view a fragment shows: the full run's (``view``), or, when the fragment reruns alone (a step), the
+    session's choices read afresh (bounded already by the full run; nothing is reported)."""
+    s = st.session_state
+    if s.pop(FRAGMENT_VIEW, None) is view:
+        return view
+    return clamp_view({name: s[name] for name in VIEW_FIELDS if name in s}, limits)[0]
+
+
+def at_position(step: int, n: int) -> int:
+    """The position shown among ``n``: the one place the step is bounded by a decode's length (the slider needs it
+    within its range before it exists)."""
+    bounded = clamp_step(step, n)
+    if st.session_state.get("step") != bounded:
+        st.session_state["step"] = bounded
+    return bounded
+
+
+def start_position(view: View, key, n: int) -> tuple[int, str | None]:
+    """The position of a view of ``n`` positions: the view's while ``key`` (the decode) stays; a new decode starts
+    at the link's position (once), where the user forced tokens, or at 0. Returns it, and a message when the link's
+    position is past the last one."""
+    s = st.session_state
+    if s.get("step_for") == key:
+        return at_position(view.step, n), None
+    s["step_for"] = key
+    wanted = s.pop("pending_step", 0)
+    step = at_position(wanted, n)
+    asked, is_number = number(wanted, int, 0)
+    if s.pop("step_from_link", False) and is_number and asked > step:
+        return step, f"The link's position {asked} is past the last one here ({n - 1}); showing position {n - 1}."
+    return step, None
+
+
+def sync_url(view: View, page: str | None = None) -> None:
+    """Write the view to the URL (the URL is a convenience: never fail the page for it)."""
+    chosen = ("layer", "head") if st.session_state.get(LAYER_HEAD_CHOSEN) else ()  # the link must keep the choice
+    qp = to_query(view, keep=chosen) | ({"page": page} if page else {})
+    try:
+        if st.query_params.to_dict() != qp:
+            st.query_params.from_dict(qp)
+    except Exception:
+        log.exception("could not update the query parameters")
+
+
+def open_on(view: View, layer: int, head: int) -> bool:
+    """Show ``layer`` and ``head`` from the next run on (the whole page: the sidebar shows them too), unless the
+    layer or head was chosen; True when the page must run again for it."""
+    s = st.session_state
+    if s.get(LAYER_HEAD_CHOSEN) or (view.layer, view.head) == (layer, head):
+        return False
+    s[PENDING_LAYER_HEAD] = (layer, head)
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Callbacks: what a click changes (the next run renders it).
 
 
 def layer_head_chosen() -> None:
@@ -77,28 +146,57 @@ def layer_head_chosen() -> None:
     st.session_state[LAYER_HEAD_CHOSEN] = True
 
 
-def open_on(layer: int, head: int) -> bool:
-    """Show ``layer`` and ``head`` from the next run on (the whole page: the sidebar shows them too), unless the
-    layer or head was chosen; True when the page must run again for it."""
+def set_source(text: str) -> None:
+    st.session_state["source"] = text
+
+
+def set_ablation(heads: str) -> str:
+    """The heads switched off (``dec.1.cross.2,…``); returns them."""
+    st.session_state["ablate"] = heads
+    return heads
+
+
+def set_pair(a: str, b: str, contrast: str) -> None:
+    """The Compare page's minimal pair, measured from its first position."""
     s = st.session_state
-    if s.get(LAYER_HEAD_CHOSEN) or (s.get("layer"), s.get("head")) == (layer, head):
-        return False
-    s[PENDING_LAYER_HEAD] = (layer, head)
-    return True
+    s["source"], s["source_b"], s["contrast"], s["step"] = a, b, contrast, 0
 
 
-def current(limits: Limits) -> View:
-    """The view the session shows now (the state is bounded already; nothing is reported)."""
+def keep_choice(name: str, options: tuple, fallback: str) -> None:
+    """Clicking the selected option of a segmented control again deselects it: ``fallback`` instead."""
     s = st.session_state
-    return clamp_view({name: s[name] for name in VIEW_FIELDS if name in s}, limits)[0]
+    if s.get(name) not in options:
+        s[name] = fallback
 
 
-def sync_url(view: View) -> None:
-    """Write the view to the URL (the URL is a convenience: never fail the page for it)."""
-    chosen = ("layer", "head") if st.session_state.get(LAYER_HEAD_CHOSEN) else ()  # the link must keep the choice
-    qp = to_query(view, keep=chosen)
-    try:
-        if st.query_params.to_dict() != qp:
-            st.query_params.from_dict(qp)
-    except Exception:
-        log.exception("could not update the query parameters")
+def step_to(action: str, n: int) -> None:
+    """⏮ ◀ ▶ ⏭ among ``n`` positions."""
+    s = st.session_state
+    s["step"] = move(s.get("step", 0), action, n)
+
+
+def follow(ids: tuple[int, ...]) -> None:
+    st.session_state["follow"] = ids
+
+
+def follow_pick(ids_by_option: dict[str, tuple[int, ...]]) -> None:
+    s = st.session_state
+    s["follow"] = ids_by_option.get(s.get("follow_pick"), s.get("follow", ()))
+
+
+def force(prefix: tuple[int, ...], user: frozenset[int], keep_user: frozenset[int], base: Choices) -> None:
+    """Decode again with ``prefix`` forced (``user``: its positions the user picked now), at its last position."""
+    s = st.session_state
+    s["forced"], s["user_forced"] = prefix, keep_user | user
+    s["forced_base"] = base
+    s["follow"] = ()
+    s["pending_step"] = min(len(prefix), s.get("max_len", len(prefix)) - 1)
+
+
+def clear_forced(keep_position: bool = False) -> None:
+    """Back to the model's own translation (at the same position when ``keep_position``)."""
+    s = st.session_state
+    s["forced"], s["user_forced"], s["follow"] = (), frozenset(), ()
+    s.pop("forced_base", None)
+    if keep_position:
+        s["pending_step"] = s.get("step", 0)

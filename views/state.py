@@ -1,7 +1,8 @@
 """What the user chose, in one frozen object, and its round trip through the URL. No streamlit in here.
 
-Every choice that changes what is shown is a field of ``View`` and a query parameter, so a copied link
-reopens the same chips, step and figures. Decoding defaults come from ``DecodeOptions`` (one source).
+Every choice that changes what is shown is a line of ``CHOICES`` (its query parameter, widget key, default, bounds
+and help) and a field of ``View``, so a copied link reopens the same chips, step and figures. The decoding choices
+are the model's ``DecodeOptions`` itself, held by the ``View`` (one source for their defaults and their check).
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
+from operator import attrgetter
 from pathlib import Path
 
 from model.ablation import MODES, format_heads, parse_heads
@@ -17,7 +19,8 @@ from model.checkpoint import ENV_MODEL, default_model_dir
 from model.constants import ATTRIBUTION_METHODS as METHODS
 from model.decoding import DecodeOptions
 
-DEFAULTS = DecodeOptions()
+from .stages import ALL, REGISTRY
+
 STRATEGIES = ("greedy", "beam", "sample")
 STRATEGY_LABELS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 EXAMPLES = (  # each translated correctly by the bundled model (tests/test_examples.py holds the references)
@@ -35,30 +38,14 @@ MAX_BEAM = 8
 MAX_LENGTH_PENALTY = 3.0
 MAX_TEMPERATURE = 5.0
 MAX_SEED = 2**31 - 1
-PAGES = ("Learn", "Explore", "Compare", "About")  # the first is where a link without parameters lands
-PAGE_ALIASES = {"Lesson": "Learn"}  # older links
 TABS = ("step", "tf")
 TAB_LABELS = {"step": "Step-by-step decoding", "tf": "Teacher forcing (reference)"}
-# Decoder stages the step views can show, in data-flow order, then the explanations. A step redraws only the
-# chosen group's figures (every Plotly figure costs the browser tens of ms to redraw); "all" draws every stage of
-# the decoder at once (the explanations, which compute more, stay on their own).
-DECODER_STAGES = ("inputs", "qkv", "scores", "self", "self_out", "cross", "ffn", "output")
-EXPLAIN_STAGES = ("lens", "ablation", "attribution")
-STAGES = (*DECODER_STAGES, *EXPLAIN_STAGES, "all")
-STAGE_LABELS = {
-    "inputs": "Inputs & embeddings",
-    "qkv": "Q · K · V",
-    "scores": "Scores → causal mask",
-    "self": "Masked self-attention",
-    "self_out": "α·V → Add & Norm 1",
-    "cross": "Cross-attention → Add & Norm 2",
-    "ffn": "FFN → Add & Norm 3",
-    "output": "Output & beam",
-    "lens": "Logit lens",
-    "ablation": "Head ablation",
-    "attribution": "Attribution vs attention",
-    "all": "All stages",
-}
+# The stages the step views can show (``views.stages.REGISTRY``), then "all": every decoder stage at once. A step
+# redraws only the chosen stage's figures (every Plotly figure costs the browser tens of ms to redraw).
+DECODER_STAGES = tuple(s.id for s in REGISTRY if s.decoder)
+EXPLAIN_STAGES = tuple(s.id for s in REGISTRY if not s.decoder)
+STAGES = (*DECODER_STAGES, *EXPLAIN_STAGES, ALL)
+STAGE_LABELS = {**{s.id: s.label for s in REGISTRY}, ALL: "All stages"}
 DEFAULT_STAGE = "self"
 # the Compare page's activation-patching map shown: decoder residual sites, encoder outputs, heads
 SITES = ("dec", "enc", "heads")
@@ -68,34 +55,138 @@ MEAN_HEADS = "mean"  # the head choice that averages the heads
 
 
 @dataclass(frozen=True)
-class Choices:
+class Limits:
+    """What the loaded model allows."""
+
+    vocab_size: int
+    max_len: int  # the model's positions: sources and outputs get at most max_len - 1 tokens
+    n_layers: int
+    n_heads: int
+
+    @property
+    def max_new(self) -> int:
+        return max(1, self.max_len - 1)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One choice of the pages: the ``View`` field (or ``DecodeOptions`` field) it sets, its URL parameter, its
+    default, its bounds (numbers: ``lo``..``hi``, ``hi`` may depend on the model; names: ``options``) and the words
+    the sidebar and the messages use. A widget keyed by ``name`` holds it when ``has_widget``."""
+
+    name: str
+    query: str
+    default: object
+    label: str = ""
+    lo: float | None = None
+    hi: float | Callable[[Limits], float] | None = None
+    options: tuple = ()
+    shown: str = ""  # the widget's label, when it says more than ``label``
+    unknown: str = ""  # "Unknown {unknown} …; {fallback}." for a name outside ``options``
+    fallback: str = ""
+    help: str | None = None
+    has_widget: bool = True
+
+    def high(self, limits: Limits):
+        return self.hi(limits) if callable(self.hi) else self.hi
+
+    def widget(self, limits: Limits) -> dict:
+        """The keyword arguments of its widget: label, bounds, key, help."""
+        bounds = {} if self.lo is None else {"min_value": self.lo, "max_value": self.high(limits)}
+        return {"label": self.shown or self.label, **bounds, "key": self.name, "help": self.help}
+
+
+DEFAULTS = DecodeOptions()
+# Every choice, in the URL's order. ``QUERY_KEYS``, the widgets' keys and bounds, the defaults and ``to_query``
+# derive from it; a new choice is one line here and one field of ``View`` (or of ``DecodeOptions``).
+CHOICES = (
+    Choice("source", "src", EXAMPLES[0], "English sentence"),
+    Choice("reference", "ref", "", "Reference French translation"),
+    Choice("model", "model", "", has_widget=False),  # the model directory's name ("" = the default one)
+    Choice("strategy", "strategy", DEFAULTS.strategy, "Strategy", options=STRATEGIES, unknown="strategy",
+           fallback="using greedy"),
+    Choice("beam", "beam", DEFAULTS.beam, "Beam width", 1, MAX_BEAM),
+    Choice("length_penalty", "lp", DEFAULTS.length_penalty, "Length penalty", 0.0, MAX_LENGTH_PENALTY,
+           help="score = log p / length^penalty (as in transformers)"),
+    Choice("temperature", "temp", DEFAULTS.temperature, "Temperature", 0.0, MAX_TEMPERATURE,
+           help="0 = always the most likely token"),
+    Choice("top_k", "top_k", DEFAULTS.top_k, "Top-k", 0, lambda lim: max(lim.vocab_size, 1), shown="Top-k (0 = off)"),
+    Choice("top_p", "top_p", DEFAULTS.top_p, "Top-p", 0.0, 1.0, shown="Top-p (1 = off)"),
+    Choice("seed", "seed", DEFAULTS.seed, "Seed", 0, MAX_SEED),
+    Choice("max_len", "max_len", DEFAULTS.max_len, "Max length", 1, lambda lim: lim.max_new,
+           shown="Max length (new tokens)"),
+    Choice("forced", "forced", (), has_widget=False),  # the forced prefix; "!" marks the ids the user forced
+    Choice("tab", "tab", TABS[0], options=TABS, unknown="tab", fallback="showing step-by-step decoding"),
+    Choice("stage", "stage", DEFAULT_STAGE, options=STAGES, unknown="stage",
+           fallback=f"showing {STAGE_LABELS[DEFAULT_STAGE]}"),
+    Choice("layer", "layer", 0, "Layer", 0, lambda lim: lim.n_layers - 1, shown="Decoder layer"),
+    Choice("head", "head", MEAN_HEADS, "Head", 0, lambda lim: lim.n_heads - 1, shown="Attention head"),  # or mean
+    Choice("grid", "grid", False),
+    Choice("no_mask", "nomask", False),
+    Choice("follow", "follow", (), has_widget=False),  # beam search: the followed hypothesis' tokens
+    Choice("ablate", "ablate", "", has_widget=False),  # heads switched off, as "dec.1.cross.2,dec.0.self.5"
+    Choice("ablate_mode", "amode", "zero", options=MODES, unknown="ablation mode", fallback="using zero"),
+    Choice("attribution", "attr", "ig", options=METHODS, unknown="attribution method",
+           fallback="using Integrated Gradients"),
+    Choice("step", "step", 0, "Position"),  # the decode's length bounds it (``clamp_step``)
+    Choice("source_b", "srcb", ""),  # the Compare page's second sentence (B)
+    Choice("contrast", "contrast", ""),  # the alternative token Y of "why X rather than Y"
+    Choice("site", "site", SITES[0], options=SITES, unknown="patching map",
+           fallback=f"showing {SITE_LABELS[SITES[0]]}"),
+    Choice("noise", "noise", False),  # corrupt A with noise instead of reading B
+)  # fmt: skip
+CHOICE = {c.name: c for c in CHOICES}
+QUERY_KEYS = {c.query: c.name for c in CHOICES}  # query parameter -> field; every choice has one
+FIELD_KEYS = {c.name: c.query for c in CHOICES}
+WIDGETS = tuple(c.name for c in CHOICES if c.has_widget)  # the widgets' keys: each holds the choice of its name
+TEXTS = ("source", "reference", "model", "ablate", "source_b", "contrast")
+DECODING = ("strategy", "beam", "length_penalty", "temperature", "top_k", "top_p", "seed", "max_len")
+ALIASES = {"forced": "prefix"}  # a View's forced tokens are its decode's prefix
+
+
+class HoldsDecode:
+    """A frozen dataclass whose ``decode`` field is the model's ``DecodeOptions``: its decoding choices are read
+    by name (``view.beam``), and given by name to the constructor (``View(beam=3)``, ``replace(view, beam=3)``)."""
+
+    def __init__(self, *args, **given):
+        given.update(zip((f.name for f in fields(self)), args))
+        decode = given.pop("decode", DEFAULTS)
+        changes = {ALIASES.get(k, k): given.pop(k) for k in (*DECODING, *ALIASES, "prefix") if k in given}
+        object.__setattr__(self, "decode", replace(decode, **changes) if changes else decode)
+        for f in fields(self):
+            if f.name == "decode":
+                continue
+            if f.name in given:
+                value = given.pop(f.name)
+            elif f.default is not MISSING:
+                value = f.default
+            elif f.default_factory is not MISSING:
+                value = f.default_factory()
+            else:
+                raise TypeError(f"{type(self).__name__} needs {f.name!r}")
+            object.__setattr__(self, f.name, value)
+        if given:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(given)[0]!r}")
+
+
+for _name in DECODING:
+    setattr(HoldsDecode, _name, property(attrgetter(f"decode.{_name}")))
+
+
+@dataclass(frozen=True, init=False)
+class Choices(HoldsDecode):
     """Everything that determines one decode (and so one cache entry)."""
 
     model_dir: str
     source: str
-    strategy: str = DEFAULTS.strategy
-    beam: int = DEFAULTS.beam
-    length_penalty: float = DEFAULTS.length_penalty
-    temperature: float = DEFAULTS.temperature
-    top_k: int = DEFAULTS.top_k
-    top_p: float = DEFAULTS.top_p
-    seed: int = DEFAULTS.seed
-    max_len: int = DEFAULTS.max_len
-    prefix: tuple[int, ...] = ()
+    decode: DecodeOptions = DEFAULTS
+
+    @property
+    def prefix(self) -> tuple[int, ...]:
+        return self.decode.prefix
 
     def options(self, record: bool = True) -> DecodeOptions:
-        return DecodeOptions(
-            strategy=self.strategy,
-            beam=self.beam if self.strategy == "beam" else 1,
-            length_penalty=self.length_penalty,
-            temperature=self.temperature,
-            top_k=self.top_k,
-            top_p=self.top_p,
-            seed=self.seed,
-            max_len=self.max_len,
-            prefix=self.prefix,
-            record=record,
-        )
+        return replace(self.decode, record=record)
 
     def describe(self) -> str:
         if self.strategy == "beam":
@@ -110,87 +201,45 @@ class Choices:
         return "greedy decoding"
 
 
-@dataclass(frozen=True)
-class View:
-    """Every choice that changes what the Explore page shows; ``to_query`` / ``from_query`` round-trip it."""
+def _default(name: str):
+    return field(default=CHOICE[name].default)
 
-    source: str = EXAMPLES[0]
-    reference: str = ""
-    model: str = ""  # the model directory's name ("" = the default one)
-    strategy: str = DEFAULTS.strategy
-    beam: int = DEFAULTS.beam
-    length_penalty: float = DEFAULTS.length_penalty
-    temperature: float = DEFAULTS.temperature
-    top_k: int = DEFAULTS.top_k
-    top_p: float = DEFAULTS.top_p
-    seed: int = DEFAULTS.seed
-    max_len: int = DEFAULTS.max_len
-    forced: tuple[int, ...] = ()  # the forced prefix of the decode
-    user_forced: frozenset[int] = field(default_factory=frozenset)  # positions in it the user picked
-    tab: str = TABS[0]
-    stage: str = DEFAULT_STAGE
-    layer: int = 0
-    head: int | str = MEAN_HEADS
-    grid: bool = False
-    no_mask: bool = False
-    follow: tuple[int, ...] = ()  # beam search: the followed hypothesis' tokens
-    ablate: str = ""  # heads switched off in the ablation stage, as "dec.1.cross.2,dec.0.self.5"
-    ablate_mode: str = "zero"
-    attribution: str = "ig"  # the attribution method: "ig" (Integrated Gradients) or "ixg" (Input × Gradient)
-    step: int = 0
-    source_b: str = ""  # the Compare page's second sentence (B)
-    contrast: str = ""  # the alternative token Y of "why X rather than Y" (a word or a token)
-    site: str = SITES[0]  # the patching map shown
-    noise: bool = False  # corrupt A with noise instead of reading B
+
+@dataclass(frozen=True, init=False)
+class View(HoldsDecode):
+    """Every choice that changes what a page shows; ``to_query`` / ``from_query`` round-trip it. The decoding
+    choices are the model's own ``DecodeOptions`` (``decode``; its prefix is the forced tokens)."""
+
+    source: str = _default("source")
+    reference: str = _default("reference")
+    model: str = _default("model")
+    decode: DecodeOptions = DEFAULTS
+    user_forced: frozenset[int] = field(default_factory=frozenset)  # positions of the forced prefix the user picked
+    tab: str = _default("tab")
+    stage: str = _default("stage")
+    layer: int = _default("layer")
+    head: int | str = _default("head")
+    grid: bool = _default("grid")
+    no_mask: bool = _default("no_mask")
+    follow: tuple[int, ...] = _default("follow")
+    ablate: str = _default("ablate")
+    ablate_mode: str = _default("ablate_mode")
+    attribution: str = _default("attribution")
+    step: int = _default("step")
+    source_b: str = _default("source_b")
+    contrast: str = _default("contrast")
+    site: str = _default("site")
+    noise: bool = _default("noise")
+
+    @property
+    def forced(self) -> tuple[int, ...]:
+        return self.decode.prefix
 
     def choices(self, model_dir: str) -> Choices:
-        return Choices(
-            model_dir=model_dir,
-            source=self.source,
-            strategy=self.strategy,
-            beam=self.beam,
-            length_penalty=self.length_penalty,
-            temperature=self.temperature,
-            top_k=self.top_k,
-            top_p=self.top_p,
-            seed=self.seed,
-            max_len=self.max_len,
-            prefix=self.forced,
-        )
+        return Choices(model_dir=model_dir, source=self.source, decode=self.decode)
 
 
-VIEW_FIELDS = tuple(f.name for f in fields(View))
-# query parameter -> View field; every field has one
-QUERY_KEYS = {
-    "src": "source",
-    "ref": "reference",
-    "model": "model",
-    "strategy": "strategy",
-    "beam": "beam",
-    "lp": "length_penalty",
-    "temp": "temperature",
-    "top_k": "top_k",
-    "top_p": "top_p",
-    "seed": "seed",
-    "max_len": "max_len",
-    "forced": "forced",
-    "tab": "tab",
-    "stage": "stage",
-    "layer": "layer",
-    "head": "head",
-    "grid": "grid",
-    "nomask": "no_mask",
-    "follow": "follow",
-    "ablate": "ablate",
-    "amode": "ablate_mode",
-    "attr": "attribution",
-    "step": "step",
-    "srcb": "source_b",
-    "contrast": "contrast",
-    "site": "site",
-    "noise": "noise",
-}
-FIELD_KEYS = {v: k for k, v in QUERY_KEYS.items()}
+VIEW_FIELDS = (*(c.name for c in CHOICES), "user_forced")  # every choice, read by name from a View
 
 
 def _first(v):
@@ -233,17 +282,16 @@ def decode_ids(text) -> tuple[tuple[int, ...], frozenset[int]] | None:
 
 
 def to_query(view: View, keep: tuple[str, ...] = ()) -> dict[str, str]:
-    """The URL of a view: strings only, fields at their default left out (``from_query`` restores them) except the
-    ``keep`` fields (a default chosen on purpose, which the link must say)."""
-    base = View()
+    """The URL of a view: strings only, choices at their default left out (``from_query`` restores them) except the
+    ``keep`` ones (a default chosen on purpose, which the link must say)."""
     out: dict[str, str] = {}
-    for name in VIEW_FIELDS:
-        value = getattr(view, name)
-        if name == "user_forced" or (value == getattr(base, name) and name not in ("source", *keep)):
+    for c in CHOICES:
+        value = getattr(view, c.name)
+        if value == c.default and c.name not in ("source", *keep):
             continue
-        if name == "forced":
+        if c.name == "forced":
             text = encode_ids(value, view.user_forced)
-        elif name == "follow":
+        elif c.name == "follow":
             text = encode_ids(value)
         elif isinstance(value, bool):
             text = "1"
@@ -251,106 +299,81 @@ def to_query(view: View, keep: tuple[str, ...] = ()) -> dict[str, str]:
             text = f"{value:g}"
         else:
             text = str(value)
-        out[FIELD_KEYS[name]] = text
+        out[c.query] = text
     return out
 
 
 def from_query(qp: Mapping) -> tuple[dict, list[str]]:
-    """The view fields a URL sets, as raw values (``clamp_view`` bounds them), and a message per value it could not
+    """The choices a URL sets, as raw values (``clamp_view`` bounds them), and a message per value it could not
     read. Unknown parameters are ignored."""
     raw: dict = {}
     msgs: list[str] = []
-    base = View()
-    for key, name in QUERY_KEYS.items():
-        if key not in qp:
-            continue
-        value = _first(qp[key])
+    for c in CHOICES:
+        value = _first(qp[c.query]) if c.query in qp else None
         if value is None:
             continue
-        default = getattr(base, name)
-        if name in ("source", "reference", "model", "ablate", "source_b", "contrast"):
-            raw[name] = str(value)  # prepare_source cuts the text to MAX_CHARS and says so
-        elif name in ("forced", "follow"):
+        if c.name in ("forced", "follow"):
             parsed = decode_ids(value)
             if parsed is None:
-                msgs.append(f"The link's {key}={str(value)[:40]!r} is not a list of token ids; it was ignored.")
-            elif name == "forced":
+                msgs.append(f"The link's {c.query}={str(value)[:40]!r} is not a list of token ids; it was ignored.")
+            elif c.name == "forced":
                 raw["forced"], raw["user_forced"] = parsed
             else:
                 raw["follow"] = parsed[0]
-        elif isinstance(default, bool):
-            raw[name] = str(value) in ("1", "true", "True")
-        elif name == "head":
-            raw[name] = MEAN_HEADS if str(value) == MEAN_HEADS else str(value)[:40]
-        elif isinstance(default, int | float):
-            raw[name] = str(value)[:40]  # numbers are read (and bounded, with a message) by clamp_view
+        elif isinstance(c.default, bool):
+            raw[c.name] = str(value) in ("1", "true", "True")
+        elif c.name in TEXTS:
+            raw[c.name] = str(value)  # texts: prepare_source cuts them to MAX_CHARS and says so
         else:
-            raw[name] = str(value)[:40]
+            raw[c.name] = str(value)[:40]  # names and numbers: bounded, with a message, by clamp_view
     return raw, msgs
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What the loaded model allows."""
-
-    vocab_size: int
-    max_len: int  # the model's positions: sources and outputs get at most max_len - 1 tokens
-    n_layers: int
-    n_heads: int
-
-    @property
-    def max_new(self) -> int:
-        return max(1, self.max_len - 1)
-
-
-def _clamp(label: str, value, lo, hi, kind: Callable, default, msgs: list[str]):
+def _clamp(c: Choice, value, limits: Limits, msgs: list[str], default=None):
+    """A number within the choice's bounds (its default, or ``default``, if it is not one)."""
+    kind = type(c.lo)
+    default = c.default if default is None else default
+    lo, hi = c.lo, c.high(limits)
     out, ok = number(value, kind, default)
     if not ok:
-        msgs.append(f"{label} {str(_first(value))[:40]!r} is not a number; using {default}.")
+        msgs.append(f"{c.label} {str(_first(value))[:40]!r} is not a number; using {default}.")
         return default
     if out < lo or out > hi:
         fixed = kind(min(max(out, lo), hi))
-        msgs.append(f"{label} must be between {lo} and {hi}; using {fixed}.")
+        msgs.append(f"{c.label} must be between {lo} and {hi}; using {fixed}.")
         return fixed
     return out
 
 
-def clamp_view(raw: Mapping, limits: Limits, base: View = View()) -> tuple[View, list[str]]:
-    """A valid ``View`` from raw values (widgets or a URL), and one message per value that had to change."""
+def _named(c: Choice, value, msgs: list[str]):
+    if value in c.options:
+        return value
+    msgs.append(f"Unknown {c.unknown} {str(value)[:40]!r}; {c.fallback}.")
+    return c.default
+
+
+def clamp_view(raw: Mapping, limits: Limits) -> tuple[View, list[str]]:
+    """A valid ``View`` from raw values (widgets or a URL), and one message per value that had to change. The one
+    place a choice is bounded; ``DecodeOptions`` checks the decoding choices once more as the model's contract."""
     msgs: list[str] = []
-    v = {name: raw.get(name, getattr(base, name)) for name in VIEW_FIELDS}
-    out: dict = {
-        "source": str(v["source"] or ""),
-        "reference": str(v["reference"] or ""),
-        "model": str(v["model"] or ""),
-        "source_b": str(v["source_b"] or ""),
-        "contrast": str(v["contrast"] or "")[:MAX_CONTRAST_CHARS],
-        "noise": bool(v["noise"]),
-    }
-    out["site"] = v["site"] if v["site"] in SITES else SITES[0]
-    if v["site"] not in SITES:
-        msgs.append(f"Unknown patching map {str(v['site'])[:40]!r}; showing {SITE_LABELS[SITES[0]]}.")
-    strategy = str(v["strategy"])
-    if strategy not in STRATEGIES:
-        msgs.append(f"Unknown strategy {strategy[:40]!r}; using greedy.")
-        strategy = "greedy"
-    out["strategy"] = strategy
-    out["beam"] = _clamp("Beam width", v["beam"], 1, MAX_BEAM, int, DEFAULTS.beam, msgs)
-    out["length_penalty"] = _clamp(
-        "Length penalty", v["length_penalty"], 0.0, MAX_LENGTH_PENALTY, float, DEFAULTS.length_penalty, msgs
-    )
-    out["temperature"] = _clamp(
-        "Temperature", v["temperature"], 0.0, MAX_TEMPERATURE, float, DEFAULTS.temperature, msgs
-    )
-    if strategy == "sample" and out["temperature"] == 0:
+    v = {name: raw.get(name, CHOICE[name].default) for name in WIDGETS}
+    v.update({name: raw.get(name) for name in ("forced", "user_forced", "follow", "ablate", "model")})
+    out: dict = {name: str(v[name] or "") for name in ("source", "reference", "model", "source_b")}
+    out["contrast"] = str(v["contrast"] or "")[:MAX_CONTRAST_CHARS]
+    for name in ("grid", "no_mask", "noise"):
+        out[name] = bool(v[name])
+    for name in ("site", "strategy", "tab", "stage", "ablate_mode", "attribution"):
+        out[name] = _named(CHOICE[name], v[name], msgs)
+    for name in ("beam", "length_penalty", "temperature"):
+        out[name] = _clamp(CHOICE[name], v[name], limits, msgs)
+    if out["strategy"] == "sample" and out["temperature"] == 0:
         msgs.append("Temperature 0 makes sampling greedy (always the most likely token).")
-    out["top_k"] = _clamp("Top-k", v["top_k"], 0, max(limits.vocab_size, 1), int, DEFAULTS.top_k, msgs)
-    out["top_p"] = _clamp("Top-p", v["top_p"], 0.0, 1.0, float, DEFAULTS.top_p, msgs)
-    out["seed"] = _clamp("Seed", v["seed"], 0, MAX_SEED, int, DEFAULTS.seed, msgs)
+    for name in ("top_k", "top_p", "seed"):
+        out[name] = _clamp(CHOICE[name], v[name], limits, msgs)
     max_len = min(DEFAULTS.max_len, limits.max_new)
     if v["max_len"] == DEFAULTS.max_len:  # the default is "as long as the model allows": no message
         v["max_len"] = max_len
-    out["max_len"] = _clamp("Max length", v["max_len"], 1, limits.max_new, int, max_len, msgs)
+    out["max_len"] = _clamp(CHOICE["max_len"], v["max_len"], limits, msgs, default=max_len)
     forced = tuple(int(i) for i in (v["forced"] or ()))
     bad = [i for i in forced if not 0 <= i < limits.vocab_size]
     if bad:
@@ -361,19 +384,8 @@ def clamp_view(raw: Mapping, limits: Limits, base: View = View()) -> tuple[View,
         forced = forced[: out["max_len"]]
     out["forced"] = forced
     out["user_forced"] = frozenset(i for i in (v["user_forced"] or ()) if 0 <= int(i) < len(forced))
-    out["tab"] = v["tab"] if v["tab"] in TABS else TABS[0]
-    if v["tab"] not in TABS:
-        msgs.append(f"Unknown tab {str(v['tab'])[:40]!r}; showing step-by-step decoding.")
-    out["stage"] = v["stage"] if v["stage"] in STAGES else DEFAULT_STAGE
-    if v["stage"] not in STAGES:
-        msgs.append(f"Unknown stage {str(v['stage'])[:40]!r}; showing {STAGE_LABELS[DEFAULT_STAGE]}.")
-    out["layer"] = _clamp("Layer", v["layer"], 0, limits.n_layers - 1, int, 0, msgs)
-    head = v["head"]
-    if head != MEAN_HEADS:
-        head = _clamp("Head", head, 0, limits.n_heads - 1, int, 0, msgs)
-    out["head"] = head
-    out["grid"] = bool(v["grid"])
-    out["no_mask"] = bool(v["no_mask"])
+    out["layer"] = _clamp(CHOICE["layer"], v["layer"], limits, msgs)
+    out["head"] = v["head"] if v["head"] == MEAN_HEADS else _clamp(CHOICE["head"], v["head"], limits, msgs, default=0)
     out["follow"] = tuple(int(i) for i in (v["follow"] or ()))
     out["ablate"] = ""
     try:
@@ -385,17 +397,12 @@ def clamp_view(raw: Mapping, limits: Limits, base: View = View()) -> tuple[View,
             out["ablate"] = format_heads(heads)
     except ValueError as e:
         msgs.append(f"{e}; no head is switched off.")
-    out["ablate_mode"] = v["ablate_mode"] if v["ablate_mode"] in MODES else "zero"
-    if v["ablate_mode"] not in MODES:
-        msgs.append(f"Unknown ablation mode {str(v['ablate_mode'])[:40]!r}; using zero.")
-    out["attribution"] = v["attribution"] if v["attribution"] in METHODS else "ig"
-    if v["attribution"] not in METHODS:
-        msgs.append(f"Unknown attribution method {str(v['attribution'])[:40]!r}; using Integrated Gradients.")
     step, ok = number(v["step"], int, 0)
     if not ok:
         msgs.append(f"Position {str(_first(v['step']))[:40]!r} is not a number; showing position 0.")
     out["step"] = max(int(step), 0)  # the decode's length bounds it (``clamp_step``)
-    return View(**out), msgs
+    decode = DecodeOptions(**{name: out.pop(name) for name in DECODING}, prefix=out.pop("forced"))
+    return View(decode=decode, **out), msgs
 
 
 def clamp_step(step, n_steps: int) -> int:

@@ -14,14 +14,13 @@ import streamlit as st
 
 from model.checkpoint import LoadedModel
 from model.constants import IMPOSSIBLE
-from model.steps import Line, chips, follow_line, layer_keep, live_rows, output_record, stack_view
+from model.steps import Line, chips, follow_line, layer_keep, live_rows, stack_view
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import export, session, stages, whatif
 from .common import badges, fail, get_decode, md, path_labels, show_token, token_texter
-from .stages import ablation, attribution, beam, kv_cache, lens, output
-from .stages.context import StageContext
-from .state import EXPLAIN_STAGES, Limits, clamp_step, move, number, prepare_source
+from .stages.context import Decoded, StageContext
+from .state import Limits, View, prepare_source
 
 STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts may be missing), tooltip
     ("first", ":material/skip_previous:", "⏮ first position"),
@@ -35,57 +34,15 @@ PICK_CHARS = 90  # characters of a hypothesis in the picker's labels
 POSITION_HELP = "Position 0 reads <s>; position t reads the token chosen at position t − 1 and predicts the next one."
 
 
-def drop_stale_forced(base) -> None:
-    """A forced prefix belongs to one sentence and one set of decoding choices (``base``, without the prefix)."""
-    s = st.session_state
-    if not s.get("forced"):
-        s.pop("forced_base", None)
-        return
-    if s.get("forced_base") is None:  # from the link: it belongs to the link's choices
-        s["forced_base"] = base
-    elif s["forced_base"] != base:
-        clear_forced()
-
-
-def clear_forced() -> None:
-    s = st.session_state
-    s["forced"], s["user_forced"], s["follow"] = (), frozenset(), ()
-    s.pop("forced_base", None)
-
-
-def _force(prefix: tuple[int, ...], user: frozenset[int], keep_user: frozenset[int], base) -> None:
-    s = st.session_state
-    s["forced"], s["user_forced"] = prefix, keep_user | user
-    s["forced_base"] = base
-    s["follow"] = ()
-    s["pending_step"] = min(len(prefix), s.get("max_len", len(prefix)) - 1)
-
-
-def _move(action: str, n: int) -> None:
-    s = st.session_state
-    s["step"] = move(clamp_step(s.get("step", 0), n), action, n)
-
-
-def _follow_pick(ids_by_option: dict[str, tuple[int, ...]]) -> None:
-    s = st.session_state
-    s["follow"] = ids_by_option.get(s.get("follow_pick"), s.get("follow", ()))
-
-
-def _follow_row(ids: tuple[int, ...]) -> None:
-    st.session_state["follow"] = ids
-
-
 def _clear_forced_and_rerun() -> None:
-    s = st.session_state
-    clear_forced()
-    s["pending_step"] = s.get("step", 0)  # the same position of the model's own translation
+    session.clear_forced(keep_position=True)  # the same position of the model's own translation
     st.rerun(scope="app")  # the translation above the fragment changes too
 
 
 @st.fragment
-def view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) -> None:
+def view(lm: LoadedModel, limits: Limits, v: View, src: tuple[int, ...], src_tokens: list[str], stage: str) -> None:
     try:
-        _view(lm, limits, src_tokens, stage)
+        _view(lm, session.fragment_view(v, limits), src, src_tokens, stage)
     except Exception as e:
         fail("Could not show this position", e)
 
@@ -116,28 +73,18 @@ def line_story(line: Line, n_final: int, beam: int) -> str:
     )
 
 
-def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) -> None:
-    s = st.session_state
+def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str], stage: str) -> None:
     tok_text, stream_text = token_texter(lm), partial(path_labels, lm)
-    v = session.current(limits)
     ch = v.choices(str(lm.path))
-    res = get_decode(lm, ch, src_ids(lm, ch))
+    res = get_decode(lm, ch, src)
     line = follow_line(res, lm.cfg.eos_id, v.follow)
     n = line.end + 1
-    if s.get("step_for") != ch:  # a new decode: start at the link's position, or at 0
-        s["step_for"] = ch
-        wanted = s.pop("pending_step", 0)
-        s["step"] = clamp_step(wanted, n)
-        asked, is_number = number(wanted, int, 0)
-        if s.pop("step_from_link", False) and is_number and asked > s["step"]:
-            st.warning(f"The link's position {asked} is past the last one here ({n - 1}); showing position {n - 1}.")
-    s["step"] = clamp_step(s.get("step", 0), n)
+    step, past = session.start_position(v, ch, n)
+    if past:
+        st.warning(past)
 
     st.subheader("Step through the decoder")
     stepper(n)
-    step = s["step"]
-    v = session.current(limits)
-
     if res.beam_steps is not None:
         pick_line(res, line, step, stream_text)
         followed = " ".join(show_token(t) for t in stream_text(line.ids)) or "<s>"
@@ -150,9 +97,8 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
     labels = path_labels(lm, [*line.inputs[: step + 1], line.predicts[step]])
     reads, predicts = labels[:-1], labels[1:]
     cur = res.steps[step]
-    next_id = line.predicts[step]
     p_next = line.probs[step]
-    session.sync_url(v)
+    session.sync_url(replace(v, step=step))
 
     cs = chips(line, step, v.user_forced)
     items = [
@@ -176,67 +122,25 @@ def _view(lm: LoadedModel, limits: Limits, src_tokens: list[str], stage: str) ->
         _clear_forced_and_rerun()
 
     table = position_table(res, line, step, reads, predicts, v.user_forced)
-    if stages.shows(stage, "inputs"):
-        st.subheader("1 · Decoder inputs (the output shifted right)")
-        st.caption(
-            "Each position reads the token the previous position predicted; position 0 starts from <s>.".replace(
-                "<", "\\<"
-            )
-        )
-        st.dataframe(table, hide_index=True, key="shifted_table", width="stretch")
-
+    run = Decoded(lm, ch, res, line, step, src, v.reference, table, predicts[-1])
     arrays = stack_view(res.steps, rows, step, keep=layer_keep(v.layer))  # the shown layer only
-    ctx = StageContext(
-        cfg=lm.cfg,
-        arrays=arrays,
-        reads=reads,
-        predicts=predicts,
-        src_tokens=src_tokens,
-        layer=v.layer,
-        head=v.head,
-        grid=v.grid,
-        current=step,
-        incremental=True,
-        causal=True,
-        key="dec",
-        pe_table=lm.model.tgt_embed.pe.detach().cpu().numpy(),
-    )
+    ctx = StageContext(lm, v, run, arrays, reads, predicts, src_tokens, step, incremental=True, causal=True, key="dec")
     stages.render(ctx, stage)
 
-    if stage in EXPLAIN_STAGES:
-        explain(ctx, lm, stage, res, line, step, ch, v)
-
     live_table = None
-    if stages.shows(stage, "output"):
-        st.subheader("7 · Output: next-token distribution")
-        output.formula()
-        output.render(
-            tok_text,
-            cur.top_ids[r_now],
-            np.exp(cur.top_logprobs[r_now]),
-            next_id,
-            float(cur.entropy[r_now]),
-            f"Top {output.TOP_SHOWN} next tokens at position {step}",
-            "dec_topk",
-            chosen_p=p_next,
-            chosen_name=predicts[-1],
-        )
-        kv_cache.render(lm.cfg, reads, step)
-        if res.beam_steps is not None:
-            live = res.beam_steps[step].live
-            beam.render(res, line, step, tok_text, stream_text, lambda r: _follow_row(tuple(live[r].ids)))
-            live_table = viz.beam_table(live, stream_text, impossible=IMPOSSIBLE)
-
+    if res.beam_steps is not None and stages.shows(stage, "output"):
+        live_table = viz.beam_table(res.beam_steps[step].live, stream_text, impossible=IMPOSSIBLE)
     base = replace(ch, prefix=())
     keep_user = frozenset(i for i in v.user_forced if i < step)
     whatif.render(
         lm,
+        v,
         cur,
         r_now,
         list(line.inputs[1 : step + 1]),
         step,
         tok_text,
-        lambda prefix, user: (_force(prefix, user, keep_user, base), st.rerun(scope="app")),
+        lambda prefix, user: (session.force(prefix, user, keep_user, base), st.rerun(scope="app")),
     )
     export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table)
 
@@ -263,7 +167,7 @@ def stepper(n: int, help: str = POSITION_HELP) -> None:
     """The step buttons and the position slider (the step view and the teacher-forcing view share them)."""
     with st.container(horizontal=True, key="stepper", vertical_alignment="bottom"):
         for key, icon, tip in STEP_BUTTONS:
-            st.button("", key=key, icon=icon, on_click=_move, args=(key, n), help=tip)
+            st.button("", key=key, icon=icon, on_click=session.step_to, args=(key, n), help=tip)
         if n > 1:
             st.slider("Position", 0, n - 1, key="step", width=420, help=help)
 
@@ -295,7 +199,7 @@ def pick_line(res, line: Line, step: int, stream_text) -> None:
         list(ids_by_option),
         key="follow_pick",
         format_func=labels.get,
-        on_change=_follow_pick,
+        on_change=session.follow_pick,
         args=(ids_by_option,),
         help="By default the view follows the translation shown above, from <s> to </s>. Pick another final "
         "candidate, or a hypothesis live at this position: it is followed to where its line ended (finished, "
@@ -306,17 +210,3 @@ def pick_line(res, line: Line, step: int, stream_text) -> None:
 def src_ids(lm: LoadedModel, ch) -> tuple[int, ...]:
     src = prepare_source(ch.source, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
     return src.ids if src else (lm.cfg.eos_id,)
-
-
-def explain(ctx: StageContext, lm: LoadedModel, stage: str, res, line: Line, step: int, ch, v) -> None:
-    """The explanation stages at this position of the followed line."""
-    rows, chosen = list(line.rows[: step + 1]), list(line.predicts[: step + 1])
-    if stage == "lens":
-        outs = stack_view(res.steps, rows, step, keep=lambda k: k.startswith("dec.") and k.endswith(".norm3.out"))
-        lens.render(ctx, lm, outs, chosen, output_record(res.steps, rows, step))
-    elif stage == "attribution":
-        attribution.render(ctx, lm, src_ids(lm, ch), chosen, whole=list(line.predicts))
-    elif stage == "ablation":
-        ref = v.reference.strip()
-        ref_ids = lm.tokenizer.encode(ref)[: lm.cfg.max_len - 1] if ref else None
-        ablation.render(ctx, lm, ch, tuple(res.ids), src_ids(lm, ch), ref_ids)

@@ -2,31 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import streamlit as st
 
 from model.checkpoint import LoadedModel
+from model.steps import future_weight
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import session, stages
-from .common import fail, get_decode, get_trace, md, show_token, token_texter
+from .common import fail, get_trace, md, show_token
 from .export import save_to_bytes
-from .stages import ablation, attribution, lens, output
-from .stages.context import StageContext
-from .state import Limits, clamp_step
+from .stages import numbered
+from .stages.context import StageContext, TeacherForced
+from .state import MEAN_HEADS, Limits, View
 from .stepping import stepper
+
+LOSS = r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)"
 
 
 @st.fragment
-def view(lm: LoadedModel, limits: Limits, src_ids: tuple[int, ...], src_tokens, reference: str, stage: str) -> None:
+def view(lm: LoadedModel, limits: Limits, v: View, src_ids: tuple[int, ...], src_tokens, reference: str,
+         stage: str) -> None:  # fmt: skip
     try:
-        _view(lm, limits, src_ids, src_tokens, reference, stage)
+        _view(lm, session.fragment_view(v, limits), src_ids, src_tokens, reference, stage)
     except Exception as e:
         fail("Could not show the teacher-forcing view", e)
 
 
-def _view(lm: LoadedModel, limits: Limits, src_ids, src_tokens, reference: str, stage: str) -> None:
-    s = st.session_state
+def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str, stage: str) -> None:
     tr = get_trace(lm, src_ids, reference, causal=True)
     T = len(tr.dec_input_tokens)
     st.subheader("Teacher forcing: the whole reference in one parallel pass")
@@ -34,12 +39,10 @@ def _view(lm: LoadedModel, limits: Limits, src_ids, src_tokens, reference: str, 
         "Training feeds the reference shifted right and predicts every position at once; the causal mask "
         "stops position i from seeing positions after i."
     )
-    s["step"] = clamp_step(s.get("step", T - 1), T)
+    pos = session.at_position(v.step, T)
     stepper(T, help="The query position the figures outline.")
-    pos = s["step"]
     st.toggle("Remove the causal mask (let the decoder look at future tokens — “cheating”)", key="no_mask")
-    v = session.current(limits)
-    session.sync_url(v)
+    session.sync_url(replace(v, step=pos))
 
     label_ids = tr.arrays["label_ids"]
     table = viz.loss_table(
@@ -58,50 +61,13 @@ def _view(lm: LoadedModel, limits: Limits, src_ids, src_tokens, reference: str, 
         st.metric("Mean loss (cross-entropy per token)", f"{mean_loss:.3f}", help=f"perplexity {np.exp(mean_loss):.2f}")
 
     if not v.no_mask:  # without the mask, the comparison above holds this table's columns
-        st.subheader("1 · Shifted inputs, labels and the loss")
-        st.latex(r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)")
+        st.subheader(numbered("inputs", "Shifted inputs, labels and the loss"))
+        st.latex(LOSS)
         st.dataframe(table, hide_index=True, key="tf_table", width="stretch")
-    ctx = StageContext(
-        cfg=lm.cfg,
-        arrays=shown.arrays,
-        reads=shown.dec_input_tokens,
-        predicts=shown.label_tokens,
-        src_tokens=src_tokens,
-        layer=v.layer,
-        head=v.head,
-        grid=v.grid,
-        current=pos,
-        incremental=False,
-        causal=not v.no_mask,
-        key="tf",
-        pe_table=lm.model.tgt_embed.pe.detach().cpu().numpy(),
-    )
+    run = TeacherForced(lm, v.choices(str(lm.path)), shown, src_ids, pos)
+    ctx = StageContext(lm, v, run, shown.arrays, shown.dec_input_tokens, shown.label_tokens, src_tokens, pos,
+                       incremental=False, causal=not v.no_mask, key="tf")  # fmt: skip
     stages.render(ctx, stage)
-
-    if stage == "lens":
-        lens.render(ctx, lm, shown.arrays, [int(i) for i in label_ids])
-    elif stage == "attribution":
-        attribution.render(ctx, lm, tuple(int(i) for i in shown.arrays["src_ids"]), [int(i) for i in label_ids])
-    elif stage == "ablation":
-        ch = v.choices(str(lm.path))
-        res = get_decode(lm, ch, src_ids)
-        ablation.render(ctx, lm, ch, tuple(res.ids), src_ids, [int(i) for i in label_ids[:-1]])
-
-    if stages.shows(stage, "output"):
-        st.subheader(f"7 · Output at position {pos}")
-        output.formula()
-        probs = shown.arrays["probs"][pos]
-        order = np.argsort(-probs)[: output.TOP_SHOWN]
-        output.render(
-            token_texter(lm),
-            order,
-            probs[order],
-            int(label_ids[pos]),
-            viz.entropy(probs),
-            f"Top {output.TOP_SHOWN} at position {pos}; the label is outlined if it is among them",
-            "tf_topk",
-            chosen_label="Label",
-        )
 
     st.subheader("Export")
     with st.container(horizontal=True):
@@ -129,8 +95,7 @@ def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:
     L = f"dec.{v.layer}"
     label_ids = tr.arrays["label_ids"]
     w = nc.arrays[f"{L}.self.weights"]
-    w = w.mean(axis=0) if v.head == "mean" else w[int(v.head)]
-    leak = float(np.triu(w, k=1).sum(axis=1).mean())
+    leak = future_weight(w.mean(axis=0) if v.head == MEAN_HEADS else w[int(v.head)])
     mean_loss, nc_loss = float(tr.arrays["loss"].mean()), float(nc.arrays["loss"].mean())
     m1, m2, m3 = st.columns(3)
     m1.metric("Mean loss with the mask", f"{mean_loss:.3f}")
@@ -141,8 +106,8 @@ def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:
     cmp = table.rename(columns={"p(label)": "p(label), masked", "loss": "loss, masked"})
     cmp["p(label), no mask"] = nc.arrays["probs"][np.arange(T), label_ids]
     cmp["loss, no mask"] = nc.arrays["loss"]
-    st.subheader("1 · Shifted inputs, labels and the loss, with and without the mask")
-    st.latex(r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)")
+    st.subheader(numbered("inputs", "Shifted inputs, labels and the loss, with and without the mask"))
+    st.latex(LOSS)
     st.dataframe(cmp, hide_index=True, key="tf_cmp_table", width="stretch")
     st.info(
         "The causal mask is removed in every figure below: position i can see token i+1 — the very label it "

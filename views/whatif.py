@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from urllib.parse import urlencode
+
 import numpy as np
 import streamlit as st
 
 from .common import show_token
-from .stages.output import TOP_SHOWN
+from .stages.context import TOP_SHOWN
+from .state import View, to_query
 
 
-def render(lm, cur, r_now: int, so_far: list[int], step: int, token_text, on_force) -> None:
+def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_text, on_force) -> None:
     """``on_force(prefix, user_positions)`` receives the new forced prefix (the tokens so far along the shown
     path, then the forced ones) and the positions of it that the user chose."""
     st.subheader("What if? Force another token here")
@@ -42,12 +46,6 @@ def render(lm, cur, r_now: int, so_far: list[int], step: int, token_text, on_for
     if forced is not None:
         on_force(tuple(so_far + forced), frozenset(range(len(so_far), len(so_far) + len(forced))))
     if pick is not None:  # "why the chosen token rather than this one?" on the Compare page (a link: a new page)
-        from dataclasses import replace
-        from urllib.parse import urlencode
-
-        from . import session
-        from .state import to_query
-
-        view = replace(session.current(session.limits_of(lm.cfg)), contrast=lm.tokenizer.id_to_token(pick), step=step)
+        view = replace(view, contrast=lm.tokenizer.id_to_token(pick), step=step)
         st.link_button("Why the chosen token rather than this one? (Compare page)",
                        "?" + urlencode({**to_query(view), "page": "Compare"}))  # fmt: skip

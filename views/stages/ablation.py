@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import replace
-
 import streamlit as st
 
-from model.ablation import Ablation, format_heads, parse_heads
-from model.decoding import decode
-from model.explain import head_importance, mean_ablation, position_loss_delta
+from model.ablation import format_heads, parse_heads
+from model.explain import ablated_decode, ablation_of, head_importance, position_loss_delta, same_positions
 
+from .. import session
 from ..common import badges, cached, lean_decoder, md, show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from .context import StageContext
@@ -27,37 +24,37 @@ def _pill_key(kind: str, layer: int) -> str:
     return f"ablate_{kind}_{layer}"
 
 
-def _sync_pills(cfg) -> None:
-    """The head pickers show the session's (or the link's) ablation the first time they are drawn."""
+def _sync_pills(cfg, ablate: str) -> None:
+    """The head pickers show the view's ablation (the link's, or the session's) the first time they are drawn."""
     s = st.session_state
-    if s.get("ablate_pills_for") == s.get("ablate", ""):
+    if s.get("ablate_pills_for") == ablate:
         return
-    heads = parse_heads(s.get("ablate", ""))
+    heads = parse_heads(ablate)
     for kind in ("self", "cross"):
         for layer in range(cfg.n_decoder_layers):
             s[_pill_key(kind, layer)] = sorted(h for k, l_, h in heads if k == kind and l_ == layer)
-    s["ablate_pills_for"] = s.get("ablate", "")
+    s["ablate_pills_for"] = ablate
 
 
 def _from_pills(cfg) -> None:
+    """The callback of the head pickers: their heads are the view's ablation."""
     s = st.session_state
     heads = {(kind, layer, int(h)) for kind in ("self", "cross") for layer in range(cfg.n_decoder_layers)
              for h in s.get(_pill_key(kind, layer)) or ()}  # fmt: skip
-    s["ablate"] = s["ablate_pills_for"] = format_heads(heads)
+    s["ablate_pills_for"] = session.set_ablation(format_heads(heads))
 
 
 def _marked(ids: list[int], other: list[int], text) -> str:
     """The tokens as badges, red where they differ from ``other`` (aligned by difflib)."""
-    same = set()
-    for a, _, n in difflib.SequenceMatcher(a=ids, b=other, autojunk=False).get_matching_blocks():
-        same.update(range(a, a + n))
+    same = same_positions(ids, other)
     return badges([(show_token(text(i)), "blue" if k in same else "red") for k, i in enumerate(ids)]) or "∅"
 
 
-def render(ctx: StageContext, lm, ch, base_ids: tuple[int, ...], src_ids: tuple[int, ...], reference_ids) -> None:
-    """``ch``: the page's decode choices (the ablated decode uses the same); ``base_ids`` its output;
-    ``reference_ids``: the reference's ids, or None (the importance map then uses the model's own output)."""
-    cfg, s = lm.cfg, st.session_state
+def render(ctx: StageContext) -> None:
+    """The run's decode choices (the ablated decode uses the same) and output; the importance map is measured on
+    the reference, or without one on the model's own output."""
+    lm, run = ctx.lm, ctx.run
+    cfg, ch, base_ids, src_ids, reference_ids = lm.cfg, run.choices, run.base_ids, run.src_ids, run.reference_ids
     st.subheader("Head ablation — which heads does this translation need?")
     st.markdown(
         "Pick heads to switch off (their output is replaced before W_O) and the sentence is decoded again with the "
@@ -65,7 +62,7 @@ def render(ctx: StageContext, lm, ch, base_ids: tuple[int, ...], src_ids: tuple[
         "harm may still matter together with others, and a large change shows the model depends on that head "
         "here, not what the head computes."
     )
-    _sync_pills(cfg)
+    _sync_pills(cfg, ctx.view.ablate)
     c1, c2 = st.columns(2)
     for col, kind, name in ((c1, "self", "Masked self-attention"), (c2, "cross", "Cross-attention")):
         with col:
@@ -75,19 +72,14 @@ def render(ctx: StageContext, lm, ch, base_ids: tuple[int, ...], src_ids: tuple[
                          key=_pill_key(kind, layer), format_func=lambda h: f"head {h}", on_change=_from_pills,
                          args=(cfg,))  # fmt: skip
     st.radio("Ablation", list(MODE_LABELS), key="ablate_mode", format_func=MODE_LABELS.get, horizontal=True)
-    heads = parse_heads(s.get("ablate", ""))
-    mode = s.get("ablate_mode", "zero")
+    heads, mode = parse_heads(ctx.view.ablate), ctx.view.ablate_mode
     target = list(reference_ids) if reference_ids is not None else [i for i in base_ids if i != cfg.eos_id]
     text = lm.tokenizer.id_to_token
     if heads:
-        if mode == "mean":
-            ablation = cached("ablations", (str(lm.path), src_ids, tuple(target), format_heads(heads)),
-                              lambda: mean_ablation(lm.model, heads, list(src_ids), target))  # fmt: skip
-        else:
-            ablation = Ablation(heads)
-        opts = replace(ch.options(record=False), ablation=ablation)
-        res = cached("ablated", (str(lm.path), src_ids, opts),
-                     lambda: decode(lm.model, src_ids, opts, lean_decoder(lm)))  # fmt: skip
+        ablation = cached("ablations", (str(lm.path), src_ids, tuple(target), format_heads(heads), mode),
+                          lambda: ablation_of(lm.model, heads, mode, list(src_ids), target))  # fmt: skip
+        res = cached("ablated", (str(lm.path), src_ids, ch.decode, ablation),
+                     lambda: ablated_decode(lm.model, src_ids, ch.decode, ablation, lean_decoder(lm)))  # fmt: skip
         ids = list(res.ids)
         st.markdown(f"**Without {md(format_heads(heads))}** ({len(heads)} head{'s' if len(heads) > 1 else ''}, "
                     f"{mode} ablation): " + _marked(ids, list(base_ids), text))  # fmt: skip

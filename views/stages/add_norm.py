@@ -6,11 +6,13 @@ import streamlit as st
 
 from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
+from . import numbered
 from .context import StageContext
 
 
 def render(ctx: StageContext, n: int, what: str) -> None:
-    st.subheader(f"{'4 · ' if n == 1 else ''}Add & Norm {n} — after {what}")
+    title = f"Add & Norm {n} — after {what}"
+    st.subheader(numbered("add_norm", title) if n == 1 else title)  # the first opens its section
     st.latex(
         r"\operatorname{LayerNorm}(x + \text{Sublayer}(x)) = \gamma \odot "
         r"\frac{x + \text{Sublayer}(x) - \mu}{\sigma} + \beta"

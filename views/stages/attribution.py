@@ -71,15 +71,16 @@ def say_best(ctx: StageContext, best, T: int) -> None:
                 f"{ctx.layer}, {ctx.hname}.")  # fmt: skip
 
 
-def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int], whole: list[int] | None = None) -> None:
-    """``out_ids`` (T,): the token chosen (or the label) at each shown position, -1 where there is none. ``whole``:
-    the complete output when ``out_ids`` is its prefix, attributed once and cut, so stepping does not redo it."""
+def render(ctx: StageContext) -> None:
+    """Attributes the run's token chosen (or the label) at each shown position, -1 where there is none; a decode's
+    whole output is attributed once and cut to the shown positions, so stepping does not redo it."""
     from model.attribution import agreement
 
+    lm, src_ids, out_ids, whole = ctx.lm, ctx.run.src_ids, ctx.run.chosen_ids, ctx.run.whole_ids
     st.subheader("Attribution vs attention — which source words drove each choice")
     st.radio("Attribution method", list(METHOD_LABELS), key="attribution", format_func=METHOD_LABELS.get,
              horizontal=True)  # fmt: skip
-    method = st.session_state.get("attribution", "ig")
+    method = ctx.view.attribution
     st.markdown(
         "The attribution credits each input token with its share in the log-probability of the chosen token, by "
         "the gradient of that log-probability with respect to the token's embedding (Integrated Gradients "
@@ -104,7 +105,7 @@ def render(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: list[int], 
     opened = (str(lm.path), tuple(src_ids), sentence, method)
     if (whole is None or sentence == full) and st.session_state.get("attribution_opened") != opened:
         st.session_state["attribution_opened"] = opened
-        if session.open_on(best.layer, best.head):
+        if session.open_on(ctx.view, best.layer, best.head):
             st.rerun(scope="app")
     say_best(ctx, best, len(sentence))
     rows = ctx.rows[:valid]

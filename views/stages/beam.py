@@ -11,6 +11,7 @@ from model.steps import Line
 
 from ..common import show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
+from . import numbered
 
 # every column readable: the hypothesis text gets the room, the numbers a fixed precision
 COLUMNS = {
@@ -29,7 +30,7 @@ def render(res, line: Line, step: int, token_text, stream_text, on_pick) -> None
     """``line`` is the followed line; ``token_text`` labels one token (the tree's nodes), ``stream_text`` a
     hypothesis's tokens together (the tables); ``on_pick(row)`` is called when a live row is selected in the table
     (to follow that hypothesis)."""
-    st.subheader("9 · Beam search")
+    st.subheader(numbered("beam", "Beam search"))
     st.latex(r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}")
     show(
         viz.beam_tree_figure(

@@ -1,16 +1,150 @@
-"""What every stage section receives: the arrays of positions 0..T-1 for one layer and how to label them."""
+"""What every stage receives: the arrays of positions 0..T-1 for one layer, how to label them, the page's view, and
+the run they come from (a decode followed along one line, or a teacher-forced trace), which the output and the
+explanation stages read through one interface."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+import pandas as pd
 
-from model.config import ModelConfig
-from model.steps import heads_concat, mean_weights
+from model.checkpoint import LoadedModel
+from model.steps import Line, heads_concat, mean_weights, output_record, stack_view, top_k
 
-from ..common import head_label, show_token
-from ..state import MEAN_HEADS
+from ..common import get_decode, head_label, show_token
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
+from ..state import MEAN_HEADS, Choices, View
+
+TOP_SHOWN = 10  # bars in the next-token chart / alternatives offered in the what-if box
+
+
+def _norm3(key: str) -> bool:
+    return key.startswith("dec.") and key.endswith(".norm3.out")
+
+
+@dataclass(frozen=True)
+class NextTokens:
+    """The next-token distribution at the view's position, as the output stage shows it."""
+
+    heading: str
+    ids: np.ndarray  # (TOP_SHOWN,) the most likely next tokens
+    probs: np.ndarray  # (TOP_SHOWN,) their probabilities
+    chosen_id: int | None
+    entropy: float
+    title: str
+    key: str
+    chosen_label: str = "Chosen token"
+    chosen_p: float | None = None  # the chosen token's own probability (it may be outside the bars)
+    chosen_name: str | None = None  # named as its stream names it (a byte piece by its character)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """The step view's run: a recorded decode followed along ``line``, at position ``step``."""
+
+    lm: LoadedModel
+    choices: Choices
+    res: object  # DecodeResult
+    line: Line
+    step: int
+    src_ids: tuple[int, ...]
+    reference: str  # the reference translation, "" for none (the ablation's loss is measured on it)
+    table: pd.DataFrame  # the decoder-input table of positions 0..step (section 1, and its CSV)
+    predicts: str  # the label of the token chosen at ``step``
+
+    @property
+    def rows(self) -> list[int]:
+        return list(self.line.rows[: self.step + 1])
+
+    @property
+    def chosen_ids(self) -> list[int]:
+        return list(self.line.predicts[: self.step + 1])
+
+    @property
+    def whole_ids(self) -> list[int] | None:
+        return list(self.line.predicts)
+
+    @property
+    def base_ids(self) -> tuple[int, ...]:
+        return tuple(self.res.ids)
+
+    @property
+    def reference_ids(self) -> list[int] | None:
+        ref = self.reference.strip()
+        return self.lm.tokenizer.encode(ref)[: self.lm.cfg.max_len - 1] if ref else None
+
+    @property
+    def beam_steps(self):
+        return self.res.beam_steps
+
+    def layer_outputs(self) -> dict:
+        return stack_view(self.res.steps, self.rows, self.step, keep=_norm3)
+
+    def lens_record(self):
+        return output_record(self.res.steps, self.rows, self.step)
+
+    def next_tokens(self) -> NextTokens:
+        cur, r = self.res.steps[self.step], self.line.rows[self.step]
+        return NextTokens(
+            "Output: next-token distribution",
+            cur.top_ids[r],
+            np.exp(cur.top_logprobs[r]),
+            self.line.predicts[self.step],
+            float(cur.entropy[r]),
+            f"Top {TOP_SHOWN} next tokens at position {self.step}",
+            "dec_topk",
+            chosen_p=self.line.probs[self.step],
+            chosen_name=self.predicts,
+        )
+
+
+@dataclass(frozen=True)
+class TeacherForced:
+    """The teacher-forcing view's run: one pass over the reference (``trace``, without the mask if so chosen)."""
+
+    lm: LoadedModel
+    choices: Choices
+    trace: object  # Trace
+    src_ids: tuple[int, ...]
+    step: int
+
+    table = None  # its loss table is the page's, shown whatever the stage
+    whole_ids = None
+    beam_steps = None
+
+    @property
+    def chosen_ids(self) -> list[int]:
+        return [int(i) for i in self.trace.arrays["label_ids"]]
+
+    @property
+    def base_ids(self) -> tuple[int, ...]:
+        return tuple(get_decode(self.lm, self.choices, self.src_ids).ids)
+
+    @property
+    def reference_ids(self) -> list[int]:
+        return self.chosen_ids[:-1]
+
+    def layer_outputs(self) -> dict:
+        return self.trace.arrays
+
+    def lens_record(self):
+        return None
+
+    def next_tokens(self) -> NextTokens:
+        probs = self.trace.arrays["probs"][self.step]
+        ids, p = top_k(probs, TOP_SHOWN)
+        return NextTokens(
+            f"Output at position {self.step}",
+            ids,
+            p,
+            self.chosen_ids[self.step],
+            viz.entropy(probs),
+            f"Top {TOP_SHOWN} at position {self.step}; the label is outlined if it is among them",
+            "tf_topk",
+            chosen_label="Label",
+        )
 
 
 @dataclass(frozen=True)
@@ -19,19 +153,38 @@ class StageContext:
     ``predicts[i]`` (the token chosen there, or the label in teacher forcing); ``current`` is the position the
     view is about. ``incremental``: a KV-cached step view (only the newest query row is computed at a step)."""
 
-    cfg: ModelConfig
+    lm: LoadedModel
+    view: View
+    run: Decoded | TeacherForced
     arrays: dict
     reads: list[str]
     predicts: list[str]
     src_tokens: list[str]
-    layer: int
-    head: int | str
-    grid: bool
     current: int
     incremental: bool
     causal: bool
     key: str  # prefix of the figure keys (one per view)
-    pe_table: np.ndarray  # the model's positional encoding table (positions, d_model)
+
+    @property
+    def cfg(self):
+        return self.lm.cfg
+
+    @property
+    def layer(self) -> int:
+        return self.view.layer
+
+    @property
+    def head(self) -> int | str:
+        return self.view.head
+
+    @property
+    def grid(self) -> bool:
+        return self.view.grid
+
+    @cached_property
+    def pe_table(self) -> np.ndarray:
+        """The model's positional encoding table (positions, d_model)."""
+        return self.lm.model.tgt_embed.pe.detach().cpu().numpy()
 
     @property
     def rows(self) -> list[str]:

@@ -9,7 +9,7 @@ from model.steps import mean_weights, sharpest_head
 from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
-from . import add_norm
+from . import add_norm, numbered
 from .context import StageContext
 
 ROWS = "target position: reads → predicts"
@@ -18,7 +18,7 @@ SOURCE = "source token (key)"
 
 def render(ctx: StageContext) -> None:
     a, L = ctx.arrays, ctx.L
-    st.subheader(f"5 · Cross-attention to the source — layer {ctx.layer}")
+    st.subheader(numbered("cross", f"Cross-attention to the source — layer {ctx.layer}"))
     st.latex(
         r"\operatorname{Attention}(Q_{\text{dec}}, K_{\text{enc}}, V_{\text{enc}}) = "
         r"\operatorname{softmax}\!\left(\frac{Q_{\text{dec}} K_{\text{enc}}^{\top}}{\sqrt{d_k}}\right)"

@@ -6,7 +6,7 @@ import streamlit as st
 
 from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
-from . import add_norm
+from . import add_norm, numbered
 from .context import StageContext
 
 ACTIVATIONS = {"relu": r"\max(0,\, x W_1 + b_1)", "gelu": r"\operatorname{GELU}(x W_1 + b_1)"}
@@ -14,7 +14,7 @@ ACTIVATIONS = {"relu": r"\max(0,\, x W_1 + b_1)", "gelu": r"\operatorname{GELU}(
 
 def render(ctx: StageContext) -> None:
     cfg = ctx.cfg
-    st.subheader(f"6 · Feed-forward network — layer {ctx.layer}")
+    st.subheader(numbered("ffn", f"Feed-forward network — layer {ctx.layer}"))
     act = ACTIVATIONS.get(cfg.activation, r"\operatorname{swish}(x W_1 + b_1)")
     st.latex(r"\operatorname{FFN}(x) = " + act + r"\, W_2 + b_2")
     hidden = ctx.arrays[f"{ctx.L}.ffn.hidden"]

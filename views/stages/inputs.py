@@ -6,14 +6,23 @@ import streamlit as st
 
 from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
+from . import numbered
 from .context import StageContext
 
 ROWS = "position: reads → predicts"
 
 
 def render(ctx: StageContext) -> None:
+    if ctx.run.table is not None:  # the step view's decoder inputs (teacher forcing shows its loss table instead)
+        st.subheader(numbered("inputs", "Decoder inputs (the output shifted right)"))
+        st.caption(
+            "Each position reads the token the previous position predicted; position 0 starts from <s>.".replace(
+                "<", "\\<"
+            )
+        )
+        st.dataframe(ctx.run.table, hide_index=True, key="shifted_table", width="stretch")
     cfg, a = ctx.cfg, ctx.arrays
-    st.subheader("2 · Token embeddings + positional encoding")
+    st.subheader(numbered("embeddings", "Token embeddings + positional encoding"))
     st.latex(r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if cfg.scale_embedding else r"X = E[y] + PE")
     st.caption(
         f"One row per decoder position ({cfg.d_model} dimensions each). Zoom into a figure (drag a box) "

@@ -6,10 +6,11 @@ import streamlit as st
 
 from ..common import show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
+from . import numbered
 
 
 def render(cfg, reads: list[str], step: int) -> None:
-    st.subheader("8 · What the KV cache holds")
+    st.subheader(numbered("kv_cache", "What the KV cache holds"))
     show(
         viz.kv_cache_figure(
             step, 1, [show_token(t) for t in reads], title=f"Position {step}: K, V rows reused vs computed now"

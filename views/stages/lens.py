@@ -21,10 +21,11 @@ def head_words(cfg) -> str:
     return f"{linear}, plus the final logits bias" if cfg.final_logits_bias else linear
 
 
-def render(ctx: StageContext, lm, layer_outputs: dict, chosen_ids: list[int], record=None) -> None:
-    """``layer_outputs``: ``dec.{l}.norm3.out`` (T, D) of every layer; ``chosen_ids`` (T,) the token chosen (or the
-    label) at each position, -1 where there is none; ``record``: a decode's ``steps.output_record`` of the same
-    positions, if there is one (the last layer is then read from it)."""
+def render(ctx: StageContext) -> None:
+    """Reads the run's ``dec.{l}.norm3.out`` (T, D) of every layer and the token chosen (or the label) at each
+    position, -1 where there is none; a decode's ``steps.output_record`` of the same positions, if there is one (the
+    last layer is then read from it)."""
+    lm, chosen_ids = ctx.lm, ctx.run.chosen_ids
     st.subheader("Logit lens — what each layer would predict")
     problem = lens_problem(lm.cfg)
     if problem:
@@ -36,7 +37,8 @@ def render(ctx: StageContext, lm, layer_outputs: dict, chosen_ids: list[int], re
         "normalised, so nothing else is applied. It shows *when* the choice becomes clear across the layers, not "
         "*why*: the earlier layers were never trained to be read this way."
     )
-    lens = logit_lens(lm.model, layer_outputs, chosen_ids, k=TOP, lean=lean_decoder(lm), record=record)
+    lens = logit_lens(lm.model, ctx.run.layer_outputs(), chosen_ids, k=TOP, lean=lean_decoder(lm),
+                      record=ctx.run.lens_record())  # fmt: skip
     text = lm.tokenizer.id_to_token
     t = ctx.current
     L = lens.top_ids.shape[0]

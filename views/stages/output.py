@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ..common import md, show, show_token
+from .. import session
+from ..common import md, path_labels, show, show_token, token_texter
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
-
-TOP_SHOWN = 10  # bars in the next-token chart / alternatives offered in the what-if box
+from . import beam, kv_cache, numbered
+from .context import TOP_SHOWN, NextTokens, StageContext
 
 
 def formula() -> None:
@@ -18,30 +19,38 @@ def formula() -> None:
     )
 
 
-def render(
-    token_text,
-    ids,
-    probs,
-    chosen_id: int | None,
-    entropy: float,
-    title: str,
-    key: str,
-    chosen_label: str = "Chosen token",
-    chosen_p: float | None = None,
-    chosen_name: str | None = None,
-) -> None:
-    """Top-k bars (``chosen_id`` outlined when it is among them) beside the entropy and the chosen token, whose
-    probability is ``chosen_p`` when given (a token outside the bars), else its bar's; ``chosen_name`` names it as
-    its stream does (a byte piece by its character), else it is named alone."""
-    ids = [int(i) for i in ids[:TOP_SHOWN]]
-    probs = np.asarray(probs[:TOP_SHOWN], dtype=np.float64)
+def render(ctx: StageContext) -> None:
+    """The next-token distribution at the view's position; in the step view, what the KV cache holds and, for beam
+    search, the hypotheses."""
+    run, token_text = ctx.run, token_texter(ctx.lm)
+    nt = run.next_tokens()
+    st.subheader(numbered("output", nt.heading))
+    formula()
+    bars(token_text, nt)
+    if ctx.incremental:
+        kv_cache.render(ctx.cfg, ctx.reads, ctx.current)
+    if run.beam_steps is not None:
+        live = run.beam_steps[ctx.current].live
+        beam.render(run.res, run.line, ctx.current, token_text, lambda ids: path_labels(ctx.lm, ids),
+                    lambda r: session.follow(tuple(live[r].ids)))  # fmt: skip
+
+
+def bars(token_text, nt: NextTokens) -> None:
+    """Top-k bars (the chosen token outlined when it is among them) beside the entropy and the chosen token, whose
+    probability is its own when given (a token outside the bars), else its bar's; named as its stream names it
+    (a byte piece by its character) when given, else alone."""
+    ids = [int(i) for i in nt.ids[:TOP_SHOWN]]
+    probs = np.asarray(nt.probs[:TOP_SHOWN], dtype=np.float64)
+    chosen_id, chosen_label = nt.chosen_id, nt.chosen_label
     chosen = ids.index(chosen_id) if chosen_id is not None and chosen_id in ids else None
     c1, c2 = st.columns([3, 1])
     with c1:
-        show(viz.topk_figure([show_token(token_text(i)) for i in ids], probs, chosen, title=title), key)
+        show(viz.topk_figure([show_token(token_text(i)) for i in ids], probs, chosen, title=nt.title), nt.key)
     with c2:
-        st.metric("Entropy", f"{entropy:.3f} nats")
-        name = chosen_name if chosen_name is not None else token_text(chosen_id) if chosen_id is not None else None
+        st.metric("Entropy", f"{nt.entropy:.3f} nats")
+        name = (
+            nt.chosen_name if nt.chosen_name is not None else token_text(chosen_id) if chosen_id is not None else None
+        )
         st.metric(chosen_label, md(show_token(name)) if name is not None else "∅")
-        p = chosen_p if chosen_p is not None else float(probs[chosen]) if chosen is not None else None
+        p = nt.chosen_p if nt.chosen_p is not None else float(probs[chosen]) if chosen is not None else None
         st.metric(f"p({chosen_label.lower()})", "—" if p is None else f"{p:.3f}")

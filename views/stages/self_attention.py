@@ -10,6 +10,7 @@ from model.steps import prefix_scores, sharpest_head
 from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
+from . import add_norm, numbered
 from .context import StageContext
 
 ROWS = "position: reads → predicts"
@@ -18,7 +19,7 @@ KEYS = "key position (token it reads)"
 
 def header(ctx: StageContext) -> None:
     what = "Masked self-attention" if ctx.causal else "Self-attention WITHOUT the causal mask"
-    st.subheader(f"3 · {what} — layer {ctx.layer}, {ctx.hname}")
+    st.subheader(numbered("self", f"{what} — layer {ctx.layer}, {ctx.hname}"))
 
 
 def _heads_note(ctx: StageContext) -> str:
@@ -184,3 +185,4 @@ def render_output(ctx: StageContext) -> None:
         ),
         f"{ctx.key}_self_out",
     )
+    add_norm.render(ctx, 1, "self-attention")

@@ -1,0 +1,38 @@
+"""The encoder, computed once per sentence: its self-attention and its output (the memory cross-attention reads)."""
+
+from __future__ import annotations
+
+from model.steps import mean_weights
+
+from ..common import head_label, show, show_token
+from ..plot import builders as viz  # viz, its figures built on first use (cached)
+from ..state import MEAN_HEADS, View
+
+
+def render(lm, res, src_tokens: list[str], view: View) -> None:
+    """``res``: the page's decode (its ``encoder`` records)."""
+    cfg = lm.cfg
+    layer = min(view.layer, cfg.n_encoder_layers - 1)
+    w = res.encoder.get(f"enc.{layer}.self.weights")
+    mem = res.encoder.get("memory")
+    rows = [show_token(t) for t in src_tokens]
+    if w is not None:
+        w = w[0]
+        show(
+            viz.attention_figure(
+                mean_weights(w) if view.head == MEAN_HEADS else w[int(view.head)],
+                rows,
+                rows,
+                title=f"Encoder self-attention, layer {layer}, {head_label(view.head)}",
+                q_title="source token (query)",
+                k_title="source token (key)",
+            ),
+            "enc_self",
+        )
+    if mem is not None:
+        show(
+            viz.matrix_figure(
+                mem[0], rows, title="Encoder output (memory) read by cross-attention", token_label="source token"
+            ),
+            "enc_memory",
+        )
