@@ -20,16 +20,13 @@ path that training validates with, with the app's and the CLI's default limits.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from model.checkpoint import count_parameters, default_model_dir, load_model_dir, use_threads  # noqa: E402
-from model.data import (  # noqa: E402
+from model.checkpoint import count_parameters, default_model_dir, load_model_dir, use_threads
+from model.data import (
     MULTI30K_TESTS,
     SPLIT_SEED,
     TATOEBA_FILE,
@@ -41,9 +38,9 @@ from model.data import (  # noqa: E402
     split_digest,
     split_tatoeba,
 )
-from model.decoding import translate_corpus  # noqa: E402
-from model.jsonio import write  # noqa: E402
-from views.state import EXAMPLES  # noqa: E402
+from model.decoding import translate_corpus
+from model.jsonio import write
+from views.state import EXAMPLES
 
 SANITY = list(EXAMPLES)  # the app's example sentences
 

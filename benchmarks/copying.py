@@ -17,17 +17,12 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from model.checkpoint import default_model_dir, load_model_dir, use_threads  # noqa: E402
-from model.copying import LATIN_SHARE, name_pools  # noqa: E402
-from model.decoding import translate_corpus  # noqa: E402
-from model.jsonio import write  # noqa: E402
+from model.checkpoint import default_model_dir, load_model_dir, use_threads
+from model.copying import LATIN_SHARE, name_pools
+from model.decoding import translate_corpus
+from model.jsonio import write
 
 TARGET = 0.95
 EXAMPLE_SENTENCE = ("My name is Vikas. I love cricket, finance, and AI.", ("Vikas", "cricket", "finance"))

@@ -29,12 +29,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SENTENCE = "A man in a blue shirt is standing on a ladder near the house."  # 15 tokens; its translation too
 SENTENCE_B = "A woman in a blue shirt is standing on a ladder near the house."  # 15 tokens with the bundled model
