@@ -5,3 +5,7 @@ IMPOSSIBLE = NEG / 2  # a score at or below this is a placeholder, not a hypothe
 ATTRIBUTION_METHODS = ("ig", "ixg")  # integrated gradients, input × gradient (model.attribution)
 # the decoder residual stream activation patching restores: after Add & Norm 1, 2, 3 (model.patching)
 PATCH_SUBLAYERS = ("after self-attn", "after cross-attn", "after FFN")
+# the widest beam the CLI, the app and DecodeOptions accept: wider ones gain nothing with these models and cost time
+# and memory linearly (the app's shared step decoder is preallocated for this many rows)
+MAX_BEAM = 8
+BATCH_SIZE = 32  # sentences decoded together by batched greedy decoding (the CLI's --batch-size, translate_corpus)

@@ -10,7 +10,7 @@ import streamlit as st
 
 import viz
 from model.checkpoint import LoadedModel
-from model.constants import IMPOSSIBLE
+from model.constants import IMPOSSIBLE, MAX_BEAM
 from model.steps import ended_by_length, mean_token_prob, mean_weights
 from model.tokenizer import byte_characters
 
@@ -19,7 +19,6 @@ from .common import as_read, badges, get_decode, head_label, md, path_labels, sh
 from .stages import beam
 from .state import (
     EXAMPLES,
-    MAX_BEAM,
     MAX_CHARS,
     MAX_LENGTH_PENALTY,
     MAX_SEED,
