@@ -40,11 +40,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as ``python benchmarks/X.py``: the repository root is not on the path
-    sys.path.insert(0, str(ROOT))
-
-from harness.browser import (  # noqa: E402
+from harness.browser import (
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
@@ -64,8 +60,10 @@ from harness.browser import (  # noqa: E402
     require_chromium,
     row,
 )
-from model.learn import CHAPTER_KEYS  # noqa: E402
-from views.compare import PRESETS  # noqa: E402
+from model.learn import CHAPTER_KEYS
+from views.compare import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FULL = dict(clicks=30, all_clicks=10, sentences=10, cold_starts=3)
 SMOKE = dict(clicks=3, all_clicks=2, sentences=1, cold_starts=1)

@@ -24,11 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from harness.bad_inputs import CASES, MODEL_DIR_CASES, Outcome, run_matrix  # noqa: E402
+from harness.bad_inputs import CASES, MODEL_DIR_CASES, Outcome, run_matrix
 
 
 def print_matrix(rows: list[dict]) -> int:

@@ -20,16 +20,14 @@ path that training validates with, with the app's and the CLI's default limits.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from model.checkpoint import count_parameters, default_model_dir, load_model_dir, use_threads  # noqa: E402
-from model.data import (  # noqa: E402
+from model.checkpoint import count_parameters, default_model_dir, load_model_dir, use_threads
+from model.constants import BATCH_SIZE
+from model.data import (
     MULTI30K_TESTS,
     SPLIT_SEED,
     TATOEBA_FILE,
@@ -41,9 +39,9 @@ from model.data import (  # noqa: E402
     split_digest,
     split_tatoeba,
 )
-from model.decoding import translate_corpus  # noqa: E402
-from model.jsonio import write  # noqa: E402
-from views.state import EXAMPLES  # noqa: E402
+from model.decoding import DecodeOptions, translate_corpus
+from model.jsonio import write
+from views.state import EXAMPLES
 
 SANITY = list(EXAMPLES)  # the app's example sentences
 
@@ -69,7 +67,9 @@ def main(argv=None) -> dict:
     p.add_argument("--data", type=Path, default=None, help="corpus directory (default <repo>/../shared/data)")
     p.add_argument("--limit", type=int, default=None, help="first N sentences of each test set")
     p.add_argument("--beams", default="1,5", help="comma-separated beam sizes (1 = greedy)")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument(
+        "--batch-size", type=int, default=BATCH_SIZE, help="greedy: sentences per batch (default %(default)s)"
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
     p.add_argument(
@@ -78,7 +78,12 @@ def main(argv=None) -> dict:
         default="test",
         help="val: the validation sets, to choose models and settings on (default: the test sets)",
     )
-    p.add_argument("--length-penalty", type=float, default=1.0, help="beam search: score = logprob / length ** this")
+    p.add_argument(
+        "--length-penalty",
+        type=float,
+        default=DecodeOptions.length_penalty,
+        help="beam search: score = logprob / length ** this (default %(default)s)",
+    )
     args = p.parse_args(argv)
     use_threads(args.threads)
 

@@ -45,29 +45,25 @@ from gevent import monkey
 
 monkey.patch_all()  # before anything imports socket or threading: Locust's users are greenlets
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
-import gevent  # noqa: E402
-from locust import User, constant, task  # noqa: E402
-from locust.env import Environment  # noqa: E402
-from locust.exception import StopUser  # noqa: E402
+import gevent
+from locust import User, constant, task
+from locust.env import Environment
+from locust.exception import StopUser
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as ``python benchmarks/X.py``: the repository root is not on the path
-    sys.path.insert(0, str(ROOT))
-
-from deploy.serve import Nginx, find_nginx, start_replicas  # noqa: E402
-from harness.browser import (  # noqa: E402
+from deploy.serve import Nginx, find_nginx, start_replicas
+from harness.browser import (
     DEFAULT_MODEL,
     app_env,
     build_smoke_model,
@@ -84,11 +80,12 @@ from harness.browser import (  # noqa: E402
     tree_cpu_seconds,
     tree_rss_kb,
 )
-from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written  # noqa: E402
-from harness.protocol import ACTIONS, WEIGHTS, Outcome, Student, reference  # noqa: E402
-from harness.sessions import SENTENCES  # noqa: E402
-from views.state import DECODER_STAGES, STAGES  # noqa: E402
+from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written
+from harness.protocol import ACTIONS, WEIGHTS, Outcome, Student, reference
+from harness.sessions import SENTENCES
+from views.state import DECODER_STAGES, STAGES
 
+ROOT = Path(__file__).resolve().parents[1]
 FULL = dict(sessions=(8, 16, 32, 64, 128, 256), seconds=60.0, think=2.0, browsers=2, burst=30, sentences=40,
             cost_actions=16)  # fmt: skip
 SMOKE = dict(sessions=(2, 4), seconds=5.0, think=0.5, browsers=1, burst=4, sentences=4, cost_actions=2)

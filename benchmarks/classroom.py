@@ -48,11 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as ``python benchmarks/X.py``: the repository root is not on the path
-    sys.path.insert(0, str(ROOT))
-
-from harness.browser import (  # noqa: E402
+from harness.browser import (
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
@@ -70,10 +66,12 @@ from harness.browser import (  # noqa: E402
     tree_cpu_seconds,
     tree_rss_kb,
 )
-from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written  # noqa: E402
-from harness.sessions import IDLE_PHASE, SENTENCES, Drive, Session, open_session, run_session  # noqa: E402
-from views.cache import PROCESS_CACHE_BYTES, SESSION_CACHE_BYTES  # noqa: E402
-from views.state import DECODER_STAGES, STAGES  # noqa: E402
+from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written
+from harness.sessions import IDLE_PHASE, SENTENCES, Drive, Session, open_session, run_session
+from views.cache import PROCESS_CACHE_BYTES, SESSION_CACHE_BYTES
+from views.state import DECODER_STAGES, STAGES
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FULL = dict(sessions=(1, 8, 16, 32), seconds=60.0, think=2.0)
 SMOKE = dict(sessions=(1, 2), seconds=4.0, think=0.3)

@@ -17,17 +17,12 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from model.checkpoint import default_model_dir, load_model_dir, use_threads  # noqa: E402
-from model.copying import LATIN_SHARE, name_pools  # noqa: E402
-from model.decoding import translate_corpus  # noqa: E402
-from model.jsonio import write  # noqa: E402
+from model.checkpoint import default_model_dir, load_model_dir, use_threads
+from model.copying import LATIN_SHARE, name_pools
+from model.decoding import DecodeOptions, translate_corpus
+from model.jsonio import write
 
 TARGET = 0.95
 EXAMPLE_SENTENCE = ("My name is Vikas. I love cricket, finance, and AI.", ("Vikas", "cricket", "finance"))
@@ -132,7 +127,7 @@ def appears(word: str, text: str) -> bool:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", type=Path, default=None, help=f"model directory (default {default_model_dir()})")
-    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--beam", type=int, default=DecodeOptions.beam, help="beam width (default: the app's, %(default)s)")
     p.add_argument("--per-template", type=int, default=3)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--threads", type=int, default=2)

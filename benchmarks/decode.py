@@ -27,10 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from model.jsonio import dumps  # noqa: E402
+from model.jsonio import dumps
 
 FULL = dict(d_model=256, layers=3, heads=4, ffn=1024, vocab=8000, runs=20, warmup=2)
 SMOKE = dict(d_model=32, layers=1, heads=4, ffn=64, vocab=300, runs=2, warmup=1)

@@ -41,11 +41,10 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from model.jsonio import dumps
+from model.jsonio import write as write_json
 
-from model.jsonio import dumps  # noqa: E402
-from model.jsonio import write as write_json  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SPLIT = "test_2016_flickr"
 BEAM = 5

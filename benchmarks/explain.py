@@ -29,12 +29,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SENTENCE = "A man in a blue shirt is standing on a ladder near the house."  # 15 tokens; its translation too
 SENTENCE_B = "A woman in a blue shirt is standing on a ladder near the house."  # 15 tokens with the bundled model
@@ -70,13 +66,13 @@ def main() -> None:
 
     from model.attribution import attribute
     from model.checkpoint import load_model_dir, use_threads
+    from model.constants import MAX_BEAM
     from model.contrast import contrast_attribution
     from model.decoding import DecodeOptions, decode
     from model.explain import head_importance, logit_lens
     from model.lean import LeanDecoder
     from model.patching import Patcher
     from model.steps import output_record, stack_view
-    from views.state import MAX_BEAM
 
     use_threads(a.threads)
     warnings.filterwarnings("ignore", message="Input Tensor .* did not already require gradients")  # captum's

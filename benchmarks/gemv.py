@@ -23,12 +23,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 FULL = dict(d_model=256, layers=3, ffn=1024, vocab=8000, steps=200)
 SMOKE = dict(d_model=32, layers=1, ffn=64, vocab=300, steps=5)

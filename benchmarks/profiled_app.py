@@ -6,13 +6,10 @@ views/main.py's, unchanged; ``harness/profiling.py`` says what is written to DIR
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from harness.profiling import run_profiled
 
-from harness.profiling import run_profiled  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 run_profiled(ROOT / "views" / "main.py")

@@ -36,12 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as ``python benchmarks/X.py``: the repository root is not on the path
-    sys.path.insert(0, str(ROOT))
-
-from deploy.serve import COOKIE, Nginx, find_nginx, start_replicas  # noqa: E402
-from harness.browser import (  # noqa: E402
+from deploy.serve import COOKIE, Nginx, find_nginx, start_replicas
+from harness.browser import (
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
@@ -52,7 +48,7 @@ from harness.browser import (  # noqa: E402
     require_chromium,
     row,
 )
-from harness.sessions import (  # noqa: E402
+from harness.sessions import (
     IDLE_PHASE,
     SENTENCES,
     Drive,

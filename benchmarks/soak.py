@@ -30,11 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as ``python benchmarks/X.py``: the repository root is not on the path
-    sys.path.insert(0, str(ROOT))
-
-from harness.browser import (  # noqa: E402
+from harness.browser import (
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
@@ -46,8 +42,10 @@ from harness.browser import (  # noqa: E402
     serve,
     tree_rss_kb,
 )
-from harness.sessions import IDLE_PHASE, SENTENCES, Drive, Session, open_session, run_session  # noqa: E402
-from views.state import DEFAULT_STAGE  # noqa: E402
+from harness.sessions import IDLE_PHASE, SENTENCES, Drive, Session, open_session, run_session
+from views.state import DEFAULT_STAGE
+
+ROOT = Path(__file__).resolve().parents[1]
 
 MAX_GROWTH = 0.10
 SHOWN_PROBLEMS = 10  # problems listed in full after the table

@@ -28,9 +28,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 SPLIT = "test_2016_flickr"
 PRODUCTS = {  # LeanDecoder layer key -> row label
     "qkv": "self-attention fused W_Q|W_K|W_V",

@@ -14,12 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from harness.audit import audit  # noqa: E402
-from model.testing import build_tiny_model_dir  # noqa: E402
+from harness.audit import audit
+from model.testing import build_tiny_model_dir
 
 
 def main(argv=None) -> int:

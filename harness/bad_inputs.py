@@ -96,7 +96,7 @@ CASES = (
     Case("beam 0", params={"strategy": "beam", "beam": 0}, cli=("error", "beam width"),
          app=("warning", "beam width must be between 1 and 8; using 1")),
     Case("beam 1", params={"strategy": "beam", "beam": 1}, same_as_greedy=True),
-    Case("beam 64", params={"strategy": "beam", "beam": 64},
+    Case("beam 64", params={"strategy": "beam", "beam": 64}, cli=("error", "beam width must be between 1 and 8"),
          app=("warning", "beam width must be between 1 and 8; using 8")),
     Case("beam 100000", params={"strategy": "beam", "beam": 100_000}, cli=("error", "beam width"),
          app=("warning", "using 8"), smoke=True),

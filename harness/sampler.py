@@ -22,13 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from harness.browser import BROWSER_ARGS, CHROMIUM  # noqa: E402
-from harness.sessions import SENTENCES, Drive, Session, act, open_session  # noqa: E402
-from views.state import DECODER_STAGES  # noqa: E402
+from harness.browser import BROWSER_ARGS, CHROMIUM
+from harness.sessions import SENTENCES, Drive, Session, act, open_session
+from views.state import DECODER_STAGES
 
 PHASE = 0
 

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .ablation import MODES
 from .checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
+from .constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
 from .decoding import DecodeOptions, decode, greedy_batch
 from .jsonio import dumps
 from .lean import LeanDecoder
 
-MAX_BEAM = 64  # wider beams gain nothing here and grow time and memory linearly (100000 ran out of both)
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
 
 
@@ -32,17 +33,19 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("translate", help="translate English text to French")
     t.add_argument("text", nargs="?", help="the sentence (or use --input)")
     t.add_argument("--input", help="file with one sentence per line, or - for stdin")
-    group = t.add_mutually_exclusive_group()
-    group.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
-    group.add_argument("--sample", action="store_true", help="sample instead of searching")
     d = DecodeOptions()  # the one source of decoding defaults
+    group = t.add_mutually_exclusive_group()
+    group.add_argument("--beam", type=int, metavar="K", help=f"beam search with K hypotheses, 1 to {MAX_BEAM} "
+                       f"(default: {d.strategy} decoding; 1 is greedy)")  # fmt: skip
+    group.add_argument("--sample", action="store_true", help="sample instead of searching")
     t.add_argument("--temperature", type=float, default=d.temperature)
     t.add_argument("--top-k", type=int, default=d.top_k)
     t.add_argument("--top-p", type=float, default=d.top_p)
     t.add_argument("--seed", type=int, default=d.seed)
     t.add_argument("--length-penalty", type=float, default=d.length_penalty)
     t.add_argument("--max-len", type=int, default=None, help=f"most new tokens, </s> included (default: {d.max_len})")
-    t.add_argument("--batch-size", type=int, default=32)
+    t.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="with --input: sentences decoded together "
+                   f"by batched greedy decoding (default: {BATCH_SIZE})")  # fmt: skip
     t.add_argument("--json", action="store_true", help="JSON output with tokens and n-best candidates")
     add_model_arg(t)
 
@@ -56,10 +59,10 @@ def parser() -> argparse.ArgumentParser:
     xp = sub.add_parser("explain", help="logit lens, head ablation, head importance and attribution for one sentence")
     xp.add_argument("text")
     xp.add_argument("--target", help="reference translation (default: the model's greedy output)")
-    xp.add_argument("--method", choices=("ig", "ixg"), help="attribute each output token to the inputs")
+    xp.add_argument("--method", choices=ATTRIBUTION_METHODS, help="attribute each output token to the inputs")
     xp.add_argument("--steps", type=int, default=None, help="integrated-gradients steps (default: the method's)")
     xp.add_argument("--ablate", default="", help="heads to switch off: dec.1.cross.2,dec.0.self.5,enc.0.self.1")
-    xp.add_argument("--mode", choices=("zero", "mean"), default="zero", help="ablation: zeros or the head's mean")
+    xp.add_argument("--mode", choices=MODES, default=MODES[0], help="ablation: zeros or the head's mean")
     xp.add_argument("--contrast", help="why the chosen token rather than this one (a word or a token)")
     xp.add_argument("--position", type=int, help="with --contrast: the output position (default: where the "
                     "contrast comes closest)")  # fmt: skip
@@ -95,18 +98,19 @@ def parser() -> argparse.ArgumentParser:
 
 
 def options(a: argparse.Namespace) -> DecodeOptions:
-    if not 1 <= a.beam <= MAX_BEAM:
-        raise ValueError(f"beam width must be between 1 and {MAX_BEAM}, not {a.beam}")
+    """The decoding the arguments ask for; no decoding flag gives ``DecodeOptions()`` itself (DecodeOptions checks
+    the beam width)."""
     if not math.isfinite(a.length_penalty):
         raise ValueError(f"length penalty must be a finite number, not {a.length_penalty}")
     if not SEED_RANGE[0] <= a.seed <= SEED_RANGE[1]:
         raise ValueError(f"seed must be between {SEED_RANGE[0]} and {SEED_RANGE[1]}, not {a.seed}")
     if a.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, not {a.batch_size}")
-    strategy = "sample" if a.sample else "beam" if a.beam != 1 else "greedy"
-    return DecodeOptions(strategy=strategy, beam=a.beam, length_penalty=a.length_penalty,
+    d = DecodeOptions()
+    strategy = "sample" if a.sample else d.strategy if a.beam is None else "beam" if a.beam != 1 else "greedy"
+    return DecodeOptions(strategy=strategy, beam=d.beam if a.beam is None else a.beam, length_penalty=a.length_penalty,
                          temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
-                         max_len=DecodeOptions.max_len if a.max_len is None else a.max_len)  # fmt: skip
+                         max_len=d.max_len if a.max_len is None else a.max_len)  # fmt: skip
 
 
 def note(msg: str) -> None:

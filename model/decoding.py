@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from .ablation import Ablation
-from .constants import NEG
+from .constants import BATCH_SIZE, MAX_BEAM, NEG
 from .lean import LeanDecoder
 from .transformer import Transformer, head_masks
 
@@ -44,8 +44,8 @@ class DecodeOptions:
     def __post_init__(self):
         if self.strategy not in ("greedy", "beam", "sample"):
             raise ValueError(f"strategy must be greedy, beam or sample, not {self.strategy!r}")
-        if self.beam < 1:
-            raise ValueError("beam width must be at least 1")
+        if not 1 <= self.beam <= MAX_BEAM:
+            raise ValueError(f"beam width must be between 1 and {MAX_BEAM}, not {self.beam}")
         if self.max_len < 1:
             raise ValueError("max_len must be at least 1")
         if self.temperature < 0 or not math.isfinite(self.temperature):
@@ -382,8 +382,8 @@ def greedy_batch(
 
 
 def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int = 1,
-                    max_len: int = DecodeOptions.max_len, batch_size: int = 32, lean: LeanDecoder | None = None,
-                    length_penalty: float = 1.0) -> list[str]:  # fmt: skip
+                    max_len: int = DecodeOptions.max_len, batch_size: int = BATCH_SIZE, lean: LeanDecoder | None = None,
+                    length_penalty: float = DecodeOptions.length_penalty) -> list[str]:  # fmt: skip
     """Translate sentences: batched greedy when beam == 1, beam search per sentence otherwise (``length_penalty``
     as DecodeOptions')."""
     cfg = model.cfg
@@ -402,8 +402,8 @@ def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int =
     return [tokenizer.decode(i) for i in ids]
 
 
-def translate_corpus(model: Transformer, tokenizer, texts: list[str], beam: int = 1, batch_size: int = 64,
-                     length_penalty: float = 1.0) -> list[str]:  # fmt: skip
+def translate_corpus(model: Transformer, tokenizer, texts: list[str], beam: int = 1, batch_size: int = BATCH_SIZE,
+                     length_penalty: float = DecodeOptions.length_penalty) -> list[str]:  # fmt: skip
     """Translate many sentences as the app and the CLI would with their default limits (``DecodeOptions``):
     sorted by length and chunked so batches carry little padding, output in input order. This is the one path
     that ``benchmarks/bleu.py`` scores and that training validates with, so a checkpoint is chosen by the
@@ -411,7 +411,7 @@ def translate_corpus(model: Transformer, tokenizer, texts: list[str], beam: int 
     was_training = model.training
     model.eval()
     try:
-        lean = LeanDecoder(model, rows=beam if beam > 1 else min(32, max(1, len(texts))))
+        lean = LeanDecoder(model, rows=beam if beam > 1 else min(BATCH_SIZE, max(1, len(texts))))
         chunk = max(1, batch_size // beam)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = [""] * len(texts)

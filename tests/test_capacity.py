@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from harness.browser import ROOT as APP_ROOT
+from harness.browser import app_env, serve
+from harness.protocol import Student, badge_labels, reference
+from model.testing import build_tiny_model_dir
+from views.state import DECODER_STAGES
 
-from harness.browser import ROOT as APP_ROOT  # noqa: E402
-from harness.browser import app_env, serve  # noqa: E402
-from harness.protocol import Student, badge_labels, reference  # noqa: E402
-from model.testing import build_tiny_model_dir  # noqa: E402
-from views.state import DECODER_STAGES  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 NUMBER = r"(\d+(?:\.\d+)?)"
 A, B = "I like pizza.", "The cat is sleeping on the sofa."

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from deploy.serve import COOKIE, main_conf, site_conf
 
-from deploy.serve import COOKIE, main_conf, site_conf  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def nginx() -> str:

@@ -5,17 +5,15 @@ the one deploy/serve.py renders."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from deploy.serve import COOKIE, site_conf
 
-from deploy.serve import COOKIE, site_conf  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 K8S = ROOT / "deploy" / "k8s"
 VERSION = "1.37.0"  # the newest schemas kubernetes-validate bundles

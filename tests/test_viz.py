@@ -74,8 +74,13 @@ def test_no_raw_html_reaches_the_figure():
 
 def test_heatmap_z_axes_ticks_and_hover():
     v = np.arange(15, dtype=float).reshape(5, 3) / 7
-    fig = viz.heatmap(v, TOKENS, ["k0", "k1", "k2"], title="t", x_title="key token", y_title="query token",
-                      value_name="weight")  # fmt: skip
+    fig = viz.heatmap(
+        v,
+        TOKENS,
+        ["k0", "k1", "k2"],
+        viz.HeatmapSpec(x_title="key token", y_title="query token", value_name="weight"),
+        title="t",
+    )
     (hm,) = main_heatmaps(fig)
     z = np.asarray(hm.z)
     assert z.shape == (5, 3) and z.dtype == np.float32
@@ -95,7 +100,7 @@ def test_heatmap_z_axes_ticks_and_hover():
 def test_heatmap_masks_neg_inf_and_nan_with_an_exact_overlay():
     v = causal_scores(6)
     v[5, 0] = np.nan
-    fig = viz.heatmap(v, list("abcdef"), list("abcdef"), title="t", x_title="k", y_title="q", zmid=0.0)
+    fig = viz.heatmap(v, list("abcdef"), list("abcdef"), viz.HeatmapSpec(x_title="k", y_title="q", zmid=0.0), title="t")
     (hm,) = main_heatmaps(fig)
     (ov,) = overlays(fig)
     z, oz = np.asarray(hm.z, dtype=float), np.asarray(ov.z, dtype=float)
@@ -105,28 +110,32 @@ def test_heatmap_masks_neg_inf_and_nan_with_an_exact_overlay():
     assert ov.showscale is False and ov.hoverongaps is False and hm.hoverongaps is False
     assert "masked (future)" in ov.hovertemplate
     assert fig.layout.coloraxis.cmid == 0.0
-    fig2 = viz.heatmap(v, list("abcdef"), list("abcdef"), title="t", x_title="k", y_title="q",
-                       masked_hover="padding <pad>")  # fmt: skip
+    fig2 = viz.heatmap(
+        v,
+        list("abcdef"),
+        list("abcdef"),
+        viz.HeatmapSpec(x_title="k", y_title="q", masked_hover="padding <pad>"),
+        title="t",
+    )
     assert "padding &lt;pad&gt;" in overlays(fig2)[0].hovertemplate
 
 
 def test_heatmap_rounds_to_significant_digits():
     v = np.array([[1.23456789, -0.000123456789], [98765.4321, 0.0]])
-    z = np.asarray(main_heatmaps(viz.heatmap(v, ["a", "b"], ["c", "d"], title="", x_title="", y_title=""))[0].z)
+    z = np.asarray(main_heatmaps(viz.heatmap(v, ["a", "b"], ["c", "d"], title=""))[0].z)
     np.testing.assert_allclose(z, np.array([[1.235, -0.0001235], [98770.0, 0.0]], dtype=np.float32), rtol=1e-6)
-    z2 = np.asarray(main_heatmaps(viz.heatmap(v, ["a", "b"], ["c", "d"], title="", x_title="", y_title="",
-                                              decimals=2))[0].z)  # fmt: skip
+    z2 = np.asarray(main_heatmaps(viz.heatmap(v, ["a", "b"], ["c", "d"], viz.HeatmapSpec(decimals=2), title=""))[0].z)
     np.testing.assert_allclose(z2[0, 0], 1.2, rtol=1e-6)
 
 
 def test_heatmap_highlight_row_rectangle():
-    fig = viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", x_title="", y_title="", highlight_row=-1)
+    fig = viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", highlight_row=-1)
     (shape,) = fig.layout.shapes
     assert shape.type == "rect" and (shape.y0, shape.y1) == (2.5, 3.5) and (shape.x0, shape.x1) == (-0.5, 2.5)
     assert shape.fillcolor == "rgba(0,0,0,0)" and shape.line.width > 0
-    assert not viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", x_title="", y_title="").layout.shapes
+    assert not viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="").layout.shapes
     with pytest.raises(ValueError, match="highlight_row"):
-        viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", x_title="", y_title="", highlight_row=4)
+        viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", highlight_row=4)
 
 
 def test_heatmap_payload_is_small():
@@ -141,10 +150,9 @@ def test_heatmap_payload_is_small():
 
 
 def test_shared_helper_no_cell_text_on_large_heatmaps():
-    fig = viz.heatmap(np.ones((20, 20)), list(range(20)), list(range(20)), title="", x_title="", y_title="",
-                      show_values=True)  # fmt: skip
+    fig = viz.heatmap(np.ones((20, 20)), list(range(20)), list(range(20)), viz.HeatmapSpec(show_values=True), title="")
     assert main_heatmaps(fig)[0].texttemplate is None
-    small = viz.heatmap(np.ones((3, 3)), list("abc"), list("abc"), title="", x_title="", y_title="", show_values=True)
+    small = viz.heatmap(np.ones((3, 3)), list("abc"), list("abc"), viz.HeatmapSpec(show_values=True), title="")
     assert main_heatmaps(small)[0].texttemplate
 
 
@@ -154,9 +162,9 @@ def test_shared_helper_no_cell_text_on_large_heatmaps():
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: viz.heatmap(np.zeros((3, 4)), list("abc"), list("abc"), title="", x_title="", y_title=""),
-        lambda: viz.heatmap(np.zeros((3, 4)), list("ab"), list("abcd"), title="", x_title="", y_title=""),
-        lambda: viz.heatmap(np.zeros(3), list("abc"), ["x"], title="", x_title="", y_title=""),
+        lambda: viz.heatmap(np.zeros((3, 4)), list("abc"), list("abc"), title=""),
+        lambda: viz.heatmap(np.zeros((3, 4)), list("ab"), list("abcd"), title=""),
+        lambda: viz.heatmap(np.zeros(3), list("abc"), ["x"], title=""),
         lambda: viz.matrix_figure(np.zeros((4, 8)), list("abc"), title=""),
         lambda: viz.attention_figure(np.zeros((3, 3)), list("abc"), list("ab"), title=""),
         lambda: viz.attention_figure(np.zeros((3, 3)), list("abc"), list("abc"), title="", kind="nope"),
@@ -658,11 +666,9 @@ def test_tiny_matrices_keep_square_cells_and_a_short_bar_beside_them():
 
 
 def test_cell_values_only_when_they_fit():
-    small = viz.heatmap(np.full((3, 3), 0.25), list("abc"), list("abc"), title="", x_title="", y_title="",
-                        show_values=True)  # fmt: skip
+    small = viz.heatmap(np.full((3, 3), 0.25), list("abc"), list("abc"), viz.HeatmapSpec(show_values=True), title="")
     assert main_heatmaps(small)[0].texttemplate
-    wide = viz.heatmap(np.full((3, 3), -12345.5), list("abc"), list("abc"), title="", x_title="", y_title="",
-                       show_values=True)  # fmt: skip
+    wide = viz.heatmap(np.full((3, 3), -12345.5), list("abc"), list("abc"), viz.HeatmapSpec(show_values=True), title="")
     assert main_heatmaps(wide)[0].texttemplate is None
 
 
@@ -804,7 +810,8 @@ def every_figure(T: int) -> list[go.Figure]:
                               if T < 2 else toks, mark_position=max(T, 2) - 1),
         viz.kv_cache_figure(T - 1, 1, toks, title=f"Step {T}: K, V rows reused vs computed now"),
         viz.topk_figure(base + ["a", "b"], p / p.sum(), 0, title=f"Next token, step {T}"),
-        viz.heatmap(rng.normal(size=(T, 3)), toks, ["x", "y", "z"], title="Generic", x_title="col", y_title="row"),
+        viz.heatmap(rng.normal(size=(T, 3)), toks, ["x", "y", "z"], viz.HeatmapSpec(x_title="col", y_title="row"),
+                    title="Generic"),
     ]  # fmt: skip
     steps = fake_beam_steps() if T <= 8 else synthetic_beam(8, 40)
     figs.append(

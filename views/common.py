@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from model.checkpoint import LoadedModel, load_model_dir, set_threads
+from model.constants import MAX_BEAM
 from model.decoding import decode
 from model.lean import LeanDecoder
 from model.steps import compact_result
@@ -17,7 +18,7 @@ from model.trace import teacher_forced_trace
 
 from .cache import SessionCache
 from .plot import plot
-from .state import MAX_BEAM, MEAN_HEADS, Choices
+from .state import MEAN_HEADS, Choices
 
 log = logging.getLogger("decoder_lens")
 # No "Share chart…" (plotly.js offers uploading the figure to its cloud by default): an offline classroom tool.

@@ -17,6 +17,7 @@ from pathlib import Path
 from model.ablation import MODES, format_heads, parse_heads
 from model.checkpoint import ENV_MODEL, default_model_dir
 from model.constants import ATTRIBUTION_METHODS as METHODS
+from model.constants import MAX_BEAM
 from model.decoding import DecodeOptions
 
 from .stages import ALL, REGISTRY
@@ -34,7 +35,6 @@ EXAMPLES = (  # each translated correctly by the bundled model (tests/test_examp
     "The little girl is reading a book in the garden.",
 )
 MAX_CHARS = 2000  # characters kept from the text box / URL before tokenizing
-MAX_BEAM = 8
 MAX_LENGTH_PENALTY = 3.0
 MAX_TEMPERATURE = 5.0
 MAX_SEED = 2**31 - 1

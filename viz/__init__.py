@@ -2,7 +2,8 @@
 
 Every function takes arrays, token lists and options and returns a ``plotly.graph_objects.Figure``
 (or a ``pandas.DataFrame`` / number for the table and metric helpers). Shapes are checked against
-the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`heatmap`.
+the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`heatmap`, drawn as a
+:class:`HeatmapSpec` says and sized as a :class:`Framing` says.
 """
 
 from .common import MASK_COLOR, MASKED_HOVER, safe_label, unique_labels
@@ -19,7 +20,7 @@ from .figures import (
     matrix_figure,
     positional_curves,
 )
-from .heatmap import add_heatmap, heatmap
+from .heatmap import Framing, HeatmapSpec, Ticks, add_heatmap, heatmap
 from .patching import (
     aligned_difference,
     pair_figures,
@@ -30,8 +31,11 @@ from .patching import (
 )
 
 __all__ = [
+    "Framing",
+    "HeatmapSpec",
     "MASK_COLOR",
     "MASKED_HOVER",
+    "Ticks",
     "add_heatmap",
     "addnorm_figure",
     "aligned_difference",

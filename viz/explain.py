@@ -23,7 +23,7 @@ from .common import (
     text_px,
     unique_labels,
 )
-from .heatmap import AXIS_TITLE, CELL_MAX, heatmap
+from .heatmap import AXIS_TITLE, CELL_MAX, Framing, HeatmapSpec, heatmap
 
 BAR_PX = 18  # px per position bar: one 11 px tick label each
 
@@ -45,9 +45,17 @@ def lens_figure(
         raise ValueError(f"top_tokens must be {L} rows of {k} tokens")
     rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
     check_len(L, rows, "rows", f"top_probs of shape {p.shape}")
-    fig = heatmap(p, rows, [f"#{j + 1}" for j in range(k)], title=title, x_title="rank of the token at this layer",
-                  y_title="decoder layer", colorscale="Blues", zmin=0.0, zmax=1.0, value_name="probability",
-                  row_index=False, col_index=False, cells="rows")  # fmt: skip
+    spec = HeatmapSpec(
+        x_title="rank of the token at this layer",
+        y_title="decoder layer",
+        value_name="probability",
+        colorscale="Blues",
+        zmin=0.0,
+        zmax=1.0,
+        row_index=False,
+        col_index=False,
+    )
+    fig = heatmap(p, rows, [f"#{j + 1}" for j in range(k)], spec, title=title, framing=Framing(cells="rows"))
     text = [[safe_label(t) for t in r] for r in toks]
     fig.update_traces(selector=dict(name="probability"), text=text, texttemplate="%{text}",
                       textfont=dict(size=TICK_FONT + 1),
@@ -87,9 +95,18 @@ def layer_position_figure(
     positions = as_tokens(positions, "positions")
     check_len(T, positions, "columns", f"values of shape {v.shape}")
     rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
-    return heatmap(v, rows, positions, title=title, x_title="position: reads → predicts", y_title=y_title,
-                   colorscale=colorscale, zmin=zmin, zmax=zmax, value_name=value_name, row_index=False,
-                   cells="rows", highlight_col=highlight_col, show_values=True, zmax_shown=zmax is None)  # fmt: skip
+    spec = HeatmapSpec(
+        x_title="position: reads → predicts",
+        y_title=y_title,
+        value_name=value_name,
+        colorscale=colorscale,
+        zmin=zmin,
+        zmax=zmax,
+        row_index=False,
+        show_values=True,
+    )
+    framing = Framing(cells="rows", zmax_shown=zmax is None)
+    return heatmap(v, rows, positions, spec, title=title, highlight_col=highlight_col, framing=framing)
 
 
 def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> go.Figure:
@@ -99,10 +116,18 @@ def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> go.Fi
     m = float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 1.0
     heads = [f"head {h}" for h in range(H)]
     wide = math.ceil(max(text_px(h) for h in heads) + 6) if heads else CELL_MAX  # "head k" written across
-    return heatmap(d, [f"layer {i}" for i in range(L)], heads, title=title, x_title=f"{kind}-attention head",
-                   y_title="decoder layer", colorscale="RdBu_r", zmin=-m or -1.0, zmax=m or 1.0,
-                   value_name="loss increase", row_index=False, col_index=False, cells="square", show_values=True,
-                   cell_max=max(CELL_MAX, wide))  # fmt: skip
+    spec = HeatmapSpec(
+        x_title=f"{kind}-attention head",
+        y_title="decoder layer",
+        value_name="loss increase",
+        zmin=-m or -1.0,
+        zmax=m or 1.0,
+        row_index=False,
+        col_index=False,
+        show_values=True,
+    )
+    framing = Framing(cells="square", cell_max=max(CELL_MAX, wide))
+    return heatmap(d, [f"layer {i}" for i in range(L)], heads, spec, title=title, framing=framing)
 
 
 def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str) -> go.Figure:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -38,6 +39,9 @@ from .heatmap import (
     CELL_MIN,
     FIG_MIN_W,
     SQUARE_FIT_W,
+    Framing,
+    HeatmapSpec,
+    Ticks,
     _heatmap_parts,
     bar_clearance,
     bottom_margin,
@@ -147,13 +151,18 @@ def matrix_figure(
     cb_px = colorbar_px(None, value_name)
     geo = rows_geometry(len(tokens), ys, title=title, x_title=dim_label, y_title=token_label, cb_px=cb_px,
                         highlight_row=hl, extra_top=GROUP_LABEL_H if group_size else 0)  # fmt: skip
+    spec = HeatmapSpec(
+        x_title=dim_label, y_title=token_label, value_name=value_name, colorscale=colorscale, zmid=0.0, col_index=False
+    )
     traces, axis, xaxis, yaxis, shape = _heatmap_parts(
-        v[:, lo:hi], tokens, [str(d) for d in range(lo, hi)], x_title=dim_label, y_title=token_label, x_name=None,
-        y_name=None, colorscale=colorscale, zmin=None, zmax=None, zmid=0.0, coloraxis="coloraxis", colorbar=None,
-        highlight_row=hl, masked_hover=MASKED_HOVER, value_name=value_name, decimals=4, row_index=True,
-        col_index=False, show_values=False, hover_text=None, show_row_ticks=True, show_col_ticks=True,
-        x_values=np.arange(lo, hi), row_step=geo.row_step,
-    )  # fmt: skip
+        v[:, lo:hi],
+        tokens,
+        [str(d) for d in range(lo, hi)],
+        spec,
+        highlight_row=hl,
+        x_values=np.arange(lo, hi),
+        ticks=Ticks(row_step=geo.row_step),
+    )
     axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"], length=geo.plot_h)
     moved = set_window(yaxis, geo.rows, len(tokens), reverse=True)
     layout = layout_defaults(title, height=geo.height, cells="rows")
@@ -212,12 +221,19 @@ def attention_figure(
     check_len(w.shape[0], q_tokens, "query rows", f"attention of shape {w.shape}")
     check_len(w.shape[1], k_tokens, "key columns", f"attention of shape {w.shape}")
     cs, zmin, zmax, zmid, name = ATTENTION_KINDS[kind]
-    return heatmap(
-        w, q_tokens, k_tokens, title=title, x_title=k_title, y_title=q_title, colorscale=cs, zmin=zmin, zmax=zmax,
-        zmid=zmid, highlight_row=highlight_row, masked_hover=masked_hover, value_name=value_name or name,
-        colorbar=MASK_BAR if kind == "mask" else None, cells="square", zmax_shown=kind == "weights",
-        same_axes=w.shape[0] == w.shape[1] if same_axes is None else same_axes, focus_col=focus_col,
-    )  # fmt: skip
+    spec = HeatmapSpec(
+        x_title=k_title,
+        y_title=q_title,
+        value_name=value_name or name,
+        colorscale=cs,
+        zmin=zmin,
+        zmax=zmax,
+        zmid=zmid,
+        colorbar=MASK_BAR if kind == "mask" else None,
+        masked_hover=masked_hover,
+    )
+    framing = Framing(cells="square", same_axes=same_axes, focus_col=focus_col, zmax_shown=kind == "weights")
+    return heatmap(w, q_tokens, k_tokens, spec, title=title, highlight_row=highlight_row, framing=framing)
 
 
 def alignment_figure(
@@ -319,6 +335,16 @@ def heads_grid(
     if text:
         notes.append(note_annotation(text, note_top=note_top, plot_top=top, left=left, width=width))
     wide = text_px(k_title, FONT) > pw + gap_x - 8  # the key title is wider than a head: once per row
+    spec = HeatmapSpec(
+        value_name=name,
+        colorscale=cs,
+        zmin=zmin,
+        zmax=zmax,
+        zmid=zmid,
+        colorbar=colorbar,
+        masked_hover=masked_hover,
+        x_name=k_title,
+    )
     for h in range(H):
         r, c = divmod(h, ncols)
         bottom_most = h + ncols >= H  # nothing below it: its column's key labels go here
@@ -326,15 +352,20 @@ def heads_grid(
         n = "" if h == 0 else str(h + 1)
         x0 = c * (pw + gap_x) / plot_w
         y1 = 1 - r * (ph + gap_y) / plot_h
-        parts, axis, xaxis, yaxis, shape = _heatmap_parts(
-            w[h], q_tokens, k_tokens, x_title=k_title if bottom_most and not (wide and left_bottom) else "",
+        panel = replace(
+            spec,
+            x_title=k_title if bottom_most and not (wide and left_bottom) else "",
             y_title=q_title if c == 0 and (r == 0 or not over) else "",
-            x_name=k_title, y_name=f"head {h} · {q_title}", colorscale=cs, zmin=zmin, zmax=zmax, zmid=zmid,
-            coloraxis="coloraxis", colorbar=colorbar, highlight_row=hl, masked_hover=masked_hover, value_name=name,
-            decimals=4, row_index=True, col_index=True, show_values=False, hover_text=None,
-            show_row_ticks=c == 0, show_col_ticks=bottom_most, row_step=one.row_step, col_step=one.col_step,
-            col_angle=one.col_angle,
-        )  # fmt: skip
+            y_name=f"head {h} · {q_title}",
+        )
+        parts, axis, xaxis, yaxis, shape = _heatmap_parts(
+            w[h],
+            q_tokens,
+            k_tokens,
+            panel,
+            highlight_row=hl,
+            ticks=Ticks(one.row_step, one.col_step, one.col_angle, rows=c == 0, cols=bottom_most),
+        )
         if yaxis["title"]["text"]:
             yaxis["title"]["text"] = one.y_title
         for t in parts:
@@ -484,13 +515,17 @@ def addnorm_figure(
     dim_ids = np.arange(lo, hi)
     for i, (vals, cax, vname) in enumerate(((res, "coloraxis", "residual"), (o, "coloraxis2", "normalized"))):
         n = "" if i == 0 else "3"
+        spec = HeatmapSpec(x_title="dimension", y_title=token_label, value_name=vname, zmid=0.0, col_index=False)
         parts, axis, xaxis, yaxis, shape = _heatmap_parts(
-            vals[:, lo:hi], tokens, [str(d) for d in dim_ids], x_title="dimension", y_title=token_label,
-            x_name=None, y_name=None, colorscale="RdBu_r", zmin=None, zmax=None, zmid=0.0, coloraxis=cax,
-            colorbar=None, highlight_row=hl, masked_hover=MASKED_HOVER, value_name=vname, decimals=4,
-            row_index=True, col_index=False, show_values=False, hover_text=None, show_row_ticks=True,
-            show_col_ticks=True, x_values=dim_ids, row_step=geo.row_step,
-        )  # fmt: skip
+            vals[:, lo:hi],
+            tokens,
+            [str(d) for d in dim_ids],
+            spec,
+            highlight_row=hl,
+            x_values=dim_ids,
+            ticks=Ticks(row_step=geo.row_step),
+            coloraxis=cax,
+        )
         top = tops[0 if i == 0 else 2]
         for t in parts:
             t.update(xaxis=f"x{n}", yaxis=f"y{n}")
@@ -591,8 +626,14 @@ def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: 
     hover = np.array([["computed now" if s else "not needed" for s in state]]
                      + [["new: computed now" if s else "reused from the cache" for s in state]] * 2)  # fmt: skip
     cs = [[0, "#9ecae1"], [0.5, "#9ecae1"], [0.5, "#e4572e"], [1, "#e4572e"]]
-    return heatmap(
-        values, ["Q", "K", "V"], tokens, title=title, x_title="position (token)", y_title="", colorscale=cs,
-        zmin=0.0, zmax=1.0, masked_hover="no query needed (cached position)", value_name="state", row_index=False,
-        hover_text=hover, colorbar=dict(tickvals=[0.25, 0.75], ticktext=["cached", "new"]), cells="rows",
-    )  # fmt: skip
+    spec = HeatmapSpec(
+        x_title="position (token)",
+        value_name="state",
+        colorscale=cs,
+        zmin=0.0,
+        zmax=1.0,
+        colorbar=dict(tickvals=[0.25, 0.75], ticktext=["cached", "new"]),
+        masked_hover="no query needed (cached position)",
+        row_index=False,
+    )
+    return heatmap(values, ["Q", "K", "V"], tokens, spec, title=title, hover_text=hover, framing=Framing(cells="rows"))

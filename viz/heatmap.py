@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -54,6 +55,36 @@ FIG_MIN_W = 380  # square figures are at least this wide so the title has room
 NOTE_H = 18  # a line of the note under the title that says which window of a large matrix is shown ...
 NOTE_GAP = 6  # ... and the room between it and the plot
 NOTE_COLOR = "#555"
+
+
+@dataclass(frozen=True)
+class HeatmapSpec:
+    """What a heatmap's cells hold and how they are drawn, apart from the data and the figure's size: one per kind
+    of figure, shared by the figures of that kind (``dataclasses.replace`` makes a variant).
+
+    ``x_title`` / ``y_title`` name the axes, and in the hover a column and a row (unless ``x_name`` / ``y_name``
+    name them there); ``value_name`` titles the colour bar and the hover's value. Colours: ``colorscale`` from
+    ``zmin`` to ``zmax`` (None: the data's), centred on ``zmid`` when a bound is open; ``colorbar``: more colour
+    bar properties (e.g. ``tickvals`` / ``ticktext``). Values are sent rounded to ``decimals`` significant digits;
+    non-finite cells are masked (grey, hover ``masked_hover``). ``row_index`` / ``col_index`` prefix labels with
+    their position ("3:▁le") so repeated tokens stay distinct (without the prefix, labels are kept unless two
+    coincide). ``show_values`` prints the values in the cells (only up to 12 x 12 cells wide enough for them)."""
+
+    x_title: str = ""
+    y_title: str = ""
+    value_name: str = "value"
+    colorscale: str | list = "RdBu_r"
+    zmin: float | None = None
+    zmax: float | None = None
+    zmid: float | None = None
+    colorbar: dict | None = None
+    masked_hover: str = MASKED_HOVER
+    decimals: int = 4
+    row_index: bool = True
+    col_index: bool = True
+    show_values: bool = False
+    x_name: str | None = None
+    y_name: str | None = None
 
 
 class Window(NamedTuple):
@@ -271,6 +302,38 @@ def square_geometry(
                           xpad, "<br>".join(y_lines), note)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Framing:
+    """How ``heatmap`` sizes its figure and which part of a large matrix it shows first.
+
+    ``cells`` (also ``layout.meta["cells"]``): "square" = square cells of a fixed size (at most ``cell_max`` px),
+    ``layout.width`` set (render ``width="content"``), a window of the matrix when it is large, named in a note
+    under the title; "rows" = full container width (no ``layout.width``: render ``width="stretch"``), fixed px per
+    row, column labels thinned (and turned upright) to fit. None: "rows" for more than 64 columns, else "square".
+    ``height`` caps a square figure's height, fixes a "rows" figure's. ``same_axes``: rows and columns are the same
+    positions (self-attention; None: when the matrix is square): the column window ends at the highlighted row's
+    diagonal; ``focus_col``: a column the initial window is centred on. ``zmax_shown``: the colour scale ends at the
+    largest value of the initial window (weights and shares: their differences stay visible when all are small)."""
+
+    cells: str | None = None
+    height: int | None = None
+    cell_max: int = CELL_MAX
+    same_axes: bool | None = None
+    focus_col: int | None = None
+    zmax_shown: bool = False
+
+
+class Ticks(NamedTuple):
+    """Which tick labels an axis shows: every ``row_step``-th row and ``col_step``-th column label (category axes),
+    the column labels turned by ``col_angle``; ``rows`` / ``cols`` False hide an axis' labels (inner panels)."""
+
+    row_step: int = 1
+    col_step: int = 1
+    col_angle: int = 0
+    rows: bool = True
+    cols: bool = True
+
+
 def _axis_ref(fig: go.Figure, row: int | None, col: int | None) -> tuple[str, str]:
     """Layout names ("xaxis2", "yaxis2") of the subplot at (row, col), or of the only axes."""
     if row is None or col is None:
@@ -283,54 +346,38 @@ def _heatmap_parts(
     values: np.ndarray,
     row_labels: Sequence[object],
     col_labels: Sequence[object],
+    spec: HeatmapSpec,
     *,
-    x_title: str,
-    y_title: str,
-    x_name: str | None,
-    y_name: str | None,
-    colorscale: str | list,
-    zmin: float | None,
-    zmax: float | None,
-    zmid: float | None,
-    coloraxis: str,
-    colorbar: dict | None,
-    highlight_row: int | None,
-    masked_hover: str,
-    value_name: str,
-    decimals: int,
-    row_index: bool,
-    col_index: bool,
-    show_values: bool | None,
-    hover_text: np.ndarray | None,
-    show_row_ticks: bool,
-    show_col_ticks: bool,
+    highlight_row: int | None = None,
+    hover_text: np.ndarray | None = None,
     x_values: np.ndarray | None = None,
-    row_step: int = 1,
-    col_step: int = 1,
-    col_angle: int = 0,
+    ticks: Ticks = Ticks(),
+    coloraxis: str = "coloraxis",
     cell_px: float | None = None,
 ) -> tuple[list[dict], dict, dict, dict, dict | None]:
-    """Plain-dict pieces of one heatmap: (traces, colour axis, x axis, y axis, highlight shape or None).
+    """Plain-dict pieces of one heatmap drawn as ``spec`` says: (traces, colour axis ``coloraxis``, x axis, y axis,
+    highlight shape or None).
 
     Dicts, not graph objects: a figure built from them in one go is validated once (about 10x faster
-    than adding traces and updating the layout piece by piece). ``x_values`` (numeric column positions,
-    e.g. true dimension numbers) replace the category column labels with a linear axis whose ticks
-    Plotly thins itself; category axes label every ``row_step``-th / ``col_step``-th category.
+    than adding traces and updating the layout piece by piece). ``hover_text`` (R, C): what the hover says of each
+    cell instead of its value. ``x_values`` (numeric column positions, e.g. true dimension numbers) replace the
+    category column labels with a linear axis whose ticks Plotly thins itself; category axes are labelled as
+    ``ticks`` says. ``cell_px``: a cell's width, for whether printed values fit.
     """
     v = as_2d(values)
     R, C = v.shape
     check_len(R, row_labels, "rows", f"values of shape {v.shape}")
     check_len(C, col_labels, "columns", f"values of shape {v.shape}")
     hl = check_row(highlight_row, R)
-    ys = unique_labels(row_labels, index=row_index)
-    xs = unique_labels(col_labels, index=col_index)
+    ys = unique_labels(row_labels, index=spec.row_index)
+    xs = unique_labels(col_labels, index=spec.col_index)
     masked = ~np.isfinite(v)
-    z = round_sig(np.where(masked, np.nan, v), decimals)
+    z = round_sig(np.where(masked, np.nan, v), spec.decimals)
     xcoord: list | np.ndarray = xs if x_values is None else np.asarray(x_values, dtype=np.int32)
 
-    xn = safe_label(x_name if x_name is not None else x_title or "column")
-    yn = safe_label(y_name if y_name is not None else y_title or "row")
-    vn = safe_label(value_name)
+    xn = safe_label(spec.x_name if spec.x_name is not None else spec.x_title or "column")
+    yn = safe_label(spec.y_name if spec.y_name is not None else spec.y_title or "row")
+    vn = safe_label(spec.value_name)
     where = f"{yn}: %{{y}}<br>{xn}: %{{x}}"
     if hover_text is not None:
         ht = np.asarray(hover_text, dtype=object)
@@ -340,8 +387,8 @@ def _heatmap_parts(
         hovertemplate = f"{where}<br>%{{text}}<extra></extra>"
     else:
         text = None
-        hovertemplate = f"{where}<br>{vn}: %{{z:.{decimals}g}}<extra></extra>"
-    show_values = bool(show_values) and R <= MAX_TEXT_CELLS and C <= MAX_TEXT_CELLS and values_fit(z, cell_px)
+        hovertemplate = f"{where}<br>{vn}: %{{z:.{spec.decimals}g}}<extra></extra>"
+    show_values = spec.show_values and R <= MAX_TEXT_CELLS and C <= MAX_TEXT_CELLS and values_fit(z, cell_px)
     trace = dict(type="heatmap", z=z, x=xcoord, y=ys, coloraxis=coloraxis, hoverongaps=False,
                  hovertemplate=hovertemplate, name=vn, textfont=dict(size=TICK_FONT))  # fmt: skip
     if text is not None:
@@ -354,21 +401,21 @@ def _heatmap_parts(
         traces.append(dict(
             type="heatmap", z=overlay, x=xcoord, y=ys, zmin=0, zmax=1, colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]],
             showscale=False, hoverongaps=False, name="masked",
-            hovertemplate=f"{where}<br>{safe_label(masked_hover)}<extra></extra>",
+            hovertemplate=f"{where}<br>{safe_label(spec.masked_hover)}<extra></extra>",
         ))  # fmt: skip
 
-    extra = dict(colorbar or {})
+    extra = dict(spec.colorbar or {})
     bar = {"thickness": CB_THICK, "tickfont": {"size": TICK_FONT}, **extra,
            "title": {"text": vn, "side": "right", "font": {"size": FONT}, **extra.get("title", {})}}  # fmt: skip
-    axis = dict(colorscale=colorscale, colorbar=bar)
-    if zmin is not None:
-        axis["cmin"] = zmin
-    if zmax is not None:
-        axis["cmax"] = zmax
-    if zmid is not None and (zmin is None or zmax is None):
-        axis["cmid"] = zmid
+    axis = dict(colorscale=spec.colorscale, colorbar=bar)
+    if spec.zmin is not None:
+        axis["cmin"] = spec.zmin
+    if spec.zmax is not None:
+        axis["cmax"] = spec.zmax
+    if spec.zmid is not None and (spec.zmin is None or spec.zmax is None):
+        axis["cmid"] = spec.zmid
 
-    def ticks(labels: list[str], show: bool, step: int) -> dict:
+    def tick_labels(labels: list[str], show: bool, step: int) -> dict:
         if not show:
             return dict(showticklabels=False)
         shown = labels[::step]
@@ -377,16 +424,16 @@ def _heatmap_parts(
     tickfont = dict(size=TICK_FONT)
     title_font = dict(size=FONT)
     if x_values is None:
-        xaxis = dict(type="category", tickangle=col_angle, **ticks(xs, show_col_ticks, col_step))
+        xaxis = dict(type="category", tickangle=ticks.col_angle, **tick_labels(xs, ticks.cols, ticks.col_step))
         x0, x1 = -0.5, C - 0.5
     else:
         x0, x1 = float(xcoord[0]) - 0.5 if C else -0.5, float(xcoord[-1]) + 0.5 if C else 0.5
-        xaxis = dict(type="linear", tickformat="d", range=[x0, x1], showticklabels=show_col_ticks, tickangle=0)
-    xaxis.update(title=dict(text=safe_label(x_title), font=title_font, standoff=8), showgrid=False, zeroline=False,
+        xaxis = dict(type="linear", tickformat="d", range=[x0, x1], showticklabels=ticks.cols, tickangle=0)
+    xaxis.update(title=dict(text=safe_label(spec.x_title), font=title_font, standoff=8), showgrid=False, zeroline=False,
                  automargin=True, ticks="", tickfont=tickfont)  # fmt: skip
-    yaxis = dict(type="category", title=dict(text=safe_label(y_title), font=title_font, standoff=8), showgrid=False,
-                 zeroline=False, automargin=True, ticks="", autorange="reversed", tickfont=tickfont,
-                 **ticks(ys, show_row_ticks, row_step))  # fmt: skip
+    yaxis = dict(type="category", title=dict(text=safe_label(spec.y_title), font=title_font, standoff=8),
+                 showgrid=False, zeroline=False, automargin=True, ticks="", autorange="reversed", tickfont=tickfont,
+                 **tick_labels(ys, ticks.rows, ticks.row_step))  # fmt: skip
     shape = None
     if hl is not None:
         shape = dict(type="rect", x0=x0, x1=x1, y0=hl - 0.5, y1=hl + 0.5,
@@ -411,49 +458,34 @@ def add_heatmap(
     values: np.ndarray,
     row_labels: Sequence[object],
     col_labels: Sequence[object],
+    spec: HeatmapSpec = HeatmapSpec(),
     *,
     row: int | None = None,
     col: int | None = None,
-    x_title: str = "",
-    y_title: str = "",
-    x_name: str | None = None,
-    y_name: str | None = None,
-    colorscale: str | list = "RdBu_r",
-    zmin: float | None = None,
-    zmax: float | None = None,
-    zmid: float | None = None,
-    coloraxis: str = "coloraxis",
-    colorbar: dict | None = None,
     highlight_row: int | None = None,
-    masked_hover: str = MASKED_HOVER,
-    value_name: str = "value",
-    decimals: int = 4,
-    row_index: bool = True,
-    col_index: bool = True,
-    show_values: bool | None = None,
     hover_text: np.ndarray | None = None,
-    show_row_ticks: bool = True,
-    show_col_ticks: bool = True,
     x_values: np.ndarray | None = None,
-    row_step: int = 1,
-    col_step: int = 1,
-    col_angle: int = 0,
+    ticks: Ticks = Ticks(),
+    coloraxis: str = "coloraxis",
 ) -> go.Figure:
-    """Add one heatmap (values + masked overlay + optional highlighted row) to ``fig`` (a subplot or not).
+    """Add one heatmap drawn as ``spec`` says (values + masked overlay + optional highlighted row) to ``fig`` (a
+    subplot or not).
 
-    ``values`` (R, C) rows are ``row_labels`` (y, top to bottom), columns ``col_labels`` (x).
-    Non-finite cells (-inf, NaN) become NaN in the value trace and are covered by a grey overlay
-    trace whose hover reads ``masked_hover``. Colours go through the layout colour axis ``coloraxis``
-    so several heatmaps can share one scale (and one colour bar). Sizing is the caller's.
+    ``values`` (R, C) rows are ``row_labels`` (y, top to bottom), columns ``col_labels`` (x). Colours go through
+    the layout colour axis ``coloraxis`` so several heatmaps can share one scale (and one colour bar). Sizing is
+    the caller's.
     """
     traces, axis, xaxis, yaxis, shape = _heatmap_parts(
-        values, row_labels, col_labels, x_title=x_title, y_title=y_title, x_name=x_name, y_name=y_name,
-        colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, coloraxis=coloraxis, colorbar=colorbar,
-        highlight_row=highlight_row, masked_hover=masked_hover, value_name=value_name, decimals=decimals,
-        row_index=row_index, col_index=col_index, show_values=show_values, hover_text=hover_text,
-        show_row_ticks=show_row_ticks, show_col_ticks=show_col_ticks, x_values=x_values, row_step=row_step,
-        col_step=col_step, col_angle=col_angle,
-    )  # fmt: skip
+        values,
+        row_labels,
+        col_labels,
+        spec,
+        highlight_row=highlight_row,
+        hover_text=hover_text,
+        x_values=x_values,
+        ticks=ticks,
+        coloraxis=coloraxis,
+    )
     for t in traces:
         fig.add_trace(t, row=row, col=col)
     xa, ya = _axis_ref(fig, row, col)
@@ -471,52 +503,24 @@ def heatmap(
     values: np.ndarray,
     row_labels: Sequence[object],
     col_labels: Sequence[object],
+    spec: HeatmapSpec = HeatmapSpec(),
     *,
     title: str,
-    x_title: str,
-    y_title: str,
-    colorscale: str | list = "RdBu_r",
-    zmid: float | None = None,
-    zmin: float | None = None,
-    zmax: float | None = None,
     highlight_row: int | None = None,
-    masked_hover: str = MASKED_HOVER,
-    value_name: str = "value",
-    decimals: int = 4,
-    row_index: bool = True,
-    col_index: bool = True,
-    show_values: bool | None = None,
-    hover_text: np.ndarray | None = None,
-    colorbar: dict | None = None,
-    height: int | None = None,
-    cells: str | None = None,
-    x_values: np.ndarray | None = None,
-    same_axes: bool | None = None,
-    focus_col: int | None = None,
-    zmax_shown: bool = False,
-    cell_max: int = CELL_MAX,
     highlight_col: int | None = None,
+    hover_text: np.ndarray | None = None,
+    x_values: np.ndarray | None = None,
+    framing: Framing = Framing(),
 ) -> go.Figure:
-    """A labelled heatmap of ``values`` (R, C): rows = ``row_labels`` (top to bottom), columns = ``col_labels``.
+    """A labelled heatmap of ``values`` (R, C), drawn as ``spec`` says and sized as ``framing`` says: rows =
+    ``row_labels`` (top to bottom), columns = ``col_labels``.
 
-    -inf and NaN cells are masked (grey, hover ``masked_hover``); ``highlight_row`` (negative counts
-    from the end) is outlined, and so is the column ``highlight_col``; values are sent as float32 rounded to
-    ``decimals`` significant digits. ``row_index`` / ``col_index`` prefix labels with their position ("3:▁le")
-    so repeated tokens stay distinct (without the prefix, labels are kept unless two coincide). ``show_values``
-    prints the values in the cells (only on heatmaps up to 12 x 12 whose cells are wide enough for them).
-
-    ``cells`` (also ``layout.meta["cells"]``): "square" = square cells of a fixed size (at most ``cell_max``
-    px), ``layout.width`` set (render ``width="content"``), a window of the matrix when it is large, named in
-    a note under the title; "rows" = full container width (no ``layout.width``: render ``width="stretch"``),
-    fixed px per row, column labels thinned (and turned upright) to fit. None: "rows" for more than 64
-    columns, else "square". ``x_values``: numeric column positions (a linear x axis, "rows" figures).
-    ``same_axes``: rows and columns are the same positions (self-attention): the column window ends at the
-    highlighted row's diagonal; ``focus_col``: a column the initial window is centred on. ``height`` caps a
-    square figure's height, fixes a "rows" figure's. ``zmax_shown``: the colour scale ends at the largest value
-    of the initial window (weights and shares: their differences stay visible when all are small).
+    ``highlight_row`` (negative counts from the end) is outlined, and so is the column ``highlight_col``;
+    ``hover_text`` (R, C) is what the hover says of each cell instead of its value; ``x_values``: numeric column
+    positions (a linear x axis, "rows" figures).
     """
     v = as_2d(values)
-    cells = cells or ("rows" if v.shape[1] > 64 else "square")
+    cells = framing.cells or ("rows" if v.shape[1] > 64 else "square")
     if cells not in ("square", "rows"):
         raise ValueError(f"cells must be 'square' or 'rows', not {cells!r}")
     check_len(v.shape[0], row_labels, "rows", f"values of shape {v.shape}")
@@ -524,26 +528,28 @@ def heatmap(
     hl = check_row(highlight_row, v.shape[0])
     hc = check_row(highlight_col, v.shape[1]) if highlight_col is not None else None
     R, C = v.shape
-    ys = unique_labels(row_labels, index=row_index)
-    xs = unique_labels(col_labels, index=col_index)
-    cb_px = colorbar_px(_bar_ticks(colorbar), value_name)
-    parts = dict(x_title=x_title, y_title=y_title, x_name=None, y_name=None, colorscale=colorscale, zmin=zmin,
-                 zmax=zmax, zmid=zmid, coloraxis="coloraxis", colorbar=colorbar, highlight_row=hl,
-                 masked_hover=masked_hover, value_name=value_name, decimals=decimals, row_index=row_index,
-                 col_index=col_index, show_values=show_values, hover_text=hover_text, show_row_ticks=True,
-                 show_col_ticks=True)  # fmt: skip
+    ys = unique_labels(row_labels, index=spec.row_index)
+    xs = unique_labels(col_labels, index=spec.col_index)
+    cb_px = colorbar_px(_bar_ticks(spec.colorbar), spec.value_name)
+    x_title, y_title, height = spec.x_title, spec.y_title, framing.height
     notes = []
     if cells == "square":
-        same = R == C if same_axes is None else same_axes
+        same = R == C if framing.same_axes is None else framing.same_axes
         g = square_geometry(R, C, ys, xs, title=title, x_title=x_title, y_title=y_title, cb_px=cb_px,
-                            highlight_row=hl, same_axes=same, focus_col=focus_col, cell_max=cell_max,
+                            highlight_row=hl, same_axes=same, focus_col=framing.focus_col, cell_max=framing.cell_max,
                             max_plot_h=PLOT_MAX_H if height is None else max(CELL_MIN, height - 150))  # fmt: skip
-        if zmax_shown:
-            parts["zmax"] = shown_max(v, g.rows, g.cols, zmax)
+        if framing.zmax_shown:
+            spec = replace(spec, zmax=shown_max(v, g.rows, g.cols, spec.zmax))
         traces, axis, xaxis, yaxis, shape = _heatmap_parts(
-            v, row_labels, col_labels, **parts, row_step=g.row_step, col_step=g.col_step, col_angle=g.col_angle,
+            v,
+            row_labels,
+            col_labels,
+            spec,
+            highlight_row=hl,
+            hover_text=hover_text,
+            ticks=Ticks(g.row_step, g.col_step, g.col_angle),
             cell_px=g.cell,
-        )  # fmt: skip
+        )
         yaxis["title"]["text"] = g.y_title
         axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"],
                                          length=max(g.rows.count * g.cell, CB_MIN), xpad=g.cb_xpad)  # fmt: skip
@@ -552,7 +558,6 @@ def heatmap(
         layout.update(margin=g.margin, title=g.title)
         if g.note:
             notes.append(g.note)
-        plot_w = g.cols.count * g.cell
     else:
         col_angle, col_step, col_px = 0, 1, 0.0
         if x_values is None:
@@ -560,12 +565,19 @@ def heatmap(
         geo = rows_geometry(R, ys, title=title, x_title=x_title, y_title=y_title, cb_px=cb_px, highlight_row=hl,
                             height=height, col_px=col_px if col_angle else 0.0)  # fmt: skip
         plot_w = MIN_WIDTH - geo.margin["l"] - geo.margin["r"]
-        if zmax_shown:
-            parts["zmax"] = shown_max(v, geo.rows, Window(0, C), zmax)
+        if framing.zmax_shown:
+            spec = replace(spec, zmax=shown_max(v, geo.rows, Window(0, C), spec.zmax))
         traces, axis, xaxis, yaxis, shape = _heatmap_parts(
-            v, row_labels, col_labels, **parts, x_values=x_values, row_step=geo.row_step, col_step=col_step,
-            col_angle=col_angle, cell_px=plot_w / max(C, 1),
-        )  # fmt: skip
+            v,
+            row_labels,
+            col_labels,
+            spec,
+            highlight_row=hl,
+            hover_text=hover_text,
+            x_values=x_values,
+            ticks=Ticks(geo.row_step, col_step, col_angle),
+            cell_px=plot_w / max(C, 1),
+        )
         axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"], length=geo.plot_h)
         moved = set_window(yaxis, geo.rows, R, reverse=True)
         if x_values is None:

@@ -5,16 +5,18 @@ their difference."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import plotly.graph_objects as go
 
 from .common import as_2d, as_tokens, check_len
-from .heatmap import heatmap
+from .heatmap import Framing, HeatmapSpec, heatmap
 
 PATCH_SCALE = "Viridis"  # sequential: how much of the measured quantity a restored site brings back
 DIFF_SCALE = "RdBu_r"  # A − B: diverging at 0
 HEAD_KINDS = ("self-attn", "cross-attn")
+ROWS = Framing(cells="rows")  # the maps fill the column's width
 
 
 def _shape(values, shape: tuple[int, ...], name: str) -> np.ndarray:
@@ -45,10 +47,17 @@ def patch_decoder_figure(
     positions = as_tokens(positions, "positions")
     check_len(P, positions, "columns", f"values of shape {v.shape}")
     rows = [f"layer {i} {s}" for i in range(L) for s in sublayers]
-    return heatmap(v.reshape(L * K, P), rows, positions, title=title, x_title="position: reads → predicts",
-                   y_title="decoder residual restored", colorscale=PATCH_SCALE, zmin=zmin, zmax=zmax,
-                   value_name=value_name, row_index=False, cells="rows", show_values=True,
-                   highlight_col=P - 1)  # fmt: skip
+    spec = HeatmapSpec(
+        x_title="position: reads → predicts",
+        y_title="decoder residual restored",
+        value_name=value_name,
+        colorscale=PATCH_SCALE,
+        zmin=zmin,
+        zmax=zmax,
+        row_index=False,
+        show_values=True,
+    )
+    return heatmap(v.reshape(L * K, P), rows, positions, spec, title=title, highlight_col=P - 1, framing=ROWS)
 
 
 def patch_encoder_figure(
@@ -65,9 +74,17 @@ def patch_encoder_figure(
     src_tokens = as_tokens(src_tokens, "src_tokens")
     check_len(v.shape[1], src_tokens, "columns", f"values of shape {v.shape}")
     rows = [f"encoder layer {i}" for i in range(v.shape[0])]
-    return heatmap(v, rows, src_tokens, title=title, x_title="source token whose encoder output is restored",
-                   y_title="encoder layer", colorscale=PATCH_SCALE, zmin=zmin, zmax=zmax, value_name=value_name,
-                   row_index=False, cells="rows", show_values=True)  # fmt: skip
+    spec = HeatmapSpec(
+        x_title="source token whose encoder output is restored",
+        y_title="encoder layer",
+        value_name=value_name,
+        colorscale=PATCH_SCALE,
+        zmin=zmin,
+        zmax=zmax,
+        row_index=False,
+        show_values=True,
+    )
+    return heatmap(v, rows, src_tokens, spec, title=title, framing=ROWS)
 
 
 def patch_heads_figure(
@@ -85,10 +102,19 @@ def patch_heads_figure(
         raise ValueError(f"head sites must be (2, layers, heads), not {v.shape}")
     _, L, H = v.shape
     rows = [f"layer {i} {kind}" for i in range(L) for kind in HEAD_KINDS]
-    return heatmap(v.transpose(1, 0, 2).reshape(2 * L, H), rows, [f"head {h}" for h in range(H)], title=title,
-                   x_title="head whose output is restored", y_title="decoder layer",
-                   colorscale=PATCH_SCALE, zmin=zmin, zmax=zmax, value_name=value_name, row_index=False,
-                   col_index=False, cells="rows", show_values=True)  # fmt: skip
+    spec = HeatmapSpec(
+        x_title="head whose output is restored",
+        y_title="decoder layer",
+        value_name=value_name,
+        colorscale=PATCH_SCALE,
+        zmin=zmin,
+        zmax=zmax,
+        row_index=False,
+        col_index=False,
+        show_values=True,
+    )
+    heads = [f"head {h}" for h in range(H)]
+    return heatmap(v.transpose(1, 0, 2).reshape(2 * L, H), rows, heads, spec, title=title, framing=ROWS)
 
 
 def shared_range(*arrays: np.ndarray) -> tuple[float, float]:
@@ -145,15 +171,23 @@ def pair_figures(
     if signed:
         hi = max(abs(lo), abs(hi))
         lo = -hi
-    kw = dict(x_title=x_title, y_title=y_title, colorscale=colorscale, zmin=lo, zmax=hi, value_name=value_name,
-              cells="rows" if max(a.shape[1], b.shape[1]) > 64 else "square", col_index=col_index)  # fmt: skip
-    fa = heatmap(a, rows_a, cols_a, title=f"A: {title}", **kw)
-    fb = heatmap(b, rows_b, cols_b, title=f"B: {title}", **kw)
+    spec = HeatmapSpec(
+        x_title=x_title,
+        y_title=y_title,
+        value_name=value_name,
+        colorscale=colorscale,
+        zmin=lo,
+        zmax=hi,
+        col_index=col_index,
+    )
+    framing = Framing(cells="rows" if max(a.shape[1], b.shape[1]) > 64 else "square")
+    fa = heatmap(a, rows_a, cols_a, spec, title=f"A: {title}", framing=framing)
+    fb = heatmap(b, rows_b, cols_b, spec, title=f"B: {title}", framing=framing)
     d, _ = aligned_difference(a, b)
     r, c = d.shape
     rows = [_both(x, y) for x, y in zip(as_tokens(rows_a)[:r], as_tokens(rows_b)[:r])]
     cols = [_both(x, y) for x, y in zip(as_tokens(cols_a)[:c], as_tokens(cols_b)[:c])]
     m = float(np.nanmax(np.abs(d[np.isfinite(d)]))) if np.isfinite(d).any() else 1.0
-    kw.update(colorscale=DIFF_SCALE, zmin=-(m or 1.0), zmax=m or 1.0, value_name=f"A − B {value_name}")
-    fd = heatmap(d, rows, cols, title=f"A − B: {title}", **kw)
+    diff = replace(spec, colorscale=DIFF_SCALE, zmin=-(m or 1.0), zmax=m or 1.0, value_name=f"A − B {value_name}")
+    fd = heatmap(d, rows, cols, diff, title=f"A − B: {title}", framing=framing)
     return fa, fb, fd
