@@ -70,12 +70,19 @@ SMOKE = dict(clicks=3, all_clicks=2, sentences=1, cold_starts=1)
 ALL_STAGES = "All stages"  # the stage selector's option that draws every figure
 STEP_SENTENCE = "We will go to the beach tomorrow if it does not rain."  # the longest example: the most steps
 NEW_SENTENCES = (
-    "I like pizza.", "The cat is sleeping on the sofa.", "A man in a blue shirt is standing on a ladder.",
-    "My sister reads a book in the garden.", "The children are playing football in the park.",
-    "He drinks coffee every morning.", "Two dogs are running on the beach.", "She opened the window.",
-    "We are waiting for the bus.", "The old man is selling fruit at the market.", "I lost my keys yesterday.",
+    "I like pizza.",
+    "The cat is sleeping on the sofa.",
+    "A man in a blue shirt is standing on a ladder.",
+    "My sister reads a book in the garden.",
+    "The children are playing football in the park.",
+    "He drinks coffee every morning.",
+    "Two dogs are running on the beach.",
+    "She opened the window.",
+    "We are waiting for the bus.",
+    "The old man is selling fruit at the market.",
+    "I lost my keys yesterday.",
     "A woman is riding a bicycle down the street.",
-)  # fmt: skip
+)
 MAX_STEP_KB, MAX_FLOOR_RATIO, MAX_ALL_RATIO, MAX_COLD_RATIO, MAX_LEARN_RATIO = 200.0, 2.0, 4.0, 1.5, 1.5
 MAX_COMPARE_RATIO = 2.0  # a Compare ▶ step against the step view's own
 MEASURED_POSITION_JS = "+((document.body.innerText.match(/at position (\\d+) \\(/) || [0, -1])[1])"
@@ -169,8 +176,9 @@ def show_all_stages(page, step: int) -> dict:
     the page and pressing ▶ sees them)."""
     before = figures(page)["plots"]
     page.locator(".st-key-stage button", has_text=ALL_STAGES).first.click()
-    page.wait_for_function("n => document.querySelectorAll('.js-plotly-plot').length > n", arg=before,
-                           timeout=TIMEOUT_MS)  # fmt: skip
+    page.wait_for_function(
+        "n => document.querySelectorAll('.js-plotly-plot').length > n", arg=before, timeout=TIMEOUT_MS
+    )
     painted(page, step, 1)
     figs = figures(page)
     painted(page, step, figs["tracking"])
@@ -251,8 +259,13 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
         all_times, all_sizes, _, step = step_clicks(page, frames, n_steps, 0, n["all_clicks"], every["tracking"])
         scrolls = [scroll_through(page)]
         for _ in range(n["all_clicks"] - 1):  # after more ▶ steps, each followed by reading the whole page
-            timed(page, frames, click(page, "next") if step < n_steps - 1 else click(page, "first"),
-                  step + 1 if step < n_steps - 1 else 0, every["tracking"])  # fmt: skip
+            timed(
+                page,
+                frames,
+                click(page, "next") if step < n_steps - 1 else click(page, "first"),
+                step + 1 if step < n_steps - 1 else 0,
+                every["tracking"],
+            )
             step = step + 1 if step < n_steps - 1 else 0
             scrolls.append(scroll_through(page))
         learn = learn_chapters(page, server.url)
@@ -260,19 +273,34 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
         errors = state(page)["errors"] + server.tracebacks()
     finally:
         server.stop()
-    return dict(cold=colds, step=times, bytes=sizes, sentence=sentence_times, largest=largest, n_steps=n_steps,
-                learn=learn, compare=compare, plots=shown["plots"], tracking=shown["tracking"], all_step=all_times,
-                all_bytes=all_sizes,
-                all_plots=every["plots"], all_tracking=every["tracking"], errors=errors,
-                all_scroll=[t for t, _ in scrolls], all_left=max(w for _, w in scrolls))  # fmt: skip
+    return dict(
+        cold=colds,
+        step=times,
+        bytes=sizes,
+        sentence=sentence_times,
+        largest=largest,
+        n_steps=n_steps,
+        learn=learn,
+        compare=compare,
+        plots=shown["plots"],
+        tracking=shown["tracking"],
+        all_step=all_times,
+        all_bytes=all_sizes,
+        all_plots=every["plots"],
+        all_tracking=every["tracking"],
+        errors=errors,
+        all_scroll=[t for t, _ in scrolls],
+        all_left=max(w for _, w in scrolls),
+    )
 
 
 def measure_floor(browser, tmp: Path, largest: tuple[int, int], clicks: int, cold_starts: int) -> dict:
     query = f"/?rows={largest[0]}&cols={largest[1]}"
     colds = []
     for i in range(cold_starts):
-        server, page, frames, secs = cold_start(browser, ROOT / "benchmarks" / "floor_app.py", tmp / f"floor{i}.log",
-                                                {}, query)  # fmt: skip
+        server, page, frames, secs = cold_start(
+            browser, ROOT / "benchmarks" / "floor_app.py", tmp / f"floor{i}.log", {}, query
+        )
         colds.append(secs)
         if i < cold_starts - 1:
             page.context.close()
@@ -334,10 +362,14 @@ def compare_steps(page, url: str, clicks: int) -> list[float]:
 
 def report(app: dict, floor: dict, model: Path) -> None:
     r, c = app["largest"]
-    print(f"Step-to-paint, Chromium + streamlit on localhost; model {model} ({app['n_steps']} decode steps); "
-          f"floor heatmap {r}×{c} = {r * c:,} cells")  # fmt: skip
-    print(f"app, default view: {app['plots']} figures on the page, {app['tracking']} follow the step; app, "
-          f"{ALL_STAGES}: {app['all_plots']} figures on the page, {app['all_tracking']} follow the step")  # fmt: skip
+    print(
+        f"Step-to-paint, Chromium + streamlit on localhost; model {model} ({app['n_steps']} decode steps); "
+        f"floor heatmap {r}×{c} = {r * c:,} cells"
+    )
+    print(
+        f"app, default view: {app['plots']} figures on the page, {app['tracking']} follow the step; app, "
+        f"{ALL_STAGES}: {app['all_plots']} figures on the page, {app['all_tracking']} follow the step"
+    )
     w = [40, 5, 10, 10]
     print(row(["measure", "n", "median", "p95"], w))
     lines = [
@@ -356,54 +388,82 @@ def report(app: dict, floor: dict, model: Path) -> None:
     ]
     for name, xs, scale in lines:
         print(row([name, len(xs), f"{median(xs) * scale:.1f}", f"{p95(xs) * scale:.1f}"], w))
-    print(f"errors on the page or tracebacks in the server log: {app['errors']}; {ALL_STAGES}: figures still waiting "
-          f"after scrolling to the end: {app['all_left']} (those in closed expanders)")  # fmt: skip
+    print(
+        f"errors on the page or tracebacks in the server log: {app['errors']}; {ALL_STAGES}: figures still waiting "
+        f"after scrolling to the end: {app['all_left']} (those in closed expanders)"
+    )
     am, ap, fm, fp = median(app["step"]), p95(app["step"]), median(floor["step"]), p95(floor["step"])
     ok = am <= MAX_FLOOR_RATIO * fm and ap <= MAX_FLOOR_RATIO * fp
-    print(f"verdict step-to-paint ≤ {MAX_FLOOR_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median {am * 1e3:.0f} ms "
-          f"= {am / fm:.2f}× floor {fm * 1e3:.0f} ms; p95 {ap * 1e3:.0f} ms = {ap / fp:.2f}× floor "
-          f"{fp * 1e3:.0f} ms)")  # fmt: skip
+    print(
+        f"verdict step-to-paint ≤ {MAX_FLOOR_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median {am * 1e3:.0f} ms "
+        f"= {am / fm:.2f}× floor {fm * 1e3:.0f} ms; p95 {ap * 1e3:.0f} ms = {ap / fp:.2f}× floor "
+        f"{fp * 1e3:.0f} ms)"
+    )
     kb = [b / 1e3 for b in app["bytes"]]
     ok = max(kb) <= MAX_STEP_KB
-    print(f"verdict bytes per step ≤ {MAX_STEP_KB:g} KB: {'PASS' if ok else 'FAIL'} (median {median(kb):.1f} KB, "
-          f"max {max(kb):.1f} KB over {len(kb)} steps)")  # fmt: skip
+    print(
+        f"verdict bytes per step ≤ {MAX_STEP_KB:g} KB: {'PASS' if ok else 'FAIL'} (median {median(kb):.1f} KB, "
+        f"max {max(kb):.1f} KB over {len(kb)} steps)"
+    )
     am, ap = median(app["all_step"]), p95(app["all_step"])
     ok = am <= MAX_ALL_RATIO * fm and ap <= MAX_ALL_RATIO * fp
-    print(f"verdict {ALL_STAGES} step-to-paint ≤ {MAX_ALL_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median "
-          f"{am * 1e3:.0f} ms = {am / fm:.2f}× floor; p95 {ap * 1e3:.0f} ms = {ap / fp:.2f}× floor; median "
-          f"{median(app['all_bytes']) / 1e3:.1f} KB per step)")  # fmt: skip
+    print(
+        f"verdict {ALL_STAGES} step-to-paint ≤ {MAX_ALL_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median "
+        f"{am * 1e3:.0f} ms = {am / fm:.2f}× floor; p95 {ap * 1e3:.0f} ms = {ap / fp:.2f}× floor; median "
+        f"{median(app['all_bytes']) / 1e3:.1f} KB per step)"
+    )
     lm_, lp_ = median(app["learn"]), p95(app["learn"])
     ok = lm_ <= MAX_LEARN_RATIO * fm and lp_ <= MAX_LEARN_RATIO * fp
-    print(f"verdict Learn chapter-to-paint ≤ {MAX_LEARN_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median "
-          f"{lm_ * 1e3:.0f} ms = {lm_ / fm:.2f}× floor; p95 {lp_ * 1e3:.0f} ms = {lp_ / fp:.2f}× floor; slowest "
-          f"{max(app['learn']) * 1e3:.0f} ms over {len(app['learn'])} chapters)")  # fmt: skip
+    print(
+        f"verdict Learn chapter-to-paint ≤ {MAX_LEARN_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median "
+        f"{lm_ * 1e3:.0f} ms = {lm_ / fm:.2f}× floor; p95 {lp_ * 1e3:.0f} ms = {lp_ / fp:.2f}× floor; slowest "
+        f"{max(app['learn']) * 1e3:.0f} ms over {len(app['learn'])} chapters)"
+    )
     cm, cp, am, ap = median(app["compare"]), p95(app["compare"]), median(app["step"]), p95(app["step"])
     ok = cm <= MAX_COMPARE_RATIO * am and cp <= MAX_COMPARE_RATIO * ap
-    print(f"verdict Compare step-to-paint ≤ {MAX_COMPARE_RATIO:g}× the step view's: {'PASS' if ok else 'FAIL'} "
-          f"(median {cm * 1e3:.0f} ms = {cm / am:.2f}× {am * 1e3:.0f} ms; p95 {cp * 1e3:.0f} ms = {cp / ap:.2f}× "
-          f"{ap * 1e3:.0f} ms; {len(app['compare'])} steps)")  # fmt: skip
+    print(
+        f"verdict Compare step-to-paint ≤ {MAX_COMPARE_RATIO:g}× the step view's: {'PASS' if ok else 'FAIL'} "
+        f"(median {cm * 1e3:.0f} ms = {cm / am:.2f}× {am * 1e3:.0f} ms; p95 {cp * 1e3:.0f} ms = {cp / ap:.2f}× "
+        f"{ap * 1e3:.0f} ms; {len(app['compare'])} steps)"
+    )
     ac, fc = median(app["cold"]), median(floor["cold"])
     ok = ac <= MAX_COLD_RATIO * fc
-    print(f"verdict cold start ≤ {MAX_COLD_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median {ac:.1f} s = "
-          f"{ac / fc:.2f}× floor {fc:.1f} s; app {min(app['cold']):.1f}-{max(app['cold']):.1f} s, floor "
-          f"{min(floor['cold']):.1f}-{max(floor['cold']):.1f} s)")  # fmt: skip
+    print(
+        f"verdict cold start ≤ {MAX_COLD_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median {ac:.1f} s = "
+        f"{ac / fc:.2f}× floor {fc:.1f} s; app {min(app['cold']):.1f}-{max(app['cold']):.1f} s, floor "
+        f"{min(floor['cold']):.1f}-{max(floor['cold']):.1f} s)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model directory (default: the bundled one)")
     ap.add_argument("--clicks", type=int, help=f"measured ▶ clicks (default {FULL['clicks']})")
-    ap.add_argument("--all-clicks", type=int, help=f"measured ▶ clicks in the {ALL_STAGES} view "
-                    f"(default {FULL['all_clicks']})")  # fmt: skip
+    ap.add_argument(
+        "--all-clicks", type=int, help=f"measured ▶ clicks in the {ALL_STAGES} view (default {FULL['all_clicks']})"
+    )
     ap.add_argument("--sentences", type=int, help=f"measured new sentences (default {FULL['sentences']})")
-    ap.add_argument("--cold-starts", type=int, help="measured server launches of the app and of the floor "
-                    f"(default {FULL['cold_starts']})")  # fmt: skip
+    ap.add_argument(
+        "--cold-starts",
+        type=int,
+        help=f"measured server launches of the app and of the floor (default {FULL['cold_starts']})",
+    )
     ap.add_argument("--smoke", action="store_true", help="tiny random model, a few clicks (a quick check)")
     args = ap.parse_args(argv)
     require_chromium()
     n = dict(SMOKE if args.smoke else FULL)
-    n.update({k: v for k, v in (("clicks", args.clicks), ("all_clicks", args.all_clicks), ("sentences", args.sentences),
-                                ("cold_starts", args.cold_starts)) if v is not None})  # fmt: skip
+    n.update(
+        {
+            k: v
+            for k, v in (
+                ("clicks", args.clicks),
+                ("all_clicks", args.all_clicks),
+                ("sentences", args.sentences),
+                ("cold_starts", args.cold_starts),
+            )
+            if v is not None
+        }
+    )
     if min(n.values()) < 1:
         ap.error("--clicks, --all-clicks, --sentences and --cold-starts must be at least 1")
     from playwright.sync_api import sync_playwright
@@ -420,8 +480,10 @@ def main(argv: list[str] | None = None) -> int:
                 floor = measure_floor(browser, tmp, app["largest"], n["clicks"], n["cold_starts"])
             except Exception:
                 for log in sorted(tmp.glob("*.log")):
-                    print(f"--- {log.name} (last lines)\n" + "\n".join(log.read_text().splitlines()[-20:]),
-                          file=sys.stderr)  # fmt: skip
+                    print(
+                        f"--- {log.name} (last lines)\n" + "\n".join(log.read_text().splitlines()[-20:]),
+                        file=sys.stderr,
+                    )
                 raise
             finally:
                 browser.close()

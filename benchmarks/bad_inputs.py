@@ -43,8 +43,10 @@ def print_matrix(rows: list[dict]) -> int:
         mark = "" if not problems else "FAIL "
         print(f"{r['case']:<{w}}  {cli.kind:<9}  {app.kind:<9}  {mark}{msg[:240]}")
     n = len(rows)
-    print(f"\nverdict: {n - bad}/{n} cases behave as expected (clear message or sane clamp, no traceback, no hang, "
-          f"app usable afterwards){'' if not bad else f'; {bad} FAILED'}")  # fmt: skip
+    print(
+        f"\nverdict: {n - bad}/{n} cases behave as expected (clear message or sane clamp, no traceback, no hang, "
+        f"app usable afterwards){'' if not bad else f'; {bad} FAILED'}"
+    )
     return bad
 
 
@@ -65,9 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         model_dir = a.model or (build_tiny_model_dir(Path(tmp) / "tiny") if a.smoke else default_model_dir())
         t0 = time.perf_counter()
         rows = run_matrix(cases, model_dir, timeout=a.timeout, use_subprocess=a.subprocess, app_every=not a.smoke)
-        print(f"model: {model_dir}; {len(cases)} cases in {time.perf_counter() - t0:.1f} s "
-              f"(CLI {'subprocess' if a.subprocess else 'in-process'}; {len(damaged)} damaged model directories, "
-              f"{len(MODEL_DIR_CASES)} of them in the model-directory section)\n")  # fmt: skip
+        print(
+            f"model: {model_dir}; {len(cases)} cases in {time.perf_counter() - t0:.1f} s "
+            f"(CLI {'subprocess' if a.subprocess else 'in-process'}; {len(damaged)} damaged model directories, "
+            f"{len(MODEL_DIR_CASES)} of them in the model-directory section)\n"
+        )
         bad = print_matrix(rows)
     return 1 if bad else 0
 

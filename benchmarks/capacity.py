@@ -86,8 +86,9 @@ from harness.sessions import SENTENCES
 from views.state import DECODER_STAGES, STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
-FULL = dict(sessions=(8, 16, 32, 64, 128, 256), seconds=60.0, think=2.0, browsers=2, burst=30, sentences=40,
-            cost_actions=16)  # fmt: skip
+FULL = dict(
+    sessions=(8, 16, 32, 64, 128, 256), seconds=60.0, think=2.0, browsers=2, burst=30, sentences=40, cost_actions=16
+)
 SMOKE = dict(sessions=(2, 4), seconds=5.0, think=0.5, browsers=1, burst=4, sentences=4, cost_actions=2)
 TARGET_SERVER_S = 1.0
 TARGET_BROWSER_S = 1.5
@@ -130,8 +131,9 @@ class StudentUser(User):
         b.next_index += 1
         sentences = list(b.refs)
         self.rng = random.Random(b.seed * 100_003 + self.index)
-        self.student = Student(self.index, b.url, sentences[self.index % len(sentences)], b.refs, b.n_layers,
-                               b.stages, self.rng)  # fmt: skip
+        self.student = Student(
+            self.index, b.url, sentences[self.index % len(sentences)], b.refs, b.n_layers, b.stages, self.rng
+        )
         try:
             self.record(self.student.open())
         except Exception as e:
@@ -155,15 +157,21 @@ class StudentUser(User):
     def record(self, out) -> None:
         self.bench.records.append((time.time(), self.index, out))
         bad = out.problems + out.crosstalk
-        self.environment.events.request.fire(request_type="WS", name=out.kind, response_time=out.seconds * 1e3,
-                                             response_length=out.received_bytes,
-                                             exception=RuntimeError(bad[0]) if bad else None, context={})  # fmt: skip
+        self.environment.events.request.fire(
+            request_type="WS",
+            name=out.kind,
+            response_time=out.seconds * 1e3,
+            response_length=out.received_bytes,
+            exception=RuntimeError(bad[0]) if bad else None,
+            context={},
+        )
 
     def failed(self, what: str, e: Exception) -> None:
         text = f"student {self.index}: {what} failed: {type(e).__name__}: {str(e)[:160]}"
         self.bench.records.append((time.time(), self.index, Outcome("failed", float("nan"), "", [text])))
-        self.environment.events.request.fire(request_type="WS", name=what, response_time=0, response_length=0,
-                                             exception=e, context={})  # fmt: skip
+        self.environment.events.request.fire(
+            request_type="WS", name=what, response_time=0, response_length=0, exception=e, context={}
+        )
 
 
 class Servers:
@@ -189,10 +197,27 @@ class Sampler:
     def __init__(self, url: str, sessions: int, n_layers: int, stages, think: float, seed: int, out: Path):
         self.out = out
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.sampler", url, str(out), "--sessions", str(sessions), "--n-layers",
-             str(n_layers), "--stages", ",".join(stages), "--think", str(think), "--seed", str(seed)],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(f"{out}.stderr", "w"),  # noqa: SIM115
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "harness.sampler",
+                url,
+                str(out),
+                "--sessions",
+                str(sessions),
+                "--n-layers",
+                str(n_layers),
+                "--stages",
+                ",".join(stages),
+                "--think",
+                str(think),
+                "--seed",
+                str(seed),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=open(f"{out}.stderr", "w"),  # noqa: SIM115
+        )
 
     def events(self) -> list[dict]:
         if not self.out.exists():
@@ -252,8 +277,11 @@ def window(runner, bench: Bench, servers: Servers, sampler: Sampler | None, n: i
     secs = [o.seconds for o in acts if o.kind != "failed"]
     by_kind = {k: [o.seconds for o in acts if o.kind == k] for k in ("step", "stage", "layer", "sentence")}
     steps_all = [o.seconds for o in acts if o.kind == "step" and o.stage == "all"]
-    browser = [e for e in (sampler.events() if sampler else []) if start <= e["t"] < end and e["kind"] in
-               ("step", "stage", "layer", "failed")]  # fmt: skip
+    browser = [
+        e
+        for e in (sampler.events() if sampler else [])
+        if start <= e["t"] < end and e["kind"] in ("step", "stage", "layer", "failed")
+    ]
     b_secs = [e["seconds"] for e in browser if e["seconds"] is not None]
     problems = [p for o in acts for p in o.problems] + [p for e in browser for p in e["errors"]]
     crosstalk = [p for o in acts for p in o.crosstalk] + [p for e in browser for p in e["crosstalk"]]
@@ -289,7 +317,7 @@ def window(runner, bench: Bench, servers: Servers, sampler: Sampler | None, n: i
             "median_ms": stats.median_response_time,
             "p95_ms": stats.get_response_time_percentile(0.95),
             "requests_per_s": stats.total_rps,
-        },  # fmt: skip
+        },
     }
 
 
@@ -319,8 +347,12 @@ def cost(
             secs.append(o.seconds)
             bad += o.problems + o.crosstalk
         gevent.sleep(0.3)
-        out[kind] = {"cpu_ms": (servers.cpu() - c0) / k * 1e3, "server_ms": median(secs) * 1e3, "actions": k,
-                     "problems": bad[:3]}  # fmt: skip
+        out[kind] = {
+            "cpu_ms": (servers.cpu() - c0) / k * 1e3,
+            "server_ms": median(secs) * 1e3,
+            "actions": k,
+            "problems": bad[:3],
+        }
         if profile:
             set_phase(profile, IDLE)
             out[kind]["profile"] = wait_written(profile, kind.replace(" ", "-"))
@@ -408,8 +440,7 @@ def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: d
         refs = {s: reference(url, s) for s in args.sentence_list}
         out["references_s"] = time.monotonic() - t0
         if name == "single":
-            out["cost"] = cost(url, refs, servers, n_layers, stages, args.cost_actions, args.seed,
-                               args.profile)  # fmt: skip
+            out["cost"] = cost(url, refs, servers, n_layers, stages, args.cost_actions, args.seed, args.profile)
         bench = Bench(url, refs, n_layers, stages, args.think, args.seed)
         user = type("Student", (StudentUser,), {"bench": bench, "abstract": False})
         env = Environment(user_classes=[user])
@@ -461,19 +492,50 @@ def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: d
     report["configs"].append(out)
 
 
-HEAD = ["config", "N", "actions", "per s", "p50 ms", "p95 ms", "step p95", "stage p95", "layer p95", "sent. p95",
-        "all-step p95", "browser p95", "errors", "xtalk", "server %", "RSS MiB", "loadgen %",
-        "load before→after"]  # fmt: skip
+HEAD = [
+    "config",
+    "N",
+    "actions",
+    "per s",
+    "p50 ms",
+    "p95 ms",
+    "step p95",
+    "stage p95",
+    "layer p95",
+    "sent. p95",
+    "all-step p95",
+    "browser p95",
+    "errors",
+    "xtalk",
+    "server %",
+    "RSS MiB",
+    "loadgen %",
+    "load before→after",
+]
 WIDTHS = [7, 4, 7, 6, 7, 7, 8, 9, 9, 9, 12, 11, 6, 5, 8, 7, 9, 22]
 
 
 def print_row(name: str, ph: dict) -> None:
-    cells = [name, ph["sessions"], ph["actions"], f"{ph['actions_per_s']:.1f}", ms(ph["server_p50_ms"]),
-             ms(ph["server_p95_ms"]), ms(ph["step_p95_ms"]), ms(ph["stage_p95_ms"]), ms(ph["layer_p95_ms"]),
-             ms(ph["sentence_p95_ms"]), ms(ph["step_in_all_p95_ms"]), ms(ph["browser_p95_ms"]), ph["errors"],
-             ph["crosstalk"], f"{ph['server_cpu_pct']:.0f}", f"{ph['server_rss_mib_peak']:.0f}",
-             f"{ph['loadgen_cpu_pct']:.0f}",
-             f"{'/'.join(f'{x:g}' for x in ph['loadavg_before'][:1])}→{ph['loadavg_after'][0]:g}"]  # fmt: skip
+    cells = [
+        name,
+        ph["sessions"],
+        ph["actions"],
+        f"{ph['actions_per_s']:.1f}",
+        ms(ph["server_p50_ms"]),
+        ms(ph["server_p95_ms"]),
+        ms(ph["step_p95_ms"]),
+        ms(ph["stage_p95_ms"]),
+        ms(ph["layer_p95_ms"]),
+        ms(ph["sentence_p95_ms"]),
+        ms(ph["step_in_all_p95_ms"]),
+        ms(ph["browser_p95_ms"]),
+        ph["errors"],
+        ph["crosstalk"],
+        f"{ph['server_cpu_pct']:.0f}",
+        f"{ph['server_rss_mib_peak']:.0f}",
+        f"{ph['loadgen_cpu_pct']:.0f}",
+        f"{'/'.join(f'{x:g}' for x in ph['loadavg_before'][:1])}→{ph['loadavg_after'][0]:g}",
+    ]
     print(row(cells, WIDTHS, left=1), flush=True)
     for p in ph["problems"][:3]:
         print("    " + p, flush=True)
@@ -487,29 +549,37 @@ def limit(c: dict) -> str:
     cores = 1 if c["config"] == "single" else REPLICAS
     used = beyond["server_cpu_pct"] / cores
     load = beyond["loadavg_after"][0]
-    where = (f"at N={beyond['sessions']}: server {beyond['server_cpu_pct']:.0f}% of a core ({used:.0f}% of its "
-             f"{cores} core(s)), machine load average {load:g} on {os.cpu_count()} cores, "
-             f"{beyond['errors']} errors, {beyond['crosstalk']} cross-talk")  # fmt: skip
+    where = (
+        f"at N={beyond['sessions']}: server {beyond['server_cpu_pct']:.0f}% of a core ({used:.0f}% of its "
+        f"{cores} core(s)), machine load average {load:g} on {os.cpu_count()} cores, "
+        f"{beyond['errors']} errors, {beyond['crosstalk']} cross-talk"
+    )
     if used >= SATURATED * 100:
         return f"the server's own CPU {where}: its Python runs one thread at a time; more replicas take more students"
     if load > (os.cpu_count() or 1) * SATURATED:
-        return (f"the machine, not the server, {where}: other processes held the cores the server waited for, so "
-                "this N is a lower bound of the server's capacity; rerun on a quiet machine")  # fmt: skip
+        return (
+            f"the machine, not the server, {where}: other processes held the cores the server waited for, so "
+            "this N is a lower bound of the server's capacity; rerun on a quiet machine"
+        )
     return f"neither CPU is saturated {where}: the time went to waiting"
 
 
 def summary(report: dict, args) -> None:
     configs = {c["config"]: c for c in report["configs"]}
-    print("(server times: from the request to the end of the script's run; browser: click to every figure painted, "
-          f"{args.browsers} Chromium session(s) beside the N students; server %: 100 = one core, summed over the "
-          "replicas; loadgen %: this process; load: the machine's 1-minute load average before → after the window, "
-          f"on {os.cpu_count()} cores)")  # fmt: skip
+    print(
+        "(server times: from the request to the end of the script's run; browser: click to every figure painted, "
+        f"{args.browsers} Chromium session(s) beside the N students; server %: 100 = one core, summed over the "
+        "replicas; loadgen %: this process; load: the machine's 1-minute load average before → after the window, "
+        f"on {os.cpu_count()} cores)"
+    )
     single = configs.get("single")
     if single and single.get("cost"):
         print("server CPU per action, one student alone (ms of CPU; median server time ms):")
         for kind, c in single["cost"].items():
-            print(f"  {kind:12s} {c['cpu_ms']:7.1f}  {c['server_ms']:7.1f}" + (f"  {c['problems']}" if c["problems"]
-                                                                                 else ""))  # fmt: skip
+            print(
+                f"  {kind:12s} {c['cpu_ms']:7.1f}  {c['server_ms']:7.1f}"
+                + (f"  {c['problems']}" if c["problems"] else "")
+            )
         for kind, c in single["cost"].items():
             prof = c.get("profile")
             if prof:
@@ -524,22 +594,28 @@ def summary(report: dict, args) -> None:
         worst = max(opens) if opens else float("nan")
         errors = b["errors"] + b.get("browser_errors", 0)
         ok = not errors and b["open_max_ms"] <= BURST_PAINT_S * 1e3 and (not opens or worst <= BURST_PAINT_S * 1e3)
-        print(f"verdict {name} burst: {'PASS' if ok else 'FAIL'} ({b['opened']} of {b['students']} students opened "
-              f"within {BURST_WINDOW_S:g} s: first page's server time median {ms(b['open_p50_ms'])} ms, slowest "
-              f"{ms(b['open_max_ms'])} ms; browsers' first page painted in {', '.join(ms(x) for x in opens) or '-'}"
-              f" ms; target ≤ {BURST_PAINT_S:g} s; errors {errors})")  # fmt: skip
+        print(
+            f"verdict {name} burst: {'PASS' if ok else 'FAIL'} ({b['opened']} of {b['students']} students opened "
+            f"within {BURST_WINDOW_S:g} s: first page's server time median {ms(b['open_p50_ms'])} ms, slowest "
+            f"{ms(b['open_max_ms'])} ms; browsers' first page painted in {', '.join(ms(x) for x in opens) or '-'}"
+            f" ms; target ≤ {BURST_PAINT_S:g} s; errors {errors})"
+        )
         largest, server_only = c["largest_n"], c["largest_n_server"]
-        print(f"verdict {name} capacity: {largest if largest is not None else 'none'} (largest N with server p95 ≤ "
-              f"{TARGET_SERVER_S:g} s, browser p95 ≤ {TARGET_BROWSER_S:g} s, no error, no cross-talk; server p95 "
-              f"alone: {server_only if server_only is not None else 'none'}; N run: "
-              f"{','.join(str(ph['sessions']) for ph in c['sweep'])})")  # fmt: skip
+        print(
+            f"verdict {name} capacity: {largest if largest is not None else 'none'} (largest N with server p95 ≤ "
+            f"{TARGET_SERVER_S:g} s, browser p95 ≤ {TARGET_BROWSER_S:g} s, no error, no cross-talk; server p95 "
+            f"alone: {server_only if server_only is not None else 'none'}; N run: "
+            f"{','.join(str(ph['sessions']) for ph in c['sweep'])})"
+        )
         c["limit"] = limit(c)
         print(f"limit {name}: {c['limit']}")
         beyond = next((ph for ph in c["sweep"] if not passes(ph, False)), None)
         prof = beyond and beyond.get("profile")
         if prof:
-            print(f"profile {name} N={beyond['sessions']}: {prof['runs']} script runs, {prof['wall_s']:.1f} s; most "
-                  "time of its own (s):")  # fmt: skip
+            print(
+                f"profile {name} N={beyond['sessions']}: {prof['runs']} script runs, {prof['wall_s']:.1f} s; most "
+                "time of its own (s):"
+            )
             for fn, secs in prof["top_self"][:10]:
                 print(f"  {secs:7.2f}  {fn}")
     if single and single["sweep"]:
@@ -550,30 +626,48 @@ def summary(report: dict, args) -> None:
         at = next((ph for ph in rows if ph["sessions"] == cap), rows[-1])
         need = {n: math.ceil(n / cap) for n in CLASSES} if cap else None
         need_cpu = {n: math.ceil(n / by_cpu) for n in CLASSES} if by_cpu else None
-        report["per_replica"] = {"students": cap, "cpu_pct_per_student": per, "students_by_cpu": by_cpu,
-                                 "cpu_ms_per_action": at["server_cpu_ms_per_action"],
-                                 "rss_mib": at["server_rss_mib_peak"], "replicas_for": need,
-                                 "replicas_for_by_cpu": need_cpu}  # fmt: skip
-        print(f"one replica, measured: {cap if cap else 'no'} students at server p95 ≤ {TARGET_SERVER_S:g} s"
-              + (f" ({at['server_cpu_pct']:.0f}% of a core, RSS {at['server_rss_mib_peak']:.0f} MiB); replicas for a "
-                 f"class of {', '.join(f'{n}: {k}' for n, k in need.items())}" if need else ""))  # fmt: skip
-        print(f"one replica, by CPU: {per:.1f}% of a core per student ({at['server_cpu_ms_per_action']:.0f} ms of CPU "
-              f"per action), so {by_cpu} students at {CPU_SHARE:.0%} of a core; replicas for a class of "
-              f"{', '.join(f'{n}: {k}' for n, k in need_cpu.items()) if need_cpu else '-'} (one more keeps a class "
-              "going when one fails)")  # fmt: skip
+        report["per_replica"] = {
+            "students": cap,
+            "cpu_pct_per_student": per,
+            "students_by_cpu": by_cpu,
+            "cpu_ms_per_action": at["server_cpu_ms_per_action"],
+            "rss_mib": at["server_rss_mib_peak"],
+            "replicas_for": need,
+            "replicas_for_by_cpu": need_cpu,
+        }
+        print(
+            f"one replica, measured: {cap if cap else 'no'} students at server p95 ≤ {TARGET_SERVER_S:g} s"
+            + (
+                f" ({at['server_cpu_pct']:.0f}% of a core, RSS {at['server_rss_mib_peak']:.0f} MiB); replicas for a "
+                f"class of {', '.join(f'{n}: {k}' for n, k in need.items())}"
+                if need
+                else ""
+            )
+        )
+        print(
+            f"one replica, by CPU: {per:.1f}% of a core per student ({at['server_cpu_ms_per_action']:.0f} ms of CPU "
+            f"per action), so {by_cpu} students at {CPU_SHARE:.0%} of a core; replicas for a class of "
+            f"{', '.join(f'{n}: {k}' for n, k in need_cpu.items()) if need_cpu else '-'} (one more keeps a class "
+            "going when one fails)"
+        )
     if single and "nginx" in configs:
         a, b = single["largest_n_server"], configs["nginx"]["largest_n_server"]
         ratio = b / a if a and b else float("nan")
         report["replica_ratio"] = ratio
-        print(f"verdict replicas ≥ 1.7× one process: {'PASS' if ratio == ratio and ratio >= 1.7 else 'FAIL'} "
-              f"({REPLICAS} replicas {b if b is not None else 'none'} vs one process {a if a is not None else 'none'}"
-              f" by server p95 alone; sweep steps are ×2, so the ratio is a power of two)")  # fmt: skip
-    n_err = sum(ph["errors"] for c in configs.values() for ph in c["sweep"]) + sum(c["tracebacks"] for c in
-                                                                                    configs.values())  # fmt: skip
+        print(
+            f"verdict replicas ≥ 1.7× one process: {'PASS' if ratio == ratio and ratio >= 1.7 else 'FAIL'} "
+            f"({REPLICAS} replicas {b if b is not None else 'none'} vs one process {a if a is not None else 'none'}"
+            f" by server p95 alone; sweep steps are ×2, so the ratio is a power of two)"
+        )
+    n_err = sum(ph["errors"] for c in configs.values() for ph in c["sweep"]) + sum(
+        c["tracebacks"] for c in configs.values()
+    )
     n_ct = sum(ph["crosstalk"] for c in configs.values() for ph in c["sweep"])
     n_act = sum(ph["actions"] + ph["browser_actions"] for c in configs.values() for ph in c["sweep"])
-    print(f"verdict errors = 0: {'PASS' if n_err == 0 else 'FAIL'} ({n_err} over {n_act} actions, server tracebacks "
-          "included)")  # fmt: skip
+    print(
+        f"verdict errors = 0: {'PASS' if n_err == 0 else 'FAIL'} ({n_err} over {n_act} actions, server tracebacks "
+        "included)"
+    )
     print(f"verdict cross-talk = 0: {'PASS' if n_ct == 0 else 'FAIL'} ({n_ct} mismatches over {n_act} checks)")
     report["errors"], report["crosstalk"], report["actions"] = n_err, n_ct, n_act
 
@@ -597,12 +691,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--browsers", type=int, help="Chromium sessions sampled beside the students (default 2)")
     ap.add_argument("--burst", type=int, help="students arriving within one second (default 30; smoke 4)")
     ap.add_argument("--configs", default=",".join(CONFIGS), help="single,nginx (default both)")
-    ap.add_argument("--stages", default=",".join((*DECODER_STAGES, "all")),
-                    help="stages to switch between (default: every decoder stage and All stages)")  # fmt: skip
+    ap.add_argument(
+        "--stages",
+        default=",".join((*DECODER_STAGES, "all")),
+        help="stages to switch between (default: every decoder stage and All stages)",
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed of the students' random actions")
-    ap.add_argument("--profile", nargs="?", const=ROOT / "test-artifacts" / "capacity-profile", type=Path,
-                    metavar="DIR", help="profile the one server's script runs per action type with pyinstrument "
-                    "(default DIR test-artifacts/capacity-profile)")  # fmt: skip
+    ap.add_argument(
+        "--profile",
+        nargs="?",
+        const=ROOT / "test-artifacts" / "capacity-profile",
+        type=Path,
+        metavar="DIR",
+        help="profile the one server's script runs per action type with pyinstrument "
+        "(default DIR test-artifacts/capacity-profile)",
+    )
     ap.add_argument("--json", type=Path, metavar="FILE", help="write every figure as strict JSON")
     ap.add_argument("--smoke", action="store_true", help="tiny model, a few students for a few seconds")
     args = ap.parse_args(argv)
@@ -625,12 +728,18 @@ def main(argv: list[str] | None = None) -> int:
         require_chromium()
     if "nginx" in configs:
         find_nginx()
-    report = {"cores": os.cpu_count(), "think_s": args.think, "seconds_per_n": args.seconds,
-              "stages": list(args.stage_list), "sentences": len(args.sentence_list), "browsers": args.browsers,
-              "targets": {"server_p95_s": TARGET_SERVER_S, "browser_p95_s": TARGET_BROWSER_S,
-                          "burst_paint_s": BURST_PAINT_S},
-              "mix_pct": dict(zip(ACTIONS, WEIGHTS)),
-              "loadavg_start": loadavg(), "configs": []}  # fmt: skip
+    report = {
+        "cores": os.cpu_count(),
+        "think_s": args.think,
+        "seconds_per_n": args.seconds,
+        "stages": list(args.stage_list),
+        "sentences": len(args.sentence_list),
+        "browsers": args.browsers,
+        "targets": {"server_p95_s": TARGET_SERVER_S, "browser_p95_s": TARGET_BROWSER_S, "burst_paint_s": BURST_PAINT_S},
+        "mix_pct": dict(zip(ACTIONS, WEIGHTS)),
+        "loadavg_start": loadavg(),
+        "configs": [],
+    }
     with tempfile.TemporaryDirectory(prefix="capacity_") as d:
         tmp = Path(d)
         model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
@@ -638,17 +747,21 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"{model} is not a model directory (no config.json)")
         report["model"] = str(model if not args.smoke else "tiny (model/testing.py)")
         n_layers = int(json.loads((model / "config.json").read_text())["n_decoder_layers"])
-        print(f"Capacity: simulated students over Streamlit's protocol (Locust users), {args.seconds:g} s per N, "
-              f"think {args.think * 0.5:g}–{args.think * 1.5:g} s; model {report['model']}; "
-              f"{args.browsers} browser(s) sampled; {os.cpu_count()} cores, load average {report['loadavg_start']}",
-              flush=True)  # fmt: skip
+        print(
+            f"Capacity: simulated students over Streamlit's protocol (Locust users), {args.seconds:g} s per N, "
+            f"think {args.think * 0.5:g}–{args.think * 1.5:g} s; model {report['model']}; "
+            f"{args.browsers} browser(s) sampled; {os.cpu_count()} cores, load average {report['loadavg_start']}",
+            flush=True,
+        )
         for name in configs:
             try:
                 run_config(name, args, model, n_layers, tmp, report)
             except Exception:
                 for log in sorted((tmp / name).glob("*.log")) + sorted((tmp / name).glob("*.stderr")):
-                    print(f"--- {log.name} (last lines)\n" + "\n".join(log.read_text().splitlines()[-15:]),
-                          file=sys.stderr)  # fmt: skip
+                    print(
+                        f"--- {log.name} (last lines)\n" + "\n".join(log.read_text().splitlines()[-15:]),
+                        file=sys.stderr,
+                    )
                 raise
         summary(report, args)
     report["loadavg_end"] = loadavg()

@@ -112,9 +112,15 @@ async def measure(sessions: list[Session], drive: Drive, server, seconds: float)
     server_s, browser_s = tree_cpu_seconds(pid, table=table) - cpu0[0], browser_cpu(table) - cpu0[1]
     busy, total = (b - a for a, b in zip(cpu0[2], machine_cpu_seconds()))
     end_rss = tree_rss_kb(pid)
-    return dict(seconds=elapsed, server_cpu=server_s / elapsed, browser_cpu=browser_s / elapsed,
-                machine_cpu=busy / total if total > 0 else 0.0, rss_peak=max(rss + [end_rss]) * 1024,
-                rss_end=end_rss * 1024, tracebacks=server.tracebacks() - tracebacks0)  # fmt: skip
+    return dict(
+        seconds=elapsed,
+        server_cpu=server_s / elapsed,
+        browser_cpu=browser_s / elapsed,
+        machine_cpu=busy / total if total > 0 else 0.0,
+        rss_peak=max(rss + [end_rss]) * 1024,
+        rss_end=end_rss * 1024,
+        tracebacks=server.tracebacks() - tracebacks0,
+    )
 
 
 def phase_figures(sessions: list[Session], phase: int, n: int, m: dict, opened_s: float) -> dict:
@@ -145,8 +151,9 @@ def phase_figures(sessions: list[Session], phase: int, n: int, m: dict, opened_s
     }
 
 
-async def classroom(url: str, server, counts: tuple[int, ...], seconds: float, drive: Drive,
-                    profile_dir: Path | None) -> tuple[list[Session], list[dict], dict]:  # fmt: skip
+async def classroom(
+    url: str, server, counts: tuple[int, ...], seconds: float, drive: Drive, profile_dir: Path | None
+) -> tuple[list[Session], list[dict], dict]:
     from playwright.async_api import async_playwright
 
     sessions = [Session(i, SENTENCES[i % len(SENTENCES)]) for i in range(max(counts))]
@@ -188,57 +195,101 @@ def ok(ph: dict) -> bool:
 def limit(ph: dict, cores: int) -> str:
     """What limits the server at this N, in words."""
     server, browsers, machine = ph["server_cpu_pct"], ph["browser_cpu_pct"], ph["machine_cpu_pct"]
-    where = f"at N={ph['sessions']}: server {server:.0f}% of a core, browsers {browsers:.0f}% of a core, " \
-            f"machine {machine:.0f}% of its {cores} cores busy"  # fmt: skip
+    where = (
+        f"at N={ph['sessions']}: server {server:.0f}% of a core, browsers {browsers:.0f}% of a core, "
+        f"machine {machine:.0f}% of its {cores} cores busy"
+    )
     if server >= SATURATED * 100:
-        return (f"the server's CPU {where}: its Python runs one thread at a time, so one server process is "
-                f"saturated near 100% of a core; more replicas (deploy/) take more sessions")  # fmt: skip
+        return (
+            f"the server's CPU {where}: its Python runs one thread at a time, so one server process is "
+            f"saturated near 100% of a core; more replicas (deploy/) take more sessions"
+        )
     if machine >= SATURATED * 100:
-        return (f"the machine's CPU {where}: the browsers share the server's cores here (in a class they run "
-                f"on the students' machines), so this N is a lower bound of the server's capacity")  # fmt: skip
+        return (
+            f"the machine's CPU {where}: the browsers share the server's cores here (in a class they run "
+            f"on the students' machines), so this N is a lower bound of the server's capacity"
+        )
     return f"neither CPU is saturated {where}: the time goes to waiting (the network, the browsers' paint)"
 
 
 def report(sessions: list[Session], phases: list[dict], profiles: dict, model: Path, args, profile_dir) -> dict:
     cores = os.cpu_count() or 1
-    print(f"Classroom: N concurrent browser sessions, {args.seconds:g} s each N; model {model}; think "
-          f"{args.think * 0.5:g}–{args.think * 1.5:g} s between a paint and the next click; stages "
-          f"{','.join(args.stage_list)}; {cores} cores")  # fmt: skip
+    print(
+        f"Classroom: N concurrent browser sessions, {args.seconds:g} s each N; model {model}; think "
+        f"{args.think * 0.5:g}–{args.think * 1.5:g} s between a paint and the next click; stages "
+        f"{','.join(args.stage_list)}; {cores} cores"
+    )
     w = [4, 8, 7, 8, 8, 9, 9, 9, 7, 9, 10, 9, 9, 10, 9]
-    head = ["N", "actions", "per s", "p50 ms", "p95 ms", "step p95", "stage p95", "layer p95", "errors",
-            "timeouts", "crosstalk", "RSS MiB", "server %", "browsers %", "machine %"]  # fmt: skip
+    head = [
+        "N",
+        "actions",
+        "per s",
+        "p50 ms",
+        "p95 ms",
+        "step p95",
+        "stage p95",
+        "layer p95",
+        "errors",
+        "timeouts",
+        "crosstalk",
+        "RSS MiB",
+        "server %",
+        "browsers %",
+        "machine %",
+    ]
     print(row(head, w, left=0))
     for ph in phases:
-        cells = [ph["sessions"], ph["actions"], f"{ph['actions_per_s']:.1f}", ms(ph["p50_ms"]), ms(ph["p95_ms"]),
-                 ms(ph["step_p95_ms"]), ms(ph["stage_p95_ms"]), ms(ph["layer_p95_ms"]), ph["errors"],
-                 ph["timeouts"], ph["crosstalk"], f"{ph['server_rss_mib_peak']:.0f}", f"{ph['server_cpu_pct']:.0f}",
-                 f"{ph['browser_cpu_pct']:.0f}", f"{ph['machine_cpu_pct']:.0f}"]  # fmt: skip
+        cells = [
+            ph["sessions"],
+            ph["actions"],
+            f"{ph['actions_per_s']:.1f}",
+            ms(ph["p50_ms"]),
+            ms(ph["p95_ms"]),
+            ms(ph["step_p95_ms"]),
+            ms(ph["stage_p95_ms"]),
+            ms(ph["layer_p95_ms"]),
+            ph["errors"],
+            ph["timeouts"],
+            ph["crosstalk"],
+            f"{ph['server_rss_mib_peak']:.0f}",
+            f"{ph['server_cpu_pct']:.0f}",
+            f"{ph['browser_cpu_pct']:.0f}",
+            f"{ph['machine_cpu_pct']:.0f}",
+        ]
         print(row(cells, w, left=0))
-    print("(RSS: peak of the streamlit process and its children; server % and browsers %: 100 = one core; "
-          "machine %: 100 = every core)")  # fmt: skip
+    print(
+        "(RSS: peak of the streamlit process and its children; server % and browsers %: 100 = one core; "
+        "machine %: 100 = every core)"
+    )
     problems = [(p, t) for s in sessions for p, t in s.errors + s.crosstalk if p >= 0]
     for _, t in problems[:SHOWN_PROBLEMS]:
         print("  " + t)
     if len(problems) > SHOWN_PROBLEMS:
         print(f"  … and {len(problems) - SHOWN_PROBLEMS} more")
     top = phases[-1]
-    print(f"session cache bound: {SESSION_CACHE_BYTES / MIB:.0f} MiB per session, {PROCESS_CACHE_BYTES / MIB:.0f} "
-          f"MiB for every session together; server RSS at N={top['sessions']}: peak "
-          f"{top['server_rss_mib_peak']:.0f} MiB, end {top['server_rss_mib_end']:.0f} MiB")  # fmt: skip
+    print(
+        f"session cache bound: {SESSION_CACHE_BYTES / MIB:.0f} MiB per session, {PROCESS_CACHE_BYTES / MIB:.0f} "
+        f"MiB for every session together; server RSS at N={top['sessions']}: peak "
+        f"{top['server_rss_mib_peak']:.0f} MiB, end {top['server_rss_mib_end']:.0f} MiB"
+    )
     passing = [ph["sessions"] for ph in phases if ok(ph)]
     largest = max(passing) if passing else None
     beyond = next((ph for ph in phases if not ok(ph)), top)
-    print(f"largest N with p95 ≤ {TARGET_P95_S:g} s: {largest if largest is not None else 'none'} "
-          f"(and no error, no cross-talk; N run: {','.join(str(ph['sessions']) for ph in phases)})")  # fmt: skip
+    print(
+        f"largest N with p95 ≤ {TARGET_P95_S:g} s: {largest if largest is not None else 'none'} "
+        f"(and no error, no cross-talk; N run: {','.join(str(ph['sessions']) for ph in phases)})"
+    )
     what = limit(beyond, cores)
     print(f"limit: {what}")
     for n, prof in profiles.items():
         if not prof:
             print(f"profile N={n}: not written by the server")
             continue
-        print(f"profile N={n}: {prof['runs']} script runs, {prof['wall_s']:.1f} s of script-run wall time "
-              f"(server CPU in that phase: {next(ph for ph in phases if ph['sessions'] == n)['server_cpu_pct']:.0f}% "
-              f"of a core); most time of their own (s):")  # fmt: skip
+        print(
+            f"profile N={n}: {prof['runs']} script runs, {prof['wall_s']:.1f} s of script-run wall time "
+            f"(server CPU in that phase: {next(ph for ph in phases if ph['sessions'] == n)['server_cpu_pct']:.0f}% "
+            f"of a core); most time of their own (s):"
+        )
         for name, secs in prof["top_self"][:10]:
             print(f"  {secs:8.2f}  {name}")
     if profiles:
@@ -292,8 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sessions", type=counts_arg, help="session counts N, e.g. 1,8,16,32 (default; smoke 1,2)")
     ap.add_argument("--seconds", type=float, help="length of the concurrent run for each N (default 60; smoke 4)")
     ap.add_argument("--think", type=float, help="mean pause between a paint and the next click (default 2; smoke 0.3)")
-    ap.add_argument("--stages", type=stages_arg, default=DECODER_STAGES,
-                    help=f"stages the sessions switch between (default: {','.join(DECODER_STAGES)})")  # fmt: skip
+    ap.add_argument(
+        "--stages",
+        type=stages_arg,
+        default=DECODER_STAGES,
+        help=f"stages the sessions switch between (default: {','.join(DECODER_STAGES)})",
+    )
     ap.add_argument("--action-timeout", type=float, default=30.0, help="seconds an action may take to paint")
     ap.add_argument("--seed", type=int, default=0, help="seed of the sessions' random actions")
     ap.add_argument(

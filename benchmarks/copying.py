@@ -26,8 +26,20 @@ from model.jsonio import write
 
 TARGET = 0.95
 EXAMPLE_SENTENCE = ("My name is Vikas. I love cricket, finance, and AI.", ("Vikas", "cricket", "finance"))
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")  # fmt: skip
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 TEMPLATES = (
     "My name is {name}.",
     "{name} is my best friend.",
@@ -146,19 +158,28 @@ def main(argv=None) -> dict:
     example_fr = outs[-1]
     example_missing = [w for w in EXAMPLE_SENTENCE[1] if not appears(w, example_fr)]
     share = 1 - len(failures) / len(cases)
-    print(f"model {loaded.path}; beam {args.beam}; {len(cases)} sentences ({len(TEMPLATES)} templates x "
-          f"{args.per_template}, seed {args.seed})")  # fmt: skip
+    print(
+        f"model {loaded.path}; beam {args.beam}; {len(cases)} sentences ({len(TEMPLATES)} templates x "
+        f"{args.per_template}, seed {args.seed})"
+    )
     print(f"\nfailures ({len(failures)}):")
     for f in failures:
         print(f"  missing {', '.join(f['missing'])}:  {f['english']}  ->  {f['french']}")
     verdict = "misses " + ", ".join(example_missing) if example_missing else "keeps " + ", ".join(EXAMPLE_SENTENCE[1])
     print(f"\nexample sentence: {EXAMPLE_SENTENCE[0]}  ->  {example_fr}  [{verdict}]")
-    print(f"\ncopied verbatim: {len(cases) - len(failures)}/{len(cases)} = {share:.1%} "
-          f"(target >= {TARGET:.0%}: {'PASS' if share >= TARGET else 'FAIL'})")  # fmt: skip
-    result = {"model": str(loaded.path), "beam": args.beam, "sentences": len(cases),
-              "passed": len(cases) - len(failures), "share": round(share, 4), "failures": failures,
-              "example_sentence": {"english": EXAMPLE_SENTENCE[0], "french": example_fr,
-                                   "missing": example_missing}}  # fmt: skip
+    print(
+        f"\ncopied verbatim: {len(cases) - len(failures)}/{len(cases)} = {share:.1%} "
+        f"(target >= {TARGET:.0%}: {'PASS' if share >= TARGET else 'FAIL'})"
+    )
+    result = {
+        "model": str(loaded.path),
+        "beam": args.beam,
+        "sentences": len(cases),
+        "passed": len(cases) - len(failures),
+        "share": round(share, 4),
+        "failures": failures,
+        "example_sentence": {"english": EXAMPLE_SENTENCE[0], "french": example_fr, "missing": example_missing},
+    }
     if args.json:
         write(args.json, result)
     return result

@@ -117,10 +117,14 @@ def main() -> None:
     n_sites = patch.prob.enc.size + patch.prob.dec.size + patch.prob.heads.size
     cig_ms, cig = timed(lambda: contrast_attribution(model, src, out, t, y, "ig"), max(2, runs // 3))
 
-    print(f"model: {name}; {cfg.n_decoder_layers} decoder layers x {cfg.n_heads} heads, vocab {cfg.vocab_size}; "
-          f"torch on {a.threads} threads")  # fmt: skip
-    print(f"source: {len(src) - 1} tokens + </s>; output: {len(out) - (out[-1] == cfg.eos_id)} tokens"
-          f"{' + </s>' if out[-1] == cfg.eos_id else ''}; {T} decoder positions")  # fmt: skip
+    print(
+        f"model: {name}; {cfg.n_decoder_layers} decoder layers x {cfg.n_heads} heads, vocab {cfg.vocab_size}; "
+        f"torch on {a.threads} threads"
+    )
+    print(
+        f"source: {len(src) - 1} tokens + </s>; output: {len(out) - (out[-1] == cfg.eos_id)} tokens"
+        f"{' + </s>' if out[-1] == cfg.eos_id else ''}; {T} decoder positions"
+    )
     counts = np.unique(ig.position_steps, return_counts=True)
     print("IG steps per position: " + ", ".join(f"{n} x {s}" for s, n in zip(*counts)))
     print(f"{'measure':<54}{'median ms':>12}{'x decode':>10}")
@@ -135,24 +139,40 @@ def main() -> None:
     ]
     for label, ms in rows:
         print(f"{label:<54}{ms:>12.1f}{ms / decode_ms:>10.2f}")
-    print(f"completeness error: IG worst {float(ig.completeness.max()):.1%}, median "
-          f"{float(np.median(ig.completeness)):.1%}; ixg worst {float(ixg.completeness.max()):.1%}, median "
-          f"{float(np.median(ixg.completeness)):.1%} (ixg promises none)")  # fmt: skip
-    verdict("lens ≤ 10% of the recorded decode", lens_ms <= 0.10 * decode_ms,
-            f"{lens_ms:.1f} ms = {lens_ms / decode_ms:.1%} of {decode_ms:.1f} ms")  # fmt: skip
-    verdict("head importance ≤ 3 s", importance_ms <= 3000,
-            f"{importance_ms:.0f} ms = {importance_ms / decode_ms:.1f}x the decode")  # fmt: skip
-    verdict("IG attribution ≤ 3 s", ig_ms <= 3000 and met,
-            f"{ig_ms:.0f} ms = {ig_ms / decode_ms:.1f}x the decode, up to {ig.steps} steps"
-            f"{'' if met else ', completeness not within 5 % everywhere'}")  # fmt: skip
+    print(
+        f"completeness error: IG worst {float(ig.completeness.max()):.1%}, median "
+        f"{float(np.median(ig.completeness)):.1%}; ixg worst {float(ixg.completeness.max()):.1%}, median "
+        f"{float(np.median(ixg.completeness)):.1%} (ixg promises none)"
+    )
+    verdict(
+        "lens ≤ 10% of the recorded decode",
+        lens_ms <= 0.10 * decode_ms,
+        f"{lens_ms:.1f} ms = {lens_ms / decode_ms:.1%} of {decode_ms:.1f} ms",
+    )
+    verdict(
+        "head importance ≤ 3 s",
+        importance_ms <= 3000,
+        f"{importance_ms:.0f} ms = {importance_ms / decode_ms:.1f}x the decode",
+    )
+    verdict(
+        "IG attribution ≤ 3 s",
+        ig_ms <= 3000 and met,
+        f"{ig_ms:.0f} ms = {ig_ms / decode_ms:.1f}x the decode, up to {ig.steps} steps"
+        f"{'' if met else ', completeness not within 5 % everywhere'}",
+    )
     print(f"ixg: {ixg_ms:.0f} ms = {ixg_ms / decode_ms:.1f}x the decode (no target)")
     x_tok, y_tok = tok.id_to_token(out[t]), tok.id_to_token(y)
-    print(f"patching at position {t}: p({x_tok}) clean {patch.prob.clean:.3f}, corrupted {patch.prob.corrupted:.3f}; "
-          f"logit {x_tok} − logit {y_tok}: clean {patch.diff.clean:+.3f}, corrupted {patch.diff.corrupted:+.3f}; "
-          f"contrastive IG completeness error {cig.completeness:.1%}")  # fmt: skip
+    print(
+        f"patching at position {t}: p({x_tok}) clean {patch.prob.clean:.3f}, corrupted {patch.prob.corrupted:.3f}; "
+        f"logit {x_tok} − logit {y_tok}: clean {patch.diff.clean:+.3f}, corrupted {patch.diff.corrupted:+.3f}; "
+        f"contrastive IG completeness error {cig.completeness:.1%}"
+    )
     verdict(f"patching map ≤ 3 s on {a.threads} thread(s)", patch_ms <= 3000, f"{patch_ms:.0f} ms for {n_sites} sites")
-    verdict(f"contrastive IG ≤ 3 s on {a.threads} thread(s)", cig_ms <= 3000 and cig.completeness <= COMPLETENESS,
-            f"{cig_ms:.0f} ms, {cig.steps} steps, completeness error {cig.completeness:.1%}")  # fmt: skip
+    verdict(
+        f"contrastive IG ≤ 3 s on {a.threads} thread(s)",
+        cig_ms <= 3000 and cig.completeness <= COMPLETENESS,
+        f"{cig_ms:.0f} ms, {cig.steps} steps, completeness error {cig.completeness:.1%}",
+    )
 
 
 if __name__ == "__main__":

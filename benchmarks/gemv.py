@@ -51,8 +51,10 @@ def main(argv: list[str] | None = None) -> None:
     g = torch.Generator().manual_seed(0)
     weights = [torch.randn(s, generator=g) * 0.05 for s in shapes]
     mb = sum(w.numel() for w in weights) * 4 / 2**20
-    print(f"\nOne decoding step's products: {len(shapes)} weights, {mb:.1f} MB float32; median of {steps} steps, "
-          "methods alternating\n")  # fmt: skip
+    print(
+        f"\nOne decoding step's products: {len(shapes)} weights, {mb:.1f} MB float32; median of {steps} steps, "
+        "methods alternating\n"
+    )
     head = f"{'threads':>7} {'rows':>4}  {'method':<31}{'ms/step':>9} {'GB/s':>8} {'max |diff|':>11}"
     print(head)
     print("-" * len(head))
@@ -72,8 +74,10 @@ def main(argv: list[str] | None = None) -> None:
             return out
 
         def with_onednn(x=x, packed=packed):
-            return [torch.ops.mkldnn._linear_pointwise(x[W.shape[1]], P, None, "none", [], "")
-                    for W, P in zip(weights, packed)]  # fmt: skip
+            return [
+                torch.ops.mkldnn._linear_pointwise(x[W.shape[1]], P, None, "none", [], "")
+                for W, P in zip(weights, packed)
+            ]
 
         fns = dict(zip(METHODS, (with_mkl, with_numpy, with_onednn)))
         ref = with_mkl()

@@ -119,8 +119,9 @@ async def restore(s: Session, drive: Drive, kill_mono: float, moved: Moved) -> N
             break
         await asyncio.sleep(0.05)
     else:
-        moved.problems.append(f"session {s.index}: no new websocket with a run on it within {RECONNECT_S:g} s "
-                              "of the kill")  # fmt: skip
+        moved.problems.append(
+            f"session {s.index}: no new websocket with a run on it within {RECONNECT_S:g} s of the kill"
+        )
         return
     while time.monotonic() < deadline:
         try:
@@ -138,8 +139,10 @@ async def restore(s: Session, drive: Drive, kill_mono: float, moved: Moved) -> N
         moved.reconnect_s = shown_at - kill_mono
         break
     if moved.reconnect_s is None:
-        moved.problems.append(f"session {s.index}: its view (step {s.step}, stage {s.stage}, layer {s.layer}) "
-                              f"did not come back within {RECONNECT_S:g} s of the kill")  # fmt: skip
+        moved.problems.append(
+            f"session {s.index}: its view (step {s.step}, stage {s.stage}, layer {s.layer}) "
+            f"did not come back within {RECONNECT_S:g} s of the kill"
+        )
         return
     bad = await check(s, FAILOVER)
     if not bad and not await step_once(s, drive):  # the new session must also answer the step buttons
@@ -172,8 +175,9 @@ async def drive_all(url: str, replicas, nginx, args, drive: Drive) -> dict:
             drive.phase = FAILOVER
             kill_mono, kill_epoch = time.monotonic(), time.time()
             victim.kill()
-            restoring = asyncio.gather(*(restore(s, drive, kill_mono, moved[i]) for i, s in enumerate(sessions)
-                                         if i in moved))  # fmt: skip
+            restoring = asyncio.gather(
+                *(restore(s, drive, kill_mono, moved[i]) for i, s in enumerate(sessions) if i in moved)
+            )
             others = [s for s in sessions if s.index not in moved]
             end = kill_mono + RECONNECT_S
             await asyncio.gather(restoring, *(run_session(s, drive, end, restoring.done) for s in others))
@@ -185,8 +189,16 @@ async def drive_all(url: str, replicas, nginx, args, drive: Drive) -> dict:
             disturbed = [s.index for s in others if any(t >= kill_mono and w == "open" for t, w in s.sockets)]
         finally:
             await browser.close()
-    return dict(sessions=sessions, routes=routes, victim=victim, moved=moved, kill_epoch=kill_epoch,
-                failover_s=failover_s, disturbed=disturbed, sockets_before=sockets_before)  # fmt: skip
+    return dict(
+        sessions=sessions,
+        routes=routes,
+        victim=victim,
+        moved=moved,
+        kill_epoch=kill_epoch,
+        failover_s=failover_s,
+        disturbed=disturbed,
+        sockets_before=sockets_before,
+    )
 
 
 def report(res: dict, log: list[Request], replicas, tracebacks: int, model: Path, args) -> dict:
@@ -194,12 +206,30 @@ def report(res: dict, log: list[Request], replicas, tracebacks: int, model: Path
     name = {f"127.0.0.1:{r.port}": f"r{r.index}" for r in replicas}
     survivors = {a for a in name if a != f"127.0.0.1:{victim.port}"}
     kill = res["kill_epoch"]
-    print(f"Replicas: {len(replicas)} streamlit replicas behind nginx (sticky cookie {COOKIE}), {len(sessions)} "
-          f"browser sessions; model {model}; {args.seconds:g} s before the kill, {args.after:g} s after the "
-          f"failover; replica r{victim.index} killed")  # fmt: skip
+    print(
+        f"Replicas: {len(replicas)} streamlit replicas behind nginx (sticky cookie {COOKIE}), {len(sessions)} "
+        f"browser sessions; model {model}; {args.seconds:g} s before the kill, {args.after:g} s after the "
+        f"failover; replica r{victim.index} killed"
+    )
     w = [8, 7, 7, 9, 9, 8, 7, 11, 10, 11]
-    print(row(["session", "before", "after", "actions", "p50 ms", "errors", "xtalk", "reconnect", "restored",
-               "websockets"], w, left=1))  # fmt: skip
+    print(
+        row(
+            [
+                "session",
+                "before",
+                "after",
+                "actions",
+                "p50 ms",
+                "errors",
+                "xtalk",
+                "reconnect",
+                "restored",
+                "websockets",
+            ],
+            w,
+            left=1,
+        )
+    )
     rows, sticky_bad = [], []
     for s in sessions:
         before = served_by(log, routes[s.index], until=kill)
@@ -209,38 +239,67 @@ def report(res: dict, log: list[Request], replicas, tracebacks: int, model: Path
         elif s.index in moved and not (len(after) == 1 and after <= survivors):
             sticky_bad.append(f"session {s.index}: served by {sorted(after)} after the kill, not by one survivor")
         elif s.index not in moved and not after <= before:
-            sticky_bad.append(f"session {s.index}: moved from {sorted(before)} to {sorted(after)} though its "
-                              "replica lived")  # fmt: skip
+            sticky_bad.append(
+                f"session {s.index}: moved from {sorted(before)} to {sorted(after)} though its replica lived"
+            )
         m = moved.get(s.index)
         opens = sum(1 for _, what in s.sockets if what == "open")
         secs = [a.seconds for a in s.actions if a.phase >= 0]
-        cells = [s.index, "/".join(name.get(a, a) for a in sorted(before)) or "-",
-                 "/".join(name.get(a, a) for a in sorted(after)) or "-", len(secs), f"{median(secs) * 1e3:.0f}",
-                 len(s.errors), len(s.crosstalk),
-                 "-" if m is None else ("none" if m.reconnect_s is None else f"{m.reconnect_s:.1f} s"),
-                 "-" if m is None else ("yes" if m.restored else "NO"), opens]  # fmt: skip
+        cells = [
+            s.index,
+            "/".join(name.get(a, a) for a in sorted(before)) or "-",
+            "/".join(name.get(a, a) for a in sorted(after)) or "-",
+            len(secs),
+            f"{median(secs) * 1e3:.0f}",
+            len(s.errors),
+            len(s.crosstalk),
+            "-" if m is None else ("none" if m.reconnect_s is None else f"{m.reconnect_s:.1f} s"),
+            "-" if m is None else ("yes" if m.restored else "NO"),
+            opens,
+        ]
         print(row(cells, w, left=1))
-        rows.append({"session": s.index, "sentence": s.sentence, "route": routes[s.index],
-                     "replica_before": [name.get(a, a) for a in sorted(before)],
-                     "replica_after": [name.get(a, a) for a in sorted(after)], "actions": len(secs),
-                     "p50_ms": median(secs) * 1e3, "errors": len(s.errors), "crosstalk": len(s.crosstalk),
-                     "moved": m is not None, "reconnect_s": None if m is None else m.reconnect_s,
-                     "restored": None if m is None else m.restored, "websockets": opens})  # fmt: skip
-    print("(before / after: the replicas that answered the session's requests started before / after the kill, "
-          "from nginx's access log, - for none; reconnect: from the kill to its view shown again)")  # fmt: skip
-    streams = {r.route for r in log if r.uri.startswith("/_stcore/stream") and r.start >= kill and r.status == 101
-               and r.upstream in survivors}  # fmt: skip
+        rows.append(
+            {
+                "session": s.index,
+                "sentence": s.sentence,
+                "route": routes[s.index],
+                "replica_before": [name.get(a, a) for a in sorted(before)],
+                "replica_after": [name.get(a, a) for a in sorted(after)],
+                "actions": len(secs),
+                "p50_ms": median(secs) * 1e3,
+                "errors": len(s.errors),
+                "crosstalk": len(s.crosstalk),
+                "moved": m is not None,
+                "reconnect_s": None if m is None else m.reconnect_s,
+                "restored": None if m is None else m.restored,
+                "websockets": opens,
+            }
+        )
+    print(
+        "(before / after: the replicas that answered the session's requests started before / after the kill, "
+        "from nginx's access log, - for none; reconnect: from the kill to its view shown again)"
+    )
+    streams = {
+        r.route
+        for r in log
+        if r.uri.startswith("/_stcore/stream") and r.start >= kill and r.status == 101 and r.upstream in survivors
+    }
     reconnect_bad = [p for m in moved.values() for p in m.problems]
-    reconnect_bad += [f"session {i}: no websocket through nginx to a survivor after the kill in the access log"
-                      for i in moved if routes[i] not in streams]  # fmt: skip
+    reconnect_bad += [
+        f"session {i}: no websocket through nginx to a survivor after the kill in the access log"
+        for i in moved
+        if routes[i] not in streams
+    ]
     spread = {name[a]: sum(1 for s in sessions if served_by(log, routes[s.index], until=kill) == {a}) for a in name}
     problems = [t for s in sessions for _, t in s.errors + s.crosstalk] + sticky_bad + reconnect_bad
     for t in problems[:SHOWN_PROBLEMS]:
         print("  " + t)
     if len(problems) > SHOWN_PROBLEMS:
         print(f"  … and {len(problems) - SHOWN_PROBLEMS} more")
-    print(f"sessions per replica before the kill: {', '.join(f'{k} {v}' for k, v in spread.items())}; "
-          f"failover took {res['failover_s']:.1f} s; tracebacks in the replicas' logs: {tracebacks}")  # fmt: skip
+    print(
+        f"sessions per replica before the kill: {', '.join(f'{k} {v}' for k, v in spread.items())}; "
+        f"failover took {res['failover_s']:.1f} s; tracebacks in the replicas' logs: {tracebacks}"
+    )
     n_err = sum(len(s.errors) for s in sessions) + tracebacks
     n_ct = sum(len(s.crosstalk) for s in sessions)
     n_act = sum(1 for s in sessions for a in s.actions if a.phase >= 0)
@@ -255,21 +314,43 @@ def report(res: dict, log: list[Request], replicas, tracebacks: int, model: Path
         "others undisturbed": not res["disturbed"],
     }
     print(f"verdict errors = 0: {'PASS' if verdicts['errors = 0'] else 'FAIL'} ({n_err} over {n_act} actions)")
-    print(f"verdict cross-talk = 0: {'PASS' if verdicts['cross-talk = 0'] else 'FAIL'} ({n_ct} mismatches over "
-          f"{n_act} checks)")  # fmt: skip
-    print(f"verdict sticky: {'PASS' if verdicts['sticky'] else 'FAIL'} ({len(sessions) - len(sticky_bad)} of "
-          f"{len(sessions)} sessions on one replica before the kill and on a survivor after)")  # fmt: skip
-    print(f"verdict spread over replicas: {'PASS' if verdicts['spread over replicas'] else 'FAIL'} "
-          f"({', '.join(f'{k} {v}' for k, v in spread.items())})")  # fmt: skip
+    print(
+        f"verdict cross-talk = 0: {'PASS' if verdicts['cross-talk = 0'] else 'FAIL'} ({n_ct} mismatches over "
+        f"{n_act} checks)"
+    )
+    print(
+        f"verdict sticky: {'PASS' if verdicts['sticky'] else 'FAIL'} ({len(sessions) - len(sticky_bad)} of "
+        f"{len(sessions)} sessions on one replica before the kill and on a survivor after)"
+    )
+    print(
+        f"verdict spread over replicas: {'PASS' if verdicts['spread over replicas'] else 'FAIL'} "
+        f"({', '.join(f'{k} {v}' for k, v in spread.items())})"
+    )
     slowest = max((m.reconnect_s for m in moved.values() if m.reconnect_s is not None), default=float("nan"))
-    print(f"verdict reconnect: {'PASS' if ok_reconnect else 'FAIL'} ({restored} of {len(moved)} sessions of r"
-          f"{victim.index} back on their view through nginx, slowest {slowest:.1f} s)")  # fmt: skip
-    print(f"verdict others undisturbed: {'PASS' if verdicts['others undisturbed'] else 'FAIL'} "
-          f"({len(res['disturbed'])} of {len(sessions) - len(moved)} reconnected)")  # fmt: skip
-    return {"model": str(model), "replicas": len(replicas), "sessions": rows, "killed": f"r{victim.index}",
-            "moved": len(moved), "restored": restored, "failover_s": res["failover_s"], "spread": spread,
-            "errors": n_err, "crosstalk": n_ct, "actions": n_act, "tracebacks": tracebacks,
-            "problems": problems, "verdicts": verdicts}  # fmt: skip
+    print(
+        f"verdict reconnect: {'PASS' if ok_reconnect else 'FAIL'} ({restored} of {len(moved)} sessions of r"
+        f"{victim.index} back on their view through nginx, slowest {slowest:.1f} s)"
+    )
+    print(
+        f"verdict others undisturbed: {'PASS' if verdicts['others undisturbed'] else 'FAIL'} "
+        f"({len(res['disturbed'])} of {len(sessions) - len(moved)} reconnected)"
+    )
+    return {
+        "model": str(model),
+        "replicas": len(replicas),
+        "sessions": rows,
+        "killed": f"r{victim.index}",
+        "moved": len(moved),
+        "restored": restored,
+        "failover_s": res["failover_s"],
+        "spread": spread,
+        "errors": n_err,
+        "crosstalk": n_ct,
+        "actions": n_act,
+        "tracebacks": tracebacks,
+        "problems": problems,
+        "verdicts": verdicts,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -314,8 +395,10 @@ def main(argv: list[str] | None = None) -> int:
             res = asyncio.run(drive_all(f"http://127.0.0.1:{port}", replicas, nginx, args, drive))
         except Exception:
             for r in replicas:
-                print(f"--- replica {r.index} log (last lines)\n" + "\n".join(r.log.read_text().splitlines()[-15:]),
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"--- replica {r.index} log (last lines)\n" + "\n".join(r.log.read_text().splitlines()[-15:]),
+                    file=sys.stderr,
+                )
             print("--- nginx error log\n" + (run_dir / "error.log").read_text()[-3000:], file=sys.stderr)
             raise
         finally:

@@ -80,25 +80,42 @@ async def soak(url: str, pid: int, n_sessions: int, seconds: float, drive: Drive
             drive.phase = IDLE_PHASE
             await browser.close()
     mid = min(samples, key=lambda ts: abs(ts[0] - seconds / 2))
-    rss = dict(start=samples[0][1], mid=mid[1], mid_at=mid[0], final=tree_rss_kb(pid),
-               peak=max(kb for _, kb in samples), elapsed=elapsed)  # fmt: skip
+    rss = dict(
+        start=samples[0][1],
+        mid=mid[1],
+        mid_at=mid[0],
+        final=tree_rss_kb(pid),
+        peak=max(kb for _, kb in samples),
+        elapsed=elapsed,
+    )
     return sessions, rss
 
 
 def report(sessions: list[Session], rss: dict, tracebacks: int, model: Path, seconds: float) -> None:
-    print(f"Soak: {len(sessions)} concurrent browser sessions for {rss['elapsed']:.0f} s (asked {seconds:g} s); "
-          f"model {model}")  # fmt: skip
+    print(
+        f"Soak: {len(sessions)} concurrent browser sessions for {rss['elapsed']:.0f} s (asked {seconds:g} s); "
+        f"model {model}"
+    )
     w = [9, 52, 8, 7, 13, 7, 11]
     print(row(["session", "sentence", "actions", "layers", "median (ms)", "errors", "cross-talk"], w, left=2))
     for s in sessions:
         text = s.sentence if len(s.sentence) <= 50 else s.sentence[:49] + "…"
         layers = sum(1 for a in s.actions if a.kind == "layer")
-        cells = [s.index, text, len(s.actions), layers, f"{median([a.seconds for a in s.actions]) * 1e3:.0f}",
-                 len(s.errors), len(s.crosstalk)]  # fmt: skip
+        cells = [
+            s.index,
+            text,
+            len(s.actions),
+            layers,
+            f"{median([a.seconds for a in s.actions]) * 1e3:.0f}",
+            len(s.errors),
+            len(s.crosstalk),
+        ]
         print(row(cells, w, left=2))
     mb = {k: rss[k] / 1024 for k in ("start", "mid", "final", "peak")}
-    print(f"server RSS (MiB, streamlit and children): start {mb['start']:.0f}, at {rss['mid_at']:.0f} s "
-          f"{mb['mid']:.0f}, final {mb['final']:.0f}, peak {mb['peak']:.0f}")  # fmt: skip
+    print(
+        f"server RSS (MiB, streamlit and children): start {mb['start']:.0f}, at {rss['mid_at']:.0f} s "
+        f"{mb['mid']:.0f}, final {mb['final']:.0f}, peak {mb['peak']:.0f}"
+    )
     print(f"tracebacks in the server log: {tracebacks}")
     problems = [t for s in sessions for _, t in s.errors + s.crosstalk]
     for p in problems[:SHOWN_PROBLEMS]:
@@ -111,8 +128,10 @@ def report(sessions: list[Session], rss: dict, tracebacks: int, model: Path, sec
     print(f"verdict errors = 0: {'PASS' if n_err == 0 else 'FAIL'} ({n_err} over {n_act} actions)")
     print(f"verdict cross-talk = 0: {'PASS' if n_ct == 0 else 'FAIL'} ({n_ct} mismatches over {n_act} checks)")
     growth = rss["final"] / rss["mid"] - 1
-    print(f"verdict final RSS ≤ {1 + MAX_GROWTH:.2f}× half-way RSS: {'PASS' if growth <= MAX_GROWTH else 'FAIL'} "
-          f"({mb['final']:.0f} MiB vs {mb['mid']:.0f} MiB: {growth:+.1%})")  # fmt: skip
+    print(
+        f"verdict final RSS ≤ {1 + MAX_GROWTH:.2f}× half-way RSS: {'PASS' if growth <= MAX_GROWTH else 'FAIL'} "
+        f"({mb['final']:.0f} MiB vs {mb['mid']:.0f} MiB: {growth:+.1%})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

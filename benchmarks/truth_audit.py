@@ -27,8 +27,10 @@ def main(argv=None) -> int:
     model = args.model or build_tiny_model_dir(Path(tempfile.mkdtemp()) / "tiny")
     t0 = time.perf_counter()
     rep = audit(model, n=args.states, seed=args.seed)
-    print(f"truth audit: {rep.states} states visited, {rep.checks} checks, {len(rep.problems)} disagreements "
-          f"({time.perf_counter() - t0:.0f} s)")  # fmt: skip
+    print(
+        f"truth audit: {rep.states} states visited, {rep.checks} checks, {len(rep.problems)} disagreements "
+        f"({time.perf_counter() - t0:.0f} s)"
+    )
     for p in rep.problems:
         print("  " + p)
     return 1 if rep.problems else 0

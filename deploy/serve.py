@@ -127,8 +127,9 @@ http {{
 
 
 def find_nginx() -> str:
-    found = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if
-                                           Path(p).exists()), None)  # fmt: skip
+    found = shutil.which("nginx") or next(
+        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if Path(p).exists()), None
+    )
     if not found:
         sys.exit("nginx is missing: install Debian's nginx (apt-get install nginx)")
     return found
@@ -161,9 +162,21 @@ class Replica:
         self._log = None
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(self.port),
-               "--server.address", "127.0.0.1", "--server.headless", "true",
-               "--browser.gatherUsageStats", "false"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.port",
+            str(self.port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ]
         self._log = open(self.log, "a")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
 
@@ -235,13 +248,15 @@ class Nginx:
 
     def start(self, url: str, timeout: float = 30.0) -> None:
         nginx = find_nginx()
-        check = subprocess.run([nginx, "-t", "-q", "-p", str(self.run_dir), "-c", str(self.conf)],
-                               capture_output=True, text=True)  # fmt: skip
+        check = subprocess.run(
+            [nginx, "-t", "-q", "-p", str(self.run_dir), "-c", str(self.conf)], capture_output=True, text=True
+        )
         if check.returncode:
             raise RuntimeError(f"nginx rejects {self.conf}:\n{check.stderr}")
         with open(self.run_dir / "nginx.stderr", "w") as err:  # the child keeps its own copy of the handle
-            self.proc = subprocess.Popen([nginx, "-p", str(self.run_dir), "-c", str(self.conf)],
-                                         stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+            self.proc = subprocess.Popen(
+                [nginx, "-p", str(self.run_dir), "-c", str(self.conf)], stdout=subprocess.DEVNULL, stderr=err
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -268,18 +283,27 @@ def default_replicas() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--replicas", type=int, default=default_replicas(),
-                    help="streamlit processes (default: one per core, at most 8)")  # fmt: skip
+    ap.add_argument(
+        "--replicas",
+        type=int,
+        default=default_replicas(),
+        help="streamlit processes (default: one per core, at most 8)",
+    )
     ap.add_argument("--port", type=int, default=8501, help="the port the class opens (default 8501)")
     ap.add_argument("--listen", default="0.0.0.0", help="the address nginx listens on (default every address)")
     ap.add_argument("--first-port", type=int, default=8511, help="replica i listens on 127.0.0.1:FIRST+i")
     ap.add_argument("--model", type=Path, help="model directory (default: the app's default)")
     ap.add_argument("--run-dir", type=Path, help="nginx's configuration, logs and temporary files (default: new)")
-    ap.add_argument("--print-site", action="store_true",
-                    help="print the configuration for a system nginx (conf.d / sites-available) and exit")  # fmt: skip
-    ap.add_argument("--upstream-host", default="127.0.0.1",
-                    help="--print-site: the replicas' host (compose: the service's name, which resolves to every "
-                         "replica)")  # fmt: skip
+    ap.add_argument(
+        "--print-site",
+        action="store_true",
+        help="print the configuration for a system nginx (conf.d / sites-available) and exit",
+    )
+    ap.add_argument(
+        "--upstream-host",
+        default="127.0.0.1",
+        help="--print-site: the replicas' host (compose: the service's name, which resolves to every replica)",
+    )
     ap.add_argument("--access-log", default=SYSTEM_ACCESS_LOG, help="--print-site: nginx's access log")
     args = ap.parse_args(argv)
     if args.replicas < 1:
@@ -306,8 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     nginx = Nginx(run_dir, f"{args.listen}:{args.port}", ports)
     try:
         nginx.start(f"http://127.0.0.1:{args.port}")
-        print(f"serving on http://{socket.gethostname()}:{args.port}/ (nginx in front of {args.replicas} "
-              f"replica(s)); Ctrl+C stops", flush=True)  # fmt: skip
+        print(
+            f"serving on http://{socket.gethostname()}:{args.port}/ (nginx in front of {args.replicas} "
+            f"replica(s)); Ctrl+C stops",
+            flush=True,
+        )
         while not stopping:
             time.sleep(1)
             if nginx.proc.poll() is not None:
@@ -315,8 +342,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             for r in replicas:
                 if not stopping and r.proc.poll() is not None:
-                    print(f"replica {r.index} (port {r.port}) exited with code {r.proc.returncode}; restarting",
-                          file=sys.stderr, flush=True)  # fmt: skip
+                    print(
+                        f"replica {r.index} (port {r.port}) exited with code {r.proc.returncode}; restarting",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     r.stop()
                     r.start()
     finally:

@@ -177,8 +177,10 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
         rep.check(abs(float(table["p(predicted)"].iloc[-1]) - s.p) <= P_TOL, f"{at_}: table p / header p")
         for i, (name, p) in enumerate(s.chips):
             rep.check(table["predicts (chosen next token)"].iloc[i] == name, f"{at_}: chip {i} / table token")
-            rep.check(p is not None and abs(float(table["p(predicted)"].iloc[i]) - p) <= P_TOL,
-                      f"{at_}: chip {i} p {p} / table {table['p(predicted)'].iloc[i]}")  # fmt: skip
+            rep.check(
+                p is not None and abs(float(table["p(predicted)"].iloc[i]) - p) <= P_TOL,
+                f"{at_}: chip {i} p {p} / table {table['p(predicted)'].iloc[i]}",
+            )
     # the output stage: bars and metrics
     metrics = {m.label: m.value for m in at.metric}
     if "p(chosen token)" in metrics:
@@ -207,19 +209,25 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
             if t["meta"]["status"] == "start":
                 cums += [0.0] if s.step == 0 else []
                 continue
-            cs = plotly_array(t["marker"]["color"]).ravel() if isinstance(t["marker"]["color"], dict) else \
-                t["marker"]["color"]  # fmt: skip
+            cs = (
+                plotly_array(t["marker"]["color"]).ravel()
+                if isinstance(t["marker"]["color"], dict)
+                else t["marker"]["color"]
+            )
             cums += [c for x, c in zip(xs, cs) if x == s.step - 1]
         table_cums = sorted(round(float(c), 3) for c in live["cumulative log-prob"])
-        rep.check(sorted(round(float(c), 3) for c in cums) == table_cums,
-                  f"{at_}: tree nodes {sorted(cums)} / live table {table_cums}")  # fmt: skip
+        rep.check(
+            sorted(round(float(c), 3) for c in cums) == table_cums,
+            f"{at_}: tree nodes {sorted(cums)} / live table {table_cums}",
+        )
         rep.check(tree["layout"]["xaxis"]["tickvals"][-1] <= s.step, f"{at_}: tree axis past the position")
     # the downloads, built as the page builds them
     user = at.session_state["user_forced"]
     tab = position_table(res, line, s.step, reads, predicts, user)
     src_tokens = lm.tokenizer.tokens(src_ids(lm, view))
-    summary = json.loads(export.summary_bytes(view, res, list(line.rows[: s.step + 1]), s.step, src_tokens,
-                                              token_texter(lm), tab))  # fmt: skip
+    summary = json.loads(
+        export.summary_bytes(view, res, list(line.rows[: s.step + 1]), s.step, src_tokens, token_texter(lm), tab)
+    )
     rep.check(os.sep not in summary["choices"]["model_dir"], f"{at_}: the summary holds a path")
     js = summary["followed_positions"]
     rep.check(abs(js[-1]["p(predicted)"] - s.p) <= P_TOL, f"{at_}: summary p {js[-1]['p(predicted)']} / header")
@@ -227,8 +235,7 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
         rep.check(p is not None and abs(js[i]["p(predicted)"] - p) <= P_TOL, f"{at_}: summary / chip {i}")
     csv = pd.read_csv(io.StringIO(tab.to_csv(index=False)))
     rep.check(abs(float(csv["p(predicted)"].iloc[-1]) - s.p) <= P_TOL, f"{at_}: CSV p / header p")
-    npz = np.load(io.BytesIO(export.record_bytes(lm, res, list(line.rows[: s.step + 1]), s.step, reads,
-                                                 src_tokens)))  # fmt: skip
+    npz = np.load(io.BytesIO(export.record_bytes(lm, res, list(line.rows[: s.step + 1]), s.step, reads, src_tokens)))
     rep.check(list(npz["tokens.dec_input"]) == reads, f"{at_}: NPZ tokens / the page's")
     rep.check(show_token(str(npz["tokens.dec_input"][-1])) == s.reads, f"{at_}: NPZ last input / header reads")
     layer = at.session_state["layer"]
@@ -269,8 +276,14 @@ def states(n: int, seed: int = 0) -> list[dict]:
     for i in range(n):
         name, strategy = STRATEGIES[i % len(STRATEGIES)]
         stage = STAGES[(i + i // len(STRATEGIES)) % len(STAGES)]
-        query = {"src": rng.choice(SENTENCES), "max_len": "8", **strategy, "stage": stage,
-                 "layer": str(rng.randrange(2)), "head": rng.choice(["mean", "0", "1"])}  # fmt: skip
+        query = {
+            "src": rng.choice(SENTENCES),
+            "max_len": "8",
+            **strategy,
+            "stage": stage,
+            "layer": str(rng.randrange(2)),
+            "head": rng.choice(["mean", "0", "1"]),
+        }
         place = PLACES[(i // len(STRATEGIES)) % len(PLACES)]
         out.append(dict(name=name, query=query, forced=i % 3 == 1, place=place))
     return out

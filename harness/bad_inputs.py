@@ -37,13 +37,36 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "views" / "main.py")
 NORMAL = "I am a student."
-URL_KEYS = {"strategy": "strategy", "beam": "beam", "temperature": "temp", "top_k": "top_k", "top_p": "top_p",
-            "seed": "seed", "max_len": "max_len", "length_penalty": "lp"}  # fmt: skip
+URL_KEYS = {
+    "strategy": "strategy",
+    "beam": "beam",
+    "temperature": "temp",
+    "top_k": "top_k",
+    "top_p": "top_p",
+    "seed": "seed",
+    "max_len": "max_len",
+    "length_penalty": "lp",
+}
 # every key set on every case, so no case inherits another's value; short decodes keep each run fast
-URL_DEFAULTS = {"strategy": "greedy", "beam": "4", "temp": "1", "top_k": "0", "top_p": "1", "seed": "0",
-                "max_len": "8", "lp": "1"}  # fmt: skip
-CLI_FLAGS = {"beam": "--beam", "temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p",
-             "seed": "--seed", "max_len": "--max-len", "length_penalty": "--length-penalty"}  # fmt: skip
+URL_DEFAULTS = {
+    "strategy": "greedy",
+    "beam": "4",
+    "temp": "1",
+    "top_k": "0",
+    "top_p": "1",
+    "seed": "0",
+    "max_len": "8",
+    "lp": "1",
+}
+CLI_FLAGS = {
+    "beam": "--beam",
+    "temperature": "--temperature",
+    "top_k": "--top-k",
+    "top_p": "--top-p",
+    "seed": "--seed",
+    "max_len": "--max-len",
+    "length_penalty": "--length-penalty",
+}
 HTML = "<script>alert(1)</script><img src=x onerror=alert(1)> & </textarea>"
 MARKDOWN = r"# T **b** [x](javascript:f()) `c` $\frac{a}{b}$ :red[r]"
 
@@ -69,6 +92,7 @@ class Case:
     smoke: bool = False
 
 
+# The cases are a table, one case to a line or two, as it reads best (fmt: off keeps it so).
 # fmt: off
 CASES = (
     Case("empty text", "", cli=("error", "empty"), app=("info", "empty")),
@@ -501,8 +525,9 @@ def still_usable(at) -> str:
     return ""
 
 
-def check_app(cases: Sequence[Case], model_dir: Path, work: Path, timeout: float = 60,
-              every: bool = True, log: bool = False) -> dict[str, tuple[Outcome, str]]:  # fmt: skip
+def check_app(
+    cases: Sequence[Case], model_dir: Path, work: Path, timeout: float = 60, every: bool = True, log: bool = False
+) -> dict[str, tuple[Outcome, str]]:
     """Run the app cases; ``every``: check the session still works after each case (else once at the end).
 
     Every case but the broken models runs in one session: the text goes into the widgets, the
@@ -561,8 +586,9 @@ def check_app(cases: Sequence[Case], model_dir: Path, work: Path, timeout: float
 # ------------------------------------------------------------------------------------------- matrix
 
 
-def run_matrix(cases: Sequence[Case], model_dir: Path, timeout: float = 120, use_subprocess: bool = False,
-               app_every: bool = True) -> list[dict]:  # fmt: skip
+def run_matrix(
+    cases: Sequence[Case], model_dir: Path, timeout: float = 120, use_subprocess: bool = False, app_every: bool = True
+) -> list[dict]:
     """One row per case: ``case``, ``cli``/``app`` (Outcome) and ``cli_problem``/``app_problem`` ("" = as expected)."""
     with tempfile.TemporaryDirectory(prefix="bad-inputs-") as tmp:
         work = Path(tmp)

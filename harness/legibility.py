@@ -16,8 +16,14 @@ import plotly.graph_objects as go
 
 MIN_FONT_PX = 11
 CHROMIUM = "/usr/bin/chromium"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"]  # fmt: skip
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 # One pass over every `.js-plotly-plot`: boxes are client rects; `tol` px of overlap is forgiven.
 LEGIBILITY_JS = """
@@ -165,8 +171,14 @@ def figures_page(figures: Sequence[go.Figure], width: int, *, include_plotlyjs: 
     """
     parts = []
     for i, fig in enumerate(figures):
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=include_plotlyjs if i == 0 else False,
-                                 default_width="100%", config={"responsive": True}))  # fmt: skip
+        parts.append(
+            fig.to_html(
+                full_html=False,
+                include_plotlyjs=include_plotlyjs if i == 0 else False,
+                default_width="100%",
+                config={"responsive": True},
+            )
+        )
     body = "\n".join(f'<div class="cell" style="margin:0 0 24px 0">{p}</div>' for p in parts)
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>figures</title>"

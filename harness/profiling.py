@@ -59,8 +59,12 @@ def summarize(session, runs: int) -> dict:
         key = f"{f.function} ({f.file_path_short}:{f.line_no})"
         own[key] = own.get(key, 0.0) + f.total_self_time
     top = sorted(own.items(), key=lambda kv: -kv[1])[:TOP]
-    return {"runs": runs, "wall_s": session.duration if session else 0.0,
-            "samples": session.sample_count if session else 0, "top_self": [[k, v] for k, v in top]}  # fmt: skip
+    return {
+        "runs": runs,
+        "wall_s": session.duration if session else 0.0,
+        "samples": session.sample_count if session else 0,
+        "top_self": [[k, v] for k, v in top],
+    }
 
 
 class PhaseProfiles:

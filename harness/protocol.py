@@ -62,8 +62,10 @@ class Run:
     received_bytes: int
 
     def markdown(self, prefix: str) -> str | None:
-        return next((el.body for kind, el, _ in self.elements.values() if kind == "markdown" and
-                     el.body.startswith(prefix)), None)  # fmt: skip
+        return next(
+            (el.body for kind, el, _ in self.elements.values() if kind == "markdown" and el.body.startswith(prefix)),
+            None,
+        )
 
     def text_after(self, heading: str) -> str | None:
         """The st.text element right after the markdown ``heading`` (the English and French columns)."""
@@ -109,8 +111,14 @@ class Connection:
     def __init__(self, base_url: str, query: str, cookie: str = "", timeout: float = TIMEOUT_S):
         ws_url = base_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1) + "/_stcore/stream"
         header = [f"Cookie: {cookie}"] if cookie else None
-        self.ws = websocket.create_connection(ws_url, subprotocols=["streamlit"], origin=base_url, header=header,
-                                              timeout=timeout, enable_multithread=False)  # fmt: skip
+        self.ws = websocket.create_connection(
+            ws_url,
+            subprotocols=["streamlit"],
+            origin=base_url,
+            header=header,
+            timeout=timeout,
+            enable_multithread=False,
+        )
         self.query = query
         self.widgets: dict[str, tuple[str, str]] = {}
 
@@ -176,8 +184,14 @@ def reference(base_url: str, sentence: str) -> dict:
         conn.close()
     if s0["english"] != sentence or None in s0.values() or last["chips"] is None:
         raise RuntimeError(f"the page for {sentence!r} does not show what a session checks: {s0}")
-    return {"english": s0["english"], "french": s0["french"], "source": s0["source"], "n": s0["n"],
-            "chips0": s0["chips"], "chips": last["chips"]}  # fmt: skip
+    return {
+        "english": s0["english"],
+        "french": s0["french"],
+        "source": s0["source"],
+        "n": s0["n"],
+        "chips0": s0["chips"],
+        "chips": last["chips"],
+    }
 
 
 @dataclass
@@ -193,8 +207,16 @@ class Outcome:
 class Student:
     """One simulated student: its own sentence, stage, layer and position, its own websocket."""
 
-    def __init__(self, index: int, base_url: str, sentence: str, references: dict, n_layers: int,
-                 stages: tuple[str, ...], rng: random.Random):  # fmt: skip
+    def __init__(
+        self,
+        index: int,
+        base_url: str,
+        sentence: str,
+        references: dict,
+        n_layers: int,
+        stages: tuple[str, ...],
+        rng: random.Random,
+    ):
         self.index, self.base_url, self.sentence = index, base_url, sentence
         self.references, self.n_layers, self.stages, self.rng = references, n_layers, stages, rng
         self.step, self.stage, self.layer = 0, DEFAULT_STAGE, 0

@@ -30,8 +30,12 @@ PHASE = 0
 
 
 def write(out, kind: str, seconds: float | None, errors=(), crosstalk=()) -> None:
-    out.write(json.dumps({"t": time.time(), "kind": kind, "seconds": seconds, "errors": list(errors),
-                          "crosstalk": list(crosstalk)}) + "\n")  # fmt: skip
+    out.write(
+        json.dumps(
+            {"t": time.time(), "kind": kind, "seconds": seconds, "errors": list(errors), "crosstalk": list(crosstalk)}
+        )
+        + "\n"
+    )
     out.flush()
 
 

@@ -20,21 +20,47 @@ from harness.browser import PAGE_STATE_JS, TITLES_JS, VIEW_PAINTED_JS, VIEWPORT
 from views.state import DECODER_STAGES, DEFAULT_STAGE, STAGE_LABELS
 
 SENTENCES = (
-    "I am a student.", "I like pizza.", "Hello world.", "The cat is sleeping on the sofa.",
-    "A man in a blue shirt is standing on a ladder.", "We will go to the beach tomorrow if it does not rain.",
-    "My sister reads a book in the garden.", "Two dogs are running on the beach.", "She opened the window.",
-    "He drinks coffee every morning.", "The children are playing football in the park.", "I lost my keys yesterday.",
-    "We are waiting for the bus.", "The old man is selling fruit at the market.", "Where is the station?",
-    "A woman is riding a bicycle down the street.", "It is cold today.", "They live in a small house near the river.",
-    "My brother is taller than me.", "The train leaves at eight o'clock.", "Can you help me, please?",
-    "A little girl is eating an apple.", "The dog is barking at the mailman.", "I have never been to Paris.",
-    "The teacher writes on the blackboard.", "Three men are working on a roof.", "Do you speak French?",
-    "The sun is shining over the mountains.", "A boy jumps into the swimming pool.", "We need more bread and milk.",
-    "This book is very interesting.", "Two women are talking in a cafe.", "The baby is sleeping in her room.",
-    "He forgot his umbrella at the office.", "A group of people are dancing at a wedding.", "I am learning to cook.",
-    "The museum opens at nine.", "A black dog runs through the snow.", "Tom wants to become a doctor.",
+    "I am a student.",
+    "I like pizza.",
+    "Hello world.",
+    "The cat is sleeping on the sofa.",
+    "A man in a blue shirt is standing on a ladder.",
+    "We will go to the beach tomorrow if it does not rain.",
+    "My sister reads a book in the garden.",
+    "Two dogs are running on the beach.",
+    "She opened the window.",
+    "He drinks coffee every morning.",
+    "The children are playing football in the park.",
+    "I lost my keys yesterday.",
+    "We are waiting for the bus.",
+    "The old man is selling fruit at the market.",
+    "Where is the station?",
+    "A woman is riding a bicycle down the street.",
+    "It is cold today.",
+    "They live in a small house near the river.",
+    "My brother is taller than me.",
+    "The train leaves at eight o'clock.",
+    "Can you help me, please?",
+    "A little girl is eating an apple.",
+    "The dog is barking at the mailman.",
+    "I have never been to Paris.",
+    "The teacher writes on the blackboard.",
+    "Three men are working on a roof.",
+    "Do you speak French?",
+    "The sun is shining over the mountains.",
+    "A boy jumps into the swimming pool.",
+    "We need more bread and milk.",
+    "This book is very interesting.",
+    "Two women are talking in a cafe.",
+    "The baby is sleeping in her room.",
+    "He forgot his umbrella at the office.",
+    "A group of people are dancing at a wedding.",
+    "I am learning to cook.",
+    "The museum opens at nine.",
+    "A black dog runs through the snow.",
+    "Tom wants to become a doctor.",
     "The flowers in the garden are red and yellow.",
-)  # fmt: skip
+)
 ACTIONS = ("next", "prev", "jump", "stage", "layer")
 WEIGHTS = (40, 15, 5, 25, 15)
 NO_TRACKING = {"ablation"}  # stages with no figure that shows the position
@@ -81,8 +107,11 @@ class Drive:
 def url_view(page) -> dict:
     """The stage and layer the page's URL names."""
     q = parse_qs(urlparse(page.url).query)
-    return {"src": q.get("src", [None])[0], "stage": q.get("stage", [DEFAULT_STAGE])[0],
-            "layer": int(q.get("layer", ["0"])[0])}  # fmt: skip
+    return {
+        "src": q.get("src", [None])[0],
+        "stage": q.get("stage", [DEFAULT_STAGE])[0],
+        "layer": int(q.get("layer", ["0"])[0]),
+    }
 
 
 async def wait_view(s: Session, before: str | None, timeout_ms: float) -> None:
@@ -132,10 +161,16 @@ async def check(s: Session, phase: int) -> list[str]:
     """Compare the page with what the session must show; returns (and records) the mismatches."""
     page, e = s.page, s.expected
     shown = await page.evaluate(PAGE_STATE_JS)
-    want = {**{k: e[k] for k in ("english", "french", "source", "n")}, "step": s.step,
-            "chips": e["chips"][: s.step] or ["<s>"]}  # fmt: skip
-    bad = [f"session {s.index} {key}: shows {shown[key]!r}, expected {value!r}"
-           for key, value in want.items() if shown[key] != value]  # fmt: skip
+    want = {
+        **{k: e[k] for k in ("english", "french", "source", "n")},
+        "step": s.step,
+        "chips": e["chips"][: s.step] or ["<s>"],
+    }
+    bad = [
+        f"session {s.index} {key}: shows {shown[key]!r}, expected {value!r}"
+        for key, value in want.items()
+        if shown[key] != value
+    ]
     view = url_view(page)
     if view["src"] != s.sentence:
         bad.append(f"session {s.index} URL src: {view['src']!r}, expected {s.sentence!r}")
@@ -148,8 +183,9 @@ async def check(s: Session, phase: int) -> list[str]:
 async def resync(s: Session, drive: Drive) -> None:
     """After a timeout: give the page time to settle, then go on from what it shows."""
     try:
-        await s.page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                                       timeout=drive.timeout_ms)  # fmt: skip
+        await s.page.wait_for_function(
+            "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=drive.timeout_ms
+        )
     except Exception:
         pass
     shown = await s.page.evaluate(PAGE_STATE_JS)

@@ -40,8 +40,9 @@ def parse_heads(text: str) -> frozenset[Head]:
             continue
         m = _HEAD.match(part)
         if not m:
-            raise ValueError(f"cannot read head {part!r}: write dec.LAYER.self.HEAD, dec.LAYER.cross.HEAD or "
-                             "enc.LAYER.self.HEAD")  # fmt: skip
+            raise ValueError(
+                f"cannot read head {part!r}: write dec.LAYER.self.HEAD, dec.LAYER.cross.HEAD or enc.LAYER.self.HEAD"
+            )
         heads.add(("enc", int(m[6]), int(m[7])) if m[5] else (m[3], int(m[2]), int(m[4])))
     return frozenset(heads)
 
@@ -86,8 +87,9 @@ class Ablation:
             n = cfg.n_encoder_layers if kind == "enc" else cfg.n_decoder_layers
             if layer >= n or h >= cfg.n_heads:
                 part = "encoder" if kind == "enc" else "decoder"
-                raise ValueError(f"{head_name((kind, layer, h))} is not in this model ({n} {part} layers of "
-                                 f"{cfg.n_heads} heads)")  # fmt: skip
+                raise ValueError(
+                    f"{head_name((kind, layer, h))} is not in this model ({n} {part} layers of {cfg.n_heads} heads)"
+                )
         for head, mean in self.means:
             if len(mean) != cfg.d_k:
                 raise ValueError(f"the mean of {head_name(head)} has {len(mean)} values, not d_k={cfg.d_k}")

@@ -101,9 +101,12 @@ def _integrated(model: Transformer, src: Tensor, dec_in: Tensor, out: Tensor, po
     L = int(positions.max()) + 1  # later decoder inputs cannot reach these positions: leave them out
     src_tok, tgt_tok = _inputs(model, src, dec_in[:L], len(positions))
     attr = IntegratedGradients(_explained(model, src, dec_in[:L], out[:L])).attribute(
-        (src_tok, tgt_tok), baselines=(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok)),
-        additional_forward_args=(positions,), n_steps=steps, internal_batch_size=max(BATCH, len(positions)),
-    )  # fmt: skip
+        (src_tok, tgt_tok),
+        baselines=(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok)),
+        additional_forward_args=(positions,),
+        n_steps=steps,
+        internal_batch_size=max(BATCH, len(positions)),
+    )
     raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (n, S), (n, L)
     return raw_src, F.pad(raw_tgt, (0, dec_in.numel() - L))
 
@@ -192,10 +195,18 @@ def attribute(
     magnitude = np.abs(raw_src).sum(1) + np.abs(raw_tgt).sum(1)  # (T,)
     norm = np.where(magnitude > 0, magnitude, 1.0)[:, None]
     return Attribution(
-        src=np.abs(raw_src) / norm, tgt=np.abs(raw_tgt) / norm, raw_src=raw_src, raw_tgt=raw_tgt,
-        target_logit=value, baseline_value=value - gap, completeness=completeness,
-        method=method, steps=int(position_steps.max()), baseline=BASELINES[baseline], position_steps=position_steps,
-    )  # fmt: skip
+        src=np.abs(raw_src) / norm,
+        tgt=np.abs(raw_tgt) / norm,
+        raw_src=raw_src,
+        raw_tgt=raw_tgt,
+        target_logit=value,
+        baseline_value=value - gap,
+        completeness=completeness,
+        method=method,
+        steps=int(position_steps.max()),
+        baseline=BASELINES[baseline],
+        position_steps=position_steps,
+    )
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,23 @@ def save_model_dir(model: Transformer, tokenizer: Tokenizer, path: str | Path, c
 
 
 # safetensors dtypes: bytes per element; only the floating ones are accepted as weights
-DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4, "I16": 2,
-               "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1}  # fmt: skip
+DTYPE_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U64": 8,
+    "U32": 4,
+    "U16": 2,
+    "U8": 1,
+    "BOOL": 1,
+}
 FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
 MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header
 
@@ -94,8 +109,10 @@ def read_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
             raise ModelDirError(f"{path} is too short to be a safetensors file ({_plural(size, 'byte')})")
         (n,) = struct.unpack("<Q", head)
         if n > size - 8:
-            raise ModelDirError(f"{path} is truncated or damaged: its header length field says {n:,} bytes but "
-                                f"the file holds only {size - 8:,} after it")  # fmt: skip
+            raise ModelDirError(
+                f"{path} is truncated or damaged: its header length field says {n:,} bytes but "
+                f"the file holds only {size - 8:,} after it"
+            )
         if n > MAX_HEADER:
             raise ModelDirError(f"{path} has a header of {n:,} bytes, more than a safetensors file may have")
         raw = f.read(n)
@@ -111,17 +128,22 @@ def read_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
         if name == "__metadata__":
             continue
         if not _entry_ok(entry):
-            raise ModelDirError(f"{path} has a damaged header: the entry for {name} lacks a valid dtype, shape or "
-                                "data offsets")  # fmt: skip
+            raise ModelDirError(
+                f"{path} has a damaged header: the entry for {name} lacks a valid dtype, shape or data offsets"
+            )
         dtype, shape = entry["dtype"], tuple(entry["shape"])
         begin, stop = entry["data_offsets"]
         if stop > data_size:
-            raise ModelDirError(f"{path} is truncated or damaged: the data of {name} (bytes {begin:,}–{stop:,}) lies "
-                                f"beyond the end of the file's {data_size:,} data bytes")  # fmt: skip
+            raise ModelDirError(
+                f"{path} is truncated or damaged: the data of {name} (bytes {begin:,}–{stop:,}) lies "
+                f"beyond the end of the file's {data_size:,} data bytes"
+            )
         if dtype in DTYPE_BYTES and stop - begin != math.prod(shape) * DTYPE_BYTES[dtype]:
-            raise ModelDirError(f"{path} has a damaged header: {name} takes {stop - begin:,} bytes, not the "
-                                f"{math.prod(shape) * DTYPE_BYTES[dtype]:,} of a {dtype} tensor of shape "
-                                f"{list(shape)}")  # fmt: skip
+            raise ModelDirError(
+                f"{path} has a damaged header: {name} takes {stop - begin:,} bytes, not the "
+                f"{math.prod(shape) * DTYPE_BYTES[dtype]:,} of a {dtype} tensor of shape "
+                f"{list(shape)}"
+            )
         out[name] = (dtype, shape)
     return out
 
@@ -153,8 +175,9 @@ def check_weights_header(path: Path, cfg: ModelConfig) -> dict[str, tuple[str, .
     found = read_header(path)
     for name, (dtype, _) in sorted(found.items()):
         if dtype not in FLOAT_DTYPES:
-            raise ModelDirError(f"{path} stores {name} as {dtype}, not a floating-point type "
-                                f"({', '.join(FLOAT_DTYPES)})")  # fmt: skip
+            raise ModelDirError(
+                f"{path} stores {name} as {dtype}, not a floating-point type ({', '.join(FLOAT_DTYPES)})"
+            )
     want = expected_tensors(cfg)
     where = {alias: key for key, (_, aliases) in want.items() for alias in aliases}
     unexpected = sorted(k for k in found if k not in where)
@@ -183,8 +206,10 @@ def check_weights_header(path: Path, cfg: ModelConfig) -> dict[str, tuple[str, .
     if wrong:
         name, shape, got = wrong[0]
         more = f" ({len(wrong) - 1} more tensors differ too)" if len(wrong) > 1 else ""
-        raise ModelDirError(f"{path} does not match its {CONFIG}: {name} has shape {list(got)} in the file but the "
-                            f"config needs {list(shape)}{more}")  # fmt: skip
+        raise ModelDirError(
+            f"{path} does not match its {CONFIG}: {name} has shape {list(got)} in the file but the "
+            f"config needs {list(shape)}{more}"
+        )
     return mapping
 
 
@@ -196,8 +221,9 @@ def load_model_dir(path: str | Path | None = None) -> LoadedModel:
     after loading, every tensor must be finite. Every failure is a ModelDirError of one sentence."""
     path = Path(path) if path is not None else default_model_dir()
     if path.is_file():
-        raise ModelDirError(f"{path} is a file, not a model directory (a directory holding {CONFIG}, {WEIGHTS} and "
-                            f"{TOKENIZER})")  # fmt: skip
+        raise ModelDirError(
+            f"{path} is a file, not a model directory (a directory holding {CONFIG}, {WEIGHTS} and {TOKENIZER})"
+        )
     if not path.is_dir():
         hint = " (the bundled model is not built yet: see README, 'Train')" if path == default_model_dir() else ""
         raise ModelDirError(f"model directory {path} does not exist{hint}")
@@ -226,8 +252,10 @@ def load_model_dir(path: str | Path | None = None) -> LoadedModel:
                 t = f.get_tensor(name)
                 if not bool(torch.isfinite(t).all()):
                     bad = int((~torch.isfinite(t)).sum())
-                    raise ModelDirError(f"{weights} holds non-finite values (NaN or infinity) in {name}: "
-                                        f"{bad:,} of its {t.numel():,} values")  # fmt: skip
+                    raise ModelDirError(
+                        f"{weights} holds non-finite values (NaN or infinity) in {name}: "
+                        f"{bad:,} of its {t.numel():,} values"
+                    )
                 for alias in aliases[name]:
                     targets[alias].copy_(t)
     except (SafetensorError, OSError) as e:

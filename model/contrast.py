@@ -52,8 +52,10 @@ def contrast_token(tokenizer, text: str) -> ContrastToken:
     pieces = tuple(tokenizer.id_to_token(i) for i in ids)
     note = None
     if len(ids) > 1:
-        note = (f"the vocabulary splits {raw!r} into {len(ids)} pieces ({' + '.join(pieces)}); the first, "
-                f"{pieces[0]!r}, is the contrast")  # fmt: skip
+        note = (
+            f"the vocabulary splits {raw!r} into {len(ids)} pieces ({' + '.join(pieces)}); the first, "
+            f"{pieces[0]!r}, is the contrast"
+        )
     return ContrastToken(int(ids[0]), pieces[0], pieces, note)
 
 
@@ -117,8 +119,9 @@ def contrast_attribution(
         baseline = float(forward(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok), pos))
     gap = value - baseline
     if method == "ixg":
-        attr = InputXGradient(forward).attribute((src_tok.requires_grad_(), tgt_tok.requires_grad_()),
-                                                 additional_forward_args=(pos,))  # fmt: skip
+        attr = InputXGradient(forward).attribute(
+            (src_tok.requires_grad_(), tgt_tok.requires_grad_()), additional_forward_args=(pos,)
+        )
         n = 0
     else:
         n = CONTRAST_IG_STEPS if steps is None else int(steps)
@@ -126,8 +129,13 @@ def contrast_attribution(
             raise ValueError("steps must be at least 1")
         ig = IntegratedGradients(forward)
         while True:
-            attr = ig.attribute((src_tok, tgt_tok), baselines=(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok)),
-                                additional_forward_args=(pos,), n_steps=n, internal_batch_size=BATCH)  # fmt: skip
+            attr = ig.attribute(
+                (src_tok, tgt_tok),
+                baselines=(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok)),
+                additional_forward_args=(pos,),
+                n_steps=n,
+                internal_batch_size=BATCH,
+            )
             total = float(sum(a.detach().double().sum() for a in attr))
             if tolerance is None or abs(total - gap) <= tolerance * abs(gap) or n >= MAX_IG_STEPS:
                 break
@@ -136,10 +144,16 @@ def contrast_attribution(
     magnitude = np.abs(raw_src).sum() + np.abs(raw_tgt).sum()
     norm = magnitude if magnitude > 0 else 1.0
     return ContrastAttribution(
-        src=np.abs(raw_src) / norm, tgt=np.abs(raw_tgt) / norm, raw_src=raw_src, raw_tgt=raw_tgt, value=value,
-        baseline_value=baseline, completeness=abs(raw_src.sum() + raw_tgt.sum() - gap) / max(abs(gap), 1e-12),
-        method=method, steps=n,
-    )  # fmt: skip
+        src=np.abs(raw_src) / norm,
+        tgt=np.abs(raw_tgt) / norm,
+        raw_src=raw_src,
+        raw_tgt=raw_tgt,
+        value=value,
+        baseline_value=baseline,
+        completeness=abs(raw_src.sum() + raw_tgt.sum() - gap) / max(abs(gap), 1e-12),
+        method=method,
+        steps=n,
+    )
 
 
 @dataclass(frozen=True)
@@ -200,22 +214,38 @@ def report(
     lens = lens_difference(model, src_ids, out_ids, t, contrast.id)
     patch = activation_patching(model, src_ids, out_ids, position=t, contrast_id=contrast.id)
     r = {
-        "tokens.src": np.array(tokenizer.tokens(src.tolist())), "tokens.dec_input": np.array(tokenizer.tokens(
-            dec_in.tolist())), "src_ids": src.numpy(), "out_ids": np.asarray(out_ids, np.int64),
-        "contrast.position": np.array(t), "contrast.chosen": np.array(tokenizer.id_to_token(x)),
-        "contrast.chosen_id": np.array(x), "contrast.alternative": np.array(contrast.token),
-        "contrast.alternative_id": np.array(contrast.id), "contrast.pieces": np.array(contrast.pieces),
+        "tokens.src": np.array(tokenizer.tokens(src.tolist())),
+        "tokens.dec_input": np.array(tokenizer.tokens(dec_in.tolist())),
+        "src_ids": src.numpy(),
+        "out_ids": np.asarray(out_ids, np.int64),
+        "contrast.position": np.array(t),
+        "contrast.chosen": np.array(tokenizer.id_to_token(x)),
+        "contrast.chosen_id": np.array(x),
+        "contrast.alternative": np.array(contrast.token),
+        "contrast.alternative_id": np.array(contrast.id),
+        "contrast.pieces": np.array(contrast.pieces),
         "contrast.logit_diff": np.array(ig.value),
-        "lens.diff": lens.diff, "lens.p_chosen": lens.p_x, "lens.p_alternative": lens.p_y,
-        "patching.corruption": np.array(patch.corruption.describe()), "patching.enc": patch.diff.enc,
-        "patching.dec": patch.diff.dec, "patching.heads": patch.diff.heads,
-        "patching.clean": np.array(patch.diff.clean), "patching.corrupted": np.array(patch.diff.corrupted),
-    }  # fmt: skip
+        "lens.diff": lens.diff,
+        "lens.p_chosen": lens.p_x,
+        "lens.p_alternative": lens.p_y,
+        "patching.corruption": np.array(patch.corruption.describe()),
+        "patching.enc": patch.diff.enc,
+        "patching.dec": patch.diff.dec,
+        "patching.heads": patch.diff.heads,
+        "patching.clean": np.array(patch.diff.clean),
+        "patching.corrupted": np.array(patch.diff.corrupted),
+    }
     if contrast.note:
         r["contrast.note"] = np.array(contrast.note)
     for a in (ig, ixg):
-        r.update({f"attribution.{a.method}.src": a.src, f"attribution.{a.method}.tgt": a.tgt,
-                  f"attribution.{a.method}.raw_src": a.raw_src, f"attribution.{a.method}.raw_tgt": a.raw_tgt,
-                  f"attribution.{a.method}.completeness": np.array(a.completeness),
-                  f"attribution.{a.method}.steps": np.array(a.steps)})  # fmt: skip
+        r.update(
+            {
+                f"attribution.{a.method}.src": a.src,
+                f"attribution.{a.method}.tgt": a.tgt,
+                f"attribution.{a.method}.raw_src": a.raw_src,
+                f"attribution.{a.method}.raw_tgt": a.raw_tgt,
+                f"attribution.{a.method}.completeness": np.array(a.completeness),
+                f"attribution.{a.method}.steps": np.array(a.steps),
+            }
+        )
     return r

@@ -44,17 +44,54 @@ _FREE = r"(?<![\w'’-]){}(?![\w'’-])"  # a free-standing word: not "l'orange"
 _LOWER_WORD = re.compile(_FREE.format("([a-z]{4,})"))
 VOWELS = "aeiouh"
 NUMBER_WORDS = {
-    "two": "deux", "three": "trois", "four": "quatre", "five": "cinq", "six": "six", "seven": "sept",
-    "eight": "huit", "nine": "neuf", "ten": "dix", "eleven": "onze", "twelve": "douze", "fifteen": "quinze",
-    "twenty": "vingt", "thirty": "trente", "forty": "quarante", "fifty": "cinquante",
-}  # fmt: skip
+    "two": "deux",
+    "three": "trois",
+    "four": "quatre",
+    "five": "cinq",
+    "six": "six",
+    "seven": "sept",
+    "eight": "huit",
+    "nine": "neuf",
+    "ten": "dix",
+    "eleven": "onze",
+    "twelve": "douze",
+    "fifteen": "quinze",
+    "twenty": "vingt",
+    "thirty": "trente",
+    "forty": "quarante",
+    "fifty": "cinquante",
+}
 _DIGITS = re.compile(r"(?<![\w.,:])\d+(?![\w:])")  # a clock time's digits belong to the time
 HOURS_EN = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 HOURS_FR = ("une", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf", "dix", "onze", "douze")
-MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-             "November", "December")  # fmt: skip
-MONTHS_FR = ("janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août", "septembre", "octobre",
-             "novembre", "décembre")  # fmt: skip
+MONTHS_EN = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+MONTHS_FR = (
+    "janvier",
+    "février",
+    "mars",
+    "avril",
+    "mai",
+    "juin",
+    "juillet",
+    "août",
+    "septembre",
+    "octobre",
+    "novembre",
+    "décembre",
+)
 DAYS_EN = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 DAYS_FR = ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche")
 _EN_TIME = re.compile(
@@ -251,8 +288,16 @@ class Substituter:
     ``extra(e)`` that epoch's additional copies of the pairs that carry a time or date (``repeat`` each) or a
     recurring name (``repeat_named`` each)."""
 
-    def __init__(self, pairs: Sequence[Pair], rate: float, seed: int = 0, names: Sequence[str] | None = None,
-                 repeat: int = 0, repeat_named: int = 0, word_rate: float = 0.0):  # fmt: skip
+    def __init__(
+        self,
+        pairs: Sequence[Pair],
+        rate: float,
+        seed: int = 0,
+        names: Sequence[str] | None = None,
+        repeat: int = 0,
+        repeat_named: int = 0,
+        word_rate: float = 0.0,
+    ):
         self.pairs, self.rate, self.seed, self.repeat, self.repeat_named = pairs, rate, seed, repeat, repeat_named
         self.word_rate = word_rate
         self.names = tuple(names) if names is not None else recurring_names(pairs)
@@ -268,9 +313,10 @@ class Substituter:
             en, fr = w[1:] if w else pair
             names_here = [n for n, r in name_res.items() if (k := len(r.findall(en))) and k == len(r.findall(fr))]
             words = [
-                ef for ef, (re_e, re_f) in num_res.items()
+                ef
+                for ef, (re_e, re_f) in num_res.items()
                 if len(re_e.findall(en.lower())) == 1 and len(re_f.findall(fr.lower())) == 1
-            ]  # fmt: skip
+            ]
             words = words if len(words) == 1 else []  # one number word only, so it cannot be paired wrongly
             digits = _DIGITS.findall(en)
             digits = sorted(set(digits)) if digits and Counter(digits) == Counter(_DIGITS.findall(fr)) else []

@@ -42,8 +42,10 @@ def lens_problem(cfg) -> str | None:
     refused.
     """
     if getattr(cfg, "normalize_before", False):
-        return ("this model normalises before each sublayer (pre-norm), so a layer's output is an unnormalised "
-                "residual that the output head only reads after the final LayerNorm")  # fmt: skip
+        return (
+            "this model normalises before each sublayer (pre-norm), so a layer's output is an unnormalised "
+            "residual that the output head only reads after the final LayerNorm"
+        )
     if cfg.n_decoder_layers < 1:
         return "this model has no decoder layer to read"
     return None
@@ -368,38 +370,56 @@ def report(
     lens = logit_lens(model, a, labels, k)
     imp = head_importance(model, src_ids, pair, mode)
     out = {
-        "tokens.src": np.array(tr.src_tokens), "tokens.label": np.array(tr.label_tokens),
-        "src_ids": a["src_ids"], "label_ids": labels, "loss": a["loss"],
-        "translation": np.array(tokenizer.decode(translation)), "translation_ids": np.array(translation),
+        "tokens.src": np.array(tr.src_tokens),
+        "tokens.label": np.array(tr.label_tokens),
+        "src_ids": a["src_ids"],
+        "label_ids": labels,
+        "loss": a["loss"],
+        "translation": np.array(tokenizer.decode(translation)),
+        "translation_ids": np.array(translation),
         "lens.top_ids": lens.top_ids,
         "lens.top_tokens": np.array([tokenizer.id_to_token(i) for i in lens.top_ids.reshape(-1).tolist()]).reshape(
             lens.top_ids.shape
         ),  # independent ids: each by its own name, not read as a sequence
-        "lens.top_probs": lens.top_probs, "lens.chosen_prob": lens.chosen_prob, "lens.chosen_rank": lens.chosen_rank,
+        "lens.top_probs": lens.top_probs,
+        "lens.chosen_prob": lens.chosen_prob,
+        "lens.chosen_rank": lens.chosen_rank,
         "lens.entropy": lens.entropy,
-        "importance.mode": np.array(mode), "importance.base_loss": np.array(imp.base_loss),
-        "importance.self": imp.self_loss_delta, "importance.cross": imp.cross_loss_delta,
-    }  # fmt: skip
+        "importance.mode": np.array(mode),
+        "importance.base_loss": np.array(imp.base_loss),
+        "importance.self": imp.self_loss_delta,
+        "importance.cross": imp.cross_loss_delta,
+    }
     if target_ids is not None:
         out["target"] = np.array(tokenizer.decode(list(labels[:-1])))
     if heads:
         abl = mean_ablation(model, heads, src_ids, pair) if mode == "mean" else Ablation(frozenset(heads))
         ids = decode(model, src_ids, DecodeOptions(max_len=cfg.max_len - 1, ablation=abl)).ids
-        out.update({
-            "ablation.heads": np.array(format_heads(heads)), "ablation.mode": np.array(mode),
-            "ablation.translation": np.array(tokenizer.decode(ids)), "ablation.ids": np.array(ids, dtype=np.int64),
-            "ablation.loss_delta": position_loss_delta(model, src_ids, pair, abl),
-        })  # fmt: skip
+        out.update(
+            {
+                "ablation.heads": np.array(format_heads(heads)),
+                "ablation.mode": np.array(mode),
+                "ablation.translation": np.array(tokenizer.decode(ids)),
+                "ablation.ids": np.array(ids, dtype=np.int64),
+                "ablation.loss_delta": position_loss_delta(model, src_ids, pair, abl),
+            }
+        )
     if method is not None:
         from .attribution import agreement, attribute
 
         at = attribute(model, src_ids, labels, method, steps)
         cross = np.mean([a[f"dec.{i}.cross.weights"] for i in range(cfg.n_decoder_layers)], axis=(0, 1))  # (T, S)
         ag = agreement(at.src, cross)
-        out.update({
-            "attribution.method": np.array(at.method), "attribution.steps": np.array(at.steps),
-            "attribution.src": at.src, "attribution.tgt": at.tgt, "attribution.completeness": at.completeness,
-            "agreement.top1": np.asarray(ag.top1), "agreement.spearman": np.asarray(ag.spearman),
-            "agreement.summary": np.array(ag.summary),
-        })  # fmt: skip
+        out.update(
+            {
+                "attribution.method": np.array(at.method),
+                "attribution.steps": np.array(at.steps),
+                "attribution.src": at.src,
+                "attribution.tgt": at.tgt,
+                "attribution.completeness": at.completeness,
+                "agreement.top1": np.asarray(ag.top1),
+                "agreement.spearman": np.asarray(ag.spearman),
+                "agreement.summary": np.array(ag.summary),
+            }
+        )
     return out

@@ -31,13 +31,25 @@ from .transformer import Transformer, sinusoidal_table
 # MarianConfig's defaults (transformers 5.x): config.json written by save_pretrained lists only the
 # values that differ from these.
 MARIAN_DEFAULTS = {
-    "vocab_size": 58101, "decoder_vocab_size": None, "max_position_embeddings": 1024,
-    "encoder_layers": 12, "encoder_ffn_dim": 4096, "encoder_attention_heads": 16,
-    "decoder_layers": 12, "decoder_ffn_dim": 4096, "decoder_attention_heads": 16,
-    "activation_function": "gelu", "d_model": 1024, "decoder_start_token_id": 58100,
-    "scale_embedding": False, "pad_token_id": 58100, "eos_token_id": 0, "bos_token_id": None,
-    "share_encoder_decoder_embeddings": True, "tie_word_embeddings": True,
-}  # fmt: skip
+    "vocab_size": 58101,
+    "decoder_vocab_size": None,
+    "max_position_embeddings": 1024,
+    "encoder_layers": 12,
+    "encoder_ffn_dim": 4096,
+    "encoder_attention_heads": 16,
+    "decoder_layers": 12,
+    "decoder_ffn_dim": 4096,
+    "decoder_attention_heads": 16,
+    "activation_function": "gelu",
+    "d_model": 1024,
+    "decoder_start_token_id": 58100,
+    "scale_embedding": False,
+    "pad_token_id": 58100,
+    "eos_token_id": 0,
+    "bos_token_id": None,
+    "share_encoder_decoder_embeddings": True,
+    "tie_word_embeddings": True,
+}
 ACTIVATIONS = {"swish": "swish", "silu": "silu", "gelu": "gelu", "relu": "relu"}  # Marian name -> ours
 MISSING_PIECE_PENALTY = 1000.0  # vocab.json pieces the spm model lacks score this far below its rarest piece
 
@@ -287,8 +299,11 @@ def spm_to_tokenizer(spm_path: str | Path, vocab: dict[str, int]):
     scores = {p.piece: p.score for p in proto.pieces if p.type in (T.NORMAL, T.USER_DEFINED, T.BYTE)}
     floor = min(scores.values(), default=0.0) - MISSING_PIECE_PENALTY
     by_id = sorted(vocab, key=vocab.get)
-    hf = HFTokenizer(models.Unigram([(p, scores.get(p, floor)) for p in by_id], vocab["<unk>"],
-                                    bool(proto.trainer_spec.byte_fallback)))  # fmt: skip
+    hf = HFTokenizer(
+        models.Unigram(
+            [(p, scores.get(p, floor)) for p in by_id], vocab["<unk>"], bool(proto.trainer_spec.byte_fallback)
+        )
+    )
     norm = proto.normalizer_spec
     steps = [normalizers.Precompiled(norm.precompiled_charsmap)] if norm.precompiled_charsmap else []
     if norm.remove_extra_whitespaces:
@@ -296,14 +311,16 @@ def spm_to_tokenizer(spm_path: str | Path, vocab: dict[str, int]):
     if steps:
         hf.normalizer = normalizers.Sequence(steps)
     scheme = "always" if norm.add_dummy_prefix else "never"
-    hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme=scheme,
-                                                split=bool(proto.trainer_spec.split_by_whitespace))  # fmt: skip
+    hf.pre_tokenizer = pre_tokenizers.Metaspace(
+        replacement="▁", prepend_scheme=scheme, split=bool(proto.trainer_spec.split_by_whitespace)
+    )
     hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme=scheme)
     user = [p.piece for p in proto.pieces if p.type == T.USER_DEFINED and p.piece in vocab]
     codes = [p for p in by_id if p.startswith(">>") and p.endswith("<<")]  # target-language codes, >>fr<<
     hf.add_tokens([AddedToken(p, normalized=False) for p in user + codes])
-    hf.add_special_tokens([AddedToken(t, normalized=False, special=True)
-                           for t in ("<pad>", "<s>", "</s>", "<unk>") if t in vocab])  # fmt: skip
+    hf.add_special_tokens(
+        [AddedToken(t, normalized=False, special=True) for t in ("<pad>", "<s>", "</s>", "<unk>") if t in vocab]
+    )
     return hf, len([p for p in by_id if p not in scores and p not in ("<pad>", "<s>", "</s>", "<unk>")])
 
 
@@ -388,16 +405,29 @@ def export_marian(model_dir: str | Path, hf_dir: str | Path) -> Path:
     if cfg.pe_layout == "interleaved":
         state = permute_residual(state, cfg, half_order(cfg.d_model))
     hf_cfg = MarianConfig(
-        vocab_size=cfg.vocab_size, decoder_vocab_size=cfg.vocab_size, d_model=cfg.d_model,
-        encoder_layers=cfg.n_encoder_layers, decoder_layers=cfg.n_decoder_layers,
-        encoder_attention_heads=cfg.n_heads, decoder_attention_heads=cfg.n_heads,
-        encoder_ffn_dim=cfg.d_ff, decoder_ffn_dim=cfg.d_ff, max_position_embeddings=cfg.max_len,
-        activation_function=cfg.activation, scale_embedding=cfg.scale_embedding,
-        dropout=cfg.dropout, activation_dropout=cfg.dropout, attention_dropout=0.0,
-        pad_token_id=cfg.pad_id, eos_token_id=cfg.eos_id, bos_token_id=cfg.bos_id,
-        decoder_start_token_id=cfg.decoder_start_id, forced_eos_token_id=None,
-        share_encoder_decoder_embeddings=True, tie_word_embeddings=cfg.tie_output,
-    )  # fmt: skip
+        vocab_size=cfg.vocab_size,
+        decoder_vocab_size=cfg.vocab_size,
+        d_model=cfg.d_model,
+        encoder_layers=cfg.n_encoder_layers,
+        decoder_layers=cfg.n_decoder_layers,
+        encoder_attention_heads=cfg.n_heads,
+        decoder_attention_heads=cfg.n_heads,
+        encoder_ffn_dim=cfg.d_ff,
+        decoder_ffn_dim=cfg.d_ff,
+        max_position_embeddings=cfg.max_len,
+        activation_function=cfg.activation,
+        scale_embedding=cfg.scale_embedding,
+        dropout=cfg.dropout,
+        activation_dropout=cfg.dropout,
+        attention_dropout=0.0,
+        pad_token_id=cfg.pad_id,
+        eos_token_id=cfg.eos_id,
+        bos_token_id=cfg.bos_id,
+        decoder_start_token_id=cfg.decoder_start_id,
+        forced_eos_token_id=None,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=cfg.tie_output,
+    )
     hf_model = MarianMTModel(hf_cfg)
     hf_state = {h: state[o] for o, h in weight_map(cfg)}
     for k in ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"):
@@ -438,8 +468,9 @@ def _export_tokenizer(tokenizer: Tokenizer, cfg: ModelConfig, hf_dir: Path) -> N
     if tokenizer.byte_fallback:  # the leading word mark our wrapper adds, written into the file for other readers
         hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always")
     eos = tokenizer.id_to_token(cfg.eos_id)
-    hf.post_processor = processors.TemplateProcessing(single=f"$A {eos}", pair=f"$A $B {eos}",
-                                                      special_tokens=[(eos, cfg.eos_id)])  # fmt: skip
+    hf.post_processor = processors.TemplateProcessing(
+        single=f"$A {eos}", pair=f"$A $B {eos}", special_tokens=[(eos, cfg.eos_id)]
+    )
     hf.save(str(hf_dir / "tokenizer.json"))
     specials = {"pad_token": cfg.pad_id, "eos_token": cfg.eos_id, "unk_token": cfg.unk_id}
     if cfg.bos_id != cfg.pad_id:

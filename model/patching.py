@@ -139,8 +139,14 @@ def _forward(
                     heads[k] = HeadMask(keep=1.0 - mf, fill=mf * clean.ctx[k, i])  # (B, H, 1, 1), (B, H, P, d_k)
         for k, (attn, norm) in enumerate(((layer.self_attn, layer.norm1), (layer.cross_attn, layer.norm2))):
             K, V = attn.project_kv(y if k == 0 else memory)  # (B or 1, H, P or S, d_k)
-            a, rec = attn(y, K.expand(B, -1, -1, -1), V.expand(B, -1, -1, -1), mask if k == 0 else src_mask,
-                          record=keep, heads=heads[k])  # fmt: skip
+            a, rec = attn(
+                y,
+                K.expand(B, -1, -1, -1),
+                V.expand(B, -1, -1, -1),
+                mask if k == 0 else src_mask,
+                record=keep,
+                heads=heads[k],
+            )
             if keep:
                 ctx.append(rec["context"][0])  # (H, P, d_k)
             y, _ = norm(y, a)
@@ -223,8 +229,10 @@ class Patcher:
         self.src = _check_ids(src_a, "source A", cfg.vocab_size)
         self.out = _check_ids(out_ids, "the output", cfg.vocab_size)
         if max(self.src.numel(), self.out.numel()) > cfg.max_len:
-            raise ValueError(f"source ({self.src.numel()}) or output ({self.out.numel()}) longer than the model's "
-                             f"max_len={cfg.max_len}")  # fmt: skip
+            raise ValueError(
+                f"source ({self.src.numel()}) or output ({self.out.numel()}) longer than the model's "
+                f"max_len={cfg.max_len}"
+            )
         self.dec_in = torch.cat([torch.tensor([cfg.decoder_start_id]), self.out[:-1]])  # (T,)
         self.clean_tok = _source_tokens(model, self.src)  # (1, S, D)
         if src_b is None:
@@ -236,8 +244,10 @@ class Patcher:
         else:
             b = _check_ids(src_b, "source B", cfg.vocab_size)
             if b.numel() != self.src.numel():
-                raise ValueError(f"sources A and B have {self.src.numel()} and {b.numel()} tokens: position-wise "
-                                 "patching needs the same token length (or use noise corruption)")  # fmt: skip
+                raise ValueError(
+                    f"sources A and B have {self.src.numel()} and {b.numel()} tokens: position-wise "
+                    "patching needs the same token length (or use noise corruption)"
+                )
             if torch.equal(b, self.src):
                 raise ValueError("sources A and B are the same: there is nothing to restore")
             self.corruption = Corruption("source")
@@ -302,15 +312,24 @@ class Patcher:
 
         def split(v: np.ndarray, metric: str) -> PatchingMap:
             s = v[2:]
-            return PatchingMap(enc=s[:n_enc].reshape(Le, S), dec=s[n_enc : n_enc + n_dec].reshape(L, 3, P),
-                               heads=s[n_enc + n_dec :].reshape(2, L, H), clean=float(v[0]), corrupted=float(v[1]),
-                               metric=metric)  # fmt: skip
+            return PatchingMap(
+                enc=s[:n_enc].reshape(Le, S),
+                dec=s[n_enc : n_enc + n_dec].reshape(L, 3, P),
+                heads=s[n_enc + n_dec :].reshape(2, L, H),
+                clean=float(v[0]),
+                corrupted=float(v[1]),
+                metric=metric,
+            )
 
         return Patching(
-            position=position, target_id=x, contrast_id=contrast_id, corruption=self.corruption,
-            prob=split(maps["prob"], "prob"), diff=split(maps["diff"], "diff") if "diff" in maps else None,
+            position=position,
+            target_id=x,
+            contrast_id=contrast_id,
+            corruption=self.corruption,
+            prob=split(maps["prob"], "prob"),
+            diff=split(maps["diff"], "diff") if "diff" in maps else None,
             corrupted_top=self.corrupted_top(),
-        )  # fmt: skip
+        )
 
 
 def default_position(patcher: Patcher) -> int:
@@ -343,23 +362,35 @@ def report(tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
         "tokens.src": np.array(tokenizer.tokens(p.src.tolist())),
         "tokens.dec_input": np.array(tokenizer.tokens(p.dec_in[:P].tolist())),
         "tokens.label": np.array(tokenizer.tokens(p.out[:P].tolist())),
-        "src_ids": p.src.numpy(), "out_ids": p.out.numpy(), "position": np.array(r.position),
-        "target": np.array(tokenizer.id_to_token(r.target_id)), "target_id": np.array(r.target_id),
-        "corruption": np.array(r.corruption.kind), "corruption.text": np.array(r.corruption.describe()),
+        "src_ids": p.src.numpy(),
+        "out_ids": p.out.numpy(),
+        "position": np.array(r.position),
+        "target": np.array(tokenizer.id_to_token(r.target_id)),
+        "target_id": np.array(r.target_id),
+        "corruption": np.array(r.corruption.kind),
+        "corruption.text": np.array(r.corruption.describe()),
         "corrupted_top": np.array(tokenizer.tokens(r.corrupted_top.tolist())),
-    }  # fmt: skip
+    }
     if p.src_b is not None:
         out["tokens.src_b"], out["src_b_ids"] = np.array(tokenizer.tokens(p.src_b)), np.array(p.src_b)
     else:
-        out["noise.std"], out["noise.scale"], out["noise.seed"] = (np.array(v) for v in (r.corruption.std,
-                                                                   r.corruption.scale, r.corruption.seed))  # fmt: skip
+        out["noise.std"], out["noise.scale"], out["noise.seed"] = (
+            np.array(v) for v in (r.corruption.std, r.corruption.scale, r.corruption.seed)
+        )
     maps = {"prob": r.prob, "diff": r.diff}
     if r.contrast_id is not None:
         out["contrast"], out["contrast_id"] = np.array(tokenizer.id_to_token(r.contrast_id)), np.array(r.contrast_id)
     for name, m in maps.items():
         if m is not None:
-            out.update({f"{name}.enc": m.enc, f"{name}.dec": m.dec, f"{name}.heads": m.heads,
-                        f"{name}.clean": np.array(m.clean), f"{name}.corrupted": np.array(m.corrupted)})  # fmt: skip
+            out.update(
+                {
+                    f"{name}.enc": m.enc,
+                    f"{name}.dec": m.dec,
+                    f"{name}.heads": m.heads,
+                    f"{name}.clean": np.array(m.clean),
+                    f"{name}.corrupted": np.array(m.corrupted),
+                }
+            )
     return out
 
 
@@ -374,8 +405,17 @@ def site_rows(r: dict[str, np.ndarray]) -> list[dict]:
         for (layer, s), v in np.ndenumerate(r[f"{metric}.enc"]):
             rows.append(dict(metric=metric, map="encoder", layer=layer, part="output", index=s, token=src[s], value=v))
         for (layer, k, p), v in np.ndenumerate(r[f"{metric}.dec"]):
-            rows.append(dict(metric=metric, map="decoder", layer=layer, part=SUBLAYER_LABELS[SUBLAYERS[k]], index=p,
-                             token=reads[p], value=v))  # fmt: skip
+            rows.append(
+                dict(
+                    metric=metric,
+                    map="decoder",
+                    layer=layer,
+                    part=SUBLAYER_LABELS[SUBLAYERS[k]],
+                    index=p,
+                    token=reads[p],
+                    value=v,
+                )
+            )
         for (k, layer, h), v in np.ndenumerate(r[f"{metric}.heads"]):
             rows.append(dict(metric=metric, map="heads", layer=layer, part=HEAD_KINDS[k], index=h, token="", value=v))
     return rows

@@ -131,8 +131,12 @@ def output_record(steps, rows: Sequence[int], step: int) -> OutputRecord | None:
     picked = [(steps[i], rows[i]) for i in range(step + 1)]
     if any(s.chosen_rank is None for s, _ in picked):
         return None
-    return OutputRecord(*(np.stack([getattr(s, name)[r] for s, r in picked]) for name in (
-        "top_ids", "top_logprobs", "entropy", "forbidden_logprobs", "chosen_rank", "chosen_logprob")))  # fmt: skip
+    return OutputRecord(
+        *(
+            np.stack([getattr(s, name)[r] for s, r in picked])
+            for name in ("top_ids", "top_logprobs", "entropy", "forbidden_logprobs", "chosen_rank", "chosen_logprob")
+        )
+    )
 
 
 def prefix_scores(Q: np.ndarray, K: np.ndarray, causal: bool = True) -> dict[str, np.ndarray]:
@@ -321,11 +325,11 @@ def _line(result, predicts, rows, start, how, score=None, final_rank=None, rank=
     """``predicts``: the token predicted at each position of ``rows`` (a pruned line's last: its best candidate)."""
     n = len(rows)
     beams = result.beam_steps
-    probs = tuple(_prob(result.steps[t], rows[t], predicts[t], beams[t].expansions if beams else ())
-                  for t in range(n))  # fmt: skip
+    probs = tuple(_prob(result.steps[t], rows[t], predicts[t], beams[t].expansions if beams else ()) for t in range(n))
     ids = predicts[: n - 1] if how in ("pruned", "stopped") else predicts
-    return Line(tuple(ids), tuple(rows), (start, *predicts[: n - 1]), tuple(predicts), probs, how, score,
-                final_rank, rank, of)  # fmt: skip
+    return Line(
+        tuple(ids), tuple(rows), (start, *predicts[: n - 1]), tuple(predicts), probs, how, score, final_rank, rank, of
+    )
 
 
 # ---------------------------------------------------------------------------

@@ -18,11 +18,19 @@ from .tokenizer import Tokenizer
 from .transformer import Transformer
 
 TOY_CORPUS = (
-    "I am a student.", "Je suis étudiant.", "I like pizza.", "J'aime la pizza.",
-    "The cat is sleeping on the sofa.", "Le chat dort sur le canapé.",
-    "A man in a blue shirt is standing on a ladder.", "Un homme en chemise bleue est debout sur une échelle.",
-    "Hello world.", "Bonjour le monde.", "We will go to the beach tomorrow.", "Nous irons à la plage demain.",
-)  # fmt: skip
+    "I am a student.",
+    "Je suis étudiant.",
+    "I like pizza.",
+    "J'aime la pizza.",
+    "The cat is sleeping on the sofa.",
+    "Le chat dort sur le canapé.",
+    "A man in a blue shirt is standing on a ladder.",
+    "Un homme en chemise bleue est debout sur une échelle.",
+    "Hello world.",
+    "Bonjour le monde.",
+    "We will go to the beach tomorrow.",
+    "Nous irons à la plage demain.",
+)
 TINY_CARD = "# Tiny test model\nRandom weights, for tests only.\n"
 
 
@@ -35,8 +43,16 @@ def make_tokenizer(vocab_size: int = 360, corpus: Sequence[str] = TOY_CORPUS) ->
 def make_model(vocab_size: int, seed: int = 0, **overrides) -> Transformer:
     """2 + 2 layers, d_model 32, 4 heads; ``overrides`` are ModelConfig fields."""
     torch.manual_seed(seed)
-    cfg = dict(vocab_size=vocab_size, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
-               max_len=64, dropout=0.0)  # fmt: skip
+    cfg = dict(
+        vocab_size=vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        max_len=64,
+        dropout=0.0,
+    )
     cfg.update(overrides)
     model = Transformer(ModelConfig(**cfg)).eval()
     with torch.no_grad():  # random LayerNorm affine parameters, as trained ones are, so norm checks are not trivial

@@ -137,9 +137,17 @@ class MultiHeadAttention(nn.Module):
         concat = context.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
         out = self.W_O(concat)  # (B, Tq, D)
         rec = {
-            "Q": Q, "K": K, "V": V, "scores": scores, "mask": full_mask, "masked_scores": masked_scores,
-            "weights": weights, "context": context, "concat": concat, "out": out,
-        }  # fmt: skip
+            "Q": Q,
+            "K": K,
+            "V": V,
+            "scores": scores,
+            "mask": full_mask,
+            "masked_scores": masked_scores,
+            "weights": weights,
+            "context": context,
+            "concat": concat,
+            "out": out,
+        }
         return out, rec
 
 
@@ -236,9 +244,13 @@ class DecoderLayer(nn.Module):
         f, r5 = self.ffn(y, record)
         y, r6 = self.norm3(y, f, record)
         rec = {
-            **prefixed("self", r1), **prefixed("norm1", r2), **prefixed("cross", r3),
-            **prefixed("norm2", r4), **prefixed("ffn", r5), **prefixed("norm3", r6),
-        }  # fmt: skip
+            **prefixed("self", r1),
+            **prefixed("norm1", r2),
+            **prefixed("cross", r3),
+            **prefixed("norm2", r4),
+            **prefixed("ffn", r5),
+            **prefixed("norm3", r6),
+        }
         return y, LayerCache(K, V, cross_K, cross_V), rec
 
 
@@ -265,9 +277,11 @@ class Transformer(nn.Module):
         self.cfg = cfg
         # shared src/tgt/out; without init, ``_weight`` skips nn.Embedding's own initialisation (its normal_)
         self.embed = nn.Embedding(
-            cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id,
+            cfg.vocab_size,
+            cfg.d_model,
+            padding_idx=cfg.pad_id,
             _weight=None if init else torch.empty(cfg.vocab_size, cfg.d_model),
-        )  # fmt: skip
+        )
         self.src_embed = InputEmbedding(cfg, self.embed)
         self.tgt_embed = InputEmbedding(cfg, self.embed)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
@@ -329,8 +343,16 @@ class Transformer(nn.Module):
         mask = causal_mask(T, offset, y.device) if causal and (T > 1 or record) else None
         new_cache, heads = [], heads or {}
         for i, layer in enumerate(self.decoder_layers):
-            y, c, r = layer(y, memory, src_mask, mask, None if cache is None else cache[i], record,
-                            heads.get(f"dec.{i}.self"), heads.get(f"dec.{i}.cross"))  # fmt: skip
+            y, c, r = layer(
+                y,
+                memory,
+                src_mask,
+                mask,
+                None if cache is None else cache[i],
+                record,
+                heads.get(f"dec.{i}.self"),
+                heads.get(f"dec.{i}.cross"),
+            )
             new_cache.append(c)
             trace.update(prefixed(f"dec.{i}", r))
         logits = self.logits(y)

@@ -35,13 +35,23 @@ def page_text(at: AppTest) -> str:
 
 
 def assert_for_users(text: str, max_tokens: str) -> None:
-    for credit in ("Tatoeba", "CC-BY 2.0 (France)", "www.manythings.org/anki", "tatoeba.org", "Multi30k",
-                   "research use", "Flickr30k"):  # fmt: skip
+    for credit in (
+        "Tatoeba",
+        "CC-BY 2.0 (France)",
+        "www.manythings.org/anki",
+        "tatoeba.org",
+        "Multi30k",
+        "research use",
+        "Flickr30k",
+    ):
         assert credit in text, credit
     for limit in ("Names and rare words", "byte by byte", "image captions", f"Text is cut at {max_tokens}"):
         assert limit in text, limit
-    for command in ("python -m model import-marian HF_DIR", "every directory under assets/models/",
-                    "DECODER_LENS_MODEL=assets/models/opus-mt-en-fr streamlit run app.py"):  # fmt: skip
+    for command in (
+        "python -m model import-marian HF_DIR",
+        "every directory under assets/models/",
+        "DECODER_LENS_MODEL=assets/models/opus-mt-en-fr streamlit run app.py",
+    ):
         assert command in text, command
     for guide in ("Learn", "Explore", "worked", "Stage selector", "Teacher forcing", "beam search", "What if?", "PNG"):
         assert guide in text, guide

@@ -154,9 +154,20 @@ def test_loads_and_shows_every_stage(app):
     assert [t.split(",")[0] for t in step_figures(app)] == ["Attention weights α"]
     show_stage(app, "all")
     headers = [h.value for h in app.subheader]
-    order = ["1 · Decoder inputs", "2 · Token embeddings", "3 · Masked self-attention", "4 · Add & Norm 1",
-             "5 · Cross-attention", "Add & Norm 2", "6 · Feed-forward", "Add & Norm 3", "7 · Output",
-             "8 · What the KV cache holds", "What if?", "Export"]  # fmt: skip
+    order = [
+        "1 · Decoder inputs",
+        "2 · Token embeddings",
+        "3 · Masked self-attention",
+        "4 · Add & Norm 1",
+        "5 · Cross-attention",
+        "Add & Norm 2",
+        "6 · Feed-forward",
+        "Add & Norm 3",
+        "7 · Output",
+        "8 · What the KV cache holds",
+        "What if?",
+        "Export",
+    ]
     pos = [next(i for i, h in enumerate(headers) if h.startswith(o)) for o in order]
     assert pos == sorted(pos), headers
     assert len(specs(app)) >= 20
@@ -328,12 +339,24 @@ def test_following_a_hypothesis_forward_and_back_across_a_pruning(tiny_model_dir
     res = decode(lm.model, src, DecodeOptions(strategy="beam", beam=k, max_len=max_len, record=True))
     winner = follow_line(res, eos)
     # a hypothesis (step, row) whose line is pruned later: found from the recorded decode
-    t, r = next((t, r) for t in range(1, len(res.steps)) for r in live_rows(res, t)
-                if follow_line(res, eos, res.beam_steps[t].live[r].ids).how == "pruned")  # fmt: skip
+    t, r = next(
+        (t, r)
+        for t in range(1, len(res.steps))
+        for r in live_rows(res, t)
+        if follow_line(res, eos, res.beam_steps[t].live[r].ids).how == "pruned"
+    )
     ids = tuple(res.beam_steps[t].live[r].ids)
     line = follow_line(res, eos, ids)
-    at = open_app(tiny_model_dir, monkeypatch, src=text, strategy="beam", beam=str(k), max_len=str(max_len),
-                  step=str(t), stage="output")  # fmt: skip
+    at = open_app(
+        tiny_model_dir,
+        monkeypatch,
+        src=text,
+        strategy="beam",
+        beam=str(k),
+        max_len=str(max_len),
+        step=str(t),
+        stage="output",
+    )
     assert at.session_state["step"] == t and at.selectbox(key="follow_pick").value == "final:0"
     assert at.slider(key="step").max == winner.end
 
@@ -544,9 +567,21 @@ def test_every_url_field_round_trips_through_the_page(tiny_model_dir, monkeypatc
     text = "Hello world."
     src = lm.tokenizer.encode(text) + [lm.cfg.eos_id]
     forced = [int(i) for i in decode(lm.model, src, DecodeOptions(max_len=3)).ids[:2]]
-    link = {"src": text, "ref": "Bonjour le monde.", "strategy": "beam", "beam": "3", "lp": "1.5", "max_len": "9",
-            "forced": f"{forced[0]}.!{forced[1]}", "tab": "step", "stage": "cross", "layer": "1", "head": "2",
-            "grid": "1", "step": "3"}  # fmt: skip
+    link = {
+        "src": text,
+        "ref": "Bonjour le monde.",
+        "strategy": "beam",
+        "beam": "3",
+        "lp": "1.5",
+        "max_len": "9",
+        "forced": f"{forced[0]}.!{forced[1]}",
+        "tab": "step",
+        "stage": "cross",
+        "layer": "1",
+        "head": "2",
+        "grid": "1",
+        "step": "3",
+    }
     at = open_app(tiny_model_dir, monkeypatch, **link)
     assert at.radio(key="strategy").value == "beam" and at.slider(key="beam").value == 3
     assert at.number_input(key="length_penalty").value == 1.5 and at.slider(key="max_len").value == 9
@@ -575,8 +610,19 @@ def test_links_that_cannot_be_reproduced_say_so(tiny_model_dir, monkeypatch):
 
 
 def test_bad_url_values_are_clamped(tiny_model_dir, monkeypatch):
-    at = open_app(tiny_model_dir, monkeypatch, src=XSS, strategy="evil", beam="-4", temp="nan", max_len="99999",
-                  step="abc", layer="77", head="x", top_p="7")  # fmt: skip
+    at = open_app(
+        tiny_model_dir,
+        monkeypatch,
+        src=XSS,
+        strategy="evil",
+        beam="-4",
+        temp="nan",
+        max_len="99999",
+        step="abc",
+        layer="77",
+        head="x",
+        top_p="7",
+    )
     assert at.radio(key="strategy").value == "greedy"
     assert at.slider(key="max_len").value == at.slider(key="max_len").max
     assert at.selectbox(key="layer").value == 1  # clamped to the last layer
@@ -596,12 +642,31 @@ def test_missing_model_is_a_clean_error(tmp_path, monkeypatch):
 # Pure state helpers.
 
 FIELD_VALUES = {  # a non-default value for every View field
-    "source": "Hi there.", "reference": "Salut.", "model": "other", "strategy": "sample", "beam": 3,
-    "length_penalty": 0.5, "temperature": 0.7, "top_k": 5, "top_p": 0.9, "seed": 11, "max_len": 12,
-    "forced": (5, 6, 7), "user_forced": frozenset({2}), "tab": "tf", "stage": "ffn", "layer": 1, "head": 3,
-    "grid": True, "no_mask": True, "follow": (5, 6), "step": 4,
-    "ablate": "dec.0.self.1,dec.0.self.2,dec.1.cross.0,dec.1.cross.3", "ablate_mode": "mean", "attribution": "ixg",
-}  # fmt: skip
+    "source": "Hi there.",
+    "reference": "Salut.",
+    "model": "other",
+    "strategy": "sample",
+    "beam": 3,
+    "length_penalty": 0.5,
+    "temperature": 0.7,
+    "top_k": 5,
+    "top_p": 0.9,
+    "seed": 11,
+    "max_len": 12,
+    "forced": (5, 6, 7),
+    "user_forced": frozenset({2}),
+    "tab": "tf",
+    "stage": "ffn",
+    "layer": 1,
+    "head": 3,
+    "grid": True,
+    "no_mask": True,
+    "follow": (5, 6),
+    "step": 4,
+    "ablate": "dec.0.self.1,dec.0.self.2,dec.1.cross.0,dec.1.cross.3",
+    "ablate_mode": "mean",
+    "attribution": "ixg",
+}
 
 
 @pytest.mark.parametrize("name", list(FIELD_VALUES))
@@ -617,20 +682,42 @@ def test_each_view_field_round_trips_through_the_url(name):
 
 def test_default_view_has_a_short_url_and_decoding_defaults_come_from_decode_options():
     assert to_query(View()) == {"src": View().source}
-    assert (View().beam, View().max_len, View().length_penalty) == (DEFAULTS.beam, DEFAULTS.max_len,
-                                                                    DEFAULTS.length_penalty)  # fmt: skip
+    assert (View().beam, View().max_len, View().length_penalty) == (
+        DEFAULTS.beam,
+        DEFAULTS.max_len,
+        DEFAULTS.length_penalty,
+    )
 
 
 def test_clamp_view_bounds_every_number():
-    raw = {"strategy": "x", "beam": "99", "temperature": "inf", "top_k": -3, "top_p": 2, "seed": "1e40",
-           "max_len": 0, "layer": 9, "head": "7", "forced": (1, 500), "step": "-3"}  # fmt: skip
+    raw = {
+        "strategy": "x",
+        "beam": "99",
+        "temperature": "inf",
+        "top_k": -3,
+        "top_p": 2,
+        "seed": "1e40",
+        "max_len": 0,
+        "layer": 9,
+        "head": "7",
+        "forced": (1, 500),
+        "step": "-3",
+    }
     v, msgs = clamp_view(raw, LIMITS)
-    assert (v.strategy, v.beam, v.temperature, v.top_k, v.top_p, v.seed, v.max_len) == ("greedy", 8, 1.0, 0, 1.0,
-                                                                                          2**31 - 1, 1)  # fmt: skip
+    assert (v.strategy, v.beam, v.temperature, v.top_k, v.top_p, v.seed, v.max_len) == (
+        "greedy",
+        8,
+        1.0,
+        0,
+        1.0,
+        2**31 - 1,
+        1,
+    )
     assert v.layer == 1 and v.head == 3 and v.forced == () and v.step == 0
     assert len(msgs) == 10
-    DecodeOptions(**{k: getattr(v, k) for k in ("strategy", "beam", "temperature", "top_k", "top_p", "seed",
-                                                "max_len")})  # always valid  # fmt: skip
+    DecodeOptions(
+        **{k: getattr(v, k) for k in ("strategy", "beam", "temperature", "top_k", "top_p", "seed", "max_len")}
+    )  # always valid
     assert [move(2, a, 5) for a in ("first", "prev", "next", "last")] == [0, 1, 3, 4]
     assert move(4, "next", 5) == 4 and move(0, "prev", 5) == 0
 
@@ -698,8 +785,15 @@ def test_head_ablation_from_the_pickers_and_the_link(tiny_model_dir, monkeypatch
     without = next(m.value for m in at.markdown if m.value.startswith("**Without"))
     assert "8 heads" in without
     # the link reopens the same ablation, and the pickers show it
-    at2 = open_app(tiny_model_dir, monkeypatch, stage="ablation", max_len="6", ablate="dec.1.self.2", amode="mean",
-                   ref="Bonjour le monde.")  # fmt: skip
+    at2 = open_app(
+        tiny_model_dir,
+        monkeypatch,
+        stage="ablation",
+        max_len="6",
+        ablate="dec.1.self.2",
+        amode="mean",
+        ref="Bonjour le monde.",
+    )
     assert at2.pills(key="ablate_self_1").value == [2] and at2.radio(key="ablate_mode").value == "mean"
     assert any(t.startswith("Reference loss change per position") for t in titles(at2))
     assert any("one intervention among several" in m.value for m in at2.markdown)

@@ -27,12 +27,37 @@ CLI_CASES = [c for c in CASES if c.cli is not None and not c.subprocess_only]
 def test_the_matrix_covers_every_kind_of_bad_input():
     both = [c for c in CASES if c.cli is not None and c.app is not None]
     assert len(both) >= 25 and len(BY_NAME) == len(CASES)
-    for name in ("empty text", "spaces only", "newlines only", "10,000 characters", "one 500-character word",
-                 "1,000 tokens", "emoji", "CJK", "Arabic (RTL) + RLO", "zero-width + control chars", "NUL byte",
-                 "HTML <script>/<img onerror>", "Markdown/LaTeX syntax", "URL", "numbers only",
-                 "reference longer than the limit", "beam 0", "beam 1", "beam 64", "temperature 0",
-                 "temperature 1e-6", "temperature 100", "top-p 0", "top-p 1", "top-k 0", "max length 0",
-                 "max length 10,000", "model.safetensors missing", "model.safetensors truncated"):  # fmt: skip
+    for name in (
+        "empty text",
+        "spaces only",
+        "newlines only",
+        "10,000 characters",
+        "one 500-character word",
+        "1,000 tokens",
+        "emoji",
+        "CJK",
+        "Arabic (RTL) + RLO",
+        "zero-width + control chars",
+        "NUL byte",
+        "HTML <script>/<img onerror>",
+        "Markdown/LaTeX syntax",
+        "URL",
+        "numbers only",
+        "reference longer than the limit",
+        "beam 0",
+        "beam 1",
+        "beam 64",
+        "temperature 0",
+        "temperature 1e-6",
+        "temperature 100",
+        "top-p 0",
+        "top-p 1",
+        "top-k 0",
+        "max length 0",
+        "max length 10,000",
+        "model.safetensors missing",
+        "model.safetensors truncated",
+    ):
         assert name in BY_NAME, name
 
 
@@ -40,10 +65,25 @@ def test_the_model_directory_section_covers_sizes_shapes_dtypes_values_keys_head
     """At least 12 damaged model directories, each refused (exit 2, one line) with the field or tensor named."""
     assert len(MODEL_DIR_CASES) >= 12 and all(c in CASES for c in MODEL_DIR_CASES)
     kinds = {re.match(r"\w+(:\w+)?", c.damage).group() for c in MODEL_DIR_CASES}  # "config:d_ff*2" -> "config:d_ff"
-    for kind in ("config:vocab_size", "config:d_model", "config:n_decoder_layers", "config:n_encoder_layers",
-                 "config:d_ff", "config:n_heads", "weights:transpose", "weights:shrink", "weights:int32",
-                 "weights:nan", "weights:inf", "weights:drop", "weights:extra", "header:length", "header:garbage",
-                 "header:offsets", "path_is_file"):  # fmt: skip
+    for kind in (
+        "config:vocab_size",
+        "config:d_model",
+        "config:n_decoder_layers",
+        "config:n_encoder_layers",
+        "config:d_ff",
+        "config:n_heads",
+        "weights:transpose",
+        "weights:shrink",
+        "weights:int32",
+        "weights:nan",
+        "weights:inf",
+        "weights:drop",
+        "weights:extra",
+        "header:length",
+        "header:garbage",
+        "header:offsets",
+        "path_is_file",
+    ):
         assert kind in kinds, kind
     for c in MODEL_DIR_CASES:
         assert c.cli[0] == "error" and c.app[0] == "error" and c.cli[1], c.name

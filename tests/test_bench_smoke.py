@@ -23,8 +23,13 @@ NUMBER = r"(\d+(?:\.\d+)?)"
 def run_smoke(script: str, *extra: str) -> str:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--smoke", *extra], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--smoke", *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{script} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
 
@@ -37,17 +42,28 @@ def verdict(out: str, target: str) -> str:
 
 def test_app_latency_smoke():
     out = run_smoke("app_latency.py")
-    for name in ("app: ▶ step to painted (ms)", "floor: button to painted (ms)", "app: received per ▶ step (KB)",
-                 "app, All stages: ▶ step to painted (ms)", "app, All stages: received per ▶ (KB)",
-                 "app: new sentence to painted (ms)", "app: cold start to painted page (s)",
-                 "floor: cold start to painted page (s)", "app, Learn: next chapter to painted (ms)",
-                 "app, Compare: ▶ step to painted (ms)"):  # fmt: skip
+    for name in (
+        "app: ▶ step to painted (ms)",
+        "floor: button to painted (ms)",
+        "app: received per ▶ step (KB)",
+        "app, All stages: ▶ step to painted (ms)",
+        "app, All stages: received per ▶ (KB)",
+        "app: new sentence to painted (ms)",
+        "app: cold start to painted page (s)",
+        "floor: cold start to painted page (s)",
+        "app, Learn: next chapter to painted (ms)",
+        "app, Compare: ▶ step to painted (ms)",
+    ):
         m = re.search(rf"^{re.escape(name)}\s+(\d+)\s+{NUMBER}\s+{NUMBER}$", out, re.M)
         assert m, f"no row {name!r}:\n{out}"
         n, med, p95 = int(m.group(1)), float(m.group(2)), float(m.group(3))
         assert n >= 1 and 0 < med <= p95, m.group(0)
-    m = re.search(r"^app, default view: (\d+) figures on the page, (\d+) follow the step; "
-                  r"app, All stages: (\d+) figures on the page, (\d+) follow the step$", out, re.M)  # fmt: skip
+    m = re.search(
+        r"^app, default view: (\d+) figures on the page, (\d+) follow the step; "
+        r"app, All stages: (\d+) figures on the page, (\d+) follow the step$",
+        out,
+        re.M,
+    )
     assert m, out
     plots, tracking, all_plots, all_tracking = map(int, m.groups())
     assert 1 <= tracking <= plots < all_plots and tracking < all_tracking <= all_plots, m.group(0)
@@ -73,12 +89,22 @@ def test_soak_smoke():
 
 def test_explain_smoke():
     """No browser here: the explain benchmark runs the tiny model in-process."""
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "explain.py"), "--smoke"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "explain.py"), "--smoke"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"explain.py exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     out = proc.stdout
-    for name in ("recorded greedy decode", "logit lens, every layer and position", "head importance, 16 heads",
-                 "attribution IG, ", "attribution ixg, every output token"):  # fmt: skip
+    for name in (
+        "recorded greedy decode",
+        "logit lens, every layer and position",
+        "head importance, 16 heads",
+        "attribution IG, ",
+        "attribution ixg, every output token",
+    ):
         m = re.search(rf"^{re.escape(name)}.*?\s{NUMBER}\s+{NUMBER}$", out, re.M)
         assert m and float(m.group(1)) > 0 and float(m.group(2)) > 0, f"no row {name!r}:\n{out}"
     for target in ("lens ≤ 10% of the recorded decode", "head importance ≤ 3 s", "IG attribution ≤ 3 s"):
@@ -94,16 +120,24 @@ def strict_json(path: Path) -> dict:
 
 def test_classroom_smoke(tmp_path):
     out = run_smoke("classroom.py", "--json", str(tmp_path / "classroom.json"))
-    rows = re.findall(rf"^\s*(\d+)\s+(\d+)\s+{NUMBER}\s+(\d+)\s+(\d+)\s+(?:\S+\s+){{3}}(\d+)\s+(\d+)\s+(\d+)"
-                      rf"\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", out, re.M)  # fmt: skip
+    rows = re.findall(
+        rf"^\s*(\d+)\s+(\d+)\s+{NUMBER}\s+(\d+)\s+(\d+)\s+(?:\S+\s+){{3}}(\d+)\s+(\d+)\s+(\d+)"
+        rf"\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$",
+        out,
+        re.M,
+    )
     assert [int(r[0]) for r in rows] == [1, 2], out
     for _, actions, _, p50, p95, errors, timeouts, crosstalk, rss, _, _, _ in rows:
         assert int(actions) >= 1 and 0 < int(p50) <= int(p95), out
         assert int(errors) == int(timeouts) == int(crosstalk) == 0 and int(rss) > 0, out
     m = re.search(r"^largest N with p95 ≤ 1\.5 s: (\d+|none) ", out, re.M)
     assert m, out
-    assert re.search(r"^session cache bound: \d+ MiB per session, \d+ MiB for every session together; server RSS "
-                     r"at N=2: peak \d+ MiB", out, re.M), out  # fmt: skip
+    assert re.search(
+        r"^session cache bound: \d+ MiB per session, \d+ MiB for every session together; server RSS "
+        r"at N=2: peak \d+ MiB",
+        out,
+        re.M,
+    ), out
     assert re.search(r"^limit: .*at N=\d+: server \d+% of a core, browsers \d+% of a core", out, re.M), out
     assert verdict(out, "errors = 0") == "PASS", out
     assert verdict(out, "cross-talk = 0") == "PASS", out
@@ -117,8 +151,9 @@ def test_replicas_smoke(tmp_path):
     if not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()):
         pytest.fail("nginx is missing: install Debian's nginx (apt-get install nginx); .ci/run does this")
     out = run_smoke("replicas.py", "--json", str(tmp_path / "replicas.json"))
-    rows = re.findall(r"^(\d+)\s+(r\d|-)\s+(r\d|-)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+(?: s)?)\s+(\S+)\s+(\d+)$",
-                      out, re.M)  # fmt: skip
+    rows = re.findall(
+        r"^(\d+)\s+(r\d|-)\s+(r\d|-)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+(?: s)?)\s+(\S+)\s+(\d+)$", out, re.M
+    )
     assert len(rows) == 4, out
     moved = [r for r in rows if r[8] != "-"]
     assert moved and all(r[8] == "yes" and r[2] != r[1] for r in moved), out

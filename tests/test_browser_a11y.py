@@ -92,8 +92,13 @@ def test_small_screens_never_scroll_sideways(server, browser, width, height, sta
     ARTIFACTS.mkdir(exist_ok=True)
     query = "&stage=all" if stage == "all" else ""
     # 16 source tokens, 14 positions: square figures as wide as a tablet's column holds
-    page = open_page(browser, f"{server}/?max_len=14&src=The+cat+is+sleeping+on+the+sofa.&step=3{query}", width, height,
-                     min_plots=10 if stage == "all" else 1)  # fmt: skip
+    page = open_page(
+        browser,
+        f"{server}/?max_len=14&src=The+cat+is+sleeping+on+the+sofa.&step=3{query}",
+        width,
+        height,
+        min_plots=10 if stage == "all" else 1,
+    )
     try:
         page.wait_for_timeout(500)
         size = page.evaluate(OVERFLOW_JS)

@@ -62,23 +62,38 @@ def test_capacity_smoke(tmp_path):
     if not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()):
         pytest.fail("nginx is missing: install Debian's nginx (apt-get install nginx); .ci/run does this")
     out_json = tmp_path / "capacity.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "capacity.py"), "--smoke", "--json",
-                           str(out_json)], cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "capacity.py"), "--smoke", "--json", str(out_json)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = proc.stdout
     assert proc.returncode == 0, f"capacity.py exited {proc.returncode}\n{out[-3000:]}\n{proc.stderr[-3000:]}"
-    rows = re.findall(rf"^(single|nginx)\s+(\d+)\s+(\d+)\s+{NUMBER}\s+(\d+)\s+(\d+)\s.*?\s(\d+|-)\s+(\d+)\s+(\d+)"
-                      rf"\s+(\d+)\s+(\d+)\s+(\d+)\s+\S+→\S+$", out, re.M)  # fmt: skip
+    rows = re.findall(
+        rf"^(single|nginx)\s+(\d+)\s+(\d+)\s+{NUMBER}\s+(\d+)\s+(\d+)\s.*?\s(\d+|-)\s+(\d+)\s+(\d+)"
+        rf"\s+(\d+)\s+(\d+)\s+(\d+)\s+\S+→\S+$",
+        out,
+        re.M,
+    )
     assert [(r[0], int(r[1])) for r in rows] == [("single", 2), ("single", 4), ("nginx", 2), ("nginx", 4)], out
     for _, _, actions, _, p50, p95, browser, errors, crosstalk, cpu, rss, _ in rows:
         assert int(actions) >= 1 and 0 < int(p50) <= int(p95), out
         assert browser == "-" or int(browser) > 0, out
         assert int(errors) == int(crosstalk) == 0 and int(cpu) > 0 and int(rss) > 0, out
-    costs = {k: (float(a), float(b)) for k, a, b in re.findall(
-        rf"^  (open|step|stage|layer|sentence|to all|step in all)\s+{NUMBER}\s+{NUMBER}$", out, re.M)}  # fmt: skip
+    costs = {
+        k: (float(a), float(b))
+        for k, a, b in re.findall(
+            rf"^  (open|step|stage|layer|sentence|to all|step in all)\s+{NUMBER}\s+{NUMBER}$", out, re.M
+        )
+    }
     assert set(costs) == {"open", "step", "stage", "layer", "sentence", "to all", "step in all"}, out
     assert all(a > 0 and b > 0 for a, b in costs.values()), out
-    assert len(re.findall(r"^limit (single|nginx): (none reached|the server's own CPU|the machine|neither)", out,
-                          re.M)) == 2, out  # fmt: skip
+    assert (
+        len(re.findall(r"^limit (single|nginx): (none reached|the server's own CPU|the machine|neither)", out, re.M))
+        == 2
+    ), out
     assert re.search(r"^one replica, measured: (\d+|no) students at server p95", out, re.M), out
     m = re.search(
         rf"^one replica, by CPU: {NUMBER}% of a core per student \((\d+) ms of CPU per action\), so (\d+) "

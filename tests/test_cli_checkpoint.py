@@ -41,8 +41,9 @@ def test_load_round_trip(tiny_model_dir, tiny_model):
     assert lm.card.startswith("# Tiny")
 
 
-@pytest.mark.parametrize("damage", ["missing_weights", "truncated_weights", "bad_config", "mismatch", "no_dir",
-                                    "is_file"])  # fmt: skip
+@pytest.mark.parametrize(
+    "damage", ["missing_weights", "truncated_weights", "bad_config", "mismatch", "no_dir", "is_file"]
+)
 def test_broken_model_dirs_fail_with_one_sentence_naming_the_file(tmp_path, tiny_model_dir, damage):
     d = tmp_path / "m"
     d.mkdir()
@@ -113,8 +114,9 @@ def test_config_sizes_are_bounded(tmp_path, tiny_model_dir, changes, needle):
     assert needle in msg and CONFIG in msg and "\n" not in msg, msg
 
 
-def test_sizes_that_disagree_with_the_file_are_refused_before_anything_is_allocated(tmp_path, tiny_model_dir,
-                                                                                     monkeypatch):  # fmt: skip
+def test_sizes_that_disagree_with_the_file_are_refused_before_anything_is_allocated(
+    tmp_path, tiny_model_dir, monkeypatch
+):
     """Sizes inside the bounds but far from the file's (a 4 GB embedding): the header check refuses them, and
     the only Transformer ever built is the one on the meta device, which allocates nothing."""
     import model.checkpoint as checkpoint
@@ -142,8 +144,10 @@ def test_sizes_that_disagree_with_the_file_are_refused_before_anything_is_alloca
 def test_loading_imports_no_compiler_stack(tiny_model_dir):
     """The header check's meta-device model runs no meta op that pulls in torch's compiler stack (dynamo, inductor,
     sympy: ~1.2 s, once per process, on the app's cold start)."""
-    code = ("import sys; from model.checkpoint import load_model_dir; load_model_dir(sys.argv[1]); "
-            "print(sorted(m for m in ('torch._dynamo', 'torch._inductor', 'sympy') if m in sys.modules))")  # fmt: skip
+    code = (
+        "import sys; from model.checkpoint import load_model_dir; load_model_dir(sys.argv[1]); "
+        "print(sorted(m for m in ('torch._dynamo', 'torch._inductor', 'sympy') if m in sys.modules))"
+    )
     p = subprocess.run([sys.executable, "-c", code, str(tiny_model_dir)], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
@@ -192,8 +196,10 @@ def test_weight_files_other_writers_produce_still_load(tmp_path, tiny_model_dir,
     lm = load_model_dir(half)
     assert lm.model.embed.weight.dtype == torch.float32
     torch.testing.assert_close(lm.model.embed.weight, tiny_model.embed.weight, atol=1e-2, rtol=1e-2)
-    renamed = resave(copy_dir(tiny_model_dir, tmp_path / "renamed"),
-                     lambda s: s.update({"tgt_embed.embed.weight": s.pop("embed.weight")}))  # fmt: skip
+    renamed = resave(
+        copy_dir(tiny_model_dir, tmp_path / "renamed"),
+        lambda s: s.update({"tgt_embed.embed.weight": s.pop("embed.weight")}),
+    )
     lm = load_model_dir(renamed)
     assert torch.equal(lm.model.embed.weight, tiny_model.embed.weight)
     assert lm.model.src_embed.embed.weight is lm.model.embed.weight  # still tied
@@ -244,8 +250,9 @@ def test_the_header_is_read_without_loading_tensors(tiny_model_dir):
 def test_translate_text_json_and_beam(capsys, tiny_model_dir):
     rc, out, _ = run(capsys, "translate", "I am a student.", "--model", tiny_model_dir, "--max-len", 8)
     assert rc == 0 and out.endswith("\n")
-    rc, out, _ = run(capsys, "translate", "I am a student.", "--beam", 3, "--json", "--max-len", 8,
-                     "--model", tiny_model_dir)  # fmt: skip
+    rc, out, _ = run(
+        capsys, "translate", "I am a student.", "--beam", 3, "--json", "--max-len", 8, "--model", tiny_model_dir
+    )
     obj = json.loads(out)
     assert rc == 0 and len(obj["candidates"]) == 3 and obj["tokens"] == obj["candidates"][0]["tokens"]
     assert [c["score"] for c in obj["candidates"]] == sorted((c["score"] for c in obj["candidates"]), reverse=True)
@@ -265,16 +272,40 @@ def test_translate_input_file_matches_single_sentences(capsys, tmp_path, tiny_mo
 
 def test_trace_writes_documented_keys(capsys, tmp_path, tiny_model_dir):
     out = tmp_path / "t.npz"
-    rc, msg, _ = run(capsys, "trace", "I like pizza.", "--target", "J'aime la pizza.", "--out", out,
-                     "--model", tiny_model_dir)  # fmt: skip
+    rc, msg, _ = run(
+        capsys, "trace", "I like pizza.", "--target", "J'aime la pizza.", "--out", out, "--model", tiny_model_dir
+    )
     assert rc == 0 and "wrote" in msg
     z = np.load(out)
-    for key in ("tokens.src", "tokens.dec_input", "tokens.label", "dec.embed", "dec.pe", "dec.input",
-                "dec.0.self.Q", "dec.0.self.scores", "dec.0.self.mask", "dec.0.self.masked_scores",
-                "dec.0.self.weights", "dec.0.self.context", "dec.0.self.concat", "dec.0.self.out",
-                "dec.0.norm1.residual", "dec.0.norm1.mean", "dec.0.norm1.std", "dec.0.norm1.out",
-                "dec.0.cross.weights", "dec.0.ffn.hidden", "dec.0.norm3.out", "logits", "probs", "loss",
-                "enc.0.self.weights", "enc.0.norm2.out", "memory"):  # fmt: skip
+    for key in (
+        "tokens.src",
+        "tokens.dec_input",
+        "tokens.label",
+        "dec.embed",
+        "dec.pe",
+        "dec.input",
+        "dec.0.self.Q",
+        "dec.0.self.scores",
+        "dec.0.self.mask",
+        "dec.0.self.masked_scores",
+        "dec.0.self.weights",
+        "dec.0.self.context",
+        "dec.0.self.concat",
+        "dec.0.self.out",
+        "dec.0.norm1.residual",
+        "dec.0.norm1.mean",
+        "dec.0.norm1.std",
+        "dec.0.norm1.out",
+        "dec.0.cross.weights",
+        "dec.0.ffn.hidden",
+        "dec.0.norm3.out",
+        "logits",
+        "probs",
+        "loss",
+        "enc.0.self.weights",
+        "enc.0.norm2.out",
+        "memory",
+    ):
         assert key in z.files, key
     assert z["tokens.dec_input"][0] == "<s>" and z["tokens.label"][-1] == "</s>"
     rc, _, _ = run(capsys, "trace", "I like pizza.", "--no-mask", "--out", out, "--model", tiny_model_dir)

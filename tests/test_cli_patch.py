@@ -27,8 +27,9 @@ def run(capsys, *argv):
 
 
 def test_patch_json_npz_and_text(capsys, tmp_path, tiny_model_dir):
-    rc, out, err = run(capsys, "patch", A, B, "--target", TGT, "--position", 2, "--contrast", "la", "--json",
-                       "--model", tiny_model_dir)  # fmt: skip
+    rc, out, err = run(
+        capsys, "patch", A, B, "--target", TGT, "--position", 2, "--contrast", "la", "--json", "--model", tiny_model_dir
+    )
     assert rc == 0, err
     r = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
     lm = load_model_dir(tiny_model_dir)
@@ -51,8 +52,9 @@ def test_patch_json_npz_and_text(capsys, tmp_path, tiny_model_dir):
 
 
 def test_explain_contrast(capsys, tiny_model_dir):
-    rc, out, err = run(capsys, "explain", A, "--target", TGT, "--contrast", "la", "--position", 3, "--json",
-                       "--model", tiny_model_dir)  # fmt: skip
+    rc, out, err = run(
+        capsys, "explain", A, "--target", TGT, "--contrast", "la", "--position", 3, "--json", "--model", tiny_model_dir
+    )
     assert rc == 0, err
     r = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
     lm = load_model_dir(tiny_model_dir)

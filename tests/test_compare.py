@@ -89,8 +89,9 @@ def test_bad_input_is_one_sentence(tiny_model_dir, monkeypatch):
     assert not at.warning and len(at.get("download_button")) == 3
     assert any("Gaussian noise" in m.value for m in at.markdown)
     at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=A)
-    assert [w.value for w in at.warning] == ["A and B are the same sentence: there is nothing to compare. Change one "
-                                             "word of B."]  # fmt: skip
+    assert [w.value for w in at.warning] == [
+        "A and B are the same sentence: there is nothing to compare. Change one word of B."
+    ]
     lm = load_model_dir(tiny_model_dir)
     first = lm.tokenizer.id_to_token(decode(lm.model, lm.tokenizer.encode(A) + [2], DecodeOptions(max_len=6)).ids[0])
     at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, contrast=first.replace("▁", "␣"), step="0")

@@ -180,9 +180,25 @@ def test_copy_benchmark_runs_as_a_script_and_scores_what_it_prints(tiny_model_di
 
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "copy.json"
-    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "copying.py"), "--model", str(tiny_model_dir),
-                           "--per-template", "1", "--beam", "2", "--threads", "1", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(root / "benchmarks" / "copying.py"),
+            "--model",
+            str(tiny_model_dir),
+            "--per-template",
+            "1",
+            "--beam",
+            "2",
+            "--threads",
+            "1",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     res = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
     assert res["sentences"] == 40 and res["passed"] == 40 - len(res["failures"])

@@ -27,9 +27,14 @@ def test_committed_site_config_is_the_rendered_one():
     assert (ROOT / "deploy" / "nginx.conf").read_text() == rendered, (
         "deploy/nginx.conf is stale: python deploy/serve.py --print-site --replicas 4 --port 80 > deploy/nginx.conf"
     )
-    for needed in ("hash $dl_route consistent;", f'"{COOKIE}=$request_id; Path=/; HttpOnly; SameSite=Lax"',
-                   "proxy_http_version 1.1;", "proxy_set_header Upgrade $http_upgrade;",
-                   "proxy_set_header Connection $dl_connection;", "proxy_read_timeout 1d;"):  # fmt: skip
+    for needed in (
+        "hash $dl_route consistent;",
+        f'"{COOKIE}=$request_id; Path=/; HttpOnly; SameSite=Lax"',
+        "proxy_http_version 1.1;",
+        "proxy_set_header Upgrade $http_upgrade;",
+        "proxy_set_header Connection $dl_connection;",
+        "proxy_read_timeout 1d;",
+    ):
         assert needed in rendered, needed
     assert "ip_hash" not in rendered  # every browser behind one address would land on one replica
 
@@ -38,8 +43,9 @@ def test_nginx_accepts_both_configurations(tmp_path):
     site = tmp_path / "site.conf"
     site.write_text(site_conf("127.0.0.1:18080", [18511, 18512], access_log=str(tmp_path / "access.log")))
     wrapper = tmp_path / "system.conf"  # as a system nginx includes a site: inside http {}
-    wrapper.write_text(f"pid {tmp_path}/w.pid;\nerror_log {tmp_path}/w.log;\nevents {{}}\nhttp {{\n"
-                       f"    include {site};\n}}\n")  # fmt: skip
+    wrapper.write_text(
+        f"pid {tmp_path}/w.pid;\nerror_log {tmp_path}/w.log;\nevents {{}}\nhttp {{\n    include {site};\n}}\n"
+    )
     (tmp_path / "tmp").mkdir()
     standalone = tmp_path / "nginx.conf"
     standalone.write_text(main_conf(tmp_path, site.read_text()))
@@ -53,5 +59,7 @@ def test_dockerfile_pins_cpu_torch_and_runs_the_app():
     assert text.startswith("#") and "\nFROM python:3.11-slim\n" in text
     assert "--index-url https://download.pytorch.org/whl/cpu torch==2.13.0" in text
     assert "torch==2.13.0\n" in (ROOT / "requirements.txt").read_text()  # the pin the image must meet
-    assert ('CMD ["streamlit", "run", "app.py", "--server.port", "8501", "--server.address", "0.0.0.0", '
-            '"--server.headless", "true"]') in text  # fmt: skip
+    assert (
+        'CMD ["streamlit", "run", "app.py", "--server.port", "8501", "--server.address", "0.0.0.0", '
+        '"--server.headless", "true"]'
+    ) in text

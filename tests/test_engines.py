@@ -21,8 +21,13 @@ def test_engines_smoke():
         if m := ROW.match(line):
             greedy, beam = [float(x) for x in m.groups()[1:6]], [float(x) for x in m.groups()[6:]]
             rows[m.group(1).split(" (")[0]] = (greedy, beam)
-    engines = ["ours, untraced", "ours, record=True", "transformers generate()", "CTranslate2 float32",
-               "CTranslate2 int8"]  # fmt: skip
+    engines = [
+        "ours, untraced",
+        "ours, record=True",
+        "transformers generate()",
+        "CTranslate2 float32",
+        "CTranslate2 int8",
+    ]
     assert sorted(rows) == sorted(engines), out.stdout
     for name, (greedy, beam) in rows.items():
         for median, p95, tok_s, *_ in (greedy, beam):
@@ -33,8 +38,9 @@ def test_engines_smoke():
     assert out.stdout.count("PASS") + out.stdout.count("FAIL") == 3, out.stdout
     # --smoke runs 2 interleaved rounds: every verdict shows the combined ratio and each round's own
     pair = r"([\d.]+)x \[([\d.]+) ([\d.]+)\]"
-    verdicts = re.findall(rf"^\[threads 1\] (?:PASS|FAIL)  .+\((?:ours / CT2: )?greedy {pair}, beam {pair}\)$",
-                          out.stdout, re.M)  # fmt: skip
+    verdicts = re.findall(
+        rf"^\[threads 1\] (?:PASS|FAIL)  .+\((?:ours / CT2: )?greedy {pair}, beam {pair}\)$", out.stdout, re.M
+    )
     assert len(verdicts) == 3, out.stdout
     for ratios in verdicts:
         assert all(float(x) > 0 for x in ratios), out.stdout
@@ -49,8 +55,12 @@ def run_script(name: str, *args: str) -> str:
 
 def test_decode_benchmark_smoke():
     out = run_script("decode.py")
-    rows = re.findall(r"^\s+([12])\s+(transformers generate\(\)|ours, untraced|ours, record=True \(full trace\))"
-                      r"\s+([\d.]+)\s+([\d.]+)\s+(\d+)/(\d+)", out, re.M)  # fmt: skip
+    rows = re.findall(
+        r"^\s+([12])\s+(transformers generate\(\)|ours, untraced|ours, record=True \(full trace\))"
+        r"\s+([\d.]+)\s+([\d.]+)\s+(\d+)/(\d+)",
+        out,
+        re.M,
+    )
     assert len(rows) == 6, out
     for _, _, greedy, beam, g_tok, b_tok in rows:
         assert float(greedy) > 0 and float(beam) > 0 and int(g_tok) == int(b_tok) == 30, out
@@ -71,8 +81,15 @@ def test_gemv_benchmark_smoke():
 
 def test_step_profile_smoke():
     out = run_script("step_profile.py", "--pyinstrument")
-    labels = ["self-attention fused W_Q|W_K|W_V", "self-attention W_O", "cross-attention W_Q", "cross-attention W_O",
-              "FFN W_1", "FFN W_2", "output projection (tied embedding)"]  # fmt: skip
+    labels = [
+        "self-attention fused W_Q|W_K|W_V",
+        "self-attention W_O",
+        "cross-attention W_Q",
+        "cross-attention W_O",
+        "FFN W_1",
+        "FFN W_2",
+        "output projection (tied embedding)",
+    ]
     products = {
         m[0]: [float(x) for x in m[1:]]
         for m in re.findall(r"^(.+?)\s{2,}([\d.]+)\s+([\d.]+)\s+(\d+)%\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x$", out, re.M)

@@ -178,8 +178,15 @@ def test_lens_refuses_a_configuration_it_would_misread(tiny_tokenizer):
     class PreNorm(ModelConfig):
         normalize_before: bool = True
 
-    cfg = PreNorm(vocab_size=tiny_tokenizer.vocab_size, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1,
-                  n_decoder_layers=1, max_len=32)  # fmt: skip
+    cfg = PreNorm(
+        vocab_size=tiny_tokenizer.vocab_size,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n_encoder_layers=1,
+        n_decoder_layers=1,
+        max_len=32,
+    )
     assert "pre-norm" in lens_problem(cfg)
     assert "no decoder layer" in lens_problem(ModelConfig(n_decoder_layers=0))
     model = Transformer(cfg).eval()
@@ -193,8 +200,10 @@ def test_lens_refuses_a_configuration_it_would_misread(tiny_tokenizer):
 
 def test_ablating_nothing_is_the_baseline_bit_for_bit(biased, tiny_tokenizer):
     src = ids(tiny_tokenizer, biased)
-    for opts in (DecodeOptions(max_len=10, record=True), DecodeOptions(strategy="beam", beam=3, max_len=10,
-                                                                       record=True)):  # fmt: skip
+    for opts in (
+        DecodeOptions(max_len=10, record=True),
+        DecodeOptions(strategy="beam", beam=3, max_len=10, record=True),
+    ):
         base = decode(biased, src, opts)
         none = decode(biased, src, DecodeOptions(**{**opts.__dict__, "ablation": Ablation()}))
         assert [(h.ids, h.logprob) for h in none.n_best] == [(h.ids, h.logprob) for h in base.n_best]
@@ -239,8 +248,9 @@ def test_lean_step_equals_decode_under_ablation(biased, tiny_tokenizer, mode, ro
     abl = ablation_for(mode, biased, tiny_tokenizer)
     lean = LeanDecoder(biased, rows=rows_hint, pack_min=0)
     heads = head_masks(abl, biased.cfg)
-    tokens = torch.tensor([[biased.cfg.decoder_start_id] * 3, *zip(tiny_tokenizer.encode(TGT), range(5, 50),
-                                                                     range(60, 90))])  # fmt: skip
+    tokens = torch.tensor(
+        [[biased.cfg.decoder_start_id] * 3, *zip(tiny_tokenizer.encode(TGT), range(5, 50), range(60, 90))]
+    )
     with torch.no_grad():
         memory, mask, _ = biased.encode(torch.tensor([ids(tiny_tokenizer, biased)]))
         ref_cache, cache = None, lean.start(memory, mask, abl).select([0, 0, 0])
@@ -304,8 +314,10 @@ def test_without_cross_attention_the_source_no_longer_matters(tiny_model, tiny_t
     cfg = tiny_model.cfg
     every = Ablation(frozenset(("cross", i, h) for i in range(cfg.n_decoder_layers) for h in range(cfg.n_heads)))
     a, b = ids(tiny_tokenizer, tiny_model, "I like pizza."), ids(tiny_tokenizer, tiny_model, "Hello world.")
-    for opts in (DecodeOptions(max_len=12, record=True), DecodeOptions(strategy="beam", beam=3, max_len=12,
-                                                                       record=True)):  # fmt: skip
+    for opts in (
+        DecodeOptions(max_len=12, record=True),
+        DecodeOptions(strategy="beam", beam=3, max_len=12, record=True),
+    ):
         with_source = decode(tiny_model, a, opts), decode(tiny_model, b, opts)  # they differ with the source
         assert [h.logprob for h in with_source[0].n_best] != [h.logprob for h in with_source[1].n_best]
         off = DecodeOptions(**{**opts.__dict__, "ablation": every})
@@ -327,8 +339,10 @@ def test_importance_entries_equal_single_ablation_runs(biased, tiny_tokenizer, m
     base = teacher_forced_trace(biased, tiny_tokenizer, SRC, TGT).arrays["loss"]
     np.testing.assert_allclose(imp.base_loss, base.mean(), atol=1e-5)
     np.testing.assert_allclose(imp.base_position_loss, base, atol=1e-5)
-    for kind, table, per_pos in (("self", imp.self_loss_delta, imp.self_position_delta),
-                                 ("cross", imp.cross_loss_delta, imp.cross_position_delta)):  # fmt: skip
+    for kind, table, per_pos in (
+        ("self", imp.self_loss_delta, imp.self_position_delta),
+        ("cross", imp.cross_loss_delta, imp.cross_position_delta),
+    ):
         for layer in range(L):
             for h in range(H):
                 abl = ablation_for(mode, biased, tiny_tokenizer, frozenset({(kind, layer, h)}))
@@ -365,11 +379,29 @@ def strict(text: str):
 def test_explain_cli_text_json_npz(capsys, tmp_path, tiny_model_dir):
     rc, out, err = run(capsys, "explain", SRC, "--model", tiny_model_dir, "--ablate", "dec.1.cross.2")
     assert rc == 0 and err == "", err
-    for part in ("translation:", "logit lens", "layer 1:", "without dec.1.cross.2 (zero ablation)", "head importance",
-                 "cross-attention"):  # fmt: skip
+    for part in (
+        "translation:",
+        "logit lens",
+        "layer 1:",
+        "without dec.1.cross.2 (zero ablation)",
+        "head importance",
+        "cross-attention",
+    ):
         assert part in out, part
-    rc, out, _ = run(capsys, "explain", SRC, "--model", tiny_model_dir, "--target", TGT, "--ablate",
-                     "dec.0.self.1,dec.1.cross.2", "--mode", "mean", "--json")  # fmt: skip
+    rc, out, _ = run(
+        capsys,
+        "explain",
+        SRC,
+        "--model",
+        tiny_model_dir,
+        "--target",
+        TGT,
+        "--ablate",
+        "dec.0.self.1,dec.1.cross.2",
+        "--mode",
+        "mean",
+        "--json",
+    )
     assert rc == 0
     r = strict(out)
     T, L = len(r["tokens.label"]), 2
@@ -399,11 +431,14 @@ def test_explain_cli_json_is_strict_with_nan(capsys, tiny_model_dir, monkeypatch
     assert rc == 0 and strict(out)["lens.chosen_prob"][0][0] is None
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--ablate", "dec.9.cross.0"], "not in this model"),
-    (["--ablate", "decoder.1"], "cannot read head"),
-    (["--steps", "0", "--method", "ig"], "--steps"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--ablate", "dec.9.cross.0"], "not in this model"),
+        (["--ablate", "decoder.1"], "cannot read head"),
+        (["--steps", "0", "--method", "ig"], "--steps"),
+    ],
+)
 def test_explain_cli_errors_are_one_line(capsys, tiny_model_dir, args, message):
     rc, out, err = run(capsys, "explain", SRC, "--model", tiny_model_dir, *args)
     assert rc == 2 and out == "" and err.startswith("error:") and message in err and err.count("\n") == 1

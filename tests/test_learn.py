@@ -238,13 +238,28 @@ def test_ten_to_fourteen_chapters_in_at_most_a_quarter_of_an_hour(lm):
     from model.learn import READ_S, build
 
     ref = Reference(lm, SENTENCES[0])
-    nc = teacher_forced_trace(lm.model, lm.tokenizer, lm.tokenizer.encode(SENTENCES[0]),
-                              [int(i) for i in ref.a["label_ids"][:-1]], causal=False)  # fmt: skip
+    nc = teacher_forced_trace(
+        lm.model,
+        lm.tokenizer,
+        lm.tokenizer.encode(SENTENCES[0]),
+        [int(i) for i in ref.a["label_ids"][:-1]],
+        causal=False,
+    )
     labels = [int(i) for i in ref.a["label_ids"]]
-    learn = build(ref.a, nc.arrays, ref.tr.dec_input_tokens, ref.tr.label_tokens, ref.tr.src_tokens,
-                  n_layers=2, activation="relu", lens_rank=logit_lens(lm.model, ref.a, labels).chosen_rank,
-                  beam=[(ref.text(h.ids), h.score) for h in ref.beam.n_best], beam_width=5,
-                  greedy=(ref.text(ref.greedy.ids), ref.greedy.n_best[0].score), example=build_lesson())  # fmt: skip
+    learn = build(
+        ref.a,
+        nc.arrays,
+        ref.tr.dec_input_tokens,
+        ref.tr.label_tokens,
+        ref.tr.src_tokens,
+        n_layers=2,
+        activation="relu",
+        lens_rank=logit_lens(lm.model, ref.a, labels).chosen_rank,
+        beam=[(ref.text(h.ids), h.score) for h in ref.beam.n_best],
+        beam_width=5,
+        greedy=(ref.text(ref.greedy.ids), ref.greedy.n_best[0].score),
+        example=build_lesson(),
+    )
     assert 10 <= len(learn.chapters) <= 14 and learn.minutes <= 15
     assert learn.minutes >= len(learn.chapters) * READ_S / 60
     for c in learn.chapters:  # 2–5 plain sentences each, one right answer among distinct options

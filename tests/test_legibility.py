@@ -104,8 +104,15 @@ def french_reference(tok: Tokenizer, n: int) -> str:
 
 
 def url(base: str, n: int, reference: str, ids: list[int], view: str, stage: str) -> str:
-    query = dict(src=SOURCES[n], ref=reference, forced=".".join(map(str, ids)), max_len=str(n + 1), step=str(n),
-                 tab=view, stage=stage)  # fmt: skip
+    query = dict(
+        src=SOURCES[n],
+        ref=reference,
+        forced=".".join(map(str, ids)),
+        max_len=str(n + 1),
+        step=str(n),
+        tab=view,
+        stage=stage,
+    )
     return f"{base}/?{urlencode(query)}"
 
 
@@ -201,8 +208,16 @@ def test_figures_legible(server, tiny_model_dir):
                     query = urlencode(dict(page="Learn", chapter=k, src=SOURCES[LEARN_LENGTH], max_len=LEARN_LENGTH))
                     visit(page, size, f"{vp}/learn/{k:02d}", partial(page.goto, f"{server}/?{query}"), LEARN_IS_JS, k)
                 for site, stage in zip(SITES, ("cross", "self", "inputs")):  # the Compare page: every map kind
-                    q = dict(page="Compare", src=COMPARE[0], srcb=COMPARE[1], contrast="la", site=site, stage=stage,
-                             step="3", max_len="8")  # fmt: skip
+                    q = dict(
+                        page="Compare",
+                        src=COMPARE[0],
+                        srcb=COMPARE[1],
+                        contrast="la",
+                        site=site,
+                        stage=stage,
+                        step="3",
+                        max_len="8",
+                    )
                     visit(page, size, f"{vp}/compare/{site}", partial(page.goto, f"{server}/?{urlencode(q)}"))
                 page.close()
         finally:

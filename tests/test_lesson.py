@@ -49,11 +49,23 @@ def _independent(seed):
         weights[i] = np.array(e) / sum(e)
     output = matmul(weights, V)
     return {
-        "T_input": T, "PE": pe, "X": X, "W_Q": seed.W_Q, "W_K": seed.W_K, "W_V": seed.W_V,
-        "Q": Q, "K": K, "V": V, "scores": scores, "mask": mask, "masked_scores": masked,
-        "weights": weights, "output": output, "W_O": seed.W_O,
+        "T_input": T,
+        "PE": pe,
+        "X": X,
+        "W_Q": seed.W_Q,
+        "W_K": seed.W_K,
+        "W_V": seed.W_V,
+        "Q": Q,
+        "K": K,
+        "V": V,
+        "scores": scores,
+        "mask": mask,
+        "masked_scores": masked,
+        "weights": weights,
+        "output": output,
+        "W_O": seed.W_O,
         "projected": matmul(output, seed.W_O),
-    }  # fmt: skip
+    }
 
 
 def _rounded_where_printed(printed, value, decimals):
@@ -236,8 +248,9 @@ def test_nothing_shown_to_users_says_seed(capsys):
     from pathlib import Path
 
     lesson = build_lesson()
-    help_text = subprocess.run([sys.executable, "-m", "model", "--help"], cwd=Path(__file__).parents[1],
-                               capture_output=True, text=True).stdout  # fmt: skip
+    help_text = subprocess.run(
+        [sys.executable, "-m", "model", "--help"], cwd=Path(__file__).parents[1], capture_output=True, text=True
+    ).stdout
     for text in (format_lesson(lesson), json.dumps(lesson.to_dict()), help_text):
         assert not re.search(r"seed", text, re.I), re.search(r".{40}seed.{40}", text, re.I | re.S)
     assert "lesson" in help_text

@@ -38,9 +38,13 @@ from model.transformer import sinusoidal_table  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
 EXTRA = [
-    "The dog is running in the park.", "Le chien court dans le parc.", "She reads a book every evening.",
-    "Elle lit un livre chaque soir.", "They are eating bread and cheese.", "Ils mangent du pain et du fromage.",
-]  # fmt: skip
+    "The dog is running in the park.",
+    "Le chien court dans le parc.",
+    "She reads a book every evening.",
+    "Elle lit un livre chaque soir.",
+    "They are eating bread and cheese.",
+    "Ils mangent du pain et du fromage.",
+]
 SOURCES = ["I like the cat.", "Hello world.", "The man is on the beach tomorrow.", "Nous aimons le chat bleu."]
 TARGET = "Le chat dort sur le canapé."
 MISSING_PIECES = ["▁zzqx", "▁qqv", "xqz"]  # only in vocab.json, like target-only pieces in real Marian
@@ -50,9 +54,15 @@ N_NEW = 12  # max_new_tokens for the generation checks
 def train_spm() -> bytes:
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter([*TOY_CORPUS, *EXTRA] * 3), model_writer=buf, vocab_size=150, model_type="unigram",
-        character_coverage=1.0, hard_vocab_limit=False, minloglevel=2, num_threads=1,
-    )  # fmt: skip
+        sentence_iterator=iter([*TOY_CORPUS, *EXTRA] * 3),
+        model_writer=buf,
+        vocab_size=150,
+        model_type="unigram",
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+        num_threads=1,
+    )
     return buf.getvalue()
 
 
@@ -67,13 +77,30 @@ def marian_vocab(sp: spm.SentencePieceProcessor) -> dict[str, int]:
 def neutral_generation(pad: int, eos: int, **kw) -> GenerationConfig:
     """No logits processor beyond bad_words_ids=[[pad]]: every default that could add one is made neutral."""
     return GenerationConfig(
-        decoder_start_token_id=pad, pad_token_id=pad, eos_token_id=eos, bos_token_id=None, forced_bos_token_id=None,
-        forced_eos_token_id=None, min_length=0, min_new_tokens=None, no_repeat_ngram_size=0,
-        encoder_no_repeat_ngram_size=0, repetition_penalty=1.0, encoder_repetition_penalty=1.0, suppress_tokens=None,
-        begin_suppress_tokens=None, sequence_bias=None, exponential_decay_length_penalty=None,
-        renormalize_logits=False, temperature=1.0, top_k=None, top_p=None, do_sample=False, bad_words_ids=[[pad]],
+        decoder_start_token_id=pad,
+        pad_token_id=pad,
+        eos_token_id=eos,
+        bos_token_id=None,
+        forced_bos_token_id=None,
+        forced_eos_token_id=None,
+        min_length=0,
+        min_new_tokens=None,
+        no_repeat_ngram_size=0,
+        encoder_no_repeat_ngram_size=0,
+        repetition_penalty=1.0,
+        encoder_repetition_penalty=1.0,
+        suppress_tokens=None,
+        begin_suppress_tokens=None,
+        sequence_bias=None,
+        exponential_decay_length_penalty=None,
+        renormalize_logits=False,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        do_sample=False,
+        bad_words_ids=[[pad]],
         **kw,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -97,12 +124,27 @@ def marian_dir(tmp_path_factory):
     tok = MarianTokenizer(str(src / "source.spm"), str(src / "target.spm"), str(src / "vocab.json"))
     pad, eos = vocab["<pad>"], vocab["</s>"]
     cfg = MarianConfig(
-        vocab_size=len(vocab), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, activation_function="swish",
-        max_position_embeddings=64, scale_embedding=True, pad_token_id=pad, eos_token_id=eos,
-        decoder_start_token_id=pad, forced_eos_token_id=None, bos_token_id=None, init_std=0.3,
-        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-    )  # fmt: skip
+        vocab_size=len(vocab),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        activation_function="swish",
+        max_position_embeddings=64,
+        scale_embedding=True,
+        pad_token_id=pad,
+        eos_token_id=eos,
+        decoder_start_token_id=pad,
+        forced_eos_token_id=None,
+        bos_token_id=None,
+        init_std=0.3,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+    )
     torch.manual_seed(0)
     model = MarianMTModel(cfg).eval()
     with torch.no_grad():  # scaled so that outputs vary with the source instead of repeating one token
@@ -138,13 +180,19 @@ def src_ids(hf_tok, text: str) -> list[int]:
 
 def test_files_and_config(marian_dir, ours):
     assert sorted(p.name for p in ours.path.iterdir()) == [
-        "MODEL_CARD.md", "config.json", "model.safetensors", "tokenizer.json",
-    ]  # fmt: skip
+        "MODEL_CARD.md",
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+    ]
     cfg, vocab = ours.cfg, json.loads((marian_dir / "vocab.json").read_text())
     assert (cfg.pe_layout, cfg.activation, cfg.final_logits_bias, cfg.dropout) == ("half", "swish", True, 0.0)
     assert (cfg.pad_id, cfg.eos_id, cfg.unk_id, cfg.decoder_start_id) == (
-        vocab["<pad>"], vocab["</s>"], vocab["<unk>"], vocab["<pad>"],
-    )  # fmt: skip
+        vocab["<pad>"],
+        vocab["</s>"],
+        vocab["<unk>"],
+        vocab["<pad>"],
+    )
     assert (cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.max_len, cfg.vocab_size) == (32, 4, 64, 64, len(vocab))
     assert "imported from Marian" in ours.card and "cc-by-4.0" in ours.card and str(marian_dir) in ours.card
 
@@ -152,9 +200,15 @@ def test_files_and_config(marian_dir, ours):
 def test_tokenizer_matches_marian_tokenizer(hf, ours):
     _, hf_tok = hf
     texts = [
-        *SOURCES, TARGET, "  The   cat is  sleeping.  ", "Bonjour le monde!", "ﬁne café", "Un homme lit.\tLe chien",
-        "zebra? #42", "",
-    ]  # fmt: skip
+        *SOURCES,
+        TARGET,
+        "  The   cat is  sleeping.  ",
+        "Bonjour le monde!",
+        "ﬁne café",
+        "Un homme lit.\tLe chien",
+        "zebra? #42",
+        "",
+    ]
     for text in texts:
         assert ours.tokenizer.encode(text) == hf_tok(text)["input_ids"][:-1], text
     for text in SOURCES:
@@ -178,8 +232,11 @@ def test_teacher_forced_logits_and_attention(hf, ours):
         assert tr.arrays["src_ids"].tolist() == src and tr.arrays["dec_input_ids"].tolist() == [pad, *tgt]
         np.testing.assert_allclose(tr.arrays["probs"], out.logits[0].softmax(-1).numpy(), atol=1e-5)
         for layer in range(ours.cfg.n_decoder_layers):
-            for key, theirs in (("dec.{}.self", out.decoder_attentions), ("dec.{}.cross", out.cross_attentions),
-                                ("enc.{}.self", out.encoder_attentions)):  # fmt: skip
+            for key, theirs in (
+                ("dec.{}.self", out.decoder_attentions),
+                ("dec.{}.cross", out.cross_attentions),
+                ("enc.{}.self", out.encoder_attentions),
+            ):
                 np.testing.assert_allclose(tr.arrays[key.format(layer) + ".weights"], theirs[layer][0], atol=1e-4)
 
 
@@ -213,10 +270,17 @@ def test_beam_matches_generate(hf, ours, length_penalty):
         gen = model.generate(
             torch.tensor([src]),
             generation_config=neutral_generation(
-                cfg.pad_id, cfg.eos_id, num_beams=k, num_return_sequences=k, length_penalty=length_penalty,
-                early_stopping=False, output_scores=True, return_dict_in_generate=True, max_new_tokens=N_NEW,
+                cfg.pad_id,
+                cfg.eos_id,
+                num_beams=k,
+                num_return_sequences=k,
+                length_penalty=length_penalty,
+                early_stopping=False,
+                output_scores=True,
+                return_dict_in_generate=True,
+                max_new_tokens=N_NEW,
             ),
-        )  # fmt: skip
+        )
         theirs = [[t for t in seq[1:].tolist() if t != cfg.pad_id] for seq in gen.sequences]
         opts = DecodeOptions(strategy="beam", beam=k, n_best=k, length_penalty=length_penalty, max_len=N_NEW)
         for lean in leans:

@@ -95,8 +95,9 @@ def test_prefix_scores_equal_the_trace_and_torch_attention(tiny_model, tiny_toke
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         np.testing.assert_allclose(m["weights"] @ v.numpy(), ref.numpy(), atol=1e-5)
         free = prefix_scores(Q, K, causal=False)
-        np.testing.assert_allclose(free["weights"] @ v.numpy(), F.scaled_dot_product_attention(q, k, v).numpy(),
-                                   atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            free["weights"] @ v.numpy(), F.scaled_dot_product_attention(q, k, v).numpy(), atol=1e-5
+        )
         np.testing.assert_allclose(m["weights"], view[f"dec.{layer}.self.weights"].clip(0), atol=1e-5)
 
 
@@ -130,9 +131,11 @@ def test_the_default_line_is_the_translation_shown(tiny_model, tiny_tokenizer):
     """Without a pick the step view walks the final best translation from <s> to its </s>, with the model's
     probability of each of its tokens (as a teacher-forced pass computes it)."""
     src = src_of(tiny_tokenizer, tiny_model, "The cat is sleeping on the sofa.")
-    for opts in (DecodeOptions(strategy="beam", beam=3, max_len=10, record=True),
-                 DecodeOptions(strategy="beam", beam=5, max_len=4, record=True),
-                 DecodeOptions(max_len=10, record=True)):  # fmt: skip
+    for opts in (
+        DecodeOptions(strategy="beam", beam=3, max_len=10, record=True),
+        DecodeOptions(strategy="beam", beam=5, max_len=4, record=True),
+        DecodeOptions(max_len=10, record=True),
+    ):
         res = decode(tiny_model, src, opts)
         line = follow_line(res, tiny_model.cfg.eos_id)
         assert line.ids == tuple(res.ids) == tuple(res.n_best[0].ids) and line.predicts == line.ids

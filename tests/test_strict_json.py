@@ -41,11 +41,24 @@ def test_the_strict_parser_refuses_what_python_writes_by_default():
 
 
 def test_helper_writes_non_finite_numbers_as_null(tmp_path):
-    obj = {"nan": float("nan"), "inf": np.float32("inf"), "arr": np.array([1.0, -np.inf, np.nan]),
-           "nested": [(np.float64(2.5), np.int64(3)), {"deep": [math.inf]}], "ok": 1.5, "s": "NaN",
-           "b": True}  # fmt: skip
-    want = {"nan": None, "inf": None, "arr": [1.0, None, None], "nested": [[2.5, 3], {"deep": [None]}], "ok": 1.5,
-            "s": "NaN", "b": True}  # fmt: skip
+    obj = {
+        "nan": float("nan"),
+        "inf": np.float32("inf"),
+        "arr": np.array([1.0, -np.inf, np.nan]),
+        "nested": [(np.float64(2.5), np.int64(3)), {"deep": [math.inf]}],
+        "ok": 1.5,
+        "s": "NaN",
+        "b": True,
+    }
+    want = {
+        "nan": None,
+        "inf": None,
+        "arr": [1.0, None, None],
+        "nested": [[2.5, 3], {"deep": [None]}],
+        "ok": 1.5,
+        "s": "NaN",
+        "b": True,
+    }
     assert strict(dumps(obj)) == want
     assert strict(dump_bytes(obj)) == want
     assert strict(write(tmp_path / "x.json", obj).read_text()) == want
@@ -64,8 +77,9 @@ def test_helper_refuses_a_non_finite_number_that_slips_past_the_conversion():
 
 def test_translate_json_every_strategy(capsys, tmp_path, tiny_model_dir):
     for extra in ([], ["--beam", 3], ["--sample", "--top-k", 5, "--seed", 1]):
-        rc, out, _ = run(capsys, "translate", "I am a student.", "--json", "--max-len", 6, *extra,
-                         "--model", tiny_model_dir)  # fmt: skip
+        rc, out, _ = run(
+            capsys, "translate", "I am a student.", "--json", "--max-len", 6, *extra, "--model", tiny_model_dir
+        )
         assert rc == 0
         obj = strict(out)
         assert obj["source"] == "I am a student." and obj["candidates"]
@@ -95,8 +109,20 @@ def test_translate_json_writes_a_minus_infinite_log_probability_as_null(capsys, 
 
 
 def test_explain_json(capsys, tiny_model_dir):
-    rc, out, _ = run(capsys, "explain", "I am a student.", "--target", "Je suis étudiant.", "--ablate", "dec.0.self.1",
-                     "--method", "ixg", "--json", "--model", tiny_model_dir)  # fmt: skip
+    rc, out, _ = run(
+        capsys,
+        "explain",
+        "I am a student.",
+        "--target",
+        "Je suis étudiant.",
+        "--ablate",
+        "dec.0.self.1",
+        "--method",
+        "ixg",
+        "--json",
+        "--model",
+        tiny_model_dir,
+    )
     assert rc == 0
     r = strict(out)
     assert {"lens.chosen_prob", "importance.self", "ablation.loss_delta", "attribution.src"} <= set(r)

@@ -10,10 +10,23 @@ from model.checkpoint import default_model_dir
 from model.tokenizer import BYTE_TOKENS, SPECIALS, Tokenizer, byte_characters, readable_tokens
 
 EDGE_CASES = [
-    "", "x", " leading space", "trailing space ", "  two  spaces  ", "emoji 😀 and 中文 and עברית",
-    "Vikas Łukasz Nguyễn Þór", "<tag> & </s> <pad> <unk> <0x41>", "a\u0301 (decomposed)", "tab\there\nnewline",
-    "▁ the marker ▁▁ itself▁", "▁", "\x00\x01 control", "\ufeffBOM", "\U0010ffff\ue000", "Je suis étudiant.",
-]  # fmt: skip
+    "",
+    "x",
+    " leading space",
+    "trailing space ",
+    "  two  spaces  ",
+    "emoji 😀 and 中文 and עברית",
+    "Vikas Łukasz Nguyễn Þór",
+    "<tag> & </s> <pad> <unk> <0x41>",
+    "a\u0301 (decomposed)",
+    "tab\there\nnewline",
+    "▁ the marker ▁▁ itself▁",
+    "▁",
+    "\x00\x01 control",
+    "\ufeffBOM",
+    "\U0010ffff\ue000",
+    "Je suis étudiant.",
+]
 
 
 def random_strings(n: int, seed: int = 0) -> list[str]:

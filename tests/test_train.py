@@ -55,10 +55,31 @@ def data_dir(tmp_path_factory):
 
 
 TINY = [
-    "--vocab-size", "400", "--d-model", "32", "--heads", "2", "--d-ff", "64", "--layers", "1",
-    "--max-tokens", "300", "--lr", "3e-3", "--warmup", "5", "--eval-sentences", "12", "--log-every", "5",
-    "--average", "2", "--threads", "1",
-]  # fmt: skip
+    "--vocab-size",
+    "400",
+    "--d-model",
+    "32",
+    "--heads",
+    "2",
+    "--d-ff",
+    "64",
+    "--layers",
+    "1",
+    "--max-tokens",
+    "300",
+    "--lr",
+    "3e-3",
+    "--warmup",
+    "5",
+    "--eval-sentences",
+    "12",
+    "--log-every",
+    "5",
+    "--average",
+    "2",
+    "--threads",
+    "1",
+]
 
 
 def run_train(data_dir, tmp, *extra):
@@ -97,8 +118,9 @@ def test_resume_continues_from_saved_step(data_dir, tmp_path, capsys):
 
 def test_multi30k_repeat_adds_its_pairs_again(data_dir, tmp_path):
     once = run_train(data_dir, tmp_path / "a", "--max-steps", "1", "--eval-steps", "1", "--average", "1")
-    thrice = run_train(data_dir, tmp_path / "b", "--max-steps", "1", "--eval-steps", "1", "--average", "1",
-                       "--multi30k-repeat", "3")  # fmt: skip
+    thrice = run_train(
+        data_dir, tmp_path / "b", "--max-steps", "1", "--eval-steps", "1", "--average", "1", "--multi30k-repeat", "3"
+    )
     n_m30k = once["counts"]["multi30k_train_pairs"]  # toy pairs are short: none dropped for length
     assert n_m30k > 200
     assert thrice["training_pairs"] == once["training_pairs"] + 2 * n_m30k
@@ -123,10 +145,28 @@ def test_bleu_benchmark_scores_test_and_validation_sets(data_dir, tmp_path):
     import benchmarks.bleu as bleu
 
     run_train(data_dir, tmp_path, "--max-steps", "30", "--eval-steps", "30", "--average", "1")
-    for split, names in (("test", ["multi30k/test_2016_flickr", "multi30k/test_2017_flickr", "tatoeba/test"]),
-                         ("val", ["multi30k/val", "tatoeba/val"])):  # fmt: skip
-        res = bleu.main(["--model", str(tmp_path / "model"), "--data", str(data_dir), "--beams", "1,2",
-                         "--limit", "8", "--threads", "1", "--split", split, "--length-penalty", "0.5"])  # fmt: skip
+    for split, names in (
+        ("test", ["multi30k/test_2016_flickr", "multi30k/test_2017_flickr", "tatoeba/test"]),
+        ("val", ["multi30k/val", "tatoeba/val"]),
+    ):
+        res = bleu.main(
+            [
+                "--model",
+                str(tmp_path / "model"),
+                "--data",
+                str(data_dir),
+                "--beams",
+                "1,2",
+                "--limit",
+                "8",
+                "--threads",
+                "1",
+                "--split",
+                split,
+                "--length-penalty",
+                "0.5",
+            ]
+        )
         assert [(r["set"], r["decode"]) for r in res["rows"]] == [(n, d) for d in ("greedy", "beam 2") for n in names]
         assert all(0 < r["n"] <= 8 and 0 <= r["bleu"] <= 100 and 0 <= r["chrf"] <= 100 for r in res["rows"])
         assert all(r["n"] == 8 for r in res["rows"] if r["set"].startswith("multi30k"))
@@ -200,8 +240,22 @@ def test_validation_decodes_as_the_app_and_the_bleu_benchmark_do(data_dir, tmp_p
     for en, hyp in zip([en for en, _ in validator.tat] + [en for en, _ in validator.m30k], hyp_t + hyp_m):
         src = tok.encode(en)[: model.cfg.max_len - 1] + [model.cfg.eos_id]
         assert hyp == tok.decode(decode(model, src, DecodeOptions(), lean).ids), en
-    res = bleu.main(["--model", str(tmp_path / "model"), "--data", str(data_dir), "--beams", "1", "--limit", "10",
-                     "--threads", "1", "--split", "val"])  # fmt: skip
+    res = bleu.main(
+        [
+            "--model",
+            str(tmp_path / "model"),
+            "--data",
+            str(data_dir),
+            "--beams",
+            "1",
+            "--limit",
+            "10",
+            "--threads",
+            "1",
+            "--split",
+            "val",
+        ]
+    )
     m30k = next(r for r in res["rows"] if r["set"] == "multi30k/val")
     assert m30k["bleu"] == validator.bleu(model, tok)["bleu_multi30k"]
 
@@ -247,8 +301,20 @@ def test_init_adds_byte_fallback_and_keeps_the_old_model(data_dir, tmp_path):
         old, new = base(src, tgt), grown(src, tgt)
     assert torch.allclose(new[..., :V], old, atol=1e-5)  # the same function on the old vocabulary
 
-    summary = run_train(data_dir, tmp_path / "run", "--init", str(base_dir), "--max-steps", "3", "--eval-steps", "3",
-                        "--average", "1", "--substitute", "0.5")  # fmt: skip
+    summary = run_train(
+        data_dir,
+        tmp_path / "run",
+        "--init",
+        str(base_dir),
+        "--max-steps",
+        "3",
+        "--eval-steps",
+        "3",
+        "--average",
+        "1",
+        "--substitute",
+        "0.5",
+    )
     assert summary["steps"] == 3
     out = load_model_dir(tmp_path / "run" / "model")
     assert out.cfg.vocab_size == V + 256 and out.tokenizer.byte_fallback and out.cfg.d_model == base.cfg.d_model

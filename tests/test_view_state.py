@@ -126,5 +126,16 @@ def test_the_summary_keeps_its_flat_choices():
     from views.state import Choices
 
     ch = Choices(model_dir="m", source="x", strategy="beam", beam=3, max_len=4, prefix=(5,))
-    assert list(_flat(asdict(ch))) == ["model_dir", "source", "strategy", "beam", "length_penalty", "temperature",
-                                       "top_k", "top_p", "seed", "max_len", "prefix"]  # fmt: skip
+    assert list(_flat(asdict(ch))) == [
+        "model_dir",
+        "source",
+        "strategy",
+        "beam",
+        "length_penalty",
+        "temperature",
+        "top_k",
+        "top_p",
+        "seed",
+        "max_len",
+        "prefix",
+    ]

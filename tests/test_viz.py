@@ -210,8 +210,12 @@ def test_matrix_figure_rows_are_tokens_columns_are_dims():
 def test_attention_kinds(kind):
     T = 5
     scores = causal_scores(T)
-    values = {"weights": softmax_rows(scores), "scores": np.nan_to_num(scores, neginf=0.3),
-              "mask": np.where(np.isfinite(scores), 0.0, -np.inf), "masked_scores": scores}[kind]  # fmt: skip
+    values = {
+        "weights": softmax_rows(scores),
+        "scores": np.nan_to_num(scores, neginf=0.3),
+        "mask": np.where(np.isfinite(scores), 0.0, -np.inf),
+        "masked_scores": scores,
+    }[kind]
     fig = viz.attention_figure(values, TOKENS, TOKENS, title=kind, kind=kind, highlight_row=-1)
     (hm,) = main_heatmaps(fig)
     z = np.asarray(hm.z, dtype=float)
@@ -281,7 +285,9 @@ def test_positional_curves():
     names = [t.name for t in viz.positional_curves(halves, [1, 4], title="").data]
     assert names == ["dim 1 (sin)", "dim 4 (cos)"]
     assert [t.name for t in viz.positional_curves(halves, [1, 4], title="", layout="interleaved").data] == [
-        "dim 1 (cos)", "dim 4 (sin)"]  # fmt: skip
+        "dim 1 (cos)",
+        "dim 4 (sin)",
+    ]
     assert [t.name for t in viz.positional_curves(pe[3:], [0], title="").data] == ["dim 0"]  # not from position 0
 
 
@@ -376,14 +382,29 @@ def fake_beam_steps() -> list[NS]:
     def E(parent, tok, tlp, cum, status):
         return NS(parent=parent, token=tok, token_logprob=tlp, cum_logprob=cum, status=status)
 
-    step0 = NS(position=0, live=[H((), 0.0), H((), -1e9)], finished=[],
-               expansions=[E(0, 10, -0.5, -0.5, "kept"), E(0, 11, -1.0, -1.0, "kept"),
-                           E(0, 12, -2.0, -2.0, "pruned")])  # fmt: skip
-    step1 = NS(position=1, live=[H((10,), -0.5, 0), H((11,), -1.0, 0)], finished=[],
-               expansions=[E(0, 2, -0.1, -0.6, "finished"), E(0, 13, -0.7, -1.2, "kept"), E(1, 14, -0.1, -1.1, "kept"),
-                           E(1, 15, -3.0, -4.0, "pruned")])  # fmt: skip
-    step2 = NS(position=2, live=[H((11, 14), -1.1, 1), H((10, 13), -1.2, 0)], finished=[],
-               expansions=[E(0, 2, -0.2, -1.3, "finished"), E(1, 2, -0.3, -1.5, "pruned")])  # fmt: skip
+    step0 = NS(
+        position=0,
+        live=[H((), 0.0), H((), -1e9)],
+        finished=[],
+        expansions=[E(0, 10, -0.5, -0.5, "kept"), E(0, 11, -1.0, -1.0, "kept"), E(0, 12, -2.0, -2.0, "pruned")],
+    )
+    step1 = NS(
+        position=1,
+        live=[H((10,), -0.5, 0), H((11,), -1.0, 0)],
+        finished=[],
+        expansions=[
+            E(0, 2, -0.1, -0.6, "finished"),
+            E(0, 13, -0.7, -1.2, "kept"),
+            E(1, 14, -0.1, -1.1, "kept"),
+            E(1, 15, -3.0, -4.0, "pruned"),
+        ],
+    )
+    step2 = NS(
+        position=2,
+        live=[H((11, 14), -1.1, 1), H((10, 13), -1.2, 0)],
+        finished=[],
+        expansions=[E(0, 2, -0.2, -1.3, "finished"), E(1, 2, -0.3, -1.5, "pruned")],
+    )
     return [step0, step1, step2]
 
 
@@ -456,8 +477,9 @@ def test_beam_tree_numbers_positions_as_the_step_view_and_draws_its_paths():
     steps = synthetic_beam(8, 20, seed=3)
     winner = next(e for e in steps[-1].expansions if e.status != "pruned")
     path = steps[-1].live[winner.parent].ids + (winner.token,)
-    fig = viz.beam_tree_figure(steps, token_text=lambda i: f"t{i}", title="beam", impossible=PLACEHOLDER,
-                               paths={"the translation shown": path})  # fmt: skip
+    fig = viz.beam_tree_figure(
+        steps, token_text=lambda i: f"t{i}", title="beam", impossible=PLACEHOLDER, paths={"the translation shown": path}
+    )
     nodes, points, segs = tree_parts(fig)
     assert list(nodes["start"].x) == [-1]
     xa = fig.layout.xaxis
@@ -465,12 +487,20 @@ def test_beam_tree_numbers_positions_as_the_step_view_and_draws_its_paths():
         str(v) == t for v, t in zip(xa.tickvals, xa.ticktext) if v >= 0
     )
     for t in range(20):  # the token predicted at position t sits at x = t
-        tokens = {int(h.split("token: t")[1].split("<br>")[0]) for s_, tr in nodes.items() if s_ != "start"
-                  for x, h in zip(tr.x, tr.hovertext) if x == t}  # fmt: skip
+        tokens = {
+            int(h.split("token: t")[1].split("<br>")[0])
+            for s_, tr in nodes.items()
+            if s_ != "start"
+            for x, h in zip(tr.x, tr.hovertext)
+            if x == t
+        }
         drawn = {e.token for e in steps[t].expansions}
         assert tokens <= drawn and {e.token for e in steps[t].expansions if e.status != "pruned"} <= tokens
-        parents = [h.split("hypothesis: ")[1].rsplit(" ", 1)[0]
-                   for x, h in zip(nodes["pruned"].x, nodes["pruned"].hovertext) if x == t]  # fmt: skip
+        parents = [
+            h.split("hypothesis: ")[1].rsplit(" ", 1)[0]
+            for x, h in zip(nodes["pruned"].x, nodes["pruned"].hovertext)
+            if x == t
+        ]
         assert all(parents.count(p) <= 3 for p in parents)
     assert any("more pruned candidates not drawn" in h for tr in nodes.values() for h in tr.hovertext)
     x0, x1 = fig.layout.xaxis.range
@@ -484,8 +514,10 @@ def test_beam_tree_numbers_positions_as_the_step_view_and_draws_its_paths():
 
 
 def test_beam_table():
-    live = fake_beam_steps()[0].live + [NS(ids=(10, 2), logprob=-0.6, score=-0.3, parent=0, finished=True),
-                                        NS(ids=(11,), logprob=-1.0, score=-1.0, parent=0, finished=False)]  # fmt: skip
+    live = fake_beam_steps()[0].live + [
+        NS(ids=(10, 2), logprob=-0.6, score=-0.3, parent=0, finished=True),
+        NS(ids=(11,), logprob=-1.0, score=-1.0, parent=0, finished=False),
+    ]
     names = {10: "▁le", 11: "▁la", 2: "</s>"}
     df = viz.beam_table(live, lambda ids: [names[i] for i in ids], impossible=PLACEHOLDER)
     assert list(df.columns) == ["rank", "row", "tokens", "cumulative log-prob", "length-normalized score", "finished"]
@@ -564,8 +596,9 @@ def test_attention_cells_square_and_big_enough(T, kind):
 @pytest.mark.parametrize("T", [1, 3, 8, 20, 21, 40, 127])
 def test_alignment_and_kv_cache_cells(T):
     src = [f"src{i}" for i in range(T + 2)]
-    fig = viz.alignment_figure(softmax_rows(np.ones((T, T + 2))), [f"t{i}" for i in range(T)], src, title="a",
-                               highlight_row=-1)  # fmt: skip
+    fig = viz.alignment_figure(
+        softmax_rows(np.ones((T, T + 2))), [f"t{i}" for i in range(T)], src, title="a", highlight_row=-1
+    )
     check_square(fig, T, T + 2, T - 1)
     kv = viz.kv_cache_figure(T - 1, 1, [f"t{i}" for i in range(T)], title="cache")
     check_rows_figure(kv, 3)
@@ -608,25 +641,35 @@ def test_self_attention_window_ends_at_the_diagonal_and_says_so():
     rows = [f"{t} → x" for t in toks]  # row and column labels differ; the positions are the same
     w = softmax_rows(causal_scores(T))
     for hl in (T - 1, 30, 0):
-        fig = viz.attention_figure(np.where(np.isfinite(causal_scores(T)), w, -np.inf), rows, toks, title="α",
-                                   highlight_row=hl)  # fmt: skip
+        fig = viz.attention_figure(
+            np.where(np.isfinite(causal_scores(T)), w, -np.inf), rows, toks, title="α", highlight_row=hl
+        )
         check_square(fig, T, T, hl)
         c0, c1 = span(fig.layout.xaxis)
         r0, r1 = span(fig.layout.yaxis)
         assert c1 == max(hl, round(c1 - c0) - 1) + 0.5  # the window ends at the diagonal (or shows 0.. from the left)
         assert round(c1 - c0) < T and round(r1 - r0) < T
-        assert note(fig) == (f"showing rows {round(r0 + 0.5)}–{round(r1 - 0.5)} of 0–{T - 1}, "
-                             f"columns {round(c0 + 0.5)}–{round(c1 - 0.5)} of 0–{T - 1} · drag to pan")  # fmt: skip
+        assert note(fig) == (
+            f"showing rows {round(r0 + 0.5)}–{round(r1 - 0.5)} of 0–{T - 1}, "
+            f"columns {round(c0 + 0.5)}–{round(c1 - 0.5)} of 0–{T - 1} · drag to pan"
+        )
         assert fig.layout.dragmode == "pan"
         shown = w[round(r0 + 0.5) : round(r1 + 0.5), round(c0 + 0.5) : round(c1 + 0.5)]
         assert fig.layout.coloraxis.cmax == pytest.approx(shown.max())  # colours span the shown weights
     # figures of one view show the same rows
     kinds = {"scores": causal_scores(T), "mask": np.where(np.isfinite(causal_scores(T)), 0.0, -np.inf), "weights": w}
-    windows = {tuple(span(viz.attention_figure(v, rows, toks, title="", kind=k, highlight_row=-1).layout.yaxis))
-               for k, v in kinds.items()}  # fmt: skip
+    windows = {
+        tuple(span(viz.attention_figure(v, rows, toks, title="", kind=k, highlight_row=-1).layout.yaxis))
+        for k, v in kinds.items()
+    }
     src = [f"s{i}" for i in range(51)]
-    windows.add(tuple(span(viz.alignment_figure(softmax_rows(np.ones((T, 51))), rows, src, title="",
-                                                highlight_row=-1).layout.yaxis)))  # fmt: skip
+    windows.add(
+        tuple(
+            span(
+                viz.alignment_figure(softmax_rows(np.ones((T, 51))), rows, src, title="", highlight_row=-1).layout.yaxis
+            )
+        )
+    )
     assert len(windows) == 1
     small = viz.attention_figure(softmax_rows(causal_scores(8)), toks[:8], toks[:8], title="", highlight_row=-1)
     assert note(small) is None and small.layout.dragmode is None
@@ -653,9 +696,16 @@ def test_alignment_shows_every_source_token_that_fits_else_the_largest_weight():
 
 def test_tiny_matrices_keep_square_cells_and_a_short_bar_beside_them():
     toks = ["<s> → ▁un", "▁un → </s>"]
-    fig = viz.attention_figure(softmax_rows(causal_scores(2)), toks, ["<s>", "▁un"], title="Raw scores " + "x" * 40,
-                               kind="scores", q_title="position: reads → predicts",
-                               k_title="key position (token it reads)", highlight_row=-1)  # fmt: skip
+    fig = viz.attention_figure(
+        softmax_rows(causal_scores(2)),
+        toks,
+        ["<s>", "▁un"],
+        title="Raw scores " + "x" * 40,
+        kind="scores",
+        q_title="position: reads → predicts",
+        k_title="key position (token it reads)",
+        highlight_row=-1,
+    )
     cw, ch, _, _ = square_cells(fig)
     assert cw == ch == 40 and fig.layout.width >= 380
     assert fig.layout.margin.autoexpand is False  # Plotly may not take room from the plot
@@ -696,9 +746,11 @@ def test_wide_matrices_have_tall_enough_rows(T):
     toks = [f"petite → fille {i}" for i in range(T)]
     rng = np.random.default_rng(T)
     res = rng.normal(size=(T, 256))
-    figs = [viz.matrix_figure(res, toks, title="E", highlight_row=-1),
-            viz.ffn_figure(rng.normal(size=(T, 1024)), toks, title="FFN", highlight_row=-1),
-            viz.addnorm_figure(res, res.mean(-1), res.std(-1), res, toks, highlight_row=-1)]  # fmt: skip
+    figs = [
+        viz.matrix_figure(res, toks, title="E", highlight_row=-1),
+        viz.ffn_figure(rng.normal(size=(T, 1024)), toks, title="FFN", highlight_row=-1),
+        viz.addnorm_figure(res, res.mean(-1), res.std(-1), res, toks, highlight_row=-1),
+    ]
     for fig in figs:
         assert fig.layout.meta == {"cells": "rows"} and fig.layout.width is None
         lay = fig.layout
@@ -788,31 +840,66 @@ def every_figure(T: int) -> list[go.Figure]:
     pe[:, 0::2] = np.sin(pos * np.exp(np.arange(0, 256, 2) * -(np.log(10000.0) / 256)))
     pe[:, 1::2] = np.cos(pos * np.exp(np.arange(0, 256, 2) * -(np.log(10000.0) / 256)))
     p = np.sort(rng.random(10))[::-1]
-    figs = [viz.attention_figure(softmax_rows(s), toks, toks, title=f"Self-attention weights (layer 1), step {T}",
-                                 highlight_row=-1)]  # fmt: skip
-    for kind, vals in (("scores", np.nan_to_num(s, neginf=0.3)), ("mask", np.where(np.isfinite(s), 0.0, -np.inf)),
-                       ("masked_scores", s)):  # fmt: skip
+    figs = [
+        viz.attention_figure(
+            softmax_rows(s), toks, toks, title=f"Self-attention weights (layer 1), step {T}", highlight_row=-1
+        )
+    ]
+    for kind, vals in (
+        ("scores", np.nan_to_num(s, neginf=0.3)),
+        ("mask", np.where(np.isfinite(s), 0.0, -np.inf)),
+        ("masked_scores", s),
+    ):
         figs.append(viz.attention_figure(vals, toks, toks, title=f"{kind}, step {T}", kind=kind, highlight_row=-1))
     figs += [
         viz.alignment_figure(softmax_rows(rng.normal(size=(T, T + 1))), toks, src, title="Alignment", highlight_row=-1),
-        viz.heads_grid(np.stack([softmax_rows(causal_scores(T, h)) for h in range(8)]), toks, toks,
-                       title="Self-attention weights, every head (layer 1)", highlight_row=-1),
-        viz.heads_grid(np.stack([causal_scores(T, h) for h in range(4)]), toks, toks, title="Scores, every head",
-                       kind="masked_scores", highlight_row=-1),
+        viz.heads_grid(
+            np.stack([softmax_rows(causal_scores(T, h)) for h in range(8)]),
+            toks,
+            toks,
+            title="Self-attention weights, every head (layer 1)",
+            highlight_row=-1,
+        ),
+        viz.heads_grid(
+            np.stack([causal_scores(T, h) for h in range(4)]),
+            toks,
+            toks,
+            title="Scores, every head",
+            kind="masked_scores",
+            highlight_row=-1,
+        ),
         viz.matrix_figure(res, toks, title="Token embeddings E[y]·√d", highlight_row=-1),
         viz.matrix_figure(res, toks, title="Q, heads concatenated", group_size=32, highlight_row=-1),
         viz.matrix_figure(res[:, :32], toks, title="α·V, head 0", dim_label="d_k", highlight_row=-1),
-        viz.ffn_figure(np.maximum(rng.normal(size=(T, 1024)), 0), toks, title="FFN hidden activations (relu)",
-                       highlight_row=-1),
-        viz.addnorm_figure(res, res.mean(-1), res.std(-1), res, toks, highlight_row=-1,
-                           title="Add & Norm after self-attention (layer 1)"),
-        viz.positional_curves(pe, [0, 1, 6, 7, 64, 65], title="The model's positional encoding", tokens=toks[:1] * 2
-                              if T < 2 else toks, mark_position=max(T, 2) - 1),
+        viz.ffn_figure(
+            np.maximum(rng.normal(size=(T, 1024)), 0), toks, title="FFN hidden activations (relu)", highlight_row=-1
+        ),
+        viz.addnorm_figure(
+            res,
+            res.mean(-1),
+            res.std(-1),
+            res,
+            toks,
+            highlight_row=-1,
+            title="Add & Norm after self-attention (layer 1)",
+        ),
+        viz.positional_curves(
+            pe,
+            [0, 1, 6, 7, 64, 65],
+            title="The model's positional encoding",
+            tokens=toks[:1] * 2 if T < 2 else toks,
+            mark_position=max(T, 2) - 1,
+        ),
         viz.kv_cache_figure(T - 1, 1, toks, title=f"Step {T}: K, V rows reused vs computed now"),
         viz.topk_figure(base + ["a", "b"], p / p.sum(), 0, title=f"Next token, step {T}"),
-        viz.heatmap(rng.normal(size=(T, 3)), toks, ["x", "y", "z"], viz.HeatmapSpec(x_title="col", y_title="row"),
-                    title="Generic"),
-    ]  # fmt: skip
+        viz.heatmap(
+            rng.normal(size=(T, 3)),
+            toks,
+            ["x", "y", "z"],
+            viz.HeatmapSpec(x_title="col", y_title="row"),
+            title="Generic",
+        ),
+    ]
     steps = fake_beam_steps() if T <= 8 else synthetic_beam(8, 40)
     figs.append(
         viz.beam_tree_figure(
@@ -832,9 +919,18 @@ def synthetic_beam(beam: int, steps: int, seed: int = 0) -> list[NS]:
     live = [H((), 0.0, -1)] + [H((), -1e9, -1) for _ in range(beam - 1)]
     out = []
     for t in range(steps):
-        exps = [NS(parent=r, token=int(rng.integers(3, 500)), token_logprob=(tl := float(-rng.exponential())),
-                   cum_logprob=h.logprob + tl, status="pruned")
-                for r, h in enumerate(live) if h.logprob > -1e8 for _ in range(beam)]  # fmt: skip
+        exps = [
+            NS(
+                parent=r,
+                token=int(rng.integers(3, 500)),
+                token_logprob=(tl := float(-rng.exponential())),
+                cum_logprob=h.logprob + tl,
+                status="pruned",
+            )
+            for r, h in enumerate(live)
+            if h.logprob > -1e8
+            for _ in range(beam)
+        ]
         exps.sort(key=lambda e: -e.cum_logprob)
         nxt = []
         for e in exps[:beam]:
@@ -861,8 +957,11 @@ def test_beam_tree_colours_are_valid():
 
     def css(c) -> bool:
         c = str(c).strip().lower()
-        return bool(re.fullmatch(r"#([0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8})", c) or c in named
-                    or re.fullmatch(r"(rgb|rgba|hsl|hsla)\([^()]*\)", c))  # fmt: skip
+        return bool(
+            re.fullmatch(r"#([0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8})", c)
+            or c in named
+            or re.fullmatch(r"(rgb|rgba|hsl|hsla)\([^()]*\)", c)
+        )
 
     for steps in (fake_beam_steps(), synthetic_beam(8, 40)):
         fig = viz.beam_tree_figure(steps, token_text=lambda i: f"t{i}", title="beam", impossible=PLACEHOLDER)
@@ -940,8 +1039,14 @@ def test_the_checker_flags_illegible_figures(browser):
     from harness.legibility import show_figures, violations
 
     rows = [f"row {i}" for i in range(60)]
-    layout = dict(height=40 + 60, width=500, margin=dict(t=30, b=30), meta={"cells": "rows"},
-                  title=dict(text="squashed"), yaxis=dict(tickmode="array", tickvals=rows))  # fmt: skip
+    layout = dict(
+        height=40 + 60,
+        width=500,
+        margin=dict(t=30, b=30),
+        meta={"cells": "rows"},
+        title=dict(text="squashed"),
+        yaxis=dict(tickmode="array", tickvals=rows),
+    )
     squashed = go.Figure(go.Heatmap(z=np.random.default_rng(0).normal(size=(60, 60)), x=rows, y=rows), layout=layout)
     tiny = viz.attention_figure(np.full((4, 4), 0.25), list("abcd"), list("abcd"), title="tiny")
     tiny.update_layout(width=200, height=170, margin=dict(l=60, r=60, t=40, b=40))
@@ -971,8 +1076,9 @@ def test_describe_heatmap_names_the_shape_and_the_strongest_cell():
     rows, cols = ["<s> → la", "la → petite", "petite → fille"], ["<s>", "la", "petite"]
     line = describe_heatmap(w, rows, cols, "Weights, head 0 (layer 0)", "weight")
     # row 0 has no choice (one open cell): the strongest cell among rows with a choice
-    assert line == ("Weights, head 0 (layer 0): heatmap of 3 rows × 3 columns; row 1 'la → petite' attends most "
-                    "to 'la' (0.62).")  # fmt: skip
+    assert line == (
+        "Weights, head 0 (layer 0): heatmap of 3 rows × 3 columns; row 1 'la → petite' attends most to 'la' (0.62)."
+    )
     signed = describe_heatmap(np.array([[0.5, -3.25], [1.0, 2.0]]), ["a", "b"], ["0", "1"], None, "score")
     assert signed == "heatmap of 2 rows × 2 columns; largest in magnitude score: -3.25 at row 0 'a', column '1'."
     assert describe_heatmap(np.array([[0.1, 0.7]]), ["x"], ["p", "q"], "t", "share").endswith(

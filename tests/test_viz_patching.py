@@ -19,22 +19,48 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
     pos = [f"▁w{i} → ▁x{i}" for i in range(P)]
     a, b = rng.random((P, S)), rng.random((P + 1, S))
     return [
-        viz.patch_decoder_figure(rng.random((L, 3, P)), pos, sublayers=SUBLAYERS, value_name="p(▁fille)",
-                                 title="p(▁fille) with one decoder site restored", zmin=0.0, zmax=1.0),
-        viz.patch_encoder_figure(rng.random((L, S)), src, title="p(▁fille) with one encoder output restored",
-                                 value_name="p(▁fille)", zmin=0.0, zmax=1.0),
-        viz.patch_heads_figure(rng.normal(size=(2, L, H)), title=HEADS_TITLE,
-                               value_name="logit difference"),
-        *viz.pair_figures(a, b, pos, src, [*pos, "▁y → </s>"], src, title="cross-attention, layer 0",
-                          x_title="source token", y_title="position: reads → predicts", value_name="weight"),
-    ]  # fmt: skip
+        viz.patch_decoder_figure(
+            rng.random((L, 3, P)),
+            pos,
+            sublayers=SUBLAYERS,
+            value_name="p(▁fille)",
+            title="p(▁fille) with one decoder site restored",
+            zmin=0.0,
+            zmax=1.0,
+        ),
+        viz.patch_encoder_figure(
+            rng.random((L, S)),
+            src,
+            title="p(▁fille) with one encoder output restored",
+            value_name="p(▁fille)",
+            zmin=0.0,
+            zmax=1.0,
+        ),
+        viz.patch_heads_figure(rng.normal(size=(2, L, H)), title=HEADS_TITLE, value_name="logit difference"),
+        *viz.pair_figures(
+            a,
+            b,
+            pos,
+            src,
+            [*pos, "▁y → </s>"],
+            src,
+            title="cross-attention, layer 0",
+            x_title="source token",
+            y_title="position: reads → predicts",
+            value_name="weight",
+        ),
+    ]
 
 
 def test_decoder_rows_are_layers_and_sublayers_and_the_measured_column_is_outlined():
-    fig = viz.patch_decoder_figure(np.arange(2 * 3 * 4).reshape(2, 3, 4), list("abcd"), sublayers=SUBLAYERS,
-                                   title="t", value_name="p")  # fmt: skip
+    fig = viz.patch_decoder_figure(
+        np.arange(2 * 3 * 4).reshape(2, 3, 4), list("abcd"), sublayers=SUBLAYERS, title="t", value_name="p"
+    )
     assert list(fig.layout.yaxis.ticktext)[:3] == [
-        "layer 0 after self-attn", "layer 0 after cross-attn", "layer 0 after FFN"]  # fmt: skip
+        "layer 0 after self-attn",
+        "layer 0 after cross-attn",
+        "layer 0 after FFN",
+    ]
     z = np.asarray(fig.data[0].z)
     assert z.shape == (6, 4) and z[1, 2] == 6  # layer 0, cross-attention, position 2
     (col,) = [s for s in fig.layout.shapes if s.name == "highlight_col"]
@@ -58,8 +84,9 @@ def test_heads_rows_pair_self_and_cross_per_layer():
 
 def test_pair_shares_one_scale_and_aligns_by_position():
     a, b = np.array([[0.0, 1.0], [0.5, 0.5]]), np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
-    fa, fb, fd = viz.pair_figures(a, b, ["x", "y"], ["s", "t"], ["x", "z", "w"], ["s", "t"], title="t", x_title="k",
-                                  y_title="q", value_name="w")  # fmt: skip
+    fa, fb, fd = viz.pair_figures(
+        a, b, ["x", "y"], ["s", "t"], ["x", "z", "w"], ["s", "t"], title="t", x_title="k", y_title="q", value_name="w"
+    )
     assert fa.layout.coloraxis.cmin == fb.layout.coloraxis.cmin == 0.0
     assert fa.layout.coloraxis.cmax == fb.layout.coloraxis.cmax == 2.0
     np.testing.assert_allclose(np.asarray(fd.data[0].z, dtype=float), a - b[:2])

@@ -93,8 +93,12 @@ class CachePool:
     def stats(self) -> dict:
         with self.lock:
             caches = list(self.caches)
-            return {"sessions": len(caches), "entries": sum(len(c) for c in caches),
-                    "bytes": sum(c.nbytes for c in caches), "max_bytes": self.max_bytes}  # fmt: skip
+            return {
+                "sessions": len(caches),
+                "entries": sum(len(c) for c in caches),
+                "bytes": sum(c.nbytes for c in caches),
+                "max_bytes": self.max_bytes,
+            }
 
     def fit(self) -> None:
         """Evict the least recently used entries of any session until the pool is within its bound."""
@@ -139,8 +143,12 @@ class SessionCache:
         with self.pool.lock:
             self._drop((name, key))
             if size > self.max_bytes:
-                log.warning("%s entry of %.0f MiB exceeds the session cache bound (%.0f MiB): not kept",
-                            name, size / 2**20, self.max_bytes / 2**20)  # fmt: skip
+                log.warning(
+                    "%s entry of %.0f MiB exceeds the session cache bound (%.0f MiB): not kept",
+                    name,
+                    size / 2**20,
+                    self.max_bytes / 2**20,
+                )
                 return value
             self.data[name, key] = (value, size, self.pool.tick())
             self.nbytes += size

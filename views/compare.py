@@ -94,8 +94,10 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     msgs = url_msgs + msgs
     sidebar(lm, view)
     st.title(":material/compare: Compare two sentences")
-    st.caption("Decode two English sentences A and B with the same settings, see where their stages and outputs "
-               "differ, and find which parts of the model carry the difference.")  # fmt: skip
+    st.caption(
+        "Decode two English sentences A and B with the same settings, see where their stages and outputs "
+        "differ, and find which parts of the model carry the difference."
+    )
     st.markdown("**Minimal pairs**")
     with st.container(horizontal=True, key="presets"):
         for i, (label, a, b, c) in enumerate(PRESETS):
@@ -124,16 +126,20 @@ def body(lm: LoadedModel, view) -> None:
         return
     for name, src in (("A", src_a), ("B", src_b)):
         if src is not None and (src.chars_cut or src.truncated):
-            st.warning(f"Sentence {name} is longer than this model reads ({MAX_CHARS} characters, "
-                       f"{cfg.max_len - 1} tokens); only its beginning is used.")  # fmt: skip
+            st.warning(
+                f"Sentence {name} is longer than this model reads ({MAX_CHARS} characters, "
+                f"{cfg.max_len - 1} tokens); only its beginning is used."
+            )
     ch = replace(view.choices(str(lm.path)), prefix=())
     res_a = get_decode(lm, ch, src_a.ids)
     out_a = list(res_a.ids)
     tr_a = get_trace(lm, src_a.ids, [i for i in out_a if i != cfg.eos_id], True)
     same = src_b is not None and src_b.ids == src_a.ids
     if src_b is None:
-        st.info("Type sentence B (or click a minimal pair) to compare two runs; the patching and the contrast below "
-                "then use A with noise.")  # fmt: skip
+        st.info(
+            "Type sentence B (or click a minimal pair) to compare two runs; the patching and the contrast below "
+            "then use A with noise."
+        )
         tr_b = None
     elif same:
         st.warning("A and B are the same sentence: there is nothing to compare. Change one word of B.")
@@ -157,21 +163,24 @@ def outputs(lm, ch, res_a, res_b, tr_a, tr_b) -> None:
     pa, pb = _chosen_p(tr_a, len(la)), _chosen_p(tr_b, len(lb))
     n = max(len(la), len(lb))
     differ = [i for i in range(n) if i >= len(la) or i >= len(lb) or la[i] != lb[i]]
-    table = pd.DataFrame({
-        "position": range(n),
-        "A chooses": [show_token(tr_a.label_tokens[i]) if i < len(la) else "" for i in range(n)],
-        "p (A)": [float(pa[i]) if i < len(la) else None for i in range(n)],
-        "B chooses": [show_token(tr_b.label_tokens[i]) if i < len(lb) else "" for i in range(n)],
-        "p (B)": [float(pb[i]) if i < len(lb) else None for i in range(n)],
-        "same": [i not in differ for i in range(n)],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "position": range(n),
+            "A chooses": [show_token(tr_a.label_tokens[i]) if i < len(la) else "" for i in range(n)],
+            "p (A)": [float(pa[i]) if i < len(la) else None for i in range(n)],
+            "B chooses": [show_token(tr_b.label_tokens[i]) if i < len(lb) else "" for i in range(n)],
+            "p (B)": [float(pb[i]) if i < len(lb) else None for i in range(n)],
+            "same": [i not in differ for i in range(n)],
+        }
+    )
     if differ:
         st.markdown(f"**The outputs first differ at position {differ[0]}.**")
     else:
         st.markdown("**The outputs are the same token for token.**")
     number = st.column_config.NumberColumn(format="%.3f")
-    st.dataframe(table, hide_index=True, key="compare_table", width="stretch",
-                 column_config={"p (A)": number, "p (B)": number})  # fmt: skip
+    st.dataframe(
+        table, hide_index=True, key="compare_table", width="stretch", column_config={"p (A)": number, "p (B)": number}
+    )
     st.caption("p: the model's probability of the token each run chose there, teacher-forced on that run's output.")
 
 
@@ -182,13 +191,26 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
     layer, head = min(view.layer, lm.cfg.n_decoder_layers - 1), view.head
     a, x_title, signed, value_name = _stage_matrix(stage, tr_a.arrays, layer, head)
     b = _stage_matrix(stage, tr_b.arrays, layer, head)[0]
-    where = "" if stage in ("inputs",) else f", layer {layer}" + (f", {head_label(head)}" if stage in (
-        "qkv", "scores", "self", "cross") else "")  # fmt: skip
+    where = (
+        ""
+        if stage in ("inputs",)
+        else f", layer {layer}" + (f", {head_label(head)}" if stage in ("qkv", "scores", "self", "cross") else "")
+    )
     title = f"{STAGE_LABELS[stage]}{where}"
-    fa, fb, fd = viz.pair_figures(a, b, _rows(tr_a), _columns(stage, tr_a, a.shape[1]), _rows(tr_b),
-                                  _columns(stage, tr_b, b.shape[1]), title=title, x_title=x_title,
-                                  y_title="position: reads → predicts", value_name=value_name, signed=signed,
-                                  col_index=stage in ("scores", "self", "cross"))  # fmt: skip
+    fa, fb, fd = viz.pair_figures(
+        a,
+        b,
+        _rows(tr_a),
+        _columns(stage, tr_a, a.shape[1]),
+        _rows(tr_b),
+        _columns(stage, tr_b, b.shape[1]),
+        title=title,
+        x_title=x_title,
+        y_title="position: reads → predicts",
+        value_name=value_name,
+        signed=signed,
+        col_index=stage in ("scores", "self", "cross"),
+    )
     half = (MIN_WIDTH - COLUMN_GAP) / 2
     if all(f.layout.width is not None and f.layout.width <= half for f in (fa, fb)):
         c1, c2 = st.columns(2)
@@ -202,9 +224,11 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
     _, note = viz.aligned_difference(a, b)
     st.markdown("**Difference A − B** on a scale centred on 0" + (f". {md(note)}" if note else "."))
     show(fd, "compare_diff")
-    st.caption("Both runs are drawn on one colour scale, so equal colours are equal numbers. A difference shows "
-               "where the numbers part, not why: each run reads its own output, so after the first differing "
-               "position the two decoders read different tokens.")  # fmt: skip
+    st.caption(
+        "Both runs are drawn on one colour scale, so equal colours are equal numbers. A difference shows "
+        "where the numbers part, not why: each run reads its own output, so after the first differing "
+        "position the two decoders read different tokens."
+    )
 
 
 def _patcher(lm, src_a, out_a, src_b, position: int, contrast_id):
@@ -233,13 +257,14 @@ def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
     with c2:
         st.toggle("Corrupt A with noise instead of B", key="noise", disabled=src_b is None)
     with c3:
-        st.text_input("Why A's token rather than … (contrast)", key="contrast", max_chars=100,
-                      placeholder="e.g. la")  # fmt: skip
+        st.text_input("Why A's token rather than … (contrast)", key="contrast", max_chars=100, placeholder="e.g. la")
     st.radio("Map", SITES, key="site", format_func=SITE_LABELS.get, horizontal=True)
     noise = view.noise or src_b is None
     if not noise and len(src_b) != len(src_a):
-        st.warning(f"A and B have {len(src_a) - 1} and {len(src_b) - 1} tokens: position-wise patching needs the "
-                   "same token length, so switch on noise corruption (or make B as long as A).")  # fmt: skip
+        st.warning(
+            f"A and B have {len(src_a) - 1} and {len(src_b) - 1} tokens: position-wise patching needs the "
+            "same token length, so switch on noise corruption (or make B as long as A)."
+        )
         return
     x_tok = show_token(tr_a.label_tokens[t])
     contrast = None
@@ -251,21 +276,27 @@ def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
         if contrast is not None and contrast.note:
             st.caption(md(contrast.note[:1].upper() + contrast.note[1:] + "."))
         if contrast is not None and contrast.id == int(out_a[t]):
-            st.warning(f"The contrast {md(show_token(contrast.token))} is the token A chooses at position {t}: "
-                       "there is nothing to compare. Type another word.")  # fmt: skip
+            st.warning(
+                f"The contrast {md(show_token(contrast.token))} is the token A chooses at position {t}: "
+                "there is nothing to compare. Type another word."
+            )
             contrast = None
     with st.spinner("Restoring each site in turn…"):
         p, r = _patcher(lm, src_a, out_a, None if noise else src_b, t, None if contrast is None else contrast.id)
     what = f"p({x_tok})"
-    st.markdown(f"Measured: **{md(what)}** at position {t} ({md(rows[t])}), teacher-forced on A's output. Clean "
-                f"run (A): **{r.prob.clean:.3f}**; corrupted run ({md(r.corruption.describe())}): "
-                f"**{r.prob.corrupted:.3f}**. Each cell: that value with one site restored from the clean "
-                "run.")  # fmt: skip
+    st.markdown(
+        f"Measured: **{md(what)}** at position {t} ({md(rows[t])}), teacher-forced on A's output. Clean "
+        f"run (A): **{r.prob.clean:.3f}**; corrupted run ({md(r.corruption.describe())}): "
+        f"**{r.prob.corrupted:.3f}**. Each cell: that value with one site restored from the clean "
+        "run."
+    )
     _map(view.site, r.prob, tr_a, t, what, "patch")
-    st.caption("Patching shows that restoring a site is *sufficient* to bring the value back in this corrupted run, "
-               "not that the model has no other route: information reaching the output by several paths can "
-               "make each one look unimportant. The corruption sets the map: another sentence B, or noise of "
-               "another size, moves it.")  # fmt: skip
+    st.caption(
+        "Patching shows that restoring a site is *sufficient* to bring the value back in this corrupted run, "
+        "not that the model has no other route: information reaching the output by several paths can "
+        "make each one look unimportant. The corruption sets the map: another sentence B, or noise of "
+        "another size, moves it."
+    )
     if contrast is not None:
         explain_contrast(lm, src_a, out_a, t, contrast, r, tr_a, view, x_tok)
     downloads(lm, p, r)
@@ -275,15 +306,24 @@ def _map(site: str, m, tr_a, t: int, what: str, key: str) -> None:
     lo, hi = viz.shared_range(m.enc, m.dec, m.heads, np.array([m.clean, m.corrupted]))
     kw = dict(value_name=what, zmin=lo, zmax=hi)
     if site == "dec":
-        show(viz.patch_decoder_figure(m.dec, _rows(tr_a)[: t + 1], sublayers=PATCH_SUBLAYERS,
-                                      title=f"{what} with one decoder site restored", **kw), f"{key}_dec")  # fmt: skip
+        show(
+            viz.patch_decoder_figure(
+                m.dec,
+                _rows(tr_a)[: t + 1],
+                sublayers=PATCH_SUBLAYERS,
+                title=f"{what} with one decoder site restored",
+                **kw,
+            ),
+            f"{key}_dec",
+        )
     elif site == "enc":
         src = [show_token(x) for x in tr_a.src_tokens]
-        show(viz.patch_encoder_figure(m.enc, src, title=f"{what} with one encoder output restored", **kw),
-             f"{key}_enc")  # fmt: skip
+        show(viz.patch_encoder_figure(m.enc, src, title=f"{what} with one encoder output restored", **kw), f"{key}_enc")
     else:
-        show(viz.patch_heads_figure(m.heads, title=f"{what} with one head's output restored (every position)", **kw),
-             f"{key}_heads")  # fmt: skip
+        show(
+            viz.patch_heads_figure(m.heads, title=f"{what} with one head's output restored (every position)", **kw),
+            f"{key}_heads",
+        )
 
 
 def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: str) -> None:
@@ -292,37 +332,66 @@ def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: s
     y_tok = show_token(contrast.token)
     st.subheader(f"Why {x_tok} rather than {y_tok}?")
     method = view.attribution
-    st.radio("Attribution method", list(METHOD_LABELS), key="attribution", format_func=METHOD_LABELS.get,
-             horizontal=True)  # fmt: skip
+    st.radio(
+        "Attribution method", list(METHOD_LABELS), key="attribution", format_func=METHOD_LABELS.get, horizontal=True
+    )
     key = (str(lm.path), tuple(src_a), tuple(out_a), t, contrast.id)
     with st.spinner("Attributing…"):
-        at = cached("contrast_attr", (*key, method),
-                    lambda: contrast_attribution(lm.model, list(src_a), out_a, t, contrast.id, method))  # fmt: skip
+        at = cached(
+            "contrast_attr",
+            (*key, method),
+            lambda: contrast_attribution(lm.model, list(src_a), out_a, t, contrast.id, method),
+        )
         lens = cached("contrast_lens", key, lambda: lens_difference(lm.model, list(src_a), out_a, t, contrast.id))
-    st.markdown(f"Logit difference **{md(x_tok)} − {md(y_tok)} = {at.value:+.3f}** at position {t}: positive "
-                f"means the model prefers {md(x_tok)}: p({md(x_tok)}) / p({md(y_tok)}) = e^{at.value:.2f} ≈ "
-                f"{np.exp(at.value):.3g}.")  # fmt: skip
-    st.dataframe(pd.DataFrame({"decoder layer": range(len(lens.diff)), f"logit {x_tok} − logit {y_tok}": lens.diff,
-                               f"p({x_tok})": lens.p_x, f"p({y_tok})": lens.p_y}),
-                 hide_index=True, key="contrast_lens", width="stretch")  # fmt: skip
-    st.caption("The logit lens of the difference: each decoder layer's output read by the output head; the last "
-               "layer's is the model's own.")  # fmt: skip
+    st.markdown(
+        f"Logit difference **{md(x_tok)} − {md(y_tok)} = {at.value:+.3f}** at position {t}: positive "
+        f"means the model prefers {md(x_tok)}: p({md(x_tok)}) / p({md(y_tok)}) = e^{at.value:.2f} ≈ "
+        f"{np.exp(at.value):.3g}."
+    )
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "decoder layer": range(len(lens.diff)),
+                f"logit {x_tok} − logit {y_tok}": lens.diff,
+                f"p({x_tok})": lens.p_x,
+                f"p({y_tok})": lens.p_y,
+            }
+        ),
+        hide_index=True,
+        key="contrast_lens",
+        width="stretch",
+    )
+    st.caption(
+        "The logit lens of the difference: each decoder layer's output read by the output head; the last "
+        "layer's is the model's own."
+    )
     src_tokens = [show_token(x) for x in tr_a.src_tokens]
     reads = [show_token(x) for x in tr_a.dec_input_tokens[: t + 1]]
-    table = pd.DataFrame({
-        "input": [f"source {i}: {x}" for i, x in enumerate(src_tokens)] + [f"target {i}: {x}" for i, x in
-                                                                             enumerate(reads)],
-        f"toward {x_tok} (+) or {y_tok} (−)": np.concatenate([at.raw_src, at.raw_tgt]),
-        "share": np.concatenate([at.src, at.tgt]),
-    }).sort_values("share", ascending=False)  # fmt: skip
-    st.dataframe(table, hide_index=True, key="contrast_attr", width="stretch",
-                 column_config={"share": st.column_config.NumberColumn(format="percent")})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "input": [f"source {i}: {x}" for i, x in enumerate(src_tokens)]
+            + [f"target {i}: {x}" for i, x in enumerate(reads)],
+            f"toward {x_tok} (+) or {y_tok} (−)": np.concatenate([at.raw_src, at.raw_tgt]),
+            "share": np.concatenate([at.src, at.tgt]),
+        }
+    ).sort_values("share", ascending=False)
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="contrast_attr",
+        width="stretch",
+        column_config={"share": st.column_config.NumberColumn(format="percent")},
+    )
     if method == "ig":
-        st.caption(f"Integrated Gradients with {at.steps} steps: the attributions add up to the difference's change "
-                   f"from the baseline within {at.completeness:.1%} (completeness).")  # fmt: skip
-    st.caption("Attribution credits each input token with a share of the logit difference by its gradient; it "
-               "depends on the baseline (a zero token embedding here) and is not a causal test, which the "
-               "patching map below is.")  # fmt: skip
+        st.caption(
+            f"Integrated Gradients with {at.steps} steps: the attributions add up to the difference's change "
+            f"from the baseline within {at.completeness:.1%} (completeness)."
+        )
+    st.caption(
+        "Attribution credits each input token with a share of the logit difference by its gradient; it "
+        "depends on the baseline (a zero token embedding here) and is not a causal test, which the "
+        "patching map below is."
+    )
     what = f"logit {x_tok} − logit {y_tok}"
     st.markdown(f"**Patching on the difference**: clean {r.diff.clean:+.3f}, corrupted {r.diff.corrupted:+.3f}.")
     _map(view.site, r.diff, tr_a, t, what, "patch_diff")
@@ -335,7 +404,8 @@ def downloads(lm, p, r) -> None:
     npz = io.BytesIO()
     np.savez_compressed(npz, **rep)
     c1, c2, c3 = st.columns(3)
-    c1.download_button("Maps (CSV)", pd.DataFrame(site_rows(rep)).to_csv(index=False), "patching.csv", "text/csv",
-                       key="dl_csv")  # fmt: skip
+    c1.download_button(
+        "Maps (CSV)", pd.DataFrame(site_rows(rep)).to_csv(index=False), "patching.csv", "text/csv", key="dl_csv"
+    )
     c2.download_button("Maps (JSON)", dumps(rep), "patching.json", "application/json", key="dl_json")
     c3.download_button("Maps (NPZ)", npz.getvalue(), "patching.npz", "application/octet-stream", key="dl_npz")

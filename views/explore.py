@@ -54,8 +54,13 @@ def sidebar(lm: LoadedModel, view: View) -> None:
     sb.subheader("View")
     layer, head = widget("layer"), widget("head")
     sb.selectbox(layer["label"], list(range(layer["max_value"] + 1)), key="layer", on_change=session.layer_head_chosen)
-    sb.selectbox(head["label"], [MEAN_HEADS, *range(head["max_value"] + 1)], key="head", format_func=head_label,
-                 on_change=session.layer_head_chosen)  # fmt: skip
+    sb.selectbox(
+        head["label"],
+        [MEAN_HEADS, *range(head["max_value"] + 1)],
+        key="head",
+        format_func=head_label,
+        on_change=session.layer_head_chosen,
+    )
     sb.toggle("Show every head (grid)", key="grid")
 
 
@@ -153,8 +158,14 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     stage = stage_selector(view)
     tab = TABS[0]
     if reference:
-        st.segmented_control("View", TABS, key="tab", format_func=TAB_LABELS.get, on_change=session.keep_choice,
-                             args=("tab", TABS, TABS[0]))  # fmt: skip
+        st.segmented_control(
+            "View",
+            TABS,
+            key="tab",
+            format_func=TAB_LABELS.get,
+            on_change=session.keep_choice,
+            args=("tab", TABS, TABS[0]),
+        )
         tab = view.tab
     if tab == "tf":
         teacher_forcing.view(lm, limits, view, src.ids, src_tokens, reference, stage)

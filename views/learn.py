@@ -73,8 +73,9 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
     max_len, _ = number(st.session_state.get("learn_max_len", DEFAULTS.max_len), int, DEFAULTS.max_len)
     max_len = min(max(max_len, 1), limit)
     greedy = get_decode(lm, Choices(str(lm.path), src.text, max_len=max_len), src.ids)
-    beam = get_decode(lm, Choices(str(lm.path), src.text, strategy="beam", beam=DEFAULTS.beam, max_len=max_len),
-                      src.ids)  # fmt: skip
+    beam = get_decode(
+        lm, Choices(str(lm.path), src.text, strategy="beam", beam=DEFAULTS.beam, max_len=max_len), src.ids
+    )
     target = tuple(i for i in greedy.ids if i != lm.cfg.eos_id)
     tr = get_trace(lm, src.ids, target, causal=True)
     nc = get_trace(lm, src.ids, target, causal=False)
@@ -87,14 +88,23 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
         text_of = lambda ids: lm.tokenizer.decode([i for i in ids if i != lm.cfg.eos_id])  # noqa: E731
         g = greedy.n_best[0]
         learn = build(
-            tr.arrays, nc.arrays, tr.dec_input_tokens, tr.label_tokens, tr.src_tokens,
-            n_layers=L, activation=lm.cfg.activation,
+            tr.arrays,
+            nc.arrays,
+            tr.dec_input_tokens,
+            tr.label_tokens,
+            tr.src_tokens,
+            n_layers=L,
+            activation=lm.cfg.activation,
             lens_rank=lens.chosen_rank if lens else np.ones((L, T)),
-            beam=[(text_of(h.ids), h.score) for h in beam.n_best], beam_width=DEFAULTS.beam,
-            greedy=(text_of(g.ids), g.score), example=worked_example(), label=show_token, token_text=token_texter(lm),
+            beam=[(text_of(h.ids), h.score) for h in beam.n_best],
+            beam_width=DEFAULTS.beam,
+            greedy=(text_of(g.ids), g.score),
+            example=worked_example(),
+            label=show_token,
+            token_text=token_texter(lm),
             scale_embedding=lm.cfg.scale_embedding,
             tie_output=lm.cfg.tie_output,
-        )  # fmt: skip
+        )
         return learn, lens
 
     learn, lens = cached("learn", (str(lm.path), src.ids, max_len), compute)
@@ -114,8 +124,11 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         st.info("The chapters need a model; the hand-sized worked example below does not.")
         chapter(None, None, by_hand(worked_example()), N, None)
         return
-    st.text_input("English sentence (the whole lesson reads the model on it; press Enter to use another)",
-                  key="learn_src", max_chars=MAX_CHARS)  # fmt: skip
+    st.text_input(
+        "English sentence (the whole lesson reads the model on it; press Enter to use another)",
+        key="learn_src",
+        max_chars=MAX_CHARS,
+    )
     try:
         got = lesson_for(lm, s["learn_src"])
     except Exception as e:
@@ -209,8 +222,9 @@ def feedback(q: Question, chosen: str | None, prefix: str = "") -> None:
     elif chosen is None:
         st.info(md(f"{prefix}No answer chosen. The answer is {right}. {where}"), icon=":material/info:")
     else:
-        st.warning(md(f"{prefix}Not quite: you chose {chosen}; the answer is {right}. {where}"),
-                   icon=":material/close:")  # fmt: skip
+        st.warning(
+            md(f"{prefix}Not quite: you chose {chosen}; the answer is {right}. {where}"), icon=":material/close:"
+        )
 
 
 def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) -> None:
@@ -259,8 +273,15 @@ def nav(learn: Learn, k: int) -> None:
             st.button(f"◀ Previous: {prev_name}", key="learn_prev", on_click=go, args=(k - 1,))
         if next_name:
             st.button(f"Next: {next_name} ▶", key="learn_next", on_click=go, args=(k + 1,), type="primary")
-    st.selectbox("Or go to", range(END + 1), index=k, key=f"learn_goto_{k}", format_func=lambda i: _name(learn, i),
-                 on_change=_goto, args=(k,))  # fmt: skip
+    st.selectbox(
+        "Or go to",
+        range(END + 1),
+        index=k,
+        key=f"learn_goto_{k}",
+        format_func=lambda i: _name(learn, i),
+        on_change=_goto,
+        args=(k,),
+    )
 
 
 def _name(learn: Learn, i: int) -> str:
@@ -281,10 +302,15 @@ def figure(key: str, learn: Learn | None, data: dict | None):
         w = ex.stage("weights").ours
         n = w.shape[0]
         rows = list(EXAMPLE_TOKENS[:n])
-        return viz.attention_figure(np.where(np.isfinite(causal_mask(n)), w, -np.inf), rows, rows,
-                                    title="Attention weights α of the worked example, recomputed",
-                                    q_title="row: the token it reads", k_title="key token",
-                                    masked_hover="masked (the future): weight 0")  # fmt: skip
+        return viz.attention_figure(
+            np.where(np.isfinite(causal_mask(n)), w, -np.inf),
+            rows,
+            rows,
+            title="Attention weights α of the worked example, recomputed",
+            q_title="row: the token it reads",
+            k_title="key token",
+            masked_hover="masked (the future): weight 0",
+        )
     tr, f = data["trace"], learn.focus.row
     a = tr.arrays
     reads = [show_token(t) for t in tr.dec_input_tokens]

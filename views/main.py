@@ -60,8 +60,12 @@ class Page:
 
 
 # The page selector's order; the first is where a link without parameters lands. A new page: one module, one line.
-PAGES = (Page("Learn", "learn"), Page("Explore", "explore", True), Page("Compare", "compare", True),
-         Page("About", "about"))  # fmt: skip
+PAGES = (
+    Page("Learn", "learn"),
+    Page("Explore", "explore", True),
+    Page("Compare", "compare", True),
+    Page("About", "about"),
+)
 PAGE_ALIASES = {"Lesson": "Learn"}  # older links
 
 

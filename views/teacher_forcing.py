@@ -23,8 +23,9 @@ LOSS = r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)"
 
 
 @st.fragment
-def view(lm: LoadedModel, limits: Limits, v: View, src_ids: tuple[int, ...], src_tokens, reference: str,
-         stage: str) -> None:  # fmt: skip
+def view(
+    lm: LoadedModel, limits: Limits, v: View, src_ids: tuple[int, ...], src_tokens, reference: str, stage: str
+) -> None:
     try:
         _view(lm, session.fragment_view(v, limits), src_ids, src_tokens, reference, stage)
     except Exception as e:
@@ -65,8 +66,19 @@ def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str, stage: 
         st.latex(LOSS)
         st.dataframe(table, hide_index=True, key="tf_table", width="stretch")
     run = TeacherForced(lm, v.choices(str(lm.path)), shown, src_ids, pos)
-    ctx = StageContext(lm, v, run, shown.arrays, shown.dec_input_tokens, shown.label_tokens, src_tokens, pos,
-                       incremental=False, causal=not v.no_mask, key="tf")  # fmt: skip
+    ctx = StageContext(
+        lm,
+        v,
+        run,
+        shown.arrays,
+        shown.dec_input_tokens,
+        shown.label_tokens,
+        src_tokens,
+        pos,
+        incremental=False,
+        causal=not v.no_mask,
+        key="tf",
+    )
     stages.render(ctx, stage)
 
     st.subheader("Export")

@@ -47,5 +47,7 @@ def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_
         on_force(tuple(so_far + forced), frozenset(range(len(so_far), len(so_far) + len(forced))))
     if pick is not None:  # "why the chosen token rather than this one?" on the Compare page (a link: a new page)
         view = replace(view, contrast=lm.tokenizer.id_to_token(pick), step=step)
-        st.link_button("Why the chosen token rather than this one? (Compare page)",
-                       "?" + urlencode({**to_query(view), "page": "Compare"}))  # fmt: skip
+        st.link_button(
+            "Why the chosen token rather than this one? (Compare page)",
+            "?" + urlencode({**to_query(view), "page": "Compare"}),
+        )

@@ -139,8 +139,17 @@ def title_block(title: str | None, width: float) -> tuple[dict, int]:
         lines, top = wrap_text(text, width - 2 * PAD - 10, TITLE_FONT), MODEBAR_H
     # Plotly draws the text about 3.5 px above pad.t, and a multi-line title another 10.5 px higher
     pad_t = top + 4 + (11 if len(lines) > 1 else 0)
-    block = dict(text="<br>".join(lines), x=0.0, xref="container", xanchor="left", y=1.0, yref="container",
-                 yanchor="top", pad=dict(t=pad_t, l=PAD), font=dict(size=TITLE_FONT))  # fmt: skip
+    block = dict(
+        text="<br>".join(lines),
+        x=0.0,
+        xref="container",
+        xanchor="left",
+        y=1.0,
+        yref="container",
+        yanchor="top",
+        pad=dict(t=pad_t, l=PAD),
+        font=dict(size=TITLE_FONT),
+    )
     return block, top + line_h * len(lines) + 8
 
 

@@ -84,18 +84,25 @@ def topk_figure(
     with np.errstate(divide="ignore"):
         logp = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -np.inf)
     bars = dict(
-        type="bar", x=round_sig(p), y=labels, orientation="h",
+        type="bar",
+        x=round_sig(p),
+        y=labels,
+        orientation="h",
         marker=dict(color=colors, line=dict(color="#222", width=widths)),
         customdata=[["chosen" if i == chosen else "", f"{lp:.3f}"] for i, lp in enumerate(logp)],
-        texttemplate="%{x:.1%}", textposition="outside", cliponaxis=False, textfont=dict(size=TICK_FONT),
+        texttemplate="%{x:.1%}",
+        textposition="outside",
+        cliponaxis=False,
+        textfont=dict(size=TICK_FONT),
         hovertemplate="token: %{y}<br>p = %{x:.4g}<br>log p = %{customdata[1]}<br>%{customdata[0]}<extra></extra>",
-    )  # fmt: skip
+    )
     xmax = float(p.max()) if p.size else 1.0
     layout = layout_defaults(title, height=0)
     top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
-    layout.update(height=top + max(len(tokens), 2) * BAR_PX + bottom,
-                  margin=dict(l=PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0)), r=40, t=top,
-                              b=bottom))  # fmt: skip
+    layout.update(
+        height=top + max(len(tokens), 2) * BAR_PX + bottom,
+        margin=dict(l=PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0)), r=40, t=top, b=bottom),
+    )
     layout["xaxis"] = dict(
         title=dict(text="probability", standoff=8),
         range=[0, min(1.0, xmax * 1.25) or 1.0],
@@ -203,14 +210,32 @@ def beam_tree_figure(
                 if ids not in roots:
                     roots[ids] = len(nodes)
                     label = start_text + (" " + _node_text(ids, token_text) if ids else "")
-                    nodes.append(dict(x=pos - 1, y=0.0, status="start", cum=float(h.logprob), token=label,
-                                      hover=f"start: {safe_label(label)}", ids=ids))  # fmt: skip
+                    nodes.append(
+                        dict(
+                            x=pos - 1,
+                            y=0.0,
+                            status="start",
+                            cum=float(h.logprob),
+                            token=label,
+                            hover=f"start: {safe_label(label)}",
+                            ids=ids,
+                        )
+                    )
                 found = roots[ids]
             if found is None:  # inconsistent input: draw the live row itself so every edge has a parent
                 found = len(nodes)
                 text = _node_text(ids, token_text)
-                nodes.append(dict(x=pos - 1, y=0.0, status="live", cum=float(h.logprob), token=token_text(ids[-1]),
-                                  hover=f"live row {r}: {safe_label(text)}", ids=ids))  # fmt: skip
+                nodes.append(
+                    dict(
+                        x=pos - 1,
+                        y=0.0,
+                        status="live",
+                        cum=float(h.logprob),
+                        token=token_text(ids[-1]),
+                        hover=f"live row {r}: {safe_label(text)}",
+                        ids=ids,
+                    )
+                )
             row_node[r] = found
         drawn = _drawn(expansions, max_pruned)
         for r, node in row_node.items():
@@ -218,8 +243,9 @@ def beam_tree_figure(
             if hidden:
                 nodes[node]["hover"] += f"<br>{hidden} more pruned candidate{'s' * (hidden > 1)} not drawn"
         # this step's drawn expansions, ordered under their parents, then by cumulative log-prob
-        order = sorted(drawn, key=lambda i: (nodes[row_node[int(expansions[i].parent)]]["y"],
-                                             -float(expansions[i].cum_logprob)))  # fmt: skip
+        order = sorted(
+            drawn, key=lambda i: (nodes[row_node[int(expansions[i].parent)]]["y"], -float(expansions[i].cum_logprob))
+        )
         n = len(order)
         cur = []
         for rank, i in enumerate(order):
@@ -234,8 +260,17 @@ def beam_tree_figure(
                 f"hypothesis: {safe_label(_node_text(ids, token_text))}<br>"
                 f"token log p: {float(e.token_logprob):.4g}<br>cumulative log p: {float(e.cum_logprob):.4g}"
             )
-            nodes.append(dict(x=pos, y=rank - (n - 1) / 2, status=status, cum=float(e.cum_logprob), token=tok,
-                              hover=hover, ids=ids))  # fmt: skip
+            nodes.append(
+                dict(
+                    x=pos,
+                    y=rank - (n - 1) / 2,
+                    status=status,
+                    cum=float(e.cum_logprob),
+                    token=tok,
+                    hover=hover,
+                    ids=ids,
+                )
+            )
             edges.append((row_node[r], idx))
             cur.append(dict(parent=r, token=int(e.token), status=status, node=idx))
         prev = cur
@@ -272,15 +307,36 @@ def _tree_figure(
                     ey += [nodes[a]["y"], nodes[b]["y"], None]
             if ex:
                 name = "edges" + (" (kept)" if kept_edges else " (pruned)")
-                traces.append(dict(type="scatter", x=ex, y=ey, mode="lines", hoverinfo="skip", name=name,
-                                   line=dict(color=color, width=width, dash=dash), showlegend=False))  # fmt: skip
+                traces.append(
+                    dict(
+                        type="scatter",
+                        x=ex,
+                        y=ey,
+                        mode="lines",
+                        hoverinfo="skip",
+                        name=name,
+                        line=dict(color=color, width=width, dash=dash),
+                        showlegend=False,
+                    )
+                )
     by_ids = {nd["ids"]: i for i, nd in enumerate(nodes) if nd["status"] != "live"}
     for (name, ids), (color, width, dash) in zip(paths.items(), PATH_STYLES):
         on = [by_ids[p] for p in (tuple(int(t) for t in ids[:j]) for j in range(len(ids) + 1)) if p in by_ids]
         px = [nodes[i]["x"] for i in on]
         py = [nodes[i]["y"] for i in on]
-        traces.append(dict(type="scatter", x=px, y=py, mode="lines", line=dict(color=color, width=width, dash=dash),
-                           hoverinfo="skip", name=safe_label(name), showlegend=True, meta=dict(path=name)))  # fmt: skip
+        traces.append(
+            dict(
+                type="scatter",
+                x=px,
+                y=py,
+                mode="lines",
+                line=dict(color=color, width=width, dash=dash),
+                hoverinfo="skip",
+                name=safe_label(name),
+                showlegend=True,
+                meta=dict(path=name),
+            )
+        )
     cums = [
         nd["cum"]
         for nd in nodes
@@ -318,40 +374,79 @@ def _tree_figure(
             line = dict(color=outline, width=width) if outline else dict(width=width)
             colors = [max(nd["cum"], cmin) if math.isfinite(nd["cum"]) else cmin for nd in sel]
             marker = dict(symbol=symbol, size=size, color=colors, coloraxis="coloraxis", line=line)
-            swatch = dict(symbol=symbol, size=size, color=LEGEND_COLOR, line=dict(color=outline or LEGEND_COLOR,
-                                                                                 width=width))  # fmt: skip
+            swatch = dict(
+                symbol=symbol, size=size, color=LEGEND_COLOR, line=dict(color=outline or LEGEND_COLOR, width=width)
+            )
         # labels of the positions in view (a panned-in node is read on hover: Plotly clips text, not its box)
         labels = ["" if status == "pruned" or nd["x"] < x_lo + 0.25 else safe_label(nd["token"]) for nd in sel]
         traces.append(
             dict(
-                type="scatter", x=[nd["x"] for nd in sel], y=[nd["y"] for nd in sel],
-                mode="markers+text" if any(labels) else "markers", marker=marker, name=safe_label(status),
-                text=labels if any(labels) else None, textposition="middle right",
-                textfont=dict(size=TICK_FONT, color="#222"), hovertext=[nd["hover"] for nd in sel],
-                hovertemplate="%{hovertext}<extra></extra>", meta=dict(status=status), showlegend=False,
+                type="scatter",
+                x=[nd["x"] for nd in sel],
+                y=[nd["y"] for nd in sel],
+                mode="markers+text" if any(labels) else "markers",
+                marker=marker,
+                name=safe_label(status),
+                text=labels if any(labels) else None,
+                textposition="middle right",
+                textfont=dict(size=TICK_FONT, color="#222"),
+                hovertext=[nd["hover"] for nd in sel],
+                hovertemplate="%{hovertext}<extra></extra>",
+                meta=dict(status=status),
+                showlegend=False,
                 cliponaxis=True,
             )
-        )  # fmt: skip
+        )
         # the legend shows a plain swatch: a marker coloured through a colour axis has no single legend colour
-        legend.append(dict(type="scatter", x=[None], y=[None], mode="markers", marker=swatch, name=safe_label(status),
-                           showlegend=True, hoverinfo="skip"))  # fmt: skip
+        legend.append(
+            dict(
+                type="scatter",
+                x=[None],
+                y=[None],
+                mode="markers",
+                marker=swatch,
+                name=safe_label(status),
+                showlegend=True,
+                hoverinfo="skip",
+            )
+        )
     traces += legend
     shown = x_hi - x_lo
     dtick = _nice_step(shown / max(plot_w / 48, 1))
     ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
-    xaxis = dict(title=dict(text="position that predicted the token (numbered as in the step view)", standoff=8),
-                 showgrid=True, gridcolor="#eee", zeroline=False, range=[x_lo, x_hi], tickmode="array", tickvals=ticks,
-                 ticktext=[start_label(x) for x in ticks], tickfont=dict(size=TICK_FONT))  # fmt: skip
-    yaxis = dict(title=dict(text="hypotheses", standoff=8), showticklabels=False, showgrid=False, zeroline=False,
-                 range=[y_half, -y_half], autorange=False, fixedrange=True)  # fmt: skip
+    xaxis = dict(
+        title=dict(text="position that predicted the token (numbered as in the step view)", standoff=8),
+        showgrid=True,
+        gridcolor="#eee",
+        zeroline=False,
+        range=[x_lo, x_hi],
+        tickmode="array",
+        tickvals=ticks,
+        ticktext=[start_label(x) for x in ticks],
+        tickfont=dict(size=TICK_FONT),
+    )
+    yaxis = dict(
+        title=dict(text="hypotheses", standoff=8),
+        showticklabels=False,
+        showgrid=False,
+        zeroline=False,
+        range=[y_half, -y_half],
+        autorange=False,
+        fixedrange=True,
+    )
     layout = layout_defaults(title, height=0, legend=True)
     top = layout["margin"]["t"] + LEGEND_ROW
     margin.update(t=top)
-    layout.update(height=top + plot_h + margin["b"], margin=margin, dragmode="pan", legend=dict(
-        orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=FONT)))  # fmt: skip
+    layout.update(
+        height=top + plot_h + margin["b"],
+        margin=margin,
+        dragmode="pan",
+        legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=FONT)),
+    )
     colorbar = colorbar_dict(None, "cum. log p", length=max(min(plot_h, 300), 100))
-    layout.update(coloraxis=dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar), xaxis=xaxis,
-                  yaxis=yaxis)  # fmt: skip
+    layout.update(
+        coloraxis=dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar), xaxis=xaxis, yaxis=yaxis
+    )
     return new_figure(traces, layout)
 
 
@@ -391,11 +486,15 @@ def beam_table(
         labels = list(stream_text([int(i) for i in h.ids]))
         if len(labels) != len(h.ids):
             raise ValueError(f"stream_text gave {len(labels)} labels for {len(h.ids)} tokens")
-        rows.append({
-            "row": row, "tokens": sep.join(labels), "cumulative log-prob": lp,
-            "length-normalized score": score if math.isfinite(score) else float("nan"),
-            "finished": bool(getattr(h, "finished", False)),
-        })  # fmt: skip
+        rows.append(
+            {
+                "row": row,
+                "tokens": sep.join(labels),
+                "cumulative log-prob": lp,
+                "length-normalized score": score if math.isfinite(score) else float("nan"),
+                "finished": bool(getattr(h, "finished", False)),
+            }
+        )
     rows.sort(key=lambda d: -d["length-normalized score"] if math.isfinite(d["length-normalized score"]) else math.inf)
     df = pd.DataFrame(rows, columns=["row", "tokens", "cumulative log-prob", "length-normalized score", "finished"])
     df.insert(0, "rank", np.arange(1, len(df) + 1))

@@ -57,16 +57,28 @@ def lens_figure(
     )
     fig = heatmap(p, rows, [f"#{j + 1}" for j in range(k)], spec, title=title, framing=Framing(cells="rows"))
     text = [[safe_label(t) for t in r] for r in toks]
-    fig.update_traces(selector=dict(name="probability"), text=text, texttemplate="%{text}",
-                      textfont=dict(size=TICK_FONT + 1),
-                      hovertemplate="%{y}, rank %{x}<br>token: %{text}<br>p = %{z:.3f}<extra></extra>")  # fmt: skip
+    fig.update_traces(
+        selector=dict(name="probability"),
+        text=text,
+        texttemplate="%{text}",
+        textfont=dict(size=TICK_FONT + 1),
+        hovertemplate="%{y}, rank %{x}<br>token: %{text}<br>p = %{z:.3f}<extra></extra>",
+    )
     if chosen is not None:
         for i, r in enumerate(toks):
             for j, t in enumerate(r):
                 if t == chosen:
-                    fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5, name="chosen",
-                                  line=dict(color=HIGHLIGHT_COLOR, width=2.5), fillcolor="rgba(0,0,0,0)",
-                                  layer="above")  # fmt: skip
+                    fig.add_shape(
+                        type="rect",
+                        x0=j - 0.5,
+                        x1=j + 0.5,
+                        y0=i - 0.5,
+                        y1=i + 0.5,
+                        name="chosen",
+                        line=dict(color=HIGHLIGHT_COLOR, width=2.5),
+                        fillcolor="rgba(0,0,0,0)",
+                        layer="above",
+                    )
     return fig
 
 
@@ -138,9 +150,18 @@ def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str
     if d.shape[0] != len(positions):
         raise ValueError(f"{d.shape[0]} loss changes for {len(positions)} positions")
     labels = unique_labels(positions)
-    fig = new_figure([dict(type="bar", x=round_sig(d), y=labels, orientation="h",
-                           marker=dict(color=np.where(d > 0, "#d6604d", "#4393c3").tolist()),
-                           hovertemplate="%{y}<br>loss change %{x:+.3f} nats<extra></extra>")])  # fmt: skip
+    fig = new_figure(
+        [
+            dict(
+                type="bar",
+                x=round_sig(d),
+                y=labels,
+                orientation="h",
+                marker=dict(color=np.where(d > 0, "#d6604d", "#4393c3").tolist()),
+                hovertemplate="%{y}<br>loss change %{x:+.3f} nats<extra></extra>",
+            )
+        ]
+    )
     layout = layout_defaults(title, height=0)
     top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
     left = PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0))
@@ -148,9 +169,22 @@ def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str
     plot_h = max(len(labels) * BAR_PX, int(text_px(y_title, FONT)) + 20)  # room for the rotated axis title
     layout.update(height=top + plot_h + bottom, margin=dict(l=left, r=30, t=top, b=bottom))
     fig.update_layout(layout)
-    fig.update_xaxes(title_text="loss change (nats)", zeroline=True, zerolinecolor="#888", gridcolor="#eee",
-                     tickfont=dict(size=TICK_FONT), title_standoff=8)  # fmt: skip
-    fig.update_yaxes(title_text=y_title, type="category", autorange="reversed",
-                     tickmode="array", tickvals=labels, ticktext=labels, tickfont=dict(size=TICK_FONT),
-                     title_standoff=8)  # fmt: skip
+    fig.update_xaxes(
+        title_text="loss change (nats)",
+        zeroline=True,
+        zerolinecolor="#888",
+        gridcolor="#eee",
+        tickfont=dict(size=TICK_FONT),
+        title_standoff=8,
+    )
+    fig.update_yaxes(
+        title_text=y_title,
+        type="category",
+        autorange="reversed",
+        tickmode="array",
+        tickvals=labels,
+        ticktext=labels,
+        tickfont=dict(size=TICK_FONT),
+        title_standoff=8,
+    )
     return fig

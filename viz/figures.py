@@ -96,9 +96,21 @@ def _group_marks(lo: int, hi: int, size: int, plot_px: float) -> tuple[list[dict
 
     Labels are sized for the narrowest container: "head k", else "hk", else every n-th group.
     """
-    shapes = [dict(type="line", xref="x", yref="paper", x0=b - 0.5, x1=b - 0.5, y0=0, y1=1, name="group",
-                   line=dict(color="#222", width=1.5), layer="above")
-              for b in range((lo // size + 1) * size, hi, size)]  # fmt: skip
+    shapes = [
+        dict(
+            type="line",
+            xref="x",
+            yref="paper",
+            x0=b - 0.5,
+            x1=b - 0.5,
+            y0=0,
+            y1=1,
+            name="group",
+            line=dict(color="#222", width=1.5),
+            layer="above",
+        )
+        for b in range((lo // size + 1) * size, hi, size)
+    ]
     groups = list(range(lo // size, (hi - 1) // size + 1))
     px_per_col = plot_px / (hi - lo)
     spans = {k: (max(k * size, lo), min((k + 1) * size, hi)) for k in groups}
@@ -114,8 +126,20 @@ def _group_marks(lo: int, hi: int, size: int, plot_px: float) -> tuple[list[dict
         a, b = spans[k]
         if b - a < size and (b - a) * px_per_col < widest and len(groups) > 1:
             continue  # a sliver of a group at the edge of the range: the line marks it
-        notes.append(dict(text=fmt.format(k), x=(a + b - 1) / 2, xref="x", y=1, yref="paper", yanchor="bottom",
-                          yshift=2, showarrow=False, font=dict(size=FONT, color="#222"), name="group"))  # fmt: skip
+        notes.append(
+            dict(
+                text=fmt.format(k),
+                x=(a + b - 1) / 2,
+                xref="x",
+                y=1,
+                yref="paper",
+                yanchor="bottom",
+                yshift=2,
+                showarrow=False,
+                font=dict(size=FONT, color="#222"),
+                name="group",
+            )
+        )
     return shapes, notes
 
 
@@ -149,8 +173,16 @@ def matrix_figure(
     hl = check_row(highlight_row, v.shape[0])
     ys = unique_labels(tokens)
     cb_px = colorbar_px(None, value_name)
-    geo = rows_geometry(len(tokens), ys, title=title, x_title=dim_label, y_title=token_label, cb_px=cb_px,
-                        highlight_row=hl, extra_top=GROUP_LABEL_H if group_size else 0)  # fmt: skip
+    geo = rows_geometry(
+        len(tokens),
+        ys,
+        title=title,
+        x_title=dim_label,
+        y_title=token_label,
+        cb_px=cb_px,
+        highlight_row=hl,
+        extra_top=GROUP_LABEL_H if group_size else 0,
+    )
     spec = HeatmapSpec(
         x_title=dim_label, y_title=token_label, value_name=value_name, colorscale=colorscale, zmid=0.0, col_index=False
     )
@@ -258,9 +290,19 @@ def alignment_figure(
     if focus is None and hl is not None and np.isfinite(w[hl]).any():
         focus = int(np.nanargmax(np.where(np.isfinite(w[hl]), w[hl], np.nan)))
     return attention_figure(
-        w, tgt_tokens, src_tokens, title=title, highlight_row=highlight_row, kind="weights", q_title=q_title,
-        k_title=k_title, masked_hover="masked (padding)", value_name=value_name, same_axes=False, focus_col=focus,
-    )  # fmt: skip
+        w,
+        tgt_tokens,
+        src_tokens,
+        title=title,
+        highlight_row=highlight_row,
+        kind="weights",
+        q_title=q_title,
+        k_title=k_title,
+        masked_hover="masked (padding)",
+        value_name=value_name,
+        same_axes=False,
+        focus_col=focus,
+    )
 
 
 def heads_grid(
@@ -307,8 +349,20 @@ def heads_grid(
     want = max(1, min(H, int(cols) if cols else 4))  # cells shrink (not below CELL_MIN) to fit this many per row
     cell_max = max(CELL_MIN, min(CELL_MAX, int((avail - gap_x * (want - 1)) / want / max(Tk, 1))))
     same = Tq == Tk if same_axes is None else same_axes
-    one = square_geometry(Tq, Tk, ys, xs, title=None, x_title=k_title, y_title=q_title, cb_px=cb_px, highlight_row=hl,
-                          same_axes=same, max_plot_h=440, cell_max=cell_max)  # fmt: skip
+    one = square_geometry(
+        Tq,
+        Tk,
+        ys,
+        xs,
+        title=None,
+        x_title=k_title,
+        y_title=q_title,
+        cb_px=cb_px,
+        highlight_row=hl,
+        same_axes=same,
+        max_plot_h=440,
+        cell_max=cell_max,
+    )
     if kind == "weights":
         zmax = max((shown_max(w[h], one.rows, one.cols, 0.0) for h in range(H)), default=0.0) or zmax
     left = one.margin["l"]
@@ -329,8 +383,9 @@ def heads_grid(
     col_px = max((text_px(x) for x in xs), default=0)
     bottom = max(bottom_margin(col_px, one.col_angle, k_title), over + PAD)
     height = top + max(plot_h + bottom, CB_MIN + PAD)
-    layout.update(height=height, margin=dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h,
-                                             autoexpand=False))  # fmt: skip
+    layout.update(
+        height=height, margin=dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h, autoexpand=False)
+    )
     traces, shapes, notes = [], [], []
     if text:
         notes.append(note_annotation(text, note_top=note_top, plot_top=top, left=left, width=width))
@@ -380,10 +435,22 @@ def heads_grid(
         layout[f"xaxis{n}"], layout[f"yaxis{n}"] = xaxis, yaxis
         if shape:
             shapes.append({**shape, "xref": f"x{n}", "yref": f"y{n}"})
-        notes.append(dict(text=f"head {h}", x=x0 + pw / plot_w / 2, xref="paper", y=y1, yref="paper",
-                          yanchor="bottom", yshift=3, showarrow=False, font=dict(size=FONT)))  # fmt: skip
-    axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"],
-                                     length=max(CB_MIN, min(plot_h, 400)), xpad=xpad)  # fmt: skip
+        notes.append(
+            dict(
+                text=f"head {h}",
+                x=x0 + pw / plot_w / 2,
+                xref="paper",
+                y=y1,
+                yref="paper",
+                yanchor="bottom",
+                yshift=3,
+                showarrow=False,
+                font=dict(size=FONT),
+            )
+        )
+    axis["colorbar"] = colorbar_dict(
+        axis["colorbar"], axis["colorbar"]["title"]["text"], length=max(CB_MIN, min(plot_h, 400)), xpad=xpad
+    )
     layout.update(coloraxis=axis, shapes=shapes, annotations=notes)
     if one.rows.count < Tq or one.cols.count < Tk:
         layout["dragmode"] = "pan"
@@ -436,29 +503,76 @@ def positional_curves(
     pos = np.arange(T)
     custom = unique_labels(tokens) if tokens is not None else None
     traces = [
-        dict(type="scatter", x=pos, y=round_sig(p[:, d]), mode="lines+markers" if T <= 64 else "lines",
-             marker=dict(size=5), name=f"dim {d} ({kind})" if kind else f"dim {d}", customdata=custom,
-             hovertemplate=(f"dim {d}<br>position %{{x}}" + ("<br>token %{customdata}" if tokens is not None else "")
-                            + "<br>value %{y:.4g}<extra></extra>"))
-        for d in dims for kind in [_sin_or_cos(p, d, layout)]
-    ]  # fmt: skip
+        dict(
+            type="scatter",
+            x=pos,
+            y=round_sig(p[:, d]),
+            mode="lines+markers" if T <= 64 else "lines",
+            marker=dict(size=5),
+            name=f"dim {d} ({kind})" if kind else f"dim {d}",
+            customdata=custom,
+            hovertemplate=(
+                f"dim {d}<br>position %{{x}}"
+                + ("<br>token %{customdata}" if tokens is not None else "")
+                + "<br>value %{y:.4g}<extra></extra>"
+            ),
+        )
+        for d in dims
+        for kind in [_sin_or_cos(p, d, layout)]
+    ]
     bounded = np.all(np.abs(p[:, dims]) <= 1.0 + 1e-6)
     layout = layout_defaults(title, height=380, legend=True)
     layout["meta"] = {"cells": None}
     layout["legend"].update(x=1.02, xanchor="left", y=1, yanchor="top")
     tick = dict(automargin=True, tickfont=dict(size=TICK_FONT))
-    layout["xaxis"] = dict(title=dict(text="position"), showgrid=True, gridcolor="#eee", zeroline=False,
-                           range=[-0.5, max(T - 0.5, 0.5)], **tick)  # fmt: skip
-    layout["yaxis"] = dict(title=dict(text="PE value"), showgrid=True, gridcolor="#eee", zeroline=True,
-                           zerolinecolor="#bbb", **({"range": [-1.25, 1.25]} if bounded else {}), **tick)  # fmt: skip
+    layout["xaxis"] = dict(
+        title=dict(text="position"),
+        showgrid=True,
+        gridcolor="#eee",
+        zeroline=False,
+        range=[-0.5, max(T - 0.5, 0.5)],
+        **tick,
+    )
+    layout["yaxis"] = dict(
+        title=dict(text="PE value"),
+        showgrid=True,
+        gridcolor="#eee",
+        zeroline=True,
+        zerolinecolor="#bbb",
+        **({"range": [-1.25, 1.25]} if bounded else {}),
+        **tick,
+    )
     if mark is not None:
         label = f"position {mark}" + (f" · {unique_labels(tokens, index=False, max_len=16)[mark]}" if tokens else "")
         right = mark > (T - 1) / 2
-        layout["shapes"] = [dict(type="line", x0=mark, x1=mark, xref="x", y0=0, y1=1, yref="paper", name="mark",
-                                 line=dict(color=HIGHLIGHT_COLOR, width=2, dash="dash"), layer="above")]  # fmt: skip
-        note = dict(text=label, x=mark, xref="x", y=1, yref="paper", yanchor="top", showarrow=False,
-                    xanchor="right" if right else "left", xshift=-4 if right else 4, name="mark",
-                    font=dict(size=FONT, color=HIGHLIGHT_COLOR), bgcolor="rgba(255,255,255,0.9)")  # fmt: skip
+        layout["shapes"] = [
+            dict(
+                type="line",
+                x0=mark,
+                x1=mark,
+                xref="x",
+                y0=0,
+                y1=1,
+                yref="paper",
+                name="mark",
+                line=dict(color=HIGHLIGHT_COLOR, width=2, dash="dash"),
+                layer="above",
+            )
+        ]
+        note = dict(
+            text=label,
+            x=mark,
+            xref="x",
+            y=1,
+            yref="paper",
+            yanchor="top",
+            showarrow=False,
+            xanchor="right" if right else "left",
+            xshift=-4 if right else 4,
+            name="mark",
+            font=dict(size=FONT, color=HIGHLIGHT_COLOR),
+            bgcolor="rgba(255,255,255,0.9)",
+        )
         layout["annotations"] = [note]
     return new_figure(traces, layout)
 
@@ -498,8 +612,16 @@ def addnorm_figure(
     lo, hi = dim_range(dims, res.shape[1])
     labels = unique_labels(tokens)
     cb_px = colorbar_px(None, "normalized")
-    geo = rows_geometry(T, labels, title=title, x_title="dimension", y_title=token_label, cb_px=cb_px,
-                        highlight_row=hl, extra_top=PANEL_TITLE_H)  # fmt: skip
+    geo = rows_geometry(
+        T,
+        labels,
+        title=title,
+        x_title="dimension",
+        y_title=token_label,
+        cb_px=cb_px,
+        highlight_row=hl,
+        extra_top=PANEL_TITLE_H,
+    )
     ph = geo.plot_h
     gap = int(FONT * 1.6) + AXIS_TITLE + PANEL_TITLE_H + 12  # x ticks, x title, next panel's title
     plot_h = 3 * ph + 2 * gap
@@ -540,26 +662,81 @@ def addnorm_figure(
         if shape:
             shapes.append({**shape, "xref": f"x{n}", "yref": f"y{n}"})
     for name, color, symbol in (("mean", "#4c78a8", "circle"), ("std", "#f58518", "diamond")):
-        traces.append(dict(
-            type="scatter", x=round_sig(stats[name]), y=labels, mode="lines+markers", name=name, showlegend=False,
-            marker=dict(color=color, symbol=symbol, size=7), line=dict(color=color, width=1), xaxis="x2", yaxis="y2",
-            hovertemplate=f"token: %{{y}}<br>{name}: %{{x:.4g}}<extra></extra>",
-        ))  # fmt: skip
+        traces.append(
+            dict(
+                type="scatter",
+                x=round_sig(stats[name]),
+                y=labels,
+                mode="lines+markers",
+                name=name,
+                showlegend=False,
+                marker=dict(color=color, symbol=symbol, size=7),
+                line=dict(color=color, width=1),
+                xaxis="x2",
+                yaxis="y2",
+                hovertemplate=f"token: %{{y}}<br>{name}: %{{x:.4g}}<extra></extra>",
+            )
+        )
     tickfont = dict(size=TICK_FONT)
-    layout["xaxis2"] = dict(domain=[0, 1], anchor="y2", title=dict(text="mean, std", font=dict(size=FONT)),
-                            showgrid=True, gridcolor="#eee", zeroline=True, zerolinecolor="#bbb", tickfont=tickfont,
-                            automargin=True)  # fmt: skip
-    layout["yaxis2"] = dict(domain=_domain(tops[1] - ph / plot_h, tops[1]), anchor="x2", type="category", matches="y",
-                            autorange="reversed", title=dict(text=safe_label(token_label), font=dict(size=FONT)),
-                            tickmode="array", tickvals=labels[:: geo.row_step], ticktext=labels[:: geo.row_step],
-                            tickfont=tickfont, showgrid=True, gridcolor="#f3f3f3", automargin=True)  # fmt: skip
+    layout["xaxis2"] = dict(
+        domain=[0, 1],
+        anchor="y2",
+        title=dict(text="mean, std", font=dict(size=FONT)),
+        showgrid=True,
+        gridcolor="#eee",
+        zeroline=True,
+        zerolinecolor="#bbb",
+        tickfont=tickfont,
+        automargin=True,
+    )
+    layout["yaxis2"] = dict(
+        domain=_domain(tops[1] - ph / plot_h, tops[1]),
+        anchor="x2",
+        type="category",
+        matches="y",
+        autorange="reversed",
+        title=dict(text=safe_label(token_label), font=dict(size=FONT)),
+        tickmode="array",
+        tickvals=labels[:: geo.row_step],
+        ticktext=labels[:: geo.row_step],
+        tickfont=tickfont,
+        showgrid=True,
+        gridcolor="#f3f3f3",
+        automargin=True,
+    )
     set_window(layout["yaxis2"], geo.rows, T, reverse=True)
     if hl is not None:
-        shapes.insert(1, dict(type="rect", xref="x2 domain", x0=0, x1=1, yref="y2", y0=hl - 0.5, y1=hl + 0.5,
-                              line=dict(color=HIGHLIGHT_COLOR, width=2), fillcolor="rgba(0,0,0,0)", layer="above",
-                              name="highlight"))  # fmt: skip
-    notes = [dict(text=t, x=0, xref="paper", xanchor="left", y=top, yref="paper", yanchor="bottom", yshift=4,
-                  showarrow=False, font=dict(size=FONT + 1)) for t, top in zip(panel_titles, tops)]  # fmt: skip
+        shapes.insert(
+            1,
+            dict(
+                type="rect",
+                xref="x2 domain",
+                x0=0,
+                x1=1,
+                yref="y2",
+                y0=hl - 0.5,
+                y1=hl + 0.5,
+                line=dict(color=HIGHLIGHT_COLOR, width=2),
+                fillcolor="rgba(0,0,0,0)",
+                layer="above",
+                name="highlight",
+            ),
+        )
+    notes = [
+        dict(
+            text=t,
+            x=0,
+            xref="paper",
+            xanchor="left",
+            y=top,
+            yref="paper",
+            yanchor="bottom",
+            yshift=4,
+            showarrow=False,
+            font=dict(size=FONT + 1),
+        )
+        for t, top in zip(panel_titles, tops)
+    ]
     if geo.note:
         notes.append(geo.note)
     layout.update(shapes=shapes, annotations=notes)
@@ -603,8 +780,16 @@ def ffn_figure(
     h = as_2d(hidden, "hidden")
     s = ffn_sparsity(h)
     sub = f"{title} — exact zeros {s['zero']:.1%}, |h| ≤ 1e-6 {s['near_zero']:.1%}, negative {s['negative']:.1%}"
-    return matrix_figure(h, tokens, title=sub, dim_label="hidden unit", highlight_row=highlight_row,
-                         value_name="activation", dims=dims, token_label=token_label)  # fmt: skip
+    return matrix_figure(
+        h,
+        tokens,
+        title=sub,
+        dim_label="hidden unit",
+        highlight_row=highlight_row,
+        value_name="activation",
+        dims=dims,
+        token_label=token_label,
+    )
 
 
 def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: str) -> go.Figure:
@@ -623,8 +808,10 @@ def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: 
     state = np.array([0.0] * n_cached + [1.0] * n_new)
     q = np.where(state == 1.0, 1.0, np.nan)
     values = np.stack([q, state, state])
-    hover = np.array([["computed now" if s else "not needed" for s in state]]
-                     + [["new: computed now" if s else "reused from the cache" for s in state]] * 2)  # fmt: skip
+    hover = np.array(
+        [["computed now" if s else "not needed" for s in state]]
+        + [["new: computed now" if s else "reused from the cache" for s in state]] * 2
+    )
     cs = [[0, "#9ecae1"], [0.5, "#9ecae1"], [0.5, "#e4572e"], [1, "#e4572e"]]
     spec = HeatmapSpec(
         x_title="position (token)",

@@ -136,9 +136,21 @@ def colorbar_dict(
     """A vertical colour bar beside its plot (``xpad`` px right of it), top-aligned, ``length`` px long, with
     at most one tick label per ``CB_TICK_PX``."""
     extra = dict(extra or {})
-    bar = dict(thickness=CB_THICK, x=x, xanchor="left", xref="paper", xpad=int(xpad), y=y, yanchor="top", ypad=0,
-               len=int(length), lenmode="pixels", outlinewidth=0, tickfont=dict(size=TICK_FONT),
-               nticks=max(3, int(length // CB_TICK_PX)))  # fmt: skip
+    bar = dict(
+        thickness=CB_THICK,
+        x=x,
+        xanchor="left",
+        xref="paper",
+        xpad=int(xpad),
+        y=y,
+        yanchor="top",
+        ypad=0,
+        len=int(length),
+        lenmode="pixels",
+        outlinewidth=0,
+        tickfont=dict(size=TICK_FONT),
+        nticks=max(3, int(length // CB_TICK_PX)),
+    )
     bar.update({k: v for k, v in extra.items() if k != "title"})
     bar["title"] = {"text": title, "side": "right", "font": {"size": FONT}, **extra.get("title", {})}
     return bar
@@ -205,8 +217,11 @@ def window_note(rows: Window, n_rows: int, cols: Window | None = None, n_cols: i
     """The note "showing rows a–b of 0–n, columns c–d of 0–m · drag to pan" for the axes that show a window; None
     when everything is shown."""
     cols = cols or Window(0, n_cols)
-    parts = [f"{what} {span_text(win, n)}" for what, win, n in (("rows", rows, n_rows), ("columns", cols, n_cols))
-             if win.count < n]  # fmt: skip
+    parts = [
+        f"{what} {span_text(win, n)}"
+        for what, win, n in (("rows", rows, n_rows), ("columns", cols, n_cols))
+        if win.count < n
+    ]
     return f"showing {', '.join(parts)} · drag to pan" if parts else None
 
 
@@ -215,9 +230,21 @@ def note_annotation(text: str, *, note_top: int, plot_top: int, left: int, width
     ``plot_top``, ``left`` px from the left edge), aligned with the title and wrapped to the figure width
     (``note_height`` px tall)."""
     lines = wrap_text(safe_label(text), width - 2 * PAD, FONT)
-    note = dict(text="<br>".join(lines), xref="paper", x=0, xanchor="left", xshift=-(left - PAD), yref="paper",
-                y=1, yanchor="top", yshift=plot_top - note_top, showarrow=False, align="left",
-                font=dict(size=FONT, color=NOTE_COLOR), name="window")  # fmt: skip
+    note = dict(
+        text="<br>".join(lines),
+        xref="paper",
+        x=0,
+        xanchor="left",
+        xshift=-(left - PAD),
+        yref="paper",
+        y=1,
+        yanchor="top",
+        yshift=plot_top - note_top,
+        showarrow=False,
+        align="left",
+        font=dict(size=FONT, color=NOTE_COLOR),
+        name="window",
+    )
     return note
 
 
@@ -298,8 +325,21 @@ def square_geometry(
     height = top + max(plot_h + bottom, CB_MIN + PAD)
     margin = dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h, autoexpand=False)
     note = note_annotation(text, note_top=note_top, plot_top=top, left=left, width=width) if text else None
-    return SquareGeometry(cell, rows, cols, label_step(cell), col_step, col_angle, margin, width, height, block,
-                          xpad, "<br>".join(y_lines), note)  # fmt: skip
+    return SquareGeometry(
+        cell,
+        rows,
+        cols,
+        label_step(cell),
+        col_step,
+        col_angle,
+        margin,
+        width,
+        height,
+        block,
+        xpad,
+        "<br>".join(y_lines),
+        note,
+    )
 
 
 @dataclass(frozen=True)
@@ -389,8 +429,17 @@ def _heatmap_parts(
         text = None
         hovertemplate = f"{where}<br>{vn}: %{{z:.{spec.decimals}g}}<extra></extra>"
     show_values = spec.show_values and R <= MAX_TEXT_CELLS and C <= MAX_TEXT_CELLS and values_fit(z, cell_px)
-    trace = dict(type="heatmap", z=z, x=xcoord, y=ys, coloraxis=coloraxis, hoverongaps=False,
-                 hovertemplate=hovertemplate, name=vn, textfont=dict(size=TICK_FONT))  # fmt: skip
+    trace = dict(
+        type="heatmap",
+        z=z,
+        x=xcoord,
+        y=ys,
+        coloraxis=coloraxis,
+        hoverongaps=False,
+        hovertemplate=hovertemplate,
+        name=vn,
+        textfont=dict(size=TICK_FONT),
+    )
     if text is not None:
         trace["text"] = text
     if show_values:
@@ -398,15 +447,29 @@ def _heatmap_parts(
     traces = [trace]
     if masked.any():
         overlay = np.where(masked, 1.0, np.nan).astype(np.float32)
-        traces.append(dict(
-            type="heatmap", z=overlay, x=xcoord, y=ys, zmin=0, zmax=1, colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]],
-            showscale=False, hoverongaps=False, name="masked",
-            hovertemplate=f"{where}<br>{safe_label(spec.masked_hover)}<extra></extra>",
-        ))  # fmt: skip
+        traces.append(
+            dict(
+                type="heatmap",
+                z=overlay,
+                x=xcoord,
+                y=ys,
+                zmin=0,
+                zmax=1,
+                colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]],
+                showscale=False,
+                hoverongaps=False,
+                name="masked",
+                hovertemplate=f"{where}<br>{safe_label(spec.masked_hover)}<extra></extra>",
+            )
+        )
 
     extra = dict(spec.colorbar or {})
-    bar = {"thickness": CB_THICK, "tickfont": {"size": TICK_FONT}, **extra,
-           "title": {"text": vn, "side": "right", "font": {"size": FONT}, **extra.get("title", {})}}  # fmt: skip
+    bar = {
+        "thickness": CB_THICK,
+        "tickfont": {"size": TICK_FONT},
+        **extra,
+        "title": {"text": vn, "side": "right", "font": {"size": FONT}, **extra.get("title", {})},
+    }
     axis = dict(colorscale=spec.colorscale, colorbar=bar)
     if spec.zmin is not None:
         axis["cmin"] = spec.zmin
@@ -429,16 +492,38 @@ def _heatmap_parts(
     else:
         x0, x1 = float(xcoord[0]) - 0.5 if C else -0.5, float(xcoord[-1]) + 0.5 if C else 0.5
         xaxis = dict(type="linear", tickformat="d", range=[x0, x1], showticklabels=ticks.cols, tickangle=0)
-    xaxis.update(title=dict(text=safe_label(spec.x_title), font=title_font, standoff=8), showgrid=False, zeroline=False,
-                 automargin=True, ticks="", tickfont=tickfont)  # fmt: skip
-    yaxis = dict(type="category", title=dict(text=safe_label(spec.y_title), font=title_font, standoff=8),
-                 showgrid=False, zeroline=False, automargin=True, ticks="", autorange="reversed", tickfont=tickfont,
-                 **tick_labels(ys, ticks.rows, ticks.row_step))  # fmt: skip
+    xaxis.update(
+        title=dict(text=safe_label(spec.x_title), font=title_font, standoff=8),
+        showgrid=False,
+        zeroline=False,
+        automargin=True,
+        ticks="",
+        tickfont=tickfont,
+    )
+    yaxis = dict(
+        type="category",
+        title=dict(text=safe_label(spec.y_title), font=title_font, standoff=8),
+        showgrid=False,
+        zeroline=False,
+        automargin=True,
+        ticks="",
+        autorange="reversed",
+        tickfont=tickfont,
+        **tick_labels(ys, ticks.rows, ticks.row_step),
+    )
     shape = None
     if hl is not None:
-        shape = dict(type="rect", x0=x0, x1=x1, y0=hl - 0.5, y1=hl + 0.5,
-                     line=dict(color=HIGHLIGHT_COLOR, width=2.5), fillcolor="rgba(0,0,0,0)", layer="above",
-                     name="highlight")  # fmt: skip
+        shape = dict(
+            type="rect",
+            x0=x0,
+            x1=x1,
+            y0=hl - 0.5,
+            y1=hl + 0.5,
+            line=dict(color=HIGHLIGHT_COLOR, width=2.5),
+            fillcolor="rgba(0,0,0,0)",
+            layer="above",
+            name="highlight",
+        )
     return traces, axis, xaxis, yaxis, shape
 
 
@@ -535,9 +620,21 @@ def heatmap(
     notes = []
     if cells == "square":
         same = R == C if framing.same_axes is None else framing.same_axes
-        g = square_geometry(R, C, ys, xs, title=title, x_title=x_title, y_title=y_title, cb_px=cb_px,
-                            highlight_row=hl, same_axes=same, focus_col=framing.focus_col, cell_max=framing.cell_max,
-                            max_plot_h=PLOT_MAX_H if height is None else max(CELL_MIN, height - 150))  # fmt: skip
+        g = square_geometry(
+            R,
+            C,
+            ys,
+            xs,
+            title=title,
+            x_title=x_title,
+            y_title=y_title,
+            cb_px=cb_px,
+            highlight_row=hl,
+            same_axes=same,
+            focus_col=framing.focus_col,
+            cell_max=framing.cell_max,
+            max_plot_h=PLOT_MAX_H if height is None else max(CELL_MIN, height - 150),
+        )
         if framing.zmax_shown:
             spec = replace(spec, zmax=shown_max(v, g.rows, g.cols, spec.zmax))
         traces, axis, xaxis, yaxis, shape = _heatmap_parts(
@@ -551,8 +648,12 @@ def heatmap(
             cell_px=g.cell,
         )
         yaxis["title"]["text"] = g.y_title
-        axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"],
-                                         length=max(g.rows.count * g.cell, CB_MIN), xpad=g.cb_xpad)  # fmt: skip
+        axis["colorbar"] = colorbar_dict(
+            axis["colorbar"],
+            axis["colorbar"]["title"]["text"],
+            length=max(g.rows.count * g.cell, CB_MIN),
+            xpad=g.cb_xpad,
+        )
         moved = set_window(xaxis, g.cols, C) | set_window(yaxis, g.rows, R, reverse=True)
         layout = layout_defaults(title, height=g.height, width=g.width, cells="square")
         layout.update(margin=g.margin, title=g.title)
@@ -562,8 +663,17 @@ def heatmap(
         col_angle, col_step, col_px = 0, 1, 0.0
         if x_values is None:
             col_angle, col_step, col_px = col_label_layout(C, xs, left_margin(ys, y_title) + cb_px)
-        geo = rows_geometry(R, ys, title=title, x_title=x_title, y_title=y_title, cb_px=cb_px, highlight_row=hl,
-                            height=height, col_px=col_px if col_angle else 0.0)  # fmt: skip
+        geo = rows_geometry(
+            R,
+            ys,
+            title=title,
+            x_title=x_title,
+            y_title=y_title,
+            cb_px=cb_px,
+            highlight_row=hl,
+            height=height,
+            col_px=col_px if col_angle else 0.0,
+        )
         plot_w = MIN_WIDTH - geo.margin["l"] - geo.margin["r"]
         if framing.zmax_shown:
             spec = replace(spec, zmax=shown_max(v, geo.rows, Window(0, C), spec.zmax))
@@ -591,9 +701,20 @@ def heatmap(
     shapes = [shape] if shape else []
     if hc is not None:
         x = float(x_values[hc]) if x_values is not None else hc
-        shapes.append(dict(type="rect", x0=x - 0.5, x1=x + 0.5, yref="paper", y0=0, y1=1, layer="above",
-                           line=dict(color=HIGHLIGHT_COLOR, width=2.5), fillcolor="rgba(0,0,0,0)",
-                           name="highlight_col"))  # fmt: skip
+        shapes.append(
+            dict(
+                type="rect",
+                x0=x - 0.5,
+                x1=x + 0.5,
+                yref="paper",
+                y0=0,
+                y1=1,
+                layer="above",
+                line=dict(color=HIGHLIGHT_COLOR, width=2.5),
+                fillcolor="rgba(0,0,0,0)",
+                name="highlight_col",
+            )
+        )
     layout.update(coloraxis=axis, xaxis=xaxis, yaxis=yaxis, shapes=shapes, annotations=notes)
     return new_figure(traces, layout)
 

@@ -134,9 +134,11 @@ def aligned_difference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, str | 
     r, c = min(a.shape[0], b.shape[0]), min(a.shape[1], b.shape[1])
     note = None
     if a.shape != b.shape:
-        note = (f"A is {a.shape[0]} × {a.shape[1]} and B {b.shape[0]} × {b.shape[1]}: the difference is taken "
-                f"position by position over the first {r} × {c}, so a row or column of A faces B's at the same index, "
-                "not the same word.")  # fmt: skip
+        note = (
+            f"A is {a.shape[0]} × {a.shape[1]} and B {b.shape[0]} × {b.shape[1]}: the difference is taken "
+            f"position by position over the first {r} × {c}, so a row or column of A faces B's at the same index, "
+            "not the same word."
+        )
     with np.errstate(invalid="ignore"):  # masked cells (−inf in both) give NaN: masked in the figure too
         return a[:r, :c] - b[:r, :c], note
 

@@ -39,8 +39,12 @@ def _sync_pills(cfg, ablate: str) -> None:
 def _from_pills(cfg) -> None:
     """The callback of the head pickers: their heads are the view's ablation."""
     s = st.session_state
-    heads = {(kind, layer, int(h)) for kind in ("self", "cross") for layer in range(cfg.n_decoder_layers)
-             for h in s.get(_pill_key(kind, layer)) or ()}  # fmt: skip
+    heads = {
+        (kind, layer, int(h))
+        for kind in ("self", "cross")
+        for layer in range(cfg.n_decoder_layers)
+        for h in s.get(_pill_key(kind, layer)) or ()
+    }
     s["ablate_pills_for"] = session.set_ablation(format_heads(heads))
 
 
@@ -68,41 +72,71 @@ def render(ctx: StageContext) -> None:
         with col:
             st.markdown(f"**{name} heads to switch off**")
             for layer in range(cfg.n_decoder_layers):
-                st.pills(f"layer {layer}", list(range(cfg.n_heads)), selection_mode="multi",
-                         key=_pill_key(kind, layer), format_func=lambda h: f"head {h}", on_change=_from_pills,
-                         args=(cfg,))  # fmt: skip
+                st.pills(
+                    f"layer {layer}",
+                    list(range(cfg.n_heads)),
+                    selection_mode="multi",
+                    key=_pill_key(kind, layer),
+                    format_func=lambda h: f"head {h}",
+                    on_change=_from_pills,
+                    args=(cfg,),
+                )
     st.radio("Ablation", list(MODE_LABELS), key="ablate_mode", format_func=MODE_LABELS.get, horizontal=True)
     heads, mode = parse_heads(ctx.view.ablate), ctx.view.ablate_mode
     target = list(reference_ids) if reference_ids is not None else [i for i in base_ids if i != cfg.eos_id]
     text = lm.tokenizer.id_to_token
     if heads:
-        ablation = cached("ablations", (str(lm.path), src_ids, tuple(target), format_heads(heads), mode),
-                          lambda: ablation_of(lm.model, heads, mode, list(src_ids), target))  # fmt: skip
-        res = cached("ablated", (str(lm.path), src_ids, ch.decode, ablation),
-                     lambda: ablated_decode(lm.model, src_ids, ch.decode, ablation, lean_decoder(lm)))  # fmt: skip
+        ablation = cached(
+            "ablations",
+            (str(lm.path), src_ids, tuple(target), format_heads(heads), mode),
+            lambda: ablation_of(lm.model, heads, mode, list(src_ids), target),
+        )
+        res = cached(
+            "ablated",
+            (str(lm.path), src_ids, ch.decode, ablation),
+            lambda: ablated_decode(lm.model, src_ids, ch.decode, ablation, lean_decoder(lm)),
+        )
         ids = list(res.ids)
-        st.markdown(f"**Without {md(format_heads(heads))}** ({len(heads)} head{'s' if len(heads) > 1 else ''}, "
-                    f"{mode} ablation): " + _marked(ids, list(base_ids), text))  # fmt: skip
+        st.markdown(
+            f"**Without {md(format_heads(heads))}** ({len(heads)} head{'s' if len(heads) > 1 else ''}, "
+            f"{mode} ablation): " + _marked(ids, list(base_ids), text)
+        )
         st.markdown("**All heads** (as decoded above): " + _marked(list(base_ids), ids, text))
         st.caption("Red tokens differ between the two translations.")
         st.text(lm.tokenizer.decode(ids) or "(empty)")
         if reference_ids is not None:
-            delta = cached("position_loss", (str(lm.path), src_ids, tuple(target), ablation),
-                           lambda: position_loss_delta(lm.model, list(src_ids), target, ablation))  # fmt: skip
+            delta = cached(
+                "position_loss",
+                (str(lm.path), src_ids, tuple(target), ablation),
+                lambda: position_loss_delta(lm.model, list(src_ids), target, ablation),
+            )
             labels = [show_token(t) for t in lm.tokenizer.tokens([*target, cfg.eos_id])]
-            show(viz.loss_delta_figure(labels, delta, title=f"Reference loss change per position without "
-                                       f"{format_heads(heads)}"), f"{ctx.key}_ablation_loss")  # fmt: skip
+            show(
+                viz.loss_delta_figure(
+                    labels, delta, title=f"Reference loss change per position without {format_heads(heads)}"
+                ),
+                f"{ctx.key}_ablation_loss",
+            )
     else:
         st.info("No head is switched off: pick heads above to decode without them.")
     what = "the reference" if reference_ids is not None else "the model's own translation"
-    st.markdown(f"**Importance map**: the mean loss increase on {what} when each head alone is removed "
-                f"({mode} ablation), teacher-forced.")  # fmt: skip
+    st.markdown(
+        f"**Importance map**: the mean loss increase on {what} when each head alone is removed "
+        f"({mode} ablation), teacher-forced."
+    )
     st.markdown(f"- **{IMPORTANCE}**: {IMPORTANCE_DEFINITION}")
     with st.spinner("Removing each head in turn…"):
-        imp = cached("importance", (str(lm.path), src_ids, tuple(target), mode),
-                     lambda: head_importance(lm.model, list(src_ids), target, mode=mode))  # fmt: skip
-    show(viz.importance_figure(imp.self_loss_delta, kind="self", title="Masked self-attention heads: loss increase"),
-         f"{ctx.key}_importance_self")  # fmt: skip
-    show(viz.importance_figure(imp.cross_loss_delta, kind="cross", title="Cross-attention heads: loss increase"),
-         f"{ctx.key}_importance_cross")  # fmt: skip
+        imp = cached(
+            "importance",
+            (str(lm.path), src_ids, tuple(target), mode),
+            lambda: head_importance(lm.model, list(src_ids), target, mode=mode),
+        )
+    show(
+        viz.importance_figure(imp.self_loss_delta, kind="self", title="Masked self-attention heads: loss increase"),
+        f"{ctx.key}_importance_self",
+    )
+    show(
+        viz.importance_figure(imp.cross_loss_delta, kind="cross", title="Cross-attention heads: loss increase"),
+        f"{ctx.key}_importance_cross",
+    )
     st.caption(f"Mean loss with every head: {imp.base_loss:.3f} nats per token.")

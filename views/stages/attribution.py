@@ -33,16 +33,27 @@ DEFINITIONS = {
 def compute(lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], method: str):
     from model.attribution import attribute  # loads Captum: only when an attribution is asked for
 
-    return cached("attributions", (str(lm.path), src_ids, out_ids, method),
-                  lambda: attribute(lm.model, list(src_ids), list(out_ids), method=method))  # fmt: skip
+    return cached(
+        "attributions",
+        (str(lm.path), src_ids, out_ids, method),
+        lambda: attribute(lm.model, list(src_ids), list(out_ids), method=method),
+    )
 
 
 def _prefix(attr, n: int):
     """The attribution of the first n output tokens: a position's attribution depends on the tokens up to it only."""
-    return replace(attr, src=attr.src[:n], tgt=attr.tgt[:n, :n], raw_src=attr.raw_src[:n], raw_tgt=attr.raw_tgt[:n, :n],
-                   target_logit=attr.target_logit[:n], baseline_value=attr.baseline_value[:n],
-                   completeness=attr.completeness[:n], position_steps=attr.position_steps[:n],
-                   steps=int(attr.position_steps[:n].max()))  # fmt: skip
+    return replace(
+        attr,
+        src=attr.src[:n],
+        tgt=attr.tgt[:n, :n],
+        raw_src=attr.raw_src[:n],
+        raw_tgt=attr.raw_tgt[:n, :n],
+        target_logit=attr.target_logit[:n],
+        baseline_value=attr.baseline_value[:n],
+        completeness=attr.completeness[:n],
+        position_steps=attr.position_steps[:n],
+        steps=int(attr.position_steps[:n].max()),
+    )
 
 
 def best_head(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], attr):
@@ -62,13 +73,17 @@ def say_best(ctx: StageContext, best, T: int) -> None:
     """Which head agrees best, and whether the stage shows it."""
     rho = "no Spearman ρ (constant rows)" if np.isnan(best.mean_rho) else f"mean Spearman ρ {best.mean_rho:.2f}"
     which = f"layer {best.layer}, head {best.head}"
-    why = (f"of all {best.heads} cross-attention heads, its attention agrees best with this attribution over the "
-           f"sentence (the same top source word at {best.top1} of {T} positions; {rho})")  # fmt: skip
+    why = (
+        f"of all {best.heads} cross-attention heads, its attention agrees best with this attribution over the "
+        f"sentence (the same top source word at {best.top1} of {T} positions; {rho})"
+    )
     if (ctx.layer, ctx.head) == (best.layer, best.head):
         st.info(f"Showing **{which}**: {why}. Choose another layer or head in the sidebar to compare.")
     else:
-        st.info(f"The head that agrees best is **{which}**: {why}. Shown below: the sidebar's choice, layer "
-                f"{ctx.layer}, {ctx.hname}.")  # fmt: skip
+        st.info(
+            f"The head that agrees best is **{which}**: {why}. Shown below: the sidebar's choice, layer "
+            f"{ctx.layer}, {ctx.hname}."
+        )
 
 
 def render(ctx: StageContext) -> None:
@@ -78,8 +93,9 @@ def render(ctx: StageContext) -> None:
 
     lm, src_ids, out_ids, whole = ctx.lm, ctx.run.src_ids, ctx.run.chosen_ids, ctx.run.whole_ids
     st.subheader("Attribution vs attention — which source words drove each choice")
-    st.radio("Attribution method", list(METHOD_LABELS), key="attribution", format_func=METHOD_LABELS.get,
-             horizontal=True)  # fmt: skip
+    st.radio(
+        "Attribution method", list(METHOD_LABELS), key="attribution", format_func=METHOD_LABELS.get, horizontal=True
+    )
     method = ctx.view.attribution
     st.markdown(
         "The attribution credits each input token with its share in the log-probability of the chosen token, by "
@@ -114,43 +130,84 @@ def render(ctx: StageContext) -> None:
     attn = mean_weights(cw) if ctx.head == MEAN_HEADS else cw[int(ctx.head)]
     who = "mean of heads" if ctx.head == MEAN_HEADS else f"head {ctx.head}"
     focus = int(np.argmax(attr.src[hl]))  # both maps show the same source tokens: around the attribution's top one
-    show(viz.alignment_figure(attr.src, rows, ctx.src_rows, highlight_row=hl, value_name="share", focus_col=focus,
-                              title=f"Attribution to the source ({METHOD_LABELS[method]}), share per row"),
-         f"{ctx.key}_attr_src")  # fmt: skip
-    show(viz.alignment_figure(attn, rows, ctx.src_rows, highlight_row=hl, focus_col=focus,
-                              title=f"Cross-attention, {who} (layer {ctx.layer})"), f"{ctx.key}_attr_attn")  # fmt: skip
+    show(
+        viz.alignment_figure(
+            attr.src,
+            rows,
+            ctx.src_rows,
+            highlight_row=hl,
+            value_name="share",
+            focus_col=focus,
+            title=f"Attribution to the source ({METHOD_LABELS[method]}), share per row",
+        ),
+        f"{ctx.key}_attr_src",
+    )
+    show(
+        viz.alignment_figure(
+            attn,
+            rows,
+            ctx.src_rows,
+            highlight_row=hl,
+            focus_col=focus,
+            title=f"Cross-attention, {who} (layer {ctx.layer})",
+        ),
+        f"{ctx.key}_attr_attn",
+    )
     if ctx.head != MEAN_HEADS:  # the chosen head, and the mean of heads beside it
-        show(viz.alignment_figure(mean_weights(cw), rows, ctx.src_rows, highlight_row=hl, focus_col=focus,
-                                  title=f"Cross-attention, mean of heads (layer {ctx.layer})"),
-             f"{ctx.key}_attr_attn_mean")  # fmt: skip
+        show(
+            viz.alignment_figure(
+                mean_weights(cw),
+                rows,
+                ctx.src_rows,
+                highlight_row=hl,
+                focus_col=focus,
+                title=f"Cross-attention, mean of heads (layer {ctx.layer})",
+            ),
+            f"{ctx.key}_attr_attn_mean",
+        )
     agree = agreement(attr.src, attn)
     st.markdown(f"**{agree.summary[:1].upper() + agree.summary[1:]}** (cross-attention: layer {ctx.layer}, {who}).")
     src = ctx.src_rows
     words = slice(0, max(len(src) - 1, 1))  # the top token is a word: </s> is left out, as agreement() does
-    table = pd.DataFrame({
-        "reads → predicts": rows,
-        "attention's top word": [src[int(np.nanargmax(np.nan_to_num(a[words], nan=-1.0)))] for a in attn],
-        "attribution's top word": [src[int(np.argmax(a[words]))] for a in attr.src],
-        "agree": agree.top1,
-        "Spearman ρ": agree.spearman,
-        "share from the source": attr.src.sum(1),
-        "completeness error": attr.completeness,
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "reads → predicts": rows,
+            "attention's top word": [src[int(np.nanargmax(np.nan_to_num(a[words], nan=-1.0)))] for a in attn],
+            "attribution's top word": [src[int(np.argmax(a[words]))] for a in attr.src],
+            "agree": agree.top1,
+            "Spearman ρ": agree.spearman,
+            "share from the source": attr.src.sum(1),
+            "completeness error": attr.completeness,
+        }
+    )
     number, d = st.column_config.NumberColumn, DEFINITIONS
-    columns = {"agree": st.column_config.CheckboxColumn(help=d["agree"]),
-               "Spearman ρ": number(format="%.2f", help=d["Spearman ρ"]),
-               "share from the source": number(format="%.2f", help=d["share from the source"]),
-               "completeness error": number(format="percent", help=d["completeness error"])}  # fmt: skip
+    columns = {
+        "agree": st.column_config.CheckboxColumn(help=d["agree"]),
+        "Spearman ρ": number(format="%.2f", help=d["Spearman ρ"]),
+        "share from the source": number(format="%.2f", help=d["share from the source"]),
+        "completeness error": number(format="percent", help=d["completeness error"]),
+    }
     st.dataframe(table, hide_index=True, key=f"{ctx.key}_attr_table", width="stretch", column_config=columns)
     st.markdown("\n".join(f"- **{name}**: {text}" for name, text in DEFINITIONS.items()).replace("<", "\\<"))
-    show(viz.attention_figure(np.where(np.tril(np.ones_like(attr.tgt, bool)), attr.tgt, -np.inf), rows,
-                              [show_token(t) for t in ctx.reads[:valid]], highlight_row=hl, kind="weights",
-                              title="Attribution to the earlier target tokens, share per row",
-                              q_title="position: reads → predicts", k_title="decoder input (token read)",
-                              masked_hover="the future: no influence", value_name="share"),
-         f"{ctx.key}_attr_tgt")  # fmt: skip
+    show(
+        viz.attention_figure(
+            np.where(np.tril(np.ones_like(attr.tgt, bool)), attr.tgt, -np.inf),
+            rows,
+            [show_token(t) for t in ctx.reads[:valid]],
+            highlight_row=hl,
+            kind="weights",
+            title="Attribution to the earlier target tokens, share per row",
+            q_title="position: reads → predicts",
+            k_title="decoder input (token read)",
+            masked_hover="the future: no influence",
+            value_name="share",
+        ),
+        f"{ctx.key}_attr_tgt",
+    )
     if method == "ig":
-        st.caption(f"Integrated Gradients with {attr.position_steps.min()} to {attr.steps} steps per position (more "
-                   "where fewer were not exact enough): the attributions of each row add up to the "
-                   f"log-probability's change from the baseline within {attr.completeness.max():.1%} "
-                   "(completeness).")  # fmt: skip
+        st.caption(
+            f"Integrated Gradients with {attr.position_steps.min()} to {attr.steps} steps per position (more "
+            "where fewer were not exact enough): the attributions of each row add up to the "
+            f"log-probability's change from the baseline within {attr.completeness.max():.1%} "
+            "(completeness)."
+        )

@@ -29,10 +29,15 @@ def render(ctx: StageContext) -> None:
         "to read single dimensions; hover shows the exact value."
     )
     hl = ctx.current
-    for key, title in (("embed", "Token embeddings E[y]·√d_model"), ("pe", "Positional encoding PE"),
-                       ("input", "Sum X = embedding + PE")):  # fmt: skip
-        show(viz.matrix_figure(a[f"dec.{key}"], ctx.rows, title=title, highlight_row=hl, token_label=ROWS),
-             f"{ctx.key}_{key}")  # fmt: skip
+    for key, title in (
+        ("embed", "Token embeddings E[y]·√d_model"),
+        ("pe", "Positional encoding PE"),
+        ("input", "Sum X = embedding + PE"),
+    ):
+        show(
+            viz.matrix_figure(a[f"dec.{key}"], ctx.rows, title=title, highlight_row=hl, token_label=ROWS),
+            f"{ctx.key}_{key}",
+        )
     pe = ctx.pe_table
     n_pos = int(min(pe.shape[0], max(50, len(ctx.reads))))
     D = pe.shape[1]

@@ -37,25 +37,40 @@ def render(ctx: StageContext) -> None:
         "normalised, so nothing else is applied. It shows *when* the choice becomes clear across the layers, not "
         "*why*: the earlier layers were never trained to be read this way."
     )
-    lens = logit_lens(lm.model, ctx.run.layer_outputs(), chosen_ids, k=TOP, lean=lean_decoder(lm),
-                      record=ctx.run.lens_record())  # fmt: skip
+    lens = logit_lens(
+        lm.model, ctx.run.layer_outputs(), chosen_ids, k=TOP, lean=lean_decoder(lm), record=ctx.run.lens_record()
+    )
     text = lm.tokenizer.id_to_token
     t = ctx.current
     L = lens.top_ids.shape[0]
     chosen = show_token(text(chosen_ids[t])) if chosen_ids[t] >= 0 else None
     tokens = [[show_token(text(int(i))) for i in lens.top_ids[layer, t]] for layer in range(L)]
-    show(viz.lens_figure(tokens, lens.top_probs[:, t], chosen=chosen,
-                         title=f"What each layer would predict at position {t} (outlined: the token chosen)"),
-         f"{ctx.key}_lens_top")  # fmt: skip
-    table = pd.DataFrame({
-        "layer": np.arange(L),
-        "top token": [tokens[layer][0] for layer in range(L)],
-        "p(top)": lens.top_probs[:, t, 0],
-        "rank of the chosen token": lens.chosen_rank[:, t],
-        "p(chosen token)": lens.chosen_prob[:, t],
-        "entropy (nats)": lens.entropy[:, t],
-    })  # fmt: skip
+    show(
+        viz.lens_figure(
+            tokens,
+            lens.top_probs[:, t],
+            chosen=chosen,
+            title=f"What each layer would predict at position {t} (outlined: the token chosen)",
+        ),
+        f"{ctx.key}_lens_top",
+    )
+    table = pd.DataFrame(
+        {
+            "layer": np.arange(L),
+            "top token": [tokens[layer][0] for layer in range(L)],
+            "p(top)": lens.top_probs[:, t, 0],
+            "rank of the chosen token": lens.chosen_rank[:, t],
+            "p(chosen token)": lens.chosen_prob[:, t],
+            "entropy (nats)": lens.entropy[:, t],
+        }
+    )
     st.dataframe(table, hide_index=True, key=f"{ctx.key}_lens_table", width="stretch")
-    show(viz.layer_position_figure(lens.chosen_prob, ctx.rows, highlight_col=t,
-                                   title="p(token finally chosen) after each layer, every position"),
-         f"{ctx.key}_lens_positions")  # fmt: skip
+    show(
+        viz.layer_position_figure(
+            lens.chosen_prob,
+            ctx.rows,
+            highlight_col=t,
+            title="p(token finally chosen) after each layer, every position",
+        ),
+        f"{ctx.key}_lens_positions",
+    )

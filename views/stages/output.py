@@ -31,8 +31,14 @@ def render(ctx: StageContext) -> None:
         kv_cache.render(ctx.cfg, ctx.reads, ctx.current)
     if run.beam_steps is not None:
         live = run.beam_steps[ctx.current].live
-        beam.render(run.res, run.line, ctx.current, token_text, lambda ids: path_labels(ctx.lm, ids),
-                    lambda r: session.follow(tuple(live[r].ids)))  # fmt: skip
+        beam.render(
+            run.res,
+            run.line,
+            ctx.current,
+            token_text,
+            lambda ids: path_labels(ctx.lm, ids),
+            lambda r: session.follow(tuple(live[r].ids)),
+        )
 
 
 def bars(token_text, nt: NextTokens) -> None:
