@@ -41,12 +41,14 @@ function resizer() {
 
 function scroller(el) {
   // The page scrolls inside Streamlit's main container, which clips its content: the observer's root must be that
-  // container for NEAR to reach beyond what is visible.
+  // container for NEAR to reach beyond what is visible. Found once per page: each look reads computed styles and
+  // sizes, which makes the browser lay the page out again, once per figure after every step otherwise.
+  if (window.__decoderLensScroller?.isConnected) return window.__decoderLensScroller;
   for (let p = el.parentElement; p; p = p.parentElement) {
     const y = getComputedStyle(p).overflowY;
-    if ((y === "auto" || y === "scroll") && p.scrollHeight > p.clientHeight) return p;
+    if ((y === "auto" || y === "scroll") && p.scrollHeight > p.clientHeight) return (window.__decoderLensScroller = p);
   }
-  return null;
+  return null; // not scrolling yet (a short page): look again at the next render
 }
 
 function watcher(root) {
@@ -83,7 +85,7 @@ export default function ({ data: bytes, parentElement }) {
   const figure = data.figure;
   // The page's own typeface, as Streamlit's charts use, where the figure names none.
   const font = (figure.layout.font = figure.layout.font || {});
-  if (!font.family) font.family = getComputedStyle(document.body).fontFamily;
+  if (!font.family) font.family = window.__decoderLensFont ??= getComputedStyle(document.body).fontFamily;
   if (!div) {
     div = document.createElement("div");
     div.className = "decoder-lens-plot";
