@@ -398,14 +398,21 @@ def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: s
 
 
 def downloads(lm, p, r) -> None:
+    """The maps as files, each built when its button is clicked (not on every step)."""
     from model.patching import report, site_rows
 
-    rep = report(lm.tokenizer, p, r)
-    npz = io.BytesIO()
-    np.savez_compressed(npz, **rep)
+    def csv() -> str:
+        return pd.DataFrame(site_rows(report(lm.tokenizer, p, r))).to_csv(index=False)
+
+    def json_text() -> str:
+        return dumps(report(lm.tokenizer, p, r))
+
+    def npz() -> bytes:
+        out = io.BytesIO()
+        np.savez_compressed(out, **report(lm.tokenizer, p, r))
+        return out.getvalue()
+
     c1, c2, c3 = st.columns(3)
-    c1.download_button(
-        "Maps (CSV)", pd.DataFrame(site_rows(rep)).to_csv(index=False), "patching.csv", "text/csv", key="dl_csv"
-    )
-    c2.download_button("Maps (JSON)", dumps(rep), "patching.json", "application/json", key="dl_json")
-    c3.download_button("Maps (NPZ)", npz.getvalue(), "patching.npz", "application/octet-stream", key="dl_npz")
+    c1.download_button("Maps (CSV)", csv, "patching.csv", "text/csv", on_click="ignore", key="dl_csv")
+    c2.download_button("Maps (JSON)", json_text, "patching.json", "application/json", on_click="ignore", key="dl_json")
+    c3.download_button("Maps (NPZ)", npz, "patching.npz", "application/octet-stream", on_click="ignore", key="dl_npz")
