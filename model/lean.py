@@ -3,13 +3,14 @@
 A decoding step is ~25 small products and ~100 small elementwise operations. Through PyTorch each
 operation costs several microseconds of dispatch, which made up most of a step (benchmarks/decode.py,
 benchmarks/engines.py); numpy's cost one. ``LeanDecoder`` lays the weights out once per loaded model
-(fused Q/K/V, (in, out) layout, which numpy's OpenBLAS streams fastest for one row; oneDNN-prepacked
-copies for several rows, as in a beam step), keeps the K, V cache in preallocated buffers, and runs a
-step with or without its record. The record has the keys and shapes of ``Transformer.decode(...,
-record=True)`` for the same step (``dec.embed``, ``dec.0.self.weights``, ...) and the same numbers to
-float rounding: tests/test_core.py checks every key. The nn.Module classes stay the readable reference,
-and the teacher-forced trace runs through them. The model is never modified. Ablated heads
-(``model.ablation.Ablation``) belong to one decode, so they travel in its cache, not on the decoder.
+(fused Q/K/V, (in, out) layout, which numpy's OpenBLAS streams fastest for one row and MKL for several on an
+Intel CPU; oneDNN-prepacked copies for several rows elsewhere, as in a beam step), keeps the K, V cache in
+preallocated buffers, and runs a step with or without its record. The record has the keys and shapes of
+``Transformer.decode(..., record=True)`` for the same step (``dec.embed``, ``dec.0.self.weights``, ...) and the
+same numbers to float rounding: tests/test_core.py checks every key. The nn.Module classes stay the readable
+reference (``decoding.ModuleDecoder`` steps them behind this interface), and the teacher-forced trace runs through
+them. The model is never modified. Ablated heads (``model.ablation.Ablation``) belong to one decode, so they
+travel in its cache, not on the decoder.
 """
 
 from __future__ import annotations
