@@ -360,6 +360,7 @@ def main(argv: list[str] | None = None) -> None:
 def run(a: argparse.Namespace, work: Path) -> None:
     from model.checkpoint import default_model_dir
     from model.config import ModelConfig
+    from model.decoding import prepare_ids
     from model.tokenizer import Tokenizer
 
     t0, load = time.perf_counter(), os.getloadavg()[0]
@@ -395,7 +396,7 @@ def run(a: argparse.Namespace, work: Path) -> None:
     max_new = min(a.max_len, cfg.max_len - 1)  # as model.decoding.decode caps it
     job = {
         "model_dir": str(model_dir), "max_new": max_new,
-        "src": [tok.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts],
+        "src": [prepare_ids(tok.encode(t), cfg.eos_id, cfg.max_len) for t in texts],
         "banned": sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}),  # as model.decoding.suppress
     }  # fmt: skip
     write_json(work / "job.json", job)

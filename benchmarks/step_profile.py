@@ -113,6 +113,7 @@ def load(a):
         return Transformer(cfg).eval(), srcs, "random model (smoke), 4 random sources"
     from model.checkpoint import ModelDirError, load_model_dir
     from model.data import default_data_dir, load_multi30k_test
+    from model.decoding import prepare_ids
 
     try:
         loaded = load_model_dir(a.model)
@@ -123,7 +124,7 @@ def load(a):
     except FileNotFoundError as e:
         sys.exit(f"error: Multi30k {SPLIT} not found ({e}); give the corpus directory with --data")
     cfg = loaded.model.cfg
-    srcs = [loaded.tokenizer.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts]
+    srcs = [prepare_ids(loaded.tokenizer.encode(t), cfg.eos_id, cfg.max_len) for t in texts]
     return loaded.model, srcs, f"{len(srcs)} Multi30k {SPLIT} sentences"
 
 
@@ -131,17 +132,16 @@ def decode_all(model, lean, srcs, opts, clock: Clock | None) -> float:
     """Beam-search every source as model.decoding.decode does, with the encoder and the search timed apart."""
     import torch
 
-    from model.decoding import beam_search
+    from model.decoding import beam_search, search
 
-    max_len = min(opts.max_len, model.cfg.max_len - 1)
     encode = model.encode if clock is None else clock.wrap("encode", model.encode)
-    search = beam_search if clock is None else clock.wrap("bookkeeping", beam_search)
+    search = search if clock is None else clock.wrap("bookkeeping", search)
     t0 = time.perf_counter()
     with torch.inference_mode():
         for s in srcs:
             src = torch.tensor([s])
             memory, src_mask, _ = encode(src)
-            search(model, lean, lean.start(memory, src_mask), src, opts, max_len, {})
+            search(lean, lean.start(memory, src_mask), beam_search(model.cfg, opts), model.cfg, opts)
     return time.perf_counter() - t0
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from .ablation import MODES
 from .checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
 from .constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
-from .decoding import DecodeOptions, decode, greedy_batch
+from .decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids
 from .jsonio import dumps
 from .lean import LeanDecoder
 
@@ -130,7 +130,7 @@ def source_ids(tokenizer, cfg, text: str, where: str = "TEXT") -> list[int]:
     if len(ids) > cfg.max_len - 1:
         note(f"{where} has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
              f"only the first {cfg.max_len - 1} are used")  # fmt: skip
-    return ids[: cfg.max_len - 1] + [cfg.eos_id]
+    return prepare_ids(ids, cfg.eos_id, cfg.max_len)
 
 
 def result_json(lm, text: str, res) -> dict:
@@ -175,13 +175,11 @@ def cmd_translate(a: argparse.Namespace) -> int:
     if opts.strategy == "greedy" and a.text is None:
         lean = LeanDecoder(lm.model, rows=min(max(a.batch_size, 1), len(lines)))  # built once for every batch
         outputs: list = [None] * len(lines)
-        order = sorted(range(len(lines)), key=lambda i: len(lines[i]))
-        for b in range(0, len(order), max(a.batch_size, 1)):
-            chunk = [i for i in order[b : b + a.batch_size] if lines[i].strip()]
-            if chunk:
-                srcs = [source_ids(tok, cfg, lines[i], where[i]) for i in chunk]
-                for i, ids in zip(chunk, greedy_batch(lm.model, srcs, opts.max_len, lean)):
-                    outputs[i] = ids
+        todo = [i for i, line in enumerate(lines) if line.strip()]
+        srcs = [source_ids(tok, cfg, lines[i], where[i]) for i in todo]
+        for chunk in length_batches(srcs, a.batch_size):
+            for j, ids in zip(chunk, greedy_batch(lm.model, [srcs[j] for j in chunk], opts.max_len, lean)):
+                outputs[todo[j]] = ids
         for line, ids in zip(lines, outputs):
             ids = ids or []
             if a.json:
@@ -296,7 +294,7 @@ def _target_ids(lm, source: list[int], target: str | None) -> list[int]:
     if len(ids) > cfg.max_len - 1:
         note(f"--target has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
              f"only the first {cfg.max_len - 1} are used")  # fmt: skip
-    return ids[: cfg.max_len - 1] + [cfg.eos_id]
+    return prepare_ids(ids, cfg.eos_id, cfg.max_len)
 
 
 def _position(lm, position: int | None, out: list[int]) -> None:

@@ -1,17 +1,19 @@
-"""Step-by-step decoding with a KV cache: greedy, beam search and sampling.
+"""Step-by-step decoding with a KV cache: one loop (``search``), whose policy is greedy, sampling or beam search.
 
-Each step feeds one new query position, reuses the cached K, V of earlier positions and,
+Each step feeds one new query position per row, reuses the cached K, V of earlier positions and,
 when ``record`` is set, returns that position's full per-stage record, its top tokens and (beam
 search) every expansion considered. Without ``record`` only the translation and the n-best come back,
-and none of that bookkeeping is paid for. Steps run in numpy (``lean.LeanDecoder``: the decoder's
-operations without PyTorch's per-operation overhead; its records equal ``Transformer.decode``'s). Beam search follows
-transformers' ``generate()`` (same candidates, EOS handling, length penalty and stopping rule)
-so the same request gives the same n-best in both.
+and none of that bookkeeping is paid for. The step function is ``lean.LeanDecoder`` (numpy: the decoder's
+operations without PyTorch's per-operation overhead) or ``ModuleDecoder`` (the readable modules, same interface
+and records). Greedy is a beam of one without the beam's bookkeeping; sampling is greedy drawing its token; a
+batch of sources is greedy with one row each. Beam search follows transformers' ``generate()`` (same candidates,
+EOS handling, length penalty and stopping rule) so the same request gives the same n-best in both.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Generator, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +23,7 @@ import torch.nn.functional as F
 from .ablation import Ablation
 from .constants import BATCH_SIZE, MAX_BEAM, NEG
 from .lean import LeanDecoder
-from .transformer import Transformer, head_masks
+from .transformer import LayerCache, Transformer, head_masks
 
 TOP = 20  # alternatives kept per step for display
 
@@ -125,11 +127,11 @@ def forbidden_ids(cfg) -> list[int]:
     return sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id})
 
 
-def suppress(logp: torch.Tensor, model: Transformer) -> torch.Tensor:
-    """Set the forbidden tokens' scores to −inf. In place, through numpy: torch's indexed assignment costs ~15 us
-    a call, numpy's one."""
-    logp.numpy()[..., forbidden_ids(model.cfg)] = -np.inf
-    return logp
+def suppress(scores: torch.Tensor, forbidden: list[int]) -> torch.Tensor:
+    """Set the forbidden tokens' scores (R, V) to −inf. In place, through numpy: torch's indexed assignment costs
+    ~15 us a call, numpy's one."""
+    scores.numpy()[:, forbidden] = -np.inf
+    return scores
 
 
 def own_view(logits: torch.Tensor, logp: np.ndarray, held: np.ndarray, forbidden: list[int], chosen: np.ndarray):
@@ -168,58 +170,158 @@ def filter_logits(logits: torch.Tensor, temperature: float, top_k: int, top_p: f
     return logits
 
 
+def prepare_ids(body: Sequence[int], eos_id: int, max_len: int) -> list[int]:
+    """What a model of ``max_len`` positions reads for a token sequence: its first max_len − 1 tokens, then </s>.
+    Sources are prepared so (and teacher-forced labels); the body was cut when the result is not longer than it."""
+    return [*body[: max(1, max_len - 1)], eos_id]
+
+
+def length_batches(items: Sequence[Sized], batch_size: int) -> Iterator[list[int]]:
+    """The indices of ``items`` in batches of ``batch_size``, shortest items first, so a batch carries little
+    padding; outputs go back to input order by these indices."""
+    order = sorted(range(len(items)), key=lambda i: len(items[i]))
+    for b in range(0, len(order), max(1, batch_size)):
+        yield order[b : b + batch_size]
+
+
+# ---------------------------------------------------------------------------
+# The step function: one new position per row. ``lean.LeanDecoder`` is the fast one; ``ModuleDecoder`` runs the
+# readable modules (Transformer.decode on its KV cache) behind the same interface, as the reference.
+
+
+@dataclass
+class ModuleCache:
+    """Transformer.decode's cache of each row, with what its first step reads."""
+
+    memory: torch.Tensor  # (R, S, D): read by the first step (cross K, V), then held in ``layers``
+    src_mask: torch.Tensor | None  # (R, 1, 1, S)
+    heads: dict  # transformer.head_masks of the decode's ablation
+    layers: list[LayerCache] | None = None  # None before the first step
+    t: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.memory.shape[0]
+
+    def select(self, rows) -> ModuleCache:
+        idx = torch.as_tensor(np.asarray(rows), dtype=torch.long)
+        pick = lambda x: None if x is None else x.index_select(0, idx)  # noqa: E731
+        layers = None if self.layers is None else [LayerCache(*map(pick, c)) for c in self.layers]
+        return ModuleCache(pick(self.memory), pick(self.src_mask), self.heads, layers, self.t)
+
+
+class ModuleDecoder:
+    """``LeanDecoder``'s interface (``start``, ``step``) on the model's own modules: slower, and the reference the
+    tests hold the fast step to."""
+
+    def __init__(self, model: Transformer):
+        self.model = model
+
+    def start(self, memory: torch.Tensor, src_mask: torch.Tensor | None, ablation: Ablation | None = None):
+        return ModuleCache(memory, src_mask, head_masks(ablation, self.model.cfg))
+
+    def step(self, tokens, cache: ModuleCache, record: bool = False):
+        ids = torch.as_tensor(np.asarray(tokens), dtype=torch.long)[:, None]  # (R, 1)
+        if ids.shape[0] != cache.rows:
+            raise ValueError(f"{ids.shape[0]} tokens for a cache of {cache.rows} rows")
+        logits, layers, rec = self.model.decode(ids, cache.memory, cache.src_mask, cache.layers, record=record,
+                                                heads=cache.heads)  # fmt: skip
+        cache = ModuleCache(cache.memory, cache.src_mask, cache.heads, layers, cache.t + 1)
+        return logits[:, 0].float().numpy(), cache, to_numpy(rec) if record else None
+
+
+# ---------------------------------------------------------------------------
+# The decoding loop and its policies.
+
+
 @torch.inference_mode()
 def decode(
-    model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions(), lean: LeanDecoder | None = None
+    model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions(), decoder: LeanDecoder | None = None
 ) -> DecodeResult:
-    """Decode one source sentence (ids, </s> included) with the chosen strategy. ``lean`` is the model's
-    LeanDecoder, built once per model by callers that decode many sentences (built here otherwise, ~20 ms)."""
+    """Decode one source sentence (ids, </s> included) with the chosen strategy. ``decoder``: the step function,
+    the model's LeanDecoder built once per model by callers that decode many sentences (built here otherwise,
+    ~20 ms), or a ModuleDecoder."""
     src = torch.as_tensor([list(src_ids)], dtype=torch.long)
     if src.shape[1] > model.cfg.max_len:
         raise ValueError(f"source has {src.shape[1]} tokens; this model takes at most {model.cfg.max_len}")
-    max_len = min(opts.max_len, model.cfg.max_len - 1)
     beam = opts.strategy == "beam" and opts.beam > 1
-    lean = lean or LeanDecoder(model, rows=opts.beam if beam else 1)
+    decoder = decoder or LeanDecoder(model, rows=opts.beam if beam else 1)
     memory, src_mask, enc = model.encode(src, record=opts.record, heads=head_masks(opts.ablation, model.cfg))
+    policy = beam_search(model.cfg, opts) if beam else greedy(model.cfg, opts)
+    steps, (n_best, beam_steps) = search(decoder, decoder.start(memory, src_mask, opts.ablation), policy,
+                                         model.cfg, opts)  # fmt: skip
     encoder = to_numpy(enc) if opts.record else {}
-    cache = lean.start(memory, src_mask, opts.ablation)
-    if beam:
-        return beam_search(model, lean, cache, src, opts, max_len, encoder)
-    return greedy_or_sample(model, lean, cache, src, opts, max_len, encoder)
+    return DecodeResult(tuple(src[0].tolist()), n_best[0].ids, steps, n_best, beam_steps, encoder)
 
 
-def greedy_or_sample(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult:
-    cfg = model.cfg
-    gen = torch.Generator().manual_seed(opts.seed)
+def search(decoder, cache, policy: Generator, cfg, opts: DecodeOptions) -> tuple[list[Step], tuple]:
+    """The decoding loop. Each step feeds every row its newest token; the policy reads the log-probabilities and
+    says which rows go on (a beam reorders them, greedy and sampling keep them: None) and the token each feeds next;
+    the cache follows. Returns the recorded steps (``opts.record``) and what the policy returns when it is done.
+
+    A policy is a generator: it yields the first tokens, then receives (t, logits, log-probabilities with the
+    forbidden tokens suppressed, forced token or None, the step's top tokens when recorded) and yields (rows,
+    tokens, the token each row chose, done) until it is sent None."""
+    max_len = min(opts.max_len, cfg.max_len - 1)
     forbidden = forbidden_ids(cfg)
-    sample = opts.strategy == "sample" and opts.temperature > 0
-    token, out, steps, logprob = cfg.decoder_start_id, [], [], 0.0
+    tokens = next(policy)
+    if cache.rows != len(tokens):
+        cache = cache.select(np.zeros(len(tokens), dtype=np.int64))
+    steps = []
     for t in range(max_len):
-        logits, cache, rec = lean.step([token], cache, opts.record)
-        logits = torch.from_numpy(logits)  # (1, V)
+        logits, cache, rec = decoder.step(tokens, cache, opts.record)
+        logits = torch.from_numpy(logits)  # (R, V)
         logp = F.log_softmax(logits, dim=-1)
-        held = logp.numpy()[:, forbidden].copy() if opts.record else None  # (1, F) before suppress
-        logp = suppress(logp, model)
+        held = logp.numpy()[:, forbidden].copy() if opts.record else None  # (R, F) before suppress
+        logp = suppress(logp, forbidden)
         forced = t < len(opts.prefix)
-        if forced:
-            nxt = int(opts.prefix[t])
-        elif sample:
-            filtered = filter_logits(suppress(logits.clone(), model), opts.temperature, opts.top_k, opts.top_p)
-            nxt = int(torch.multinomial(filtered.softmax(-1), 1, generator=gen))
-        else:
-            nxt = int(logp.argmax(-1))
+        summary = step_summary(logp) if opts.record else None
+        rows, nxt, chosen, done = policy.send((t, logits, logp, opts.prefix[t] if forced else None, summary))
         if opts.record:
-            top_ids, top_lp, ent = step_summary(logp)
-            rank, own = own_view(logits, logp.numpy(), held, forbidden, np.array([nxt]))
-            steps.append(Step(t, np.array([token]), np.array([nxt]), forced, top_ids, top_lp, ent, rec, held, rank,
-                              own))  # fmt: skip
-        logprob += float(logp[0, nxt])
-        out.append(nxt)
-        token = nxt
-        if nxt == cfg.eos_id:
+            rank, own = own_view(logits, logp.numpy(), held, forbidden, chosen)
+            steps.append(Step(t, np.array(tokens), chosen, forced, *summary, rec, held, rank, own))
+        if done:
             break
-    hyp = Hypothesis(tuple(out), logprob, logprob / len(out) ** opts.length_penalty, finished=out[-1] == cfg.eos_id)
-    return DecodeResult(tuple(src[0].tolist()), tuple(out), steps, [hyp], None, encoder)
+        if rows is not None:
+            cache = cache.select(rows)  # every row reads the same source: cross K, V are not copied
+        tokens = nxt
+    try:
+        policy.send(None)
+    except StopIteration as stop:
+        return steps, stop.value
+    raise RuntimeError("the decoding policy did not stop")
+
+
+def greedy(cfg, opts: DecodeOptions, rows: int = 1) -> Generator:
+    """Greedy decoding (or sampling, ``opts.strategy == "sample"``) of ``rows`` independent rows, each its own
+    source: the most likely token (or a drawn one), a row that produced </s> fed <pad> after it. Returns one
+    Hypothesis per row."""
+    sample = opts.strategy == "sample" and opts.temperature > 0
+    gen = torch.Generator().manual_seed(opts.seed) if sample else None
+    forbidden, every = forbidden_ids(cfg), np.arange(rows)
+    out: list[list[int]] = [[] for _ in range(rows)]
+    logprob = [0.0] * rows
+    done = np.zeros(rows, dtype=bool)
+    step = yield np.full(rows, cfg.decoder_start_id)
+    while step is not None:
+        t, logits, logp, forced, _ = step
+        if forced is not None:
+            nxt = np.full(rows, forced)
+        elif sample:
+            filtered = filter_logits(suppress(logits.clone(), forbidden), opts.temperature, opts.top_k, opts.top_p)
+            nxt = torch.multinomial(filtered.softmax(-1), 1, generator=gen)[:, 0].numpy()
+        else:
+            nxt = logp.numpy().argmax(-1)  # numpy's: ~0.5 us a row, torch's ~12 us
+        lp = logp.numpy()[every, nxt]
+        for r in np.flatnonzero(~done).tolist():
+            out[r].append(int(nxt[r]))
+            logprob[r] += float(lp[r])
+        nxt = np.where(done, cfg.pad_id, nxt)
+        done |= nxt == cfg.eos_id
+        step = yield None, nxt, nxt, bool(done.all())
+    hyps = [Hypothesis(tuple(o), lp_, lp_ / max(len(o), 1) ** opts.length_penalty,
+                       finished=bool(o) and o[-1] == cfg.eos_id) for o, lp_ in zip(out, logprob)]  # fmt: skip
+    return hyps, None
 
 
 def top(x: np.ndarray, n: int) -> np.ndarray:
@@ -227,12 +329,12 @@ def top(x: np.ndarray, n: int) -> np.ndarray:
     return np.argsort(-x, kind="stable")[:n]
 
 
-def beam_search(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult:
-    """transformers' vectorised beam search (batch of one), recording every step. The bookkeeping of the 2k
-    candidates is numpy float32, as transformers' is torch float32: the same numbers, a few microseconds per
-    operation rather than several."""
-    cfg, k, lp = model.cfg, opts.beam, opts.length_penalty
-    forbidden = forbidden_ids(cfg)
+def beam_search(cfg, opts: DecodeOptions) -> Generator:
+    """transformers' vectorised beam search (batch of one). The bookkeeping of the 2k candidates is numpy float32,
+    as transformers' is torch float32: the same numbers, a few microseconds per operation rather than several.
+    Returns the n-best and, recorded, every step's BeamStep."""
+    k, lp = opts.beam, opts.length_penalty
+    max_len = min(opts.max_len, cfg.max_len - 1)
     n_return = min(opts.n_best or k, k)
     f32 = np.float32
     seqs = [[] for _ in range(k)]  # running hypotheses, generated tokens only
@@ -245,24 +347,15 @@ def beam_search(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult
     fin_done = np.zeros(k, dtype=bool)
     unsatisfied = True
     first_k = np.arange(2 * k) < k
-    tokens = np.full(k, cfg.decoder_start_id)
-    if opts.record:  # the record shows every row, identical ones included
-        cache = cache.select([0] * k)
-    steps, beam_steps = [], []
-    for t in range(max_len):
-        if t == 0 and not opts.record:  # the k rows start identical: compute one row and repeat it
-            logits, cache, rec = lean.step(tokens[:1], cache)
-            logits, cache = torch.from_numpy(logits).expand(k, -1), cache.select([0] * k)
-        else:
-            logits, cache, rec = lean.step(tokens, cache, opts.record)
-            logits = torch.from_numpy(logits)  # (k, V)
-        logp = F.log_softmax(logits.float(), dim=-1)  # (k, V)
-        held = logp.numpy()[:, forbidden].copy() if opts.record else None  # (k, F) before suppress
-        logp = suppress(logp, model)
-        V = logp.shape[-1]
-        forced = t < len(opts.prefix)
-        if forced:
-            forced_tok = int(opts.prefix[t])
+    beam_steps = []
+    # the k rows start identical: unrecorded, one is computed and repeated (the record shows every row)
+    step = yield np.full(k if opts.record else 1, cfg.decoder_start_id)
+    while step is not None:
+        t, logits, logp, forced_tok, summary = step
+        R, V = logp.shape
+        if R < k:
+            logp = logp.expand(k, -1)
+        if forced_tok is not None:
             cand_lp = np.concatenate([logp[:, forced_tok].numpy() + running, np.full(k, NEG * 2, f32)])
             cand_rows = np.concatenate([np.arange(k), np.zeros(k, dtype=np.int64)])
             cand_tok = np.full(2 * k, forced_tok)
@@ -292,34 +385,30 @@ def beam_search(model, lean, cache, src, opts, max_len, encoder) -> DecodeResult
         fin_logprobs = [all_lp[i] for i in best_l]
         rows, next_tok = cand_rows[keep], cand_tok[keep]
         rows_k, next_k = rows.tolist(), next_tok.tolist()
+        chosen = None
         if opts.record:
             live = [Hypothesis(tuple(seqs[r]), float(running[r]), float(running[r]) / max(t, 1) ** lp, parents[r])
                     for r in range(k)]  # fmt: skip
-            top_ids, top_lp, ent = step_summary(logp)
+            top_ids, top_lp, _ = summary
             beam_steps.append(beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, cand_lp,
                                                keep, best_l, all_done, fin_seqs, fin_logprobs, fin_scores,
                                                fin_done))  # fmt: skip
             chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
             for r, tok in reversed(list(zip(rows_k, next_k))):
                 chosen[r] = tok
-            rank, own = own_view(logits, logp.numpy(), held, forbidden, chosen)
-            steps.append(Step(t, tokens.copy(), chosen, forced, top_ids, top_lp, ent, rec, held, rank, own))
         seqs = [seqs[r] + [tok] for r, tok in zip(rows_k, next_k)]
         parents = rows_k
         running = open_lp[keep]
-        cache = cache.select(rows)  # every row reads the same source: cross K, V are not copied
-        tokens = next_tok
         # transformers' stopping rule (early_stopping=False)
         if unsatisfied:
             best_possible = running[0] / (t + 1) ** lp
             worst = np.where(fin_done, fin_scores.min(), f32(NEG))
             unsatisfied = bool((best_possible > worst).any())
-        if not unsatisfied or bool(hits.all()):
-            break
+        done = not unsatisfied or bool(hits.all())
+        step = yield (rows if R == k else np.zeros_like(rows)), next_tok, chosen, done
     n_best = [Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
               for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done)][:n_return]  # fmt: skip
-    return DecodeResult(tuple(src[0].tolist()), n_best[0].ids, steps, n_best, beam_steps if opts.record else None,
-                        encoder)  # fmt: skip
+    return n_best, beam_steps if opts.record else None
 
 
 def beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, cand_lp, keep, best_l, all_done,
@@ -353,47 +442,35 @@ def greedy_batch(
     model: Transformer,
     src_batch: list[list[int]],
     max_len: int = DecodeOptions.max_len,
-    lean: LeanDecoder | None = None,
+    decoder: LeanDecoder | None = None,
 ) -> list[list[int]]:
-    """Batched greedy decoding of several sources (ids, </s> included); returns generated ids. ``lean``: the
-    model's LeanDecoder, built here if not given."""
+    """Greedy decoding of several sources (ids, </s> included) at once, one row each: the same loop and policy as
+    ``decode``'s greedy. Returns the generated ids. ``decoder``: the model's LeanDecoder, built here if not given."""
     cfg = model.cfg
     S = max(len(s) for s in src_batch)
     src = torch.full((len(src_batch), S), cfg.pad_id, dtype=torch.long)
     for i, s in enumerate(src_batch):
         src[i, : len(s)] = torch.tensor(s)
-    lean = lean or LeanDecoder(model, rows=len(src_batch))
+    if max_len < 1:
+        return [[] for _ in src_batch]
+    decoder = decoder or LeanDecoder(model, rows=len(src_batch))
     memory, src_mask, _ = model.encode(src)
-    cache = lean.start(memory, src_mask)
-    tokens = torch.full((len(src_batch), 1), cfg.decoder_start_id, dtype=torch.long)
-    done = torch.zeros(len(src_batch), dtype=torch.bool)
-    out = []
-    for _ in range(min(max_len, cfg.max_len - 1)):
-        logits, cache, _ = lean.step(tokens[:, 0].numpy(), cache)
-        nxt = suppress(torch.from_numpy(logits), model).argmax(-1)
-        nxt = nxt.masked_fill(done, cfg.pad_id)
-        out.append(nxt)
-        done |= nxt == cfg.eos_id
-        tokens = nxt[:, None]
-        if done.all():
-            break
-    ids = torch.stack(out, 1).tolist() if out else [[] for _ in src_batch]
-    return [[i for i in row if i != cfg.pad_id] for row in ids]
+    opts = DecodeOptions(max_len=max_len)
+    _, (hyps, _) = search(decoder, decoder.start(memory, src_mask), greedy(cfg, opts, len(src_batch)), cfg, opts)
+    return [list(h.ids) for h in hyps]
 
 
 def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int = 1,
                     max_len: int = DecodeOptions.max_len, batch_size: int = BATCH_SIZE, lean: LeanDecoder | None = None,
                     length_penalty: float = DecodeOptions.length_penalty) -> list[str]:  # fmt: skip
-    """Translate sentences: batched greedy when beam == 1, beam search per sentence otherwise (``length_penalty``
-    as DecodeOptions')."""
+    """Translate sentences: batched greedy when beam == 1 (shortest first, ``batch_size`` a batch), beam search per
+    sentence otherwise (``length_penalty`` as DecodeOptions')."""
     cfg = model.cfg
     lean = lean or LeanDecoder(model, rows=beam if beam > 1 else min(batch_size, len(texts)))
-    srcs = [tokenizer.encode(t)[: cfg.max_len - 1] + [cfg.eos_id] for t in texts]
+    srcs = [prepare_ids(tokenizer.encode(t), cfg.eos_id, cfg.max_len) for t in texts]
     if beam <= 1:
-        order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
         ids: list[list[int]] = [[] for _ in srcs]
-        for b in range(0, len(order), batch_size):
-            chunk = order[b : b + batch_size]
+        for chunk in length_batches(srcs, batch_size):
             for i, out in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], max_len, lean)):
                 ids[i] = out
     else:
@@ -404,23 +481,13 @@ def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int =
 
 def translate_corpus(model: Transformer, tokenizer, texts: list[str], beam: int = 1, batch_size: int = BATCH_SIZE,
                      length_penalty: float = DecodeOptions.length_penalty) -> list[str]:  # fmt: skip
-    """Translate many sentences as the app and the CLI would with their default limits (``DecodeOptions``):
-    sorted by length and chunked so batches carry little padding, output in input order. This is the one path
-    that ``benchmarks/bleu.py`` scores and that training validates with, so a checkpoint is chosen by the
-    decoding that ships. The model is put in eval mode for the call (training mode comes back after)."""
+    """Translate many sentences as the app and the CLI would with their default limits (``DecodeOptions``),
+    shortest first in batches of ``batch_size`` (greedy), output in input order. This is the one path that
+    ``benchmarks/bleu.py`` scores and that training validates with, so a checkpoint is chosen by the decoding
+    that ships. The model is put in eval mode for the call (training mode comes back after)."""
     was_training = model.training
     model.eval()
     try:
-        lean = LeanDecoder(model, rows=beam if beam > 1 else min(BATCH_SIZE, max(1, len(texts))))
-        chunk = max(1, batch_size // beam)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = [""] * len(texts)
-        for b in range(0, len(order), chunk):
-            idx = order[b : b + chunk]
-            hyps = translate_batch(model, tokenizer, [texts[i] for i in idx], beam=beam, lean=lean,
-                                   length_penalty=length_penalty)  # fmt: skip
-            for i, hyp in zip(idx, hyps):
-                out[i] = hyp
-        return out
+        return translate_batch(model, tokenizer, texts, beam=beam, batch_size=batch_size, length_penalty=length_penalty)
     finally:
         model.train(was_training)

@@ -3,13 +3,14 @@
 A decoding step is ~25 small products and ~100 small elementwise operations. Through PyTorch each
 operation costs several microseconds of dispatch, which made up most of a step (benchmarks/decode.py,
 benchmarks/engines.py); numpy's cost one. ``LeanDecoder`` lays the weights out once per loaded model
-(fused Q/K/V, (in, out) layout, which numpy's OpenBLAS streams fastest for one row; oneDNN-prepacked
-copies for several rows, as in a beam step), keeps the K, V cache in preallocated buffers, and runs a
-step with or without its record. The record has the keys and shapes of ``Transformer.decode(...,
-record=True)`` for the same step (``dec.embed``, ``dec.0.self.weights``, ...) and the same numbers to
-float rounding: tests/test_core.py checks every key. The nn.Module classes stay the readable reference,
-and the teacher-forced trace runs through them. The model is never modified. Ablated heads
-(``model.ablation.Ablation``) belong to one decode, so they travel in its cache, not on the decoder.
+(fused Q/K/V, (in, out) layout, which numpy's OpenBLAS streams fastest for one row and MKL for several on an
+Intel CPU; oneDNN-prepacked copies for several rows elsewhere, as in a beam step), keeps the K, V cache in
+preallocated buffers, and runs a step with or without its record. The record has the keys and shapes of
+``Transformer.decode(..., record=True)`` for the same step (``dec.embed``, ``dec.0.self.weights``, ...) and the
+same numbers to float rounding: tests/test_core.py checks every key. The nn.Module classes stay the readable
+reference (``decoding.ModuleDecoder`` steps them behind this interface), and the teacher-forced trace runs through
+them. The model is never modified. Ablated heads (``model.ablation.Ablation``) belong to one decode, so they
+travel in its cache, not on the decoder.
 """
 
 from __future__ import annotations
@@ -84,17 +85,32 @@ class LeanCache:
         return LeanCache(K, V, cross_K, cross_V, mask, t, self.heads)
 
 
-class _Linear:
-    """x W + b for rows x: numpy's BLAS for one row, oneDNN with prepacked weights for several (~1.75x MKL for
-    a 5-row beam step here, benchmarks/gemv.py). Small matrices stay with numpy: below ~0.2 M weights the
-    oneDNN call costs more than the product (5 rows × 256×256: 9 us numpy, 22 us oneDNN on 2 threads; 768×256:
-    25 vs 29 us; 1024×256: 121 vs 34 us). numpy too when PyTorch has no oneDNN."""
+def intel_mkl() -> bool:
+    """Whether PyTorch has MKL and runs on an Intel CPU, where MKL multiplies several rows fastest."""
+    if not torch.backends.mkl.is_available():
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            return "GenuineIntel" in f.read(4096)
+    except OSError:
+        return False
 
-    def __init__(self, W: torch.Tensor, b: torch.Tensor | None, rows: int, pack_min: int):
+
+class _Linear:
+    """x W + b for rows x: numpy's BLAS for one row; for several (a beam step), MKL on an Intel CPU, where it was
+    the fastest of the three (5 rows, a whole step's weights, 1 thread: MKL 1.07-1.35 ms, oneDNN prepacked
+    1.5-2.4 ms, numpy 2.1 ms; benchmarks/gemv.py), oneDNN with prepacked weights elsewhere (~1.75x MKL on an AMD
+    CPU) when ``pack_min`` is given. Small matrices stay with numpy there: below ~0.2 M weights the oneDNN call
+    costs more than the product (5 rows × 256×256: 9 us numpy, 22 us oneDNN on 2 threads; 768×256: 25 vs 29 us;
+    1024×256: 121 vs 34 us). numpy too when PyTorch has neither."""
+
+    def __init__(self, W: torch.Tensor, b: torch.Tensor | None, rows: int, pack_min: int | None):
         self.W = np.ascontiguousarray(_np(W).T)  # (in, out)
         self.b = None if b is None else _np(b).copy()
-        self.packed = None
-        if rows > 1 and W.numel() >= pack_min and torch.backends.mkldnn.is_available():
+        self.packed = self.W_mkl = None
+        if pack_min is None:
+            self.W_mkl = torch.from_numpy(self.W)  # the same memory, for torch.mm
+        elif rows > 1 and W.numel() >= pack_min and torch.backends.mkldnn.is_available():
             self.packed = torch.ops.mkldnn._reorder_linear_weight(W.detach().float().contiguous(), rows)
             self.b_t = None if b is None else torch.from_numpy(self.b)
 
@@ -102,7 +118,10 @@ class _Linear:
         if x.shape[0] > 1 and self.packed is not None:
             x_t = torch.from_numpy(x if x.flags.c_contiguous else np.ascontiguousarray(x))
             return torch.ops.mkldnn._linear_pointwise(x_t, self.packed, self.b_t, "none", [], "").numpy()
-        y = x @ self.W
+        if x.shape[0] > 1 and self.W_mkl is not None:
+            y = torch.mm(torch.from_numpy(x if x.flags.c_contiguous else np.ascontiguousarray(x)), self.W_mkl).numpy()
+        else:
+            y = x @ self.W
         if self.b is not None:
             y += self.b
         return y
@@ -116,9 +135,13 @@ class LeanDecoder:
     """The model's decoder as numpy arrays, for step-by-step decoding. Build it once per loaded model (~20 ms
     for this project's model; it copies the decoder weights, ~20 MB) and reuse it; ``rows`` is the number of
     rows steps will usually have (the beam width), for oneDNN's prepacking; ``pack_min`` the fewest weights a
-    matrix needs to be prepacked (see _Linear; 0 packs all, as the tests do on their tiny models)."""
+    matrix needs to be prepacked by oneDNN (see _Linear; 0 packs all, as the tests do on their tiny models; by
+    default MKL multiplies several rows on an Intel CPU, oneDNN prepacks matrices of 0.2 M weights or more elsewhere).
+    """
 
-    def __init__(self, model: Transformer, rows: int = 1, pack_min: int = 200_000):
+    def __init__(self, model: Transformer, rows: int = 1, pack_min: int | None = None):
+        if pack_min is None and not intel_mkl():
+            pack_min = 200_000
         cfg = self.cfg = model.cfg
         self.H, self.d_k, self.D = cfg.n_heads, cfg.d_k, cfg.d_model
         with torch.no_grad():

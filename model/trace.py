@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from .ablation import Ablation
-from .decoding import DecodeOptions, decode, to_numpy
+from .decoding import DecodeOptions, decode, prepare_ids, to_numpy
 from .tokenizer import Tokenizer
 from .transformer import Transformer, head_masks
 
@@ -57,8 +57,8 @@ def teacher_forced_trace(
     """
     cfg = model.cfg
     src_body = as_ids(source, tokenizer)
-    truncated = len(src_body) > cfg.max_len - 1
-    src = src_body[: cfg.max_len - 1] + [cfg.eos_id]
+    src = prepare_ids(src_body, cfg.eos_id, cfg.max_len)
+    truncated = len(src) <= len(src_body)
     if target is None:
         opts = DecodeOptions(max_len=cfg.max_len - 1, ablation=ablation)
         y = [i for i in decode(model, src, opts).ids if i != cfg.eos_id]

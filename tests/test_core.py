@@ -12,7 +12,18 @@ import torch
 import torch.nn.functional as F
 
 from model import ModelConfig
-from model.decoding import DecodeOptions, decode, filter_logits, greedy_batch, to_numpy, translate_batch
+from model import lean as lean_module
+from model.decoding import (
+    DecodeOptions,
+    ModuleDecoder,
+    decode,
+    filter_logits,
+    greedy_batch,
+    length_batches,
+    prepare_ids,
+    to_numpy,
+    translate_batch,
+)
 from model.lean import LeanDecoder
 from model.testing import make_model
 from model.trace import teacher_forced_trace
@@ -349,3 +360,74 @@ def test_decode_options_are_validated():
                 dict(strategy="magic")):  # fmt: skip
         with pytest.raises(ValueError):
             DecodeOptions(**bad)
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        DecodeOptions(max_len=12, record=True),
+        DecodeOptions(strategy="beam", beam=3, max_len=12, record=True, prefix=(7,)),
+        DecodeOptions(strategy="beam", beam=4, max_len=12),
+        DecodeOptions(strategy="sample", temperature=1.3, top_k=40, seed=5, max_len=12, record=True),
+    ],
+    ids=["greedy", "beam-forced", "beam-untraced", "sample"],
+)
+@pytest.mark.parametrize("products", ["onednn", "mkl"])
+def test_the_loop_on_the_readable_modules_equals_the_fast_step(tiny_tokenizer, opts, products, monkeypatch):
+    """The one decoding loop gives the same decode on either step function: LeanDecoder (numpy, and oneDNN or MKL
+    for several rows) or ModuleDecoder (Transformer.decode on its KV cache): tokens, n-best, beam steps and every
+    recorded array."""
+    model = _biased_model(tiny_tokenizer)
+    src = src_ids(tiny_tokenizer, model)
+    if products == "mkl":
+        monkeypatch.setattr(lean_module, "intel_mkl", lambda: True)
+        fast_steps = LeanDecoder(model, rows=opts.beam)
+        assert fast_steps.out.W_mkl is not None and fast_steps.out.packed is None
+    else:
+        fast_steps = LeanDecoder(model, rows=opts.beam, pack_min=0)
+    fast = decode(model, src, opts, fast_steps)
+    ref = decode(model, src, opts, ModuleDecoder(model))
+    assert fast.ids == ref.ids and len(fast.steps) == len(ref.steps) == (len(fast.ids) if opts.record else 0)
+    assert [(h.ids, h.finished) for h in fast.n_best] == [(h.ids, h.finished) for h in ref.n_best]
+    np.testing.assert_allclose([h.score for h in fast.n_best], [h.score for h in ref.n_best], atol=1e-5)
+    assert (fast.beam_steps is None) == (ref.beam_steps is None)
+    for a, b in zip(fast.beam_steps or [], ref.beam_steps or []):
+        assert [(e.parent, e.token, e.status) for e in a.expansions] == [(e.parent, e.token, e.status)
+                                                                         for e in b.expansions]  # fmt: skip
+    for a, b in zip(fast.steps, ref.steps):
+        assert a.chosen.tolist() == b.chosen.tolist() and a.input_ids.tolist() == b.input_ids.tolist()
+        assert a.top_ids.tolist() == b.top_ids.tolist() and a.chosen_rank.tolist() == b.chosen_rank.tolist()
+        np.testing.assert_allclose(a.top_logprobs, b.top_logprobs, atol=1e-5)
+        assert sorted(a.arrays) == sorted(b.arrays)
+        for key, want in b.arrays.items():
+            np.testing.assert_allclose(a.arrays[key], want, atol=1e-5, rtol=0, err_msg=key)
+
+
+def test_module_decoder_steps_as_transformer_decode(tiny_model, tiny_tokenizer):
+    """The readable step is Transformer.decode on its cache: the same logits as the parallel pass, and its cache
+    reorders rows as LeanCache.select does."""
+    src = torch.tensor([src_ids(tiny_tokenizer, tiny_model)])
+    dec_in = [tiny_model.cfg.decoder_start_id, *tiny_tokenizer.encode(TGT)]
+    steps = ModuleDecoder(tiny_model)
+    with torch.no_grad():
+        memory, mask, _ = tiny_model.encode(src)
+        full, _, _ = tiny_model.decode(torch.tensor([dec_in]), memory, mask)
+        cache = steps.start(memory, mask).select([0, 0])
+        for t, tok in enumerate(dec_in):
+            logits, cache, _ = steps.step([tok, dec_in[0]], cache)
+            np.testing.assert_allclose(logits[0], full[0, t].numpy(), atol=1e-5, rtol=0)
+        assert cache.t == len(dec_in) and cache.layers[0].self_K.shape[2] == len(dec_in)
+        swapped = cache.select([1, 0])
+        torch.testing.assert_close(swapped.layers[1].self_V[0], cache.layers[1].self_V[1])
+        with pytest.raises(ValueError, match="rows"):
+            steps.step([1, 2, 3], cache)
+
+
+def test_prepare_ids_and_length_batches():
+    assert prepare_ids([5, 6, 7], 2, 8) == [5, 6, 7, 2]
+    assert prepare_ids([5, 6, 7, 8, 9], 2, 4) == [5, 6, 7, 2]  # max_len − 1 tokens, then </s>
+    assert prepare_ids([], 2, 4) == [2]
+    items = ["ccc", "a", "bbbb", "dd", "e"]
+    batches = list(length_batches(items, 2))
+    assert batches == [[1, 4], [3, 0], [2]]  # shortest first, ties in input order
+    assert sorted(i for b in batches for i in b) == list(range(len(items)))

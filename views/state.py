@@ -18,7 +18,7 @@ from model.ablation import MODES, format_heads, parse_heads
 from model.checkpoint import ENV_MODEL, default_model_dir
 from model.constants import ATTRIBUTION_METHODS as METHODS
 from model.constants import MAX_BEAM
-from model.decoding import DecodeOptions
+from model.decoding import DecodeOptions, prepare_ids
 
 from .stages import ALL, REGISTRY
 
@@ -467,5 +467,5 @@ def prepare_source(text: str | None, tokenizer, eos_id: int, model_max_len: int)
     body = tokenizer.encode(text)
     if not body:
         return None
-    limit = max(1, model_max_len - 1)
-    return Source(text, tuple(body[:limit]) + (eos_id,), len(body), len(body) > limit, chars_cut)
+    ids = prepare_ids(body, eos_id, model_max_len)
+    return Source(text, tuple(ids), len(body), len(ids) <= len(body), chars_cut)
