@@ -92,10 +92,14 @@ def main(argv=None) -> dict:
     how = "model.decoding.translate_corpus"
     data_dir = args.data or default_data_dir()
     sets, digest, n_tat = load_eval_sets(data_dir, args.limit, args.split)
-    print(f"model {loaded.path} ({count_parameters(model):,} parameters); decoder: {how}; "
-          f"length penalty {args.length_penalty:g}")  # fmt: skip
-    print(f"tatoeba held-out {args.split}: {n_tat} English sentences (test split sha256 {digest}); refs streams: "
-          f"{len(sets[f'tatoeba/{args.split}'][1])} (missing slots filled with the first reference)")  # fmt: skip
+    print(
+        f"model {loaded.path} ({count_parameters(model):,} parameters); decoder: {how}; "
+        f"length penalty {args.length_penalty:g}"
+    )
+    print(
+        f"tatoeba held-out {args.split}: {n_tat} English sentences (test split sha256 {digest}); refs streams: "
+        f"{len(sets[f'tatoeba/{args.split}'][1])} (missing slots filled with the first reference)"
+    )
 
     rows, signatures = [], {}
     beams = [int(b) for b in args.beams.split(",") if b.strip()]
@@ -110,9 +114,15 @@ def main(argv=None) -> dict:
                 signatures["BLEU"], signatures["chrF"] = str(bleu.get_signature()), str(chrf.get_signature())
                 decode = "greedy" if beam == 1 else f"beam {beam}"
                 rows.append(
-                    {"set": name, "decode": decode, "n": len(srcs), "bleu": round(b.score, 2),
-                     "chrf": round(c.score, 2), "sent_per_s": round(len(srcs) / dt, 1)}
-                )  # fmt: skip
+                    {
+                        "set": name,
+                        "decode": decode,
+                        "n": len(srcs),
+                        "bleu": round(b.score, 2),
+                        "chrf": round(c.score, 2),
+                        "sent_per_s": round(len(srcs) / dt, 1),
+                    }
+                )
                 print(f"  {rows[-1]}", flush=True)
 
         print("\nsignatures:")
@@ -121,8 +131,10 @@ def main(argv=None) -> dict:
         print(f"\n| {'set':<27} | {'decode':<7} | {'n':>5} | {'BLEU':>6} | {'chrF':>6} | {'sent/s':>7} |")
         print(f"|{'-' * 29}|{'-' * 9}|{'-' * 7}|{'-' * 8}|{'-' * 8}|{'-' * 9}|")
         for r in rows:
-            print(f"| {r['set']:<27} | {r['decode']:<7} | {r['n']:>5} | {r['bleu']:>6.2f} | {r['chrf']:>6.2f} | "
-                  f"{r['sent_per_s']:>7.1f} |")  # fmt: skip
+            print(
+                f"| {r['set']:<27} | {r['decode']:<7} | {r['n']:>5} | {r['bleu']:>6.2f} | {r['chrf']:>6.2f} | "
+                f"{r['sent_per_s']:>7.1f} |"
+            )
 
         sanity = {}
         print("\nsanity sentences:")
@@ -130,9 +142,16 @@ def main(argv=None) -> dict:
             outs = sanity[beam] = translate_corpus(model, tokenizer, SANITY, beam, args.batch_size, args.length_penalty)
             for en, fr in zip(SANITY, outs):
                 print(f"  [{'greedy' if beam == 1 else f'beam {beam}'}] {en}  ->  {fr}")
-    result = {"model": str(loaded.path), "decoder": how, "rows": rows, "signatures": signatures,
-              "tatoeba_split_sha256": digest, "sanity": sanity, "split": args.split,
-              "length_penalty": args.length_penalty}  # fmt: skip
+    result = {
+        "model": str(loaded.path),
+        "decoder": how,
+        "rows": rows,
+        "signatures": signatures,
+        "tatoeba_split_sha256": digest,
+        "sanity": sanity,
+        "split": args.split,
+        "length_penalty": args.length_penalty,
+    }
     if args.json:
         write(args.json, result)
     return result

@@ -46,12 +46,25 @@ def build_marian(hf_dir: Path, size: dict, seed: int = 0) -> None:
     V = size["vocab"]
     eos, unk, pad = 0, 1, V - 1  # Marian's layout
     cfg = MarianConfig(
-        vocab_size=V, d_model=size["d_model"], encoder_layers=size["layers"], decoder_layers=size["layers"],
-        encoder_attention_heads=size["heads"], decoder_attention_heads=size["heads"], encoder_ffn_dim=size["ffn"],
-        decoder_ffn_dim=size["ffn"], max_position_embeddings=128, activation_function="swish",
-        scale_embedding=True, pad_token_id=pad, eos_token_id=eos, decoder_start_token_id=pad,
-        forced_eos_token_id=None, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-    )  # fmt: skip
+        vocab_size=V,
+        d_model=size["d_model"],
+        encoder_layers=size["layers"],
+        decoder_layers=size["layers"],
+        encoder_attention_heads=size["heads"],
+        decoder_attention_heads=size["heads"],
+        encoder_ffn_dim=size["ffn"],
+        decoder_ffn_dim=size["ffn"],
+        max_position_embeddings=128,
+        activation_function="swish",
+        scale_embedding=True,
+        pad_token_id=pad,
+        eos_token_id=eos,
+        decoder_start_token_id=pad,
+        forced_eos_token_id=None,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+    )
     torch.manual_seed(seed)
     model = MarianMTModel(cfg).eval()
     with torch.no_grad():
@@ -152,10 +165,17 @@ def worker_hf(hf_dir: Path, threads: int, runs: int, warmup: int) -> dict:
     res = {}
     for name, beams in (("greedy", 1), ("beam", BEAM)):
         gen = GenerationConfig(
-            decoder_start_token_id=c.decoder_start_token_id, pad_token_id=c.pad_token_id, eos_token_id=c.eos_token_id,
-            forced_eos_token_id=None, bad_words_ids=[[c.pad_token_id]], num_beams=beams, do_sample=False,
-            max_new_tokens=NEW_TOKENS, early_stopping=False, length_penalty=1.0,
-        )  # fmt: skip
+            decoder_start_token_id=c.decoder_start_token_id,
+            pad_token_id=c.pad_token_id,
+            eos_token_id=c.eos_token_id,
+            forced_eos_token_id=None,
+            bad_words_ids=[[c.pad_token_id]],
+            num_beams=beams,
+            do_sample=False,
+            max_new_tokens=NEW_TOKENS,
+            early_stopping=False,
+            length_penalty=1.0,
+        )
         ms, out = median_ms(lambda g=gen: model.generate(src, generation_config=g), runs, warmup)
         res[name], res[f"{name}_tokens"] = ms, out.shape[1] - 1
     return res
@@ -166,8 +186,20 @@ def worker_hf(hf_dir: Path, threads: int, runs: int, warmup: int) -> dict:
 
 def run_worker(engine: str, path: Path, threads: list[int], size: dict, build: bool = False) -> dict[int, dict]:
     """One process for ``engine``, measuring each thread count in turn; {threads: figures}."""
-    cmd = [sys.executable, __file__, "--worker", engine, "--path", str(path), "--threads", *map(str, threads),
-           "--runs", str(size["runs"]), "--warmup", str(size["warmup"])]  # fmt: skip
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        engine,
+        "--path",
+        str(path),
+        "--threads",
+        *map(str, threads),
+        "--runs",
+        str(size["runs"]),
+        "--warmup",
+        str(size["warmup"]),
+    ]
     cmd += (["--build"] if build else []) + (["--smoke"] if size["smoke"] else [])
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode:
@@ -176,18 +208,27 @@ def run_worker(engine: str, path: Path, threads: list[int], size: dict, build: b
 
 
 def report(results: dict[int, dict[str, dict]], size: dict) -> None:
-    print(f"\nDecoding, batch 1, {SRC_LEN}-token source, {NEW_TOKENS} new tokens; random Marian model d_model="
-          f"{size['d_model']}, {size['layers']}+{size['layers']} layers, {size['heads']} heads, FFN {size['ffn']}, "
-          f"vocab {size['vocab']}; median of {size['runs']} runs (ms)\n")  # fmt: skip
+    print(
+        f"\nDecoding, batch 1, {SRC_LEN}-token source, {NEW_TOKENS} new tokens; random Marian model d_model="
+        f"{size['d_model']}, {size['layers']}+{size['layers']} layers, {size['heads']} heads, FFN {size['ffn']}, "
+        f"vocab {size['vocab']}; median of {size['runs']} runs (ms)\n"
+    )
     head = f"{'threads':>7}  {'engine':<34}{'greedy':>9}{'beam 5':>9}{'tokens':>8}   {'speed-up vs transformers':<24}"
     print(head)
     print("-" * len(head))
     for n, r in results.items():
         hf, ours = r["hf"], r["ours"]
-        rows = [("transformers generate()", hf["greedy"], hf["beam"], hf["greedy_tokens"], hf["beam_tokens"]),
-                ("ours, untraced", ours["greedy"], ours["beam"], ours["greedy_tokens"], ours["beam_tokens"]),
-                ("ours, record=True (full trace)", ours["greedy_traced"], ours["beam_traced"],
-                 ours["greedy_traced_tokens"], ours["beam_traced_tokens"])]  # fmt: skip
+        rows = [
+            ("transformers generate()", hf["greedy"], hf["beam"], hf["greedy_tokens"], hf["beam_tokens"]),
+            ("ours, untraced", ours["greedy"], ours["beam"], ours["greedy_tokens"], ours["beam_tokens"]),
+            (
+                "ours, record=True (full trace)",
+                ours["greedy_traced"],
+                ours["beam_traced"],
+                ours["greedy_traced_tokens"],
+                ours["beam_traced_tokens"],
+            ),
+        ]
         for i, (name, g, b, gt, bt) in enumerate(rows):
             ratio = "" if i == 0 else f"{hf['greedy'] / g:.2f}x greedy, {hf['beam'] / b:.2f}x beam"
             print(f"{n:>7}  {name:<34}{g:>9.1f}{b:>9.1f}{f'{gt:.0f}/{bt:.0f}':>8}   {ratio}")
@@ -197,8 +238,10 @@ def report(results: dict[int, dict[str, dict]], size: dict) -> None:
     print("-" * len(head2))
     for n, r in results.items():
         o = r["ours"]
-        print(f"{n:>7}  {o['step5']:>8.3f}{o['step40']:>9.3f}{o['step40'] / o['step5']:>7.2f}   "
-              f"{o['forward']:>8.2f}{o['trace']:>8.2f}{o['trace'] / o['forward']:>10.2f}")  # fmt: skip
+        print(
+            f"{n:>7}  {o['step5']:>8.3f}{o['step40']:>9.3f}{o['step40'] / o['step5']:>7.2f}   "
+            f"{o['forward']:>8.2f}{o['trace']:>8.2f}{o['trace'] / o['forward']:>10.2f}"
+        )
     print()
     for n, r in results.items():
         hf, o = r["hf"], r["ours"]
@@ -219,8 +262,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts to measure")
     p.add_argument("--runs", type=int, default=None, help="timed runs per figure (default 20; --smoke: 2)")
     p.add_argument("--smoke", action="store_true", help="tiny model, 2 runs: checks the script end to end")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="alternate the engines' processes this many times; medians over rounds")  # fmt: skip
+    p.add_argument(
+        "--rounds", type=int, default=3, help="alternate the engines' processes this many times; medians over rounds"
+    )
     p.add_argument("--worker", choices=["ours", "hf"], help=argparse.SUPPRESS)
     p.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--warmup", type=int, default=2, help=argparse.SUPPRESS)
@@ -254,16 +298,20 @@ def main(argv: list[str] | None = None) -> None:
                     import_marian(hf_dir, ours_dir)
                 for n, r in run_worker("ours", ours_dir, group, size).items():
                     per_round[n]["ours"].append(r)
-    results = {n: {e: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for e, rs in eng.items()}
-               for n, eng in per_round.items()}  # fmt: skip
+    results = {
+        n: {e: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for e, rs in eng.items()}
+        for n, eng in per_round.items()
+    }
     report(results, size)
     if rounds > 1:
         print(f"\n{rounds} rounds; untraced greedy ms per round, transformers / ours:")
         for n, eng in per_round.items():
             pairs = ", ".join(f"{h['greedy']:.0f}/{o['greedy']:.0f}" for h, o in zip(eng["hf"], eng["ours"]))
             print(f"  threads {n}: {pairs}")
-    print(f"\n({time.perf_counter() - t0:.0f} s in all; load average {load:.1f} at the start, "
-          f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs)")  # fmt: skip
+    print(
+        f"\n({time.perf_counter() - t0:.0f} s in all; load average {load:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs)"
+    )
 
 
 if __name__ == "__main__":

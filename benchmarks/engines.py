@@ -57,10 +57,15 @@ ENGINES = {  # worker name -> row label
     "ct2_int8": "CTranslate2 int8",
 }
 SMOKE_SENTENCES = [
-    "I am a student.", "I like pizza.", "The cat is sleeping on the sofa.", "Hello world.",
-    "A man in a blue shirt is standing on a ladder.", "We will go to the beach tomorrow.",
-    "The man likes the blue sofa.", "A cat is on the beach.",
-]  # fmt: skip
+    "I am a student.",
+    "I like pizza.",
+    "The cat is sleeping on the sofa.",
+    "Hello world.",
+    "A man in a blue shirt is standing on a ladder.",
+    "We will go to the beach tomorrow.",
+    "The man likes the blue sofa.",
+    "A cat is on the beach.",
+]
 
 
 # ------------------------------------------------------------------------------------------- set-up
@@ -134,8 +139,12 @@ def stamp(model_dir: Path) -> dict:
     from importlib.metadata import version
 
     st = (model_dir / "model.safetensors").stat()
-    return {"model": str(model_dir), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            **{lib: version(lib) for lib in ("ctranslate2", "transformers")}}  # fmt: skip
+    return {
+        "model": str(model_dir),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        **{lib: version(lib) for lib in ("ctranslate2", "transformers")},
+    }
 
 
 # ------------------------------------------------------------------------------------------- workers
@@ -185,10 +194,17 @@ def worker_hf(work: Path, job: dict, threads: int) -> dict:
     res = {}
     for name, beams in (("greedy", 1), ("beam", BEAM)):
         gen = GenerationConfig(
-            decoder_start_token_id=c.decoder_start_token_id, pad_token_id=c.pad_token_id, eos_token_id=c.eos_token_id,
-            forced_eos_token_id=None, bad_words_ids=[[i] for i in job["banned"]], num_beams=beams, do_sample=False,
-            max_new_tokens=job["max_new"], early_stopping=False, length_penalty=1.0,
-        )  # fmt: skip
+            decoder_start_token_id=c.decoder_start_token_id,
+            pad_token_id=c.pad_token_id,
+            eos_token_id=c.eos_token_id,
+            forced_eos_token_id=None,
+            bad_words_ids=[[i] for i in job["banned"]],
+            num_beams=beams,
+            do_sample=False,
+            max_new_tokens=job["max_new"],
+            early_stopping=False,
+            length_penalty=1.0,
+        )
 
         def run(s, g=gen):
             out = model.generate(torch.tensor([s]), generation_config=g)[0, 1:].tolist()  # drop the start token
@@ -209,11 +225,16 @@ def worker_ct2(work: Path, job: dict, threads: int, quant: str) -> dict:
     res = {"compute_type": translator.compute_type}
     for name, beams in (("greedy", 1), ("beam", BEAM)):
         opts = dict(
-            beam_size=beams, num_hypotheses=1, length_penalty=1.0, patience=1.0,
+            beam_size=beams,
+            num_hypotheses=1,
+            length_penalty=1.0,
+            patience=1.0,
             max_decoding_length=job["max_new"],  # new tokens, </s> included, as ours
             min_decoding_length=0,  # ours may end at once (CT2's default 1 forbids an immediate </s>)
-            return_end_token=True, suppress_sequences=[[vocab[i]] for i in job["banned"]], max_input_length=0,
-        )  # fmt: skip
+            return_end_token=True,
+            suppress_sequences=[[vocab[i]] for i in job["banned"]],
+            max_input_length=0,
+        )
 
         def run(tokens, o=opts):
             return [index[t] for t in translator.translate_batch([tokens], **o)[0].hypotheses[0]]
@@ -256,9 +277,12 @@ def p95(xs: list[float]) -> float:
 def summarize(ms: list[float], outs: list[list[int]], ref: list[list[int]], detok) -> dict:
     same_text = sum(detok(a) == detok(b) for a, b in zip(outs, ref))
     return {
-        "median": statistics.median(ms), "p95": p95(ms), "tok_s": 1000 * sum(map(len, outs)) / sum(ms),
-        "ids_pct": 100 * sum(a == b for a, b in zip(outs, ref)) / len(ref), "text_pct": 100 * same_text / len(ref),
-    }  # fmt: skip
+        "median": statistics.median(ms),
+        "p95": p95(ms),
+        "tok_s": 1000 * sum(map(len, outs)) / sum(ms),
+        "ids_pct": 100 * sum(a == b for a, b in zip(outs, ref)) / len(ref),
+        "text_pct": 100 * same_text / len(ref),
+    }
 
 
 def combine(runs: list[dict]) -> tuple[dict, bool]:
@@ -305,25 +329,32 @@ def report(rounds: dict[int, dict[str, list[dict]]], detok, header: str) -> None
             s = summary[n][engine] = {st: summarize(*r[st], ref[st], detok) for st in ("greedy", "beam")}
             if "compute_type" in r:
                 label += f" ({r['compute_type']})"
-            cells = [f"{x['median']:>8.2f}{x['p95']:>8.2f}{x['tok_s']:>8.0f}{x['ids_pct']:>5.0f}%{x['text_pct']:>5.0f}%"
-                     for x in (s["greedy"], s["beam"])]  # fmt: skip
+            cells = [
+                f"{x['median']:>8.2f}{x['p95']:>8.2f}{x['tok_s']:>8.0f}{x['ids_pct']:>5.0f}%{x['text_pct']:>5.0f}%"
+                for x in (s["greedy"], s["beam"])
+            ]
             print(f"{n:>7}  {label:<36}{cells[0]}  |{cells[1]}")
     n_rounds = len(next(iter(rounds.values()))["ours"])
-    print(f"\nTimes: each sentence's median over {n_rounds} interleaved round(s); in brackets each round's own "
-          "ratio of medians.")  # fmt: skip
+    print(
+        f"\nTimes: each sentence's median over {n_rounds} interleaved round(s); in brackets each round's own "
+        "ratio of medians."
+    )
     if unstable:
         print(f"note: rounds decoded different ids for {', '.join(unstable)}; agreement uses the first round")
     print()
     for n, s in summary.items():
         med = {e: {st: s[e][st]["median"] for st in ("greedy", "beam")} for e in s}
         per_round = [
-            verdict_ratios({e: {st: statistics.median(r[k][st][0]) for st in ("greedy", "beam")}
-                            for e, r in rounds[n].items()})
+            verdict_ratios(
+                {e: {st: statistics.median(r[k][st][0]) for st in ("greedy", "beam")} for e, r in rounds[n].items()}
+            )
             for k in range(n_rounds)
-        ]  # fmt: skip
-        checks = [("ours untraced >= 1.5x faster than transformers", "", lambda v: v >= 1.5),
-                  ("ours traced no slower than transformers", "", lambda v: v >= 1.0),
-                  ("ours untraced within 2x of CTranslate2 float32", "ours / CT2: ", lambda v: v <= 2.0)]  # fmt: skip
+        ]
+        checks = [
+            ("ours untraced >= 1.5x faster than transformers", "", lambda v: v >= 1.5),
+            ("ours traced no slower than transformers", "", lambda v: v >= 1.0),
+            ("ours untraced within 2x of CTranslate2 float32", "ours / CT2: ", lambda v: v <= 2.0),
+        ]
         for i, ((text, prefix, ok), d) in enumerate(zip(checks, verdict_ratios(med))):
             parts = [f"{st} {d[st]:.2f}x [{' '.join(f'{r[i][st]:.2f}' for r in per_round)}]" for st in d]
             passed = all(ok(v) for v in d.values())
@@ -395,10 +426,11 @@ def run(a: argparse.Namespace, work: Path) -> None:
         source = f"Multi30k {SPLIT}"
     max_new = min(a.max_len, cfg.max_len - 1)  # as model.decoding.decode caps it
     job = {
-        "model_dir": str(model_dir), "max_new": max_new,
+        "model_dir": str(model_dir),
+        "max_new": max_new,
         "src": [prepare_ids(tok.encode(t), cfg.eos_id, cfg.max_len) for t in texts],
         "banned": sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}),  # as model.decoding.suppress
-    }  # fmt: skip
+    }
     write_json(work / "job.json", job)
 
     rounds: dict[int, dict[str, list[dict]]] = {n: {e: [] for e in ENGINES} for n in a.threads}
@@ -408,13 +440,17 @@ def run(a: argparse.Namespace, work: Path) -> None:
             for engine in order[k % len(order) :] + order[: k % len(order)]:
                 rounds[n][engine].append(run_worker(engine, work, n))
     n_src = sum(map(len, job["src"])) / len(job["src"])
-    header = (f"{len(texts)} {source}, batch 1, {n_src:.1f} source tokens on average (</s> included), at most "
-              f"{max_new} new tokens; model {model_dir if not a.smoke else 'random (smoke)'}: d_model {cfg.d_model}, "
-              f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, vocab {cfg.vocab_size}. Agreement with ours "
-              "untraced: identical token ids / identical detokenized text.")  # fmt: skip
+    header = (
+        f"{len(texts)} {source}, batch 1, {n_src:.1f} source tokens on average (</s> included), at most "
+        f"{max_new} new tokens; model {model_dir if not a.smoke else 'random (smoke)'}: d_model {cfg.d_model}, "
+        f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, vocab {cfg.vocab_size}. Agreement with ours "
+        "untraced: identical token ids / identical detokenized text."
+    )
     report(rounds, lambda ids: tok.decode(ids), header)
-    print(f"\n({time.perf_counter() - t0:.0f} s in all; load average {load:.1f} at the start, "
-          f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs)")  # fmt: skip
+    print(
+        f"\n({time.perf_counter() - t0:.0f} s in all; load average {load:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs)"
+    )
 
 
 if __name__ == "__main__":

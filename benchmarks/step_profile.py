@@ -106,8 +106,16 @@ def load(a):
         from model import ModelConfig, Transformer
 
         torch.manual_seed(0)
-        cfg = ModelConfig(vocab_size=300, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
-                          max_len=32, dropout=0.0)  # fmt: skip
+        cfg = ModelConfig(
+            vocab_size=300,
+            d_model=32,
+            n_heads=4,
+            d_ff=64,
+            n_encoder_layers=2,
+            n_decoder_layers=2,
+            max_len=32,
+            dropout=0.0,
+        )
         g = torch.Generator().manual_seed(1)
         srcs = [torch.randint(4, cfg.vocab_size, (n,), generator=g).tolist() + [cfg.eos_id] for n in (5, 9, 7, 12)]
         return Transformer(cfg).eval(), srcs, "random model (smoke), 4 random sources"
@@ -192,11 +200,15 @@ def main(argv: list[str] | None = None) -> None:
     step_us = sum(per_step[k] for k in (*PRODUCTS, *OTHER))
     mb = 4 * (sum(w[k].linear.W.size for w in lean.layers for k in PRODUCTS) + lean.out.linear.W.size) / 2**20
 
-    print(f"\n{what}, beam {a.beam}, {a.threads} thread(s); d_model {cfg.d_model}, "
-          f"{cfg.n_decoder_layers} decoder layers, FFN {cfg.d_ff}, vocab {cfg.vocab_size}: "
-          f"{mb:.1f} MB of float32 weights read per step")  # fmt: skip
-    print(f"{n_steps / len(srcs):.1f} decoder steps per sentence; {1000 * untimed / len(srcs):.1f} ms per sentence "
-          f"untimed, {1000 * timed / len(srcs):.1f} ms with the timers\n")  # fmt: skip
+    print(
+        f"\n{what}, beam {a.beam}, {a.threads} thread(s); d_model {cfg.d_model}, "
+        f"{cfg.n_decoder_layers} decoder layers, FFN {cfg.d_ff}, vocab {cfg.vocab_size}: "
+        f"{mb:.1f} MB of float32 weights read per step"
+    )
+    print(
+        f"{n_steps / len(srcs):.1f} decoder steps per sentence; {1000 * untimed / len(srcs):.1f} ms per sentence "
+        f"untimed, {1000 * timed / len(srcs):.1f} ms with the timers\n"
+    )
     heads = ("calls", 6), ("µs/step", 10), ("share", 8), ("µs/call", 10), ("hot µs", 9), ("in place/hot", 14)
     print(f"{'per decoder step':<52}" + "".join(f"{h:>{w}}" for h, w in heads))
     for key, label in {**PRODUCTS, **OTHER}.items():
@@ -213,8 +225,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{label:<52}{1000 * clock.total[key] / len(srcs):>10.2f}")
     print(f"{'decoder steps':<52}{step_us * n_steps / len(srcs) / 1000:>10.2f}")
     products = sum(per_step[k] for k in (*PRODUCTS, "out"))
-    print(f"\nverdict: weight products take {products / step_us:.0%} of a step ({products:.0f} of {step_us:.0f} µs, "
-          f"{mb / 1024 / (products * 1e-6):.1f} GB/s of weights)")  # fmt: skip
+    print(
+        f"\nverdict: weight products take {products / step_us:.0%} of a step ({products:.0f} of {step_us:.0f} µs, "
+        f"{mb / 1024 / (products * 1e-6):.1f} GB/s of weights)"
+    )
 
     if a.pyinstrument:
         from pyinstrument import Profiler

@@ -35,8 +35,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--input", help="file with one sentence per line, or - for stdin")
     d = DecodeOptions()  # the one source of decoding defaults
     group = t.add_mutually_exclusive_group()
-    group.add_argument("--beam", type=int, metavar="K", help=f"beam search with K hypotheses, 1 to {MAX_BEAM} "
-                       f"(default: {d.strategy} decoding; 1 is greedy)")  # fmt: skip
+    group.add_argument(
+        "--beam",
+        type=int,
+        metavar="K",
+        help=f"beam search with K hypotheses, 1 to {MAX_BEAM} (default: {d.strategy} decoding; 1 is greedy)",
+    )
     group.add_argument("--sample", action="store_true", help="sample instead of searching")
     t.add_argument("--temperature", type=float, default=d.temperature)
     t.add_argument("--top-k", type=int, default=d.top_k)
@@ -44,8 +48,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=d.seed)
     t.add_argument("--length-penalty", type=float, default=d.length_penalty)
     t.add_argument("--max-len", type=int, default=None, help=f"most new tokens, </s> included (default: {d.max_len})")
-    t.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="with --input: sentences decoded together "
-                   f"by batched greedy decoding (default: {BATCH_SIZE})")  # fmt: skip
+    t.add_argument(
+        "--batch-size",
+        type=int,
+        default=BATCH_SIZE,
+        help=f"with --input: sentences decoded together by batched greedy decoding (default: {BATCH_SIZE})",
+    )
     t.add_argument("--json", action="store_true", help="JSON output with tokens and n-best candidates")
     add_model_arg(t)
 
@@ -64,8 +72,9 @@ def parser() -> argparse.ArgumentParser:
     xp.add_argument("--ablate", default="", help="heads to switch off: dec.1.cross.2,dec.0.self.5,enc.0.self.1")
     xp.add_argument("--mode", choices=MODES, default=MODES[0], help="ablation: zeros or the head's mean")
     xp.add_argument("--contrast", help="why the chosen token rather than this one (a word or a token)")
-    xp.add_argument("--position", type=int, help="with --contrast: the output position (default: where the "
-                    "contrast comes closest)")  # fmt: skip
+    xp.add_argument(
+        "--position", type=int, help="with --contrast: the output position (default: where the contrast comes closest)"
+    )
     fmt = xp.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="strict JSON (no NaN: null) with every array")
     fmt.add_argument("--out", type=Path, help="write the arrays to an .npz file")
@@ -75,8 +84,11 @@ def parser() -> argparse.ArgumentParser:
     pa.add_argument("a", metavar="A", help="the clean source")
     pa.add_argument("b", metavar="B", nargs="?", help="the corrupted source, of A's token length (or use --noise)")
     pa.add_argument("--target", help="A's translation to teacher-force (default: the model's greedy output)")
-    pa.add_argument("--position", type=int, help="output position measured (default: the first where the "
-                    "corrupted run's top token differs from A's)")  # fmt: skip
+    pa.add_argument(
+        "--position",
+        type=int,
+        help="output position measured (default: the first where the corrupted run's top token differs from A's)",
+    )
     pa.add_argument("--noise", action="store_true", help="corrupt A's token embeddings with Gaussian noise instead")
     pa.add_argument("--contrast", help="also measure logit X − logit Y for this alternative token Y")
     fmt = pa.add_mutually_exclusive_group()
@@ -108,9 +120,16 @@ def options(a: argparse.Namespace) -> DecodeOptions:
         raise ValueError(f"--batch-size must be at least 1, not {a.batch_size}")
     d = DecodeOptions()
     strategy = "sample" if a.sample else d.strategy if a.beam is None else "beam" if a.beam != 1 else "greedy"
-    return DecodeOptions(strategy=strategy, beam=d.beam if a.beam is None else a.beam, length_penalty=a.length_penalty,
-                         temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
-                         max_len=d.max_len if a.max_len is None else a.max_len)  # fmt: skip
+    return DecodeOptions(
+        strategy=strategy,
+        beam=d.beam if a.beam is None else a.beam,
+        length_penalty=a.length_penalty,
+        temperature=a.temperature,
+        top_k=a.top_k,
+        top_p=a.top_p,
+        seed=a.seed,
+        max_len=d.max_len if a.max_len is None else a.max_len,
+    )
 
 
 def note(msg: str) -> None:
@@ -128,8 +147,10 @@ def check_utf8(text: str, what: str) -> None:
 def source_ids(tokenizer, cfg, text: str, where: str = "TEXT") -> list[int]:
     ids = tokenizer.encode(text)
     if len(ids) > cfg.max_len - 1:
-        note(f"{where} has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
-             f"only the first {cfg.max_len - 1} are used")  # fmt: skip
+        note(
+            f"{where} has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
+            f"only the first {cfg.max_len - 1} are used"
+        )
     return prepare_ids(ids, cfg.eos_id, cfg.max_len)
 
 
@@ -141,11 +162,16 @@ def result_json(lm, text: str, res) -> dict:
         "tokens": tok.tokens(res.ids),
         "ids": list(res.ids),
         "candidates": [
-            {"translation": tok.decode(h.ids), "tokens": tok.tokens(h.ids), "score": h.score,
-             "logprob": h.logprob, "finished": bool(h.ids) and h.ids[-1] == eos}
+            {
+                "translation": tok.decode(h.ids),
+                "tokens": tok.tokens(h.ids),
+                "score": h.score,
+                "logprob": h.logprob,
+                "finished": bool(h.ids) and h.ids[-1] == eos,
+            }
             for h in res.n_best
         ],
-    }  # fmt: skip
+    }
 
 
 def cmd_translate(a: argparse.Namespace) -> int:
@@ -162,8 +188,9 @@ def cmd_translate(a: argparse.Namespace) -> int:
             with src:
                 lines = [line.rstrip("\n") for line in src]
         except UnicodeDecodeError as e:
-            raise ValueError(f"{a.input} is not valid UTF-8 text (byte {e.object[e.start]:#04x} at offset "
-                             f"{e.start})") from None  # fmt: skip
+            raise ValueError(
+                f"{a.input} is not valid UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+            ) from None
     if a.text is not None and not a.text.strip():
         raise ValueError("nothing to translate: the text is empty")
     where = [f"line {i + 1}" for i in range(len(lines))] if a.text is None else ["TEXT"]
@@ -210,8 +237,10 @@ def cmd_trace(a: argparse.Namespace) -> int:
         note(f"the source or target was cut to this model's limit of {lm.cfg.max_len - 1} tokens")
     trace.save_npz(a.out)
     loss = float(trace.arrays["loss"].mean())
-    print(f"wrote {len(trace.arrays) + 3} arrays to {a.out} (target {len(trace.label_tokens)} tokens, "
-          f"mean loss {loss:.4f}{', causal mask removed' if a.no_mask else ''})")  # fmt: skip
+    print(
+        f"wrote {len(trace.arrays) + 3} arrays to {a.out} (target {len(trace.label_tokens)} tokens, "
+        f"mean loss {loss:.4f}{', causal mask removed' if a.no_mask else ''})"
+    )
     return 0
 
 
@@ -223,29 +252,43 @@ def format_explanation(r: dict) -> str:
     if "target" in r:
         lines.append(f"target: {r['target']}")
     what = "target" if "target" in r else "translation"
-    lines += ["", f"logit lens (each decoder layer read by the output head: the {what} token's probability and rank, "
-              "entropy in nats, top 3):"]  # fmt: skip
+    lines += [
+        "",
+        f"logit lens (each decoder layer read by the output head: the {what} token's probability and rank, "
+        "entropy in nats, top 3):",
+    ]
     for t, label in enumerate(labels):
         lines.append(f"  position {t}: {inputs[t]} → {label}")
         for layer in range(r["lens.top_ids"].shape[0]):
-            top = ", ".join(f"{tok} {p:.2f}" for tok, p in zip(r["lens.top_tokens"][layer, t, :3],
-                                                                 r["lens.top_probs"][layer, t, :3]))  # fmt: skip
+            top = ", ".join(
+                f"{tok} {p:.2f}"
+                for tok, p in zip(r["lens.top_tokens"][layer, t, :3], r["lens.top_probs"][layer, t, :3])
+            )
             p, rank, h = (r[f"lens.{k}"][layer, t] for k in ("chosen_prob", "chosen_rank", "entropy"))
             lines.append(f"    layer {layer}: p {p:.3f}  rank {rank:<5d} H {h:.2f}  top: {top}")
     if "ablation.heads" in r:
-        lines += ["", f"without {r['ablation.heads']} ({r['ablation.mode']} ablation): {r['ablation.translation']}",
-                  "  loss change per position (teacher-forced): "
-                  + "  ".join(f"{tok} {d:+.3f}" for tok, d in zip(labels, r["ablation.loss_delta"]))]  # fmt: skip
-    lines += ["", f"head importance: mean loss increase when one head alone is removed ({r['importance.mode']}; "
-              f"loss {float(r['importance.base_loss']):.3f} with every head)"]  # fmt: skip
+        lines += [
+            "",
+            f"without {r['ablation.heads']} ({r['ablation.mode']} ablation): {r['ablation.translation']}",
+            "  loss change per position (teacher-forced): "
+            + "  ".join(f"{tok} {d:+.3f}" for tok, d in zip(labels, r["ablation.loss_delta"])),
+        ]
+    lines += [
+        "",
+        f"head importance: mean loss increase when one head alone is removed ({r['importance.mode']}; "
+        f"loss {float(r['importance.base_loss']):.3f} with every head)",
+    ]
     for name in ("self", "cross"):
         m = r[f"importance.{name}"]
         lines.append(f"  {name + '-attention':<16}" + "".join(f"{f'head {h}':>10}" for h in range(m.shape[1])))
         lines += [f"  layer {layer:<10d}" + "".join(f"  {d:+8.3f}" for d in row) for layer, row in enumerate(m)]
     if "attribution.src" in r:
         steps = f", {int(r['attribution.steps'])} steps" if int(r["attribution.steps"]) else ""
-        lines += ["", f"attribution ({r['attribution.method']}{steps}; top source tokens, share of the inputs, "
-                  f"completeness error): {r['agreement.summary']}"]  # fmt: skip
+        lines += [
+            "",
+            f"attribution ({r['attribution.method']}{steps}; top source tokens, share of the inputs, "
+            f"completeness error): {r['agreement.summary']}",
+        ]
         for t, label in enumerate(labels):
             order = np.argsort(-r["attribution.src"][t], kind="stable")[:3]
             top = ", ".join(f"{src[j]} {r['attribution.src'][t, j]:.2f}" for j in order)
@@ -276,8 +319,10 @@ def cmd_explain(a: argparse.Namespace) -> int:
     if a.target is not None:
         target = tok.encode(a.target)
         if len(target) > cfg.max_len - 1:
-            note(f"--target has {len(target)} tokens but this model reads at most {cfg.max_len - 1}; "
-                 f"only the first {cfg.max_len - 1} are used")  # fmt: skip
+            note(
+                f"--target has {len(target)} tokens but this model reads at most {cfg.max_len - 1}; "
+                f"only the first {cfg.max_len - 1} are used"
+            )
     r = report(lm.model, tok, source_ids(tok, cfg, a.text), target, heads, a.mode, a.method, a.steps)
     return emit(a, r, format_explanation)
 
@@ -292,16 +337,17 @@ def _target_ids(lm, source: list[int], target: str | None) -> list[int]:
     if not ids:
         raise ValueError("--target is empty")
     if len(ids) > cfg.max_len - 1:
-        note(f"--target has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
-             f"only the first {cfg.max_len - 1} are used")  # fmt: skip
+        note(
+            f"--target has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
+            f"only the first {cfg.max_len - 1} are used"
+        )
     return prepare_ids(ids, cfg.eos_id, cfg.max_len)
 
 
 def _position(lm, position: int | None, out: list[int]) -> None:
     if position is not None and not 0 <= position < len(out):
         shown = " ".join(lm.tokenizer.tokens(out))
-        raise ValueError(f"--position {position} is beyond the output: it has positions 0 to {len(out) - 1} "
-                         f"({shown})")  # fmt: skip
+        raise ValueError(f"--position {position} is beyond the output: it has positions 0 to {len(out) - 1} ({shown})")
 
 
 def _contrast(lm, text: str):
@@ -318,9 +364,12 @@ def format_contrast(r: dict) -> str:
     t, x, y = int(r["contrast.position"]), str(r["contrast.chosen"]), str(r["contrast.alternative"])
     reads = [str(s) for s in r["tokens.dec_input"]]
     src = [str(s) for s in r["tokens.src"]]
-    lines = [f"position {t} (reads {reads[-1]}): why {x} rather than {y}? logit difference "
-             f"{float(r['contrast.logit_diff']):+.3f}", "", "logit lens of the difference (each decoder layer's "
-             "output read by the output head):"]  # fmt: skip
+    lines = [
+        f"position {t} (reads {reads[-1]}): why {x} rather than {y}? logit difference "
+        f"{float(r['contrast.logit_diff']):+.3f}",
+        "",
+        "logit lens of the difference (each decoder layer's output read by the output head):",
+    ]
     for layer, (d, px, py) in enumerate(zip(r["lens.diff"], r["lens.p_chosen"], r["lens.p_alternative"])):
         lines.append(f"  layer {layer}: {d:+.3f}   p({x}) {px:.3f}  p({y}) {py:.3f}")
     for m, name in (("ig", "integrated gradients"), ("ixg", "input × gradient")):
@@ -331,8 +380,11 @@ def format_contrast(r: dict) -> str:
         extra = f", {steps} steps, completeness error {float(r[f'attribution.{m}.completeness']):.1%}" if steps else ""
         lines += ["", f"attribution ({name}{extra}; signed, toward {x} when positive):"]
         lines += [f"  {labels[j]:<24} {raw[j]:+.3f}" for j in top]
-    lines += ["", f"patching on the difference ({r['patching.corruption']}): clean {float(r['patching.clean']):+.3f},"
-              f" corrupted {float(r['patching.corrupted']):+.3f}"]  # fmt: skip
+    lines += [
+        "",
+        f"patching on the difference ({r['patching.corruption']}): clean {float(r['patching.clean']):+.3f},"
+        f" corrupted {float(r['patching.corrupted']):+.3f}",
+    ]
     lines += _top_sites(r["patching.enc"], r["patching.dec"], r["patching.heads"], src, reads)
     return "\n".join(lines)
 
@@ -341,10 +393,13 @@ def _top_sites(enc, dec, heads, src, reads, k: int = 5) -> list[str]:
     from .patching import SUBLAYER_LABELS, SUBLAYERS
 
     sites = [(v, f"encoder layer {l_} at {src[s]}") for (l_, s), v in np.ndenumerate(enc)]
-    sites += [(v, f"decoder layer {l_} {SUBLAYER_LABELS[SUBLAYERS[j]]} at position {p} ({reads[p]})")
-              for (l_, j, p), v in np.ndenumerate(dec)]  # fmt: skip
-    sites += [(v, f"decoder layer {l_} {('self', 'cross')[j]}-attention head {h}") for (j, l_, h), v in
-              np.ndenumerate(heads)]  # fmt: skip
+    sites += [
+        (v, f"decoder layer {l_} {SUBLAYER_LABELS[SUBLAYERS[j]]} at position {p} ({reads[p]})")
+        for (l_, j, p), v in np.ndenumerate(dec)
+    ]
+    sites += [
+        (v, f"decoder layer {l_} {('self', 'cross')[j]}-attention head {h}") for (j, l_, h), v in np.ndenumerate(heads)
+    ]
     return [f"  {v:+.3f}  {name}" for v, name in sorted(sites, key=lambda s: -s[0])[:k]]
 
 
@@ -353,20 +408,31 @@ def format_patching(r: dict) -> str:
 
     src, reads = [str(s) for s in r["tokens.src"]], [str(s) for s in r["tokens.dec_input"]]
     t, x = int(r["position"]), str(r["target"])
-    lines = [f"corrupted run: {r['corruption.text']}", f"position {t} (reads {reads[-1]}), p({x}): clean "
-             f"{float(r['prob.clean']):.3f}, corrupted {float(r['prob.corrupted']):.3f}"]  # fmt: skip
+    lines = [
+        f"corrupted run: {r['corruption.text']}",
+        f"position {t} (reads {reads[-1]}), p({x}): clean "
+        f"{float(r['prob.clean']):.3f}, corrupted {float(r['prob.corrupted']):.3f}",
+    ]
     for name, what in (("prob", f"p({x})"), ("diff", f"logit {x} − logit {r.get('contrast', '')}")):
         if f"{name}.enc" not in r:
             continue
-        lines += ["", f"{what} with one site restored from the clean run:", "  encoder layer × source token:",
-                  "    " + " ".join(f"{s[:8]:>8}" for s in src)]  # fmt: skip
+        lines += [
+            "",
+            f"{what} with one site restored from the clean run:",
+            "  encoder layer × source token:",
+            "    " + " ".join(f"{s[:8]:>8}" for s in src),
+        ]
         lines += [f"  {l_} " + " ".join(f"{v:8.3f}" for v in row) for l_, row in enumerate(r[f"{name}.enc"])]
         lines += ["  decoder layer, sublayer × position:", "    " + " ".join(f"{s[:8]:>8}" for s in reads)]
         for l_, layer in enumerate(r[f"{name}.dec"]):
             lines += [f"  {l_} {SUBLAYERS[j]:<5} " + " ".join(f"{v:8.3f}" for v in row) for j, row in enumerate(layer)]
-        lines.append("  heads (layer × head): " + "; ".join(
-            f"{kind} " + " | ".join(" ".join(f"{v:.3f}" for v in row) for row in r[f"{name}.heads"][j])
-            for j, kind in enumerate(("self", "cross"))))  # fmt: skip
+        lines.append(
+            "  heads (layer × head): "
+            + "; ".join(
+                f"{kind} " + " | ".join(" ".join(f"{v:.3f}" for v in row) for row in r[f"{name}.heads"][j])
+                for j, kind in enumerate(("self", "cross"))
+            )
+        )
         lines += ["  largest:"] + _top_sites(r[f"{name}.enc"], r[f"{name}.dec"], r[f"{name}.heads"], src, reads)
     return "\n".join(lines)
 
@@ -390,8 +456,10 @@ def cmd_patch(a: argparse.Namespace) -> int:
     src_a = source_ids(tok, cfg, a.a, "A")
     src_b = None if a.b is None else source_ids(tok, cfg, a.b, "B")
     if src_b is not None and len(src_b) != len(src_a):
-        raise ValueError(f"A and B have {len(src_a) - 1} and {len(src_b) - 1} tokens: position-wise patching needs "
-                         "the same token length; use --noise to corrupt A with noise instead")  # fmt: skip
+        raise ValueError(
+            f"A and B have {len(src_a) - 1} and {len(src_b) - 1} tokens: position-wise patching needs "
+            "the same token length; use --noise to corrupt A with noise instead"
+        )
     if src_b == src_a:
         raise ValueError("A and B read as the same tokens: there is nothing to explain")
     out = _target_ids(lm, src_a, a.target)
@@ -400,8 +468,9 @@ def cmd_patch(a: argparse.Namespace) -> int:
     p = Patcher(lm.model, src_a, out, src_b)
     t = default_position(p) if a.position is None else a.position
     if contrast is not None and contrast.id == out[t]:
-        raise ValueError(f"the contrast {contrast.token} is the token chosen at position {t}: there is nothing "
-                         "to compare")  # fmt: skip
+        raise ValueError(
+            f"the contrast {contrast.token} is the token chosen at position {t}: there is nothing to compare"
+        )
     return emit(a, report(tok, p, p.map(t, None if contrast is None else contrast.id)), format_patching)
 
 
@@ -415,8 +484,9 @@ def explain_contrast(a: argparse.Namespace) -> int:
     _position(lm, a.position, out)
     contrast = _contrast(lm, a.contrast)
     if a.position is not None and contrast.id == out[a.position]:
-        raise ValueError(f"the contrast {contrast.token} is the token chosen at position {a.position}: there is "
-                         "nothing to compare")  # fmt: skip
+        raise ValueError(
+            f"the contrast {contrast.token} is the token chosen at position {a.position}: there is nothing to compare"
+        )
     return emit(a, report(lm.model, tok, src, out, contrast, a.position, a.steps), format_contrast)
 
 
@@ -454,9 +524,15 @@ def cmd_export(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"translate": cmd_translate, "trace": cmd_trace, "explain": cmd_explain, "patch": cmd_patch,
-            "lesson": cmd_lesson,
-            "import-marian": cmd_import, "export-marian": cmd_export}  # fmt: skip
+COMMANDS = {
+    "translate": cmd_translate,
+    "trace": cmd_trace,
+    "explain": cmd_explain,
+    "patch": cmd_patch,
+    "lesson": cmd_lesson,
+    "import-marian": cmd_import,
+    "export-marian": cmd_export,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

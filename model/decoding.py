@@ -224,8 +224,9 @@ class ModuleDecoder:
         ids = torch.as_tensor(np.asarray(tokens), dtype=torch.long)[:, None]  # (R, 1)
         if ids.shape[0] != cache.rows:
             raise ValueError(f"{ids.shape[0]} tokens for a cache of {cache.rows} rows")
-        logits, layers, rec = self.model.decode(ids, cache.memory, cache.src_mask, cache.layers, record=record,
-                                                heads=cache.heads)  # fmt: skip
+        logits, layers, rec = self.model.decode(
+            ids, cache.memory, cache.src_mask, cache.layers, record=record, heads=cache.heads
+        )
         cache = ModuleCache(cache.memory, cache.src_mask, cache.heads, layers, cache.t + 1)
         return logits[:, 0].float().numpy(), cache, to_numpy(rec) if record else None
 
@@ -248,8 +249,9 @@ def decode(
     decoder = decoder or LeanDecoder(model, rows=opts.beam if beam else 1)
     memory, src_mask, enc = model.encode(src, record=opts.record, heads=head_masks(opts.ablation, model.cfg))
     policy = beam_search(model.cfg, opts) if beam else greedy(model.cfg, opts)
-    steps, (n_best, beam_steps) = search(decoder, decoder.start(memory, src_mask, opts.ablation), policy,
-                                         model.cfg, opts)  # fmt: skip
+    steps, (n_best, beam_steps) = search(
+        decoder, decoder.start(memory, src_mask, opts.ablation), policy, model.cfg, opts
+    )
     encoder = to_numpy(enc) if opts.record else {}
     return DecodeResult(tuple(src[0].tolist()), n_best[0].ids, steps, n_best, beam_steps, encoder)
 
@@ -319,8 +321,10 @@ def greedy(cfg, opts: DecodeOptions, rows: int = 1) -> Generator:
         nxt = np.where(done, cfg.pad_id, nxt)
         done |= nxt == cfg.eos_id
         step = yield None, nxt, nxt, bool(done.all())
-    hyps = [Hypothesis(tuple(o), lp_, lp_ / max(len(o), 1) ** opts.length_penalty,
-                       finished=bool(o) and o[-1] == cfg.eos_id) for o, lp_ in zip(out, logprob)]  # fmt: skip
+    hyps = [
+        Hypothesis(tuple(o), lp_, lp_ / max(len(o), 1) ** opts.length_penalty, finished=bool(o) and o[-1] == cfg.eos_id)
+        for o, lp_ in zip(out, logprob)
+    ]
     return hyps, None
 
 
@@ -387,12 +391,32 @@ def beam_search(cfg, opts: DecodeOptions) -> Generator:
         rows_k, next_k = rows.tolist(), next_tok.tolist()
         chosen = None
         if opts.record:
-            live = [Hypothesis(tuple(seqs[r]), float(running[r]), float(running[r]) / max(t, 1) ** lp, parents[r])
-                    for r in range(k)]  # fmt: skip
+            live = [
+                Hypothesis(tuple(seqs[r]), float(running[r]), float(running[r]) / max(t, 1) ** lp, parents[r])
+                for r in range(k)
+            ]
             top_ids, top_lp, _ = summary
-            beam_steps.append(beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, cand_lp,
-                                               keep, best_l, all_done, fin_seqs, fin_logprobs, fin_scores,
-                                               fin_done))  # fmt: skip
+            beam_steps.append(
+                beam_step_record(
+                    t,
+                    k,
+                    live,
+                    top_ids,
+                    top_lp,
+                    logp,
+                    running,
+                    rows_l,
+                    tok_l,
+                    cand_lp,
+                    keep,
+                    best_l,
+                    all_done,
+                    fin_seqs,
+                    fin_logprobs,
+                    fin_scores,
+                    fin_done,
+                )
+            )
             chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
             for r, tok in reversed(list(zip(rows_k, next_k))):
                 chosen[r] = tok
@@ -406,13 +430,32 @@ def beam_search(cfg, opts: DecodeOptions) -> Generator:
             unsatisfied = bool((best_possible > worst).any())
         done = not unsatisfied or bool(hits.all())
         step = yield (rows if R == k else np.zeros_like(rows)), next_tok, chosen, done
-    n_best = [Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
-              for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done)][:n_return]  # fmt: skip
+    n_best = [
+        Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
+        for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done)
+    ][:n_return]
     return n_best, beam_steps if opts.record else None
 
 
-def beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, cand_lp, keep, best_l, all_done,
-                     fin_seqs, fin_logprobs, fin_scores, fin_done) -> BeamStep:  # fmt: skip
+def beam_step_record(
+    t,
+    k,
+    live,
+    top_ids,
+    top_lp,
+    logp,
+    running,
+    rows_l,
+    tok_l,
+    cand_lp,
+    keep,
+    best_l,
+    all_done,
+    fin_seqs,
+    fin_logprobs,
+    fin_scores,
+    fin_done,
+) -> BeamStep:
     """What the beam view shows for step t: each live row's top-k continuations and their fate."""
     if top_ids.shape[1] < min(k, logp.shape[-1]):  # the display summary keeps TOP; wide beams need more
         lp_k, ids_k = logp.topk(min(k, logp.shape[-1]), dim=-1)
@@ -421,19 +464,25 @@ def beam_step_record(t, k, live, top_ids, top_lp, logp, running, rows_l, tok_l, 
     run, cand = running.tolist(), cand_lp.tolist()
     kept, finished = set(keep.tolist()), {i - k for i in best_l if i >= k and all_done[i]}
     alive = [i for i in range(2 * k) if cand[i] > NEG / 2]
-    status = {(rows_l[i], tok_l[i]): ("finished" if i in finished else "kept" if i in kept else "pruned")
-              for i in alive}  # fmt: skip
+    status = {
+        (rows_l[i], tok_l[i]): ("finished" if i in finished else "kept" if i in kept else "pruned") for i in alive
+    }
     expansions = [
         Expansion(r, tok, lp_, lp_ + run[r], status.get((r, tok), "pruned"))
-        for r in range(k) if run[r] > NEG / 2 for tok, lp_ in zip(top_ids[r], top_lp[r])
-    ]  # fmt: skip
+        for r in range(k)
+        if run[r] > NEG / 2
+        for tok, lp_ in zip(top_ids[r], top_lp[r])
+    ]
     shown = {(e.parent, e.token) for e in expansions}
     for i in alive:  # candidates outside a row's top-k (forced tokens) are shown too
         r, tok = rows_l[i], tok_l[i]
         if (r, tok) not in shown:
             expansions.append(Expansion(r, tok, float(logp[r, tok]), cand[i], status[(r, tok)]))
-    pool = [Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
-            for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done) if d]  # fmt: skip
+    pool = [
+        Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
+        for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done)
+        if d
+    ]
     return BeamStep(t, live, expansions, pool)
 
 
@@ -460,9 +509,16 @@ def greedy_batch(
     return [list(h.ids) for h in hyps]
 
 
-def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int = 1,
-                    max_len: int = DecodeOptions.max_len, batch_size: int = BATCH_SIZE, lean: LeanDecoder | None = None,
-                    length_penalty: float = DecodeOptions.length_penalty) -> list[str]:  # fmt: skip
+def translate_batch(
+    model: Transformer,
+    tokenizer,
+    texts: list[str],
+    beam: int = 1,
+    max_len: int = DecodeOptions.max_len,
+    batch_size: int = BATCH_SIZE,
+    lean: LeanDecoder | None = None,
+    length_penalty: float = DecodeOptions.length_penalty,
+) -> list[str]:
     """Translate sentences: batched greedy when beam == 1 (shortest first, ``batch_size`` a batch), beam search per
     sentence otherwise (``length_penalty`` as DecodeOptions')."""
     cfg = model.cfg
@@ -479,8 +535,14 @@ def translate_batch(model: Transformer, tokenizer, texts: list[str], beam: int =
     return [tokenizer.decode(i) for i in ids]
 
 
-def translate_corpus(model: Transformer, tokenizer, texts: list[str], beam: int = 1, batch_size: int = BATCH_SIZE,
-                     length_penalty: float = DecodeOptions.length_penalty) -> list[str]:  # fmt: skip
+def translate_corpus(
+    model: Transformer,
+    tokenizer,
+    texts: list[str],
+    beam: int = 1,
+    batch_size: int = BATCH_SIZE,
+    length_penalty: float = DecodeOptions.length_penalty,
+) -> list[str]:
     """Translate many sentences as the app and the CLI would with their default limits (``DecodeOptions``),
     shortest first in batches of ``batch_size`` (greedy), output in input order. This is the one path that
     ``benchmarks/bleu.py`` scores and that training validates with, so a checkpoint is chosen by the decoding

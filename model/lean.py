@@ -151,17 +151,23 @@ class LeanDecoder:
             self.layers = []
             for layer in model.decoder_layers:
                 sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-                self.layers.append({
-                    "qkv": _Linear(*_fused(sa.W_Q, sa.W_K, sa.W_V), rows, pack_min),  # (D, 3D): one product for Q, K, V
-                    "o": _Linear(sa.W_O.weight, sa.W_O.bias, rows, pack_min),
-                    "cq": _Linear(ca.W_Q.weight, ca.W_Q.bias, rows, pack_min),
-                    "ckv": _Linear(*_fused(ca.W_K, ca.W_V), 1, pack_min),  # on the source, once per sentence
-                    "co": _Linear(ca.W_O.weight, ca.W_O.bias, rows, pack_min),
-                    "w1": _Linear(ffn.W_1.weight, ffn.W_1.bias, rows, pack_min),
-                    "w2": _Linear(ffn.W_2.weight, ffn.W_2.bias, rows, pack_min),
-                    "norms": [(_np(n.norm.weight).copy(), _np(n.norm.bias).copy())
-                              for n in (layer.norm1, layer.norm2, layer.norm3)],
-                })  # fmt: skip
+                self.layers.append(
+                    {
+                        "qkv": _Linear(
+                            *_fused(sa.W_Q, sa.W_K, sa.W_V), rows, pack_min
+                        ),  # (D, 3D): one product for Q, K, V
+                        "o": _Linear(sa.W_O.weight, sa.W_O.bias, rows, pack_min),
+                        "cq": _Linear(ca.W_Q.weight, ca.W_Q.bias, rows, pack_min),
+                        "ckv": _Linear(*_fused(ca.W_K, ca.W_V), 1, pack_min),  # on the source, once per sentence
+                        "co": _Linear(ca.W_O.weight, ca.W_O.bias, rows, pack_min),
+                        "w1": _Linear(ffn.W_1.weight, ffn.W_1.bias, rows, pack_min),
+                        "w2": _Linear(ffn.W_2.weight, ffn.W_2.bias, rows, pack_min),
+                        "norms": [
+                            (_np(n.norm.weight).copy(), _np(n.norm.bias).copy())
+                            for n in (layer.norm1, layer.norm2, layer.norm3)
+                        ],
+                    }
+                )
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
             self.out = _Linear(W_out, model.final_logits_bias, rows, pack_min)  # (D, V)
         self.eps, self.inv_D = np.float32(cfg.layer_norm_eps), np.float32(1.0 / cfg.d_model)
@@ -232,8 +238,20 @@ class LeanDecoder:
                 rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
             Q = w["cq"](y).reshape(R, H, 1, d_k)
             # the cross K, V never change after start(): the record holds views of them, not per-step copies
-            y, r = self._attention(Q, cache.cross_K[i], cache.cross_V[i], mask, y, w["co"], w["norms"][1], record,
-                                   False, heads.get(f"dec.{i}.cross"), "cross", "norm2")  # fmt: skip
+            y, r = self._attention(
+                Q,
+                cache.cross_K[i],
+                cache.cross_V[i],
+                mask,
+                y,
+                w["co"],
+                w["norms"][1],
+                record,
+                False,
+                heads.get(f"dec.{i}.cross"),
+                "cross",
+                "norm2",
+            )
             if record:
                 rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
             hidden = self._act(w["w1"](y))  # (R, d_ff)
@@ -241,11 +259,16 @@ class LeanDecoder:
             residual = y + f
             y, mean, std = self._norm(residual, w["norms"][2])
             if record:
-                rec.update({
-                    f"dec.{i}.ffn.hidden": hidden[:, None], f"dec.{i}.ffn.out": f[:, None],
-                    f"dec.{i}.norm3.residual": residual[:, None], f"dec.{i}.norm3.mean": mean,
-                    f"dec.{i}.norm3.std": std, f"dec.{i}.norm3.out": y[:, None],
-                })  # fmt: skip
+                rec.update(
+                    {
+                        f"dec.{i}.ffn.hidden": hidden[:, None],
+                        f"dec.{i}.ffn.out": f[:, None],
+                        f"dec.{i}.norm3.residual": residual[:, None],
+                        f"dec.{i}.norm3.mean": mean,
+                        f"dec.{i}.norm3.std": std,
+                        f"dec.{i}.norm3.out": y[:, None],
+                    }
+                )
         cache.t = t + 1
         logits = self.out(y)  # (R, V)
         return logits, cache, (_frozen(rec) if record else None)
@@ -270,11 +293,24 @@ class LeanDecoder:
         K, V = np.broadcast_to(K.swapaxes(-1, -2), (R, H, Tk, d_k)), np.broadcast_to(V, (R, H, Tk, d_k))
         full_mask = np.zeros_like(scores) if mask is None else np.broadcast_to(mask, scores.shape)
         rec = {
-            "Q": Q, "K": K.copy() if copy_kv else K, "V": V.copy() if copy_kv else V, "scores": scores,
-            "mask": full_mask, "masked_scores": masked, "weights": weights, "context": context,
-            "concat": concat[:, None], "out": out[:, None],
-        }  # fmt: skip
+            "Q": Q,
+            "K": K.copy() if copy_kv else K,
+            "V": V.copy() if copy_kv else V,
+            "scores": scores,
+            "mask": full_mask,
+            "masked_scores": masked,
+            "weights": weights,
+            "context": context,
+            "concat": concat[:, None],
+            "out": out[:, None],
+        }
         rec = {f"{name}.{k}": v for k, v in rec.items()}
-        rec.update({f"{norm_name}.residual": residual[:, None], f"{norm_name}.mean": mean, f"{norm_name}.std": std,
-                    f"{norm_name}.out": y[:, None]})  # fmt: skip
+        rec.update(
+            {
+                f"{norm_name}.residual": residual[:, None],
+                f"{norm_name}.mean": mean,
+                f"{norm_name}.std": std,
+                f"{norm_name}.out": y[:, None],
+            }
+        )
         return y, rec

@@ -43,7 +43,7 @@ EXAMPLE_TOKENS = (
     "finance",
     "et",
     "l'IA",
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 
 _T_INPUT = (
     (0.45, 0.67, -0.12),
@@ -56,7 +56,7 @@ _T_INPUT = (
     (0.15, -0.01, 0.04),
     (-0.20, -0.10, 0.04),
     (0.30, 0.40, 0.08),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _PE = (
     (0.0000, 1.0000, 0.0000),
     (0.8415, 0.9989, 0.0022),
@@ -68,7 +68,7 @@ _PE = (
     (0.6570, 0.9477, 0.0151),
     (0.9894, 0.9318, 0.0172),
     (0.4121, 0.9140, 0.0194),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _X = (
     (0.45, 1.67, -0.12),
     (1.6415, 1.0489, -0.2478),
@@ -80,7 +80,7 @@ _X = (
     (0.8070, 0.9377, 0.0551),
     (0.7894, 0.8318, 0.0572),
     (0.7121, 1.3140, 0.0994),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _W_Q = ((0.3745, 0.9507, 0.7320), (0.5987, 0.1560, 0.1560), (0.0581, 0.8662, 0.6011))
 _W_K = ((0.7081, 0.0206, 0.9699), (0.8324, 0.2123, 0.1818), (0.1834, 0.3042, 0.5248))
 _W_V = ((0.4320, 0.2912, 0.6119), (0.1395, 0.2921, 0.3664), (0.4561, 0.7852, 0.1997))
@@ -95,7 +95,7 @@ _Q = (
     (0.8668, 0.9613, 0.7701),
     (0.7969, 0.9298, 0.7420),
     (1.0591, 0.9681, 0.7860),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _K = (
     (1.6868, 0.3274, 0.6771),
     (1.9900, 0.1811, 1.6528),
@@ -107,7 +107,7 @@ _K = (
     (1.3621, 0.2325, 0.9821),
     (1.2619, 0.2103, 0.9469),
     (1.6163, 0.3239, 0.9818),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _V = (
     (0.3726, 0.5247, 0.8632),
     (0.7423, 0.5899, 1.3392),
@@ -119,7 +119,7 @@ _V = (
     (0.5045, 0.5522, 0.8483),
     (0.4831, 0.5178, 0.7992),
     (0.5362, 0.6693, 0.9369),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _INF = float("-inf")
 # Partially printed 10x10 matrices: (printed rows, printed columns, values).
 # The ellipses hide rows 4-9 and the middle columns; the last row/column is the 10th.
@@ -127,17 +127,17 @@ _SCORES = (
     (0, 1, 2, 9),
     (0, 1, 2, 9),
     ((1.44, 1.88, 2.47, 1.48), (1.95, 2.72, 3.54, 2.11), (2.54, 3.48, 4.53, 2.71), (1.52, 2.06, 2.69, 1.61)),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _MASK = (
     (0, 1, 2, 9),
     (0, 1, 2, 9),
     ((0, _INF, _INF, _INF), (0, 0, _INF, _INF), (0, 0, 0, _INF), (0, 0, 0, 0)),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _MASKED = (
     (0, 1, 2, 9),
     (0, 1, 2, 9),
     ((1.44, _INF, _INF, _INF), (1.88, 2.72, _INF, _INF), (2.47, 3.54, 4.53, _INF), (1.48, 2.11, 2.71, 1.61)),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _WEIGHTS = (
     (0, 1, 2, 9),
     (0, 1, 2, 3, 9),
@@ -147,7 +147,7 @@ _WEIGHTS = (
         (0.0845, 0.2471, 0.6684, 0.0, 0.0),
         (0.0796, 0.1497, 0.2727, 0.1631, 0.0905),
     ),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _OUTPUT = (
     (0.3726, 0.5247, 0.8632),
     (0.6308, 0.5702, 1.1957),
@@ -159,7 +159,7 @@ _OUTPUT = (
     (0.7030, 0.8258, 1.1677),
     (0.6746, 0.7918, 1.1219),
     (0.6909, 0.8052, 1.1497),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 _W_O = ((0.3745, 0.9507, 0.7320), (0.5987, 0.1560, 0.1560), (0.0581, 0.8662, 0.6011))
 _PROJECTED = (
     (0.5038, 1.1838, 0.8735),
@@ -172,7 +172,7 @@ _PROJECTED = (
     (0.8255, 1.8087, 1.3454),
     (0.7918, 1.7366, 1.2917),
     (0.8076, 1.7783, 1.3224),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 # Decimals the example prints for each matrix (mask: exact 0 / -inf).
 _DECIMALS = (
     ("T_input", 2),
@@ -191,7 +191,7 @@ _DECIMALS = (
     ("output", 4),
     ("W_O", 4),
     ("projected", 4),
-)  # fmt: skip (rows as the worked example prints them)
+)  # fmt: skip (rows as the worked example prints them) (rows as the worked example prints them)
 
 STAGE_KEYS = tuple(k for k, _ in _DECIMALS)
 INPUT_KEYS = ("T_input", "W_Q", "W_K", "W_V", "W_O")  # given, not computed

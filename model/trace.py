@@ -31,9 +31,13 @@ class Trace:
         np.savez_compressed(
             path,
             **self.arrays,
-            **{"tokens.src": np.array(self.src_tokens), "tokens.dec_input": np.array(self.dec_input_tokens),
-               "tokens.label": np.array(self.label_tokens), "causal": np.array(self.causal)},
-        )  # fmt: skip
+            **{
+                "tokens.src": np.array(self.src_tokens),
+                "tokens.dec_input": np.array(self.dec_input_tokens),
+                "tokens.label": np.array(self.label_tokens),
+                "causal": np.array(self.causal),
+            },
+        )
 
 
 def as_ids(text_or_ids: str | Sequence[int], tokenizer: Tokenizer) -> list[int]:

@@ -62,8 +62,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=REPO / "assets" / "models" / "en-fr", help="model directory to write")
     p.add_argument("--state-dir", type=Path, default=REPO / "runs" / "en-fr", help="resumable state + logs")
     p.add_argument("--resume", action="store_true", help="continue from STATE_DIR/train_state")
-    p.add_argument("--init", type=Path, default=None,
-                   help="continue from this model directory (its architecture; byte fallback added)")  # fmt: skip
+    p.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="continue from this model directory (its architecture; byte fallback added)",
+    )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--minutes", type=float, default=45.0, help="wall-clock budget of the whole run")
@@ -80,10 +84,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--model-max-len", type=int, default=128)
     # optimisation
     p.add_argument("--max-len", type=int, default=64, help="drop training pairs longer than this (tokens)")
-    p.add_argument("--multi30k-repeat", type=int, default=1,
-                   help="each epoch sees every Multi30k training pair this many times (Tatoeba's once)")  # fmt: skip
-    p.add_argument("--substitute", type=float, default=0.0,
-                   help="share of name/number/time/date pairs given new ones each epoch (0: none)")  # fmt: skip
+    p.add_argument(
+        "--multi30k-repeat",
+        type=int,
+        default=1,
+        help="each epoch sees every Multi30k training pair this many times (Tatoeba's once)",
+    )
+    p.add_argument(
+        "--substitute",
+        type=float,
+        default=0.0,
+        help="share of name/number/time/date pairs given new ones each epoch (0: none)",
+    )
     p.add_argument(
         "--repeat-timed",
         type=int,
@@ -108,18 +120,28 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=800)
-    p.add_argument("--decay", choices=["inverse-sqrt", "none"], default="inverse-sqrt",
-                   help="after the warm-up: peak * sqrt(warmup / step), or the peak held (warm-up, stable, then "
-                        "--cooldown)")  # fmt: skip
-    p.add_argument("--cooldown", type=float, default=0.0,
-                   help="fraction of --minutes at the end over which the learning rate falls linearly to 0 "
-                        "(0: none, the inverse-sqrt decay to the end)")  # fmt: skip
+    p.add_argument(
+        "--decay",
+        choices=["inverse-sqrt", "none"],
+        default="inverse-sqrt",
+        help="after the warm-up: peak * sqrt(warmup / step), or the peak held (warm-up, stable, then --cooldown)",
+    )
+    p.add_argument(
+        "--cooldown",
+        type=float,
+        default=0.0,
+        help="fraction of --minutes at the end over which the learning rate falls linearly to 0 "
+        "(0: none, the inverse-sqrt decay to the end)",
+    )
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--clip", type=float, default=1.0)
-    p.add_argument("--bf16", action="store_true",
-                   help="bfloat16 autocast for forward and backward (~1.3x the throughput on this CPU); weights, "
-                        "optimizer state, loss and evaluation stay float32")  # fmt: skip
+    p.add_argument(
+        "--bf16",
+        action="store_true",
+        help="bfloat16 autocast for forward and backward (~1.3x the throughput on this CPU); weights, "
+        "optimizer state, loss and evaluation stay float32",
+    )
     # evaluation / logging
     p.add_argument("--eval-minutes", type=float, default=5.0)
     p.add_argument("--eval-steps", type=int, default=None, help="evaluate every N steps instead")
@@ -257,8 +279,10 @@ class Validator:
         """Greedy translations of both subsets by the shipped decoding path (``translate_corpus``)."""
         from .decoding import translate_corpus
 
-        return (translate_corpus(model, tokenizer, [en for en, _ in self.tat]),
-                translate_corpus(model, tokenizer, [en for en, _ in self.m30k]))  # fmt: skip
+        return (
+            translate_corpus(model, tokenizer, [en for en, _ in self.tat]),
+            translate_corpus(model, tokenizer, [en for en, _ in self.m30k]),
+        )
 
     def bleu(self, model, tokenizer) -> dict:
         import sacrebleu
@@ -301,8 +325,10 @@ def main(argv=None) -> dict:
     elif init is not None:
         tokenizer = add_byte_fallback(init.tokenizer)
         tokenizer.save(tok_path)
-        log(f"init {args.init}: its {init.tokenizer.vocab_size:,}-token vocabulary"
-            f"{'' if init.tokenizer.byte_fallback else ' + 256 byte-fallback tokens'}")  # fmt: skip
+        log(
+            f"init {args.init}: its {init.tokenizer.vocab_size:,}-token vocabulary"
+            f"{'' if init.tokenizer.byte_fallback else ' + 256 byte-fallback tokens'}"
+        )
     else:
         texts = [t for pair in corpora.train for t in pair]
         tokenizer = train_tokenizer_timed(texts, args.vocab_size)
@@ -312,10 +338,16 @@ def main(argv=None) -> dict:
         cfg = replace(init.cfg, vocab_size=tokenizer.vocab_size, dropout=args.dropout)
     else:
         cfg = ModelConfig(
-            vocab_size=tokenizer.vocab_size, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
-            n_encoder_layers=args.layers, n_decoder_layers=args.layers, max_len=args.model_max_len,
-            dropout=args.dropout, tie_output=True,
-        )  # fmt: skip
+            vocab_size=tokenizer.vocab_size,
+            d_model=args.d_model,
+            n_heads=args.heads,
+            d_ff=args.d_ff,
+            n_encoder_layers=args.layers,
+            n_decoder_layers=args.layers,
+            max_len=args.model_max_len,
+            dropout=args.dropout,
+            tie_output=True,
+        )
     model = Transformer(cfg).to(device)
     if init is not None and not resuming:
         grow_from(model, init.model)
@@ -323,8 +355,10 @@ def main(argv=None) -> dict:
     no_decay = [p for n, p in model.named_parameters() if p.dim() <= 1]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, betas=(0.9, 0.98), eps=1e-9,
-    )  # fmt: skip
+        lr=args.lr,
+        betas=(0.9, 0.98),
+        eps=1e-9,
+    )
     log(f"model: {count_parameters(model):,} parameters, {json.dumps(cfg.__dict__)}")
 
     # tokenize the training set once; Multi30k (the in-domain captions, last in corpora.train) may be repeated.
@@ -337,21 +371,32 @@ def main(argv=None) -> dict:
     if args.substitute > 0 or args.substitute_words > 0:
         from .copying import Substituter
 
-        substituter = Substituter(corpora.train, args.substitute, seed=args.seed, repeat=args.repeat_timed,
-                                  repeat_named=args.repeat_named, word_rate=args.substitute_words)  # fmt: skip
-        log(f"substitution: rate {args.substitute:g} of {substituter.eligible:,} pairs carrying "
+        substituter = Substituter(
+            corpora.train,
+            args.substitute,
+            seed=args.seed,
+            repeat=args.repeat_timed,
+            repeat_named=args.repeat_named,
+            word_rate=args.substitute_words,
+        )
+        log(
+            f"substitution: rate {args.substitute:g} of {substituter.eligible:,} pairs carrying "
             f"{', '.join(substituter.names)}, numbers, times or dates; {substituter.timed:,} with a time or date, "
             f"{args.repeat_timed} more copies each; {substituter.named:,} with a name, "
             f"{args.repeat_named} more each; rate {args.substitute_words:g} of {substituter.with_identical:,} "
-            f"carrying one of {len(substituter.words):,} words French writes alike")  # fmt: skip
+            f"carrying one of {len(substituter.words):,} words French writes alike"
+        )
 
     def epoch_data(epoch: int):
         src, tgt = list(base_src), list(base_tgt)
         if substituter is not None:
             subs = substituter.epoch(epoch)
             idx = sorted(subs)
-            for i, s_ids, t_ids in zip(idx, tokenizer.encode_batch([subs[i][0] for i in idx]),
-                                       tokenizer.encode_batch([subs[i][1] for i in idx])):  # fmt: skip
+            for i, s_ids, t_ids in zip(
+                idx,
+                tokenizer.encode_batch([subs[i][0] for i in idx]),
+                tokenizer.encode_batch([subs[i][1] for i in idx]),
+            ):
                 src[i], tgt[i] = s_ids, t_ids
             extra = substituter.extra(epoch)
             src += tokenizer.encode_batch([e for e, _ in extra])
@@ -438,9 +483,11 @@ def main(argv=None) -> dict:
                 logits = model(src, tgt_in)
             ntok = int((labels != cfg.pad_id).sum())
             loss = F.cross_entropy(
-                logits.float().flatten(0, 1), labels.flatten(), ignore_index=cfg.pad_id,
+                logits.float().flatten(0, 1),
+                labels.flatten(),
+                ignore_index=cfg.pad_id,
                 label_smoothing=args.label_smoothing,
-            )  # fmt: skip
+            )
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)

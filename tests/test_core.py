@@ -279,13 +279,17 @@ def test_sampling_is_seeded_and_prefix_is_kept(tiny_model, tiny_tokenizer):
     opts = DecodeOptions(strategy="sample", temperature=1.5, top_k=30, top_p=0.95, seed=7, max_len=15)
     a, b = decode(tiny_model, src, opts), decode(tiny_model, src, opts)
     assert a.ids == b.ids
-    others = {decode(tiny_model, src, DecodeOptions(strategy="sample", temperature=1.5, seed=s, max_len=15)).ids
-              for s in range(5)}  # fmt: skip
+    others = {
+        decode(tiny_model, src, DecodeOptions(strategy="sample", temperature=1.5, seed=s, max_len=15)).ids
+        for s in range(5)
+    }
     assert len(others) > 1
     prefix = tuple(tiny_tokenizer.encode("Le chat"))
-    for o in (DecodeOptions(max_len=10, prefix=prefix, record=True),
-              DecodeOptions(strategy="beam", beam=3, max_len=10, prefix=prefix, record=True),
-              DecodeOptions(strategy="sample", seed=1, max_len=10, prefix=prefix, record=True)):  # fmt: skip
+    for o in (
+        DecodeOptions(max_len=10, prefix=prefix, record=True),
+        DecodeOptions(strategy="beam", beam=3, max_len=10, prefix=prefix, record=True),
+        DecodeOptions(strategy="sample", seed=1, max_len=10, prefix=prefix, record=True),
+    ):
         res = decode(tiny_model, src, o)
         assert res.ids[: len(prefix)] == prefix
         assert [s.forced for s in res.steps[: len(prefix) + 1]] == [True] * len(prefix) + [False]
@@ -317,8 +321,9 @@ def test_translate_batch_passes_the_length_penalty_to_beam_search(tiny_tokenizer
     by_lp = {}
     for lp in (0.0, 3.0):
         opts = DecodeOptions(strategy="beam", beam=3, max_len=12, length_penalty=lp)
-        by_lp[lp] = [tiny_tokenizer.decode(decode(tiny_model, src_ids(tiny_tokenizer, tiny_model, t), opts).ids)
-                     for t in texts]  # fmt: skip
+        by_lp[lp] = [
+            tiny_tokenizer.decode(decode(tiny_model, src_ids(tiny_tokenizer, tiny_model, t), opts).ids) for t in texts
+        ]
         assert translate_batch(tiny_model, tiny_tokenizer, texts, beam=3, max_len=12, length_penalty=lp) == by_lp[lp]
     assert by_lp[0.0] != by_lp[3.0]  # the two penalties choose differently here, so the comparison can fail
 
@@ -345,8 +350,14 @@ def test_config_round_trip_and_validation(tmp_path):
 
 
 def test_untied_output_and_bias_variants(tiny_tokenizer):
-    m = make_model(tiny_tokenizer.vocab_size, tie_output=False, final_logits_bias=True, activation="gelu",
-                   scale_embedding=False, pe_layout="half")  # fmt: skip
+    m = make_model(
+        tiny_tokenizer.vocab_size,
+        tie_output=False,
+        final_logits_bias=True,
+        activation="gelu",
+        scale_embedding=False,
+        pe_layout="half",
+    )
     with torch.no_grad():
         m.final_logits_bias.copy_(torch.randn_like(m.final_logits_bias))
     tr = teacher_forced_trace(m, tiny_tokenizer, SRC, TGT)
@@ -356,8 +367,14 @@ def test_untied_output_and_bias_variants(tiny_tokenizer):
 
 
 def test_decode_options_are_validated():
-    for bad in (dict(beam=0), dict(max_len=0), dict(temperature=-1), dict(top_p=1.5), dict(top_k=-1),
-                dict(strategy="magic")):  # fmt: skip
+    for bad in (
+        dict(beam=0),
+        dict(max_len=0),
+        dict(temperature=-1),
+        dict(top_p=1.5),
+        dict(top_k=-1),
+        dict(strategy="magic"),
+    ):
         with pytest.raises(ValueError):
             DecodeOptions(**bad)
 
@@ -392,8 +409,9 @@ def test_the_loop_on_the_readable_modules_equals_the_fast_step(tiny_tokenizer, o
     np.testing.assert_allclose([h.score for h in fast.n_best], [h.score for h in ref.n_best], atol=1e-5)
     assert (fast.beam_steps is None) == (ref.beam_steps is None)
     for a, b in zip(fast.beam_steps or [], ref.beam_steps or []):
-        assert [(e.parent, e.token, e.status) for e in a.expansions] == [(e.parent, e.token, e.status)
-                                                                         for e in b.expansions]  # fmt: skip
+        assert [(e.parent, e.token, e.status) for e in a.expansions] == [
+            (e.parent, e.token, e.status) for e in b.expansions
+        ]
     for a, b in zip(fast.steps, ref.steps):
         assert a.chosen.tolist() == b.chosen.tolist() and a.input_ids.tolist() == b.input_ids.tolist()
         assert a.top_ids.tolist() == b.top_ids.tolist() and a.chosen_rank.tolist() == b.chosen_rank.tolist()

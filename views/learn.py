@@ -273,23 +273,17 @@ def nav(learn: Learn, k: int) -> None:
             st.button(f"◀ Previous: {prev_name}", key="learn_prev", on_click=go, args=(k - 1,))
         if next_name:
             st.button(f"Next: {next_name} ▶", key="learn_next", on_click=go, args=(k + 1,), type="primary")
-    st.selectbox(
-        "Or go to",
-        range(END + 1),
-        index=k,
-        key=f"learn_goto_{k}",
-        format_func=lambda i: _name(learn, i),
-        on_change=_goto,
-        args=(k,),
-    )
+    if st.session_state.get("learn_goto") != k:  # one widget for every chapter, showing the chapter shown
+        st.session_state["learn_goto"] = k
+    st.selectbox("Or go to", range(END + 1), key="learn_goto", format_func=lambda i: _name(learn, i), on_change=_goto)
 
 
 def _name(learn: Learn, i: int) -> str:
     return "The first check" if i == 0 else "The final check" if i == END else f"{i}. {learn.chapters[i - 1].title}"
 
 
-def _goto(k: int) -> None:
-    go(st.session_state[f"learn_goto_{k}"])
+def _goto() -> None:
+    go(st.session_state["learn_goto"])
 
 
 # ---------------------------------------------------------------------------

@@ -103,22 +103,56 @@ CHOICES = (
     Choice("source", "src", EXAMPLES[0], "English sentence"),
     Choice("reference", "ref", "", "Reference French translation"),
     Choice("model", "model", "", has_widget=False),  # the model directory's name ("" = the default one)
-    Choice("strategy", "strategy", DEFAULTS.strategy, "Strategy", options=STRATEGIES, unknown="strategy",
-           fallback="using greedy"),
+    Choice(
+        "strategy",
+        "strategy",
+        DEFAULTS.strategy,
+        "Strategy",
+        options=STRATEGIES,
+        unknown="strategy",
+        fallback="using greedy",
+    ),
     Choice("beam", "beam", DEFAULTS.beam, "Beam width", 1, MAX_BEAM),
-    Choice("length_penalty", "lp", DEFAULTS.length_penalty, "Length penalty", 0.0, MAX_LENGTH_PENALTY,
-           help="score = log p / length^penalty (as in transformers)"),
-    Choice("temperature", "temp", DEFAULTS.temperature, "Temperature", 0.0, MAX_TEMPERATURE,
-           help="0 = always the most likely token"),
+    Choice(
+        "length_penalty",
+        "lp",
+        DEFAULTS.length_penalty,
+        "Length penalty",
+        0.0,
+        MAX_LENGTH_PENALTY,
+        help="score = log p / length^penalty (as in transformers)",
+    ),
+    Choice(
+        "temperature",
+        "temp",
+        DEFAULTS.temperature,
+        "Temperature",
+        0.0,
+        MAX_TEMPERATURE,
+        help="0 = always the most likely token",
+    ),
     Choice("top_k", "top_k", DEFAULTS.top_k, "Top-k", 0, lambda lim: max(lim.vocab_size, 1), shown="Top-k (0 = off)"),
     Choice("top_p", "top_p", DEFAULTS.top_p, "Top-p", 0.0, 1.0, shown="Top-p (1 = off)"),
     Choice("seed", "seed", DEFAULTS.seed, "Seed", 0, MAX_SEED),
-    Choice("max_len", "max_len", DEFAULTS.max_len, "Max length", 1, lambda lim: lim.max_new,
-           shown="Max length (new tokens)"),
+    Choice(
+        "max_len",
+        "max_len",
+        DEFAULTS.max_len,
+        "Max length",
+        1,
+        lambda lim: lim.max_new,
+        shown="Max length (new tokens)",
+    ),
     Choice("forced", "forced", (), has_widget=False),  # the forced prefix; "!" marks the ids the user forced
     Choice("tab", "tab", TABS[0], options=TABS, unknown="tab", fallback="showing step-by-step decoding"),
-    Choice("stage", "stage", DEFAULT_STAGE, options=STAGES, unknown="stage",
-           fallback=f"showing {STAGE_LABELS[DEFAULT_STAGE]}"),
+    Choice(
+        "stage",
+        "stage",
+        DEFAULT_STAGE,
+        options=STAGES,
+        unknown="stage",
+        fallback=f"showing {STAGE_LABELS[DEFAULT_STAGE]}",
+    ),
     Choice("layer", "layer", 0, "Layer", 0, lambda lim: lim.n_layers - 1, shown="Decoder layer"),
     Choice("head", "head", MEAN_HEADS, "Head", 0, lambda lim: lim.n_heads - 1, shown="Attention head"),  # or mean
     Choice("grid", "grid", False),
@@ -126,15 +160,22 @@ CHOICES = (
     Choice("follow", "follow", (), has_widget=False),  # beam search: the followed hypothesis' tokens
     Choice("ablate", "ablate", "", has_widget=False),  # heads switched off, as "dec.1.cross.2,dec.0.self.5"
     Choice("ablate_mode", "amode", "zero", options=MODES, unknown="ablation mode", fallback="using zero"),
-    Choice("attribution", "attr", "ig", options=METHODS, unknown="attribution method",
-           fallback="using Integrated Gradients"),
+    Choice(
+        "attribution",
+        "attr",
+        "ig",
+        options=METHODS,
+        unknown="attribution method",
+        fallback="using Integrated Gradients",
+    ),
     Choice("step", "step", 0, "Position"),  # the decode's length bounds it (``clamp_step``)
     Choice("source_b", "srcb", ""),  # the Compare page's second sentence (B)
     Choice("contrast", "contrast", ""),  # the alternative token Y of "why X rather than Y"
-    Choice("site", "site", SITES[0], options=SITES, unknown="patching map",
-           fallback=f"showing {SITE_LABELS[SITES[0]]}"),
+    Choice(
+        "site", "site", SITES[0], options=SITES, unknown="patching map", fallback=f"showing {SITE_LABELS[SITES[0]]}"
+    ),
     Choice("noise", "noise", False),  # corrupt A with noise instead of reading B
-)  # fmt: skip
+)
 CHOICE = {c.name: c for c in CHOICES}
 QUERY_KEYS = {c.query: c.name for c in CHOICES}  # query parameter -> field; every choice has one
 FIELD_KEYS = {c.name: c.query for c in CHOICES}
