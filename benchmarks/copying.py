@@ -20,26 +20,12 @@ import re
 from pathlib import Path
 
 from model.checkpoint import default_model_dir, load_model_dir, use_threads
-from model.copying import LATIN_SHARE, name_pools
+from model.copying import LATIN_SHARE, MONTHS_EN, name_pools
 from model.decoding import DecodeOptions, translate_corpus
 from model.jsonio import write
 
 TARGET = 0.95
 EXAMPLE_SENTENCE = ("My name is Vikas. I love cricket, finance, and AI.", ("Vikas", "cricket", "finance"))
-MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 TEMPLATES = (
     "My name is {name}.",
     "{name} is my best friend.",
@@ -121,7 +107,7 @@ def build_set(per_template: int = 3, seed: int = 7) -> list[tuple[str, tuple[str
                 need += [str(h), f"{m:02d}"]
             if "{date}" in template:
                 day, year = rng.randint(2, 28), rng.randint(1950, 2030)
-                fill["date"] = f"{rng.choice(MONTHS)} {day}, {year}"
+                fill["date"] = f"{rng.choice(MONTHS_EN)} {day}, {year}"
                 need += [str(day), str(year)]
             if all(en != template.format(**fill) for en, _ in out):
                 out.append((template.format(**fill), tuple(need)))

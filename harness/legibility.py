@@ -14,16 +14,9 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from harness.browser import BROWSER_ARGS, CHROMIUM
+
 MIN_FONT_PX = 11
-CHROMIUM = "/usr/bin/chromium"
-BROWSER_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 # One pass over every `.js-plotly-plot`: boxes are client rects; `tol` px of overlap is forgiven.
 LEGIBILITY_JS = """

@@ -1011,7 +1011,7 @@ def test_beam_tree_labels_do_not_collide():
 @pytest.fixture(scope="module")
 def browser():
     pw_api = pytest.importorskip("playwright.sync_api")
-    from harness.legibility import BROWSER_ARGS, CHROMIUM
+    from harness.browser import BROWSER_ARGS, CHROMIUM
 
     if not Path(CHROMIUM).exists():
         pytest.skip("no Chromium")

@@ -26,6 +26,21 @@ def _shape(values, shape: tuple[int, ...], name: str) -> np.ndarray:
     return v
 
 
+def _patch_spec(x_title: str, y_title: str, value_name: str, zmin, zmax, **more) -> HeatmapSpec:
+    """A patching map's look: the shared patching scale, every cell's value printed, rows without an index."""
+    return HeatmapSpec(
+        x_title=x_title,
+        y_title=y_title,
+        value_name=value_name,
+        colorscale=PATCH_SCALE,
+        zmin=zmin,
+        zmax=zmax,
+        row_index=False,
+        show_values=True,
+        **more,
+    )
+
+
 def patch_decoder_figure(
     values: np.ndarray,
     positions: Sequence[str],
@@ -47,16 +62,7 @@ def patch_decoder_figure(
     positions = as_tokens(positions, "positions")
     check_len(P, positions, "columns", f"values of shape {v.shape}")
     rows = [f"layer {i} {s}" for i in range(L) for s in sublayers]
-    spec = HeatmapSpec(
-        x_title="position: reads → predicts",
-        y_title="decoder residual restored",
-        value_name=value_name,
-        colorscale=PATCH_SCALE,
-        zmin=zmin,
-        zmax=zmax,
-        row_index=False,
-        show_values=True,
-    )
+    spec = _patch_spec("position: reads → predicts", "decoder residual restored", value_name, zmin, zmax)
     return heatmap(v.reshape(L * K, P), rows, positions, spec, title=title, highlight_col=P - 1, framing=ROWS)
 
 
@@ -74,16 +80,7 @@ def patch_encoder_figure(
     src_tokens = as_tokens(src_tokens, "src_tokens")
     check_len(v.shape[1], src_tokens, "columns", f"values of shape {v.shape}")
     rows = [f"encoder layer {i}" for i in range(v.shape[0])]
-    spec = HeatmapSpec(
-        x_title="source token whose encoder output is restored",
-        y_title="encoder layer",
-        value_name=value_name,
-        colorscale=PATCH_SCALE,
-        zmin=zmin,
-        zmax=zmax,
-        row_index=False,
-        show_values=True,
-    )
+    spec = _patch_spec("source token whose encoder output is restored", "encoder layer", value_name, zmin, zmax)
     return heatmap(v, rows, src_tokens, spec, title=title, framing=ROWS)
 
 
@@ -102,17 +99,7 @@ def patch_heads_figure(
         raise ValueError(f"head sites must be (2, layers, heads), not {v.shape}")
     _, L, H = v.shape
     rows = [f"layer {i} {kind}" for i in range(L) for kind in HEAD_KINDS]
-    spec = HeatmapSpec(
-        x_title="head whose output is restored",
-        y_title="decoder layer",
-        value_name=value_name,
-        colorscale=PATCH_SCALE,
-        zmin=zmin,
-        zmax=zmax,
-        row_index=False,
-        col_index=False,
-        show_values=True,
-    )
+    spec = _patch_spec("head whose output is restored", "decoder layer", value_name, zmin, zmax, col_index=False)
     heads = [f"head {h}" for h in range(H)]
     return heatmap(v.transpose(1, 0, 2).reshape(2 * L, H), rows, heads, spec, title=title, framing=ROWS)
 
