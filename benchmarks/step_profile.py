@@ -103,22 +103,13 @@ def load(a):
     import torch
 
     if a.smoke:
-        from model import ModelConfig, Transformer
+        from model.testing import make_model
 
-        torch.manual_seed(0)
-        cfg = ModelConfig(
-            vocab_size=300,
-            d_model=32,
-            n_heads=4,
-            d_ff=64,
-            n_encoder_layers=2,
-            n_decoder_layers=2,
-            max_len=32,
-            dropout=0.0,
-        )
+        model = make_model(300, max_len=32)  # the tests' tiny seeded model
+        cfg = model.cfg
         g = torch.Generator().manual_seed(1)
         srcs = [torch.randint(4, cfg.vocab_size, (n,), generator=g).tolist() + [cfg.eos_id] for n in (5, 9, 7, 12)]
-        return Transformer(cfg).eval(), srcs, "random model (smoke), 4 random sources"
+        return model, srcs, "random model (smoke), 4 random sources"
     from model.checkpoint import ModelDirError, load_model_dir
     from model.data import default_data_dir, load_multi30k_test
     from model.decoding import prepare_ids

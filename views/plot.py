@@ -140,13 +140,16 @@ class Builders:
         self._module = module
 
     def __getattr__(self, name: str):
-        fn = getattr(self._module, name)
-        return functools.wraps(fn)(functools.partial(Drawing.of, fn)) if _builds_figure(fn) else fn
+        return _drawing_maker(getattr(self._module, name))
 
 
 @functools.cache
-def _builds_figure(fn) -> bool:
-    return callable(fn) and inspect.signature(fn).return_annotation in ("go.Figure", "Figure")
+def _drawing_maker(fn):
+    """``fn`` itself, or for a figure builder a function of its arguments that returns their ``Drawing`` (made once
+    per builder: an attribute of ``builders`` is read for every figure drawn)."""
+    if not callable(fn) or inspect.signature(fn).return_annotation not in ("go.Figure", "Figure"):
+        return fn
+    return functools.wraps(fn)(functools.partial(Drawing.of, fn))
 
 
 builders = Builders(viz_module)

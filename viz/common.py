@@ -188,7 +188,9 @@ def new_figure(data: Sequence[dict] | None = None, layout: dict | None = None) -
     the tests check every figure the app sends against the schema, and that checking it changes nothing
     (``harness.audit.figures``)."""
     # unchecked, a figure without a template would take Plotly's default theme, which a later update merges into
-    layout = {"template": copy.deepcopy(TEMPLATE), **(layout or {})}
+    layout = dict(layout or {})
+    if "template" not in layout:  # layout_defaults gives every builder's layout its own copy already
+        layout["template"] = copy.deepcopy(TEMPLATE)
     for trace in data or ():
         for owner in (trace, trace.get("marker")):
             if isinstance(owner, dict) and isinstance(owner.get("colorscale"), str):
@@ -207,16 +209,6 @@ def named_colorscale(name: str) -> list[list]:
 @functools.cache
 def _colorscale(name: str) -> tuple[tuple, ...]:
     return tuple(tuple(pair) for pair in plotly.colors.get_colorscale(name))
-
-
-def finish_layout(fig: go.Figure, title: str | None, *, height: int, legend: bool = False) -> go.Figure:
-    """Shared look (``layout_defaults``) applied to a figure built piece by piece; the top margin is kept
-    at least as large as the title needs."""
-    layout = layout_defaults(title, height=height, legend=legend)
-    fig.update_layout(layout)
-    fig.update_xaxes(automargin=True, tickfont=dict(size=TICK_FONT))
-    fig.update_yaxes(automargin=True, tickfont=dict(size=TICK_FONT))
-    return fig
 
 
 def _plain(label: object, index: int | None = None) -> str:
