@@ -272,3 +272,14 @@ def test_ten_to_fourteen_chapters_in_at_most_a_quarter_of_an_hour(lm):
     q = learn.chapter("softmax").question  # only positions the row can see are offered
     f = int(re.search(r"row (\d+)", q.prompt).group(1))
     assert all(int(re.search(r"column (\d+)", o).group(1)) <= f for o in q.options), q.options
+
+
+def test_or_go_to_moves_to_the_chapter_and_follows_the_buttons(tiny_model_dir, monkeypatch):
+    at = open_learn(tiny_model_dir, monkeypatch, chapter="3")
+    assert at.header[0].value.startswith("3. ") and at.selectbox(key="learn_goto").value == 3
+    at.selectbox(key="learn_goto").set_value(7).run()
+    ok(at)
+    assert at.header[0].value.startswith("7. ") and at.query_params["chapter"] in ("7", ["7"])
+    at.button(key="learn_next").click().run()
+    ok(at)
+    assert at.header[0].value.startswith("8. ") and at.selectbox(key="learn_goto").value == 8
