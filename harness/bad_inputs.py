@@ -548,13 +548,13 @@ def check_app(
                 at = run(app_test(damaged_copy(model_dir, case.damage, work), timeout=timeout))
                 got, problem = check_app_case(at, case)
                 if not problem:
-                    at.radio(key="page").set_value("Learn")  # the rest of the app still works: the Learn page
+                    at.query_params["page"] = "Learn"  # the rest of the app still works: the Learn page
                     run(at)  # says why it has no chapters and still shows the hand-sized worked example
                     if at.exception or not any(h.value == "Common mistakes to avoid" for h in at.subheader):
                         problem = "app afterwards: the Learn page failed"
                 if not problem and every:  # and the same session translates once a good model is given
                     at.bad_inputs_model = str(model_dir)
-                    at.radio(key="page").set_value("Explore")
+                    at.query_params["page"] = "Explore"
                     run(at)
                     problem = still_usable(at)
             else:

@@ -5,8 +5,11 @@ A browser talks to the server over one WebSocket, ``/_stcore/stream`` (subprotoc
 ``BackMsg`` whose ``rerun_script`` (a ``ClientState``) holds the URL's query, the widget states (a button click is
 its id with ``trigger_value``) and, for a widget inside an ``st.fragment``, the fragment's id; the server answers
 with a stream of ``ForwardMsg`` (``delta.new_element`` per element, ``page_info_changed`` with the new URL query) up
-to ``script_finished``. The protobuf classes ship with streamlit. The time from sending the request to
-``script_finished`` is the server's time for the action (on localhost the network adds well under a millisecond).
+to ``script_finished``; each run's ``navigation`` names the page it shows (its script hash, which the next request
+sends back, as a browser does: a link to the site's root with Explore's parameters switches to Explore once, a run
+that finishes early for the one that follows). The protobuf classes ship with streamlit. The time from sending the
+request to ``script_finished`` is the server's time for the action (on localhost the network adds well under a
+millisecond).
 
 ``Student`` opens its own sentence from the URL and then acts as a student does (▶ / ◀ / ⏮ / ⏭, another decoder
 stage, another decoder layer, a new sentence); after each action it reads what the server sent and checks it
@@ -120,12 +123,13 @@ class Connection:
             enable_multithread=False,
         )
         self.query = query
+        self.page = ""  # the page the server last ran (its script hash), as a browser sends it back; "" at first
         self.widgets: dict[str, tuple[str, str]] = {}
 
     def run(self, changed: list[WidgetState] = (), fragment: str = "") -> Run:
         msg = BackMsg()
         rerun = msg.rerun_script
-        rerun.query_string, rerun.page_script_hash, rerun.fragment_id = self.query, "", fragment
+        rerun.query_string, rerun.page_script_hash, rerun.fragment_id = self.query, self.page, fragment
         rerun.widget_states.widgets.extend(changed)
         elements, blocks, widgets, exceptions, errors = {}, {}, {}, [], []
         query, received = None, 0
@@ -138,9 +142,13 @@ class Connection:
             fm.ParseFromString(data)
             kind = fm.WhichOneof("type")
             if kind == "script_finished":
+                if fm.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:  # a page switch: its run follows
+                    continue
                 seconds = time.perf_counter() - t0
                 break
-            if kind == "page_info_changed":
+            if kind == "navigation":  # the page this run shows (an older link's first run switches page once)
+                self.page = fm.navigation.page_script_hash
+            elif kind == "page_info_changed":
                 query = fm.page_info_changed.query_string
             elif kind == "delta":
                 d, path = fm.delta, tuple(fm.metadata.delta_path)

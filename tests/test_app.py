@@ -17,6 +17,7 @@ from model.checkpoint import ENV_MODEL, load_model_dir
 from model.config import ModelConfig
 from model.decoding import DecodeOptions, decode
 from model.steps import follow_line, live_rows
+from tests.pages import open_page
 from views.common import escape_markdown
 from views.stages.lens import head_words
 from views.state import (
@@ -471,17 +472,17 @@ def test_teacher_forcing_and_the_mask_toggle(app):
 
 
 def test_learn_and_about_pages(app):
-    app.radio(key="page").set_value("Learn").run()
+    open_page(app, "Learn")
     ok(app)
     assert "Learn" in app.title[0].value
     app.session_state["learn_chapter"] = 14  # the hand-sized worked example, recomputed
     app.run()
     ok(app)
     assert any(h.value == "Common mistakes to avoid" for h in app.subheader)
-    app.radio(key="page").set_value("About").run()
+    open_page(app, "About")
     ok(app)
     assert any("import-marian" in c.value for c in app.code)
-    app.radio(key="page").set_value("Explore").run()
+    open_page(app, "Explore")
     ok(app)
     assert app.text_area(key="source").value == "I am a student."  # kept while away
 
@@ -633,8 +634,8 @@ def test_missing_model_is_a_clean_error(tmp_path, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     assert any("does not exist" in e.value for e in at.error)
-    at.radio(key="page").set_value("Explore").run()
-    at.radio(key="page").set_value("Learn").run()  # the hand-sized example needs no model
+    open_page(at, "Explore")
+    open_page(at, "Learn")  # the hand-sized example needs no model
     assert not at.exception and any(h.value == "Common mistakes to avoid" for h in at.subheader)
 
 

@@ -16,6 +16,7 @@ from model.checkpoint import ENV_MODEL, load_model_dir
 from model.contrast import contrast_token
 from model.decoding import DecodeOptions, decode
 from model.patching import activation_patching
+from tests.pages import shown_page
 from views.state import Limits, View, clamp_view, from_query, to_query
 
 APP = str(Path(__file__).resolve().parent.parent / "views" / "main.py")
@@ -67,7 +68,13 @@ def test_compare_page_shows_both_runs_the_maps_and_the_contrast(tiny_model_dir, 
     table = next(d.value for d in at.dataframe if "A chooses" in d.value.columns)
     assert len(table) == len(out_a)
     qp = at.query_params
-    assert qp["page"] == "Compare" and qp["srcb"] == B and qp["contrast"] == "la" and qp["site"] == "enc"
+    assert (
+        shown_page(at) == "Compare"
+        and "page" not in qp
+        and qp["srcb"] == B
+        and qp["contrast"] == "la"
+        and qp["site"] == "enc"
+    )
     assert qp["step"] == "2"
     # the JSON download holds the same maps (strict JSON)
     from model.jsonio import dumps
@@ -137,8 +144,9 @@ def test_the_what_if_panel_links_to_the_contrast(tiny_model_dir, monkeypatch):
     ok(at)
     pick = at.selectbox(key="whatif_pick")
     (link,) = at.get("link_button")
-    query = dict(parse_qsl(urlsplit(link.proto.url).query))
-    assert query["page"] == "Compare" and query["src"] == A and query["step"] == "2"
+    url = urlsplit(link.proto.url)
+    query = dict(parse_qsl(url.query))
+    assert url.path == "compare" and query["src"] == A  # the Compare page beside this one and query["step"] == "2"
     assert query["contrast"] and query["contrast"] in pick.value.replace("␣", "▁")
     at = open_compare(tiny_model_dir, monkeypatch, **{k: v for k, v in query.items() if k != "max_len"})
     assert any(m.value.startswith("Logit difference") for m in at.markdown)

@@ -18,6 +18,7 @@ from model.decoding import DecodeOptions, decode
 from model.learn import CHAPTER_KEYS
 from model.lesson import build_lesson
 from model.trace import teacher_forced_trace
+from tests.pages import open_page, shown_page
 from views.common import show_token
 
 from .test_app import APP, ok
@@ -167,13 +168,22 @@ def lm(tiny_model_dir):
 
 def test_a_visitor_without_parameters_lands_on_learn_and_old_links_still_work(tiny_model_dir, monkeypatch):
     at = open_learn(tiny_model_dir, monkeypatch)
-    assert at.radio(key="page").value == "Learn" and at.radio(key="page").options[0] == "Learn"
+    assert shown_page(at) == "Learn"
     assert at.title[0].value.endswith("Learn: how a decoder writes a translation")
     assert re.search(r"about \*\*(\d+) minutes\*\*", at.markdown[0].value)
     assert int(re.search(r"about \*\*(\d+) minutes\*\*", at.markdown[0].value).group(1)) <= 15
-    assert open_learn(tiny_model_dir, monkeypatch, page="Lesson").radio(key="page").value == "Learn"
-    assert open_learn(tiny_model_dir, monkeypatch, src="Hi.", step="2").radio(key="page").value == "Explore"
-    assert open_learn(tiny_model_dir, monkeypatch, page="About").radio(key="page").value == "About"
+    assert shown_page(open_learn(tiny_model_dir, monkeypatch, page="Lesson")) == "Learn"
+    assert shown_page(open_learn(tiny_model_dir, monkeypatch, src="Hi.", step="2")) == "Explore"
+    assert shown_page(open_learn(tiny_model_dir, monkeypatch, page="About")) == "About"
+    # an older link opens its page with the rest of its query, which the page keeps; "page" leaves the URL
+    at = open_learn(tiny_model_dir, monkeypatch, page="Compare", src="Hi.", srcb="Hello.")
+    assert shown_page(at) == "Compare" and "page" not in at.query_params
+    assert at.query_params["src"] == "Hi." and at.text_area(key="source_b").value == "Hello."
+    # Explore's parameters open Explore only when the session opens: Learn stays Learn afterwards
+    at = open_learn(tiny_model_dir, monkeypatch, src="Hi.", step="2")
+    assert shown_page(open_page(at, "Learn")) == "Learn" and at.query_params["chapter"] == "0"
+    assert shown_page(at.run()) == "Learn"
+    assert shown_page(open_page(at, "Explore")) == "Explore" and at.text_area(key="source").value == "Hi."
 
 
 @pytest.mark.parametrize("text", SENTENCES)

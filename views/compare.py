@@ -112,7 +112,7 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     try:
         body(lm, view)
     finally:
-        qp = {**to_query(view), "page": "Compare"}
+        qp = to_query(view)
         if st.query_params.to_dict() != qp:
             st.query_params.from_dict(qp)
 

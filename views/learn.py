@@ -3,7 +3,7 @@
 A check of five questions, the chapters in data-flow order (each: a few sentences, the equation, one figure of the
 model's own numbers with a text alternative, a question to answer before the reveal, what to notice), and a second
 check. Every number and every answer comes from ``model.learn``; this module only lays them out. The chapter and the
-sentence live in the URL (``page=Learn&chapter=4&src=…``); answers and scores only in the session.
+sentence live in the URL (``/?chapter=4&src=…``); answers and scores only in the session.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from views.plot import builders as viz  # viz, its figures built on first use (c
 from .common import cached, fail, get_decode, get_trace, lean_decoder, md, show, show_token, token_texter
 from .state import DEFAULTS, EXAMPLES, MAX_CHARS, Choices, number, prepare_source
 
-PAGE = "Learn"
 SENTENCE = EXAMPLES[5]  # the lesson's first sentence: short, and every word has a clear counterpart
 ROWS = "position: reads → predicts"
 KEYS = "key position (token it reads)"
@@ -53,7 +52,7 @@ def _load_url() -> None:
 
 def _sync_url(chapter: int) -> None:
     s = st.session_state
-    want = {"page": PAGE, "chapter": str(chapter), "src": s["learn_src"]}
+    want = {"chapter": str(chapter), "src": s["learn_src"]}
     if "learn_max_len" in s:
         want["max_len"] = str(s["learn_max_len"])
     if st.query_params.to_dict() != want:

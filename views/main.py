@@ -1,4 +1,5 @@
-"""The page script: the page registry and navigation; each page lives in its own module of ``views/``.
+"""The page script: the page registry, registered with ``st.navigation`` (each page at its own path, Learn at the
+root); each page lives in its own module of ``views/``.
 
 Streamlit runs it once per browser session and again on every interaction; ``app.py`` serves it. Run the app with
 ``streamlit run app.py``; ``DECODER_LENS_MODEL=/path/to/model_dir`` picks another model.
@@ -7,6 +8,7 @@ Streamlit runs it once per browser session and again on every interaction; ``app
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from importlib import import_module
 from pathlib import Path
 
@@ -50,23 +52,73 @@ def choose_model(dirs: list[Path]) -> tuple[str, list[str]]:
 
 @dataclass(frozen=True)
 class Page:
-    """A page: ``views/<module>.py``'s ``render``. A page that ``explores`` the model takes the offered model
-    directories and the link's messages, and needs a loaded model; the others take the model, or the error that
+    """A page: ``views/<module>.py``'s ``render``, at ``/<path>``. A page that ``explores`` the model takes the offered
+    model directories and the link's messages, and needs a loaded model; the others take the model, or the error that
     kept it from loading, and say what they can without it."""
 
     name: str
     module: str
+    icon: str
     explores: bool = False
+    choices: bool = True  # False: the page holds no choice, so its link is the page alone
+
+    @property
+    def path(self) -> str:
+        return self.name.lower()
 
 
-# The page selector's order; the first is where a link without parameters lands. A new page: one module, one line.
+# The navigation's order; the first is the default, at the site's root. A new page: one module, one line.
 PAGES = (
-    Page("Learn", "learn"),
-    Page("Explore", "explore", True),
-    Page("Compare", "compare", True),
-    Page("About", "about"),
+    Page("Learn", "learn", ":material/school:"),
+    Page("Explore", "explore", ":material/frame_inspect:", True),
+    Page("Compare", "compare", ":material/compare:", True),
+    Page("About", "about", ":material/info:", choices=False),
 )
 PAGE_ALIASES = {"Lesson": "Learn"}  # older links
+OPENED = "session_opened"  # set on a session's first run: a link's page is chosen then
+
+
+def show(page: Page) -> None:
+    """Run ``page``: the model (the sidebar may offer others), then the page's module."""
+    from model.checkpoint import ModelDirError
+    from views.common import load_model, md
+    from views.state import offered_model_dirs
+
+    # the sidebar holds the exploring pages' choices: the others open without it
+    st.set_page_config(
+        page_title=f"{page.name} · Decoder Lens", initial_sidebar_state="expanded" if page.explores else "collapsed"
+    )
+    dirs = offered_model_dirs()
+    model_dir, msgs = choose_model(dirs)
+    lm, error = None, None
+    try:
+        lm = load_model(model_dir)
+    except ModelDirError as e:
+        error = f"Cannot load the model: {e}"
+    render = import_module(f"views.{page.module}").render
+    if not page.choices:
+        st.query_params.clear()
+    if not page.explores:
+        render(lm, error)
+    elif lm is None:
+        st.title(":material/frame_inspect: Decoder Lens")
+        st.error(md(error))
+        st.info("Set DECODER_LENS_MODEL to a model directory, or choose another model in the sidebar.")
+    else:
+        render(lm, dirs, msgs)
+
+
+def linked_page(current: Page, query: dict[str, str], opening: bool) -> Page | None:
+    """The page an older link names: ``?page=Compare&…`` (any page), or, when the session opens at the root,
+    Explore's parameters without Learn's chapter (``/?src=…&step=2``, as Explore's links were). None when the link
+    is already on its page."""
+    names = {p.name: p for p in PAGES}
+    wanted = names.get(PAGE_ALIASES.get(query.get("page", ""), query.get("page", "")))
+    if wanted is None and opening and current is PAGES[0] and "chapter" not in query:
+        from views.state import QUERY_KEYS
+
+        wanted = PAGES[1] if any(k in query for k in QUERY_KEYS) else None
+    return None if wanted is current else wanted
 
 
 def main() -> None:
@@ -77,36 +129,29 @@ def main() -> None:
         rerun_on_reconnect()
     # The rest imports torch (~1 s on a fresh server, where the warm start may still be importing it): the first
     # elements go out before, so that the browser loads Plotly meanwhile.
-    from model.checkpoint import ModelDirError
-    from views.common import load_model, md
-    from views.state import QUERY_KEYS, offered_model_dirs
+    from views.session import keep_widget_values
 
-    s = st.session_state
-    names = [p.name for p in PAGES]
-    if "page" not in s:  # a link to a page opens it; one with Explore's parameters only, Explore; none, Learn
-        wanted = PAGE_ALIASES.get(st.query_params.get("page"), st.query_params.get("page"))
-        explore_link = any(k in st.query_params for k in QUERY_KEYS)
-        s["page"] = wanted if wanted in names else "Explore" if explore_link else names[0]
-    page = PAGES[names.index(st.sidebar.radio("Page", names, key="page", horizontal=True))]
-    dirs = offered_model_dirs()
-    model_dir, msgs = choose_model(dirs)
-    lm, error = None, None
-    try:
-        lm = load_model(model_dir)
-    except ModelDirError as e:
-        error = f"Cannot load the model: {e}"
-    render = import_module(f"views.{page.module}").render
-    if not page.explores:
-        if page.name == "About":  # the About page holds no choice: its link is the page alone
-            st.query_params.from_dict({"page": page.name})
-        render(lm, error)
-        return
-    if lm is None:
-        st.title(":material/frame_inspect: Decoder Lens")
-        st.error(md(error))
-        st.info("Set DECODER_LENS_MODEL to a model directory, or choose another model in the sidebar.")
-        return
-    render(lm, dirs, msgs)
+    keep_widget_values()
+    # A page at /<path> (the first at the root): its links keep working when the page's query changes
+    routes = {
+        st.Page(partial(show, p), title=p.name, icon=p.icon, url_path=p.path, default=i == 0): p
+        for i, p in enumerate(PAGES)
+    }
+    current = st.navigation(list(routes), position="top")
+    page = routes[current]
+    query = st.query_params.to_dict()
+    opening = OPENED not in st.session_state
+    st.session_state[OPENED] = True
+    target = linked_page(page, query, opening)
+    if target is not None:  # an older link: open its page with the rest of its query
+        st.switch_page(next(r for r, p in routes.items() if p is target), query_params=without_page(query))
+    if "page" in query:
+        st.query_params.from_dict(without_page(query))
+    current.run()
+
+
+def without_page(query: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in query.items() if k != "page"}
 
 
 try:

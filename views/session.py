@@ -36,12 +36,18 @@ def limits_of(cfg) -> Limits:
     return Limits(cfg.vocab_size, cfg.max_len, cfg.n_decoder_layers, cfg.n_heads)
 
 
+def keep_widget_values() -> None:
+    """Keep the choices' widget values while their widgets are not on the page (another tab, another page): the page
+    script calls it first on every run, before any page runs or is switched to."""
+    s = st.session_state
+    for key in WIDGETS:
+        if key in s:
+            s[key] = s[key]
+
+
 def load(limits: Limits, model_dir: str, model_name: str) -> tuple[View, list[str]]:
     """The run's view, and one message per value that had to change. Runs before any widget of the page exists."""
     s = st.session_state
-    for key in WIDGETS:  # keep widget values while their widgets are not on the page (other tab, other page)
-        if key in s:
-            s[key] = s[key]
     msgs: list[str] = []
     raw = {name: s[name] for name in VIEW_FIELDS if name in s}
     raw["model"] = model_name
@@ -116,10 +122,10 @@ def start_position(view: View, key, n: int) -> tuple[int, str | None]:
     return step, None
 
 
-def sync_url(view: View, page: str | None = None) -> None:
+def sync_url(view: View) -> None:
     """Write the view to the URL (the URL is a convenience: never fail the page for it)."""
     chosen = ("layer", "head") if st.session_state.get(LAYER_HEAD_CHOSEN) else ()  # the link must keep the choice
-    qp = to_query(view, keep=chosen) | ({"page": page} if page else {})
+    qp = to_query(view, keep=chosen)
     try:
         if st.query_params.to_dict() != qp:
             st.query_params.from_dict(qp)

@@ -49,5 +49,5 @@ def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_
         view = replace(view, contrast=lm.tokenizer.id_to_token(pick), step=step)
         st.link_button(
             "Why the chosen token rather than this one? (Compare page)",
-            "?" + urlencode({**to_query(view), "page": "Compare"}),
+            "compare?" + urlencode(to_query(view)),  # relative: the Compare page beside this one
         )
