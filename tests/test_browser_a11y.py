@@ -1,12 +1,14 @@
 """Small screens, the keyboard, screen readers and the figures' toolbar, in a real browser (Playwright + Debian
 chromium) against the tiny model: nothing makes the page scroll sideways at 390×844 or 768×1024, the stepper
 stays in the window in "All stages", ← / → step except while typing, the step buttons and heatmaps have names,
-and no toolbar offers to upload a figure."""
+no toolbar offers to upload a figure, and each page
+has its address (older links still open theirs)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -177,5 +179,45 @@ def test_no_toolbar_offers_to_upload_a_figure(server, browser):
         assert "Download plot as a PNG" in titles  # the toolbars are there ...
         bad = [t for t in titles if re.search(r"share|cloud|chart studio|edit in", t or "", re.I)]
         assert not bad, bad  # ... without an upload button
+    finally:
+        page.close()
+
+
+def sidebar_shown(page) -> bool:
+    return page.evaluate(
+        "() => { const s = document.querySelector('[data-testid=stSidebar]'); "
+        "return !!s && s.getBoundingClientRect().right > 10 && s.getBoundingClientRect().width > 100; }"
+    )
+
+
+def test_each_page_has_its_address_and_older_links_still_open_theirs(server, browser):
+    """An older Explore link (the root with Explore's parameters) opens /explore with its query; the navigation bar
+    moves between the pages' own paths, reached and followed by the keyboard; Learn opens without the sidebar."""
+    page = open_page(browser, f"{server}/?max_len=8&src=I+like+pizza.&step=2", 1366, 768)
+    try:
+        url = urlsplit(page.url)
+        assert url.path == "/explore" and parse_qs(url.query)["step"] == ["2"] and "page" not in parse_qs(url.query)
+        wait_position(page, 2)
+        assert sidebar_shown(page)  # Explore's choices
+        page.get_by_role("link", name="Compare").first.click()
+        page.get_by_role("heading", name=re.compile("Compare two sentences")).wait_for()
+        assert urlsplit(page.url).path == "/compare"
+        about = page.get_by_role("link", name="About").first
+        about.focus()
+        page.keyboard.press("Enter")
+        page.get_by_role("heading", name=re.compile("About Decoder Lens")).wait_for()
+        assert urlsplit(page.url).path == "/about" and not urlsplit(page.url).query
+        page.get_by_role("link", name="Learn").first.click()
+        page.get_by_role("heading", name=re.compile("Learn: how a decoder")).wait_for()
+        page.wait_for_url(re.compile(r"chapter="))
+        url = urlsplit(page.url)
+        assert url.path == "/" and parse_qs(url.query)["chapter"] == ["0"]
+        page.wait_for_timeout(500)
+        assert not sidebar_shown(page)
+        page.goto(f"{server}/?page=Compare&src=I+like+pizza.&srcb=I+like+pasta.")
+        page.get_by_role("heading", name=re.compile("Compare two sentences")).wait_for()
+        page.wait_for_url(re.compile(r"/compare\?"))
+        url = urlsplit(page.url)
+        assert url.path == "/compare" and parse_qs(url.query)["srcb"] == ["I like pasta."]
     finally:
         page.close()

@@ -84,9 +84,9 @@ def show(page: Page) -> None:
     from views.common import load_model, md
     from views.state import offered_model_dirs
 
-    # the sidebar holds the exploring pages' choices: the others open without it
+    # the sidebar holds the exploring pages' choices ("auto": shown, but not over a phone's page); the others close it
     st.set_page_config(
-        page_title=f"{page.name} · Decoder Lens", initial_sidebar_state="expanded" if page.explores else "collapsed"
+        page_title=f"{page.name} · Decoder Lens", initial_sidebar_state="auto" if page.explores else "collapsed"
     )
     dirs = offered_model_dirs()
     model_dir, msgs = choose_model(dirs)
