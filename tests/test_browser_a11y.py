@@ -1,8 +1,7 @@
 """Small screens, the keyboard, screen readers and the figures' toolbar, in a real browser (Playwright + Debian
 chromium) against the tiny model: nothing makes the page scroll sideways at 390×844 or 768×1024, the stepper
 stays in the window in "All stages", ← / → step except while typing, the step buttons and heatmaps have names,
-no toolbar offers to upload a figure, and each page
-has its address (older links still open theirs)."""
+no toolbar offers to upload a figure, and each page has its address (older links still open theirs)."""
 
 from __future__ import annotations
 
