@@ -18,6 +18,7 @@ import streamlit as st
 from starlette.responses import FileResponse
 from starlette.routing import Route
 
+from views.net import no_nagle
 from views.plot import PLOT_JS, PLOT_JS_ROUTE, PLOTLY_JS, PLOTLY_ROUTE
 
 PAGE = Path(__file__).resolve().parent / "views" / "main.py"
@@ -45,6 +46,7 @@ def warm_start() -> None:
 
 @asynccontextmanager
 async def lifespan(_app):
+    no_nagle()  # the server's socket is bound and listening; it serves no one before the lifespan has started
     threading.Thread(target=warm_start, name="warm-start", daemon=True).start()
     yield
 

@@ -3,6 +3,7 @@
 One button (key "next", like the app's ▶) redraws one Plotly heatmap of ``?rows=R&cols=C`` cells
 (app_latency.py passes the size of the app's largest heatmap) with new float32 values and a title
 "step N", the same signal the app's figures are checked by. Run with ``streamlit run benchmarks/floor_app.py``.
+Its connection has TCP_NODELAY, as the app's has (``views/net.py``), so both are measured without Nagle's delay.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
+
+from views.net import no_nagle
 
 
 def _size(name: str, default: int) -> int:
@@ -23,6 +26,7 @@ def _next() -> None:
     st.session_state["step"] += 1
 
 
+no_nagle(connected=True)  # served as the app is (app.py): the browser's connection, open by now, without Nagle
 st.session_state.setdefault("step", 0)
 rows, cols = _size("rows", 20), _size("cols", 1024)
 step = st.session_state["step"]
