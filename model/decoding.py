@@ -217,6 +217,10 @@ class ModuleDecoder:
     def __init__(self, model: Transformer):
         self.model = model
 
+    def encode(self, src_ids, ablation: Ablation | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        memory, src_mask, _ = self.model.encode(torch.as_tensor(src_ids), heads=head_masks(ablation, self.model.cfg))
+        return memory, src_mask
+
     def start(self, memory: torch.Tensor, src_mask: torch.Tensor | None, ablation: Ablation | None = None):
         return ModuleCache(memory, src_mask, head_masks(ablation, self.model.cfg))
 
@@ -239,20 +243,24 @@ class ModuleDecoder:
 def decode(
     model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions(), decoder: LeanDecoder | None = None
 ) -> DecodeResult:
-    """Decode one source sentence (ids, </s> included) with the chosen strategy. ``decoder``: the step function,
-    the model's LeanDecoder built once per model by callers that decode many sentences (built here otherwise,
-    ~20 ms), or a ModuleDecoder."""
-    src = torch.as_tensor([list(src_ids)], dtype=torch.long)
+    """Decode one source sentence (ids, </s> included) with the chosen strategy. ``decoder``: the encoder (untraced)
+    and step function, the model's LeanDecoder built once per model by callers that decode many sentences (built
+    here otherwise, ~30 ms), or a ModuleDecoder. Recorded, the encoder is the model's own, for its record."""
+    src = np.array([list(src_ids)], dtype=np.int64)
     if src.shape[1] > model.cfg.max_len:
         raise ValueError(f"source has {src.shape[1]} tokens; this model takes at most {model.cfg.max_len}")
     beam = opts.strategy == "beam" and opts.beam > 1
     decoder = decoder or LeanDecoder(model, rows=opts.beam if beam else 1)
-    memory, src_mask, enc = model.encode(src, record=opts.record, heads=head_masks(opts.ablation, model.cfg))
+    if opts.record:
+        heads = head_masks(opts.ablation, model.cfg)
+        memory, src_mask, enc = model.encode(torch.from_numpy(src), record=True, heads=heads)
+        encoder = to_numpy(enc)
+    else:
+        (memory, src_mask), encoder = decoder.encode(src, opts.ablation), {}
     policy = beam_search(model.cfg, opts) if beam else greedy(model.cfg, opts)
     steps, (n_best, beam_steps) = search(
         decoder, decoder.start(memory, src_mask, opts.ablation), policy, model.cfg, opts
     )
-    encoder = to_numpy(enc) if opts.record else {}
     return DecodeResult(tuple(src[0].tolist()), n_best[0].ids, steps, n_best, beam_steps, encoder)
 
 
@@ -497,13 +505,13 @@ def greedy_batch(
     ``decode``'s greedy. Returns the generated ids. ``decoder``: the model's LeanDecoder, built here if not given."""
     cfg = model.cfg
     S = max(len(s) for s in src_batch)
-    src = torch.full((len(src_batch), S), cfg.pad_id, dtype=torch.long)
+    src = np.full((len(src_batch), S), cfg.pad_id, dtype=np.int64)
     for i, s in enumerate(src_batch):
-        src[i, : len(s)] = torch.tensor(s)
+        src[i, : len(s)] = s
     if max_len < 1:
         return [[] for _ in src_batch]
     decoder = decoder or LeanDecoder(model, rows=len(src_batch))
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask = decoder.encode(src)
     opts = DecodeOptions(max_len=max_len)
     _, (hyps, _) = search(decoder, decoder.start(memory, src_mask), greedy(cfg, opts, len(src_batch)), cfg, opts)
     return [list(h.ids) for h in hyps]

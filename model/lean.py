@@ -29,6 +29,12 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().float().numpy()
 
 
+def _array(x: np.ndarray | torch.Tensor) -> np.ndarray:
+    return x if isinstance(x, np.ndarray) else _np(x)
+
+
+ENCODER_ROWS = 16  # oneDNN's prepacking hint for the encoder's products, whose rows are a sentence's tokens
+
 # ufunc reductions directly: ndarray.max/.sum/.mean add microseconds of Python each, and a step calls dozens
 _max, _sum = np.maximum.reduce, np.add.reduce
 
@@ -170,18 +176,58 @@ class LeanDecoder:
                 )
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
             self.out = _Linear(W_out, model.final_logits_bias, rows, pack_min)  # (D, V)
+            # the encoder multiplies a sentence's tokens at once: several rows, whatever the beam
+            self.src_scale, self.src_pe = np.float32(model.src_embed.scale), _np(model.src_embed.pe)
+            self.encoder = [
+                {
+                    "qkv": _Linear(*_fused(sa.W_Q, sa.W_K, sa.W_V), ENCODER_ROWS, pack_min),
+                    "o": _Linear(sa.W_O.weight, sa.W_O.bias, ENCODER_ROWS, pack_min),
+                    "w1": _Linear(layer.ffn.W_1.weight, layer.ffn.W_1.bias, ENCODER_ROWS, pack_min),
+                    "w2": _Linear(layer.ffn.W_2.weight, layer.ffn.W_2.bias, ENCODER_ROWS, pack_min),
+                    "norms": [(_np(n.norm.weight).copy(), _np(n.norm.bias).copy()) for n in (layer.norm1, layer.norm2)],
+                }
+                for layer in model.encoder_layers
+                for sa in [layer.self_attn]
+            ]
         self.eps, self.inv_D = np.float32(cfg.layer_norm_eps), np.float32(1.0 / cfg.d_model)
         self.inv_sqrt_dk = np.float32(1.0 / np.sqrt(self.d_k))
         self.act = cfg.activation
 
-    def start(self, memory: torch.Tensor, src_mask: torch.Tensor | None, ablation: Ablation | None = None) -> LeanCache:
-        """An empty cache for the rows of ``memory`` (R, S, D) from Transformer.encode: projects the cross-attention
-        K, V once. A memory of one row serves any number of rows (beam search repeats it with select). The decoder
-        heads of ``ablation`` are switched off at every step of this cache (encoder heads: pass the ablation to
-        Transformer.encode, through ``transformer.head_masks``)."""
+    def encode(self, src_ids, ablation: Ablation | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Transformer.encode without its record, in numpy: source ids (B, S) -> memory (B, S, D) and the additive
+        padding mask (B, 1, 1, S), None without padding; the same numbers to float rounding. The encoder heads of
+        ``ablation`` are switched off."""
+        ids = np.asarray(src_ids)
+        B, S = ids.shape
+        H, d_k, D = self.H, self.d_k, self.D
+        if S > self.src_pe.shape[0]:
+            raise ValueError(f"sequence of {S} positions exceeds max_len={self.src_pe.shape[0]}")
+        pad = ids == self.cfg.pad_id
+        mask = np.where(pad, np.float32(-np.inf), np.float32(0))[:, None, None] if pad.any() else None
+        heads = ablation.arrays(self.cfg) if ablation else {}
+        x = (self.embed[ids] * self.src_scale + self.src_pe[:S]).reshape(B * S, D)
+        for i, w in enumerate(self.encoder):
+            Q, K, V = w["qkv"](x).reshape(B, S, 3, H, d_k).transpose(2, 0, 3, 1, 4)  # (B, H, S, d_k) each
+            scores = Q @ K.swapaxes(-1, -2)  # (B, H, S, S)
+            scores *= self.inv_sqrt_dk
+            if mask is not None:
+                scores += mask
+            context = _softmax(scores) @ V  # (B, H, S, d_k)
+            if f"enc.{i}.self" in heads:
+                keep, fill = heads[f"enc.{i}.self"]
+                context = context * keep + fill
+            x, _, _ = self._norm(x + w["o"](context.transpose(0, 2, 1, 3).reshape(B * S, D)), w["norms"][0])
+            x, _, _ = self._norm(x + w["w2"](self._act(w["w1"](x))), w["norms"][1])
+        return x.reshape(B, S, D), mask
+
+    def start(self, memory, src_mask, ablation: Ablation | None = None) -> LeanCache:
+        """An empty cache for the rows of ``memory`` (R, S, D) from ``encode`` (or Transformer.encode's tensors):
+        projects the cross-attention K, V once. A memory of one row serves any number of rows (beam search repeats
+        it with select). The decoder heads of ``ablation`` are switched off at every step of this cache (encoder
+        heads: pass the ablation to ``encode``, or to Transformer.encode through ``transformer.head_masks``)."""
         R, S, _ = memory.shape
         H, d_k, D = self.H, self.d_k, self.D
-        mem = _np(memory).reshape(R * S, D)
+        mem = _array(memory).reshape(R * S, D)
         cross_K, cross_V = [], []
         for w in self.layers:
             kv = w["ckv"](mem).reshape(R, S, 2, H, d_k)
@@ -190,7 +236,7 @@ class LeanDecoder:
         n, T = len(self.layers), self.cfg.max_len
         K = [np.zeros((R, H, d_k, T), np.float32) for _ in range(n)]
         V = [np.zeros((R, H, T, d_k), np.float32) for _ in range(n)]
-        mask = None if src_mask is None else _np(src_mask)  # (R, 1, 1, S)
+        mask = None if src_mask is None else _array(src_mask)  # (R, 1, 1, S)
         heads = {k: v for k, v in ablation.arrays(self.cfg).items() if k.startswith("dec.")} if ablation else {}
         return LeanCache(K, V, cross_K, cross_V, mask, heads=heads)
 

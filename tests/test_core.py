@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from model import ModelConfig
 from model import lean as lean_module
+from model.ablation import Ablation
 from model.decoding import (
     DecodeOptions,
     ModuleDecoder,
@@ -27,7 +28,7 @@ from model.decoding import (
 from model.lean import LeanDecoder
 from model.testing import make_model
 from model.trace import teacher_forced_trace
-from model.transformer import causal_mask, sinusoidal_table
+from model.transformer import causal_mask, head_masks, sinusoidal_table
 
 SRC = "The cat is sleeping on the sofa."
 TGT = "Le chat dort sur le canapé."
@@ -199,6 +200,35 @@ def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, ro
             lean.step(tokens[0].numpy(), cache)
         with pytest.raises(ValueError, match="rows"):
             lean.step([1, 2, 3], cache)
+
+
+HEADS = (("enc", 0, 1), ("enc", 1, 3), ("cross", 0, 2))  # the encoder's two, and a decoder head it must not read
+
+
+@pytest.mark.parametrize("overrides", [{}, {"activation": "gelu"}])
+@pytest.mark.parametrize("pack_min", [None, 0])  # MKL or numpy products / oneDNN-prepacked products
+def test_lean_encode_equals_transformer_encode(tiny_tokenizer, overrides, pack_min):
+    """LeanDecoder.encode (numpy) gives Transformer.encode()'s memory and padding mask, with padding, with the
+    heads of an ablation switched off (zero and mean), and one source alone."""
+    model = _biased_model(tiny_tokenizer, **overrides)
+    lean = LeanDecoder(model, rows=2, pack_min=pack_min)
+    srcs = [src_ids(tiny_tokenizer, model, t) for t in ("I am a student.", SRC)]
+    src = torch.full((2, max(map(len, srcs))), model.cfg.pad_id)
+    for i, s in enumerate(srcs):
+        src[i, : len(s)] = torch.tensor(s)
+    d_k = model.cfg.d_k
+    means = tuple(((kind, layer, h), tuple(float(v) for v in np.linspace(-1, 1, d_k))) for kind, layer, h in HEADS)
+    for batch in (src, src[1:]):
+        for ablation in (None, Ablation(frozenset(HEADS)), Ablation(frozenset(HEADS), "mean", means)):
+            with torch.no_grad():
+                want, want_mask, _ = model.encode(batch, heads=head_masks(ablation, model.cfg))
+            memory, mask = lean.encode(batch.numpy(), ablation)
+            np.testing.assert_allclose(memory, want.numpy(), atol=1e-5, rtol=0)
+            assert (mask is None) == (want_mask is None) == (batch.shape[0] == 1)
+            if mask is not None:
+                np.testing.assert_array_equal(mask, want_mask.numpy())
+    with pytest.raises(ValueError, match="max_len"):
+        lean.encode(np.ones((1, model.cfg.max_len + 1), np.int64))
 
 
 def _lean_on_one_source(tiny_tokenizer, rows: int):
