@@ -14,9 +14,11 @@ import torch.nn.functional as F
 from model import ModelConfig
 from model import lean as lean_module
 from model.ablation import Ablation
+from model.constants import NEG
 from model.decoding import (
     DecodeOptions,
     ModuleDecoder,
+    best_continuations,
     decode,
     filter_logits,
     greedy_batch,
@@ -280,6 +282,24 @@ def test_decodings_are_the_same_with_a_shared_lean_decoder(tiny_model, tiny_toke
             own, shared = decode(tiny_model, s, opts), decode(tiny_model, s, opts, lean)
             assert [h.ids for h in shared.n_best] == [h.ids for h in own.n_best]
             np.testing.assert_allclose([h.score for h in shared.n_best], [h.score for h in own.n_best], atol=1e-6)
+
+
+@pytest.mark.parametrize("V", [7, 100, 8256])
+def test_best_continuations_are_the_best_of_every_row_and_token(V):
+    """The beam's candidates: the n best of all R·V running + log p, best first, ties to the lower row then token,
+    as a sort of every continuation gives; with forbidden (-inf) tokens, dead rows (NEG) and tied scores."""
+    rng = np.random.default_rng(V)
+    for R, n in ((5, 10), (1, 4), (3, 6)):
+        logp = rng.normal(-8, 3, (R, V)).astype(np.float32)
+        logp[:, [0, 1]] = -np.inf
+        logp[:, 2 : V // 2 : 3] = logp[:, 3 : V // 2 + 1 : 3]  # ties
+        running = rng.normal(-2, 1, R).astype(np.float32)
+        running[1::2] = NEG  # dead rows, whose continuations come last
+        scores, rows, tokens = best_continuations(logp, running, n)
+        every = (logp + running[:, None]).reshape(-1)
+        want = np.lexsort((np.arange(R * V), -every))[:n]  # by score, then row-major order
+        np.testing.assert_array_equal(scores, every[want])
+        np.testing.assert_array_equal(rows * V + tokens, want)
 
 
 def test_beam_width_one_is_greedy_and_beam_is_consistent(tiny_model, tiny_tokenizer):
