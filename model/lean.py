@@ -53,42 +53,36 @@ def _frozen(rec: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 @dataclass
 class LeanCache:
-    """K, V of the positions decoded so far (preallocated to max_len) and the source's cross K, V."""
+    """K, V of the positions decoded so far (preallocated to max_len) and the source's cross K, V. K and V of every
+    layer share one array, so a step writes a layer's in one copy and a beam's reorder is one copy; a position's
+    keys are a row of it (not a column), so what a step reads, writes and reorders is contiguous: touched
+    memory, not strided across every page of the buffer."""
 
-    K: list[np.ndarray]  # per layer (R, H, d_k, max_len): stored transposed, so Q K is one matmul
-    V: list[np.ndarray]  # per layer (R, H, max_len, d_k)
-    cross_K: list[np.ndarray]  # per layer (R or 1, H, d_k, S); 1 row when every row reads one source
-    cross_V: list[np.ndarray]  # per layer (R or 1, H, S, d_k)
+    KV: np.ndarray  # (layers, R, 2, H, max_len, d_k): K, then V
+    cross: np.ndarray  # (layers, R or 1, 2, H, S, d_k): cross K, then V; 1 row when every row reads one source
     src_mask: np.ndarray | None  # (R or 1, 1, 1, S) additive 0/-inf
     t: int = 0  # positions filled
     heads: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # Ablation.arrays: keep, fill
 
     @property
     def rows(self) -> int:
-        return self.K[0].shape[0]
+        return self.KV.shape[1]
 
     def select(self, rows) -> LeanCache:
         """Reorder or repeat the rows, as beam search does after each step. Reorders in place (the old order is
         copied out first), so this cache is the one to keep; cross K, V shared by every row are not copied."""
         rows, t = np.asarray(rows), self.t
         if len(rows) == self.rows:  # a beam step: only the rows that take another row's place are copied
-            K, V = self.K, self.V
+            KV = self.KV
             dest = np.flatnonzero(rows != np.arange(len(rows)))
         else:
-            K = [np.empty((len(rows), *k.shape[1:]), np.float32) for k in self.K]
-            V = [np.empty((len(rows), *v.shape[1:]), np.float32) for v in self.V]
+            KV = np.empty((self.KV.shape[0], len(rows), *self.KV.shape[2:]), np.float32)
             dest = np.arange(len(rows))
         if len(dest):
-            src = rows[dest]
-            for new, old in zip(K, self.K):
-                new[dest, ..., :t] = old[src, :, :, :t]
-            for new, old in zip(V, self.V):
-                new[dest, :, :t] = old[src, :, :t]
-        shared = self.cross_K[0].shape[0] == 1
-        cross_K = self.cross_K if shared else [c[rows] for c in self.cross_K]
-        cross_V = self.cross_V if shared else [c[rows] for c in self.cross_V]
+            KV[:, dest, :, :, :t] = self.KV[:, rows[dest], :, :, :t]
+        cross = self.cross if self.cross.shape[1] == 1 else self.cross[:, rows]
         mask = self.src_mask if self.src_mask is None or self.src_mask.shape[0] == 1 else self.src_mask[rows]
-        return LeanCache(K, V, cross_K, cross_V, mask, t, self.heads)
+        return LeanCache(KV, cross, mask, t, self.heads)
 
 
 def intel_mkl() -> bool:
@@ -114,20 +108,20 @@ class _Linear:
         self.W = np.ascontiguousarray(_np(W).T)  # (in, out)
         self.b = None if b is None else _np(b).copy()
         self.packed = self.W_mkl = None
+        self.b_t = None if b is None else torch.from_numpy(self.b)
         if pack_min is None:
             self.W_mkl = torch.from_numpy(self.W)  # the same memory, for torch.mm
         elif rows > 1 and W.numel() >= pack_min and torch.backends.mkldnn.is_available():
             self.packed = torch.ops.mkldnn._reorder_linear_weight(W.detach().float().contiguous(), rows)
-            self.b_t = None if b is None else torch.from_numpy(self.b)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:  # (R, in) -> (R, out)
         if x.shape[0] > 1 and self.packed is not None:
             x_t = torch.from_numpy(x if x.flags.c_contiguous else np.ascontiguousarray(x))
             return torch.ops.mkldnn._linear_pointwise(x_t, self.packed, self.b_t, "none", [], "").numpy()
         if x.shape[0] > 1 and self.W_mkl is not None:
-            y = torch.mm(torch.from_numpy(x if x.flags.c_contiguous else np.ascontiguousarray(x)), self.W_mkl).numpy()
-        else:
-            y = x @ self.W
+            x_t = torch.from_numpy(x if x.flags.c_contiguous else np.ascontiguousarray(x))
+            return (torch.mm(x_t, self.W_mkl) if self.b is None else torch.addmm(self.b_t, x_t, self.W_mkl)).numpy()
+        y = x @ self.W
         if self.b is not None:
             y += self.b
         return y
@@ -135,6 +129,11 @@ class _Linear:
 
 def _fused(*linears: torch.nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat([m.weight for m in linears]), torch.cat([m.bias for m in linears])
+
+
+def _affine(add_norm) -> tuple[np.ndarray, np.ndarray]:
+    """A LayerNorm's weight and bias, copied."""
+    return _np(add_norm.norm.weight).copy(), _np(add_norm.norm.bias).copy()
 
 
 class LeanDecoder:
@@ -151,8 +150,8 @@ class LeanDecoder:
         cfg = self.cfg = model.cfg
         self.H, self.d_k, self.D = cfg.n_heads, cfg.d_k, cfg.d_model
         with torch.no_grad():
-            self.embed = _np(model.embed.weight).copy()  # (V, D): a snapshot, as every weight here
-            self.scale = np.float32(model.tgt_embed.scale)
+            # (V, D), times sqrt(D) (source and target alike): a snapshot, as every weight here
+            self.embed = _np(model.embed.weight) * np.float32(model.tgt_embed.scale)
             self.pe = _np(model.tgt_embed.pe)  # (max_len, D)
             self.layers = []
             for layer in model.decoder_layers:
@@ -168,23 +167,20 @@ class LeanDecoder:
                         "co": _Linear(ca.W_O.weight, ca.W_O.bias, rows, pack_min),
                         "w1": _Linear(ffn.W_1.weight, ffn.W_1.bias, rows, pack_min),
                         "w2": _Linear(ffn.W_2.weight, ffn.W_2.bias, rows, pack_min),
-                        "norms": [
-                            (_np(n.norm.weight).copy(), _np(n.norm.bias).copy())
-                            for n in (layer.norm1, layer.norm2, layer.norm3)
-                        ],
+                        "norms": [_affine(n) for n in (layer.norm1, layer.norm2, layer.norm3)],
                     }
                 )
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
             self.out = _Linear(W_out, model.final_logits_bias, rows, pack_min)  # (D, V)
             # the encoder multiplies a sentence's tokens at once: several rows, whatever the beam
-            self.src_scale, self.src_pe = np.float32(model.src_embed.scale), _np(model.src_embed.pe)
+            self.src_pe = _np(model.src_embed.pe)
             self.encoder = [
                 {
                     "qkv": _Linear(*_fused(sa.W_Q, sa.W_K, sa.W_V), ENCODER_ROWS, pack_min),
                     "o": _Linear(sa.W_O.weight, sa.W_O.bias, ENCODER_ROWS, pack_min),
                     "w1": _Linear(layer.ffn.W_1.weight, layer.ffn.W_1.bias, ENCODER_ROWS, pack_min),
                     "w2": _Linear(layer.ffn.W_2.weight, layer.ffn.W_2.bias, ENCODER_ROWS, pack_min),
-                    "norms": [(_np(n.norm.weight).copy(), _np(n.norm.bias).copy()) for n in (layer.norm1, layer.norm2)],
+                    "norms": [_affine(n) for n in (layer.norm1, layer.norm2)],
                 }
                 for layer in model.encoder_layers
                 for sa in [layer.self_attn]
@@ -205,7 +201,7 @@ class LeanDecoder:
         pad = ids == self.cfg.pad_id
         mask = np.where(pad, np.float32(-np.inf), np.float32(0))[:, None, None] if pad.any() else None
         heads = ablation.arrays(self.cfg) if ablation else {}
-        x = (self.embed[ids] * self.src_scale + self.src_pe[:S]).reshape(B * S, D)
+        x = (self.embed[ids] + self.src_pe[:S]).reshape(B * S, D)
         for i, w in enumerate(self.encoder):
             Q, K, V = w["qkv"](x).reshape(B, S, 3, H, d_k).transpose(2, 0, 3, 1, 4)  # (B, H, S, d_k) each
             scores = Q @ K.swapaxes(-1, -2)  # (B, H, S, S)
@@ -228,17 +224,12 @@ class LeanDecoder:
         R, S, _ = memory.shape
         H, d_k, D = self.H, self.d_k, self.D
         mem = _array(memory).reshape(R * S, D)
-        cross_K, cross_V = [], []
-        for w in self.layers:
-            kv = w["ckv"](mem).reshape(R, S, 2, H, d_k)
-            cross_K.append(np.ascontiguousarray(kv[:, :, 0].transpose(0, 2, 3, 1)))  # (R, H, d_k, S)
-            cross_V.append(np.ascontiguousarray(kv[:, :, 1].transpose(0, 2, 1, 3)))  # (R, H, S, d_k)
-        n, T = len(self.layers), self.cfg.max_len
-        K = [np.zeros((R, H, d_k, T), np.float32) for _ in range(n)]
-        V = [np.zeros((R, H, T, d_k), np.float32) for _ in range(n)]
+        kv = np.stack([w["ckv"](mem).reshape(R, S, 2, H, d_k) for w in self.layers])  # (layers, R, S, 2, H, d_k)
+        cross = np.ascontiguousarray(kv.transpose(0, 1, 3, 4, 2, 5))  # (layers, R, 2, H, S, d_k)
+        KV = np.zeros((len(self.layers), R, 2, H, self.cfg.max_len, d_k), np.float32)  # pages come as touched
         mask = None if src_mask is None else _array(src_mask)  # (R, 1, 1, S)
         heads = {k: v for k, v in ablation.arrays(self.cfg).items() if k.startswith("dec.")} if ablation else {}
-        return LeanCache(K, V, cross_K, cross_V, mask, heads=heads)
+        return LeanCache(KV, cross, mask, heads=heads)
 
     def _norm(self, x: np.ndarray, gb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         mean = _sum(x, -1, keepdims=True) * self.inv_D
@@ -267,27 +258,37 @@ class LeanDecoder:
             raise ValueError(f"{R} tokens for a cache of {cache.rows} rows")
         if t >= self.pe.shape[0]:
             raise ValueError(f"sequence of {t + 1} positions exceeds max_len={self.pe.shape[0]}")
-        embed = self.embed[tokens] * self.scale  # (R, D)
+        embed = self.embed[tokens]  # (R, D)
         y = embed + self.pe[t]  # (R, D)
         rec = {"dec.embed": embed[:, None], "dec.pe": self.pe[t : t + 1], "dec.input": y[:, None]} if record else None
         mask, heads = cache.src_mask, cache.heads
         for i, w in enumerate(self.layers):
             qkv = w["qkv"](y)  # (R, 3D)
             Q = qkv[:, :D].reshape(R, H, 1, d_k)
-            cache.K[i][..., t] = qkv[:, D : 2 * D].reshape(R, H, d_k)
-            cache.V[i][:, :, t] = qkv[:, 2 * D :].reshape(R, H, d_k)
-            K, V = cache.K[i][..., : t + 1], cache.V[i][:, :, : t + 1]  # (R, H, d_k, t+1), (R, H, t+1, d_k)
+            KV = cache.KV[i]  # (R, 2, H, max_len, d_k)
+            KV[:, :, :, t] = qkv[:, D:].reshape(R, 2, H, d_k)
             # the newest query sees every cached key: the causal mask of this row is all zeros. Its K, V are
             # copied into the record, as later steps write and reorder these buffers
-            y, r = self._attention(Q, K, V, None, y, w["o"], w["norms"][0], record, True, heads.get(f"dec.{i}.self"))
+            y, r = self._attention(
+                Q,
+                KV[:, 0, :, : t + 1],
+                KV[:, 1, :, : t + 1],
+                None,
+                y,
+                w["o"],
+                w["norms"][0],
+                record,
+                True,
+                heads.get(f"dec.{i}.self"),
+            )
             if record:
                 rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
             Q = w["cq"](y).reshape(R, H, 1, d_k)
             # the cross K, V never change after start(): the record holds views of them, not per-step copies
             y, r = self._attention(
                 Q,
-                cache.cross_K[i],
-                cache.cross_V[i],
+                cache.cross[i, :, 0],
+                cache.cross[i, :, 1],
                 mask,
                 y,
                 w["co"],
@@ -321,9 +322,10 @@ class LeanDecoder:
 
     def _attention(self, Q, K, V, mask, y, W_O, norm, record, copy_kv, heads=None, name="self", norm_name="norm1"):
         """softmax(Q Kᵀ / sqrt(d_k) + mask) V, W_O, then Add & Norm: the new y and (with ``record``) the stages.
-        K arrives transposed: (R or 1, H, d_k, Tk). ``heads``: (keep, fill) of the ablated heads, as HeadMask."""
+        K, V: (R or 1, H, Tk, d_k). ``heads``: (keep, fill) of the ablated heads, as HeadMask."""
         R, H, _, d_k = Q.shape
-        scores = (Q @ K) * self.inv_sqrt_dk  # (R, H, 1, Tk)
+        scores = Q @ K.swapaxes(-1, -2)  # (R, H, 1, Tk)
+        scores *= self.inv_sqrt_dk
         masked = scores if mask is None else scores + mask
         weights = _softmax(masked)  # (R, H, 1, Tk)
         context = weights @ V  # (R, H, 1, d_k)
@@ -336,7 +338,7 @@ class LeanDecoder:
         if not record:
             return y, None
         Tk = scores.shape[-1]
-        K, V = np.broadcast_to(K.swapaxes(-1, -2), (R, H, Tk, d_k)), np.broadcast_to(V, (R, H, Tk, d_k))
+        K, V = np.broadcast_to(K, (R, H, Tk, d_k)), np.broadcast_to(V, (R, H, Tk, d_k))
         full_mask = np.zeros_like(scores) if mask is None else np.broadcast_to(mask, scores.shape)
         rec = {
             "Q": Q,

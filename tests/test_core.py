@@ -253,12 +253,11 @@ def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
         recs.append(rec)
     # the unchanging cross K, V are recorded as views of one array; the self K, V as copies (their buffers move)
     assert np.shares_memory(recs[0]["dec.0.cross.K"], recs[-1]["dec.0.cross.K"])
-    assert not np.shares_memory(recs[-1]["dec.0.self.K"], a.K[0])
-    before = [k[..., : a.t].copy() for k in a.K]
+    assert not np.shares_memory(recs[-1]["dec.0.self.K"], a.KV)
+    before = a.KV[:, :, :, :, : a.t].copy()
     a = a.select([2, 0])  # fewer rows, reordered
-    for k, old in zip(a.K, before):
-        np.testing.assert_array_equal(k[..., : a.t], old[[2, 0]])
-    assert a.cross_K[0].shape[0] == 1  # one source: its cross K, V are shared, not copied per row
+    np.testing.assert_array_equal(a.KV[:, :, :, :, : a.t], before[:, [2, 0]])
+    assert a.cross.shape[1] == 1  # one source: its cross K, V are shared, not copied per row
 
 
 def test_lean_decoder_is_a_snapshot_of_the_weights(tiny_tokenizer):
