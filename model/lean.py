@@ -102,15 +102,17 @@ class _Linear:
     1.5-2.4 ms, numpy 2.1 ms; benchmarks/gemv.py), oneDNN with prepacked weights elsewhere (~1.75x MKL on an AMD
     CPU) when ``pack_min`` is given. Small matrices stay with numpy there: below ~0.2 M weights the oneDNN call
     costs more than the product (5 rows × 256×256: 9 us numpy, 22 us oneDNN on 2 threads; 768×256: 25 vs 29 us;
-    1024×256: 121 vs 34 us). numpy too when PyTorch has neither."""
+    1024×256: 121 vs 34 us), and below ``mkl_min`` weights with MKL too (the 256×256 ones: beam 5 decoding 2-7%
+    faster with numpy's, the 768×256 one 2% slower). numpy too when PyTorch has neither."""
 
-    def __init__(self, W: torch.Tensor, b: torch.Tensor | None, rows: int, pack_min: int | None):
+    def __init__(self, W: torch.Tensor, b: torch.Tensor | None, rows: int, pack_min: int | None, mkl_min: int = 0):
         self.W = np.ascontiguousarray(_np(W).T)  # (in, out)
         self.b = None if b is None else _np(b).copy()
         self.packed = self.W_mkl = None
         self.b_t = None if b is None else torch.from_numpy(self.b)
         if pack_min is None:
-            self.W_mkl = torch.from_numpy(self.W)  # the same memory, for torch.mm
+            if W.numel() >= mkl_min:
+                self.W_mkl = torch.from_numpy(self.W)  # the same memory, for torch.mm
         elif rows > 1 and W.numel() >= pack_min and torch.backends.mkldnn.is_available():
             self.packed = torch.ops.mkldnn._reorder_linear_weight(W.detach().float().contiguous(), rows)
 
@@ -137,19 +139,24 @@ def _affine(add_norm) -> tuple[np.ndarray, np.ndarray]:
 
 
 class LeanDecoder:
-    """The model's decoder as numpy arrays, for step-by-step decoding. Build it once per loaded model (~20 ms
-    for this project's model; it copies the decoder weights, ~20 MB) and reuse it; ``rows`` is the number of
-    rows steps will usually have (the beam width), for oneDNN's prepacking; ``pack_min`` the fewest weights a
-    matrix needs to be prepacked by oneDNN (see _Linear; 0 packs all, as the tests do on their tiny models; by
-    default MKL multiplies several rows on an Intel CPU, oneDNN prepacks matrices of 0.2 M weights or more elsewhere).
+    """The model's decoder as numpy arrays, for step-by-step decoding, and its encoder, for untraced decoding.
+    Build it once per loaded model (~30 ms for this project's model; it copies the weights, ~30 MB) and reuse it;
+    ``rows`` is the number of rows steps will usually have (the beam width), for oneDNN's prepacking; ``pack_min``
+    the fewest weights a matrix needs to be prepacked by oneDNN, ``mkl_min`` to be multiplied by MKL (see _Linear;
+    0 takes all, as the tests do on their tiny models; by default MKL multiplies several rows on an Intel CPU,
+    matrices of 0.1 M weights or more, and oneDNN prepacks matrices of 0.2 M weights or more elsewhere).
     """
 
-    def __init__(self, model: Transformer, rows: int = 1, pack_min: int | None = None):
+    def __init__(self, model: Transformer, rows: int = 1, pack_min: int | None = None, mkl_min: int = 100_000):
         if pack_min is None and not intel_mkl():
             pack_min = 200_000
         cfg = self.cfg = model.cfg
         self.H, self.d_k, self.D = cfg.n_heads, cfg.d_k, cfg.d_model
         with torch.no_grad():
+
+            def linear(W, b, n=rows):  # n: the rows it usually multiplies
+                return _Linear(W, b, n, pack_min, mkl_min)
+
             # (V, D), times sqrt(D) (source and target alike): a snapshot, as every weight here
             self.embed = _np(model.embed.weight) * np.float32(model.tgt_embed.scale)
             self.pe = _np(model.tgt_embed.pe)  # (max_len, D)
@@ -158,28 +165,26 @@ class LeanDecoder:
                 sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
                 self.layers.append(
                     {
-                        "qkv": _Linear(
-                            *_fused(sa.W_Q, sa.W_K, sa.W_V), rows, pack_min
-                        ),  # (D, 3D): one product for Q, K, V
-                        "o": _Linear(sa.W_O.weight, sa.W_O.bias, rows, pack_min),
-                        "cq": _Linear(ca.W_Q.weight, ca.W_Q.bias, rows, pack_min),
-                        "ckv": _Linear(*_fused(ca.W_K, ca.W_V), 1, pack_min),  # on the source, once per sentence
-                        "co": _Linear(ca.W_O.weight, ca.W_O.bias, rows, pack_min),
-                        "w1": _Linear(ffn.W_1.weight, ffn.W_1.bias, rows, pack_min),
-                        "w2": _Linear(ffn.W_2.weight, ffn.W_2.bias, rows, pack_min),
+                        "qkv": linear(*_fused(sa.W_Q, sa.W_K, sa.W_V)),  # (D, 3D): one product for Q, K, V
+                        "o": linear(sa.W_O.weight, sa.W_O.bias),
+                        "cq": linear(ca.W_Q.weight, ca.W_Q.bias),
+                        "ckv": linear(*_fused(ca.W_K, ca.W_V), 1),  # on the source, once per sentence
+                        "co": linear(ca.W_O.weight, ca.W_O.bias),
+                        "w1": linear(ffn.W_1.weight, ffn.W_1.bias),
+                        "w2": linear(ffn.W_2.weight, ffn.W_2.bias),
                         "norms": [_affine(n) for n in (layer.norm1, layer.norm2, layer.norm3)],
                     }
                 )
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
-            self.out = _Linear(W_out, model.final_logits_bias, rows, pack_min)  # (D, V)
+            self.out = linear(W_out, model.final_logits_bias)  # (D, V)
             # the encoder multiplies a sentence's tokens at once: several rows, whatever the beam
             self.src_pe = _np(model.src_embed.pe)
             self.encoder = [
                 {
-                    "qkv": _Linear(*_fused(sa.W_Q, sa.W_K, sa.W_V), ENCODER_ROWS, pack_min),
-                    "o": _Linear(sa.W_O.weight, sa.W_O.bias, ENCODER_ROWS, pack_min),
-                    "w1": _Linear(layer.ffn.W_1.weight, layer.ffn.W_1.bias, ENCODER_ROWS, pack_min),
-                    "w2": _Linear(layer.ffn.W_2.weight, layer.ffn.W_2.bias, ENCODER_ROWS, pack_min),
+                    "qkv": linear(*_fused(sa.W_Q, sa.W_K, sa.W_V), ENCODER_ROWS),
+                    "o": linear(sa.W_O.weight, sa.W_O.bias, ENCODER_ROWS),
+                    "w1": linear(layer.ffn.W_1.weight, layer.ffn.W_1.bias, ENCODER_ROWS),
+                    "w2": linear(layer.ffn.W_2.weight, layer.ffn.W_2.bias, ENCODER_ROWS),
                     "norms": [_affine(n) for n in (layer.norm1, layer.norm2)],
                 }
                 for layer in model.encoder_layers

@@ -447,7 +447,7 @@ def test_the_loop_on_the_readable_modules_equals_the_fast_step(tiny_tokenizer, o
     src = src_ids(tiny_tokenizer, model)
     if products == "mkl":
         monkeypatch.setattr(lean_module, "intel_mkl", lambda: True)
-        fast_steps = LeanDecoder(model, rows=opts.beam)
+        fast_steps = LeanDecoder(model, rows=opts.beam, mkl_min=0)
         assert fast_steps.out.W_mkl is not None and fast_steps.out.packed is None
     else:
         fast_steps = LeanDecoder(model, rows=opts.beam, pack_min=0)
