@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .ablation import Ablation
 from .constants import BATCH_SIZE, MAX_BEAM, NEG
@@ -131,6 +130,14 @@ def suppress(scores: np.ndarray, forbidden: list[int]) -> np.ndarray:
     """Set the forbidden tokens' scores (R, V) to −inf, in place."""
     scores[:, forbidden] = -np.inf
     return scores
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """log_softmax of (R, V) logits over V, as torch's to float rounding. In numpy: between a step's numpy
+    operations torch's call came out a little slower, one row or five."""
+    z = logits - np.maximum.reduce(logits, -1, keepdims=True)
+    z -= np.log(np.add.reduce(np.exp(z), -1, keepdims=True))
+    return z
 
 
 def own_view(logits: np.ndarray, logp: np.ndarray, held: np.ndarray, forbidden: list[int], chosen: np.ndarray):
@@ -278,7 +285,7 @@ def search(decoder, cache, policy: Generator, cfg, opts: DecodeOptions) -> tuple
     steps = []
     for t in range(max_len):
         logits, cache, rec = decoder.step(tokens, cache, opts.record)  # (R, V)
-        logp = F.log_softmax(torch.from_numpy(logits), dim=-1).numpy()  # torch's: faster than numpy's for several rows
+        logp = log_softmax(logits)
         held = logp[:, forbidden].copy() if opts.record else None  # (R, F) before suppress
         logp = suppress(logp, forbidden)
         forced = t < len(opts.prefix)
