@@ -400,17 +400,22 @@ def beam_search(cfg, opts: DecodeOptions) -> Generator:
         keep = top(open_lp, k)
         # candidates that finished inside the top k go to the n-best pool
         just_done = hits & first_k
-        fin_cand = cand_lp / (t + 1) ** lp
-        fin_cand = fin_cand + (0.0 if unsatisfied else NEG) + (~just_done).astype(f32) * NEG
-        merged = np.concatenate([fin_scores, fin_cand])
-        best = top(merged, k)
-        rows_l, tok_l, best_l = cand_rows.tolist(), cand_tok.tolist(), best.tolist()
-        all_seqs = fin_seqs + [seqs[r] + [tok] for r, tok in zip(rows_l, tok_l)]
-        all_lp = fin_logprobs + cand_lp.tolist()
-        all_done = np.concatenate([fin_done, just_done])
-        fin_scores, fin_done = merged[best], all_done[best]
-        fin_seqs = [all_seqs[i] for i in best_l]
-        fin_logprobs = [all_lp[i] for i in best_l]
+        rows_l, tok_l = cand_rows.tolist(), cand_tok.tolist()
+        # none did, and the pool holds nothing below NEG: every other candidate scores NEG or less (log-probabilities
+        # are <= 0), so the pool, sorted and first among ties, stays as it is: most steps
+        if just_done.any() or fin_scores[-1] < NEG:
+            fin_cand = cand_lp / (t + 1) ** lp
+            fin_cand = fin_cand + (0.0 if unsatisfied else NEG) + (~just_done).astype(f32) * NEG
+            merged = np.concatenate([fin_scores, fin_cand])
+            best_l = top(merged, k).tolist()
+            all_seqs = fin_seqs + [seqs[r] + [tok] for r, tok in zip(rows_l, tok_l)]
+            all_lp = fin_logprobs + cand_lp.tolist()
+            all_done = np.concatenate([fin_done, just_done])
+            fin_scores, fin_done = merged[best_l], all_done[best_l]
+            fin_seqs = [all_seqs[i] for i in best_l]
+            fin_logprobs = [all_lp[i] for i in best_l]
+        else:
+            best_l, all_done = list(range(k)), None
         rows, next_tok = cand_rows[keep], cand_tok[keep]
         rows_k, next_k = rows.tolist(), next_tok.tolist()
         chosen = None
