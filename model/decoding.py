@@ -315,7 +315,7 @@ def greedy(cfg, opts: DecodeOptions, rows: int = 1) -> Generator:
     forbidden, every = forbidden_ids(cfg), np.arange(rows)
     out: list[list[int]] = [[] for _ in range(rows)]
     logprob = [0.0] * rows
-    done = np.zeros(rows, dtype=bool)
+    done = [False] * rows  # the rows' bookkeeping in Python: a few numpy calls a step, not a dozen
     step = yield np.full(rows, cfg.decoder_start_id)
     while step is not None:
         t, logits, logp, forced, _ = step
@@ -327,13 +327,16 @@ def greedy(cfg, opts: DecodeOptions, rows: int = 1) -> Generator:
             nxt = torch.multinomial(filtered.softmax(-1), 1, generator=gen)[:, 0].numpy()
         else:
             nxt = logp.argmax(-1)
-        lp = logp[every, nxt]
-        for r in np.flatnonzero(~done).tolist():
-            out[r].append(int(nxt[r]))
-            logprob[r] += float(lp[r])
-        nxt = np.where(done, cfg.pad_id, nxt)
-        done |= nxt == cfg.eos_id
-        step = yield None, nxt, nxt, bool(done.all())
+        tokens, lp = nxt.tolist(), logp[every, nxt].tolist()
+        for r in range(rows):
+            if done[r]:
+                tokens[r] = cfg.pad_id
+            else:
+                out[r].append(tokens[r])
+                logprob[r] += lp[r]
+                done[r] = tokens[r] == cfg.eos_id
+        nxt = np.array(tokens)
+        step = yield None, nxt, nxt, all(done)
     hyps = [
         Hypothesis(tuple(o), lp_, lp_ / max(len(o), 1) ** opts.length_penalty, finished=bool(o) and o[-1] == cfg.eos_id)
         for o, lp_ in zip(out, logprob)
