@@ -7,7 +7,10 @@ benchmarks/engines.py); numpy's cost one. ``LeanDecoder`` lays the weights out o
 Intel CPU; oneDNN-prepacked copies for several rows elsewhere, as in a beam step), keeps the K, V cache in
 preallocated buffers, and runs a step with or without its record. The record has the keys and shapes of
 ``Transformer.decode(..., record=True)`` for the same step (``dec.embed``, ``dec.0.self.weights``, ...) and the
-same numbers to float rounding: tests/test_core.py checks every key. The nn.Module classes stay the readable
+same numbers to float rounding: tests/test_core.py checks every key. Without a record a step does the same
+arithmetic in fewer operations where nothing is shown (the cross-attention's W_Q and W_O folded into the source's
+K, V once per sentence), and ``encode`` runs the encoder for it, equal to Transformer.encode to float rounding
+(the modules' dispatch cost ~1 ms a sentence). The nn.Module classes stay the readable
 reference (``decoding.ModuleDecoder`` steps them behind this interface), and the teacher-forced trace runs through
 them. The model is never modified. Ablated heads (``model.ablation.Ablation``) belong to one decode, so they
 travel in its cache, not on the decoder.
@@ -61,6 +64,7 @@ class LeanCache:
 
     KV: np.ndarray  # (layers, R, 2, H, max_len, d_k): K, then V
     cross: np.ndarray  # (layers, R or 1, 2, H, S, d_k): cross K, then V; 1 row when every row reads one source
+    folded: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # per layer: LeanDecoder.fold_cross's M, c, N
     src_mask: np.ndarray | None  # (R or 1, 1, 1, S) additive 0/-inf
     t: int = 0  # positions filled
     heads: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # Ablation.arrays: keep, fill
@@ -81,9 +85,12 @@ class LeanCache:
             dest = np.arange(len(rows))
         if len(dest):
             KV[:, dest, :, :, :t] = self.KV[:, rows[dest], :, :, :t]
-        cross = self.cross if self.cross.shape[1] == 1 else self.cross[:, rows]
+        if self.cross.shape[1] == 1:
+            cross, folded = self.cross, self.folded
+        else:
+            cross, folded = self.cross[:, rows], [tuple(a[rows] for a in f) for f in self.folded]
         mask = self.src_mask if self.src_mask is None or self.src_mask.shape[0] == 1 else self.src_mask[rows]
-        return LeanCache(KV, cross, mask, t, self.heads)
+        return LeanCache(KV, cross, folded, mask, t, self.heads)
 
 
 def intel_mkl() -> bool:
@@ -180,6 +187,8 @@ class LeanDecoder:
                         "cq": linear(*_fused(ca.W_Q, q_scale=q_scale)),
                         "ckv": linear(*_fused(ca.W_K, ca.W_V), 1),  # on the source, once per sentence
                         "co": linear(ca.W_O.weight, ca.W_O.bias),
+                        # (H, d_k, D), scaled: W_Q per head as fold_cross multiplies it
+                        "cq_heads": _np(ca.W_Q.weight * q_scale).reshape(cfg.n_heads, cfg.d_k, -1),
                         "w1": linear(ffn.W_1.weight, ffn.W_1.bias),
                         "w2": linear(ffn.W_2.weight, ffn.W_2.bias),
                         "norms": [_affine(n) for n in (layer.norm1, layer.norm2, layer.norm3)],
@@ -240,10 +249,23 @@ class LeanDecoder:
         mem = _array(memory).reshape(R * S, D)
         kv = np.stack([w["ckv"](mem).reshape(R, S, 2, H, d_k) for w in self.layers])  # (layers, R, S, 2, H, d_k)
         cross = np.ascontiguousarray(kv.transpose(0, 1, 3, 4, 2, 5))  # (layers, R, 2, H, S, d_k)
+        folded = [self.fold_cross(w, c) for w, c in zip(self.layers, cross)]
         KV = np.zeros((len(self.layers), R, 2, H, self.cfg.max_len, d_k), np.float32)  # pages come as touched
         mask = None if src_mask is None else _array(src_mask)  # (R, 1, 1, S)
         heads = {k: v for k, v in ablation.arrays(self.cfg).items() if k.startswith("dec.")} if ablation else {}
-        return LeanCache(KV, cross, mask, heads=heads)
+        return LeanCache(KV, cross, folded, mask, heads=heads)
+
+    def fold_cross(self, w: dict, kv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A layer's cross-attention weights folded into its source's K, V (R, 2, H, S, d_k), for steps without a
+        record: the scores Q Kᵀ = (y W_Q + b_Q) Kᵀ = y Mᵀ + c with M = K W_Qᵀ, and the output α V W_O = α N, per
+        head. M and N (R, H·S, D) are a few times smaller than W_Q and W_O for a sentence's S, so a step reads less,
+        and runs two products instead of four."""
+        K, V = kv[:, 0], kv[:, 1]  # (R, H, S, d_k)
+        R, H, S, d_k = K.shape
+        M = (K @ w["cq_heads"]).reshape(R, H * S, -1)  # (R, H, S, D): W_Q scaled by 1/sqrt(d_k)
+        c = (w["cq"].b.reshape(H, 1, d_k) @ K.swapaxes(-1, -2)).reshape(R, H * S)  # (R, H, 1, S)
+        N = (V @ w["co"].W.reshape(H, d_k, -1)).reshape(R, H * S, -1)  # (R, H, S, D)
+        return M, c, N
 
     def _norm(self, x: np.ndarray, gb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         mean = _sum(x, -1, keepdims=True) * self.inv_D
@@ -297,24 +319,27 @@ class LeanDecoder:
             )
             if record:
                 rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
-            Q = w["cq"](y).reshape(R, H, 1, d_k)
-            # the cross K, V never change after start(): the record holds views of them, not per-step copies
-            y, r = self._attention(
-                Q,
-                cache.cross[i, :, 0],
-                cache.cross[i, :, 1],
-                mask,
-                y,
-                w["co"],
-                w["norms"][1],
-                record,
-                False,
-                heads.get(f"dec.{i}.cross"),
-                "cross",
-                "norm2",
-            )
-            if record:
-                rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
+            if record or f"dec.{i}.cross" in heads:
+                Q = w["cq"](y).reshape(R, H, 1, d_k)
+                # the cross K, V never change after start(): the record holds views of them, not per-step copies
+                y, r = self._attention(
+                    Q,
+                    cache.cross[i, :, 0],
+                    cache.cross[i, :, 1],
+                    mask,
+                    y,
+                    w["co"],
+                    w["norms"][1],
+                    record,
+                    False,
+                    heads.get(f"dec.{i}.cross"),
+                    "cross",
+                    "norm2",
+                )
+                if record:
+                    rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
+            else:
+                y = self._cross_folded(y, cache.folded[i], mask, w["co"].b, w["norms"][1])
             hidden = self._act(w["w1"](y))  # (R, d_ff)
             f = w["w2"](hidden)  # (R, D)
             residual = y + f
@@ -333,6 +358,23 @@ class LeanDecoder:
         cache.t = t + 1
         logits = self.out(y)  # (R, V)
         return logits, cache, (_frozen(rec) if record else None)
+
+    def _cross_folded(self, y, folded, mask, b_O, norm) -> np.ndarray:
+        """The cross-attention block on y (R, D) with the weights folded into the source (fold_cross), then Add &
+        Norm: the new y; the same numbers as _attention's to float rounding."""
+        M, c, N = folded  # (R or 1, H·S, D), (R or 1, H·S), (R or 1, H·S, D): one row when every row reads one source
+        R, H = len(y), self.H
+        S = M.shape[1] // H
+        scores = y @ M[0].T if len(M) == 1 else (M @ y[:, :, None])[..., 0]  # (R, H·S)
+        scores += c
+        scores = scores.reshape(R, H, S)
+        if mask is not None:
+            scores += mask.reshape(-1, 1, S)
+        weights = _softmax(scores).reshape(R, H * S)
+        out = weights @ N[0] if len(N) == 1 else (weights[:, None] @ N)[:, 0]  # (R, D)
+        out += b_O
+        out += y
+        return self._norm(out, norm)[0]
 
     def _attention(self, Q, K, V, mask, y, W_O, norm, record, copy_kv, heads=None, name="self", norm_name="norm1"):
         """softmax(Q Kᵀ / sqrt(d_k) + mask) V, W_O, then Add & Norm: the new y and (with ``record``) the stages.
