@@ -209,7 +209,8 @@ class LeanDecoder:
                 for layer in model.encoder_layers
                 for sa in [layer.self_attn]
             ]
-        self.eps, self.inv_D = np.float32(cfg.layer_norm_eps), np.float32(1.0 / cfg.d_model)
+        self.eps = np.float32(cfg.layer_norm_eps)
+        self.mean_of = np.full((cfg.d_model, 1), 1.0 / cfg.d_model, np.float32)  # x @ mean_of: the mean over D
         self.sqrt_dk = np.float32(math.sqrt(self.d_k))
         self.act = cfg.activation
 
@@ -268,9 +269,10 @@ class LeanDecoder:
         return M, c, N
 
     def _norm(self, x: np.ndarray, gb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        mean = _sum(x, -1, keepdims=True) * self.inv_D
+        # means over D as products with a column of 1/D: one call each, not a reduction and a scaling (~2% of a step)
+        mean = x @ self.mean_of  # (R, 1)
         centered = x - mean
-        std = np.sqrt(_sum(centered * centered, -1, keepdims=True) * self.inv_D + self.eps)
+        std = np.sqrt((centered * centered) @ self.mean_of + self.eps)
         out = centered / std
         out *= gb[0]
         out += gb[1]
