@@ -7,7 +7,7 @@ Decodes the first ``--limit`` Multi30k test_2016_flickr sentences with beam sear
 benchmarks/engines.py times "ours, untraced" (batch 1, one LeanDecoder, threads shared as the CLI
 shares them), with a timer around each operation of every ``model.lean.LeanDecoder`` step: the
 weight products (fused Q/K/V, W_O, W_1, W_2, the output projection), softmax(QKᵀ/√d_k)·V, the
-cross-attention (its W_Q and W_O folded into the source's K, V: LeanDecoder.fold_cross), Add & Norm,
+cross-attention (its W_Q and W_O folded into the source's K, V by LeanDecoder.start), Add & Norm,
 the activation, and what is left of the step (embedding lookup, cache writes, Python). The encoder,
 the cross-attention K, V of the source (and their folding) and the beam bookkeeping (log-softmax,
 top-k, hypotheses) are timed outside the steps. Then each product is timed again
@@ -84,15 +84,12 @@ class Timed:
     def __call__(self, x):
         return self.call(x)
 
-    def __getattr__(self, name):  # W, b: read by LeanDecoder.fold_cross
-        return getattr(self.linear, name)
-
 
 def instrument(lean, clock: Clock) -> None:
     """Put the clock around each operation of ``lean`` (this script's own instance; the model is untouched)."""
     for w in lean.layers:
-        for key in (*PRODUCTS, "ckv"):
-            w[key] = Timed(w[key], clock, "start" if key == "ckv" else key)
+        for key in PRODUCTS:
+            w[key] = Timed(w[key], clock, key)
     lean.out = Timed(lean.out, clock, "out")
     lean._attention = clock.wrap("attention", lean._attention)
     lean._cross_folded = clock.wrap("cross", lean._cross_folded)

@@ -64,7 +64,7 @@ class LeanCache:
 
     KV: np.ndarray  # (layers, R, 2, H, max_len, d_k): K, then V
     cross: np.ndarray  # (layers, R or 1, 2, H, S, d_k): cross K, then V; 1 row when every row reads one source
-    folded: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # per layer: LeanDecoder.fold_cross's M, c, N
+    folded: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # per layer: M, c, N of LeanDecoder.start
     src_mask: np.ndarray | None  # (R or 1, 1, 1, S) additive 0/-inf
     t: int = 0  # positions filled
     heads: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # Ablation.arrays: keep, fill
@@ -185,15 +185,20 @@ class LeanDecoder:
                         "qkv": linear(*_fused(sa.W_Q, sa.W_K, sa.W_V, q_scale=q_scale)),
                         "o": linear(sa.W_O.weight, sa.W_O.bias),
                         "cq": linear(*_fused(ca.W_Q, q_scale=q_scale)),
-                        "ckv": linear(*_fused(ca.W_K, ca.W_V), 1),  # on the source, once per sentence
                         "co": linear(ca.W_O.weight, ca.W_O.bias),
-                        # (H, d_k, D), scaled: W_Q per head as fold_cross multiplies it
-                        "cq_heads": _np(ca.W_Q.weight * q_scale).reshape(cfg.n_heads, cfg.d_k, -1),
                         "w1": linear(ffn.W_1.weight, ffn.W_1.bias),
                         "w2": linear(ffn.W_2.weight, ffn.W_2.bias),
                         "norms": [_affine(n) for n in (layer.norm1, layer.norm2, layer.norm3)],
                     }
                 )
+            # on the source, once per sentence: every layer's cross W_K, W_V in one product (D, layers·2D), and
+            # W_Q (scaled) and W_O per head, (layers, H, d_k, D), to fold into the source's K, V (start)
+            cross = [layer.cross_attn for layer in model.decoder_layers]
+            self.ckv = linear(*_fused(*(m for ca in cross for m in (ca.W_K, ca.W_V))), 1)
+            per_head = (len(cross), cfg.n_heads, cfg.d_k, -1)
+            self.cq_heads = np.stack([_np(ca.W_Q.weight * q_scale) for ca in cross]).reshape(per_head)
+            self.cq_b = np.stack([w["cq"].b for w in self.layers]).reshape(*per_head[:2], 1, cfg.d_k)
+            self.co_heads = np.stack([w["co"].W for w in self.layers]).reshape(per_head)
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
             self.out = linear(W_out, model.final_logits_bias)  # (D, V)
             # the encoder multiplies a sentence's tokens at once: several rows, whatever the beam
@@ -246,27 +251,20 @@ class LeanDecoder:
         it with select). The decoder heads of ``ablation`` are switched off at every step of this cache (encoder
         heads: pass the ablation to ``encode``, or to Transformer.encode through ``transformer.head_masks``)."""
         R, S, _ = memory.shape
-        H, d_k, D = self.H, self.d_k, self.D
-        mem = _array(memory).reshape(R * S, D)
-        kv = np.stack([w["ckv"](mem).reshape(R, S, 2, H, d_k) for w in self.layers])  # (layers, R, S, 2, H, d_k)
-        cross = np.ascontiguousarray(kv.transpose(0, 1, 3, 4, 2, 5))  # (layers, R, 2, H, S, d_k)
-        folded = [self.fold_cross(w, c) for w, c in zip(self.layers, cross)]
-        KV = np.zeros((len(self.layers), R, 2, H, self.cfg.max_len, d_k), np.float32)  # pages come as touched
+        L, H, d_k, D = len(self.layers), self.H, self.d_k, self.D
+        kv = self.ckv(_array(memory).reshape(R * S, D)).reshape(R, S, L, 2, H, d_k)
+        cross = np.ascontiguousarray(kv.transpose(2, 0, 3, 4, 1, 5))  # (layers, R, 2, H, S, d_k)
+        # the cross-attention folded into the source for steps without a record: the scores Q Kᵀ = (y W_Q + b_Q) Kᵀ
+        # = y Mᵀ + c with M = K W_Q, and the output α V W_O = α N, per head. M and N (R, H·S, D) are a few times
+        # smaller than W_Q and W_O for a sentence's S: a step reads less, and runs two products instead of four
+        K, V = cross[:, :, 0], cross[:, :, 1]  # (layers, R, H, S, d_k)
+        M = (K @ self.cq_heads[:, None]).reshape(L, R, H * S, D)
+        c = (self.cq_b[:, None] @ K.swapaxes(-1, -2)).reshape(L, R, H * S)
+        N = (V @ self.co_heads[:, None]).reshape(L, R, H * S, D)
+        KV = np.empty((L, R, 2, H, self.cfg.max_len, d_k), np.float32)  # only positions written are read
         mask = None if src_mask is None else _array(src_mask)  # (R, 1, 1, S)
         heads = {k: v for k, v in ablation.arrays(self.cfg).items() if k.startswith("dec.")} if ablation else {}
-        return LeanCache(KV, cross, folded, mask, heads=heads)
-
-    def fold_cross(self, w: dict, kv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A layer's cross-attention weights folded into its source's K, V (R, 2, H, S, d_k), for steps without a
-        record: the scores Q Kᵀ = (y W_Q + b_Q) Kᵀ = y Mᵀ + c with M = K W_Qᵀ, and the output α V W_O = α N, per
-        head. M and N (R, H·S, D) are a few times smaller than W_Q and W_O for a sentence's S, so a step reads less,
-        and runs two products instead of four."""
-        K, V = kv[:, 0], kv[:, 1]  # (R, H, S, d_k)
-        R, H, S, d_k = K.shape
-        M = (K @ w["cq_heads"]).reshape(R, H * S, -1)  # (R, H, S, D): W_Q scaled by 1/sqrt(d_k)
-        c = (w["cq"].b.reshape(H, 1, d_k) @ K.swapaxes(-1, -2)).reshape(R, H * S)  # (R, H, 1, S)
-        N = (V @ w["co"].W.reshape(H, d_k, -1)).reshape(R, H * S, -1)  # (R, H, S, D)
-        return M, c, N
+        return LeanCache(KV, cross, list(zip(M, c, N)), mask, heads=heads)
 
     def _norm(self, x: np.ndarray, gb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # means over D as products with a column of 1/D: one call each, not a reduction and a scaling (~2% of a step)
@@ -362,7 +360,7 @@ class LeanDecoder:
         return logits, cache, (_frozen(rec) if record else None)
 
     def _cross_folded(self, y, folded, mask, b_O, norm) -> np.ndarray:
-        """The cross-attention block on y (R, D) with the weights folded into the source (fold_cross), then Add &
+        """The cross-attention block on y (R, D) with the weights folded into the source (start), then Add &
         Norm: the new y; the same numbers as _attention's to float rounding."""
         M, c, N = folded  # (R or 1, H·S, D), (R or 1, H·S), (R or 1, H·S, D): one row when every row reads one source
         R, H = len(y), self.H
