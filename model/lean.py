@@ -64,7 +64,7 @@ class LeanCache:
 
     KV: np.ndarray  # (layers, R, 2, H, max_len, d_k): K, then V
     cross: np.ndarray  # (layers, R or 1, 2, H, S, d_k): cross K, then V; 1 row when every row reads one source
-    folded: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # per layer: M, c, N of LeanDecoder.start
+    folded: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None  # per layer: M, c, N of LeanDecoder.start
     src_mask: np.ndarray | None  # (R or 1, 1, 1, S) additive 0/-inf
     t: int = 0  # positions filled
     heads: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # Ablation.arrays: keep, fill
@@ -88,7 +88,8 @@ class LeanCache:
         if self.cross.shape[1] == 1:
             cross, folded = self.cross, self.folded
         else:
-            cross, folded = self.cross[:, rows], [tuple(a[rows] for a in f) for f in self.folded]
+            cross = self.cross[:, rows]
+            folded = None if self.folded is None else [tuple(a[rows] for a in f) for f in self.folded]
         mask = self.src_mask if self.src_mask is None or self.src_mask.shape[0] == 1 else self.src_mask[rows]
         return LeanCache(KV, cross, folded, mask, t, self.heads)
 
@@ -217,6 +218,7 @@ class LeanDecoder:
         self.eps = np.float32(cfg.layer_norm_eps)
         self.mean_of = np.full((cfg.d_model, 1), 1.0 / cfg.d_model, np.float32)  # x @ mean_of: the mean over D
         self.sqrt_dk = np.float32(math.sqrt(self.d_k))
+        self.fold_max = cfg.d_model  # the largest R·H·S whose cross-attention start folds: M, N no larger than W_Q
         self.act = cfg.activation
 
     def encode(self, src_ids, ablation: Ablation | None = None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -256,15 +258,19 @@ class LeanDecoder:
         cross = np.ascontiguousarray(kv.transpose(2, 0, 3, 4, 1, 5))  # (layers, R, 2, H, S, d_k)
         # the cross-attention folded into the source for steps without a record: the scores Q Kᵀ = (y W_Q + b_Q) Kᵀ
         # = y Mᵀ + c with M = K W_Q, and the output α V W_O = α N, per head. M and N (R, H·S, D) are a few times
-        # smaller than W_Q and W_O for a sentence's S: a step reads less, and runs two products instead of four
-        K, V = cross[:, :, 0], cross[:, :, 1]  # (layers, R, H, S, d_k)
-        M = (K @ self.cq_heads[:, None]).reshape(L, R, H * S, D)
-        c = (self.cq_b[:, None] @ K.swapaxes(-1, -2)).reshape(L, R, H * S)
-        N = (V @ self.co_heads[:, None]).reshape(L, R, H * S, D)
+        # smaller than W_Q and W_O for one sentence (H·S < D): a step reads less, and runs two products instead of
+        # four. Not for long sources, nor for a batch of sources, which would read more
+        folded = None
+        if R * H * S <= self.fold_max:
+            K, V = cross[:, :, 0], cross[:, :, 1]  # (layers, R, H, S, d_k)
+            M = (K @ self.cq_heads[:, None]).reshape(L, R, H * S, D)
+            c = (self.cq_b[:, None] @ K.swapaxes(-1, -2)).reshape(L, R, H * S)
+            N = (V @ self.co_heads[:, None]).reshape(L, R, H * S, D)
+            folded = list(zip(M, c, N))
         KV = np.empty((L, R, 2, H, self.cfg.max_len, d_k), np.float32)  # only positions written are read
         mask = None if src_mask is None else _array(src_mask)  # (R, 1, 1, S)
         heads = {k: v for k, v in ablation.arrays(self.cfg).items() if k.startswith("dec.")} if ablation else {}
-        return LeanCache(KV, cross, list(zip(M, c, N)), mask, heads=heads)
+        return LeanCache(KV, cross, folded, mask, heads=heads)
 
     def _norm(self, x: np.ndarray, gb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # means over D as products with a column of 1/D: one call each, not a reduction and a scaling (~2% of a step)
@@ -319,7 +325,7 @@ class LeanDecoder:
             )
             if record:
                 rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
-            if record or f"dec.{i}.cross" in heads:
+            if record or cache.folded is None or f"dec.{i}.cross" in heads:
                 Q = w["cq"](y).reshape(R, H, 1, d_k)
                 # the cross K, V never change after start(): the record holds views of them, not per-step copies
                 y, r = self._attention(

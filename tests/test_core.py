@@ -169,7 +169,7 @@ def _biased_model(tiny_tokenizer, **overrides):
 def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, rows_hint):
     """LeanDecoder.step (numpy) gives Transformer.decode()'s logits and every recorded stage, key for key and shape for
     shape, for two rows with source padding, and keeps earlier cache entries bit for bit; untraced (the cross-attention
-    folded into each row's own source), the same logits."""
+    folded into each row's own source, or not: batches of sources are not), the same logits."""
     model = _biased_model(tiny_tokenizer, **overrides)
     lean = LeanDecoder(model, rows=rows_hint, pack_min=0)
     assert (lean.out.packed is not None) == (rows_hint > 1)  # the oneDNN path is the one under test
@@ -184,13 +184,18 @@ def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, ro
         assert mask is not None
         ref_cache, cache, prev_K = None, lean.start(memory, mask), None
         untraced = lean.start(memory, mask)
+        assert untraced.folded is None  # two sources read more folded
+        lean.fold_max = 10**6
+        folded = lean.start(memory, mask)
+        assert folded.folded is not None
         for t in range(tokens.shape[0]):
             ref, ref_cache, ref_rec = model.decode(tokens[t][:, None], memory, mask, ref_cache, record=True)
             ref_rec = to_numpy(ref_rec)
             logits, cache, rec = lean.step(tokens[t].numpy(), cache, record=True)
             np.testing.assert_allclose(logits, ref[:, 0].numpy(), atol=1e-5, rtol=0)
-            plain, untraced, _ = lean.step(tokens[t].numpy(), untraced)
-            np.testing.assert_allclose(plain, ref[:, 0].numpy(), atol=1e-5, rtol=0)
+            for c in (untraced, folded):
+                plain, _, _ = lean.step(tokens[t].numpy(), c)
+                np.testing.assert_allclose(plain, ref[:, 0].numpy(), atol=1e-5, rtol=0)
             assert sorted(rec) == sorted(ref_rec)
             for key, want in ref_rec.items():
                 assert rec[key].shape == want.shape, key
@@ -456,6 +461,7 @@ def test_the_loop_on_the_readable_modules_equals_the_fast_step(tiny_tokenizer, o
         assert fast_steps.out.W_mkl is not None and fast_steps.out.packed is None
     else:
         fast_steps = LeanDecoder(model, rows=opts.beam, pack_min=0)
+    fast_steps.fold_max = 10**6  # the untraced cross-attention folded into the source, as for the shipped model
     fast = decode(model, src, opts, fast_steps)
     ref = decode(model, src, opts, ModuleDecoder(model))
     assert fast.ids == ref.ids and len(fast.steps) == len(ref.steps) == (len(fast.ids) if opts.record else 0)
