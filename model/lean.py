@@ -111,17 +111,18 @@ class _Linear:
     1.5-2.4 ms, numpy 2.1 ms; benchmarks/gemv.py), oneDNN with prepacked weights elsewhere (~1.75x MKL on an AMD
     CPU) when ``pack_min`` is given. Small matrices stay with numpy there: below ~0.2 M weights the oneDNN call
     costs more than the product (5 rows × 256×256: 9 us numpy, 22 us oneDNN on 2 threads; 768×256: 25 vs 29 us;
-    1024×256: 121 vs 34 us), and below ``mkl_min`` weights with MKL too (the 256×256 ones: beam 5 decoding 2-7%
-    faster with numpy's, the 768×256 one 2% slower). numpy too when PyTorch has neither."""
+    1024×256: 121 vs 34 us), and below ``mkl_min`` weights with MKL too for fewer than 16 rows (the 256×256 ones:
+    beam 5 decoding 2-7% faster with numpy's, the 768×256 one 2% slower; a 32-row step 5% slower). numpy too when
+    PyTorch has neither."""
 
     def __init__(self, W: torch.Tensor, b: torch.Tensor | None, rows: int, pack_min: int | None, mkl_min: int = 0):
         self.W = np.ascontiguousarray(_np(W).T)  # (in, out)
         self.b = None if b is None else _np(b).copy()
         self.packed = self.W_mkl = None
         self.b_t = None if b is None else torch.from_numpy(self.b)
+        self.mkl_rows = 2 if W.numel() >= mkl_min else 16  # the fewest rows MKL multiplies
         if pack_min is None:
-            if W.numel() >= mkl_min:
-                self.W_mkl = torch.from_numpy(self.W)  # the same memory, for torch.mm
+            self.W_mkl = torch.from_numpy(self.W)  # the same memory, for torch.mm
         elif rows > 1 and W.numel() >= pack_min and torch.backends.mkldnn.is_available():
             self.packed = torch.ops.mkldnn._reorder_linear_weight(W.detach().float().contiguous(), rows)
 
@@ -129,7 +130,7 @@ class _Linear:
         if x.shape[0] > 1 and self.packed is not None:
             x_t = torch.from_numpy(x if x.flags.c_contiguous else np.ascontiguousarray(x))
             return torch.ops.mkldnn._linear_pointwise(x_t, self.packed, self.b_t, "none", [], "").numpy()
-        if x.shape[0] > 1 and self.W_mkl is not None:
+        if x.shape[0] >= self.mkl_rows and self.W_mkl is not None:
             x_t = torch.from_numpy(x if x.flags.c_contiguous else np.ascontiguousarray(x))
             return (torch.mm(x_t, self.W_mkl) if self.b is None else torch.addmm(self.b_t, x_t, self.W_mkl)).numpy()
         y = x @ self.W
