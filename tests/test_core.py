@@ -13,9 +13,12 @@ import torch.nn.functional as F
 
 from model import ModelConfig
 from model import lean as lean_module
+from model.ablation import Ablation
+from model.constants import NEG
 from model.decoding import (
     DecodeOptions,
     ModuleDecoder,
+    best_continuations,
     decode,
     filter_logits,
     greedy_batch,
@@ -27,7 +30,7 @@ from model.decoding import (
 from model.lean import LeanDecoder
 from model.testing import make_model
 from model.trace import teacher_forced_trace
-from model.transformer import causal_mask, sinusoidal_table
+from model.transformer import causal_mask, head_masks, sinusoidal_table
 
 SRC = "The cat is sleeping on the sofa."
 TGT = "Le chat dort sur le canapé."
@@ -165,7 +168,8 @@ def _biased_model(tiny_tokenizer, **overrides):
 @pytest.mark.parametrize("rows_hint", [1, 4])  # numpy products only / oneDNN-prepacked products for several rows
 def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, rows_hint):
     """LeanDecoder.step (numpy) gives Transformer.decode()'s logits and every recorded stage, key for key and shape for
-    shape, for two rows with source padding, and keeps earlier cache entries bit for bit."""
+    shape, for two rows with source padding, and keeps earlier cache entries bit for bit; untraced (the cross-attention
+    folded into each row's own source, or not: batches of sources are not), the same logits."""
     model = _biased_model(tiny_tokenizer, **overrides)
     lean = LeanDecoder(model, rows=rows_hint, pack_min=0)
     assert (lean.out.packed is not None) == (rows_hint > 1)  # the oneDNN path is the one under test
@@ -179,11 +183,19 @@ def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, ro
         memory, mask, _ = model.encode(src)
         assert mask is not None
         ref_cache, cache, prev_K = None, lean.start(memory, mask), None
+        untraced = lean.start(memory, mask)
+        assert untraced.folded is None  # two sources read more folded
+        lean.fold_max = 10**6
+        folded = lean.start(memory, mask)
+        assert folded.folded is not None
         for t in range(tokens.shape[0]):
             ref, ref_cache, ref_rec = model.decode(tokens[t][:, None], memory, mask, ref_cache, record=True)
             ref_rec = to_numpy(ref_rec)
             logits, cache, rec = lean.step(tokens[t].numpy(), cache, record=True)
             np.testing.assert_allclose(logits, ref[:, 0].numpy(), atol=1e-5, rtol=0)
+            for c in (untraced, folded):
+                plain, _, _ = lean.step(tokens[t].numpy(), c)
+                np.testing.assert_allclose(plain, ref[:, 0].numpy(), atol=1e-5, rtol=0)
             assert sorted(rec) == sorted(ref_rec)
             for key, want in ref_rec.items():
                 assert rec[key].shape == want.shape, key
@@ -201,6 +213,35 @@ def test_lean_step_equals_decode_with_every_record(tiny_tokenizer, overrides, ro
             lean.step([1, 2, 3], cache)
 
 
+HEADS = (("enc", 0, 1), ("enc", 1, 3), ("cross", 0, 2))  # the encoder's two, and a decoder head it must not read
+
+
+@pytest.mark.parametrize("overrides", [{}, {"activation": "gelu"}])
+@pytest.mark.parametrize("pack_min", [None, 0])  # MKL or numpy products / oneDNN-prepacked products
+def test_lean_encode_equals_transformer_encode(tiny_tokenizer, overrides, pack_min):
+    """LeanDecoder.encode (numpy) gives Transformer.encode()'s memory and padding mask, with padding, with the
+    heads of an ablation switched off (zero and mean), and one source alone."""
+    model = _biased_model(tiny_tokenizer, **overrides)
+    lean = LeanDecoder(model, rows=2, pack_min=pack_min)
+    srcs = [src_ids(tiny_tokenizer, model, t) for t in ("I am a student.", SRC)]
+    src = torch.full((2, max(map(len, srcs))), model.cfg.pad_id)
+    for i, s in enumerate(srcs):
+        src[i, : len(s)] = torch.tensor(s)
+    d_k = model.cfg.d_k
+    means = tuple(((kind, layer, h), tuple(float(v) for v in np.linspace(-1, 1, d_k))) for kind, layer, h in HEADS)
+    for batch in (src, src[1:]):
+        for ablation in (None, Ablation(frozenset(HEADS)), Ablation(frozenset(HEADS), "mean", means)):
+            with torch.no_grad():
+                want, want_mask, _ = model.encode(batch, heads=head_masks(ablation, model.cfg))
+            memory, mask = lean.encode(batch.numpy(), ablation)
+            np.testing.assert_allclose(memory, want.numpy(), atol=1e-5, rtol=0)
+            assert (mask is None) == (want_mask is None) == (batch.shape[0] == 1)
+            if mask is not None:
+                np.testing.assert_array_equal(mask, want_mask.numpy())
+    with pytest.raises(ValueError, match="max_len"):
+        lean.encode(np.ones((1, model.cfg.max_len + 1), np.int64))
+
+
 def _lean_on_one_source(tiny_tokenizer, rows: int):
     model = _biased_model(tiny_tokenizer)
     lean = LeanDecoder(model, rows=rows, pack_min=0)
@@ -210,23 +251,23 @@ def _lean_on_one_source(tiny_tokenizer, rows: int):
 
 
 def test_lean_untraced_step_equals_recorded_and_select_reorders(tiny_tokenizer):
-    """Without a record the step's logits are the same; select() reorders and repeats rows as index_select would."""
+    """Without a record the step's logits are the same, to float rounding (its cross-attention runs folded into the
+    source's K, V); select() reorders and repeats rows as index_select would."""
     _, lean, memory, mask = _lean_on_one_source(tiny_tokenizer, rows=3)
     a, b = lean.start(memory, mask).select([0, 0, 0]), lean.start(memory, mask).select([0, 0, 0])
     recs = []
     for tok in ([1, 1, 1], [5, 9, 12], [7, 7, 30]):
         la, a, rec = lean.step(tok, a, record=True)
         lb, b, _ = lean.step(tok, b)
-        np.testing.assert_array_equal(la, lb)
+        np.testing.assert_allclose(la, lb, atol=1e-5, rtol=0)
         recs.append(rec)
     # the unchanging cross K, V are recorded as views of one array; the self K, V as copies (their buffers move)
     assert np.shares_memory(recs[0]["dec.0.cross.K"], recs[-1]["dec.0.cross.K"])
-    assert not np.shares_memory(recs[-1]["dec.0.self.K"], a.K[0])
-    before = [k[..., : a.t].copy() for k in a.K]
+    assert not np.shares_memory(recs[-1]["dec.0.self.K"], a.KV)
+    before = a.KV[:, :, :, :, : a.t].copy()
     a = a.select([2, 0])  # fewer rows, reordered
-    for k, old in zip(a.K, before):
-        np.testing.assert_array_equal(k[..., : a.t], old[[2, 0]])
-    assert a.cross_K[0].shape[0] == 1  # one source: its cross K, V are shared, not copied per row
+    np.testing.assert_array_equal(a.KV[:, :, :, :, : a.t], before[:, [2, 0]])
+    assert a.cross.shape[1] == 1  # one source: its cross K, V are shared, not copied per row
 
 
 def test_lean_decoder_is_a_snapshot_of_the_weights(tiny_tokenizer):
@@ -250,6 +291,24 @@ def test_decodings_are_the_same_with_a_shared_lean_decoder(tiny_model, tiny_toke
             own, shared = decode(tiny_model, s, opts), decode(tiny_model, s, opts, lean)
             assert [h.ids for h in shared.n_best] == [h.ids for h in own.n_best]
             np.testing.assert_allclose([h.score for h in shared.n_best], [h.score for h in own.n_best], atol=1e-6)
+
+
+@pytest.mark.parametrize("V", [7, 100, 8256])
+def test_best_continuations_are_the_best_of_every_row_and_token(V):
+    """The beam's candidates: the n best of all R·V running + log p, best first, ties to the lower row then token,
+    as a sort of every continuation gives; with forbidden (-inf) tokens, dead rows (NEG) and tied scores."""
+    rng = np.random.default_rng(V)
+    for R, n in ((5, 10), (1, 4), (3, 6)):
+        logp = rng.normal(-8, 3, (R, V)).astype(np.float32)
+        logp[:, [0, 1]] = -np.inf
+        logp[:, 2 : V // 2 : 3] = logp[:, 3 : V // 2 + 1 : 3]  # ties
+        running = rng.normal(-2, 1, R).astype(np.float32)
+        running[1::2] = NEG  # dead rows, whose continuations come last
+        scores, rows, tokens = best_continuations(logp, running, n)
+        every = (logp + running[:, None]).reshape(-1)
+        want = np.lexsort((np.arange(R * V), -every))[:n]  # by score, then row-major order
+        np.testing.assert_array_equal(scores, every[want])
+        np.testing.assert_array_equal(rows * V + tokens, want)
 
 
 def test_beam_width_one_is_greedy_and_beam_is_consistent(tiny_model, tiny_tokenizer):
@@ -398,10 +457,11 @@ def test_the_loop_on_the_readable_modules_equals_the_fast_step(tiny_tokenizer, o
     src = src_ids(tiny_tokenizer, model)
     if products == "mkl":
         monkeypatch.setattr(lean_module, "intel_mkl", lambda: True)
-        fast_steps = LeanDecoder(model, rows=opts.beam)
+        fast_steps = LeanDecoder(model, rows=opts.beam, mkl_min=0)
         assert fast_steps.out.W_mkl is not None and fast_steps.out.packed is None
     else:
         fast_steps = LeanDecoder(model, rows=opts.beam, pack_min=0)
+    fast_steps.fold_max = 10**6  # the untraced cross-attention folded into the source, as for the shipped model
     fast = decode(model, src, opts, fast_steps)
     ref = decode(model, src, opts, ModuleDecoder(model))
     assert fast.ids == ref.ids and len(fast.steps) == len(ref.steps) == (len(fast.ids) if opts.record else 0)

@@ -84,8 +84,6 @@ def test_step_profile_smoke():
     labels = [
         "self-attention fused W_Q|W_K|W_V",
         "self-attention W_O",
-        "cross-attention W_Q",
-        "cross-attention W_O",
         "FFN W_1",
         "FFN W_2",
         "output projection (tied embedding)",
@@ -102,6 +100,6 @@ def test_step_profile_smoke():
         low, high = (per_call - 0.05) / (hot + 0.05) - 0.05, (per_call + 0.05) / (hot - 0.05) + 0.05
         assert low <= ratio <= high, out
     shares = re.findall(r"^(?!step total).+?\s{2,}[\d.]+\s+[\d.]+\s+(\d+)%", out, re.M)
-    assert len(shares) == len(labels) + 4 and abs(sum(map(int, shares)) - 100) <= 6, out  # every part, rounded
+    assert len(shares) == len(labels) + 5 and abs(sum(map(int, shares)) - 100) <= 6, out  # every part, rounded
     assert re.search(r"^verdict: weight products take \d+% of a step", out, re.M), out
     assert "beam_search" in out and "LeanDecoder.step" in out, out  # pyinstrument's call tree
