@@ -18,12 +18,15 @@
 - cold start: from launching the streamlit process to the first page idle with every figure drawn (the Explore
   page, opened by a link with one of its parameters; a link without any opens Learn);
 - Learn: chapter to painted, from the *Next* button to the next chapter's header shown and its figure drawn, for
-  every chapter of the Learn page on the default sentence;
+  every chapter of the Learn page on the default sentence, the whole lesson walked 3 times (``learn_passes``; so
+  that its p95 is a percentile, not the slowest of 13);
 - Compare: ▶ to painted on the Compare page (its first minimal pair, the decoder patching map), from the click to
   the measured position's line naming the new position and every figure drawn.
 
 The floor, measured the same way in the same run, is ``benchmarks/floor_app.py``: a button that redraws
-one Plotly heatmap as large as the app's largest (cold-started as often as the app). ``--smoke`` runs a few
+one Plotly heatmap as large as the app's largest (cold-started as often as the app), served as the app is, without
+Nagle's algorithm on its connection (``views/net.py``); its clicks are also timed once as stock Streamlit serves
+it, with Nagle's algorithm on, for comparison (no verdict uses them). ``--smoke`` runs a few
 clicks on the tests' tiny random model. Prints a table and one verdict line per target (exit status 0 either
 way): ▶ to painted ≤ 2 × the floor (median and p95) and ≤ 200 KB per step in the default view; ▶ to painted
 ≤ 4 × the floor (median and p95) in the "All stages" view; cold start ≤ 1.5 × the floor's (median); a Learn
@@ -65,8 +68,8 @@ from views.compare import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FULL = dict(clicks=30, all_clicks=10, sentences=10, cold_starts=3)
-SMOKE = dict(clicks=3, all_clicks=2, sentences=1, cold_starts=1)
+FULL = dict(clicks=30, all_clicks=10, sentences=10, cold_starts=3, learn_passes=3)
+SMOKE = dict(clicks=3, all_clicks=2, sentences=1, cold_starts=1, learn_passes=1)
 ALL_STAGES = "All stages"  # the stage selector's option that draws every figure
 STEP_SENTENCE = "We will go to the beach tomorrow if it does not rain."  # the longest example: the most steps
 NEW_SENTENCES = (
@@ -268,7 +271,7 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
             )
             step = step + 1 if step < n_steps - 1 else 0
             scrolls.append(scroll_through(page))
-        learn = learn_chapters(page, server.url)
+        learn = learn_chapters(page, server.url, n["learn_passes"])
         compare = compare_steps(page, server.url, n["clicks"])
         errors = state(page)["errors"] + server.tracebacks()
     finally:
@@ -294,12 +297,16 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
     )
 
 
-def measure_floor(browser, tmp: Path, largest: tuple[int, int], clicks: int, cold_starts: int) -> dict:
-    query = f"/?rows={largest[0]}&cols={largest[1]}"
+def measure_floor(
+    browser, tmp: Path, largest: tuple[int, int], clicks: int, cold_starts: int, nagle: bool = False
+) -> dict:
+    """The floor page's cold starts and clicks; ``nagle``: served as stock Streamlit serves it, its connection with
+    Nagle's algorithm on (``views/net.py``), for comparison only."""
+    query = f"/?rows={largest[0]}&cols={largest[1]}" + ("&nagle=1" if nagle else "")
     colds = []
     for i in range(cold_starts):
         server, page, frames, secs = cold_start(
-            browser, ROOT / "benchmarks" / "floor_app.py", tmp / f"floor{i}.log", {}, query
+            browser, ROOT / "benchmarks" / "floor_app.py", tmp / f"floor{i}{'n' if nagle else ''}.log", {}, query
         )
         colds.append(secs)
         if i < cold_starts - 1:
@@ -317,18 +324,20 @@ def measure_floor(browser, tmp: Path, largest: tuple[int, int], clicks: int, col
     return dict(cold=colds, step=times, bytes=sizes)
 
 
-def learn_chapters(page, url: str) -> list[float]:
-    """Seconds from each *Next* click of the Learn page to the next chapter painted, for every chapter."""
-    page.goto(f"{url}/?page=Learn&chapter=1")
-    page.wait_for_function(LEARN_HEADER_JS, arg=1, timeout=TIMEOUT_MS)
-    page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
+def learn_chapters(page, url: str, passes: int) -> list[float]:
+    """Seconds from each *Next* click of the Learn page to the next chapter painted, for every chapter, the lesson
+    walked ``passes`` times (each from chapter 1, opened by its link)."""
     times = []
-    for k in range(2, len(CHAPTER_KEYS) + 1):
-        t0 = time.perf_counter()
-        click(page, "learn_next")()
-        page.wait_for_function(LEARN_HEADER_JS, arg=k, timeout=TIMEOUT_MS)
+    for _ in range(passes):
+        page.goto(f"{url}/?chapter=1")
+        page.wait_for_function(LEARN_HEADER_JS, arg=1, timeout=TIMEOUT_MS)
         page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
-        times.append(time.perf_counter() - t0)
+        for k in range(2, len(CHAPTER_KEYS) + 1):
+            t0 = time.perf_counter()
+            click(page, "learn_next")()
+            page.wait_for_function(LEARN_HEADER_JS, arg=k, timeout=TIMEOUT_MS)
+            page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
+            times.append(time.perf_counter() - t0)
     return times
 
 
@@ -337,7 +346,7 @@ def compare_steps(page, url: str, clicks: int) -> list[float]:
     allows, the decoder map) to the measured
     position's line naming the new position and every figure drawn; ⏮ back to the start, untimed, at the end."""
     a, b = PRESETS[0][1], PRESETS[0][2]
-    page.goto(f"{url}/?page=Compare&{urlencode(dict(src=a, srcb=b, site='dec', noise=1, step=0))}")
+    page.goto(f"{url}/compare?{urlencode(dict(src=a, srcb=b, site='dec', noise=1, step=0))}")
     page.wait_for_function(MEASURED_AT_JS, arg=0, timeout=TIMEOUT_MS)
     page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
     click(page, "last")()  # the last position, read off the page (untimed)
@@ -370,7 +379,7 @@ def report(app: dict, floor: dict, model: Path) -> None:
         f"app, default view: {app['plots']} figures on the page, {app['tracking']} follow the step; app, "
         f"{ALL_STAGES}: {app['all_plots']} figures on the page, {app['all_tracking']} follow the step"
     )
-    w = [40, 5, 10, 10]
+    w = [48, 5, 10, 10]
     print(row(["measure", "n", "median", "p95"], w))
     lines = [
         ("app: ▶ step to painted (ms)", app["step"], 1e3),
@@ -385,6 +394,7 @@ def report(app: dict, floor: dict, model: Path) -> None:
         ("app, Learn: next chapter to painted (ms)", app["learn"], 1e3),
         ("app, Compare: ▶ step to painted (ms)", app["compare"], 1e3),
         ("floor: cold start to painted page (s)", floor["cold"], 1),
+        ("floor, Nagle on (stock): button to painted (ms)", floor["nagle"], 1e3),
     ]
     for name, xs, scale in lines:
         print(row([name, len(xs), f"{median(xs) * scale:.1f}", f"{p95(xs) * scale:.1f}"], w))
@@ -478,6 +488,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 app = measure_app(browser, model, tmp, n)
                 floor = measure_floor(browser, tmp, app["largest"], n["clicks"], n["cold_starts"])
+                floor["nagle"] = measure_floor(browser, tmp, app["largest"], n["clicks"], 1, nagle=True)["step"]
             except Exception:
                 for log in sorted(tmp.glob("*.log")):
                     print(

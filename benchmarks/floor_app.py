@@ -3,7 +3,8 @@
 One button (key "next", like the app's ▶) redraws one Plotly heatmap of ``?rows=R&cols=C`` cells
 (app_latency.py passes the size of the app's largest heatmap) with new float32 values and a title
 "step N", the same signal the app's figures are checked by. Run with ``streamlit run benchmarks/floor_app.py``.
-Its connection has TCP_NODELAY, as the app's has (``views/net.py``), so both are measured without Nagle's delay.
+Its connection has TCP_NODELAY, as the app's has (``views/net.py``), so both are measured without Nagle's delay;
+``?nagle=1`` leaves it as stock Streamlit does, for comparison.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def _next() -> None:
     st.session_state["step"] += 1
 
 
-no_nagle(connected=True)  # served as the app is (app.py): the browser's connection, open by now, without Nagle
+if st.query_params.get("nagle") != "1":  # ?nagle=1: as stock Streamlit serves it, for comparison
+    no_nagle(connected=True)  # served as the app is (app.py): the browser's connection, open by now, without Nagle
 st.session_state.setdefault("step", 0)
 rows, cols = _size("rows", 20), _size("cols", 1024)
 step = st.session_state["step"]

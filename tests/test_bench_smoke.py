@@ -53,6 +53,7 @@ def test_app_latency_smoke():
         "floor: cold start to painted page (s)",
         "app, Learn: next chapter to painted (ms)",
         "app, Compare: ▶ step to painted (ms)",
+        "floor, Nagle on (stock): button to painted (ms)",
     ):
         m = re.search(rf"^{re.escape(name)}\s+(\d+)\s+{NUMBER}\s+{NUMBER}$", out, re.M)
         assert m, f"no row {name!r}:\n{out}"
