@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -13,12 +14,17 @@ import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from model.checkpoint import ENV_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CHROMIUM = "/usr/bin/chromium"
+# Streamlit's page, loaded at a page's own path (/explore), first asks for /explore/_stcore/health and
+# /explore/_stcore/host-config to find the app's base path; the server answers 404 and the page goes on from the
+# root, as it must. Chromium logs each of those 404s as a console error.
+BASE_PATH_PROBE = re.compile(r"^/[^/]+/_stcore/(health|host-config)$")
 BROWSER_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -248,6 +254,12 @@ class Server:
                 self.proc.kill()
                 self.proc.wait(timeout=15)
         self._log.close()
+
+
+def base_path_probe(msg) -> bool:
+    """Whether a console message is Chromium's note of one of Streamlit's base-path probes (``BASE_PATH_PROBE``)."""
+    url = (msg.location or {}).get("url", "")
+    return msg.text.startswith("Failed to load resource") and bool(BASE_PATH_PROBE.match(urlsplit(url).path))
 
 
 @contextmanager

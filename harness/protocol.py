@@ -5,9 +5,10 @@ A browser talks to the server over one WebSocket, ``/_stcore/stream`` (subprotoc
 ``BackMsg`` whose ``rerun_script`` (a ``ClientState``) holds the URL's query, the widget states (a button click is
 its id with ``trigger_value``) and, for a widget inside an ``st.fragment``, the fragment's id; the server answers
 with a stream of ``ForwardMsg`` (``delta.new_element`` per element, ``page_info_changed`` with the new URL query) up
-to ``script_finished``; each run's ``navigation`` names the page it shows (its script hash, which the next request
-sends back, as a browser does: a link to the site's root with Explore's parameters switches to Explore once, a run
-that finishes early for the one that follows). The protobuf classes ship with streamlit. The time from sending the
+to ``script_finished``. The first request names the page by its URL path (``/explore``); each run's ``navigation``
+names the page it shows (its script hash, which the next request sends back, as a browser does; an older link to
+the site's root with Explore's parameters switches to Explore once, a run that finishes early for the one that
+follows). The protobuf classes ship with streamlit. The time from sending the
 request to ``script_finished`` is the server's time for the action (on localhost the network adds well under a
 millisecond).
 
@@ -45,6 +46,7 @@ KINDS = {"next": "step", "prev": "step", "jump": "step", "stage": "stage", "laye
 BADGE = re.compile(r":([a-z]+)-badge\[((?:\\.|[^\]\\])*)\]")
 POSITION = re.compile(r"Position (\d+)\W+of 0\s*[–-]\s*(\d+)")
 TIMEOUT_S = 120.0
+PAGE = "explore"  # the page a student opens: its URL path
 
 
 def badge_labels(body: str) -> list[str]:
@@ -99,10 +101,10 @@ def key_of(widget_id: str) -> str:
     return widget_id.split("-", 2)[-1] if widget_id.startswith("$$ID-") else widget_id
 
 
-def route_cookie(base_url: str, query: str, timeout: float = 30.0) -> str:
+def route_cookie(base_url: str, query: str, path: str = PAGE, timeout: float = 30.0) -> str:
     """Load the page as a browser does first and return its cookies as one Cookie header (behind nginx: the sticky
     route cookie, so the websocket goes to the replica that served the page)."""
-    with urllib.request.urlopen(f"{base_url}/?{query}", timeout=timeout) as r:
+    with urllib.request.urlopen(f"{base_url}/{path}?{query}", timeout=timeout) as r:
         r.read()
         cookies = r.headers.get_all("Set-Cookie") or []
     return "; ".join(c.split(";", 1)[0] for c in cookies)
@@ -111,7 +113,7 @@ def route_cookie(base_url: str, query: str, timeout: float = 30.0) -> str:
 class Connection:
     """One WebSocket session with the server."""
 
-    def __init__(self, base_url: str, query: str, cookie: str = "", timeout: float = TIMEOUT_S):
+    def __init__(self, base_url: str, query: str, cookie: str = "", timeout: float = TIMEOUT_S, path: str = PAGE):
         ws_url = base_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1) + "/_stcore/stream"
         header = [f"Cookie: {cookie}"] if cookie else None
         self.ws = websocket.create_connection(
@@ -123,6 +125,7 @@ class Connection:
             enable_multithread=False,
         )
         self.query = query
+        self.path = path  # the page the URL names, until the server names the page it ran
         self.page = ""  # the page the server last ran (its script hash), as a browser sends it back; "" at first
         self.widgets: dict[str, tuple[str, str]] = {}
 
@@ -130,6 +133,8 @@ class Connection:
         msg = BackMsg()
         rerun = msg.rerun_script
         rerun.query_string, rerun.page_script_hash, rerun.fragment_id = self.query, self.page, fragment
+        if not self.page:
+            rerun.page_name = self.path
         rerun.widget_states.widgets.extend(changed)
         elements, blocks, widgets, exceptions, errors = {}, {}, {}, [], []
         query, received = None, 0

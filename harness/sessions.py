@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlencode, urlparse
 
-from harness.browser import PAGE_STATE_JS, TITLES_JS, VIEW_PAINTED_JS, VIEWPORT
+from harness.browser import PAGE_STATE_JS, TITLES_JS, VIEW_PAINTED_JS, VIEWPORT, base_path_probe
 from views.state import DECODER_STAGES, DEFAULT_STAGE, STAGE_LABELS
 
 SENTENCES = (
@@ -132,7 +132,7 @@ async def open_session(s: Session, browser, url: str, drive: Drive) -> None:
     page.set_default_timeout(drive.timeout_ms * 4)
 
     def on_console(msg) -> None:
-        if msg.type == "error":
+        if msg.type == "error" and not base_path_probe(msg):
             s.errors.append((drive.phase, f"session {s.index} console: {msg.text[:200]}"))
 
     def on_socket(ws) -> None:
@@ -144,7 +144,7 @@ async def open_session(s: Session, browser, url: str, drive: Drive) -> None:
     page.on("pageerror", lambda e: s.errors.append((drive.phase, f"session {s.index} page error: {str(e)[:200]}")))
     page.on("websocket", on_socket)
     t0 = time.perf_counter()
-    await page.goto(f"{url}/?{urlencode({'src': s.sentence})}")
+    await page.goto(f"{url}/explore?{urlencode({'src': s.sentence})}")
     await wait_view(s, None, drive.timeout_ms * 4)
     s.first_paint_s = time.perf_counter() - t0
     first = await page.evaluate(PAGE_STATE_JS)
