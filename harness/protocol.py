@@ -8,9 +8,8 @@ with a stream of ``ForwardMsg`` (``delta.new_element`` per element, ``page_info_
 to ``script_finished``. The first request names the page by its URL path (``/explore``); each run's ``navigation``
 names the page it shows (its script hash, which the next request sends back, as a browser does; an older link to
 the site's root with Explore's parameters switches to Explore once, a run that finishes early for the one that
-follows). The protobuf classes ship with streamlit. The time from sending the
-request to ``script_finished`` is the server's time for the action (on localhost the network adds well under a
-millisecond).
+follows). The protobuf classes ship with streamlit. The time from sending the request to ``script_finished`` is the
+server's time for the action (on localhost the network adds well under a millisecond).
 
 ``Student`` opens its own sentence from the URL and then acts as a student does (▶ / ◀ / ⏮ / ⏭, another decoder
 stage, another decoder layer, a new sentence); after each action it reads what the server sent and checks it

@@ -133,18 +133,18 @@ def main() -> None:
 
     keep_widget_values()
     # A page at /<path> (the first at the root): its links keep working when the page's query changes
-    routes = {
-        st.Page(partial(show, p), title=p.name, icon=p.icon, url_path=p.path, default=i == 0): p
+    routes = [
+        st.Page(partial(show, p), title=p.name, icon=p.icon, url_path=p.path, default=i == 0)
         for i, p in enumerate(PAGES)
-    }
-    current = st.navigation(list(routes), position="top")
-    page = routes[current]
+    ]
+    current = st.navigation(routes, position="top")
+    page = PAGES[routes.index(current)]
     query = st.query_params.to_dict()
     opening = OPENED not in st.session_state
     st.session_state[OPENED] = True
     target = linked_page(page, query, opening)
     if target is not None:  # an older link: open its page with the rest of its query
-        st.switch_page(next(r for r, p in routes.items() if p is target), query_params=without_page(query))
+        st.switch_page(routes[PAGES.index(target)], query_params=without_page(query))
     if "page" in query:
         st.query_params.from_dict(without_page(query))
     current.run()
