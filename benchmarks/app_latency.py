@@ -17,9 +17,10 @@
 - new sentence to painted: from committing a new sentence (Ctrl+Enter) to every figure at position 0;
 - cold start: from launching the streamlit process to the first page idle with every figure drawn (the Explore
   page, opened by a link with one of its parameters; a link without any opens Learn);
-- Learn: chapter to painted, from the *Next* button to the next chapter's header shown and its figure drawn, for
-  every chapter of the Learn page on the default sentence, the whole lesson walked 3 times (``learn_passes``; so
-  that its p95 is a percentile, not the slowest of 13);
+- Learn: chapter to painted, from the *Next* or *Previous* button to the new chapter's header shown and its own
+  figure drawn, for every chapter of the Learn page on the default sentence: the lesson opened once by its link,
+  one turn there and back not counted (as the floor's first click), then walked to the end and back 3 times
+  (``learn_passes``; so that its p95 is a percentile, not the slowest of 13);
 - Compare: ▶ to painted on the Compare page (its first minimal pair, the decoder patching map), from the click to
   the measured position's line naming the new position and every figure drawn.
 
@@ -53,6 +54,7 @@ from harness.browser import (
     PAINTED_JS,
     SCROLLED_JS,
     TIMEOUT_MS,
+    TITLES_JS,
     TO_STEPPER_JS,
     VIEWPORT,
     Server,
@@ -97,6 +99,11 @@ EXPLORE_LINK = "/?stage=self"  # Explore's default view: a link with one of its 
 LEARN_HEADER_JS = (
     "k => ((document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent || '').startsWith(k + '. ')"
 )
+# Chapter k shown and painted, in one check as the floor's clicks are timed: its header, every figure drawn
+# (DRAWN_JS), and the figures' titles no longer those of the chapter before (``before``, TITLES_JS).
+CHAPTER_PAINTED_JS = f"""
+([k, before]) => ({LEARN_HEADER_JS})(k) && ({DRAWN_JS})(1) && ({TITLES_JS})() !== before
+"""
 
 
 class Frames:
@@ -325,19 +332,26 @@ def measure_floor(
 
 
 def learn_chapters(page, url: str, passes: int) -> list[float]:
-    """Seconds from each *Next* click of the Learn page to the next chapter painted, for every chapter, the lesson
-    walked ``passes`` times (each from chapter 1, opened by its link)."""
+    """Seconds from each *Next* or *Previous* click of the Learn page to the new chapter painted: the lesson opened
+    at chapter 1, one turn to chapter 2 and back not counted (as the floor's first click is not), then walked to
+    the last chapter and back to the first ``passes`` times, every turn timed."""
+
+    def turn(button: str, k: int) -> float:
+        before = page.evaluate(TITLES_JS)
+        t0 = time.perf_counter()
+        click(page, button)()
+        page.wait_for_function(CHAPTER_PAINTED_JS, arg=[k, before], timeout=TIMEOUT_MS)
+        return time.perf_counter() - t0
+
+    page.goto(f"{url}/?chapter=1")
+    page.wait_for_function(LEARN_HEADER_JS, arg=1, timeout=TIMEOUT_MS)
+    page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
+    turn("learn_next", 2)
+    turn("learn_prev", 1)
     times = []
     for _ in range(passes):
-        page.goto(f"{url}/?chapter=1")
-        page.wait_for_function(LEARN_HEADER_JS, arg=1, timeout=TIMEOUT_MS)
-        page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
-        for k in range(2, len(CHAPTER_KEYS) + 1):
-            t0 = time.perf_counter()
-            click(page, "learn_next")()
-            page.wait_for_function(LEARN_HEADER_JS, arg=k, timeout=TIMEOUT_MS)
-            page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
-            times.append(time.perf_counter() - t0)
+        times += [turn("learn_next", k) for k in range(2, len(CHAPTER_KEYS) + 1)]
+        times += [turn("learn_prev", k) for k in range(len(CHAPTER_KEYS) - 1, 0, -1)]
     return times
 
 
@@ -391,7 +405,7 @@ def report(app: dict, floor: dict, model: Path) -> None:
         (f"app, {ALL_STAGES}: scroll to the end after ▶ (ms)", app["all_scroll"], 1e3),
         ("app: new sentence to painted (ms)", app["sentence"], 1e3),
         ("app: cold start to painted page (s)", app["cold"], 1),
-        ("app, Learn: next chapter to painted (ms)", app["learn"], 1e3),
+        ("app, Learn: next/previous chapter to painted (ms)", app["learn"], 1e3),
         ("app, Compare: ▶ step to painted (ms)", app["compare"], 1e3),
         ("floor: cold start to painted page (s)", floor["cold"], 1),
         ("floor, Nagle on (stock): button to painted (ms)", floor["nagle"], 1e3),

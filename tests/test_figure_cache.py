@@ -94,3 +94,21 @@ def test_a_cached_figure_is_what_building_it_sends(tiny_model_dir, monkeypatch, 
     at.button(key="next").click().run()
     assert cache.hits > hits
     assert page(at) == built
+
+
+def test_frozen_dataclasses_are_plain_data_and_a_keyed_drawing_stands_for_its_callables():
+    from model.decoding import Expansion
+
+    def tree(steps, namer=str, identity=None) -> Drawing:
+        d = builders.beam_tree_figure(steps, token_text=namer, title="t")
+        return d if identity is None else d.keyed(*identity)
+
+    e = Expansion(parent=0, token=3, token_logprob=-0.5, cum_logprob=-0.5, status="kept")
+    assert tree([e]).digest() is None  # a callable argument, no identity: never cached
+    keyed = tree([e], identity=("model-a",)).digest()
+    assert keyed is not None and keyed == tree([e], namer=repr, identity=("model-a",)).digest()
+    assert keyed != tree([e], identity=("model-b",)).digest()  # another model's namer
+    other = Expansion(parent=0, token=3, token_logprob=-0.5, cum_logprob=-0.25, status="kept")
+    assert keyed != tree([other], identity=("model-a",)).digest()  # one field of one dataclass
+    assert drawing(np.eye(2), kind=lambda: 0).keyed().digest() is not None
+    assert drawing(np.eye(2), kind=object()).keyed("x").digest() is None  # still not plain data

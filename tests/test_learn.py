@@ -293,3 +293,24 @@ def test_or_go_to_moves_to_the_chapter_and_follows_the_buttons(tiny_model_dir, m
     at.button(key="learn_next").click().run()
     ok(at)
     assert at.header[0].value.startswith("8. ") and at.selectbox(key="learn_goto").value == 8
+
+
+def test_the_next_chapter_s_figure_is_built_while_this_one_is_read(tiny_model_dir, monkeypatch):
+    """Each chapter builds the next one's figure in the background: going on to it takes the figure from the cache,
+    and what the cache sends is what building it sends."""
+    import views.plot as plot
+
+    cache = plot.FigureCache(max_bytes=2**26)
+    monkeypatch.setattr(plot, "figure_cache", lambda: cache)
+    at = open_learn(tiny_model_dir, monkeypatch, chapter="1")
+    for k in range(2, len(CHAPTER_KEYS) + 1):
+        plot._ahead().submit(lambda: None).result()  # the figure built ahead (one thread: in order) is ready
+        misses = cache.misses
+        at.button(key="learn_next").click().run()
+        ok(at)
+        assert at.header[0].value.startswith(f"{k}. ")
+        assert cache.misses == misses, f"chapter {k}: its figure was built again"
+    ahead = audit.figures(at)
+    monkeypatch.setattr(plot.FigureCache, "get", lambda self, digest: None)  # every figure built in the run
+    at.run()
+    assert audit.figures(at) == ahead

@@ -18,6 +18,7 @@ from model.constants import IMPOSSIBLE
 from model.explain import lens_problem, logit_lens
 from model.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
 from model.lesson import EXAMPLE_TOKENS, build_lesson, causal_mask
+from views.plot import build_ahead
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from .common import cached, fail, get_decode, get_trace, lean_decoder, md, show, show_token, token_texter
@@ -238,6 +239,8 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
     if fig is not None:
         show(fig, f"learn_fig_{c.key}")
         st.caption(md(f"The figure in words: {c.alt}"))
+    if learn is not None and k < N:
+        _ahead(learn.chapters[k].key, learn, data)
     if c.key == "mask" and data is not None:
         cheat(data)
     if c.key == "by_hand":
@@ -254,6 +257,16 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
     if st.session_state.get(checked):
         feedback(q, st.session_state.get(qkey))
         st.markdown(f"**What to notice.** {md(c.notice)}")
+
+
+def _ahead(key: str, learn: Learn, data: dict) -> None:
+    """The next chapter's figure built while the learner reads this one."""
+    try:
+        fig = figure(key, learn, data)
+    except Exception:  # that chapter's own run reports it
+        return
+    if fig is not None:
+        build_ahead(fig)
 
 
 def cheat(data: dict) -> None:
@@ -422,8 +435,9 @@ def figure(key: str, learn: Learn | None, data: dict | None):
             res.beam_steps,
             token_text=token_texter(data["lm"]),
             impossible=IMPOSSIBLE,
-            title=f"Beam search, width {DEFAULTS.beam}: every hypothesis it kept or dropped",
-        )
+            title=f"Beam search, width {DEFAULTS.beam}: what it kept, finished, and the best it dropped from each",
+            max_pruned=1,  # the lesson's tree: one dropped candidate per hypothesis (Explore's shows three)
+        ).keyed(str(data["lm"].path))  # the namer reads that model's tokens: the figure is cached
     if key == "lens":
         if data["lens"] is None:
             return None

@@ -27,10 +27,13 @@ import functools
 import hashlib
 import inspect
 import json
+import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -95,24 +98,39 @@ class Drawing:
     build: Callable
     args: tuple
     kwargs: dict = field(default_factory=dict)
+    identity: tuple | None = None  # plain data that determines the callable arguments (``keyed``)
 
     @classmethod
     def of(cls, build: Callable, *args, **kwargs) -> Drawing:
         return cls(build, args, kwargs)
 
+    def keyed(self, *identity) -> Drawing:
+        """The same drawing, its callable arguments (a token namer) stood for by ``identity`` in the digest: plain
+        data on which they depend wholly (the model's path for a namer of its tokens)."""
+        return replace(self, identity=identity)
+
     def figure(self):
         return self.build(*self.args, **self.kwargs)
 
     def digest(self) -> str | None:
-        """The builder and every argument hashed (arrays by dtype, shape and bytes); None when an argument is not
-        plain data (then the figure is built every time)."""
+        """The builder and every argument hashed (arrays by dtype, shape and bytes; frozen dataclasses by their
+        fields); None when an argument is not plain data (then the figure is built every time) unless it is a
+        callable that ``identity`` stands for."""
         h = hashlib.blake2b(f"{self.build.__module__}.{self.build.__qualname__}".encode(), digest_size=20)
-        ok = _feed(h, self.args) and _feed(h, self.kwargs)
+        skip = self.identity is not None
+        ok = _feed(h, self.args, skip) and _feed(h, self.kwargs, skip) and (not skip or _feed(h, self.identity))
         return h.hexdigest() if ok else None
 
 
-def _feed(h, obj) -> bool:
-    """Hash ``obj`` into ``h``, typed and length-prefixed so that different values never feed the same bytes."""
+def _feed(h, obj, callables: bool = False) -> bool:
+    """Hash ``obj`` into ``h``, typed and length-prefixed so that different values never feed the same bytes;
+    ``callables``: a callable feeds a placeholder (its drawing's identity stands for it) instead of failing."""
+    if callables and callable(obj):
+        h.update(b"f")
+        return True
+    if is_dataclass(obj) and not isinstance(obj, type) and obj.__dataclass_params__.frozen:
+        h.update(f"c{type(obj).__module__}.{type(obj).__qualname__}".encode())
+        return all(_feed(h, getattr(obj, f.name), callables) for f in fields(obj))
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject:
             return False
@@ -125,10 +143,11 @@ def _feed(h, obj) -> bool:
         return True
     if isinstance(obj, list | tuple):
         h.update(f"l{len(obj)}".encode())
-        return all(_feed(h, x) for x in obj)
+        return all(_feed(h, x, callables) for x in obj)
     if isinstance(obj, dict):
         h.update(f"d{len(obj)}".encode())
-        return all(_feed(h, str(k)) and _feed(h, v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0])))
+        items = sorted(obj.items(), key=lambda kv: str(kv[0]))
+        return all(_feed(h, str(k)) and _feed(h, v, callables) for k, v in items)
     return False
 
 
@@ -164,6 +183,10 @@ class FigureCache:
         self.data: OrderedDict[str, tuple[str, str | None]] = OrderedDict()
         self.lock = threading.Lock()
         self.hits = self.misses = 0
+
+    def __contains__(self, digest: str) -> bool:  # a look that counts neither a hit nor a miss
+        with self.lock:
+            return digest in self.data
 
     def get(self, digest: str) -> tuple[str, str | None] | None:
         with self.lock:
@@ -210,6 +233,36 @@ def plot(fig, key: str, config: dict) -> None:
     figure, alt = item
     extra = f', "alt": {json.dumps(alt)}' if alt else ""
     _component()(data=f'{{"figure": {figure}, "config": {json.dumps(config)}{extra}}}'.encode(), key=key)
+
+
+# Started this long after it is asked for: by then the run that asked has finished and its messages are out, so
+# that the build never holds Python's lock while that run's last elements are sent.
+AHEAD_DELAY_S = 0.05
+
+
+@functools.cache  # one per process: one thread, so that figures built ahead never crowd the sessions' own runs
+def _ahead() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="figure-ahead")
+
+
+def build_ahead(fig: Drawing) -> Future | None:
+    """Build ``fig`` into the figure cache in the background, unless it is there or cannot be cached: the figure a
+    reader most likely asks for next (the lesson's next chapter), ready when they do. The future, or None."""
+    digest = fig.digest()
+    if digest is None or digest in figure_cache():
+        return None
+    return _ahead().submit(_build_into_cache, fig, digest)
+
+
+def _build_into_cache(fig: Drawing, digest: str) -> None:
+    time.sleep(AHEAD_DELAY_S)
+    cache = figure_cache()
+    if digest in cache:
+        return
+    try:
+        cache.put(digest, serialised(fig.figure()))
+    except Exception:  # the reader's own run builds it again and shows what went wrong
+        logging.getLogger("decoder_lens").exception("Building a figure ahead failed")
 
 
 def preload() -> None:
