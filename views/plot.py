@@ -116,8 +116,10 @@ class Drawing:
         """The builder and every argument hashed (arrays by dtype, shape and bytes; frozen dataclasses by their
         fields); None when an argument is not plain data (then the figure is built every time) unless it is a
         callable that ``identity`` stands for."""
-        h = hashlib.blake2b(f"{self.build.__module__}.{self.build.__qualname__}".encode(), digest_size=20)
         skip = self.identity is not None
+        if not skip and any(callable(a) for a in (*self.args, *self.kwargs.values())):
+            return None  # known before any argument is hashed
+        h = hashlib.blake2b(f"{self.build.__module__}.{self.build.__qualname__}".encode(), digest_size=20)
         ok = _feed(h, self.args, skip) and _feed(h, self.kwargs, skip) and (not skip or _feed(h, self.identity))
         return h.hexdigest() if ok else None
 
