@@ -505,6 +505,7 @@ def test_beam_tree_numbers_positions_as_the_step_view_and_draws_its_paths():
     assert any("more pruned candidates not drawn" in h for tr in nodes.values() for h in tr.hovertext)
     x0, x1 = fig.layout.xaxis.range
     assert x1 >= 19 and x0 > -1.5  # 20 positions do not fit at 860 px: the latest are in view
+    assert all(abs(x - x0) >= 0.5 for tr in nodes.values() for x in tr.x)  # no marker cut in half at the edge
     for s_ in ("kept", "finished"):
         for x, text in zip(nodes[s_].x, nodes[s_].text):
             assert bool(text) == (x >= x0 + 0.25), (s_, x, text)

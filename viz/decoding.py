@@ -357,7 +357,8 @@ def _tree_figure(
     x_min, x_max = min(xs), max(xs)
     columns = max(int(plot_w // col_px), 1)  # columns in view at the narrowest width
     x_hi = x_max + 1.0  # room right of the last column for its labels
-    x_lo = max(x_min - 0.5, x_hi - columns)
+    # from half a column before the first one in view: no node's marker is cut in half at the left edge
+    x_lo = max(x_min - 0.5, math.floor(x_hi - columns) + 0.5)
     statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
     legend = []
     for status in ["start", *statuses]:
