@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from model.learn import CHAPTER_KEYS
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 NUMBER = r"(\d+(?:\.\d+)?)"
@@ -51,7 +53,7 @@ def test_app_latency_smoke():
         "app: new sentence to painted (ms)",
         "app: cold start to painted page (s)",
         "floor: cold start to painted page (s)",
-        "app, Learn: next chapter to painted (ms)",
+        "app, Learn: next/previous chapter to painted (ms)",
         "app, Compare: ▶ step to painted (ms)",
         "floor, Nagle on (stock): button to painted (ms)",
     ):
@@ -71,6 +73,9 @@ def test_app_latency_smoke():
     verdict(out, "step-to-paint ≤ 2× floor")
     verdict(out, "bytes per step ≤ 200 KB")
     verdict(out, "Learn chapter-to-paint ≤ 1.5× floor")
+    m = re.search(r"^app, Learn: next/previous chapter to painted \(ms\)\s+(\d+)", out, re.M)
+    assert m and int(m.group(1)) == 2 * (len(CHAPTER_KEYS) - 1), out  # every chapter turned to, there and back
+    assert re.search(r"each chapter's median: the slowest, [a-z_]+, \d+ ms", out), out
     verdict(out, "Compare step-to-paint ≤ 2× the step view's")
     assert "errors on the page or tracebacks in the server log: 0" in out, out
 
