@@ -96,19 +96,19 @@ def test_a_cached_figure_is_what_building_it_sends(tiny_model_dir, monkeypatch, 
     assert page(at) == built
 
 
-def test_frozen_dataclasses_are_plain_data_and_a_keyed_drawing_stands_for_its_callables():
+def test_a_keyed_drawing_is_hashed_by_its_identity_and_scalars():
     from model.decoding import Expansion
 
-    def tree(steps, namer=str, identity=None) -> Drawing:
-        d = builders.beam_tree_figure(steps, token_text=namer, title="t")
-        return d if identity is None else d.keyed(*identity)
+    def tree(steps, namer=str, title="t") -> Drawing:
+        return builders.beam_tree_figure(steps, token_text=namer, title=title)
 
     e = Expansion(parent=0, token=3, token_logprob=-0.5, cum_logprob=-0.5, status="kept")
-    assert tree([e]).digest() is None  # a callable argument, no identity: never cached
-    keyed = tree([e], identity=("model-a",)).digest()
-    assert keyed is not None and keyed == tree([e], namer=repr, identity=("model-a",)).digest()
-    assert keyed != tree([e], identity=("model-b",)).digest()  # another model's namer
-    other = Expansion(parent=0, token=3, token_logprob=-0.5, cum_logprob=-0.25, status="kept")
-    assert keyed != tree([other], identity=("model-a",)).digest()  # one field of one dataclass
-    assert drawing(np.eye(2), kind=lambda: 0).keyed().digest() is not None
-    assert drawing(np.eye(2), kind=object()).keyed("x").digest() is None  # still not plain data
+    assert tree([e]).digest() is None  # not plain data, no identity: never cached
+    keyed = tree([e]).keyed("model-a", (5, 7, 2), 20).digest()
+    assert keyed is not None
+    assert keyed == tree([e], namer=repr).keyed("model-a", (5, 7, 2), 20).digest()  # the identity stands for them
+    assert keyed != tree([e]).keyed("model-b", (5, 7, 2), 20).digest()  # another model
+    assert keyed != tree([e]).keyed("model-a", (5, 7, 3), 20).digest()  # another source
+    assert keyed != tree([e], title="u").keyed("model-a", (5, 7, 2), 20).digest()  # a scalar argument
+    assert keyed != builders.topk_figure(["a"], np.ones(1), 0, title="t").keyed("model-a", (5, 7, 2), 20).digest()
+    assert tree([e]).keyed(object()).digest() is None  # the identity itself must be plain data

@@ -107,8 +107,9 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
         )
         return learn, lens
 
-    learn, lens = cached("learn", (str(lm.path), src.ids, max_len), compute)
-    return learn, {"trace": tr, "nomask": nc, "beam": beam, "lens": lens, "src": src, "lm": lm}
+    key = (str(lm.path), src.ids, max_len)
+    learn, lens = cached("learn", key, compute)
+    return learn, {"trace": tr, "nomask": nc, "beam": beam, "lens": lens, "src": src, "lm": lm, "key": key}
 
 
 # ---------------------------------------------------------------------------
@@ -437,7 +438,7 @@ def figure(key: str, learn: Learn | None, data: dict | None):
             impossible=IMPOSSIBLE,
             title=f"Beam search, width {DEFAULTS.beam}: what it kept, finished, and the best it dropped from each",
             max_pruned=1,  # the lesson's tree: one dropped candidate per hypothesis (Explore's shows three)
-        ).keyed(str(data["lm"].path))  # the namer reads that model's tokens: the figure is cached
+        ).keyed(*data["key"])  # the decode it draws: its model, source and length
     if key == "lens":
         if data["lens"] is None:
             return None

@@ -33,7 +33,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -98,58 +98,57 @@ class Drawing:
     build: Callable
     args: tuple
     kwargs: dict = field(default_factory=dict)
-    identity: tuple | None = None  # plain data that determines the callable arguments (``keyed``)
+    identity: tuple | None = None  # plain data that determines every argument but the scalars (``keyed``)
 
     @classmethod
     def of(cls, build: Callable, *args, **kwargs) -> Drawing:
         return cls(build, args, kwargs)
 
     def keyed(self, *identity) -> Drawing:
-        """The same drawing, its callable arguments (a token namer) stood for by ``identity`` in the digest: plain
-        data on which they depend wholly (the model's path for a namer of its tokens)."""
+        """The same drawing, hashed by ``identity`` (plain data) and its scalar arguments: ``identity`` stands for
+        every other argument (a decode's recorded steps and its token namer: the model, the source and the decode's
+        options), which need not be plain data and are not hashed."""
         return replace(self, identity=identity)
 
     def figure(self):
         return self.build(*self.args, **self.kwargs)
 
     def digest(self) -> str | None:
-        """The builder and every argument hashed (arrays by dtype, shape and bytes; frozen dataclasses by their
-        fields); None when an argument is not plain data (then the figure is built every time) unless it is a
-        callable that ``identity`` stands for."""
-        skip = self.identity is not None
-        if not skip and any(callable(a) for a in (*self.args, *self.kwargs.values())):
-            return None  # known before any argument is hashed
+        """The builder and every argument hashed (arrays by dtype, shape and bytes), or for a keyed drawing its
+        identity and scalar arguments; None when an argument is not plain data (then the figure is built every
+        time)."""
         h = hashlib.blake2b(f"{self.build.__module__}.{self.build.__qualname__}".encode(), digest_size=20)
-        ok = _feed(h, self.args, skip) and _feed(h, self.kwargs, skip) and (not skip or _feed(h, self.identity))
-        return h.hexdigest() if ok else None
+        if self.identity is not None:
+            scalars = [(i, a) for i, a in enumerate(self.args) if _scalar(a)]
+            scalars += [(k, a) for k, a in sorted(self.kwargs.items()) if _scalar(a)]
+            return h.hexdigest() if _feed(h, self.identity) and _feed(h, scalars) else None
+        if any(callable(a) for a in (*self.args, *self.kwargs.values())):
+            return None  # known before any argument is hashed
+        return h.hexdigest() if _feed(h, self.args) and _feed(h, self.kwargs) else None
 
 
-def _feed(h, obj, callables: bool = False) -> bool:
-    """Hash ``obj`` into ``h``, typed and length-prefixed so that different values never feed the same bytes;
-    ``callables``: a callable feeds a placeholder (its drawing's identity stands for it) instead of failing."""
-    if callables and callable(obj):
-        h.update(b"f")
-        return True
-    if is_dataclass(obj) and not isinstance(obj, type) and obj.__dataclass_params__.frozen:
-        h.update(f"c{type(obj).__module__}.{type(obj).__qualname__}".encode())
-        return all(_feed(h, getattr(obj, f.name), callables) for f in fields(obj))
+def _scalar(obj) -> bool:
+    return obj is None or isinstance(obj, bool | int | float | str | np.generic)
+
+
+def _feed(h, obj) -> bool:
+    """Hash ``obj`` into ``h``, typed and length-prefixed so that different values never feed the same bytes."""
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject:
             return False
         h.update(f"a{obj.dtype.str}{obj.shape}".encode())
         h.update(np.ascontiguousarray(obj).view(np.uint8).data)
         return True
-    if obj is None or isinstance(obj, bool | int | float | str | np.generic):
+    if _scalar(obj):
         text = repr(obj.item() if isinstance(obj, np.generic) else obj)
         h.update(f"{type(obj).__name__}{len(text)}:{text}".encode())
         return True
     if isinstance(obj, list | tuple):
         h.update(f"l{len(obj)}".encode())
-        return all(_feed(h, x, callables) for x in obj)
+        return all(_feed(h, x) for x in obj)
     if isinstance(obj, dict):
         h.update(f"d{len(obj)}".encode())
-        items = sorted(obj.items(), key=lambda kv: str(kv[0]))
-        return all(_feed(h, str(k)) and _feed(h, v, callables) for k, v in items)
+        return all(_feed(h, str(k)) and _feed(h, v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0])))
     return False
 
 
