@@ -15,11 +15,11 @@ from streamlit.testing.v1 import AppTest
 from harness import audit
 from model.checkpoint import ENV_MODEL, load_model_dir
 from model.decoding import DecodeOptions, decode
-from model.learn import CHAPTER_KEYS
+from model.learn import CHAPTER_KEYS, mistakes
 from model.lesson import build_lesson
 from model.trace import teacher_forced_trace
 from tests.pages import open_page, shown_page
-from views.common import show_token
+from views.common import md, show_token
 
 from .test_app import APP, ok
 
@@ -241,6 +241,9 @@ def test_without_a_model_the_hand_sized_example_still_works(tmp_path, monkeypatc
     assert any("does not exist" in e.value for e in at.error)
     assert at.header[0].value.startswith(f"{len(CHAPTER_KEYS)}. Check it by hand")
     assert any(h.value == "Common mistakes to avoid" for h in at.subheader)
+    shown = "\n".join(m.value for m in at.markdown)
+    for m in mistakes(build_lesson()):  # every mistake, with the computation that reveals it
+        assert f"**{md(m.title)}.** {md(m.computation)}" in shown, m.title
 
 
 def test_ten_to_fourteen_chapters_in_at_most_a_quarter_of_an_hour(lm):

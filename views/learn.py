@@ -247,8 +247,8 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
     if c.key == "by_hand":
         with st.container(key="learn_mistakes"):
             st.subheader("Common mistakes to avoid")
-            for m in mistakes(worked_example()):
-                st.markdown(f"**{md(m.title)}.** {md(m.computation)}")
+            # one element, a paragraph each: every element of a chapter costs its turn a few ms in the browser
+            st.markdown("\n\n".join(f"**{md(m.title)}.** {md(m.computation)}" for m in mistakes(worked_example())))
     q = c.question
     qkey = f"learn_q_{c.key}_{sid}"
     st.radio(md(q.prompt), q.options, index=None, key=qkey)
