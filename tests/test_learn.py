@@ -317,3 +317,36 @@ def test_the_next_chapter_s_figure_is_built_while_this_one_is_read(tiny_model_di
     monkeypatch.setattr(plot.FigureCache, "get", lambda self, digest: None)  # every figure built in the run
     at.run()
     assert audit.figures(at) == ahead
+
+
+def test_each_chapter_sends_the_next_one_s_figure_along_once_built(tiny_model_dir, monkeypatch):
+    """The browser draws the next chapter's figure while the learner reads (``views/plot.js``): each chapter's
+    element carries its figure's id and, once built, the next chapter's figure, which is what that chapter then
+    shows under the id it was sent with."""
+    import views.plot as plot
+
+    cache = plot.FigureCache(max_bytes=2**26)
+    monkeypatch.setattr(plot, "figure_cache", lambda: cache)
+
+    def sent(at) -> dict:
+        (data,) = [c.proto.bytes for c in at.get("bidi_component") if plot.payload(c.proto.bytes).get("figure")]
+        return plot.payload(data)
+
+    at = open_learn(tiny_model_dir, monkeypatch, chapter="1")
+    assert "ahead" not in sent(at)  # the next chapter's figure is not built yet on the lesson's first run
+    promised = None
+    for k in range(2, len(CHAPTER_KEYS) + 1):
+        plot._ahead().submit(lambda: None).result()  # what this chapter asked to build ahead is built
+        at.button(key="learn_next").click().run()
+        ok(at)
+        now = sent(at)
+        assert now["id"].endswith(f":learn_fig_{CHAPTER_KEYS[k - 1]}")
+        if promised is not None:
+            assert (now["id"], now["figure"], now.get("alt")) == promised, f"chapter {k}"
+        if k < len(CHAPTER_KEYS):
+            ahead = now["ahead"]
+            assert ahead["id"].endswith(f":learn_fig_{CHAPTER_KEYS[k]}")
+            assert ahead["config"]["toImageButtonOptions"]["filename"] == f"learn_fig_{CHAPTER_KEYS[k]}"
+            promised = (ahead["id"], ahead["figure"], ahead.get("alt"))
+        else:
+            assert "ahead" not in now  # the last chapter has none after it

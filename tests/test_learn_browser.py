@@ -142,3 +142,53 @@ def test_the_lesson_by_keyboard_alone_with_legible_figures(server):
             browser.close()
     assert not problems, "\n".join(problems)
     assert not console, console
+
+
+# Plotly's draws on the page counted (a graph put back drawn is not one); the graphs kept off the page by id
+COUNT_DRAWS_JS = """() => {
+  const P = window.Plotly;
+  if (!P.__counted) {
+    const react = P.react, newPlot = P.newPlot;
+    const onPage = (gd) => gd.isConnected && !gd.getRootNode().host;  // not in a shadow root: on the page
+    window.__pageDraws = 0;
+    P.react = function (gd, ...rest) { window.__pageDraws += onPage(gd); return react.call(this, gd, ...rest); };
+    P.newPlot = function (gd, ...rest) { window.__pageDraws += onPage(gd); return newPlot.call(this, gd, ...rest); };
+    P.__counted = true;
+  }
+  return window.__pageDraws;
+}"""
+TITLE_JS = "() => String(document.querySelector('.js-plotly-plot')._fullLayout.title.text || '')"
+
+
+def test_a_chapter_read_then_turned_shows_its_figure_drawn_ahead_and_back_the_one_it_left(server):
+    """Read (a pause), then Next: the next chapter's graph was drawn off the page meanwhile and is put in place, with
+    no draw on the page; Previous puts back the graph the page had. Each is the chapter's own figure, drawn."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{server}/?chapter=1&max_len=8")
+            idle(page, 1)
+            page.locator(".st-key-learn_next button").click()  # the lesson's first run built nothing ahead yet
+            page.wait_for_function(f"() => ({HEADER_JS})().startsWith('2. ')", timeout=TIMEOUT_MS)
+            idle(page, 1)
+            page.evaluate(COUNT_DRAWS_JS)
+            titles = {2: page.evaluate(TITLE_JS)}
+            for k, button in ((3, "learn_next"), (4, "learn_next"), (3, "learn_prev"), (2, "learn_prev")):
+                page.wait_for_timeout(1500)  # reading: the page draws the next chapter's figure off the page
+                before = page.evaluate(COUNT_DRAWS_JS)
+                page.locator(f".st-key-{button} button").click()
+                page.wait_for_function(f"() => ({HEADER_JS})().startsWith('{k}. ')", timeout=TIMEOUT_MS)
+                idle(page, 1)
+                assert page.evaluate(COUNT_DRAWS_JS) == before, f"chapter {k} ({button}): its figure was drawn again"
+                title = page.evaluate(TITLE_JS)
+                assert title and titles.setdefault(k, title) == title, (k, title)
+                assert title != titles.get(k - 1 if button == "learn_next" else k + 1)
+            assert page.locator(".js-plotly-plot").count() == 1  # the kept graphs are off the page
+        finally:
+            browser.close()

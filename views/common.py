@@ -17,7 +17,7 @@ from model.steps import compact_result
 from model.trace import teacher_forced_trace
 
 from .cache import SessionCache
-from .plot import plot
+from .plot import Drawing, plot
 from .state import MEAN_HEADS, Choices
 
 log = logging.getLogger("decoder_lens")
@@ -52,12 +52,16 @@ def head_label(head) -> str:
     return "mean of heads" if head == MEAN_HEADS else f"head {head}"
 
 
-def show(fig, key: str) -> None:
+def show(fig, key: str, ahead: tuple[Drawing, str] | None = None) -> None:
     """A figure at the size it chose: fixed-width figures (square attention cells) keep their width, the others
     take the column's. The graph stays on the page under ``key`` and is updated in place (``views.plot``); out of
-    view, when it scrolls near."""
-    cfg = {**PLOTLY_CONFIG, "toImageButtonOptions": {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": key}}
-    plot(fig, key, cfg)
+    view, when it scrolls near. ``ahead``: the figure most likely shown next and its key, drawn off the page by the
+    browser meanwhile when the server has it built."""
+    plot(fig, key, _config(key), None if ahead is None else (ahead[0], ahead[1], _config(ahead[1])))
+
+
+def _config(key: str) -> dict:
+    return {**PLOTLY_CONFIG, "toImageButtonOptions": {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": key}}
 
 
 def fail(message: str, exc: BaseException) -> None:

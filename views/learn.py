@@ -237,11 +237,12 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
     except Exception as e:
         fail("Could not draw the figure", e)
         fig = None
+    later = learn.chapters[k : k + 2] if learn is not None else []  # two ahead: the next one is built by now
+    built = [_ahead(x.key, learn, data) for x in later]
     if fig is not None:
-        show(fig, f"learn_fig_{c.key}")
+        # the next chapter's figure goes along, for the browser to draw while this one is read
+        show(fig, f"learn_fig_{c.key}", (built[0], f"learn_fig_{later[0].key}") if built and built[0] else None)
         st.caption(md(f"The figure in words: {c.alt}"))
-    if learn is not None and k < N:
-        _ahead(learn.chapters[k].key, learn, data)
     if c.key == "mask" and data is not None:
         cheat(data)
     if c.key == "by_hand":
@@ -260,14 +261,16 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
         st.markdown(f"**What to notice.** {md(c.notice)}")
 
 
-def _ahead(key: str, learn: Learn, data: dict) -> None:
-    """The next chapter's figure built while the learner reads this one."""
+def _ahead(key: str, learn: Learn, data: dict):
+    """A later chapter's figure (a ``Drawing``), built in the background while the learner reads this one; None
+    when that chapter has no figure."""
     try:
         fig = figure(key, learn, data)
     except Exception:  # that chapter's own run reports it
-        return
+        return None
     if fig is not None:
         build_ahead(fig)
+    return fig
 
 
 def cheat(data: dict) -> None:

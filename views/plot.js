@@ -9,6 +9,57 @@ const NEAR = "600px 0px"; // draw a deferred figure this far before it enters th
 // Bars and curves squeeze well.
 const STRETCH_MIN_W = 600;
 
+// Graphs kept off the page, drawn, by figure id (views/plot.py: the figure's digest and its element's key): the
+// next figure drawn ahead while the reader reads, and the last ones taken off the page. A figure with a kept id is
+// put back, drawn, instead of drawn again. At most KEEP; the oldest is purged.
+const KEEP = 4;
+
+function kept() {
+  return (window.__decoderLensKept ??= new Map());
+}
+
+function keep(id, div) {
+  const store = kept();
+  store.delete(id);
+  store.set(id, div);
+  while (store.size > KEEP) {
+    const [oldest, gone] = store.entries().next().value;
+    store.delete(oldest);
+    window.Plotly?.purge(gone);
+  }
+}
+
+function drawAhead(ahead, column) {
+  // In an idle moment, off the page: in a shadow root (no selector of the page sees it) of an element out of view,
+  // as wide as it will be drawn in ``column`` (the element's frame); then detached and kept.
+  const cells = (ahead?.figure?.data || []).some((t) => t.type === "heatmap");
+  const width = column && Math.max(column.clientWidth, cells ? STRETCH_MIN_W : 0);
+  if (!ahead?.id || kept().has(ahead.id) || !width) return;
+  const run = () => {
+    if (kept().has(ahead.id)) return;
+    const host = document.createElement("div");
+    host.style.cssText = `position:fixed;left:-100000px;top:0;width:${width}px;visibility:hidden;pointer-events:none`;
+    const div = document.createElement("div");
+    div.className = "decoder-lens-plot";
+    const figure = ahead.figure;
+    const font = (figure.layout.font = figure.layout.font || {});
+    if (!font.family) font.family = window.__decoderLensFont ??= getComputedStyle(document.body).fontFamily;
+    div.style.width = figure.layout.width ? figure.layout.width + "px" : width + "px";
+    host.attachShadow({ mode: "open" }).appendChild(div);
+    document.body.appendChild(host);
+    const config = { ...ahead.config, responsive: !figure.layout.width };
+    window.__decoderLensPlotly
+      .then((Plotly) => Plotly.newPlot(div, figure.data, figure.layout, config))
+      .then(() => {
+        div.remove();
+        keep(ahead.id, div);
+      })
+      .catch((err) => console.error("Decoder Lens figure drawn ahead:", err))
+      .finally(() => host.remove());
+  };
+  (window.requestIdleCallback || ((f) => setTimeout(f, 50)))(run, { timeout: 2000 });
+}
+
 function draw(div) {
   const job = div.__job;
   if (!job) return;
@@ -22,6 +73,7 @@ function draw(div) {
     .catch((err) => console.error("Decoder Lens figure:", err))
     .finally(() => {
       if (div.__seq === seq) div.removeAttribute("data-drawing");
+      if (div.__seq === seq && job.ahead) drawAhead(job.ahead, div.parentElement);
     });
 }
 
@@ -75,14 +127,28 @@ export default function ({ data: bytes, parentElement }) {
     if (!div) return;
     div.__watcher.unobserve(div);
     resizer().unobserve(div);
-    // Streamlit may call this before the next render of the same element: only a removed graph is purged.
+    // Streamlit may call this before the next render of the same element: only a removed graph is kept (drawn, with
+    // an id and nothing waiting to be drawn) or purged.
     setTimeout(() => {
-      if (!div.isConnected && window.Plotly) window.Plotly.purge(div);
+      if (div.isConnected || !window.Plotly) return;
+      if (div.__id && div._fullLayout && !div.__job && !div.hasAttribute("data-drawing")) keep(div.__id, div);
+      else window.Plotly.purge(div);
     }, 0);
   };
   const data = JSON.parse(text);
   if (data.preload) return; // its loader has started loading Plotly
   const figure = data.figure;
+  let adopted = false;
+  if (!div && data.id && kept().has(data.id)) {
+    // this very figure, kept drawn off the page: put back instead of drawn
+    div = kept().get(data.id);
+    kept().delete(data.id);
+    parentElement.style.maxWidth = "100%";
+    parentElement.style.overflowX = "auto";
+    parentElement.style.overflowY = "hidden";
+    parentElement.appendChild(div);
+    adopted = true;
+  }
   // The page's own typeface, as Streamlit's charts use, where the figure names none.
   const font = (figure.layout.font = figure.layout.font || {});
   if (!font.family) font.family = window.__decoderLensFont ??= getComputedStyle(document.body).fontFamily;
@@ -109,13 +175,19 @@ export default function ({ data: bytes, parentElement }) {
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
   const cells = (figure.data || []).some((t) => t.type === "heatmap");
   div.style.minWidth = !div.__fixed && cells ? STRETCH_MIN_W + "px" : "";
-  div.__job = { figure, config: { ...data.config, responsive: !figure.layout.width } };
+  const job = { figure, config: { ...data.config, responsive: !figure.layout.width }, ahead: data.ahead };
+  div.__id = data.id;
+  div.__job = adopted ? null : job;
   if (div.__watcher) div.__watcher.unobserve(div);
   div.__watcher = watcher(scroller(div));
   div.__watcher.observe(div); // its first report says whether the figure is near now
   resizer().observe(div);
+  if (adopted) {
+    div.removeAttribute("data-deferred");
+    drawAhead(data.ahead, parentElement);
+  }
   // Drawn now: in or near view, or never drawn and laid out (so the page's first paint has every figure).
-  if (div.__near || (!div._fullLayout && div.offsetWidth > 0)) draw(div);
+  else if (div.__near || (!div._fullLayout && div.offsetWidth > 0)) draw(div);
   else div.setAttribute("data-deferred", "1");
   return cleanup;
 }

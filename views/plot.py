@@ -4,9 +4,12 @@
 and a second pass for the theme): ~90 ms a figure, for every figure after every ▶. The component keeps its graph
 and updates it in place with ``Plotly.react`` (Streamlit renders it again only when the figure changed); a figure
 out of view is updated only when it scrolls near the viewport (in the "All stages" view most of ~25 figures are),
-and its element carries ``data-deferred="1"`` until then. ``app.py`` serves the component's code
-(``PLOT_JS_ROUTE``) and Plotly's cartesian bundle (``PLOTLY_ROUTE``); each element carries only a short loader and
-its figure, as JSON bytes (no re-parsing).
+and its element carries ``data-deferred="1"`` until then. A graph taken off the page (another chapter, another
+stage) is kept drawn, off the page, under its figure's id (``plot``: its digest and key), and put back instead of
+drawn again when that figure returns; an element can carry the figure most likely shown next (the lesson's next
+chapter), which the browser draws off the page in an idle moment and keeps the same way. ``app.py`` serves the
+component's code (``PLOT_JS_ROUTE``) and Plotly's cartesian bundle (``PLOTLY_ROUTE``); each element carries only a
+short loader and its figure, as JSON bytes (no re-parsing).
 
 Building a figure and serialising it is most of a step's server time, so the views draw through ``builders``
 (``viz`` whose figure builders return a ``Drawing``: the builder and its arguments): ``plot`` hashes the arguments
@@ -189,6 +192,10 @@ class FigureCache:
         with self.lock:
             return digest in self.data
 
+    def peek(self, digest: str) -> tuple[str, str | None] | None:  # as get, counting neither a hit nor a miss
+        with self.lock:
+            return self.data.get(digest)
+
     def get(self, digest: str) -> tuple[str, str | None] | None:
         with self.lock:
             item = self.data.get(digest)
@@ -220,10 +227,13 @@ def serialised(fig) -> tuple[str, str | None]:
     return pio.to_json(fig, validate=False), text_alternative(fig)
 
 
-def plot(fig, key: str, config: dict) -> None:
+def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None) -> None:
     """Draw ``fig`` (a figure, or a ``Drawing``, built only if the cache does not hold it) under ``key`` (the same
     key keeps the same graph, updated in place); a heatmap carries its text alternative (``alt``: the element's
-    aria-label, plot.js)."""
+    aria-label, plot.js). A cached figure carries its ``id`` (its digest and key): a graph the browser keeps off the
+    page under that id is shown again instead of drawn. ``ahead``: the figure most likely shown next under
+    its own key (the lesson's next chapter), sent along when the cache holds it, which the browser draws off the
+    page while the reader reads (``plot.js``): (the drawing, its key, its config)."""
     digest = fig.digest() if isinstance(fig, Drawing) else None
     cache = figure_cache() if digest else None
     item = cache.get(digest) if cache else None
@@ -231,9 +241,22 @@ def plot(fig, key: str, config: dict) -> None:
         item = serialised(fig.figure() if isinstance(fig, Drawing) else fig)
         if cache:
             cache.put(digest, item)
+    parts = [_payload(item, config, digest and f"{digest}:{key}")]
+    if ahead is not None:
+        next_fig, next_key, next_config = ahead
+        d = next_fig.digest()
+        held = figure_cache().peek(d) if d else None
+        if held is not None:
+            parts.append(f'"ahead": {{{_payload(held, next_config, f"{d}:{next_key}")}}}')
+    _component()(data=f"{{{', '.join(parts)}}}".encode(), key=key)
+
+
+def _payload(item: tuple[str, str | None], config: dict, fid: str | None) -> str:
     figure, alt = item
-    extra = f', "alt": {json.dumps(alt)}' if alt else ""
-    _component()(data=f'{{"figure": {figure}, "config": {json.dumps(config)}{extra}}}'.encode(), key=key)
+    out = f'"figure": {figure}, "config": {json.dumps(config)}'
+    if alt:
+        out += f', "alt": {json.dumps(alt)}'
+    return out + (f', "id": {json.dumps(fid)}' if fid else "")
 
 
 # Started this long after it is asked for: by then the run that asked has finished and its messages are out, so
