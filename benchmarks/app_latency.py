@@ -296,9 +296,9 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
         largest=largest,
         n_steps=n_steps,
         learn=[secs for _, secs in turns],
-        learn_by={key: [secs for k, secs in turns if k == key] for key in dict(turns)},
+        learn_by=by_chapter(turns),
         learn_at_once=[secs for _, secs in at_once],
-        learn_at_once_by={key: [secs for k, secs in at_once if k == key] for key in dict(at_once)},
+        learn_at_once_by=by_chapter(at_once),
         read_s=n["read_s"],
         compare=compare,
         plots=shown["plots"],
@@ -364,6 +364,10 @@ def learn_chapters(page, url: str, passes: int, read_s: float) -> list[tuple[str
         times += [turn("learn_next", k) for k in range(2, len(CHAPTER_KEYS) + 1)]
         times += [turn("learn_prev", k) for k in range(len(CHAPTER_KEYS) - 1, 0, -1)]
     return times
+
+
+def by_chapter(turns: list[tuple[str, float]]) -> dict[str, list[float]]:
+    return {key: [secs for k, secs in turns if k == key] for key in dict(turns)}
 
 
 def compare_steps(page, url: str, clicks: int) -> list[float]:

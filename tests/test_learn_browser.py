@@ -120,26 +120,37 @@ def server(tiny_model_dir, tmp_path_factory):
     assert "Traceback" not in text, text[-4000:]
 
 
-def test_the_lesson_by_keyboard_alone_with_legible_figures(server):
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for the module's tests; a missing one is a failure."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def new_page(browser, size: tuple[int, int]):
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.set_default_timeout(TIMEOUT_MS)
+    return page
+
+
+def test_the_lesson_by_keyboard_alone_with_legible_figures(server, browser):
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
     console: list[str] = []
     problems: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            for size in SIZES:
-                page = browser.new_page(viewport={"width": size[0], "height": size[1]})
-                page.set_default_timeout(TIMEOUT_MS)
-                page.on("console", lambda m: m.type in ("error", "warning") and console.append(m.text))
-                problems += walk(page, server, size, SHOTS, "&max_len=8")
-                page.close()
-        finally:
-            browser.close()
+    for size in SIZES:
+        page = new_page(browser, size)
+        page.on("console", lambda m: m.type in ("error", "warning") and console.append(m.text))
+        problems += walk(page, server, size, SHOTS, "&max_len=8")
+        page.close()
     assert not problems, "\n".join(problems)
     assert not console, console
 
@@ -160,35 +171,26 @@ COUNT_DRAWS_JS = """() => {
 TITLE_JS = "() => String(document.querySelector('.js-plotly-plot')._fullLayout.title.text || '')"
 
 
-def test_a_chapter_read_then_turned_shows_its_figure_drawn_ahead_and_back_the_one_it_left(server):
+def test_a_chapter_read_then_turned_shows_its_figure_drawn_ahead_and_back_the_one_it_left(server, browser):
     """Read (a pause), then Next: the next chapter's graph was drawn off the page meanwhile and is put in place, with
     no draw on the page; Previous puts back the graph the page had. Each is the chapter's own figure, drawn."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(f"{server}/?chapter=1&max_len=8")
-            idle(page, 1)
-            page.locator(".st-key-learn_next button").click()  # the lesson's first run built nothing ahead yet
-            page.wait_for_function(f"() => ({HEADER_JS})().startsWith('2. ')", timeout=TIMEOUT_MS)
-            idle(page, 1)
-            page.evaluate(COUNT_DRAWS_JS)
-            titles = {2: page.evaluate(TITLE_JS)}
-            for k, button in ((3, "learn_next"), (4, "learn_next"), (3, "learn_prev"), (2, "learn_prev")):
-                page.wait_for_timeout(1500)  # reading: the page draws the next chapter's figure off the page
-                before = page.evaluate(COUNT_DRAWS_JS)
-                page.locator(f".st-key-{button} button").click()
-                page.wait_for_function(f"() => ({HEADER_JS})().startsWith('{k}. ')", timeout=TIMEOUT_MS)
-                idle(page, 1)
-                assert page.evaluate(COUNT_DRAWS_JS) == before, f"chapter {k} ({button}): its figure was drawn again"
-                title = page.evaluate(TITLE_JS)
-                assert title and titles.setdefault(k, title) == title, (k, title)
-                assert title != titles.get(k - 1 if button == "learn_next" else k + 1)
-            assert page.locator(".js-plotly-plot").count() == 1  # the kept graphs are off the page
-        finally:
-            browser.close()
+    page = new_page(browser, SIZES[0])
+    page.goto(f"{server}/?chapter=1&max_len=8")
+    idle(page, 1)
+    page.locator(".st-key-learn_next button").click()  # the lesson's first run built nothing ahead yet
+    page.wait_for_function(f"() => ({HEADER_JS})().startsWith('2. ')", timeout=TIMEOUT_MS)
+    idle(page, 1)
+    page.evaluate(COUNT_DRAWS_JS)
+    titles = {2: page.evaluate(TITLE_JS)}
+    for k, button in ((3, "learn_next"), (4, "learn_next"), (3, "learn_prev"), (2, "learn_prev")):
+        page.wait_for_timeout(1500)  # reading: the page draws the next chapter's figure off the page
+        before = page.evaluate(COUNT_DRAWS_JS)
+        page.locator(f".st-key-{button} button").click()
+        page.wait_for_function(f"() => ({HEADER_JS})().startsWith('{k}. ')", timeout=TIMEOUT_MS)
+        idle(page, 1)
+        assert page.evaluate(COUNT_DRAWS_JS) == before, f"chapter {k} ({button}): its figure was drawn again"
+        title = page.evaluate(TITLE_JS)
+        assert title and titles.setdefault(k, title) == title, (k, title)
+        assert title != titles.get(k - 1 if button == "learn_next" else k + 1)
+    assert page.locator(".js-plotly-plot").count() == 1  # the kept graphs are off the page
+    page.close()

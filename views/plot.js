@@ -29,6 +29,19 @@ function keep(id, div) {
   }
 }
 
+function take(id) {
+  const div = kept().get(id) || null;
+  kept().delete(id);
+  return div;
+}
+
+function withPageFont(figure) {
+  // The page's own typeface, as Streamlit's charts use, where the figure names none.
+  const font = (figure.layout.font = figure.layout.font || {});
+  if (!font.family) font.family = window.__decoderLensFont ??= getComputedStyle(document.body).fontFamily;
+  return figure;
+}
+
 function drawAhead(ahead, column) {
   // In an idle moment, off the page: in a shadow root (no selector of the page sees it) of an element out of view,
   // as wide as it will be drawn in ``column`` (the element's frame); then detached and kept.
@@ -41,9 +54,7 @@ function drawAhead(ahead, column) {
     host.style.cssText = `position:fixed;left:-100000px;top:0;width:${width}px;visibility:hidden;pointer-events:none`;
     const div = document.createElement("div");
     div.className = "decoder-lens-plot";
-    const figure = ahead.figure;
-    const font = (figure.layout.font = figure.layout.font || {});
-    if (!font.family) font.family = window.__decoderLensFont ??= getComputedStyle(document.body).fontFamily;
+    const figure = withPageFont(ahead.figure);
     div.style.width = figure.layout.width ? figure.layout.width + "px" : width + "px";
     host.attachShadow({ mode: "open" }).appendChild(div);
     document.body.appendChild(host);
@@ -137,25 +148,10 @@ export default function ({ data: bytes, parentElement }) {
   };
   const data = JSON.parse(text);
   if (data.preload) return; // its loader has started loading Plotly
-  const figure = data.figure;
-  let adopted = false;
-  if (!div && data.id && kept().has(data.id)) {
-    // this very figure, kept drawn off the page: put back instead of drawn
-    div = kept().get(data.id);
-    kept().delete(data.id);
-    parentElement.style.maxWidth = "100%";
-    parentElement.style.overflowX = "auto";
-    parentElement.style.overflowY = "hidden";
-    parentElement.appendChild(div);
-    adopted = true;
-  }
-  // The page's own typeface, as Streamlit's charts use, where the figure names none.
-  const font = (figure.layout.font = figure.layout.font || {});
-  if (!font.family) font.family = window.__decoderLensFont ??= getComputedStyle(document.body).fontFamily;
+  const figure = withPageFont(data.figure);
+  const adopted = !div && data.id ? take(data.id) : null; // this very figure, kept drawn: put back, not drawn
   if (!div) {
-    div = document.createElement("div");
-    div.className = "decoder-lens-plot";
-    div.__near = false;
+    div = adopted || Object.assign(document.createElement("div"), { className: "decoder-lens-plot", __near: false });
     // A figure wider than the column (square cells on a phone) scrolls inside its own frame, not the page.
     parentElement.style.maxWidth = "100%";
     parentElement.style.overflowX = "auto";

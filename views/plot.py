@@ -188,10 +188,6 @@ class FigureCache:
         self.lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def __contains__(self, digest: str) -> bool:  # a look that counts neither a hit nor a miss
-        with self.lock:
-            return digest in self.data
-
     def peek(self, digest: str) -> tuple[str, str | None] | None:  # as get, counting neither a hit nor a miss
         with self.lock:
             return self.data.get(digest)
@@ -273,7 +269,7 @@ def build_ahead(fig: Drawing) -> Future | None:
     """Build ``fig`` into the figure cache in the background, unless it is there or cannot be cached: the figure a
     reader most likely asks for next (the lesson's next chapter), ready when they do. The future, or None."""
     digest = fig.digest()
-    if digest is None or digest in figure_cache():
+    if digest is None or figure_cache().peek(digest) is not None:
         return None
     return _ahead().submit(_build_into_cache, fig, digest)
 
@@ -281,7 +277,7 @@ def build_ahead(fig: Drawing) -> Future | None:
 def _build_into_cache(fig: Drawing, digest: str) -> None:
     time.sleep(AHEAD_DELAY_S)
     cache = figure_cache()
-    if digest in cache:
+    if cache.peek(digest) is not None:
         return
     try:
         cache.put(digest, serialised(fig.figure()))
