@@ -1,11 +1,15 @@
-"""Shared fixtures: the tiny seeded model and tokenizer of ``model.testing``, built once per session; and the slow
+"""Shared fixtures: the tiny seeded model and tokenizer of ``model.testing``, built once per session, and one Chromium
+per browser-test module; and the slow
 tier: tests that drive Chromium or run a benchmark script are marked ``slow`` (``pytest -m "not slow"`` leaves them
 out while developing; CI runs everything)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from harness.browser import BROWSER_ARGS, CHROMIUM
 from model import Transformer
 from model.testing import build_tiny_model_dir, make_model, make_tokenizer
 from model.tokenizer import Tokenizer
@@ -24,6 +28,21 @@ def tiny_model(tiny_tokenizer) -> Transformer:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for a module's tests; a missing one is a failure, never a skip."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 SLOW_FILES = {  # every test here drives Chromium or a benchmark script

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from harness.browser import BROWSER_ARGS, CHROMIUM, DRAWN_JS, serve
+from harness.browser import DRAWN_JS, serve
 from model.checkpoint import ENV_MODEL
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,20 +49,6 @@ def server(tmp_path_factory):
         yield srv.url
     text = log.read_text(errors="replace")
     assert "Traceback" not in text, text[-4000:]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def open_page(browser, url: str, width: int, height: int, min_plots: int = 1):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.browser import BROWSER_ARGS, CHROMIUM, DRAWN_JS, serve
+from harness.browser import DRAWN_JS, serve
 from harness.legibility import violations
 from model.checkpoint import ENV_MODEL
 from model.learn import CHAPTER_KEYS
@@ -118,21 +118,6 @@ def server(tiny_model_dir, tmp_path_factory):
         yield srv.url
     text = log.read_text(errors="replace")
     assert "Traceback" not in text, text[-4000:]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """One Chromium for the module's tests; a missing one is a failure."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def new_page(browser, size: tuple[int, int]):
