@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import fused
 from .ablation import Ablation
 from .transformer import Transformer
 
@@ -64,7 +65,7 @@ class LeanCache:
 
     KV: np.ndarray  # (layers, R, 2, H, max_len, d_k): K, then V
     cross: np.ndarray  # (layers, R or 1, 2, H, S, d_k): cross K, then V; 1 row when every row reads one source
-    folded: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None  # per layer: M, c, N of LeanDecoder.start
+    folded: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # M, c, N of LeanDecoder.start, leading axis the layer
     src_mask: np.ndarray | None  # (R or 1, 1, 1, S) additive 0/-inf
     t: int = 0  # positions filled
     heads: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # Ablation.arrays: keep, fill
@@ -89,7 +90,7 @@ class LeanCache:
             cross, folded = self.cross, self.folded
         else:
             cross = self.cross[:, rows]
-            folded = None if self.folded is None else [tuple(a[rows] for a in f) for f in self.folded]
+            folded = None if self.folded is None else tuple(a[:, rows] for a in self.folded)
         mask = self.src_mask if self.src_mask is None or self.src_mask.shape[0] == 1 else self.src_mask[rows]
         return LeanCache(KV, cross, folded, mask, t, self.heads)
 
@@ -203,6 +204,27 @@ class LeanDecoder:
             self.co_heads = np.stack([w["co"].W for w in self.layers]).reshape(per_head)
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
             self.out = linear(W_out, model.final_logits_bias)  # (D, V)
+            # the compiled step's weights (model.fused): torch's (out, in) layout, which its products read row by row
+            self.compiled = None
+            if cfg.activation in fused.ACTIVATIONS:
+                pairs = [
+                    pair
+                    for layer in model.decoder_layers
+                    for sa, ca, ffn in [(layer.self_attn, layer.cross_attn, layer.ffn)]
+                    for pair in (
+                        _fused(sa.W_Q, sa.W_K, sa.W_V, q_scale=q_scale),
+                        _fused(sa.W_O),
+                        _fused(ca.W_Q, q_scale=q_scale),
+                        _fused(ca.W_O),
+                        _fused(ffn.W_1),
+                        _fused(ffn.W_2),
+                    )
+                ]
+                out_b = model.final_logits_bias
+                pairs.append((W_out.clone(), torch.zeros(cfg.vocab_size) if out_b is None else out_b.clone()))
+                norms = np.array([w["norms"] for w in self.layers], np.float32)  # (layers, 3, 2, D)
+                W, b = (tuple(_np(p[j]) for p in pairs) for j in (0, 1))
+                self.compiled = W, b, norms, fused.ACTIVATIONS[cfg.activation]
             # the encoder multiplies a sentence's tokens at once: several rows, whatever the beam
             self.src_pe = _np(model.src_embed.pe)
             self.encoder = [
@@ -267,7 +289,7 @@ class LeanDecoder:
             M = (K @ self.cq_heads[:, None]).reshape(L, R, H * S, D)
             c = (self.cq_b[:, None] @ K.swapaxes(-1, -2)).reshape(L, R, H * S)
             N = (V @ self.co_heads[:, None]).reshape(L, R, H * S, D)
-            folded = list(zip(M, c, N))
+            folded = (M, c, N)
         KV = np.empty((L, R, 2, H, self.cfg.max_len, d_k), np.float32)  # only positions written are read
         mask = None if src_mask is None else _array(src_mask)  # (R, 1, 1, S)
         heads = {k: v for k, v in ablation.arrays(self.cfg).items() if k.startswith("dec.")} if ablation else {}
@@ -301,10 +323,12 @@ class LeanDecoder:
             raise ValueError(f"{R} tokens for a cache of {cache.rows} rows")
         if t >= self.pe.shape[0]:
             raise ValueError(f"sequence of {t + 1} positions exceeds max_len={self.pe.shape[0]}")
+        mask, heads = cache.src_mask, cache.heads
+        if not record and not heads and self.compiled is not None:
+            return self._compiled_step(tokens, cache), cache, None
         embed = self.embed[tokens]  # (R, D)
         y = embed + self.pe[t]  # (R, D)
         rec = {"dec.embed": embed[:, None], "dec.pe": self.pe[t : t + 1], "dec.input": y[:, None]} if record else None
-        mask, heads = cache.src_mask, cache.heads
         for i, w in enumerate(self.layers):
             qkv = w["qkv"](y)  # (R, 3D)
             Q = qkv[:, :D].reshape(R, H, 1, d_k)
@@ -346,7 +370,7 @@ class LeanDecoder:
                 if record:
                     rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
             else:
-                y = self._cross_folded(y, cache.folded[i], mask, w["co"].b, w["norms"][1])
+                y = self._cross_folded(y, [a[i] for a in cache.folded], mask, w["co"].b, w["norms"][1])
             hidden = self._act(w["w1"](y))  # (R, d_ff)
             f = w["w2"](hidden)  # (R, D)
             residual = y + f
@@ -365,6 +389,37 @@ class LeanDecoder:
         cache.t = t + 1
         logits = self.out(y)  # (R, V)
         return logits, cache, (_frozen(rec) if record else None)
+
+    def _compiled_step(self, tokens: np.ndarray, cache: LeanCache) -> np.ndarray:
+        """step without a record or ablated heads, as one compiled function (model.fused): the logits (R, V)."""
+        W, b, norms, act = self.compiled
+        S = cache.cross.shape[4]
+        mask = np.zeros((1, S), np.float32) if cache.src_mask is None else cache.src_mask.reshape(-1, S)
+        folded = cache.folded is not None
+        unread = np.empty((0, 0, 0, 0), np.float32)
+        M, c, N = cache.folded if folded else (unread, np.empty((0, 0, 0), np.float32), unread)
+        logits = np.empty((len(tokens), W[-1].shape[0]), np.float32)
+        fused.step(
+            tokens.astype(np.int64, copy=False),
+            cache.t,
+            self.embed,
+            self.pe,
+            W,
+            b,
+            norms,
+            self.eps,
+            act,
+            cache.KV,
+            folded,
+            M,
+            c,
+            N,
+            cache.cross,
+            np.ascontiguousarray(mask),
+            logits,
+        )
+        cache.t += 1
+        return logits
 
     def _cross_folded(self, y, folded, mask, b_O, norm) -> np.ndarray:
         """The cross-attention block on y (R, D) with the weights folded into the source (start), then Add &
