@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from . import fused
 from .ablation import Ablation
 from .constants import BATCH_SIZE, MAX_BEAM, NEG
 from .lean import LeanDecoder
@@ -349,22 +350,6 @@ def top(x: np.ndarray, n: int) -> np.ndarray:
     return np.argsort(-x, kind="stable")[:n]
 
 
-def best_continuations(logp: np.ndarray, running: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The n best of the R·V continuations of (R, V) log-probabilities by running[r] + logp[r, v], best first (ties:
-    lower row, then lower token): their scores, rows and tokens. The best n of all are among each row's best n, which
-    are at or above the n-th largest of the maxima of 16-token groups of the row (each maximum is one of its tokens):
-    only the few tokens that reach it are ranked (~70 us a step for a 5-row top-k of torch, ~30 this way)."""
-    R, V = logp.shape
-    g = 16 if V >= 16 * n else 1  # tokens per group: 16 leaves ~n to 2n tokens a row to rank
-    width = V // g
-    maxima = np.maximum.reduce(logp[:, : width * g].reshape(R, g, width), axis=1)  # (R, width): of j, j + width, ...
-    bound = np.partition(maxima, -n, axis=-1)[:, -n, None] if width >= n else -np.inf  # (R, 1)
-    rows, tokens = np.divmod(np.flatnonzero(logp >= bound), V)  # row by row, tokens ascending
-    scores = logp[rows, tokens] + running[rows]
-    best = top(scores, n)
-    return scores[best], rows[best], tokens[best]
-
-
 def beam_search(cfg, opts: DecodeOptions) -> Generator:
     """transformers' vectorised beam search (batch of one). The bookkeeping of the 2k candidates is numpy float32,
     as transformers' is torch float32: the same numbers, a few microseconds per operation rather than several.
@@ -396,7 +381,7 @@ def beam_search(cfg, opts: DecodeOptions) -> Generator:
             cand_rows = np.concatenate([np.arange(k), np.zeros(k, dtype=np.int64)])
             cand_tok = np.full(2 * k, forced_tok)
         else:
-            cand_lp, cand_rows, cand_tok = best_continuations(logp, running, 2 * k)
+            cand_lp, cand_rows, cand_tok = fused.best_continuations(logp, running, 2 * k)
         hits = (cand_tok == cfg.eos_id) | (t + 1 >= max_len)  # (2k,)
         # next running beams: best k candidates that did not just finish
         open_lp = cand_lp + hits.astype(f32) * NEG  # (2k,)

@@ -124,10 +124,11 @@ def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross
     """One untraced step for rows fed ``tokens`` (R,) at position ``t``: the logits (R, V) written into ``logits``, the
     K, V of position t into the cache ``KV`` (layers, R, 2, H, max_len, d_k).
 
-    W, b: per layer, the products' weights (in, out) and biases in the order W_QKV, W_O, cross W_Q, cross W_O, W_1,
-    W_2, then the output projection; norms (layers, 3, 2, D): each Add & Norm's gain and bias. The cross-attention
-    reads ``M``, ``c``, ``N`` (layers, R or 1, H·S, ·) when ``folded`` (LeanDecoder.start), else ``cross`` (layers,
-    R or 1, 2, H, S, d_k); ``mask`` (R or 1, S) is added to its scores."""
+    W, b: per layer, the products' weights (out, in) and biases in the order W_QKV (Q scaled by 1/sqrt(d_k)), W_O,
+    cross W_Q (scaled), cross W_O, W_1, W_2, then the output projection; norms (layers, 3, 2, D): each Add & Norm's
+    gain and bias. The cross-attention reads ``M`` (layers, R or 1, H·S, D), ``c`` (layers, R or 1, H·S) and ``N``,
+    given as Nᵀ (layers, R or 1, D, H·S), when ``folded`` (LeanDecoder.start), else ``cross`` (layers, R or 1, 2, H, S,
+    d_k); ``mask`` (R or 1, S) is added to its scores."""
     R = tokens.shape[0]
     L, _, _, H, _, d_k = KV.shape
     D = H * d_k
@@ -140,7 +141,8 @@ def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross
     tmp = np.empty((R, D), np.float32)
     q = np.empty((R, D), np.float32)
     S = mask.shape[1]
-    scores = np.empty(max(t + 1, H * S), np.float32)
+    scores = np.empty(max(t + 1, S), np.float32)
+    sc = np.empty((R, H * S), np.float32)
     hidden = np.empty((R, W[4].shape[0]), np.float32)
     for i in range(L):
         Wqkv, Wo, Wcq, Wco, W1, W2 = W[6 * i], W[6 * i + 1], W[6 * i + 2], W[6 * i + 3], W[6 * i + 4], W[6 * i + 5]
@@ -168,24 +170,33 @@ def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross
         tmp += y
         _add_norm(tmp, norms[i, 0, 0], norms[i, 0, 1], eps, y)
         # cross-attention over the source
-        for r in range(R):
-            rm = 0 if mask.shape[0] == 1 else r
-            if folded:
-                rf = 0 if M.shape[1] == 1 else r
+        if folded:  # the scores y Mᵀ + c and the output α N: products over the source's H·S positions
+            if M.shape[1] == 1:
+                _affine(y, M[i, 0], c[i, 0], sc)
+            else:
+                for r in range(R):
+                    for hs in range(H * S):
+                        s = c[i, r, hs]
+                        for d in range(D):
+                            s += y[r, d] * M[i, r, hs, d]
+                        sc[r, hs] = s
+            for r in range(R):
+                rm = 0 if mask.shape[0] == 1 else r
                 for hs in range(H * S):
-                    s = c[i, rf, hs]
-                    for d in range(D):
-                        s += y[r, d] * M[i, rf, hs, d]
-                    scores[hs] = s + mask[rm, hs % S]
+                    sc[r, hs] += mask[rm, hs % S]
                 for h in range(H):
-                    _softmax(scores[h * S : (h + 1) * S], S)
-                for d in range(D):
-                    tmp[r, d] = bco[d] + y[r, d]
-                for hs in range(H * S):
-                    a = scores[hs]
+                    _softmax(sc[r, h * S : (h + 1) * S], S)
+            if N.shape[1] == 1:
+                _affine(sc, N[i, 0], bco, tmp)
+            else:
+                for r in range(R):
                     for d in range(D):
-                        tmp[r, d] += a * N[i, rf, hs, d]
-        if not folded:
+                        s = bco[d]
+                        for hs in range(H * S):
+                            s += sc[r, hs] * N[i, r, d, hs]
+                        tmp[r, d] = s
+            tmp += y
+        else:
             _affine(y, Wcq, bcq, q)
             for r in range(R):
                 rm = 0 if mask.shape[0] == 1 else r
@@ -213,3 +224,62 @@ def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross
         tmp += y
         _add_norm(tmp, norms[i, 2, 0], norms[i, 2, 1], eps, y)
     _affine(y, W[6 * L], b[6 * L], logits)
+
+
+@_jit
+def best_continuations(logp, running, n):
+    """The n best of the R·V continuations of (R, V) log-probabilities by running[r] + logp[r, v], best first (ties:
+    lower row, then lower token): their scores, rows and tokens. A row's best n are at or above the n-th largest of
+    the maxima of its groups of 16 tokens (j, j + V/16, ...; each maximum is one of its tokens): only the tokens of
+    groups whose maximum reaches it, and the last V mod 16, are looked at."""
+    R, V = logp.shape
+    g = 16 if V >= 16 * n else 1  # tokens per group: 16 leaves ~n to 2n tokens a row to sort
+    width = V // g
+    found = np.empty(R * V, np.int64)  # row * V + token
+    count = 0
+    maxima = np.empty(width, np.float32)
+    for r in range(R):
+        row = logp[r]
+        if width < n:  # too few groups for a bound: every token
+            for v in range(V):
+                found[count] = r * V + v
+                count += 1
+            continue
+        maxima[:] = row[:width]
+        for q in range(1, g):
+            for j in range(width):
+                x = row[q * width + j]
+                maxima[j] = x if x > maxima[j] else maxima[j]
+        bound = np.partition(maxima, width - n)[width - n]
+        for j in range(width):
+            if maxima[j] >= bound:
+                for q in range(g):
+                    if row[q * width + j] >= bound:
+                        found[count] = r * V + q * width + j
+                        count += 1
+        for v in range(width * g, V):
+            if row[v] >= bound:
+                found[count] = r * V + v
+                count += 1
+    found = np.sort(found[:count])  # row by row, tokens ascending: the order ties keep
+    scores = np.empty(count, np.float32)
+    for i in range(count):
+        r, v = divmod(found[i], V)
+        scores[i] = logp[r, v] + running[r]
+    best = np.argsort(-scores, kind="mergesort")[:n]  # stable
+    return scores[best], found[best] // V, found[best] % V
+
+
+@_jit
+def reorder(KV, rows, t):
+    """KV[:, r, :, :, :t] = KV[:, rows[r], :, :, :t] for every row r, in place (a beam's reorder): the rows that take
+    another's place are copied out first, then written; the others are not touched."""
+    moved = np.flatnonzero(rows != np.arange(len(rows)))
+    if len(moved) == 0:
+        return
+    L, _, two, H, _, d_k = KV.shape
+    copies = np.empty((len(moved), L, two, H, t, d_k), np.float32)
+    for i in range(len(moved)):
+        copies[i] = KV[:, rows[moved[i]], :, :, :t]
+    for i in range(len(moved)):
+        KV[:, moved[i], :, :, :t] = copies[i]

@@ -65,7 +65,7 @@ class LeanCache:
 
     KV: np.ndarray  # (layers, R, 2, H, max_len, d_k): K, then V
     cross: np.ndarray  # (layers, R or 1, 2, H, S, d_k): cross K, then V; 1 row when every row reads one source
-    folded: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # M, c, N of LeanDecoder.start, leading axis the layer
+    folded: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # M, c, Nᵀ of LeanDecoder.start, leading axis the layer
     src_mask: np.ndarray | None  # (R or 1, 1, 1, S) additive 0/-inf
     t: int = 0  # positions filled
     heads: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # Ablation.arrays: keep, fill
@@ -77,15 +77,13 @@ class LeanCache:
     def select(self, rows) -> LeanCache:
         """Reorder or repeat the rows, as beam search does after each step. Reorders in place (the old order is
         copied out first), so this cache is the one to keep; cross K, V shared by every row are not copied."""
-        rows, t = np.asarray(rows), self.t
+        rows, t = np.asarray(rows, np.int64), self.t
         if len(rows) == self.rows:  # a beam step: only the rows that take another row's place are copied
             KV = self.KV
-            dest = np.flatnonzero(rows != np.arange(len(rows)))
+            fused.reorder(KV, rows, t)
         else:
             KV = np.empty((self.KV.shape[0], len(rows), *self.KV.shape[2:]), np.float32)
-            dest = np.arange(len(rows))
-        if len(dest):
-            KV[:, dest, :, :, :t] = self.KV[:, rows[dest], :, :, :t]
+            KV[:, :, :, :, :t] = self.KV[:, rows, :, :, :t]
         if self.cross.shape[1] == 1:
             cross, folded = self.cross, self.folded
         else:
@@ -289,7 +287,7 @@ class LeanDecoder:
             M = (K @ self.cq_heads[:, None]).reshape(L, R, H * S, D)
             c = (self.cq_b[:, None] @ K.swapaxes(-1, -2)).reshape(L, R, H * S)
             N = (V @ self.co_heads[:, None]).reshape(L, R, H * S, D)
-            folded = (M, c, N)
+            folded = (M, c, np.ascontiguousarray(N.swapaxes(-1, -2)))  # Nᵀ (layers, R, D, H·S): a product's W layout
         KV = np.empty((L, R, 2, H, self.cfg.max_len, d_k), np.float32)  # only positions written are read
         mask = None if src_mask is None else _array(src_mask)  # (R, 1, 1, S)
         heads = {k: v for k, v in ablation.arrays(self.cfg).items() if k.startswith("dec.")} if ablation else {}
@@ -424,7 +422,7 @@ class LeanDecoder:
     def _cross_folded(self, y, folded, mask, b_O, norm) -> np.ndarray:
         """The cross-attention block on y (R, D) with the weights folded into the source (start), then Add &
         Norm: the new y; the same numbers as _attention's to float rounding."""
-        M, c, N = folded  # (R or 1, H·S, D), (R or 1, H·S), (R or 1, H·S, D): one row when every row reads one source
+        M, c, NT = folded  # (R or 1, H·S, D), (R or 1, H·S), (R or 1, D, H·S): one row when every row reads one source
         R, H = len(y), self.H
         S = M.shape[1] // H
         scores = y @ M[0].T if len(M) == 1 else (M @ y[:, :, None])[..., 0]  # (R, H·S)
@@ -433,7 +431,7 @@ class LeanDecoder:
         if mask is not None:
             scores += mask.reshape(-1, 1, S)
         weights = _softmax(scores).reshape(R, H * S)
-        out = weights @ N[0] if len(N) == 1 else (weights[:, None] @ N)[:, 0]  # (R, D)
+        out = weights @ NT[0].T if len(NT) == 1 else (NT @ weights[:, :, None])[..., 0]  # (R, D)
         out += b_O
         out += y
         return self._norm(out, norm)[0]

@@ -18,7 +18,6 @@ from model.constants import NEG
 from model.decoding import (
     DecodeOptions,
     ModuleDecoder,
-    best_continuations,
     decode,
     filter_logits,
     greedy_batch,
@@ -27,6 +26,7 @@ from model.decoding import (
     to_numpy,
     translate_batch,
 )
+from model.fused import best_continuations
 from model.lean import LeanDecoder
 from model.testing import make_model
 from model.trace import teacher_forced_trace
