@@ -21,7 +21,7 @@ import numba as nb
 import numpy as np
 
 _FAST = {"reassoc", "contract", "nsz", "arcp"}  # vectorised sums and fused multiply-adds; −inf stays −inf
-ACTIVATIONS = {"relu": 0, "silu": 1, "swish": 1, "gelu": 2}
+ACTIVATION_CODES = {"relu": 0, "silu": 1, "swish": 1, "gelu": 2}  # every one of ModelConfig's
 
 
 def _jit(fn):
@@ -283,3 +283,47 @@ def reorder(KV, rows, t):
         copies[i] = KV[:, rows[moved[i]], :, :, :t]
     for i in range(len(moved)):
         KV[:, moved[i], :, :, :t] = copies[i]
+
+
+@_jit
+def add_norm(x, f, g, b, eps, out):
+    """out = LayerNorm(x + f) row by row (x, f, out: (R, D)); out may be x."""
+    f += x
+    _add_norm(f, g, b, eps, out)
+
+
+@_jit
+def activate(h, act):
+    """The FFN's activation in place (its ACTIVATION_CODES code)."""
+    _act(h, act)
+
+
+@_jit
+def encoder_attention(qkv, B, H, mask, ctx):
+    """softmax(Q Kᵀ + mask) V of every head of the B sentences whose positions are the rows of ``qkv`` (B·S, 3D): Q
+    (scaled by 1/sqrt(d_k)), K, V side by side, as the fused W_QKV gives them. ``mask`` (B or 1, S) is added to the
+    scores; the heads' contexts are written side by side into ``ctx`` (B·S, D), as W_O reads them."""
+    BS, D3 = qkv.shape
+    S, D = BS // B, D3 // 3
+    d_k = D // H
+    scores = np.empty(S, np.float32)
+    for n in range(B):
+        rm = 0 if mask.shape[0] == 1 else n
+        for h in range(H):
+            q0, k0, v0 = h * d_k, D + h * d_k, 2 * D + h * d_k
+            for i in range(S):
+                qi = qkv[n * S + i, q0 : q0 + d_k]
+                for j in range(S):
+                    kj = qkv[n * S + j, k0 : k0 + d_k]
+                    s = np.float32(0.0)
+                    for d in range(d_k):
+                        s += qi[d] * kj[d]
+                    scores[j] = s + mask[rm, j]
+                _softmax(scores, S)
+                c = ctx[n * S + i, q0 : q0 + d_k]
+                c[:] = 0.0
+                for j in range(S):
+                    a = scores[j]
+                    vj = qkv[n * S + j, v0 : v0 + d_k]
+                    for d in range(d_k):
+                        c[d] += a * vj[d]

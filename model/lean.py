@@ -203,26 +203,24 @@ class LeanDecoder:
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
             self.out = linear(W_out, model.final_logits_bias)  # (D, V)
             # the compiled step's weights (model.fused): torch's (out, in) layout, which its products read row by row
-            self.compiled = None
-            if cfg.activation in fused.ACTIVATIONS:
-                pairs = [
-                    pair
-                    for layer in model.decoder_layers
-                    for sa, ca, ffn in [(layer.self_attn, layer.cross_attn, layer.ffn)]
-                    for pair in (
-                        _fused(sa.W_Q, sa.W_K, sa.W_V, q_scale=q_scale),
-                        _fused(sa.W_O),
-                        _fused(ca.W_Q, q_scale=q_scale),
-                        _fused(ca.W_O),
-                        _fused(ffn.W_1),
-                        _fused(ffn.W_2),
-                    )
-                ]
-                out_b = model.final_logits_bias
-                pairs.append((W_out.clone(), torch.zeros(cfg.vocab_size) if out_b is None else out_b.clone()))
-                norms = np.array([w["norms"] for w in self.layers], np.float32)  # (layers, 3, 2, D)
-                W, b = (tuple(_np(p[j]) for p in pairs) for j in (0, 1))
-                self.compiled = W, b, norms, fused.ACTIVATIONS[cfg.activation]
+            pairs = [
+                pair
+                for layer in model.decoder_layers
+                for sa, ca, ffn in [(layer.self_attn, layer.cross_attn, layer.ffn)]
+                for pair in (
+                    _fused(sa.W_Q, sa.W_K, sa.W_V, q_scale=q_scale),
+                    _fused(sa.W_O),
+                    _fused(ca.W_Q, q_scale=q_scale),
+                    _fused(ca.W_O),
+                    _fused(ffn.W_1),
+                    _fused(ffn.W_2),
+                )
+            ]
+            out_b = model.final_logits_bias
+            pairs.append((W_out.clone(), torch.zeros(cfg.vocab_size) if out_b is None else out_b.clone()))
+            norms = np.array([w["norms"] for w in self.layers], np.float32)  # (layers, 3, 2, D)
+            W, b = (tuple(_np(p[j]) for p in pairs) for j in (0, 1))
+            self.compiled = W, b, norms  # None: steps in numpy (the tests compare the two)
             # the encoder multiplies a sentence's tokens at once: several rows, whatever the beam
             self.src_pe = _np(model.src_embed.pe)
             self.encoder = [
@@ -241,6 +239,7 @@ class LeanDecoder:
         self.sqrt_dk = np.float32(math.sqrt(self.d_k))
         self.fold_max = cfg.d_model  # the largest R·H·S whose cross-attention start folds: M, N no larger than W_Q
         self.act = cfg.activation
+        self.act_code = fused.ACTIVATION_CODES[cfg.activation]
 
     def encode(self, src_ids, ablation: Ablation | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Transformer.encode without its record, in numpy: source ids (B, S) -> memory (B, S, D) and the additive
@@ -255,17 +254,20 @@ class LeanDecoder:
         mask = np.where(pad, np.float32(-np.inf), np.float32(0))[:, None, None] if pad.any() else None
         heads = ablation.arrays(self.cfg) if ablation else {}
         x = (self.embed[ids] + self.src_pe[:S]).reshape(B * S, D)
+        ctx = np.empty((B * S, D), np.float32)
+        scores_mask = np.zeros((1, S), np.float32) if mask is None else np.ascontiguousarray(mask.reshape(B, S))
         for i, w in enumerate(self.encoder):
-            Q, K, V = w["qkv"](x).reshape(B, S, 3, H, d_k).transpose(2, 0, 3, 1, 4)  # (B, H, S, d_k) each
-            scores = Q @ K.swapaxes(-1, -2)  # (B, H, S, S): Q comes scaled by 1/sqrt(d_k)
-            if mask is not None:
-                scores += mask
-            context = _softmax(scores) @ V  # (B, H, S, d_k)
+            # the products in BLAS (MKL: several rows), what lies between them compiled (model.fused)
+            fused.encoder_attention(w["qkv"](x), B, H, scores_mask, ctx)  # (B·S, D): heads side by side
             if f"enc.{i}.self" in heads:
-                keep, fill = heads[f"enc.{i}.self"]
-                context = context * keep + fill
-            x, _, _ = self._norm(x + w["o"](context.transpose(0, 2, 1, 3).reshape(B * S, D)), w["norms"][0])
-            x, _, _ = self._norm(x + w["w2"](self._act(w["w1"](x))), w["norms"][1])
+                keep, fill = heads[f"enc.{i}.self"]  # (1, H, 1, 1), (1, H, 1, d_k)
+                per_head = ctx.reshape(B, S, H, d_k).transpose(0, 2, 1, 3)  # (B, H, S, d_k), a view of ctx
+                per_head *= keep
+                per_head += fill
+            fused.add_norm(x, w["o"](ctx), *w["norms"][0], self.eps, x)
+            hidden = w["w1"](x)
+            fused.activate(hidden, self.act_code)
+            fused.add_norm(x, w["w2"](hidden), *w["norms"][1], self.eps, x)
         return x.reshape(B, S, D), mask
 
     def start(self, memory, src_mask, ablation: Ablation | None = None) -> LeanCache:
@@ -390,7 +392,7 @@ class LeanDecoder:
 
     def _compiled_step(self, tokens: np.ndarray, cache: LeanCache) -> np.ndarray:
         """step without a record or ablated heads, as one compiled function (model.fused): the logits (R, V)."""
-        W, b, norms, act = self.compiled
+        W, b, norms = self.compiled
         S = cache.cross.shape[4]
         mask = np.zeros((1, S), np.float32) if cache.src_mask is None else cache.src_mask.reshape(-1, S)
         folded = cache.folded is not None
@@ -406,7 +408,7 @@ class LeanDecoder:
             b,
             norms,
             self.eps,
-            act,
+            self.act_code,
             cache.KV,
             folded,
             M,
