@@ -20,7 +20,8 @@ so no engine always follows the same one), each sentence's time is its median ov
 every verdict also prints its ratio in each round.
 
 Targets: ours untraced >= 1.5x faster than transformers generate(); ours traced (record=True)
-no slower than transformers; ours untraced within 2x of CTranslate2 float32.
+no slower than transformers; ours untraced no slower than CTranslate2 float32 at 1 thread, within
+1.3x of it on more threads (ours runs a step on one thread, CTranslate2 spreads it).
 
 CTranslate2's own Marian loader assumes the OPUS-MT layout (``<pad>`` is the last token and the
 decoder starts from a zero embedding); ours has ``<pad>`` = 0 and starts from the learned ``<s>``
@@ -48,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SPLIT = "test_2016_flickr"
 BEAM = 5
+CT2_BOUND = {1: 1.0}  # threads -> the largest ours / CTranslate2 float32 ratio that passes; 1.3 on more threads
 WARMUP = 3  # sentences decoded untimed before each strategy
 ENGINES = {  # worker name -> row label
     "ours": "ours, untraced",
@@ -302,7 +304,7 @@ def verdict_ratios(median: dict[str, dict[str, float]]) -> list[dict[str, float]
     return [
         {st: median["hf"][st] / median["ours"][st] for st in per},  # >= 1.5
         {st: median["hf"][st] / median["ours_traced"][st] for st in per},  # >= 1
-        {st: median["ours"][st] / median["ct2_float32"][st] for st in per},  # <= 2
+        {st: median["ours"][st] / median["ct2_float32"][st] for st in per},  # <= CT2_BOUND
     ]
 
 
@@ -343,6 +345,7 @@ def report(rounds: dict[int, dict[str, list[dict]]], detok, header: str) -> None
         print(f"note: rounds decoded different ids for {', '.join(unstable)}; agreement uses the first round")
     print()
     for n, s in summary.items():
+        bound = CT2_BOUND.get(n, 1.3)
         med = {e: {st: s[e][st]["median"] for st in ("greedy", "beam")} for e in s}
         per_round = [
             verdict_ratios(
@@ -353,7 +356,7 @@ def report(rounds: dict[int, dict[str, list[dict]]], detok, header: str) -> None
         checks = [
             ("ours untraced >= 1.5x faster than transformers", "", lambda v: v >= 1.5),
             ("ours traced no slower than transformers", "", lambda v: v >= 1.0),
-            ("ours untraced within 2x of CTranslate2 float32", "ours / CT2: ", lambda v: v <= 2.0),
+            (f"ours untraced within {bound:.1f}x of CTranslate2 float32", "ours / CT2: ", lambda v, b=bound: v <= b),
         ]
         for i, ((text, prefix, ok), d) in enumerate(zip(checks, verdict_ratios(med))):
             parts = [f"{st} {d[st]:.2f}x [{' '.join(f'{r[i][st]:.2f}' for r in per_round)}]" for st in d]
