@@ -271,18 +271,45 @@ def best_continuations(logp, running, n):
 
 
 @_jit
-def reorder(KV, rows, t):
-    """KV[:, r, :, :, :t] = KV[:, rows[r], :, :, :t] for every row r, in place (a beam's reorder): the rows that take
-    another's place are copied out first, then written; the others are not touched."""
-    moved = np.flatnonzero(rows != np.arange(len(rows)))
-    if len(moved) == 0:
-        return
+def _copy_row(KV, dest, src, t):
     L, _, two, H, _, d_k = KV.shape
-    copies = np.empty((len(moved), L, two, H, t, d_k), np.float32)
-    for i in range(len(moved)):
-        copies[i] = KV[:, rows[moved[i]], :, :, :t]
-    for i in range(len(moved)):
-        KV[:, moved[i], :, :, :t] = copies[i]
+    for i in range(L):
+        for k in range(two):
+            for h in range(H):
+                a, b = KV[i, dest, k, h], KV[i, src, k, h]
+                for j in range(t):
+                    for d in range(d_k):
+                        a[j, d] = b[j, d]
+
+
+@_jit
+def reorder(KV, rows, t):
+    """KV[:, r, :, :, :t] = KV[:, rows[r], :, :, :t] for every row r, in place (a beam's reorder). Only the rows that
+    take another's place are written, each once, after every row that reads it has (a cycle of rows, which a beam
+    rarely makes, goes through copies)."""
+    R = len(rows)
+    pending = rows != np.arange(R)
+    readers = np.zeros(R, np.int64)  # pending rows still to read each pending row
+    for d in range(R):
+        if pending[d] and pending[rows[d]]:
+            readers[rows[d]] += 1
+    progress = True
+    while progress:
+        progress = False
+        for d in range(R):
+            if pending[d] and readers[d] == 0:
+                _copy_row(KV, d, rows[d], t)
+                pending[d] = False
+                if pending[rows[d]]:
+                    readers[rows[d]] -= 1
+                progress = True
+    cycle = np.flatnonzero(pending)
+    if len(cycle):
+        copies = np.empty((len(cycle), KV.shape[0], KV.shape[2], KV.shape[3], t, KV.shape[5]), np.float32)
+        for n in range(len(cycle)):
+            copies[n] = KV[:, rows[cycle[n]], :, :, :t]
+        for n in range(len(cycle)):
+            KV[:, cycle[n], :, :, :t] = copies[n]
 
 
 @_jit

@@ -112,3 +112,16 @@ def test_recorded_or_ablated_steps_stay_in_numpy(tiny_model):
         assert calls  # encoder heads only: the decoder's steps are plain
     finally:
         fused.step = original
+
+
+@pytest.mark.parametrize(
+    "rows", [[0, 1, 2, 3, 4], [0, 0, 1, 3, 2], [1, 0, 2, 3, 4], [4, 4, 4, 4, 4], [1, 2, 3, 4, 0], [2, 0, 1, 1, 3]]
+)
+def test_reorder_is_index_select_in_place(rows):
+    """A beam's reorder in place gives what indexing gives: kept rows, chains, repeats, a swap and whole cycles."""
+    KV = np.random.default_rng(0).standard_normal((2, 5, 2, 3, 10, 4)).astype(np.float32)
+    t = 7
+    want = KV.copy()
+    want[:, :, :, :, :t] = KV[:, rows, :, :, :t]
+    fused.reorder(KV, np.array(rows, np.int64), t)
+    np.testing.assert_array_equal(KV, want)
