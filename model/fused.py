@@ -1,5 +1,5 @@
 """An untraced decoding step as one compiled function (numba): the same arithmetic as ``LeanDecoder.step`` without
-its record, for decodes nobody looks inside (the CLI, BLEU, the what-if re-decodes).
+its record, for decodes nobody looks inside (the CLI, BLEU and validation, the benchmarks).
 
 Through numpy a step is ~25 products and ~150 small operations of a microsecond or more each, plus the Python
 between them: ~0.4 ms of a ~1.1 ms greedy step for this project's model, the products being the rest. Compiled,
