@@ -106,6 +106,23 @@ def _softmax(s, n):
 
 
 @_jit
+def _attend(q, K, V, n, mask, scores, out):
+    """out (d_k,) = softmax(q Kᵀ + mask) V over the first n keys: K, V (≥ n, d_k), mask (≥ n,); scores: scratch."""
+    d_k = q.shape[0]
+    for j in range(n):
+        s = np.float32(0.0)
+        for d in range(d_k):
+            s += q[d] * K[j, d]
+        scores[j] = s + mask[j]
+    _softmax(scores, n)
+    out[:] = 0.0
+    for j in range(n):
+        a = scores[j]
+        for d in range(d_k):
+            out[d] += a * V[j, d]
+
+
+@_jit
 def _act(h, code):
     R, F = h.shape
     for r in range(R):
@@ -142,6 +159,7 @@ def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross
     q = np.empty((R, D), np.float32)
     S = mask.shape[1]
     scores = np.empty(max(t + 1, S), np.float32)
+    unmasked = np.zeros(t + 1, np.float32)  # the causal mask of the newest position: nothing masked
     sc = np.empty((R, H * S), np.float32)
     hidden = np.empty((R, W[4].shape[0]), np.float32)
     for i in range(L):
@@ -154,18 +172,8 @@ def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross
                 for d in range(d_k):
                     KV[i, r, 0, h, t, d] = qkv[r, D + h * d_k + d]
                     KV[i, r, 1, h, t, d] = qkv[r, 2 * D + h * d_k + d]
-                for j in range(t + 1):
-                    s = np.float32(0.0)
-                    for d in range(d_k):
-                        s += qkv[r, h * d_k + d] * KV[i, r, 0, h, j, d]
-                    scores[j] = s
-                _softmax(scores, t + 1)
-                for d in range(d_k):
-                    ctx[r, h * d_k + d] = 0.0
-                for j in range(t + 1):
-                    a = scores[j]
-                    for d in range(d_k):
-                        ctx[r, h * d_k + d] += a * KV[i, r, 1, h, j, d]
+                hd = slice(h * d_k, (h + 1) * d_k)
+                _attend(qkv[r, hd], KV[i, r, 0, h], KV[i, r, 1, h], t + 1, unmasked, scores, ctx[r, hd])
         _affine(ctx, Wo, bo, tmp)
         tmp += y
         _add_norm(tmp, norms[i, 0, 0], norms[i, 0, 1], eps, y)
@@ -202,18 +210,8 @@ def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross
                 rm = 0 if mask.shape[0] == 1 else r
                 rc = 0 if cross.shape[1] == 1 else r
                 for h in range(H):
-                    for j in range(S):
-                        s = np.float32(0.0)
-                        for d in range(d_k):
-                            s += q[r, h * d_k + d] * cross[i, rc, 0, h, j, d]
-                        scores[j] = s + mask[rm, j]
-                    _softmax(scores, S)
-                    for d in range(d_k):
-                        ctx[r, h * d_k + d] = 0.0
-                    for j in range(S):
-                        a = scores[j]
-                        for d in range(d_k):
-                            ctx[r, h * d_k + d] += a * cross[i, rc, 1, h, j, d]
+                    hd = slice(h * d_k, (h + 1) * d_k)
+                    _attend(q[r, hd], cross[i, rc, 0, h], cross[i, rc, 1, h], S, mask[rm], scores, ctx[r, hd])
             _affine(ctx, Wco, bco, tmp)
             tmp += y
         _add_norm(tmp, norms[i, 1, 0], norms[i, 1, 1], eps, y)

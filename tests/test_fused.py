@@ -19,6 +19,19 @@ def _pair(model, **kw) -> tuple[LeanDecoder, LeanDecoder]:
     return compiled, in_numpy
 
 
+@pytest.fixture
+def compiled_calls(monkeypatch) -> list:
+    """The calls of the compiled step, counted."""
+    calls, original = [], fused.step
+
+    def counted(*args):
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(fused, "step", counted)
+    return calls
+
+
 def _sources(model, lengths, seed=0):
     g = torch.Generator().manual_seed(seed)
     cfg = model.cfg
@@ -62,56 +75,36 @@ def test_compiled_step_equals_the_numpy_step(activation, rows, fold):
                 a, b = a.select(order), b.select(order)
 
 
-def test_decodes_are_the_same_compiled_or_in_numpy(tiny_model, tiny_tokenizer):
+def test_decodes_are_the_same_compiled_or_in_numpy(tiny_model, compiled_calls):
     """Greedy, beam and batched greedy decodes give the same tokens and n-best with either step; the compiled one
     runs in each."""
     compiled, in_numpy = _pair(tiny_model, rows=4)
     srcs = _sources(tiny_model, [3, 7, 12, 5], seed=3)
-    calls = []
-    original = fused.step
-
-    def counted(*args):
-        calls.append(1)
-        return original(*args)
-
-    fused.step = counted
-    try:
-        for opts in (
-            DecodeOptions(strategy="greedy", max_len=20),
-            DecodeOptions(strategy="beam", beam=4, max_len=20, length_penalty=0.6),
-        ):
-            for s in srcs:
-                before = len(calls)
-                a, b = decode(tiny_model, s, opts, compiled), decode(tiny_model, s, opts, in_numpy)
-                assert len(calls) > before
-                assert a.ids == b.ids
-                assert [(h.ids, h.finished) for h in a.n_best] == [(h.ids, h.finished) for h in b.n_best]
-                np.testing.assert_allclose([h.score for h in a.n_best], [h.score for h in b.n_best], atol=1e-5)
-        assert greedy_batch(tiny_model, srcs, 15, compiled) == greedy_batch(tiny_model, srcs, 15, in_numpy)
-    finally:
-        fused.step = original
+    for opts in (
+        DecodeOptions(strategy="greedy", max_len=20),
+        DecodeOptions(strategy="beam", beam=4, max_len=20, length_penalty=0.6),
+    ):
+        for s in srcs:
+            before = len(compiled_calls)
+            a, b = decode(tiny_model, s, opts, compiled), decode(tiny_model, s, opts, in_numpy)
+            assert len(compiled_calls) > before
+            assert a.ids == b.ids
+            assert [(h.ids, h.finished) for h in a.n_best] == [(h.ids, h.finished) for h in b.n_best]
+            np.testing.assert_allclose([h.score for h in a.n_best], [h.score for h in b.n_best], atol=1e-5)
+    before = len(compiled_calls)
+    assert greedy_batch(tiny_model, srcs, 15, compiled) == greedy_batch(tiny_model, srcs, 15, in_numpy)
+    assert len(compiled_calls) > before
 
 
-def test_recorded_or_ablated_steps_stay_in_numpy(tiny_model):
+def test_recorded_or_ablated_steps_stay_in_numpy(tiny_model, compiled_calls):
     """A record shows every stage and ablated decoder heads change them: those steps run in numpy, not compiled."""
     compiled = LeanDecoder(tiny_model, rows=1)
     src = _sources(tiny_model, [6])[0]
-    calls = []
-    original = fused.step
-
-    def counted(*args):
-        calls.append(1)
-        return original(*args)
-
-    fused.step = counted
-    try:
-        decode(tiny_model, src, DecodeOptions(max_len=8, record=True), compiled)
-        decode(tiny_model, src, DecodeOptions(max_len=8, ablation=Ablation(heads={("self", 0, 1)})), compiled)
-        assert calls == []
-        decode(tiny_model, src, DecodeOptions(max_len=8, ablation=Ablation(heads={("enc", 0, 1)})), compiled)
-        assert calls  # encoder heads only: the decoder's steps are plain
-    finally:
-        fused.step = original
+    decode(tiny_model, src, DecodeOptions(max_len=8, record=True), compiled)
+    decode(tiny_model, src, DecodeOptions(max_len=8, ablation=Ablation(heads={("self", 0, 1)})), compiled)
+    assert compiled_calls == []
+    decode(tiny_model, src, DecodeOptions(max_len=8, ablation=Ablation(heads={("enc", 0, 1)})), compiled)
+    assert compiled_calls  # encoder heads only: the decoder's steps are plain
 
 
 @pytest.mark.parametrize(
