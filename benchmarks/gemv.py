@@ -1,4 +1,4 @@
-"""The products of one decoding step: PyTorch's MKL, numpy's OpenBLAS and oneDNN with prepacked weights.
+"""The products of one decoding step: PyTorch's MKL, numpy's OpenBLAS, oneDNN with prepacked weights, and ours compiled.
 
     python benchmarks/gemv.py [--threads 1 2] [--rows 1 5] [--steps 200] [--smoke]
 
@@ -6,7 +6,7 @@ An untraced decoder step multiplies R rows (1 for greedy decoding, k for a beam 
 W_Q, W_K, W_V, W_O of the self-attention, W_Q and W_O of the cross-attention, W_1 and W_2, and then by
 the output projection: ~18.5 MB of float32 weights for d_model 256, 3 layers, FFN 1024, vocab 8000 (the
 bundled model's and benchmarks/decode.py's shape). This script streams random weights of those shapes
-in that order three ways and prints the median ms per step, the effective GB/s and the largest
+in that order four ways and prints the median ms per step, the effective GB/s and the largest
 difference from F.linear:
 
 - ``F.linear`` (PyTorch's MKL), what the modules use;
@@ -14,7 +14,9 @@ difference from F.linear:
   the same cores); ``model.lean.LeanDecoder`` multiplies a single row this way, by the transposed,
   (in, out) layout, which measured faster still;
 - oneDNN with weights prepacked once (``torch.ops.mkldnn``), what ``model.lean.LeanDecoder`` uses for
-  several rows.
+  several rows of a recorded step elsewhere than on an Intel CPU;
+- the compiled products of the untraced step (``model.fused``, numba): a dot product per weight row for one row,
+  five rows and two weight rows at a time for several.
 
 On this machine's AMD CPU MKL is the slowest of the three for these shapes. Asserts nothing.
 """
@@ -27,7 +29,12 @@ import time
 
 FULL = dict(d_model=256, layers=3, ffn=1024, vocab=8000, steps=200)
 SMOKE = dict(d_model=32, layers=1, ffn=64, vocab=300, steps=5)
-METHODS = ("PyTorch F.linear (MKL)", "numpy W @ x per row (OpenBLAS)", "oneDNN, prepacked weights")
+METHODS = (
+    "PyTorch F.linear (MKL)",
+    "numpy W @ x per row (OpenBLAS)",
+    "oneDNN, prepacked weights",
+    "compiled (model.fused)",
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,6 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     import torch.nn.functional as F
 
+    from model import fused
     from model.checkpoint import use_threads
 
     D, d_ff = size["d_model"], size["ffn"]
@@ -79,7 +87,15 @@ def main(argv: list[str] | None = None) -> None:
                 for W, P in zip(weights, packed)
             ]
 
-        fns = dict(zip(METHODS, (with_mkl, with_numpy, with_onednn)))
+        def with_fused(x=x, R=R):
+            out = []
+            for W in weights:
+                y = np.empty((R, W.shape[0]), np.float32)
+                fused._affine(x[W.shape[1]].numpy(), W.numpy(), np.zeros(W.shape[0], np.float32), y)
+                out.append(torch.from_numpy(y))
+            return out
+
+        fns = dict(zip(METHODS, (with_mkl, with_numpy, with_onednn, with_fused)))
         ref = with_mkl()
         diff = {m: max(float((u - v).abs().max()) for u, v in zip(fn(), ref)) for m, fn in fns.items()}
         for n in a.threads:

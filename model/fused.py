@@ -3,10 +3,11 @@ its record, for decodes nobody looks inside (the CLI, BLEU and validation, the b
 
 Through numpy a step is ~25 products and ~150 small operations of a microsecond or more each, plus the Python
 between them: ~0.4 ms of a ~1.1 ms greedy step for this project's model, the products being the rest. Compiled,
-the small operations cost what their arithmetic costs. The products are loops too: one row of weights is read
-once for every row of the step (a beam's five), in blocks of columns that stay in L1, which streams the weights
-as fast as numpy's BLAS for one row and faster for five (benchmarks/step_profile.py). Compiled on first use and
-cached beside this file (~seconds once; NUMBA_CACHE_DIR moves the cache).
+the small operations cost what their arithmetic costs. The products are loops too: each row of weights is read
+once for up to five rows of the step (a beam's five), their sums held in registers, which streams the weights as
+fast as BLAS for one row and faster than MKL for five (benchmarks/gemv.py). Compiled on first use and
+cached beside this file, or in the user's cache directory (~3 s once; NUMBA_CACHE_DIR moves the cache; with neither
+writable, compiled anew in each process).
 
 Sums run in another order than numpy's (``reassoc``), so numbers agree to float rounding, not bit for bit:
 tests/test_fused.py checks the logits and the decodes against the numpy step. No ``nnan``/``ninf``: masked
@@ -25,7 +26,10 @@ ACTIVATION_CODES = {"relu": 0, "silu": 1, "swish": 1, "gelu": 2}  # every one of
 
 
 def _jit(fn):
-    return nb.njit(fastmath=_FAST, cache=True, nogil=True)(fn)
+    try:
+        return nb.njit(fastmath=_FAST, cache=True, nogil=True)(fn)
+    except RuntimeError:  # no writable cache directory (a read-only install, no home): compiled anew in each process
+        return nb.njit(fastmath=_FAST, nogil=True)(fn)
 
 
 @_jit

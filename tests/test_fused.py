@@ -1,6 +1,10 @@
 """The compiled untraced step (model.fused) against the numpy step it replaces: the same logits and caches to float
 rounding, the same decodes, and taken only where nothing is recorded or ablated."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +14,8 @@ from model.ablation import Ablation
 from model.decoding import DecodeOptions, decode, greedy_batch
 from model.lean import LeanDecoder
 from model.testing import make_model
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _pair(model, **kw) -> tuple[LeanDecoder, LeanDecoder]:
@@ -118,3 +124,18 @@ def test_reorder_is_index_select_in_place(rows):
     want[:, :, :, :, :t] = KV[:, rows, :, :, :t]
     fused.reorder(KV, np.array(rows, np.int64), t)
     np.testing.assert_array_equal(KV, want)
+
+
+def test_the_step_still_runs_where_no_compiled_code_can_be_cached():
+    """A read-only install with no writable home has nowhere to cache the compiled code: it is compiled in the
+    process instead of failing the import (simulated by leaving numba no cache location)."""
+    code = (
+        "import numba.core.caching as c; c.CacheImpl._locator_classes = []\n"
+        "from model.testing import make_model\n"
+        "from model.decoding import DecodeOptions, decode\n"
+        "m = make_model(300, n_decoder_layers=1, n_encoder_layers=1)\n"
+        "print(decode(m, [5, 6, 7, 2], DecodeOptions(strategy='beam', beam=2, max_len=4)).ids)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("(")
