@@ -9,8 +9,9 @@ preallocated buffers, and runs a step with or without its record. The record has
 ``Transformer.decode(..., record=True)`` for the same step (``dec.embed``, ``dec.0.self.weights``, ...) and the
 same numbers to float rounding: tests/test_core.py checks every key. Without a record a step does the same
 arithmetic in fewer operations where nothing is shown (the cross-attention's W_Q and W_O folded into the source's
-K, V once per sentence), and ``encode`` runs the encoder for it, equal to Transformer.encode to float rounding
-(the modules' dispatch cost ~1 ms a sentence). The nn.Module classes stay the readable
+K, V once per sentence), as one compiled function (``model.fused``) unless decoder heads are ablated, and ``encode``
+runs the encoder for it, equal to Transformer.encode to float rounding (the modules' dispatch cost ~1 ms a
+sentence). The nn.Module classes stay the readable
 reference (``decoding.ModuleDecoder`` steps them behind this interface), and the teacher-forced trace runs through
 them. The model is never modified. Ablated heads (``model.ablation.Ablation``) belong to one decode, so they
 travel in its cache, not on the decoder.
@@ -75,8 +76,8 @@ class LeanCache:
         return self.KV.shape[1]
 
     def select(self, rows) -> LeanCache:
-        """Reorder or repeat the rows, as beam search does after each step. Reorders in place (the old order is
-        copied out first), so this cache is the one to keep; cross K, V shared by every row are not copied."""
+        """Reorder or repeat the rows, as beam search does after each step. Reorders in place (``fused.reorder``), so
+        this cache is the one to keep; cross K, V shared by every row are not copied."""
         rows, t = np.asarray(rows, np.int64), self.t
         if len(rows) == self.rows:  # a beam step: only the rows that take another row's place are copied
             KV = self.KV
@@ -155,7 +156,8 @@ def _affine(add_norm) -> tuple[np.ndarray, np.ndarray]:
 
 class LeanDecoder:
     """The model's decoder as numpy arrays, for step-by-step decoding, and its encoder, for untraced decoding.
-    Build it once per loaded model (~30 ms for this project's model; it copies the weights, ~30 MB) and reuse it;
+    Build it once per loaded model (~30 ms for this project's model; it copies the weights, ~50 MB with the compiled
+    step's own (out, in) copies) and reuse it;
     ``rows`` is the number of rows steps will usually have (the beam width), for oneDNN's prepacking; ``pack_min``
     the fewest weights a matrix needs to be prepacked by oneDNN, ``mkl_min`` to be multiplied by MKL (see _Linear;
     0 takes all, as the tests do on their tiny models; by default MKL multiplies several rows on an Intel CPU,
