@@ -19,6 +19,7 @@ travel in its cache, not on the decoder.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -204,25 +205,6 @@ class LeanDecoder:
             self.co_heads = np.stack([w["co"].W for w in self.layers]).reshape(per_head)
             W_out = model.embed.weight if model.out_proj is None else model.out_proj.weight
             self.out = linear(W_out, model.final_logits_bias)  # (D, V)
-            # the compiled step's weights (model.fused): torch's (out, in) layout, which its products read row by row
-            pairs = [
-                pair
-                for layer in model.decoder_layers
-                for sa, ca, ffn in [(layer.self_attn, layer.cross_attn, layer.ffn)]
-                for pair in (
-                    _fused(sa.W_Q, sa.W_K, sa.W_V, q_scale=q_scale),
-                    _fused(sa.W_O),
-                    _fused(ca.W_Q, q_scale=q_scale),
-                    _fused(ca.W_O),
-                    _fused(ffn.W_1),
-                    _fused(ffn.W_2),
-                )
-            ]
-            out_b = model.final_logits_bias
-            pairs.append((W_out.clone(), torch.zeros(cfg.vocab_size) if out_b is None else out_b.clone()))
-            norms = np.array([w["norms"] for w in self.layers], np.float32)  # (layers, 3, 2, D)
-            W, b = (tuple(_np(p[j]) for p in pairs) for j in (0, 1))
-            self.compiled = W, b, norms  # None: steps in numpy (the tests compare the two)
             # the encoder multiplies a sentence's tokens at once: several rows, whatever the beam
             self.src_pe = _np(model.src_embed.pe)
             self.encoder = [
@@ -242,6 +224,16 @@ class LeanDecoder:
         self.fold_max = cfg.d_model  # the largest R·H·S whose cross-attention start folds: M, N no larger than W_Q
         self.act = cfg.activation
         self.act_code = fused.ACTIVATION_CODES[cfg.activation]
+
+    @functools.cached_property
+    def compiled(self) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], np.ndarray] | None:
+        """The compiled step's weights and biases (model.fused.step's W, b, norms), built at the first untraced step
+        from this decoder's own copies (recorded decodes, the app's, never need them: ~19 MB): torch's (out, in)
+        layout, which its products read row by row. Set to None, steps run in numpy (the tests compare the two)."""
+        linears = [w[k] for w in self.layers for k in ("qkv", "o", "cq", "co", "w1", "w2")] + [self.out]
+        W = tuple(np.ascontiguousarray(lin.W.T) for lin in linears)
+        b = tuple(np.zeros(lin.W.shape[1], np.float32) if lin.b is None else lin.b for lin in linears)
+        return W, b, np.array([w["norms"] for w in self.layers], np.float32)  # norms: (layers, 3, 2, D)
 
     def encode(self, src_ids, ablation: Ablation | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Transformer.encode without its record, in numpy: source ids (B, S) -> memory (B, S, D) and the additive
