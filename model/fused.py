@@ -127,7 +127,8 @@ def _attend(q, K, V, n, mask, scores, out):
 
 
 @_jit
-def _act(h, code):
+def activate(h, code):
+    """The FFN's activation in place (its ACTIVATION_CODES code)."""
     R, F = h.shape
     for r in range(R):
         for j in range(F):
@@ -221,7 +222,7 @@ def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross
         _add_norm(tmp, norms[i, 1, 0], norms[i, 1, 1], eps, y)
         # position-wise feed-forward
         _affine(y, W1, b1, hidden)
-        _act(hidden, act)
+        activate(hidden, act)
         _affine(hidden, W2, b2, tmp)
         tmp += y
         _add_norm(tmp, norms[i, 2, 0], norms[i, 2, 1], eps, y)
@@ -319,12 +320,6 @@ def add_norm(x, f, g, b, eps, out):
     """out = LayerNorm(x + f) row by row (x, f, out: (R, D)); out may be x."""
     f += x
     _add_norm(f, g, b, eps, out)
-
-
-@_jit
-def activate(h, act):
-    """The FFN's activation in place (its ACTIVATION_CODES code)."""
-    _act(h, act)
 
 
 @_jit

@@ -390,8 +390,11 @@ class LeanDecoder:
         S = cache.cross.shape[4]
         mask = np.zeros((1, S), np.float32) if cache.src_mask is None else cache.src_mask.reshape(-1, S)
         folded = cache.folded is not None
-        unread = np.empty((0, 0, 0, 0), np.float32)
-        M, c, N = cache.folded if folded else (unread, np.empty((0, 0, 0), np.float32), unread)
+        if folded:
+            M, c, N = cache.folded
+        else:  # unread: the cross-attention reads cache.cross
+            M = N = np.empty((0, 0, 0, 0), np.float32)
+            c = np.empty((0, 0, 0), np.float32)
         logits = np.empty((len(tokens), W[-1].shape[0]), np.float32)
         fused.step(
             tokens.astype(np.int64, copy=False),

@@ -119,7 +119,12 @@ class Drawing:
     def digest(self) -> str | None:
         """The builder and every argument hashed (arrays by dtype, shape and bytes), or for a keyed drawing its
         identity and scalar arguments; None when an argument is not plain data (then the figure is built every
-        time)."""
+        time). Hashed once per drawing: a lesson chapter asks for its next chapter's both to build it ahead and to
+        send it along."""
+        return self._digest
+
+    @functools.cached_property
+    def _digest(self) -> str | None:
         h = hashlib.blake2b(f"{self.build.__module__}.{self.build.__qualname__}".encode(), digest_size=20)
         if self.identity is not None:
             scalars = [(i, a) for i, a in enumerate(self.args) if _scalar(a)]
