@@ -392,6 +392,20 @@ def escape_back(s: str) -> str:
     return re.sub(r"\\(.)", r"\1", s)
 
 
+def test_a_sentence_two_sessions_open_is_decoded_once(tiny_model_dir, monkeypatch):
+    import views.common
+
+    calls = []
+    real = views.common.decode
+    monkeypatch.setattr(views.common, "decode", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    first = open_app(tiny_model_dir, monkeypatch, src="The cat sat on a mat.", beam="3")
+    second = open_app(tiny_model_dir, monkeypatch, src="The cat sat on a mat.", beam="3")
+    assert len(calls) == 1
+    assert chip_markdown(second) == chip_markdown(first) and second.text[1].value == first.text[1].value
+    open_app(tiny_model_dir, monkeypatch, src="The cat sat on a mat.", beam="2")  # other choices: another decode
+    assert len(calls) == 2
+
+
 def test_sampling_with_parameters(app):
     app.radio(key="strategy").set_value("sample").run()
     app.number_input(key="temperature").set_value(0.7).run()

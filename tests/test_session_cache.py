@@ -90,3 +90,20 @@ def test_pool_bounds_every_session_together_and_forgets_closed_sessions():
 
 def test_bounds():
     assert SESSION_CACHE >= 2 and 64 * MIB <= SESSION_CACHE_BYTES <= PROCESS_CACHE_BYTES
+
+
+def test_a_value_another_session_keeps_is_found_and_kept_without_measuring_it_again(monkeypatch):
+    pool = CachePool(max_bytes=10**12)
+    a = SessionCache(entries=10, max_bytes=64 * MIB, pool=pool)
+    b = SessionCache(entries=10, max_bytes=64 * MIB, pool=pool)
+    value = block(2)
+    a.put("decodes", ("sentence", 1), value)
+    assert pool.find("decodes", ("sentence", 2)) is None and pool.find("traces", ("sentence", 1)) is None
+    found = pool.find("decodes", ("sentence", 1))
+    assert found is not None and found[0] is value and found[1] == a.nbytes
+    monkeypatch.setattr("views.cache.estimate_bytes", lambda _: (_ for _ in ()).throw(AssertionError("measured")))
+    assert b.put("decodes", ("sentence", 1), *found) is value  # the size given: not estimated again
+    assert b.nbytes == a.nbytes and b.get("decodes", ("sentence", 1)) is value
+    del a, b
+    gc.collect()
+    assert pool.find("decodes", ("sentence", 1)) is None  # gone with the sessions that kept it

@@ -100,6 +100,16 @@ class CachePool:
                 "max_bytes": self.max_bytes,
             }
 
+    def find(self, name: str, key) -> tuple[object, int] | None:
+        """The value another session keeps under (``name``, ``key``) and its size, or None: a value every session
+        would compute alike (a decode: the same model, sentence and choices) is computed once for them all."""
+        with self.lock:
+            for cache in list(self.caches):
+                item = cache.data.get((name, key))
+                if item is not None:
+                    return item[0], item[1]
+        return None
+
     def fit(self) -> None:
         """Evict the least recently used entries of any session until the pool is within its bound."""
         with self.lock:
@@ -138,8 +148,9 @@ class SessionCache:
             self.data[name, key] = (item[0], item[1], self.pool.tick())
             return item[0]
 
-    def put(self, name: str, key, value):
-        size = estimate_bytes(value)
+    def put(self, name: str, key, value, size: int | None = None):
+        """Keep ``value`` (``size``: its estimated bytes, when known already) and return it."""
+        size = estimate_bytes(value) if size is None else size
         with self.pool.lock:
             self._drop((name, key))
             if size > self.max_bytes:

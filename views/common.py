@@ -144,24 +144,27 @@ def session_cache() -> SessionCache:
     return s["session_cache"]
 
 
-def cached(name: str, key, compute):
+def cached(name: str, key, compute, shared: bool = False):
     """``compute()`` once per ``key`` in the session's cache ``name``: the last SESSION_CACHE keys of each name are
-    kept, all of the session's within SESSION_CACHE_BYTES and every session's within PROCESS_CACHE_BYTES."""
+    kept, all of the session's within SESSION_CACHE_BYTES and every session's within PROCESS_CACHE_BYTES.
+    ``shared``: the value depends on ``key`` alone and is never changed, so one another session keeps is taken."""
     cache = session_cache()
     value = cache.get(name, key, _MISSING)
     if value is _MISSING:
-        value = cache.put(name, key, compute())
+        found = cache.pool.find(name, key) if shared else None
+        value = cache.put(name, key, *found) if found else cache.put(name, key, compute())
     return value
 
 
 def get_decode(lm: LoadedModel, ch: Choices, src_ids: tuple[int, ...]):
-    """The recorded decode of ``ch`` (compacted: O(T) K/V records)."""
+    """The recorded decode of ``ch`` (compacted: O(T) K/V records): the same for every session that asks for it
+    (a class typing the sentence on the board decodes it once), so shared between sessions while one keeps it."""
 
     def compute():
         with st.spinner("Decoding…"):
             return compact_result(decode(lm.model, src_ids, ch.options(record=True), lean_decoder(lm)))
 
-    return cached("decodes", ch, compute)
+    return cached("decodes", (ch, src_ids, dir_stamp(str(lm.path))), compute, shared=True)
 
 
 def get_trace(lm: LoadedModel, src_ids: tuple[int, ...], target, causal: bool):
