@@ -264,11 +264,13 @@ class Student:
             self.step = {"first": 0, "last": last, "next": self.step + 1, "prev": self.step - 1}[key]
             wid, frag = w[key]
             return self._checked(KINDS[choice], self.conn.run([WidgetState(id=wid, trigger_value=True)], frag))
-        if choice == "stage":
+        if choice == "stage":  # the selector is in the step view's fragment: that part of the page reruns alone
             self.stage = stage or rng.choice([x for x in self.stages if x != self.stage])
-            state = WidgetState(id=w["stage"][0])
+            wid, frag = w["stage"]
+            state = WidgetState(id=wid)
             state.string_array_value.data.append(STAGE_LABELS[self.stage])
-        elif choice == "layer":
+            return self._checked(choice, self.conn.run([state], frag), full=not frag)
+        if choice == "layer":
             self.layer = rng.choice([x for x in range(self.n_layers) if x != self.layer])
             state = WidgetState(id=w["layer"][0], string_value=str(self.layer))
         else:

@@ -1105,3 +1105,28 @@ def test_figures_carry_their_text_alternative_with_labels_as_written():
     grid = viz.heads_grid(np.stack([w, w[::-1]]), ["r0", "r1"], ["c0", "c1"], title="Every head")
     assert text_alternative(grid).endswith("(the first of 2 panels).")
     assert text_alternative(go.Figure(go.Bar(x=["a", "b"], y=[0.6, 0.3]))) is None
+
+
+def test_figure_json_is_plotly_s_own_json():
+    """The app writes figures from their own dicts (viz.common.figure_json); Plotly's to_json must read the same,
+    typed arrays (int64 narrowed, 2-d with its shape) and NaN in a plain list (Plotly's way: null) included."""
+    import plotly.io as pio
+
+    from viz.common import figure_json
+
+    v = causal_scores(6)
+    v[5, 0] = np.nan
+    figs = [
+        viz.heatmap(v, TOKENS + ["x"], list("abcdef"), viz.HeatmapSpec(x_title="k", y_title="q", zmid=0.0), title="t"),
+        viz.attention_figure(softmax_rows(causal_scores(5)), TOKENS, TOKENS, kind="weights", title="w"),
+        viz.positional_curves(
+            np.random.default_rng(0).normal(size=(7, 16)).astype(np.float32), dims=(0, 1, 4), title="p"
+        ),
+        go.Figure(go.Scatter(x=np.arange(5, dtype=np.int64), y=[1.0, float("nan"), 2.0, 3.0, np.float32(4.0)])),
+        go.Figure(go.Bar(x=np.array(["a", "b"]), y=np.array([2**40, 1])), layout={"width": np.int64(300)}),
+    ]
+    for fig in figs:
+        ours = figure_json(fig)
+        assert json.loads(ours) == json.loads(pio.to_json(fig, validate=False))
+        assert "NaN" not in ours and "Infinity" not in ours
+    assert '"bdata"' in figure_json(figs[0]) and '"shape"' in figure_json(figs[0])  # typed arrays, not lists

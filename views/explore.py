@@ -21,8 +21,6 @@ from .state import (
     EXAMPLES,
     MAX_CHARS,
     MEAN_HEADS,
-    STAGE_LABELS,
-    STAGES,
     STRATEGIES,
     STRATEGY_LABELS,
     TAB_LABELS,
@@ -62,22 +60,6 @@ def sidebar(lm: LoadedModel, view: View) -> None:
         on_change=session.layer_head_chosen,
     )
     sb.toggle("Show every head (grid)", key="grid")
-
-
-def stage_selector(view: View) -> str:
-    st.segmented_control(
-        "Decoder stage to show",
-        STAGES,
-        key="stage",
-        format_func=STAGE_LABELS.get,
-        on_change=session.keep_choice,
-        args=("stage", STAGES, view.stage),
-        help="Each step redraws only the figures of the chosen stage; "
-        "All stages shows every figure of the decoder at once (slower to step through; a figure below the "
-        "window is redrawn as you scroll to it); the three explanations "
-        "(logit lens, head ablation, attribution) are shown one at a time.",
-    )
-    return view.stage
 
 
 def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
@@ -155,7 +137,6 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     reference = view.reference.strip()[:MAX_CHARS]
     if reference and len(lm.tokenizer.encode(reference)) > cfg.max_len - 1:
         st.warning(f"The reference was cut to the model's limit of {cfg.max_len - 1} tokens.")
-    stage = stage_selector(view)
     tab = TABS[0]
     if reference:
         st.segmented_control(
@@ -168,9 +149,9 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
         )
         tab = view.tab
     if tab == "tf":
-        teacher_forcing.view(lm, limits, view, src.ids, src_tokens, reference, stage)
+        teacher_forcing.view(lm, limits, view, src.ids, src_tokens, reference)
     else:
-        stepping.view(lm, limits, view, src.ids, src_tokens, stage)
+        stepping.view(lm, limits, view, src.ids, src_tokens)
 
     with st.expander("Encoder (computed once per sentence)"):
         encoder.render(lm, res, src_tokens, view)

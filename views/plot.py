@@ -41,11 +41,10 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
-import plotly.io as pio
 import streamlit as st
 
 import viz as viz_module
-from viz.common import describe_heatmap
+from viz.common import describe_heatmap, figure_json
 
 PLOTLY_JS = Path(__file__).resolve().parents[1] / "assets" / "vendor" / "plotly-cartesian.min.js"
 PLOTLY_ROUTE = f"/vendor/{PLOTLY_JS.name}"
@@ -225,7 +224,7 @@ def figure_cache() -> FigureCache:
 
 def serialised(fig) -> tuple[str, str | None]:
     """A figure's JSON (numpy arrays as Plotly's base64 typed arrays) and its text alternative."""
-    return pio.to_json(fig, validate=False), text_alternative(fig)
+    return figure_json(fig), text_alternative(fig)
 
 
 def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None) -> None:

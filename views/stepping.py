@@ -20,7 +20,7 @@ from views.plot import builders as viz  # viz, its figures built on first use (c
 from . import export, session, stages, whatif
 from .common import badges, fail, get_decode, md, path_labels, show_token, token_texter
 from .stages.context import Decoded, StageContext
-from .state import Limits, View, prepare_source
+from .state import STAGE_LABELS, STAGES, Limits, View, prepare_source
 
 STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts may be missing), tooltip
     ("first", ":material/skip_previous:", "⏮ first position"),
@@ -40,11 +40,29 @@ def _clear_forced_and_rerun() -> None:
 
 
 @st.fragment
-def view(lm: LoadedModel, limits: Limits, v: View, src: tuple[int, ...], src_tokens: list[str], stage: str) -> None:
+def view(lm: LoadedModel, limits: Limits, v: View, src: tuple[int, ...], src_tokens: list[str]) -> None:
     try:
-        _view(lm, session.fragment_view(v, limits), src, src_tokens, stage)
+        _view(lm, session.fragment_view(v, limits), src, src_tokens)
     except Exception as e:
         fail("Could not show this position", e)
+
+
+def stage_selector(view: View) -> str:
+    """The stage shown: in the fragment (the step view's or the teacher-forcing view's), so that another stage
+    reruns the fragment alone, as a step does."""
+    st.segmented_control(
+        "Decoder stage to show",
+        STAGES,
+        key="stage",
+        format_func=STAGE_LABELS.get,
+        on_change=session.keep_choice,
+        args=("stage", STAGES, view.stage),
+        help="Each step redraws only the figures of the chosen stage; "
+        "All stages shows every figure of the decoder at once (slower to step through; a figure below the "
+        "window is redrawn as you scroll to it); the three explanations "
+        "(logit lens, head ablation, attribution) are shown one at a time.",
+    )
+    return view.stage
 
 
 def ordinal(n: int) -> str:
@@ -73,7 +91,8 @@ def line_story(line: Line, n_final: int, beam: int) -> str:
     )
 
 
-def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str], stage: str) -> None:
+def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str]) -> None:
+    stage = stage_selector(v)
     tok_text, stream_text = token_texter(lm), partial(path_labels, lm)
     ch = v.choices(str(lm.path))
     res = get_decode(lm, ch, src)

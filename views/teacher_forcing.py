@@ -17,22 +17,21 @@ from .export import save_to_bytes
 from .stages import numbered
 from .stages.context import StageContext, TeacherForced
 from .state import MEAN_HEADS, Limits, View
-from .stepping import stepper
+from .stepping import stage_selector, stepper
 
 LOSS = r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)"
 
 
 @st.fragment
-def view(
-    lm: LoadedModel, limits: Limits, v: View, src_ids: tuple[int, ...], src_tokens, reference: str, stage: str
-) -> None:
+def view(lm: LoadedModel, limits: Limits, v: View, src_ids: tuple[int, ...], src_tokens, reference: str) -> None:
     try:
-        _view(lm, session.fragment_view(v, limits), src_ids, src_tokens, reference, stage)
+        _view(lm, session.fragment_view(v, limits), src_ids, src_tokens, reference)
     except Exception as e:
         fail("Could not show the teacher-forcing view", e)
 
 
-def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str, stage: str) -> None:
+def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None:
+    stage = stage_selector(v)
     tr = get_trace(lm, src_ids, reference, causal=True)
     T = len(tr.dec_input_tokens)
     st.subheader("Teacher forcing: the whole reference in one parallel pass")

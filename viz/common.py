@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import html
+import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -12,6 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
+import plotly.io as pio
+from _plotly_utils.utils import to_typed_array_spec
 
 MASK_COLOR = "#d9d9d9"  # neutral light grey for masked (-inf / NaN) cells
 MASKED_HOVER = "masked (future)"
@@ -199,6 +202,29 @@ def new_figure(data: Sequence[dict] | None = None, layout: dict | None = None) -
         if key.startswith("coloraxis") and isinstance(axis, dict) and isinstance(axis.get("colorscale"), str):
             axis["colorscale"] = named_colorscale(axis["colorscale"])
     return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def figure_json(fig: go.Figure) -> str:
+    """The figure's JSON as ``plotly.io.to_json`` writes it (numpy arrays as Plotly's typed arrays), from the
+    figure's own dicts: Plotly's way deep-copies the whole figure and walks every value first, about five times as
+    slow (the All stages view writes ~25 figures a step). A value only Plotly's encoder knows (NaN as null, a
+    date) takes Plotly's way."""
+    if not fig._frame_objs:
+        try:
+            data = {"data": fig._data, "layout": fig._layout}
+            return json.dumps(data, default=_typed_array, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            pass
+    return pio.to_json(fig, validate=False)
+
+
+def _typed_array(obj):
+    if isinstance(obj, np.ndarray):
+        spec = to_typed_array_spec(obj)
+        return spec.tolist() if isinstance(spec, np.ndarray) else spec
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} is not JSON")
 
 
 def named_colorscale(name: str) -> list[list]:
