@@ -141,6 +141,8 @@ class Connection:
         self.ws.send_binary(msg.SerializeToString())
         while True:
             data = self.ws.recv()
+            if isinstance(data, str):
+                raise RuntimeError(f"the server sent text, not a ForwardMsg: {data[:200]!r}")
             received += len(data)
             fm = ForwardMsg()
             fm.ParseFromString(data)

@@ -18,6 +18,7 @@ from model.config import ModelConfig
 from model.decoding import DecodeOptions, decode
 from model.steps import follow_line, live_rows
 from tests.pages import open_page
+from views import export
 from views.common import escape_markdown
 from views.stages.lens import head_words
 from views.state import (
@@ -36,6 +37,7 @@ from views.state import (
     prepare_source,
     to_query,
 )
+from views.stepping import WHATIF_LABEL
 
 APP = str(Path(__file__).resolve().parent.parent / "views" / "main.py")
 XSS = "<img src=x onerror=alert(1)>"
@@ -54,6 +56,12 @@ def open_app(model_dir, monkeypatch, **query) -> AppTest:
 @pytest.fixture
 def app(tiny_model_dir, monkeypatch) -> AppTest:
     return open_app(tiny_model_dir, monkeypatch)
+
+
+def open_panel(at: AppTest, key: str) -> AppTest:
+    """Open the collapsed panel ``key`` (``views.common.lazy_panel``), as a click on its title does."""
+    at.session_state[key] = True
+    return at.run()
 
 
 def ok(at: AppTest) -> None:
@@ -166,11 +174,12 @@ def test_loads_and_shows_every_stage(app):
         "Add & Norm 3",
         "7 · Output",
         "8 · What the KV cache holds",
-        "What if?",
-        "Export",
     ]
     pos = [next(i for i, h in enumerate(headers) if h.startswith(o)) for o in order]
     assert pos == sorted(pos), headers
+    panels = [e.label for e in app.expander]
+    assert panels.index(WHATIF_LABEL) < panels.index(export.LABEL), panels  # then What if? and Export, closed
+    assert not app.get("download_button") and not [s for s in app.selectbox if s.key == "whatif_pick"]
     assert len(specs(app)) >= 20
     assert len(app.get("latex")) >= 10  # the formulas beside the panels
     assert frame(app, "reads (decoder input)")["reads (decoder input)"].tolist() == ["<s>"]
@@ -264,6 +273,8 @@ def test_concatenated_heads_show_their_boundaries(app):
 
 def test_stage_selector_shows_each_group_and_every_stage_is_reachable(tiny_model_dir, monkeypatch):
     app = open_app(tiny_model_dir, monkeypatch, head="mean")  # chosen: the attribution stage keeps it
+    assert not [t for t in titles(app) if t.startswith(ENCODER)]  # its panel closed: not built, not sent
+    open_panel(app, "encoder_open")
     app.button(key="next").click().run()
     assert app.segmented_control(key="stage").options == [STAGE_LABELS[s] for s in STAGES]
     seen: dict[str, list[str]] = {}
@@ -424,6 +435,7 @@ def test_force_a_token_marks_only_that_token(app):
     app.button(key="next").click().run()
     app.button(key="next").click().run()
     before = frame(app, "reads (decoder input)")["reads (decoder input)"].tolist()  # <s> y1 y2
+    open_panel(app, "whatif_open")
     alt = app.selectbox(key="whatif_pick").options[3]  # the 4th most likely token
     app.selectbox(key="whatif_pick").select_index(3).run()
     app.button(key="whatif_go").click().run()

@@ -142,6 +142,8 @@ def test_the_what_if_panel_links_to_the_contrast(tiny_model_dir, monkeypatch):
     at.query_params.update({"src": A, "max_len": "6", "step": "2"})
     at.run()
     ok(at)
+    at.session_state["whatif_open"] = True  # the panel opened
+    at.run()
     pick = at.selectbox(key="whatif_pick")
     (link,) = at.get("link_button")
     url = urlsplit(link.proto.url)

@@ -52,6 +52,14 @@ def head_label(head) -> str:
     return "mean of heads" if head == MEAN_HEADS else f"head {head}"
 
 
+def lazy_panel(label: str, key: str):
+    """A collapsed expander whose content runs only while it is open (``key``: its state in the session, kept from
+    run to run): the container to fill, or None when it is closed. Its content then costs the server nothing, on
+    every step of every student who never opens it."""
+    panel = st.expander(label, key=key, on_change="rerun")
+    return panel if panel.open else None
+
+
 def show(fig, key: str, ahead: tuple[Drawing, str] | None = None) -> None:
     """A figure at the size it chose: fixed-width figures (square attention cells) keep their width, the others
     take the column's. The graph stays on the page under ``key`` and is updated in place (``views.plot``); out of

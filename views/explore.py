@@ -14,7 +14,7 @@ from model.tokenizer import Readability, readability
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import session, stepping, teacher_forcing
-from .common import as_read, badges, get_decode, head_label, md, path_labels, show_token
+from .common import as_read, badges, get_decode, head_label, lazy_panel, md, path_labels, show_token
 from .stages import beam, encoder
 from .state import (
     CHOICE,
@@ -122,8 +122,8 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     with c2:
         st.markdown(f"**French** ({md(ch.describe())})")
         st.text(lm.tokenizer.decode(res.ids) or "(empty)")
-    if len(res.n_best) > 1:
-        with st.expander(f"All {len(res.n_best)} beam candidates"):
+    if len(res.n_best) > 1 and (panel := lazy_panel(f"All {len(res.n_best)} beam candidates", "nbest_open")):
+        with panel:
             table = viz.beam_table(res.n_best, partial(path_labels, lm), impossible=IMPOSSIBLE)
             st.dataframe(
                 table,
@@ -153,8 +153,9 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     else:
         stepping.view(lm, limits, view, src.ids, src_tokens)
 
-    with st.expander("Encoder (computed once per sentence)"):
-        encoder.render(lm, res, src_tokens, view)
+    if panel := lazy_panel("Encoder (computed once per sentence)", "encoder_open"):
+        with panel:
+            encoder.render(lm, res, src_tokens, view)
 
 
 def honesty(lm: LoadedModel, res, r: Readability) -> None:

@@ -15,6 +15,8 @@ from model.jsonio import dump_bytes
 from model.steps import prefix_scores, stack_view, summary_dict
 from model.trace import teacher_forced_trace
 
+LABEL = "Export: summary (JSON), records (NPZ), tables (CSV)"
+
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
@@ -65,7 +67,6 @@ def trace_bytes(lm, res) -> bytes:
 
 def render_decode(lm, ch, res, rows, step: int, reads, src_tokens, table, token_text, live_table=None) -> None:
     """Downloads are built on click: the NPZ files hold every layer."""
-    st.subheader("Export")
 
     def summary() -> bytes:
         return summary_bytes(ch, res, rows, step, src_tokens, token_text, table)

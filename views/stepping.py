@@ -18,7 +18,7 @@ from model.steps import Line, chips, follow_line, layer_keep, live_rows, stack_v
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import export, session, stages, whatif
-from .common import badges, fail, get_decode, md, path_labels, show_token, token_texter
+from .common import badges, fail, get_decode, lazy_panel, md, path_labels, show_token, token_texter
 from .stages.context import Decoded, StageContext
 from .state import STAGE_LABELS, STAGES, Limits, View, prepare_source
 
@@ -30,6 +30,7 @@ STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts m
 )
 
 
+WHATIF_LABEL = "What if? Force another token here, and re-decode"
 PICK_CHARS = 90  # characters of a hypothesis in the picker's labels
 POSITION_HELP = "Position 0 reads <s>; position t reads the token chosen at position t − 1 and predicts the next one."
 
@@ -151,17 +152,21 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
         live_table = viz.beam_table(res.beam_steps[step].live, stream_text, impossible=IMPOSSIBLE)
     base = replace(ch, prefix=())
     keep_user = frozenset(i for i in v.user_forced if i < step)
-    whatif.render(
-        lm,
-        v,
-        cur,
-        r_now,
-        list(line.inputs[1 : step + 1]),
-        step,
-        tok_text,
-        lambda prefix, user: (session.force(prefix, user, keep_user, base), st.rerun(scope="app")),
-    )
-    export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table)
+    if panel := lazy_panel(WHATIF_LABEL, "whatif_open"):
+        with panel:
+            whatif.render(
+                lm,
+                v,
+                cur,
+                r_now,
+                list(line.inputs[1 : step + 1]),
+                step,
+                tok_text,
+                lambda prefix, user: (session.force(prefix, user, keep_user, base), st.rerun(scope="app")),
+            )
+    if panel := lazy_panel(export.LABEL, "export_open"):
+        with panel:
+            export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table)
 
 
 def position_table(res, line: Line, step: int, reads, predicts, user_forced) -> pd.DataFrame:

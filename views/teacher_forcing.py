@@ -11,9 +11,8 @@ from model.checkpoint import LoadedModel
 from model.steps import future_weight
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
-from . import session, stages
-from .common import fail, get_trace, md, show_token
-from .export import save_to_bytes
+from . import export, session, stages
+from .common import fail, get_trace, lazy_panel, md, show_token
 from .stages import numbered
 from .stages.context import StageContext, TeacherForced
 from .state import MEAN_HEADS, Limits, View
@@ -80,24 +79,25 @@ def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None
     )
     stages.render(ctx, stage)
 
-    st.subheader("Export")
-    with st.container(horizontal=True):
-        st.download_button(
-            "Trace (NPZ)",
-            lambda: save_to_bytes(shown.save_npz),
-            file_name="teacher_forced_trace.npz",
-            mime="application/octet-stream",
-            on_click="ignore",
-            key="dl_tf_npz",
-        )
-        st.download_button(
-            "Loss table (CSV)",
-            lambda: table.to_csv(index=False),
-            file_name="teacher_forcing_loss.csv",
-            mime="text/csv",
-            on_click="ignore",
-            key="dl_tf_csv",
-        )
+    if panel := lazy_panel(export.LABEL, "export_open"):
+        with panel:
+            with st.container(horizontal=True):
+                st.download_button(
+                    "Trace (NPZ)",
+                    lambda: export.save_to_bytes(shown.save_npz),
+                    file_name="teacher_forced_trace.npz",
+                    mime="application/octet-stream",
+                    on_click="ignore",
+                    key="dl_tf_npz",
+                )
+                st.download_button(
+                    "Loss table (CSV)",
+                    lambda: table.to_csv(index=False),
+                    file_name="teacher_forcing_loss.csv",
+                    mime="text/csv",
+                    on_click="ignore",
+                    key="dl_tf_csv",
+                )
 
 
 def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:

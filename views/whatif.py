@@ -16,7 +16,6 @@ from .state import View, to_query
 def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_text, on_force) -> None:
     """``on_force(prefix, user_positions)`` receives the new forced prefix (the tokens so far along the shown
     path, then the forced ones) and the positions of it that the user chose."""
-    st.subheader("What if? Force another token here")
     alts = [int(i) for i in cur.top_ids[r_now][:TOP_SHOWN]]
     probs = np.exp(cur.top_logprobs[r_now][:TOP_SHOWN])
     by_label = {f"{k + 1}. {show_token(token_text(i))}  (p = {p:.3f})": i for k, (i, p) in enumerate(zip(alts, probs))}
