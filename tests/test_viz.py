@@ -1130,3 +1130,27 @@ def test_figure_json_is_plotly_s_own_json():
         assert json.loads(ours) == json.loads(pio.to_json(fig, validate=False))
         assert "NaN" not in ours and "Infinity" not in ours
     assert '"bdata"' in figure_json(figs[0]) and '"shape"' in figure_json(figs[0])  # typed arrays, not lists
+
+
+def test_a_figure_is_built_when_first_read_and_writes_the_same_json_either_way():
+    """viz.common.Figure keeps the builder's dicts until something reads it: then it is Plotly's own figure."""
+    import plotly.io as pio
+
+    from viz.common import Figure, figure_json, figure_parts
+
+    figs = [
+        viz.attention_figure(softmax_rows(causal_scores(5)), TOKENS, TOKENS, kind=kind, title=kind)
+        for kind in ("weights", "scores", "mask", "masked_scores")
+    ]
+    figs.append(viz.positional_curves(np.random.default_rng(1).normal(size=(6, 8)), dims=(0, 3), title="pe"))
+    for fig in figs:
+        assert isinstance(fig, Figure) and isinstance(fig, go.Figure) and "_spec" in fig.__dict__
+        before = figure_json(fig)
+        assert "_spec" in fig.__dict__  # written without building it
+        eager = go.Figure(data=figure_parts(fig)[0], layout=figure_parts(fig)[1], _validate=False)  # as it was
+        assert fig.layout.title.text == eager.layout.title.text  # read: built
+        assert "_spec" not in fig.__dict__ and len(fig.data) == len(eager.data)
+        assert json.loads(before) == json.loads(figure_json(fig)) == json.loads(pio.to_json(eager))
+    fig = figs[0]
+    fig.update_layout(height=123)
+    assert json.loads(figure_json(fig))["layout"]["height"] == 123

@@ -44,7 +44,7 @@ import numpy as np
 import streamlit as st
 
 import viz as viz_module
-from viz.common import describe_heatmap, figure_json
+from viz.common import describe_heatmap, figure_json, figure_parts
 
 PLOTLY_JS = Path(__file__).resolve().parents[1] / "assets" / "vendor" / "plotly-cartesian.min.js"
 PLOTLY_ROUTE = f"/vendor/{PLOTLY_JS.name}"
@@ -84,12 +84,14 @@ def _component():
 def text_alternative(fig) -> str | None:
     """The line a screen reader reads for a heatmap figure (``viz.common.describe_heatmap`` of its first value
     trace; the grey overlay of masked cells is not one); None for other figures."""
-    panels = [t for t in fig.data if t.type == "heatmap" and t.name != "masked"]
+    traces, layout = figure_parts(fig)  # without building Plotly's objects
+    panels = [t for t in traces if t.get("type") == "heatmap" and t.get("name") != "masked"]
     if not panels:
         return None
     t = panels[0]
-    title = fig.layout.title.text if fig.layout.title else None
-    line = describe_heatmap(t.z, list(t.y), list(t.x), title, t.name or "value")
+    title = layout.get("title")
+    title = title.get("text") if isinstance(title, dict) else title
+    line = describe_heatmap(t["z"], list(t["y"]), list(t["x"]), title, t.get("name") or "value")
     return line if len(panels) == 1 else f"{line.removesuffix('.')} (the first of {len(panels)} panels)."
 
 

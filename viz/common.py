@@ -201,21 +201,61 @@ def new_figure(data: Sequence[dict] | None = None, layout: dict | None = None) -
     for key, axis in layout.items():
         if key.startswith("coloraxis") and isinstance(axis, dict) and isinstance(axis.get("colorscale"), str):
             axis["colorscale"] = named_colorscale(axis["colorscale"])
-    return go.Figure(data=data, layout=layout, _validate=False)
+    return Figure(list(data or ()), layout)
+
+
+class Figure(go.Figure):
+    """A ``go.Figure`` of the builders' own trace and layout dicts, whose Plotly objects are built when something
+    first reads them: the app writes most figures straight to JSON (``figure_json``, ``figure_parts``) and never
+    does, and building them costs more than the builder's own work. Reading anything of it (``fig.data``,
+    ``fig.layout``, ``update_layout``, …) builds it and it is a plain ``go.Figure`` from then on."""
+
+    def __init__(self, data: list[dict], layout: dict):  # noqa: D107 - Plotly's constructor runs on first read
+        object.__setattr__(self, "_spec", (data, layout))
+
+    def __getattr__(self, name: str):
+        # only for what the instance lacks: before the first read, every attribute of Plotly's own
+        spec = self.__dict__.pop("_spec", None)
+        if spec is None:
+            raise AttributeError(name)
+        go.Figure.__init__(self, data=spec[0], layout=spec[1], _validate=False)
+        return getattr(self, name)
+
+
+def figure_parts(fig: go.Figure) -> tuple[list[dict], dict]:
+    """The figure's trace dicts and layout dict as its JSON holds them (a ``Figure`` not built yet: its builder's
+    own, read without building it). Not to be changed."""
+    spec = fig.__dict__.get("_spec")
+    return spec if spec is not None else (fig._data, fig._layout)
 
 
 def figure_json(fig: go.Figure) -> str:
     """The figure's JSON as ``plotly.io.to_json`` writes it (numpy arrays as Plotly's typed arrays), from the
-    figure's own dicts: Plotly's way deep-copies the whole figure and walks every value first, about five times as
-    slow (the All stages view writes ~25 figures a step). A value only Plotly's encoder knows (NaN as null, a
-    date) takes Plotly's way."""
-    if not fig._frame_objs:
+    figure's own dicts (``figure_parts``): Plotly's way deep-copies the whole figure and walks every value first,
+    about five times as slow (the All stages view writes ~25 figures a step). A value only Plotly's encoder knows
+    (NaN as null, a date) takes Plotly's way."""
+    if "_spec" in fig.__dict__ or not fig._frame_objs:
+        data, layout = figure_parts(fig)
         try:
-            data = {"data": fig._data, "layout": fig._layout}
-            return json.dumps(data, default=_typed_array, allow_nan=False, separators=(",", ":"))
+            return json.dumps(
+                _set_only({"data": data, "layout": layout}),
+                default=_typed_array,
+                allow_nan=False,
+                separators=(",", ":"),
+            )
         except (TypeError, ValueError):
             pass
     return pio.to_json(fig, validate=False)
+
+
+def _set_only(obj):
+    """``obj`` without its properties set to None: for Plotly, None leaves a property unset (a builder's
+    ``customdata=None``), so a figure it built holds no such key. ``meta`` is the figure's own data, kept whole."""
+    if isinstance(obj, dict):
+        return {k: v if k == "meta" else _set_only(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list | tuple) and obj and isinstance(obj[0], dict | list | tuple):  # arrays are of one kind
+        return [_set_only(x) for x in obj]
+    return obj
 
 
 def _typed_array(obj):
