@@ -66,10 +66,11 @@ def trace_bytes(lm, res) -> bytes:
 
 
 def render_decode(lm, ch, res, rows, step: int, reads, src_tokens, table, token_text, live_table=None) -> None:
-    """Downloads are built on click: the NPZ files hold every layer."""
+    """Downloads are built on click (``table``: a function that returns the decoder-input table): the NPZ files hold
+    every layer."""
 
     def summary() -> bytes:
-        return summary_bytes(ch, res, rows, step, src_tokens, token_text, table)
+        return summary_bytes(ch, res, rows, step, src_tokens, token_text, table())
 
     def record_npz() -> bytes:
         return record_bytes(lm, res, rows, step, reads, src_tokens)
@@ -104,7 +105,7 @@ def render_decode(lm, ch, res, rows, step: int, reads, src_tokens, table, token_
         )
         st.download_button(
             "Decoder-input table (CSV)",
-            lambda: table.to_csv(index=False),
+            lambda: table().to_csv(index=False),
             file_name="decoder_inputs.csv",
             mime="text/csv",
             on_click="ignore",

@@ -5,6 +5,7 @@ It runs as a fragment, so a step reruns this part of the page alone.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from functools import partial
 
@@ -141,7 +142,7 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     if ch.prefix and st.button("Clear forced tokens", key="clear_forced"):
         _clear_forced_and_rerun()
 
-    table = position_table(res, line, step, reads, predicts, v.user_forced)
+    table = functools.cache(partial(position_table, res, line, step, reads, predicts, v.user_forced))  # when shown
     run = Decoded(lm, ch, res, line, step, src, v.reference, table, predicts[-1])
     arrays = stack_view(res.steps, rows, step, keep=layer_keep(v.layer))  # the shown layer only
     ctx = StageContext(lm, v, run, arrays, reads, predicts, src_tokens, step, incremental=True, causal=True, key="dec")

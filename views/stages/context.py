@@ -4,6 +4,7 @@ explanation stages read through one interface."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -51,7 +52,7 @@ class Decoded:
     step: int
     src_ids: tuple[int, ...]
     reference: str  # the reference translation, "" for none (the ablation's loss is measured on it)
-    table: pd.DataFrame  # the decoder-input table of positions 0..step (section 1, and its CSV)
+    table: Callable[[], pd.DataFrame]  # the decoder-input table of positions 0..step (section 1, its CSV), when asked
     predicts: str  # the label of the token chosen at ``step``
 
     @property

@@ -20,7 +20,7 @@ def render(ctx: StageContext) -> None:
                 "<", "\\<"
             )
         )
-        st.dataframe(ctx.run.table, hide_index=True, key="shifted_table", width="stretch")
+        st.dataframe(ctx.run.table(), hide_index=True, key="shifted_table", width="stretch")
     cfg, a = ctx.cfg, ctx.arrays
     st.subheader(numbered("embeddings", "Token embeddings + positional encoding"))
     st.latex(r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if cfg.scale_embedding else r"X = E[y] + PE")
