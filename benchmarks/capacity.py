@@ -657,7 +657,7 @@ def summary(report: dict, args) -> None:
         print(
             f"verdict replicas ≥ 1.7× one process: {'PASS' if ratio == ratio and ratio >= 1.7 else 'FAIL'} "
             f"({REPLICAS} replicas {b if b is not None else 'none'} vs one process {a if a is not None else 'none'}"
-            f" by server p95 alone; sweep steps are ×2, so the ratio is a power of two)"
+            f" by server p95 alone; the ratio is only as fine as the steps of --sessions)"
         )
     n_err = sum(ph["errors"] for c in configs.values() for ph in c["sweep"]) + sum(
         c["tracebacks"] for c in configs.values()
