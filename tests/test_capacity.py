@@ -48,9 +48,11 @@ def test_student_checks_catch_another_sessions_state(tmp_path):
         wrong = Student(1, server.url, A, {A: refs[B], B: refs[B]}, 2, DECODER_STAGES, random.Random(1))
         out = wrong.open()
         assert any(c.startswith("student 1 (open) source:") for c in out.crosstalk), out
-        good.sentence = A  # as if its answer were another session's: the English and the URL are not its own
-        out = good.act("stage")
-        assert any(c.startswith("student 0 (stage) english:") for c in out.crosstalk), out
+        good.sentence = A  # as if its answers were another session's
+        out = good.act("stage")  # the step view's fragment alone: its chips are not A's
+        assert any(c.startswith("student 0 (stage) chips:") for c in out.crosstalk), out
+        out = good.act("layer")  # the whole page: neither the English nor the URL is A's
+        assert any(c.startswith("student 0 (layer) english:") for c in out.crosstalk), out
         assert any("URL query" in c for c in out.crosstalk), out
         good.close()
         wrong.close()

@@ -40,7 +40,7 @@ HOW_TO = f"""
 - **Teacher forcing**: type a reference French translation to open the teacher-forcing view: the whole
   reference goes through the decoder in one parallel pass, with the loss of each token. A switch removes
   the causal mask to show the decoder "cheating" by looking at the tokens it should predict.
-- **What if?**: below the step view, pick another next token (or type one) and re-decode: the decoder
+- **What if?**: in the panel below the step view, pick another next token (or type one) and re-decode: the decoder
   carries on from your choice, forced tokens are marked, and "Clear forced tokens" goes back to the
   model's own choices.
 - **Compare**: two sentences A and B that differ by a word (or a preset minimal pair: singular/plural, a
