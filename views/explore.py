@@ -139,14 +139,7 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
         st.warning(f"The reference was cut to the model's limit of {cfg.max_len - 1} tokens.")
     tab = TABS[0]
     if reference:
-        st.segmented_control(
-            "View",
-            TABS,
-            key="tab",
-            format_func=TAB_LABELS.get,
-            on_change=session.keep_choice,
-            args=("tab", TABS, TABS[0]),
-        )
+        stepping.choice_control("View", TABS, "tab", TAB_LABELS, TABS[0])
         tab = view.tab
     if tab == "tf":
         teacher_forcing.view(lm, limits, view, src.ids, src_tokens, reference)

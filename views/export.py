@@ -16,6 +16,14 @@ from model.steps import prefix_scores, stack_view, summary_dict
 from model.trace import teacher_forced_trace
 
 LABEL = "Export: summary (JSON), records (NPZ), tables (CSV)"
+JSON, NPZ, CSV = "application/json", "application/octet-stream", "text/csv"
+
+
+def downloads(files: list[tuple[str, Callable[[], bytes | str], str, str, str]]) -> None:
+    """One row of download buttons: (label, a function that makes the file on click, file name, MIME type, key)."""
+    with st.container(horizontal=True):
+        for label, make, name, mime, key in files:
+            st.download_button(label, make, file_name=name, mime=mime, on_click="ignore", key=key)
 
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
@@ -78,48 +86,15 @@ def render_decode(lm, ch, res, rows, step: int, reads, src_tokens, table, token_
     def full_trace() -> bytes:
         return trace_bytes(lm, res)
 
-    with st.container(horizontal=True):
-        st.download_button(
-            "Summary (JSON)",
-            summary,
-            file_name="decoder_lens_summary.json",
-            mime="application/json",
-            on_click="ignore",
-            key="dl_json",
-        )
-        st.download_button(
-            "Positions 0…current (NPZ)",
-            record_npz,
-            file_name=f"decoder_lens_position{step}.npz",
-            mime="application/octet-stream",
-            on_click="ignore",
-            key="dl_steps",
-        )
-        st.download_button(
-            "Full trace of the output (NPZ)",
-            full_trace,
-            file_name="decoder_lens_trace.npz",
-            mime="application/octet-stream",
-            on_click="ignore",
-            key="dl_trace",
-        )
-        st.download_button(
-            "Decoder-input table (CSV)",
-            lambda: table().to_csv(index=False),
-            file_name="decoder_inputs.csv",
-            mime="text/csv",
-            on_click="ignore",
-            key="dl_csv",
-        )
-        if live_table is not None:
-            st.download_button(
-                "Live beams (CSV)",
-                lambda: live_table.to_csv(index=False),
-                file_name="beams.csv",
-                mime="text/csv",
-                on_click="ignore",
-                key="dl_beams",
-            )
+    files = [
+        ("Summary (JSON)", summary, "decoder_lens_summary.json", JSON, "dl_json"),
+        ("Positions 0…current (NPZ)", record_npz, f"decoder_lens_position{step}.npz", NPZ, "dl_steps"),
+        ("Full trace of the output (NPZ)", full_trace, "decoder_lens_trace.npz", NPZ, "dl_trace"),
+        ("Decoder-input table (CSV)", lambda: table().to_csv(index=False), "decoder_inputs.csv", CSV, "dl_csv"),
+    ]
+    if live_table is not None:
+        files.append(("Live beams (CSV)", lambda: live_table.to_csv(index=False), "beams.csv", CSV, "dl_beams"))
+    downloads(files)
     st.caption(
         "Every figure has a camera button (top right, on hover) that saves it as a PNG. The page's link "
         "holds every choice (sentence, decoding, forced tokens, stage, layer, head, position), so it "

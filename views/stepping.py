@@ -49,16 +49,28 @@ def view(lm: LoadedModel, limits: Limits, v: View, src: tuple[int, ...], src_tok
         fail("Could not show this position", e)
 
 
+def choice_control(label: str, options: tuple, key: str, labels: dict, fallback: str, **kwargs) -> None:
+    """A segmented control of one of ``options``; clicking the chosen one again keeps ``fallback``."""
+    st.segmented_control(
+        label,
+        options,
+        key=key,
+        format_func=labels.get,
+        on_change=session.keep_choice,
+        args=(key, options, fallback),
+        **kwargs,
+    )
+
+
 def stage_selector(view: View) -> str:
     """The stage shown: in the fragment (the step view's or the teacher-forcing view's), so that another stage
     reruns the fragment alone, as a step does."""
-    st.segmented_control(
+    choice_control(
         "Decoder stage to show",
         STAGES,
-        key="stage",
-        format_func=STAGE_LABELS.get,
-        on_change=session.keep_choice,
-        args=("stage", STAGES, view.stage),
+        "stage",
+        STAGE_LABELS,
+        view.stage,
         help="Each step redraws only the figures of the chosen stage; "
         "All stages shows every figure of the decoder at once (slower to step through; a figure below the "
         "window is redrawn as you scroll to it); the three explanations "

@@ -81,23 +81,24 @@ def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None
 
     if panel := lazy_panel(export.LABEL, "export_open"):
         with panel:
-            with st.container(horizontal=True):
-                st.download_button(
-                    "Trace (NPZ)",
-                    lambda: export.save_to_bytes(shown.save_npz),
-                    file_name="teacher_forced_trace.npz",
-                    mime="application/octet-stream",
-                    on_click="ignore",
-                    key="dl_tf_npz",
-                )
-                st.download_button(
-                    "Loss table (CSV)",
-                    lambda: table.to_csv(index=False),
-                    file_name="teacher_forcing_loss.csv",
-                    mime="text/csv",
-                    on_click="ignore",
-                    key="dl_tf_csv",
-                )
+            export.downloads(
+                [
+                    (
+                        "Trace (NPZ)",
+                        lambda: export.save_to_bytes(shown.save_npz),
+                        "teacher_forced_trace.npz",
+                        export.NPZ,
+                        "dl_tf_npz",
+                    ),
+                    (
+                        "Loss table (CSV)",
+                        lambda: table.to_csv(index=False),
+                        "teacher_forcing_loss.csv",
+                        export.CSV,
+                        "dl_tf_csv",
+                    ),
+                ]
+            )
 
 
 def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:
