@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import pickle
 import re
 import subprocess
 import sys
@@ -1154,3 +1156,10 @@ def test_a_figure_is_built_when_first_read_and_writes_the_same_json_either_way()
     fig = figs[0]
     fig.update_layout(height=123)
     assert json.loads(figure_json(fig))["layout"]["height"] == 123
+    fresh = viz.attention_figure(softmax_rows(causal_scores(5)), TOKENS, TOKENS, kind="weights", title="weights")
+    eager = go.Figure(data=figure_parts(fresh)[0], layout=figure_parts(fresh)[1], _validate=False)
+    for copied, eager_copy in (
+        (copy.deepcopy(fresh), copy.deepcopy(eager)),
+        (pickle.loads(pickle.dumps(fresh)), pickle.loads(pickle.dumps(eager))),
+    ):
+        assert json.loads(figure_json(copied)) == json.loads(pio.to_json(eager_copy))  # copied as Plotly copies

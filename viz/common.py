@@ -201,17 +201,21 @@ def new_figure(data: Sequence[dict] | None = None, layout: dict | None = None) -
     for key, axis in layout.items():
         if key.startswith("coloraxis") and isinstance(axis, dict) and isinstance(axis.get("colorscale"), str):
             axis["colorscale"] = named_colorscale(axis["colorscale"])
-    return Figure(list(data or ()), layout)
+    return Figure.of(list(data or ()), layout)
 
 
 class Figure(go.Figure):
-    """A ``go.Figure`` of the builders' own trace and layout dicts, whose Plotly objects are built when something
-    first reads them: the app writes most figures straight to JSON (``figure_json``, ``figure_parts``) and never
-    does, and building them costs more than the builder's own work. Reading anything of it (``fig.data``,
-    ``fig.layout``, ``update_layout``, …) builds it and it is a plain ``go.Figure`` from then on."""
+    """A ``go.Figure``; one made by ``of`` holds the builders' own trace and layout dicts, and its Plotly objects
+    are built when something first reads them: the app writes most figures straight to JSON (``figure_json``,
+    ``figure_parts``) and never does, and building them costs more than the builder's own work. Reading anything
+    of it (``fig.data``, ``fig.layout``, ``update_layout``, a copy, …) builds it, and it is a plain ``go.Figure``
+    from then on."""
 
-    def __init__(self, data: list[dict], layout: dict):  # noqa: D107 - Plotly's constructor runs on first read
-        object.__setattr__(self, "_spec", (data, layout))
+    @classmethod
+    def of(cls, data: list[dict], layout: dict) -> Figure:
+        fig = cls.__new__(cls)  # Plotly's constructor runs on the first read
+        object.__setattr__(fig, "_spec", (data, layout))
+        return fig
 
     def __getattr__(self, name: str):
         # only for what the instance lacks: before the first read, every attribute of Plotly's own
