@@ -107,3 +107,17 @@ def test_a_value_another_session_keeps_is_found_and_kept_without_measuring_it_ag
     del a, b
     gc.collect()
     assert pool.find("decodes", ("sentence", 1)) is None  # gone with the sessions that kept it
+
+
+def test_a_value_several_sessions_keep_counts_once_against_the_pool():
+    pool = CachePool(max_bytes=10 * MIB)
+    a = SessionCache(entries=10, max_bytes=10 * MIB, pool=pool)
+    b = SessionCache(entries=10, max_bytes=10 * MIB, pool=pool)
+    shared = block(6)
+    a.put("decodes", "s", shared)
+    b.put("decodes", "s", *pool.find("decodes", "s"))
+    assert pool.nbytes == a.nbytes == b.nbytes and pool.stats()["bytes"] == a.nbytes  # 6 MiB, not 12
+    assert a.get("decodes", "s") is shared and b.get("decodes", "s") is shared  # within the bound: both kept
+    b.put("decodes", "own", block(5))  # 11 MiB in memory: the shared value goes from both before it is freed
+    assert a.get("decodes", "s") is None and b.get("decodes", "s") is None and b.get("decodes", "own") is not None
+    assert pool.nbytes <= 10 * MIB

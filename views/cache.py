@@ -85,10 +85,18 @@ class CachePool:
     def tick(self) -> int:
         return next(self._tick)
 
+    def _held(self) -> dict[int, list]:
+        """Every value the sessions keep, once however many keep it (a shared decode): id -> [size, holders]."""
+        held: dict[int, list] = {}
+        for cache in list(self.caches):
+            for value, size, _ in cache.data.values():
+                held.setdefault(id(value), [size, 0])[1] += 1
+        return held
+
     @property
     def nbytes(self) -> int:
         with self.lock:
-            return sum(c.nbytes for c in list(self.caches))
+            return sum(size for size, _ in self._held().values())
 
     def stats(self) -> dict:
         with self.lock:
@@ -96,7 +104,7 @@ class CachePool:
             return {
                 "sessions": len(caches),
                 "entries": sum(len(c) for c in caches),
-                "bytes": sum(c.nbytes for c in caches),
+                "bytes": self.nbytes,
                 "max_bytes": self.max_bytes,
             }
 
@@ -111,13 +119,20 @@ class CachePool:
         return None
 
     def fit(self) -> None:
-        """Evict the least recently used entries of any session until the pool is within its bound."""
+        """Evict the least recently used entries of any session until the pool is within its bound (a value several
+        sessions keep counts once, and frees its memory only when the last of them lets it go)."""
         with self.lock:
             caches = [c for c in list(self.caches) if len(c)]
-            total = sum(c.nbytes for c in caches)
+            held = self._held()
+            total = sum(size for size, _ in held.values())
             while total > self.max_bytes and caches:
                 oldest = min(caches, key=lambda c: c.oldest_tick())
-                total -= oldest.evict_oldest()
+                value = next(iter(oldest.data.values()))[0]
+                oldest.evict_oldest()
+                entry = held[id(value)]
+                entry[1] -= 1
+                if not entry[1]:  # its last holder let it go: its memory is freed
+                    total -= entry[0]
                 caches = [c for c in caches if len(c)]
 
 
