@@ -68,7 +68,7 @@ from harness.browser import (
     require_chromium,
     row,
 )
-from model.learn import CHAPTER_KEYS
+from model.lesson.learn import CHAPTER_KEYS
 from views.compare import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ Each case must end in a clear message or a sane clamp: never a traceback, never 
 must still translate "I am a student." afterwards. Prints the matrix (case | CLI | app | message) and
 a verdict line; exits 1 if any case did not behave as expected.
 
-The cases and their checks live in ``harness/bad_inputs.py`` (shared with tests/test_bad_inputs.py,
+The cases and their checks live in ``harness/bad_inputs.py`` (shared with tests/views/test_bad_inputs.py,
 which runs every case on the tests' tiny model). By default every CLI case runs ``model.cli.main(argv)``
 in this process under a SIGALRM watchdog, and the cases that need a real process (undecodable bytes in
 argv) run ``python -m model`` as a subprocess; ``--subprocess`` runs every case that way.
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model-dirs", action="store_true", help="only the damaged model directories (all of them)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds before a case counts as a hang")
     a = ap.parse_args(argv)
-    from model.checkpoint import default_model_dir
+    from model.io.checkpoint import default_model_dir
     from model.testing import build_tiny_model_dir
 
     damaged = [c for c in CASES if c.damage]

@@ -13,7 +13,7 @@ so every sentence gets as many slots as the sentence with the most translations,
 slots are filled with copies of the sentence's first reference (duplicates change neither the
 clipped n-gram counts nor the closest reference length, so the score equals true multi-ref BLEU).
 
-Decoding uses ``model.decoding.translate_corpus`` (batched greedy for beam 1, beam search otherwise), the
+Decoding uses ``model.decode.decoding.translate_corpus`` (batched greedy for beam 1, beam search otherwise), the
 path that training validates with, with the app's and the CLI's default limits.
 """
 
@@ -25,9 +25,11 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoint import count_parameters, default_model_dir, load_model_dir, use_threads
-from model.constants import BATCH_SIZE
-from model.data import (
+from model.core.constants import BATCH_SIZE
+from model.core.jsonio import write
+from model.decode.decoding import DecodeOptions, translate_corpus
+from model.io.checkpoint import count_parameters, default_model_dir, load_model_dir, use_threads
+from model.train.data import (
     MULTI30K_TESTS,
     SPLIT_SEED,
     TATOEBA_FILE,
@@ -39,8 +41,6 @@ from model.data import (
     split_digest,
     split_tatoeba,
 )
-from model.decoding import DecodeOptions, translate_corpus
-from model.jsonio import write
 from views.state import EXAMPLES
 
 SANITY = list(EXAMPLES)  # the app's example sentences
@@ -89,7 +89,7 @@ def main(argv=None) -> dict:
 
     loaded = load_model_dir(args.model)
     model, tokenizer = loaded.model, loaded.tokenizer
-    how = "model.decoding.translate_corpus"
+    how = "model.decode.decoding.translate_corpus"
     data_dir = args.data or default_data_dir()
     sets, digest, n_tat = load_eval_sets(data_dir, args.limit, args.split)
     print(

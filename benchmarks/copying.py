@@ -5,7 +5,7 @@ verbatim in the French output.
 
 The set: hand-written English templates (everyday situations, none taken from the corpora) filled with
 person names from Faker's localized lists — the held-out share that training never substitutes
-(``model.copying.name_pools(held_out=True)``), from many languages, some in non-Latin scripts — and with
+(``model.train.copying.name_pools(held_out=True)``), from many languages, some in non-Latin scripts — and with
 numbers, years, dates and times. Each sentence lists what must appear in the output: every name as a word,
 and every number as digits that no other digit touches (a time 7:45 needs "7" and "45", since French writes
 "7 h 45" or "7h45"; a date needs its day and year). Prints every failure and the share that passes; the example
@@ -19,10 +19,10 @@ import random
 import re
 from pathlib import Path
 
-from model.checkpoint import default_model_dir, load_model_dir, use_threads
-from model.copying import LATIN_SHARE, MONTHS_EN, name_pools
-from model.decoding import DecodeOptions, translate_corpus
-from model.jsonio import write
+from model.core.jsonio import write
+from model.decode.decoding import DecodeOptions, translate_corpus
+from model.io.checkpoint import default_model_dir, load_model_dir, use_threads
+from model.train.copying import LATIN_SHARE, MONTHS_EN, name_pools
 
 TARGET = 0.95
 EXAMPLE_SENTENCE = ("My name is Vikas. I love cricket, finance, and AI.", ("Vikas", "cricket", "finance"))

@@ -3,7 +3,7 @@
     python benchmarks/decode.py [--threads 1 2] [--runs 20] [--smoke]
 
 A seeded random MarianMTModel (d_model 256, 3+3 layers, 4 heads, FFN 1024, vocab 8000) is saved
-with save_pretrained and converted with ``model.marian.import_marian``, so both engines run the
+with save_pretrained and converted with ``model.io.marian.import_marian``, so both engines run the
 same weights. Batch 1, a 15-token source (</s> included), exactly 30 generated tokens: </s> gets a
 final_logits_bias of -1e4 in the saved model, so neither engine can stop early. Each engine runs
 in its own process (this script with ``--worker``) per thread count; figures are medians of
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from model.jsonio import dumps
+from model.core.jsonio import dumps
 
 FULL = dict(d_model=256, layers=3, heads=4, ffn=1024, vocab=8000, runs=20, warmup=2)
 SMOKE = dict(d_model=32, layers=1, heads=4, ffn=64, vocab=300, runs=2, warmup=1)
@@ -101,12 +101,12 @@ def median_ms(fn, runs: int, warmup: int) -> tuple[float, object]:
 def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
     import torch
 
-    from model.checkpoint import load_model_dir, use_threads
+    from model.io.checkpoint import load_model_dir, use_threads
 
     use_threads(threads)
-    from model.decoding import DecodeOptions, decode
-    from model.lean import LeanDecoder
-    from model.trace import teacher_forced_trace
+    from model.decode.decoding import DecodeOptions, decode
+    from model.decode.lean import LeanDecoder
+    from model.decode.trace import teacher_forced_trace
 
     loaded = load_model_dir(model_dir)
     model, tok, cfg = loaded.model, loaded.tokenizer, loaded.cfg
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if a.runs:
         size["runs"] = a.runs
-    from model.marian import import_marian  # no transformers import here: the hf worker builds the model
+    from model.io.marian import import_marian  # no transformers import here: the hf worker builds the model
 
     t0, load = time.perf_counter(), os.getloadavg()[0]
     # --smoke: one process per engine for all thread counts; else one per engine and thread count

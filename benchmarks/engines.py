@@ -3,7 +3,7 @@
     python benchmarks/engines.py [--model DIR] [--limit 100] [--threads 1 2] [--rounds 3] [--data DIR] [--work DIR]
                                  [--smoke]
 
-The model directory is exported with ``model.marian.export_marian`` to a transformers MarianMTModel
+The model directory is exported with ``model.io.marian.export_marian`` to a transformers MarianMTModel
 directory, which ``MarianMTModel.from_pretrained`` loads and CTranslate2's TransformersConverter
 turns into a float32 and an int8 model. Batch 1, the first ``--limit`` English sentences of
 Multi30k test_2016_flickr, greedy and beam 5, each engine and thread count in its own process (this
@@ -42,8 +42,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from model.jsonio import dumps
-from model.jsonio import write as write_json
+from model.core.jsonio import dumps
+from model.core.jsonio import write as write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,7 +81,7 @@ def build_smoke_model(out_dir: Path) -> None:
     """
     import torch
 
-    from model.checkpoint import save_model_dir
+    from model.io.checkpoint import save_model_dir
     from model.testing import make_model, make_tokenizer
 
     tok = make_tokenizer(corpus=SMOKE_SENTENCES)
@@ -123,7 +123,7 @@ def prepare(model_dir: Path, work: Path, smoke: bool) -> None:
     import ctranslate2
     import transformers
 
-    from model.marian import export_marian
+    from model.io.marian import export_marian
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -167,11 +167,11 @@ def time_each(fn, srcs: list) -> tuple[list[float], list[list[int]]]:
 
 def worker_ours(work: Path, job: dict, threads: int, record: bool) -> dict:
 
-    from model.checkpoint import load_model_dir, use_threads
+    from model.io.checkpoint import load_model_dir, use_threads
 
     use_threads(threads)
-    from model.decoding import DecodeOptions, decode
-    from model.lean import LeanDecoder
+    from model.decode.decoding import DecodeOptions, decode
+    from model.decode.lean import LeanDecoder
 
     model = load_model_dir(job["model_dir"]).model
     lean = LeanDecoder(model, rows=BEAM)  # built once, as the CLI and the app do
@@ -392,10 +392,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(a: argparse.Namespace, work: Path) -> None:
-    from model.checkpoint import default_model_dir
-    from model.config import ModelConfig
-    from model.decoding import prepare_ids
-    from model.tokenizer import Tokenizer
+    from model.core.config import ModelConfig
+    from model.core.tokenizer import Tokenizer
+    from model.decode.decoding import prepare_ids
+    from model.io.checkpoint import default_model_dir
 
     t0, load = time.perf_counter(), os.getloadavg()[0]
     model_dir = work / "smoke_model" if a.smoke else (a.model or default_model_dir()).resolve()
@@ -420,19 +420,19 @@ def run(a: argparse.Namespace, work: Path) -> None:
     if a.smoke:
         texts, source = SMOKE_SENTENCES, "made-up sentences"
     else:
-        from model.data import default_data_dir, load_multi30k_test
+        from model.train.data import default_data_dir, load_multi30k_test
 
         try:
             texts = [en for en, _ in load_multi30k_test(a.data or default_data_dir(), SPLIT)[: a.limit]]
         except FileNotFoundError as e:
             sys.exit(f"error: Multi30k {SPLIT} not found ({e}); give the corpus directory with --data")
         source = f"Multi30k {SPLIT}"
-    max_new = min(a.max_len, cfg.max_len - 1)  # as model.decoding.decode caps it
+    max_new = min(a.max_len, cfg.max_len - 1)  # as model.decode.decoding.decode caps it
     job = {
         "model_dir": str(model_dir),
         "max_new": max_new,
         "src": [prepare_ids(tok.encode(t), cfg.eos_id, cfg.max_len) for t in texts],
-        "banned": sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}),  # as model.decoding.suppress
+        "banned": sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id}),  # as model.decode.decoding.suppress
     }
     write_json(work / "job.json", job)
 

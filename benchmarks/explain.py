@@ -64,15 +64,15 @@ def main() -> None:
 
     import numpy as np
 
-    from model.attribution import attribute
-    from model.checkpoint import load_model_dir, use_threads
-    from model.constants import MAX_BEAM
-    from model.contrast import contrast_attribution
-    from model.decoding import DecodeOptions, decode
-    from model.explain import head_importance, logit_lens
-    from model.lean import LeanDecoder
-    from model.patching import Patcher
-    from model.steps import output_record, stack_view
+    from model.core.constants import MAX_BEAM
+    from model.decode.decoding import DecodeOptions, decode
+    from model.decode.lean import LeanDecoder
+    from model.decode.steps import output_record, stack_view
+    from model.interpret.attribution import attribute
+    from model.interpret.contrast import contrast_attribution
+    from model.interpret.explain import head_importance, logit_lens
+    from model.interpret.patching import Patcher
+    from model.io.checkpoint import load_model_dir, use_threads
 
     use_threads(a.threads)
     warnings.filterwarnings("ignore", message="Input Tensor .* did not already require gradients")  # captum's

@@ -11,11 +11,11 @@ difference from F.linear:
 
 - ``F.linear`` (PyTorch's MKL), what the modules use;
 - numpy's ``W @ x`` per row (OpenBLAS on one thread, as its threads and torch's would compete for
-  the same cores); ``model.lean.LeanDecoder`` multiplies a single row this way, by the transposed,
+  the same cores); ``model.decode.lean.LeanDecoder`` multiplies a single row this way, by the transposed,
   (in, out) layout, which measured faster still;
-- oneDNN with weights prepacked once (``torch.ops.mkldnn``), what ``model.lean.LeanDecoder`` uses for
+- oneDNN with weights prepacked once (``torch.ops.mkldnn``), what ``model.decode.lean.LeanDecoder`` uses for
   several rows of a recorded step elsewhere than on an Intel CPU;
-- the compiled products of the untraced step (``model.fused``, numba): a dot product per weight row for one row,
+- the compiled products of the untraced step (``model.decode.fused``, numba): a dot product per weight row for one row,
   five rows and two weight rows at a time for several.
 
 On this machine's AMD CPU MKL is the slowest of the three for these shapes. Asserts nothing.
@@ -33,7 +33,7 @@ METHODS = (
     "PyTorch F.linear (MKL)",
     "numpy W @ x per row (OpenBLAS)",
     "oneDNN, prepacked weights",
-    "compiled (model.fused)",
+    "compiled (model.decode.fused)",
 )
 
 
@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     import torch.nn.functional as F
 
-    from model import fused
-    from model.checkpoint import use_threads
+    from model.decode import fused
+    from model.io.checkpoint import use_threads
 
     D, d_ff = size["d_model"], size["ffn"]
     shapes = ([(D, D)] * 6 + [(d_ff, D), (D, d_ff)]) * size["layers"] + [(size["vocab"], D)]

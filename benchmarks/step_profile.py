@@ -5,7 +5,7 @@
 
 Decodes the first ``--limit`` Multi30k test_2016_flickr sentences with beam search, as
 benchmarks/engines.py times "ours, untraced" (batch 1, one LeanDecoder, threads shared as the CLI
-shares them), with a timer around each operation of every ``model.lean.LeanDecoder`` step: the
+shares them), with a timer around each operation of every ``model.decode.lean.LeanDecoder`` step: the
 weight products (fused Q/K/V, W_O, W_1, W_2, the output projection), softmax(QKᵀ/√d_k)·V, the
 cross-attention (its W_Q and W_O folded into the source's K, V by LeanDecoder.start), Add & Norm,
 the activation, and what is left of the step (embedding lookup, cache writes, Python). The encoder,
@@ -16,7 +16,7 @@ the table shows how much slower it runs in place, where every step streams all t
 weights through the cache again. The timers cost ~1 µs each, so the total here is a little above an
 untimed run's; engines.py has the untimed figures and the CTranslate2 comparison.
 
-Untraced decodes run each step as one compiled function (model.fused), whose operations cannot be timed
+Untraced decodes run each step as one compiled function (model.decode.fused), whose operations cannot be timed
 apart; the operations timed here are those of the numpy step, the same arithmetic as the step of a
 recorded decode. The header gives both steps' untimed figures.
 
@@ -117,9 +117,9 @@ def load(a):
         g = torch.Generator().manual_seed(1)
         srcs = [torch.randint(4, cfg.vocab_size, (n,), generator=g).tolist() + [cfg.eos_id] for n in (5, 9, 7, 12)]
         return model, srcs, "random model (smoke), 4 random sources"
-    from model.checkpoint import ModelDirError, load_model_dir
-    from model.data import default_data_dir, load_multi30k_test
-    from model.decoding import prepare_ids
+    from model.decode.decoding import prepare_ids
+    from model.io.checkpoint import ModelDirError, load_model_dir
+    from model.train.data import default_data_dir, load_multi30k_test
 
     try:
         loaded = load_model_dir(a.model)
@@ -135,12 +135,13 @@ def load(a):
 
 
 def decode_all(model, lean, srcs, opts, clock: Clock | None, encoder=None) -> float:
-    """Beam-search every source as model.decoding.decode does, with the encoder (``encoder``'s, else ``lean``'s) and
+    """Beam-search every source as model.decode.decoding.decode does, with the encoder (``encoder``'s, else
+    ``lean``'s) and
     the search timed apart."""
     import numpy as np
     import torch
 
-    from model.decoding import beam_search, search
+    from model.decode.decoding import beam_search, search
 
     encode = (encoder or lean).encode
     encode = encode if clock is None else clock.wrap("encode", encode)
@@ -181,9 +182,9 @@ def main(argv: list[str] | None = None) -> None:
     if a.beam < 2:
         p.error("--beam must be at least 2 (this profiles beam-search steps)")
 
-    from model.checkpoint import use_threads
-    from model.decoding import DecodeOptions
-    from model.lean import LeanDecoder
+    from model.decode.decoding import DecodeOptions
+    from model.decode.lean import LeanDecoder
+    from model.io.checkpoint import use_threads
 
     use_threads(a.threads)
     model, srcs, what = load(a)
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(
         f"{n_steps / len(srcs):.1f} decoder steps per sentence; ms per sentence untimed: "
-        f"{1000 * untimed['compiled'] / len(srcs):.1f} with the compiled step (model.fused), "
+        f"{1000 * untimed['compiled'] / len(srcs):.1f} with the compiled step (model.decode.fused), "
         f"{1000 * untimed['numpy'] / len(srcs):.1f} with the numpy step; "
         f"{1000 * timed / len(srcs):.1f} with the numpy step and the timers, profiled below\n"
     )

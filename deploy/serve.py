@@ -37,7 +37,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV_MODEL = "DECODER_LENS_MODEL"  # as model.checkpoint.ENV_MODEL (this launcher imports nothing of the app)
+ENV_MODEL = "DECODER_LENS_MODEL"  # as model.io.checkpoint.ENV_MODEL (this launcher imports nothing of the app)
 COOKIE = "dl_route"
 LOG_FORMAT = "decoder_lens"
 SYSTEM_ACCESS_LOG = "/var/log/nginx/decoder-lens.access.log"

@@ -11,7 +11,7 @@ shows and checks that
 - the downloads (summary JSON, positions NPZ, CSV) hold the page's numbers: p per position, the attention
   weights of the figure (0 on the future, rows summing to 1), the tokens;
 - the page's link, opened afresh, shows the same header, chips and figures.
-A check that fails is a line of the report; ``benchmarks/truth_audit.py`` prints it, ``tests/test_truth_audit.py``
+A check that fails is a line of the report; ``benchmarks/truth_audit.py`` prints it, ``tests/views/test_truth_audit.py``
 runs it on the tests' tiny model and shows that it fails when one number is broken.
 """
 
@@ -146,8 +146,8 @@ def frame(at, column: str) -> pd.DataFrame | None:
 
 def audit_page(at, lm, rep: Report, where: str) -> Shown:
     """Check one state of the step view; returns what it shows."""
-    from model.decoding import decode
-    from model.steps import follow_line
+    from model.decode.decoding import decode
+    from model.decode.steps import follow_line
     from views import export
     from views.common import path_labels, show_token, token_texter
     from views.stepping import position_table, src_ids
@@ -291,14 +291,14 @@ def states(n: int, seed: int = 0) -> list[dict]:
 
 def audit(model_dir, n: int = 30, seed: int = 0) -> Report:
     """Visit ``n`` states and check each; then reopen each state's link and compare."""
-    from model.checkpoint import load_model_dir
+    from model.io.checkpoint import load_model_dir
 
     lm = load_model_dir(model_dir)
     rep = Report()
     for st_ in states(n, seed):
         query = dict(st_["query"])
         if st_["forced"]:  # the second most likely first token, as What if? would force it
-            from model.decoding import DecodeOptions, decode
+            from model.decode.decoding import DecodeOptions, decode
 
             src = [*lm.tokenizer.encode(query["src"]), lm.cfg.eos_id]
             first = decode(lm.model, src, DecodeOptions(max_len=1, record=True)).steps[0]

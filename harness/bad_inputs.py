@@ -2,7 +2,7 @@
 
 Each case must end in a clear message or a sane clamp: never a traceback, never a hang, and the app
 must still translate "I am a student." afterwards. ``benchmarks/bad_inputs.py`` prints the matrix for
-any model; ``tests/test_bad_inputs.py`` runs every case on the tests' tiny model.
+any model; ``tests/views/test_bad_inputs.py`` runs every case on the tests' tiny model.
 
 CLI: ``run_cli_inprocess`` runs ``model.cli.main(argv)`` in this process under a SIGALRM watchdog
 (``python -m model`` spends most of its start-up importing torch); the cases that need a real process
@@ -438,7 +438,7 @@ def app_test(model_dir: Path, url: dict | None = None, timeout: float = 60):
 
 def run(at):
     """Rerun a session on its own model (the app reads $DECODER_LENS_MODEL on every run)."""
-    from model.checkpoint import ENV_MODEL
+    from model.io.checkpoint import ENV_MODEL
 
     os.environ[ENV_MODEL] = at.bad_inputs_model
     return at.run()

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from model.checkpoint import ENV_MODEL
+from model.io.checkpoint import ENV_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,7 @@
 """Decoder Lens model package: an instrumented encoder-decoder Transformer.
 
 ``ModelConfig`` and ``Transformer`` are imported on first use, so that torch-free modules of the package
-(``model.constants``) can be imported without torch.
+(``model.core.constants``) can be imported without torch.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 import importlib
 
 __all__ = ["ModelConfig", "Transformer"]
-_LAZY = {"ModelConfig": ".config", "Transformer": ".transformer"}
+_LAZY = {"ModelConfig": "model.core.config", "Transformer": "model.core.transformer"}
 
 
 def __getattr__(name: str):
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

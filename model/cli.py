@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .ablation import MODES
-from .checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
-from .constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
-from .decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids
-from .jsonio import dumps
-from .lean import LeanDecoder
+from model.core.ablation import MODES
+from model.core.constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
+from model.core.jsonio import dumps
+from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids
+from model.decode.lean import LeanDecoder
+from model.io.checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
 
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
 
@@ -225,7 +225,7 @@ def cmd_translate(a: argparse.Namespace) -> int:
 
 
 def cmd_trace(a: argparse.Namespace) -> int:
-    from .trace import teacher_forced_trace
+    from model.decode.trace import teacher_forced_trace
 
     if not a.text.strip():
         raise ValueError("nothing to trace: the text is empty")
@@ -245,7 +245,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
 
 
 def format_explanation(r: dict) -> str:
-    """The report of model.explain.report as text: a few lines per section, top 3 where arrays hold more."""
+    """The report of model.interpret.explain.report as text: a few lines per section, top 3 where arrays hold more."""
     src, labels = [str(t) for t in r["tokens.src"]], [str(t) for t in r["tokens.label"]]
     inputs = ["<s>", *labels[:-1]]
     lines = [f"translation: {r['translation']}"]
@@ -297,8 +297,8 @@ def format_explanation(r: dict) -> str:
 
 
 def cmd_explain(a: argparse.Namespace) -> int:
-    from .ablation import parse_heads
-    from .explain import report
+    from model.core.ablation import parse_heads
+    from model.interpret.explain import report
 
     if not a.text.strip():
         raise ValueError("nothing to explain: the text is empty")
@@ -351,7 +351,7 @@ def _position(lm, position: int | None, out: list[int]) -> None:
 
 
 def _contrast(lm, text: str):
-    from .contrast import contrast_token
+    from model.interpret.contrast import contrast_token
 
     check_utf8(text, "--contrast")
     c = contrast_token(lm.tokenizer, text)
@@ -390,7 +390,7 @@ def format_contrast(r: dict) -> str:
 
 
 def _top_sites(enc, dec, heads, src, reads, k: int = 5) -> list[str]:
-    from .patching import SUBLAYER_LABELS, SUBLAYERS
+    from model.interpret.patching import SUBLAYER_LABELS, SUBLAYERS
 
     sites = [(v, f"encoder layer {l_} at {src[s]}") for (l_, s), v in np.ndenumerate(enc)]
     sites += [
@@ -404,7 +404,7 @@ def _top_sites(enc, dec, heads, src, reads, k: int = 5) -> list[str]:
 
 
 def format_patching(r: dict) -> str:
-    from .patching import SUBLAYERS
+    from model.interpret.patching import SUBLAYERS
 
     src, reads = [str(s) for s in r["tokens.src"]], [str(s) for s in r["tokens.dec_input"]]
     t, x = int(r["position"]), str(r["target"])
@@ -438,7 +438,7 @@ def format_patching(r: dict) -> str:
 
 
 def cmd_patch(a: argparse.Namespace) -> int:
-    from .patching import Patcher, default_position, report
+    from model.interpret.patching import Patcher, default_position, report
 
     if not a.a.strip():
         raise ValueError("nothing to patch: A is empty")
@@ -475,7 +475,7 @@ def cmd_patch(a: argparse.Namespace) -> int:
 
 
 def explain_contrast(a: argparse.Namespace) -> int:
-    from .contrast import report
+    from model.interpret.contrast import report
 
     lm = load_model_dir(a.model)
     cfg, tok = lm.cfg, lm.tokenizer
@@ -503,7 +503,7 @@ def emit(a: argparse.Namespace, r: dict, as_text) -> int:
 
 
 def cmd_lesson(a: argparse.Namespace) -> int:
-    from .lesson import build_lesson, format_lesson
+    from model.lesson.lesson import build_lesson, format_lesson
 
     lesson = build_lesson()
     print(dumps(lesson.to_dict(), indent=1) if a.json else format_lesson(lesson))
@@ -511,14 +511,14 @@ def cmd_lesson(a: argparse.Namespace) -> int:
 
 
 def cmd_import(a: argparse.Namespace) -> int:
-    from .marian import import_marian
+    from model.io.marian import import_marian
 
     print(f"imported into {import_marian(a.hf_dir, a.out_dir)}")
     return 0
 
 
 def cmd_export(a: argparse.Namespace) -> int:
-    from .marian import export_marian
+    from model.io.marian import export_marian
 
     print(f"exported to {export_marian(a.model_dir, a.hf_dir)}")
     return 0

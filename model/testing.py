@@ -11,11 +11,11 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import save_model_dir
-from .config import ModelConfig
-from .data import train_tokenizer
-from .tokenizer import Tokenizer
-from .transformer import Transformer
+from model.core.config import ModelConfig
+from model.core.tokenizer import Tokenizer
+from model.core.transformer import Transformer
+from model.io.checkpoint import save_model_dir
+from model.train.data import train_tokenizer
 
 TOY_CORPUS = (
     "I am a student.",
@@ -35,7 +35,7 @@ TINY_CARD = "# Tiny test model\nRandom weights, for tests only.\n"
 
 
 def make_tokenizer(vocab_size: int = 360, corpus: Sequence[str] = TOY_CORPUS) -> Tokenizer:
-    """A tokenizer built as the bundled one is (``model.data.train_tokenizer``: byte-fallback BPE, our special
+    """A tokenizer built as the bundled one is (``model.train.data.train_tokenizer``: byte-fallback BPE, our special
     tokens first, then the 256 byte tokens), on a toy corpus."""
     return train_tokenizer(list(corpus) * 5, vocab_size)
 

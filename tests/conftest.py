@@ -11,8 +11,8 @@ import pytest
 
 from harness.browser import BROWSER_ARGS, CHROMIUM
 from model import Transformer
+from model.core.tokenizer import Tokenizer
 from model.testing import build_tiny_model_dir, make_model, make_tokenizer
-from model.tokenizer import Tokenizer
 
 
 @pytest.fixture(scope="session")

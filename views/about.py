@@ -14,8 +14,8 @@ from dataclasses import asdict
 import pandas as pd
 import streamlit as st
 
-from model.checkpoint import ENV_MODEL, LoadedModel, count_parameters
-from model.learn import CHAPTER_KEYS
+from model.io.checkpoint import ENV_MODEL, LoadedModel, count_parameters
+from model.lesson.learn import CHAPTER_KEYS
 
 HOW_TO = f"""
 - **Learn** (the first page): a guided lesson through the decoder in {len(CHAPTER_KEYS)} short chapters, in the

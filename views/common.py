@@ -9,12 +9,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from model.checkpoint import LoadedModel, load_model_dir, set_threads
-from model.constants import MAX_BEAM
-from model.decoding import decode
-from model.lean import LeanDecoder
-from model.steps import compact_result
-from model.trace import teacher_forced_trace
+from model.core.constants import MAX_BEAM
+from model.decode.decoding import decode
+from model.decode.lean import LeanDecoder
+from model.decode.steps import compact_result
+from model.decode.trace import teacher_forced_trace
+from model.io.checkpoint import LoadedModel, load_model_dir, set_threads
 
 from .cache import SessionCache
 from .plot import Drawing, plot

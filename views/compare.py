@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from model.checkpoint import LoadedModel
-from model.constants import PATCH_SUBLAYERS
-from model.jsonio import dumps
-from model.steps import heads_concat, mean_weights
+from model.core.constants import PATCH_SUBLAYERS
+from model.core.jsonio import dumps
+from model.decode.steps import heads_concat, mean_weights
+from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 from viz.common import MIN_WIDTH
 
@@ -232,7 +232,7 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
 
 
 def _patcher(lm, src_a, out_a, src_b, position: int, contrast_id):
-    from model.patching import Patcher
+    from model.interpret.patching import Patcher
 
     def compute():
         p = Patcher(lm.model, list(src_a), out_a, None if src_b is None else list(src_b))
@@ -243,7 +243,7 @@ def _patcher(lm, src_a, out_a, src_b, position: int, contrast_id):
 
 
 def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
-    from model.contrast import contrast_token
+    from model.interpret.contrast import contrast_token
 
     tok = lm.tokenizer
     st.subheader("Activation patching — where does the model decide?")
@@ -327,7 +327,7 @@ def _map(site: str, m, tr_a, t: int, what: str, key: str) -> None:
 
 
 def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: str) -> None:
-    from model.contrast import contrast_attribution, lens_difference
+    from model.interpret.contrast import contrast_attribution, lens_difference
 
     y_tok = show_token(contrast.token)
     st.subheader(f"Why {x_tok} rather than {y_tok}?")
@@ -399,7 +399,7 @@ def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: s
 
 def downloads(lm, p, r) -> None:
     """The maps as files, each built when its button is clicked (not on every step)."""
-    from model.patching import report, site_rows
+    from model.interpret.patching import report, site_rows
 
     def csv() -> str:
         return pd.DataFrame(site_rows(report(lm.tokenizer, p, r))).to_csv(index=False)

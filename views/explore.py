@@ -7,10 +7,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from model.checkpoint import LoadedModel
-from model.constants import IMPOSSIBLE
-from model.steps import LOW_CONFIDENCE, ended_by_length, low_confidence, mean_token_prob
-from model.tokenizer import Readability, readability
+from model.core.constants import IMPOSSIBLE
+from model.core.tokenizer import Readability, readability
+from model.decode.steps import LOW_CONFIDENCE, ended_by_length, low_confidence, mean_token_prob
+from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import session, stepping, teacher_forcing

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from model.jsonio import dump_bytes
-from model.steps import prefix_scores, stack_view, summary_dict
-from model.trace import teacher_forced_trace
+from model.core.jsonio import dump_bytes
+from model.decode.steps import prefix_scores, stack_view, summary_dict
+from model.decode.trace import teacher_forced_trace
 
 LABEL = "Export: summary (JSON), records (NPZ), tables (CSV)"
 JSON, NPZ, CSV = "application/json", "application/octet-stream", "text/csv"

@@ -2,7 +2,8 @@
 
 A check of five questions, the chapters in data-flow order (each: a few sentences, the equation, one figure of the
 model's own numbers with a text alternative, a question to answer before the reveal, what to notice), and a second
-check. Every number and every answer comes from ``model.learn``; this module only lays them out. The chapter and the
+check. Every number and every answer comes from ``model.lesson.learn``; this module only lays them out. The chapter
+and the
 sentence live in the URL (``/?chapter=4&src=…``); answers and scores only in the session.
 """
 
@@ -13,11 +14,11 @@ import hashlib
 import numpy as np
 import streamlit as st
 
-from model.checkpoint import LoadedModel
-from model.constants import IMPOSSIBLE
-from model.explain import lens_problem, logit_lens
-from model.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
-from model.lesson import EXAMPLE_TOKENS, build_lesson, causal_mask
+from model.core.constants import IMPOSSIBLE
+from model.interpret.explain import lens_problem, logit_lens
+from model.io.checkpoint import LoadedModel
+from model.lesson.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
+from model.lesson.lesson import EXAMPLE_TOKENS, build_lesson, causal_mask
 from views.plot import build_ahead
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 

@@ -80,7 +80,7 @@ OPENED = "session_opened"  # set on a session's first run: a link's page is chos
 
 def show(page: Page) -> None:
     """Run ``page``: the model (the sidebar may offer others), then the page's module."""
-    from model.checkpoint import ModelDirError
+    from model.io.checkpoint import ModelDirError
     from views.common import load_model, md
     from views.state import offered_model_dirs
 

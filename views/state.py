@@ -14,17 +14,17 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from operator import attrgetter
 from pathlib import Path
 
-from model.ablation import MODES, format_heads, parse_heads
-from model.checkpoint import ENV_MODEL, default_model_dir
-from model.constants import ATTRIBUTION_METHODS as METHODS
-from model.constants import MAX_BEAM
-from model.decoding import DecodeOptions, prepare_ids
+from model.core.ablation import MODES, format_heads, parse_heads
+from model.core.constants import ATTRIBUTION_METHODS as METHODS
+from model.core.constants import MAX_BEAM
+from model.decode.decoding import DecodeOptions, prepare_ids
+from model.io.checkpoint import ENV_MODEL, default_model_dir
 
 from .stages import ALL, REGISTRY
 
 STRATEGIES = ("greedy", "beam", "sample")
 STRATEGY_LABELS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
-EXAMPLES = (  # each translated correctly by the bundled model (tests/test_examples.py holds the references)
+EXAMPLES = (  # each translated correctly by the bundled model (tests/views/test_examples.py holds the references)
     "I am a student.",
     "I like pizza.",
     "Where is the station?",

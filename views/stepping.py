@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from model.checkpoint import LoadedModel
-from model.constants import IMPOSSIBLE
-from model.steps import Line, chips, follow_line, layer_keep, live_rows, stack_view
+from model.core.constants import IMPOSSIBLE
+from model.decode.steps import Line, chips, follow_line, layer_keep, live_rows, stack_view
+from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import export, session, stages, whatif

@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from model.checkpoint import LoadedModel
-from model.steps import future_weight
+from model.decode.steps import future_weight
+from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import export, session, stages

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from model.ablation import format_heads, parse_heads
-from model.explain import ablated_decode, ablation_of, head_importance, position_loss_delta, same_positions
+from model.core.ablation import format_heads, parse_heads
+from model.interpret.explain import ablated_decode, ablation_of, head_importance, position_loss_delta, same_positions
 
 from .. import session
 from ..common import badges, cached, lean_decoder, md, show, show_token

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from model.steps import mean_weights
+from model.decode.steps import mean_weights
 
 from .. import session
 from ..common import cached, get_trace, show, show_token
@@ -31,7 +31,7 @@ DEFINITIONS = {
 
 
 def compute(lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], method: str):
-    from model.attribution import attribute  # loads Captum: only when an attribution is asked for
+    from model.interpret.attribution import attribute  # loads Captum: only when an attribution is asked for
 
     return cached(
         "attributions",
@@ -59,7 +59,7 @@ def _prefix(attr, n: int):
 def best_head(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], attr):
     """The cross-attention head (of every layer) that agrees best with ``attr``, the attribution of ``out_ids``
     (its weights from a teacher-forced pass on the same tokens)."""
-    from model.attribution import best_agreeing_head
+    from model.interpret.attribution import best_agreeing_head
 
     eos = lm.cfg.eos_id
     target = out_ids[:-1] if out_ids[-1] == eos else out_ids  # the pass reads <s> y1 … and predicts … </s>
@@ -89,7 +89,7 @@ def say_best(ctx: StageContext, best, T: int) -> None:
 def render(ctx: StageContext) -> None:
     """Attributes the run's token chosen (or the label) at each shown position, -1 where there is none; a decode's
     whole output is attributed once and cut to the shown positions, so stepping does not redo it."""
-    from model.attribution import agreement
+    from model.interpret.attribution import agreement
 
     lm, src_ids, out_ids, whole = ctx.lm, ctx.run.src_ids, ctx.run.chosen_ids, ctx.run.whole_ids
     st.subheader("Attribution vs attention — which source words drove each choice")

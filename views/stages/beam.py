@@ -6,8 +6,8 @@ from functools import partial
 
 import streamlit as st
 
-from model.constants import IMPOSSIBLE
-from model.steps import Line
+from model.core.constants import IMPOSSIBLE
+from model.decode.steps import Line
 
 from ..common import show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)

@@ -11,8 +11,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from model.checkpoint import LoadedModel
-from model.steps import Line, heads_concat, mean_weights, output_record, stack_view, top_k
+from model.decode.steps import Line, heads_concat, mean_weights, output_record, stack_view, top_k
+from model.io.checkpoint import LoadedModel
 
 from ..common import get_decode, head_label, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from model.steps import mean_weights, sharpest_head
+from model.decode.steps import mean_weights, sharpest_head
 
 from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)

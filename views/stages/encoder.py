@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from model.steps import mean_weights
+from model.decode.steps import mean_weights
 
 from ..common import head_label, show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)

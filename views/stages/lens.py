@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from model.explain import lens_problem, logit_lens
+from model.interpret.explain import lens_problem, logit_lens
 
 from ..common import lean_decoder, show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)

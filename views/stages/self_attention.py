@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from model.steps import prefix_scores, sharpest_head
+from model.decode.steps import prefix_scores, sharpest_head
 
 from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)

@@ -1,0 +1,86 @@
+"""The teacher-forced trace: every stage of one encoder + decoder pass as labelled numpy arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from model.core.ablation import Ablation
+from model.core.tokenizer import Tokenizer
+from model.core.transformer import Transformer, head_masks
+from model.decode.decoding import DecodeOptions, decode, prepare_ids, to_numpy
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Arrays without the batch axis, keyed by the stable names listed in the README."""
+
+    src_tokens: list[str]
+    dec_input_tokens: list[str]  # <s> y1 ... yn  (target shifted right)
+    label_tokens: list[str]  # y1 ... yn </s>
+    arrays: dict[str, np.ndarray]
+    causal: bool
+    truncated: bool = False  # the source or target was cut to the model's max_len
+
+    def save_npz(self, path: str | Path) -> None:
+        np.savez_compressed(
+            path,
+            **self.arrays,
+            **{
+                "tokens.src": np.array(self.src_tokens),
+                "tokens.dec_input": np.array(self.dec_input_tokens),
+                "tokens.label": np.array(self.label_tokens),
+                "causal": np.array(self.causal),
+            },
+        )
+
+
+def as_ids(text_or_ids: str | Sequence[int], tokenizer: Tokenizer) -> list[int]:
+    return tokenizer.encode(text_or_ids) if isinstance(text_or_ids, str) else [int(i) for i in text_or_ids]
+
+
+@torch.inference_mode()
+def teacher_forced_trace(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    source: str | Sequence[int],
+    target: str | Sequence[int] | None = None,
+    causal: bool = True,
+    ablation: Ablation | None = None,
+) -> Trace:
+    """Encode the source and run the decoder on the shifted target in one parallel pass.
+
+    Without a target, the model's own greedy translation is used (decoded with the same ``ablation``).
+    ``causal=False`` removes the causal mask so the trace shows the decoder "cheating" by looking at future
+    tokens. ``ablation``: heads switched off; their recorded ``context`` and ``concat`` are what W_O received.
+    """
+    cfg = model.cfg
+    src_body = as_ids(source, tokenizer)
+    src = prepare_ids(src_body, cfg.eos_id, cfg.max_len)
+    truncated = len(src) <= len(src_body)
+    if target is None:
+        opts = DecodeOptions(max_len=cfg.max_len - 1, ablation=ablation)
+        y = [i for i in decode(model, src, opts).ids if i != cfg.eos_id]
+    else:
+        y = as_ids(target, tokenizer)
+    truncated |= len(y) > cfg.max_len - 1
+    y = y[: cfg.max_len - 1]
+    dec_in, labels = [cfg.decoder_start_id, *y], [*y, cfg.eos_id]
+    src_t, dec_t, lab_t = (torch.tensor([s]) for s in (src, dec_in, labels))
+    heads = head_masks(ablation, cfg)
+    memory, src_mask, enc = model.encode(src_t, record=True, heads=heads)
+    logits, _, dec = model.decode(dec_t, memory, src_mask, causal=causal, record=True, heads=heads)
+    logits = logits.float()
+    arrays = {k: v[0] for k, v in to_numpy({**enc, **dec}, drop=()).items()}
+    for key in ("enc.pe", "dec.pe"):  # the positional table has no batch axis
+        arrays[key] = to_numpy({key: enc.get(key, dec.get(key))}, drop=())[key]
+    logp = F.log_softmax(logits[0], dim=-1)  # (T, V)
+    arrays["probs"] = logp.exp().numpy()
+    arrays["loss"] = F.nll_loss(logp, lab_t[0], reduction="none").numpy()  # (T,) cross-entropy per position
+    arrays["src_ids"], arrays["dec_input_ids"], arrays["label_ids"] = (np.array(s) for s in (src, dec_in, labels))
+    return Trace(tokenizer.tokens(src), tokenizer.tokens(dec_in), tokenizer.tokens(labels), arrays, causal, truncated)

@@ -1,0 +1,281 @@
+"""Attribution beside attention: how much each source token, and each earlier target token, counted in the
+choice of each output token, by gradient methods on the token embeddings (Captum).
+
+What is explained at output position t is the log-probability log p(y_{t+1} | y_{<=t}, x) of the token
+chosen there (``out_ids[t]``), in one teacher-forced pass: the quantity greedy and beam decoding rank by.
+The inputs are the scaled token embeddings (embedding × √d_model) of the source and of the decoder input
+``<s> y1 … y_{T-1}``; the positional encoding is added inside the explained function, so it is part of
+both the input and the baseline and never attributed. The baseline is a zero token embedding at every
+position (``"zero"``), so x − x′ is the scaled token embedding itself.
+
+- Integrated Gradients: (x − x′) × the mean gradient along the straight path from baseline x′ to x.
+  Completeness: the attributions sum to f(x) − f(x′), up to the integral's numerical error.
+- Input × Gradient: (x − x′) × ∂f/∂x at x, one backward pass; no completeness guarantee.
+
+Each explained position t is one example of the batch given to Captum (a copy of the inputs explaining
+position t only), so each position has its own attributions and completeness: a sum over positions would
+mix them, as the source and earlier target tokens reach every later position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from captum.attr import InputXGradient, IntegratedGradients
+from torch import Tensor
+
+from model.core.constants import ATTRIBUTION_METHODS
+from model.core.transformer import Transformer, causal_mask, padding_mask
+
+DEFAULT_IG_STEPS = 16  # first pass; positions short of COMPLETENESS_TOL are redone with more (see attribute)
+COMPLETENESS_TOL = 0.05
+MAX_IG_STEPS = 512  # bundled model, 8 sentences (105 positions): 256 at most were needed, 16 for half
+BATCH = 64  # path points × positions per forward/backward pass: bounds memory; larger is no faster on CPU
+HARD_START = 8  # the first output token and </s> start at HARD_START × steps (they needed 128 of 16 most often)
+METHODS = ATTRIBUTION_METHODS
+BASELINES = {"zero": "zero token embedding, positional encoding kept"}
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Attributions of T output tokens to S source tokens and T decoder inputs (``<s> y1 … y_{T-1}``).
+
+    Shares are |raw| / (sum of |raw| over the source and decoder inputs of that row): non-negative,
+    ``src[t].sum() + tgt[t].sum() == 1``. The sign (pushes the token up or down) stays in ``raw_*``.
+    """
+
+    src: np.ndarray  # (T, S) share of each source token (</s> included; padding is 0)
+    tgt: np.ndarray  # (T, T) share of each decoder input j <= t; 0 above the diagonal (the future)
+    raw_src: np.ndarray  # (T, S) signed attribution summed over the embedding dimension
+    raw_tgt: np.ndarray  # (T, T)
+    target_logit: np.ndarray  # (T,) log-probability of out_ids[t] at position t (the explained quantity)
+    baseline_value: np.ndarray  # (T,) the same log-probability at the baseline
+    completeness: np.ndarray  # (T,) |sum(raw) - (target - baseline)| / |target - baseline|
+    method: str  # "ig" | "ixg"
+    steps: int  # IG steps: the most any position took (0 for ixg)
+    baseline: str  # the baseline, in words
+    position_steps: np.ndarray  # (T,) IG steps each position took (0 for ixg)
+
+
+def as_ids(ids: Sequence[int] | np.ndarray | Tensor, name: str, vocab_size: int) -> Tensor:
+    """Token ids as a 1-d int64 tensor, refused (ValueError naming ``name``) when empty or outside the vocabulary."""
+    t = torch.as_tensor(np.asarray(ids, dtype=np.int64).reshape(-1))
+    if t.numel() == 0:
+        raise ValueError(f"{name} is empty")
+    if int(t.min()) < 0 or int(t.max()) >= vocab_size:
+        raise ValueError(f"{name} holds ids outside the vocabulary (0..{vocab_size - 1})")
+    return t
+
+
+def explained_logprob(
+    model: Transformer, src: Tensor, dec_in: Tensor, out: Tensor, contrast: Tensor | None = None
+) -> Callable[..., Tensor]:
+    """f(src_tok (N, S, D), tgt_tok (N, T, D), pos (N,)) -> (N,) log p(out[pos] at pos): the model's encode
+    and decode (Transformer.encode / decode) from token embeddings instead of ids. With ``contrast`` (T,): the
+    logit difference out[pos] − contrast[pos] instead (the softmax's normaliser cancels in it)."""
+    src_mask = padding_mask(src[None], model.cfg.pad_id)  # (1, 1, 1, S) or None, from the real source
+    S, T = src.numel(), dec_in.numel()
+    mask = causal_mask(T)  # (T, T)
+
+    def forward(src_tok: Tensor, tgt_tok: Tensor, pos: Tensor) -> Tensor:
+        x = model.src_embed.dropout(src_tok + model.src_embed.pe[:S])  # (N, S, D)
+        for layer in model.encoder_layers:
+            x, _ = layer(x, src_mask)
+        y = model.tgt_embed.dropout(tgt_tok + model.tgt_embed.pe[:T])  # (N, T, D)
+        for layer in model.decoder_layers:
+            y, _, _ = layer(y, x, src_mask, mask, None)
+        h = y[torch.arange(len(pos)), pos]  # (N, D): only the explained position goes through the output layer
+        z = model.logits(h[:, None])[:, 0]  # (N, V)
+        if contrast is not None:
+            return z.gather(1, out[pos][:, None])[:, 0] - z.gather(1, contrast[pos][:, None])[:, 0]  # (N,)
+        return z.log_softmax(-1).gather(1, out[pos][:, None])[:, 0]  # (N,)
+
+    return forward
+
+
+def _integrated(model: Transformer, src: Tensor, dec_in: Tensor, out: Tensor, positions: Tensor, steps: int):
+    """Integrated Gradients of the given output positions, one Captum call: raw (n, S), (n, T) summed over D."""
+    L = int(positions.max()) + 1  # later decoder inputs cannot reach these positions: leave them out
+    src_tok, tgt_tok = scaled_embeddings(model, src, dec_in[:L], len(positions))
+    attr = IntegratedGradients(explained_logprob(model, src, dec_in[:L], out[:L])).attribute(
+        (src_tok, tgt_tok),
+        baselines=(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok)),
+        additional_forward_args=(positions,),
+        n_steps=steps,
+        internal_batch_size=max(BATCH, len(positions)),
+    )
+    raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (n, S), (n, L)
+    return raw_src, F.pad(raw_tgt, (0, dec_in.numel() - L))
+
+
+def scaled_embeddings(model: Transformer, src: Tensor, dec_in: Tensor, n: int) -> tuple[Tensor, Tensor]:
+    """The scaled token embeddings, one copy per explained position: (n, S, D), (n, T, D)."""
+    embed = model.embed.weight.detach() * model.src_embed.scale  # (V, D): attributions go to inputs, not weights
+    return embed[src].expand(n, -1, -1).contiguous(), embed[dec_in].expand(n, -1, -1).contiguous()
+
+
+@torch.inference_mode(False)  # callers may be inside inference mode (the app's views): gradients are needed here
+@torch.enable_grad()
+def attribute(
+    model: Transformer,
+    src_ids: Sequence[int],
+    out_ids: Sequence[int],
+    method: str = "ig",
+    steps: int | None = None,
+    baseline: str = "zero",
+    tolerance: float | None = COMPLETENESS_TOL,
+) -> Attribution:
+    """Explain each output token ``out_ids[t]`` (y1 … yT, ``</s>`` included when it ended) of the source
+    ``src_ids`` (``</s>`` included; padding allowed and never credited).
+
+    ``"ig"``: Integrated Gradients with ``steps`` Gauss-Legendre nodes (DEFAULT_IG_STEPS by default); the
+    positions whose completeness is worse than ``tolerance`` are done again with 2×, 4× or 8× the steps
+    (more the further they were from it), up to MAX_IG_STEPS (``tolerance=None``: exactly ``steps``
+    everywhere). Most positions need few steps, but where the prediction flips sharply somewhere along the
+    path (often the first token and ``</s>``) a fixed count meeting 5 % everywhere would cost every position
+    256 steps on the bundled model; with ``tolerance`` set, the first and the last position (of more than
+    two) start at HARD_START × ``steps``.
+    ``"ixg"``: Input × Gradient, one forward and backward pass.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline must be one of {tuple(BASELINES)}, not {baseline!r}")
+    cfg = model.cfg
+    steps = (DEFAULT_IG_STEPS if steps is None else int(steps)) if method == "ig" else 0
+    if method == "ig" and steps < 1:
+        raise ValueError("steps must be at least 1")
+    src = as_ids(src_ids, "src_ids", cfg.vocab_size)  # (S,)
+    out = as_ids(out_ids, "out_ids", cfg.vocab_size)  # (T,)
+    dec_in = torch.cat([torch.tensor([cfg.decoder_start_id]), out[:-1]])  # (T,) <s> y1 … y_{T-1}
+    S, T = src.numel(), out.numel()
+    if max(S, T) > cfg.max_len:
+        raise ValueError(f"source ({S}) or output ({T}) longer than the model's max_len={cfg.max_len}")
+    if model.training:
+        raise ValueError("model is in training mode (dropout would make attributions random): call model.eval()")
+
+    everywhere = torch.arange(T)  # copy t explains position t
+    position_steps = np.zeros(T, dtype=np.int64)
+    forward = explained_logprob(model, src, dec_in, out)
+    src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, T)
+    with torch.no_grad():
+        value = forward(src_tok, tgt_tok, everywhere).double()  # (T,)
+        gap = value - forward(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok), everywhere).double()
+    if method == "ixg":
+        attr = InputXGradient(forward).attribute(
+            (src_tok.requires_grad_(), tgt_tok.requires_grad_()), additional_forward_args=(everywhere,)
+        )
+        raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (T, S), (T, T)
+    else:
+        raw_src, raw_tgt = torch.zeros(T, S, dtype=torch.float64), torch.zeros(T, T, dtype=torch.float64)
+        want = np.full(T, steps, dtype=np.int64)  # steps of each position's next pass; 0: done
+        if tolerance is not None and T > 2:  # the first token and the last (</s>) need the most: start them high
+            want[[0, T - 1]] = min(HARD_START * steps, max(MAX_IG_STEPS, steps))
+        while want.any():
+            for k in np.unique(want[want > 0]):
+                todo = torch.from_numpy(np.flatnonzero(want == k))
+                # one call per ~BATCH rows: the decoder runs only up to each call's last position
+                for group in todo.split(max(1, BATCH // int(k))):
+                    raw_src[group], raw_tgt[group] = _integrated(model, src, dec_in, out, group, int(k))
+            todo = np.flatnonzero(want)
+            position_steps[todo], want[:] = want[todo], 0
+            if tolerance is None:
+                break
+            t = torch.from_numpy(todo)
+            err = ((raw_src[t].sum(1) + raw_tgt[t].sum(1) - gap[t]).abs() / gap[t].abs()).numpy()
+            redo = (err > tolerance) & (position_steps[todo] < MAX_IG_STEPS)
+            # Gauss-Legendre error falls ~2-4x per doubling here: jump further when far above tolerance
+            factor = np.where(err > 16 * tolerance, 8, np.where(err > 4 * tolerance, 4, 2))
+            want[todo[redo]] = np.minimum(position_steps[todo[redo]] * factor[redo], MAX_IG_STEPS)
+    raw_src, raw_tgt, value, gap = raw_src.numpy(), raw_tgt.numpy(), value.numpy(), gap.numpy()
+    completeness = np.abs(raw_src.sum(1) + raw_tgt.sum(1) - gap) / np.maximum(np.abs(gap), 1e-12)
+    magnitude = np.abs(raw_src).sum(1) + np.abs(raw_tgt).sum(1)  # (T,)
+    norm = np.where(magnitude > 0, magnitude, 1.0)[:, None]
+    return Attribution(
+        src=np.abs(raw_src) / norm,
+        tgt=np.abs(raw_tgt) / norm,
+        raw_src=raw_src,
+        raw_tgt=raw_tgt,
+        target_logit=value,
+        baseline_value=value - gap,
+        completeness=completeness,
+        method=method,
+        steps=int(position_steps.max()),
+        baseline=BASELINES[baseline],
+        position_steps=position_steps,
+    )
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Attribution against attention over the source, per output position."""
+
+    top1: np.ndarray  # (T,) bool: both put the same source token first
+    spearman: np.ndarray  # (T,) rank correlation over source tokens (nan where either row is constant)
+    summary: str  # one sentence for the page
+
+
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of a 1-D array, ties sharing their average rank (as scipy.stats.rankdata)."""
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    last = np.cumsum(counts)  # rank of the last copy of each distinct value
+    return (last - (counts - 1) / 2)[inverse]
+
+
+def agreement(attr_src: np.ndarray, cross_weights: np.ndarray, ignore_eos: bool = True) -> Agreement:
+    """Compare attribution shares (T, S) with cross-attention weights (T, S), e.g. one layer's averaged over
+    heads. ``ignore_eos`` drops the last source column (``</s>`` when the source is not padded), where heads
+    park weight when nothing else fits, so that both are compared over the tokens that carry the sentence."""
+    a, w = np.asarray(attr_src, dtype=np.float64), np.asarray(cross_weights, dtype=np.float64)
+    if a.ndim != 2 or a.shape != w.shape:
+        raise ValueError(f"attr_src and cross_weights must be (T, S) arrays of one shape, not {a.shape} and {w.shape}")
+    if ignore_eos:
+        a, w = a[:, :-1], w[:, :-1]
+    if a.shape[1] == 0:
+        raise ValueError("no source token left to compare")
+    top1 = a.argmax(1) == w.argmax(1)  # (T,)
+    ra, rw = (np.array([_average_ranks(row) for row in m]).reshape(m.shape) for m in (a, w))  # (T, S)
+    ra, rw = ra - ra.mean(1, keepdims=True), rw - rw.mean(1, keepdims=True)
+    denom = np.sqrt((ra**2).sum(1) * (rw**2).sum(1))  # (T,)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where(denom > 0, (ra * rw).sum(1) / denom, np.nan)
+    finite = rho[np.isfinite(rho)]
+    mean_rho = f"mean Spearman ρ {finite.mean():.2f}" if finite.size else "no Spearman ρ (constant rows)"
+    summary = f"attention and attribution agree on the most important source token at {int(top1.sum())} of {len(top1)}"
+    return Agreement(top1=top1, spearman=rho, summary=f"{summary} steps; {mean_rho}")
+
+
+@dataclass(frozen=True)
+class BestHead:
+    """The cross-attention head whose weights agree best with an attribution (``best_agreeing_head``)."""
+
+    layer: int
+    head: int
+    agreement: Agreement  # of that head, per position
+    top1: int  # positions where both put the same source word first
+    mean_rho: float  # mean Spearman ρ over the positions where it is defined (nan: none)
+    heads: int  # heads compared (L × H)
+
+
+def best_agreeing_head(attr_src: np.ndarray, cross_weights: np.ndarray) -> BestHead:
+    """Of every decoder layer's every cross-attention head, the one whose weights (L, H, T, S) agree best with the
+    attribution shares (T, S) over the T positions, as ``agreement`` measures it: the most positions where both
+    put the same source word first, ties broken by the larger mean Spearman ρ, then by the first (layer, head)."""
+    w = np.asarray(cross_weights, dtype=np.float64)
+    if w.ndim != 4 or w.shape[2:] != np.shape(attr_src):
+        raise ValueError(f"cross_weights must be (L, H, T, S) with (T, S) = {np.shape(attr_src)}, not {w.shape}")
+    L, H = w.shape[:2]
+    best, key = None, None
+    for layer in range(L):
+        for head in range(H):
+            ag = agreement(attr_src, w[layer, head])
+            rho = ag.spearman[np.isfinite(ag.spearman)]
+            mean_rho = float(rho.mean()) if rho.size else float("nan")
+            k = (int(ag.top1.sum()), mean_rho if rho.size else -np.inf)
+            if key is None or k > key:
+                best, key = BestHead(layer, head, ag, k[0], mean_rho, L * H), k
+    return best

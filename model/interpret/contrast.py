@@ -1,0 +1,261 @@
+"""Why X rather than Y: the logit difference of the chosen token X and an alternative Y at one output position.
+
+The difference logit X − logit Y is what decides between the two (the softmax's normaliser cancels in it), so it
+is the explained quantity throughout, teacher-forced on the output (``out_ids``, X = ``out_ids[t]``):
+
+- attribution to the source tokens and the earlier decoder inputs ``<s> y1 … y_t``, by Integrated Gradients and
+  Input × Gradient (Captum, on the scaled token embeddings, zero-embedding baseline: as
+  ``model.interpret.attribution``);
+- the logit lens of the difference: each decoder layer's output read by the output head (as
+``model.interpret.explain``);
+- the activation-patching maps measured on the difference (``model.interpret.patching``).
+
+Everything is a returned value; nothing is kept on the modules. Shapes: S source tokens, P = t + 1 decoder inputs,
+L decoder layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.core.transformer import Transformer
+from model.interpret.attribution import (
+    BATCH,
+    COMPLETENESS_TOL,
+    MAX_IG_STEPS,
+    METHODS,
+    as_ids,
+    explained_logprob,
+    scaled_embeddings,
+)
+
+CONTRAST_IG_STEPS = 32  # first pass; doubled until within COMPLETENESS_TOL (one position: cheap)
+MARKER = "▁"  # SentencePiece's word start, shown as ␣ in the app
+SHOWN_MARKER = "␣"
+
+
+@dataclass(frozen=True)
+class ContrastToken:
+    id: int
+    token: str
+    pieces: tuple[str, ...]  # the pieces the vocabulary splits the text into (the first is used)
+    note: str | None  # one sentence when the text is more than one piece
+
+
+def contrast_token(tokenizer, text: str) -> ContrastToken:
+    """The token a typed alternative stands for: a vocabulary token written as such (``▁la``, ``␣la``, a byte
+    ``<0xC3>``), else the text as a word (``la`` -> ``▁la``); a word the vocabulary splits uses its first piece and
+    says so."""
+    raw = (text or "").strip().replace(SHOWN_MARKER, MARKER)
+    if not raw:
+        raise ValueError("the contrast token is empty: type the word the model might have chosen instead")
+    written_as_token = raw.startswith(MARKER) or (raw.startswith("<") and raw.endswith(">"))  # ▁la, <0xC3>, </s>
+    if written_as_token and (tid := tokenizer.token_to_id(raw)) is not None:
+        return ContrastToken(int(tid), raw, (raw,), None)
+    ids = tokenizer.encode(raw)
+    if not ids:
+        raise ValueError(f"the contrast {text!r} has no token")
+    pieces = tuple(tokenizer.id_to_token(i) for i in ids)
+    note = None
+    if len(ids) > 1:
+        note = (
+            f"the vocabulary splits {raw!r} into {len(ids)} pieces ({' + '.join(pieces)}); the first, "
+            f"{pieces[0]!r}, is the contrast"
+        )
+    return ContrastToken(int(ids[0]), pieces[0], pieces, note)
+
+
+@dataclass(frozen=True)
+class ContrastAttribution:
+    """Attribution of logit X − logit Y at one position. Shares are |raw| / (sum of |raw| over the inputs)."""
+
+    src: np.ndarray  # (S,) share of each source token
+    tgt: np.ndarray  # (P,) share of each decoder input <s> y1 … y_t
+    raw_src: np.ndarray  # (S,) signed, summed over the embedding dimension
+    raw_tgt: np.ndarray  # (P,)
+    value: float  # logit X − logit Y
+    baseline_value: float  # the same at the zero-embedding baseline
+    completeness: float  # |sum(raw) − (value − baseline)| / |value − baseline|
+    method: str  # "ig" | "ixg"
+    steps: int  # IG steps used (0 for ixg)
+
+
+def _check(model: Transformer, src_ids, out_ids, position: int, contrast_id: int):
+    cfg = model.cfg
+    src = as_ids(src_ids, "src_ids", cfg.vocab_size)
+    out = as_ids(out_ids, "out_ids", cfg.vocab_size)
+    if not 0 <= position < out.numel():
+        raise ValueError(f"position {position} is beyond the output: it has positions 0 to {out.numel() - 1}")
+    if not 0 <= int(contrast_id) < cfg.vocab_size:
+        raise ValueError(f"contrast id {contrast_id} is outside the vocabulary")
+    if int(out[position]) == int(contrast_id):
+        raise ValueError("the contrast token is the chosen token itself: there is nothing to compare")
+    dec_in = torch.cat([torch.tensor([cfg.decoder_start_id]), out[:position]])  # (P,)
+    return src, out[: position + 1], dec_in
+
+
+@torch.inference_mode(False)  # callers may be inside inference mode (the app's views): gradients are needed here
+@torch.enable_grad()
+def contrast_attribution(
+    model: Transformer,
+    src_ids: Sequence[int],
+    out_ids: Sequence[int],
+    position: int,
+    contrast_id: int,
+    method: str = "ig",
+    steps: int | None = None,
+    tolerance: float | None = COMPLETENESS_TOL,
+) -> ContrastAttribution:
+    """``"ig"``: Integrated Gradients from ``steps`` (CONTRAST_IG_STEPS) Gauss-Legendre nodes, doubled until the
+    completeness error is within ``tolerance`` or MAX_IG_STEPS (``tolerance=None``: exactly ``steps``).
+    ``"ixg"``: Input × Gradient."""
+    from captum.attr import InputXGradient, IntegratedGradients
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    if model.training:
+        raise ValueError("model is in training mode (dropout would make attributions random): call model.eval()")
+    src, out, dec_in = _check(model, src_ids, out_ids, position, contrast_id)
+    P = dec_in.numel()
+    pos = torch.tensor([P - 1])
+    forward = explained_logprob(model, src, dec_in, out, torch.full((P,), int(contrast_id)))
+    src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, 1)  # (1, S, D), (1, P, D)
+    with torch.no_grad():
+        value = float(forward(src_tok, tgt_tok, pos))
+        baseline = float(forward(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok), pos))
+    gap = value - baseline
+    if method == "ixg":
+        attr = InputXGradient(forward).attribute(
+            (src_tok.requires_grad_(), tgt_tok.requires_grad_()), additional_forward_args=(pos,)
+        )
+        n = 0
+    else:
+        n = CONTRAST_IG_STEPS if steps is None else int(steps)
+        if n < 1:
+            raise ValueError("steps must be at least 1")
+        ig = IntegratedGradients(forward)
+        while True:
+            attr = ig.attribute(
+                (src_tok, tgt_tok),
+                baselines=(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok)),
+                additional_forward_args=(pos,),
+                n_steps=n,
+                internal_batch_size=BATCH,
+            )
+            total = float(sum(a.detach().double().sum() for a in attr))
+            if tolerance is None or abs(total - gap) <= tolerance * abs(gap) or n >= MAX_IG_STEPS:
+                break
+            n = min(2 * n, MAX_IG_STEPS)
+    raw_src, raw_tgt = (a.detach()[0].double().sum(-1).numpy() for a in attr)  # (S,), (P,)
+    magnitude = np.abs(raw_src).sum() + np.abs(raw_tgt).sum()
+    norm = magnitude if magnitude > 0 else 1.0
+    return ContrastAttribution(
+        src=np.abs(raw_src) / norm,
+        tgt=np.abs(raw_tgt) / norm,
+        raw_src=raw_src,
+        raw_tgt=raw_tgt,
+        value=value,
+        baseline_value=baseline,
+        completeness=abs(raw_src.sum() + raw_tgt.sum() - gap) / max(abs(gap), 1e-12),
+        method=method,
+        steps=n,
+    )
+
+
+@dataclass(frozen=True)
+class LensDifference:
+    diff: np.ndarray  # (L,) logit X − logit Y read from each decoder layer's output at the position
+    p_x: np.ndarray  # (L,) p(X) at that layer
+    p_y: np.ndarray  # (L,) p(Y)
+
+
+@torch.inference_mode()
+def lens_difference(model: Transformer, src_ids, out_ids, position: int, contrast_id: int) -> LensDifference:
+    """The logit lens of the difference: each decoder layer's output ``dec.{l}.norm3.out`` at ``position`` through
+    the output head (post-norm: no extra norm, see ``model.interpret.explain``); the last layer's is the model's own."""
+    src, out, dec_in = _check(model, src_ids, out_ids, position, contrast_id)
+    memory, src_mask, _ = model.encode(src[None])
+    _, _, rec = model.decode(dec_in[None], memory, src_mask, record=True)
+    h = torch.stack([rec[f"dec.{i}.norm3.out"][0, -1] for i in range(model.cfg.n_decoder_layers)])  # (L, D)
+    z = model.logits(h[None])[0].double()  # (L, V)
+    x, y = int(out[-1]), int(contrast_id)
+    p = z.softmax(-1)
+    return LensDifference((z[:, x] - z[:, y]).numpy(), p[:, x].numpy(), p[:, y].numpy())
+
+
+@torch.inference_mode()
+def closest_position(model: Transformer, src_ids, out_ids, contrast_id: int) -> int:
+    """The position where Y comes closest to the chosen token (the smallest logit X − logit Y, teacher-forced),
+    leaving out positions where Y is the chosen token."""
+    cfg = model.cfg
+    src = as_ids(src_ids, "src_ids", cfg.vocab_size)
+    out = as_ids(out_ids, "out_ids", cfg.vocab_size)
+    dec_in = torch.cat([torch.tensor([cfg.decoder_start_id]), out[:-1]])
+    z = model(src[None], dec_in[None])[0]  # (T, V)
+    margin = (z.gather(1, out[:, None])[:, 0] - z[:, int(contrast_id)]).numpy()
+    margin[out.numpy() == int(contrast_id)] = np.inf
+    if not np.isfinite(margin).any():
+        raise ValueError("the contrast token is the chosen token at every position: there is nothing to compare")
+    return int(np.argmin(margin))
+
+
+def report(
+    model: Transformer,
+    tokenizer,
+    src_ids: Sequence[int],
+    out_ids: Sequence[int],
+    contrast: ContrastToken,
+    position: int | None = None,
+    steps: int | None = None,
+) -> dict[str, np.ndarray]:
+    """Why X rather than Y as named arrays (the README lists the keys): both attributions, the lens of the
+    difference, and the patching maps measured on it (A corrupted by noise)."""
+    from model.interpret.patching import activation_patching
+
+    t = closest_position(model, src_ids, out_ids, contrast.id) if position is None else int(position)
+    src, out, dec_in = _check(model, src_ids, out_ids, t, contrast.id)
+    x = int(out[-1])
+    ig = contrast_attribution(model, src_ids, out_ids, t, contrast.id, "ig", steps)
+    ixg = contrast_attribution(model, src_ids, out_ids, t, contrast.id, "ixg")
+    lens = lens_difference(model, src_ids, out_ids, t, contrast.id)
+    patch = activation_patching(model, src_ids, out_ids, position=t, contrast_id=contrast.id)
+    r = {
+        "tokens.src": np.array(tokenizer.tokens(src.tolist())),
+        "tokens.dec_input": np.array(tokenizer.tokens(dec_in.tolist())),
+        "src_ids": src.numpy(),
+        "out_ids": np.asarray(out_ids, np.int64),
+        "contrast.position": np.array(t),
+        "contrast.chosen": np.array(tokenizer.id_to_token(x)),
+        "contrast.chosen_id": np.array(x),
+        "contrast.alternative": np.array(contrast.token),
+        "contrast.alternative_id": np.array(contrast.id),
+        "contrast.pieces": np.array(contrast.pieces),
+        "contrast.logit_diff": np.array(ig.value),
+        "lens.diff": lens.diff,
+        "lens.p_chosen": lens.p_x,
+        "lens.p_alternative": lens.p_y,
+        "patching.corruption": np.array(patch.corruption.describe()),
+        "patching.enc": patch.diff.enc,
+        "patching.dec": patch.diff.dec,
+        "patching.heads": patch.diff.heads,
+        "patching.clean": np.array(patch.diff.clean),
+        "patching.corrupted": np.array(patch.diff.corrupted),
+    }
+    if contrast.note:
+        r["contrast.note"] = np.array(contrast.note)
+    for a in (ig, ixg):
+        r.update(
+            {
+                f"attribution.{a.method}.src": a.src,
+                f"attribution.{a.method}.tgt": a.tgt,
+                f"attribution.{a.method}.raw_src": a.raw_src,
+                f"attribution.{a.method}.raw_tgt": a.raw_tgt,
+                f"attribution.{a.method}.completeness": np.array(a.completeness),
+                f"attribution.{a.method}.steps": np.array(a.steps),
+            }
+        )
+    return r

@@ -1,0 +1,1 @@
+"""Model directories on disk: safetensors + JSON checkpoints, Marian import and export. Imports only model.core."""

@@ -1,0 +1,3 @@
+from model.train.train import main
+
+main()

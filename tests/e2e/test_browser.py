@@ -1,0 +1,170 @@
+"""End to end in a real browser: `streamlit run app.py` on a free port, driven by Playwright + Debian chromium.
+
+CI (.ci/run) installs chromium; a missing browser is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.browser import BROWSER_ARGS, CHROMIUM, serve
+from model.io.checkpoint import ENV_MODEL
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+XSS = "<img src=x onerror=alert(1)>"
+TIMEOUT_MS = 90_000
+
+
+@pytest.fixture
+def server(tiny_model_dir, tmp_path):
+    log = tmp_path / "streamlit.log"
+    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
+        yield srv.url
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
+
+
+def set_source(page, text: str) -> None:
+    box = page.locator(".st-key-source textarea")
+    box.fill(text)
+    box.press("Control+Enter")  # commit the text area (as blurring it would)
+
+
+def chips_text(page) -> str:
+    return page.locator(".st-key-chips").inner_text()
+
+
+def wait_idle(page) -> None:
+    """Wait until the script run is over (no "Running…" status, no stale elements left)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "
+        "!document.querySelector('[data-stale=\"true\"]')",
+        timeout=TIMEOUT_MS,
+    )
+
+
+def wait_for_chips(page, n: int) -> None:
+    label = f"({n} token{'s' if n != 1 else ''})"
+    page.locator(".st-key-chips", has_text=label).wait_for(timeout=TIMEOUT_MS)
+    badges = max(n, 1)  # with nothing generated yet, one badge shows the start token <s>
+    page.wait_for_function(
+        "n => document.querySelectorAll('.st-key-chips .stMarkdownBadge').length === n", arg=badges, timeout=TIMEOUT_MS
+    )
+
+
+def test_browser_end_to_end(server):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+
+            def on_dialog(d) -> None:
+                dialogs.append(d.message)
+                d.dismiss()
+
+            page.on("dialog", on_dialog)
+            page.goto(f"{server}/?max_len=12")  # short decodes keep the test fast; also checks the URL is read
+            page.locator(".st-key-source textarea").wait_for()
+            wait_idle(page)
+
+            set_source(page, "I like pizza.")
+            page.locator('[data-testid="stText"]', has_text="I like pizza.").first.wait_for()
+            wait_idle(page)
+            wait_for_chips(page, 0)
+            for n in range(1, 4):
+                page.locator(".st-key-next button:visible").first.click()
+                wait_for_chips(page, n)
+                wait_idle(page)
+            assert page.locator(".st-key-chips .stMarkdownBadge").count() == 3
+            assert "Generated so far (3 tokens)" in chips_text(page)
+            step_text = page.locator(".st-key-next_chip").inner_text()
+            m = re.search(r"Position 3 of 0–(\d+)", step_text)
+            assert m and int(m.group(1)) + 1 <= 12, step_text  # max_len=12 from the URL: positions 0..11 at most
+
+            # The default stage draws a few figures; "All stages" draws every stage's figures.
+            few = page.locator(".js-plotly-plot").count()
+            assert 1 <= few < 10, few
+            page.locator(".st-key-stage button", has_text="All stages").first.click()
+            wait_idle(page)
+            assert "stage=all" in page.url  # the URL keeps the stage
+            assert "Generated so far (3 tokens)" in chips_text(page)  # and the step
+
+            # Plotly heatmaps rendered: SVG plots with heatmap layers drawn as images.
+            page.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 10 && "
+                "document.querySelectorAll('.js-plotly-plot .hm image').length >= 10"
+            )
+            assert page.locator(".js-plotly-plot svg.main-svg").count() >= 10
+            page.set_viewport_size({"width": 1400, "height": 3200})  # chips and the first heatmaps in one shot
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(ARTIFACTS / "browser.png"))
+            page.set_viewport_size({"width": 1400, "height": 1000})
+
+            # User text is shown as text, never interpreted as HTML.
+            set_source(page, XSS)
+            page.locator('[data-testid="stText"]', has_text=XSS).first.wait_for()
+            page.wait_for_timeout(1500)  # give an injected handler every chance to fire
+            assert dialogs == []
+            assert page.locator('img[src="x"]').count() == 0
+            assert page.locator('[data-testid="stText"]', has_text=XSS).first.inner_text().strip() == XSS
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.screenshot(path=str(ARTIFACTS / "browser_xss.png"))
+        finally:
+            browser.close()
+    assert dialogs == []
+
+
+def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_near(server):
+    """Every figure keeps its graph between steps (updated in place, not rebuilt); after ▶ in "All stages" the
+    figures far below the window wait, marked ``data-deferred``, still showing the previous position, and are
+    brought up to date when they scroll near."""
+    from playwright.sync_api import sync_playwright
+
+    from harness.browser import PAINTED_JS, SHOWN_JS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{server}/?max_len=12&stage=all&src=I+like+pizza.")
+            page.wait_for_function(PAINTED_JS, arg=[0, 10, None])
+            page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+            plots = page.locator(".decoder-lens-plot")
+            n = plots.count()
+            assert n >= 20, n
+            page.evaluate("() => document.querySelectorAll('.decoder-lens-plot').forEach((e, i) => e.__mark = i)")
+            page.locator(".st-key-next button").first.click()
+            page.wait_for_function(PAINTED_JS, arg=[1, 10, None])
+            marks = page.evaluate("() => [...document.querySelectorAll('.decoder-lens-plot')].map(e => e.__mark)")
+            assert marks == list(range(n))  # the same elements: each graph was updated where it was
+            deferred = page.locator(".decoder-lens-plot[data-deferred]")
+            waiting = deferred.count()
+            assert waiting >= 5, waiting  # most of the page is out of view
+            last = deferred.nth(waiting - 1)
+            assert 1 not in last.evaluate(SHOWN_JS)  # not redrawn yet
+            tracked = [i for i in range(n) if plots.nth(i).evaluate(SHOWN_JS)]
+            drawn = [i for i in tracked if plots.nth(i).get_attribute("data-deferred") is None]
+            assert drawn and all(plots.nth(i).evaluate(SHOWN_JS) == [1] for i in drawn)
+            target = tracked[-1]
+            plots.nth(target).evaluate("e => e.scrollIntoView({block: 'center'})")
+            page.wait_for_function(
+                "([i]) => { const e = document.querySelectorAll('.decoder-lens-plot')[i]; "
+                "return !e.hasAttribute('data-deferred') && !e.hasAttribute('data-drawing'); }",
+                arg=[target],
+            )
+            assert plots.nth(target).evaluate(SHOWN_JS) == [1]
+        finally:
+            browser.close()

@@ -1,0 +1,208 @@
+"""Small screens, the keyboard, screen readers and the figures' toolbar, in a real browser (Playwright + Debian
+chromium) against the tiny model: nothing makes the page scroll sideways at 390×844 or 768×1024, the stepper
+stays in the window in "All stages", ← / → step except while typing, the step buttons and heatmaps have names,
+no toolbar offers to upload a figure, and each page has its address (older links still open theirs)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from harness.browser import DRAWN_JS, serve
+from model.io.checkpoint import ENV_MODEL
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+TIMEOUT_MS = 120_000
+STEP_NAMES = ("First position", "Previous position", "Next position", "Last position")
+# The page's own sideways overflow: the document, and Streamlit's main container (the page scrolls inside it).
+OVERFLOW_JS = """
+() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  return {doc: document.documentElement.scrollWidth, view: innerWidth,
+          main: main.scrollWidth, mainView: main.clientWidth};
+}
+"""
+# Each figure: its own width, the width its frame shows, and whether that frame lies inside the window.
+FRAMES_JS = """
+() => [...document.querySelectorAll('.decoder-lens-plot')].filter(d => d._fullLayout).map(d => {
+  const frame = d.parentElement.getBoundingClientRect();
+  const title = String((d._fullLayout.title || {}).text || '').slice(0, 50);
+  return {title, fixed: (d.layout || {}).width || null, drawn: d.getBoundingClientRect().width, frame: frame.width,
+          scrolls: getComputedStyle(d.parentElement).overflowX,
+          inside: frame.left >= -1 && frame.right <= innerWidth + 1};
+})
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from model.testing import build_tiny_model_dir
+
+    tmp = tmp_path_factory.mktemp("a11y")
+    model_dir = build_tiny_model_dir(tmp / "tiny")
+    log = tmp / "streamlit.log"
+    with serve(ROOT / "app.py", log, {ENV_MODEL: str(model_dir)}) as srv:
+        yield srv.url
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
+
+
+def open_page(browser, url: str, width: int, height: int, min_plots: int = 1):
+    """The page at ``url``, once it shows at least ``min_plots`` figures and every figure is drawn (the encoder's,
+    in a closed expander, may not be: they are not counted on)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.wait_for_function(DRAWN_JS, arg=min_plots)
+    return page
+
+
+def position(page) -> int:
+    m = re.search(r"Position (\d+) of", page.locator(".st-key-next_chip").inner_text())
+    assert m, page.locator(".st-key-next_chip").inner_text()
+    return int(m.group(1))
+
+
+def wait_position(page, n: int) -> None:
+    page.locator(".st-key-next_chip", has_text=f"Position {n} of").wait_for()
+
+
+@pytest.mark.parametrize("width,height", [(390, 844), (768, 1024)])
+@pytest.mark.parametrize("stage", ["default", "all"])
+def test_small_screens_never_scroll_sideways(server, browser, width, height, stage):
+    """Figures fit the column or scroll inside their own frame (square cells keep their size); the page itself
+    never scrolls sideways. At 768 px every figure fits without scrolling."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    query = "&stage=all" if stage == "all" else ""
+    # 16 source tokens, 14 positions: square figures as wide as a tablet's column holds
+    page = open_page(
+        browser,
+        f"{server}/?max_len=14&src=The+cat+is+sleeping+on+the+sofa.&step=3{query}",
+        width,
+        height,
+        min_plots=10 if stage == "all" else 1,
+    )
+    try:
+        page.wait_for_timeout(500)
+        size = page.evaluate(OVERFLOW_JS)
+        assert size["doc"] <= size["view"], size
+        assert size["main"] <= size["mainView"], size
+        frames = page.evaluate(FRAMES_JS)
+        assert frames and all(f["inside"] and f["scrolls"] == "auto" for f in frames), frames
+        for f in frames:
+            if f["fixed"]:  # square cells: drawn at their own width, however narrow the screen
+                assert abs(f["drawn"] - f["fixed"]) <= 1, f
+        if width >= 768:
+            assert not [f for f in frames if f["drawn"] > f["frame"] + 1]  # everything fits
+        else:
+            assert any(f["drawn"] > f["frame"] + 1 for f in frames), frames  # some scroll in their frames
+        page.screenshot(path=str(ARTIFACTS / f"small_screen_{width}_{stage}.png"))
+    finally:
+        page.close()
+
+
+def test_stepper_stays_in_the_window_in_all_stages(server, browser):
+    page = open_page(browser, f"{server}/?max_len=8&src=I+like+pizza.&stage=all", 390, 844, min_plots=10)
+    try:
+        page.evaluate(
+            "() => { const m = document.querySelector('[data-testid=stMain]'); m.scrollTop = 0.8 * m.scrollHeight; }"
+        )
+        page.wait_for_timeout(500)
+        assert page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTop") > 3000
+        nxt = page.get_by_role("button", name="Next position")
+        box = nxt.bounding_box()
+        assert box and 0 <= box["y"] and box["y"] + box["height"] <= 844, box
+        nxt.click()  # reachable: clicked where it is, without scrolling back
+        wait_position(page, 1)
+        page.screenshot(path=str(ARTIFACTS / "stepper_sticky_390.png"))
+    finally:
+        page.close()
+
+
+def test_arrow_keys_step_and_buttons_and_heatmaps_have_names(server, browser):
+    page = open_page(browser, f"{server}/?max_len=8&src=I+like+pizza.", 1366, 768)
+    try:
+        for name in STEP_NAMES:
+            page.get_by_role("button", name=name, exact=True).wait_for(timeout=10_000)  # visible, named
+        assert position(page) == 0
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        page.keyboard.press("ArrowRight")
+        wait_position(page, 1)
+        page.keyboard.press("ArrowRight")
+        wait_position(page, 2)
+        page.keyboard.press("ArrowLeft")
+        wait_position(page, 1)
+        box = page.locator(".st-key-source textarea")
+        box.click()
+        box.press("End")
+        box.press("ArrowLeft")
+        box.press("ArrowRight")
+        page.wait_for_timeout(1500)  # a step would have rerun the view by now
+        assert position(page) == 1  # typing in the text box does not step
+        assert box.input_value() == "I like pizza."
+        # Heatmaps read as one image with a line computed from their data.
+        alt = page.get_by_role(
+            "img", name=re.compile(r"heatmap of \d+ rows? × \d+ columns?; row \d+ .* attends most to")
+        )
+        assert alt.count() >= 1
+        label = alt.first.get_attribute("aria-label")
+        assert re.search(r"\(\d\.\d\d\)\.$", label), label
+    finally:
+        page.close()
+
+
+def test_no_toolbar_offers_to_upload_a_figure(server, browser):
+    page = open_page(browser, f"{server}/?max_len=8&src=I+like+pizza.&stage=all", 1366, 768, min_plots=10)
+    try:
+        titles = page.evaluate(
+            "() => [...document.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))"
+        )
+        assert "Download plot as a PNG" in titles  # the toolbars are there ...
+        bad = [t for t in titles if re.search(r"share|cloud|chart studio|edit in", t or "", re.I)]
+        assert not bad, bad  # ... without an upload button
+    finally:
+        page.close()
+
+
+def sidebar_shown(page) -> bool:
+    return page.evaluate(
+        "() => { const s = document.querySelector('[data-testid=stSidebar]'); "
+        "return !!s && s.getBoundingClientRect().right > 10 && s.getBoundingClientRect().width > 100; }"
+    )
+
+
+def test_each_page_has_its_address_and_older_links_still_open_theirs(server, browser):
+    """An older Explore link (the root with Explore's parameters) opens /explore with its query; the navigation bar
+    moves between the pages' own paths, reached and followed by the keyboard; Learn opens without the sidebar."""
+    page = open_page(browser, f"{server}/?max_len=8&src=I+like+pizza.&step=2", 1366, 768)
+    try:
+        url = urlsplit(page.url)
+        assert url.path == "/explore" and parse_qs(url.query)["step"] == ["2"] and "page" not in parse_qs(url.query)
+        wait_position(page, 2)
+        assert sidebar_shown(page)  # Explore's choices
+        page.get_by_role("link", name="Compare").first.click()
+        page.get_by_role("heading", name=re.compile("Compare two sentences")).wait_for()
+        assert urlsplit(page.url).path == "/compare"
+        about = page.get_by_role("link", name="About").first
+        about.focus()
+        page.keyboard.press("Enter")
+        page.get_by_role("heading", name=re.compile("About Decoder Lens")).wait_for()
+        assert urlsplit(page.url).path == "/about" and not urlsplit(page.url).query
+        page.get_by_role("link", name="Learn").first.click()
+        page.get_by_role("heading", name=re.compile("Learn: how a decoder")).wait_for()
+        page.wait_for_url(re.compile(r"chapter="))
+        url = urlsplit(page.url)
+        assert url.path == "/" and parse_qs(url.query)["chapter"] == ["0"]
+        page.wait_for_timeout(500)
+        assert not sidebar_shown(page)
+        page.goto(f"{server}/?page=Compare&src=I+like+pizza.&srcb=I+like+pasta.")
+        page.get_by_role("heading", name=re.compile("Compare two sentences")).wait_for()
+        page.wait_for_url(re.compile(r"/compare\?"))
+        url = urlsplit(page.url)
+        assert url.path == "/compare" and parse_qs(url.query)["srcb"] == ["I like pasta."]
+    finally:
+        page.close()

@@ -1,0 +1,181 @@
+"""The Learn page in a real browser, with the keyboard alone: Tab to a control, Space to choose an answer (arrow keys
+move within a group of answers), Enter to press a button; from the first check through every chapter to the final
+check, at 1366×768 and 768×1024, each chapter's figure measured by the legibility harness (harness/legibility.py).
+
+Screenshots go to ``test-artifacts/learn/<viewport>_<chapter>.png``. A missing browser is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.browser import DRAWN_JS, serve
+from harness.legibility import violations
+from model.io.checkpoint import ENV_MODEL
+from model.lesson.learn import CHAPTER_KEYS
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-artifacts" / "learn"
+TIMEOUT_MS = 120_000
+SIZES = ((1366, 768), (768, 1024))
+MAX_TABS = 150
+ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+FOCUSED_IN = "sel => { const a = document.activeElement; return !!a && !!a.closest(sel); }"
+HEADER_JS = "() => (document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent || ''"
+
+
+def idle(page, plots: int = 0) -> None:
+    """Wait until the run is over and ``plots`` figures (at least) are drawn; a figure is drawn once it is near the
+    window (views/plot.js), so it is brought into view first."""
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "
+        "!document.querySelector('[data-stale=\"true\"]')",
+        timeout=TIMEOUT_MS,
+    )
+    if plots:
+        page.locator(".decoder-lens-plot").first.scroll_into_view_if_needed()
+    page.wait_for_function(DRAWN_JS, arg=plots, timeout=TIMEOUT_MS)
+
+
+def tab_to(page, selector: str) -> None:
+    """Press Tab until the focus is inside ``selector`` (from wherever it is now, wrapping around the page)."""
+    for _ in range(MAX_TABS):
+        if page.evaluate(FOCUSED_IN, selector):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def answer_and_check(page, radio: str, check: str) -> None:
+    """Choose the focused group's first answer with Space, then press the check button with Enter."""
+    tab_to(page, radio)
+    page.keyboard.press("Space")
+    tab_to(page, check)
+    page.keyboard.press("Enter")
+    idle(page, 1)
+
+
+def walk(page, base: str, size: tuple[int, int], shots: Path, query: str = "") -> list[str]:
+    """Go through the whole lesson by keyboard; returns the legibility problems met on the way."""
+    problems: list[str] = []
+    vp = f"{size[0]}x{size[1]}"
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(f"{base}/?page=Learn{query}")
+    page.locator(".st-key-learn_nav").wait_for(timeout=TIMEOUT_MS)
+    idle(page)
+
+    def check_page(name: str) -> None:
+        errors = page.locator(ERROR_BOXES).all_inner_texts()
+        assert not errors, (name, errors)
+        problems.extend(f"{vp} {name}: {v}" for v in violations(page))
+        page.screenshot(path=str(shots / f"{vp}_{name}.png"), full_page=True)
+
+    # The first check: five answers, then the form's button.
+    for i in range(1, 6):
+        tab_to(page, f'[class*="st-key-learn_pre_{i}_"]')
+        page.keyboard.press("Space")
+    tab_to(page, '[data-testid="stFormSubmitButton"]')
+    page.keyboard.press("Enter")
+    idle(page)
+    assert page.get_by_text("Score:").count() == 1
+    check_page("00_check")
+    for k, key in enumerate(CHAPTER_KEYS, 1):
+        tab_to(page, ".st-key-learn_next")
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"() => ({HEADER_JS})().startsWith('{k}. ')", timeout=TIMEOUT_MS)
+        idle(page, 1)
+        assert f"chapter={k}" in page.url, page.url
+        answer_and_check(page, f'[class*="st-key-learn_q_{key}_"]', f'[class*="st-key-learn_check_{key}_"]')
+        feedback = page.locator('[data-testid="stAlertContainer"]').all_inner_texts()
+        assert any("Right:" in t or "Not quite:" in t for t in feedback), (key, feedback)
+        assert page.get_by_text("What to notice.").count() == 1, key
+        assert page.get_by_text("The figure in words:").count() == 1, key
+        check_page(f"{k:02d}_{key}")
+    tab_to(page, ".st-key-learn_next")
+    page.keyboard.press("Enter")
+    page.get_by_text("The final check: five questions").wait_for(timeout=TIMEOUT_MS)
+    idle(page)
+    for i in range(1, 6):
+        tab_to(page, f'[class*="st-key-learn_post_{i}_"]')
+        page.keyboard.press("Space")
+    tab_to(page, '[data-testid="stFormSubmitButton"]')
+    page.keyboard.press("Enter")
+    idle(page)
+    assert page.get_by_text("After the chapters").count() == 1
+    assert f"chapter={len(CHAPTER_KEYS) + 1}" in page.url
+    check_page(f"{len(CHAPTER_KEYS) + 1:02d}_check")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir, tmp_path_factory):
+    log = tmp_path_factory.mktemp("learn") / "streamlit.log"
+    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
+        yield srv.url
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
+
+
+def new_page(browser, size: tuple[int, int]):
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.set_default_timeout(TIMEOUT_MS)
+    return page
+
+
+def test_the_lesson_by_keyboard_alone_with_legible_figures(server, browser):
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir(parents=True)
+    console: list[str] = []
+    problems: list[str] = []
+    for size in SIZES:
+        page = new_page(browser, size)
+        page.on("console", lambda m: m.type in ("error", "warning") and console.append(m.text))
+        problems += walk(page, server, size, SHOTS, "&max_len=8")
+        page.close()
+    assert not problems, "\n".join(problems)
+    assert not console, console
+
+
+# Plotly's draws on the page counted (a graph put back drawn is not one); the graphs kept off the page by id
+COUNT_DRAWS_JS = """() => {
+  const P = window.Plotly;
+  if (!P.__counted) {
+    const react = P.react, newPlot = P.newPlot;
+    const onPage = (gd) => gd.isConnected && !gd.getRootNode().host;  // not in a shadow root: on the page
+    window.__pageDraws = 0;
+    P.react = function (gd, ...rest) { window.__pageDraws += onPage(gd); return react.call(this, gd, ...rest); };
+    P.newPlot = function (gd, ...rest) { window.__pageDraws += onPage(gd); return newPlot.call(this, gd, ...rest); };
+    P.__counted = true;
+  }
+  return window.__pageDraws;
+}"""
+TITLE_JS = "() => String(document.querySelector('.js-plotly-plot')._fullLayout.title.text || '')"
+
+
+def test_a_chapter_read_then_turned_shows_its_figure_drawn_ahead_and_back_the_one_it_left(server, browser):
+    """Read (a pause), then Next: the next chapter's graph was drawn off the page meanwhile and is put in place, with
+    no draw on the page; Previous puts back the graph the page had. Each is the chapter's own figure, drawn."""
+    page = new_page(browser, SIZES[0])
+    page.goto(f"{server}/?chapter=1&max_len=8")
+    idle(page, 1)
+    page.locator(".st-key-learn_next button").click()  # the lesson's first run built nothing ahead yet
+    page.wait_for_function(f"() => ({HEADER_JS})().startsWith('2. ')", timeout=TIMEOUT_MS)
+    idle(page, 1)
+    page.evaluate(COUNT_DRAWS_JS)
+    titles = {2: page.evaluate(TITLE_JS)}
+    for k, button in ((3, "learn_next"), (4, "learn_next"), (3, "learn_prev"), (2, "learn_prev")):
+        page.wait_for_timeout(1500)  # reading: the page draws the next chapter's figure off the page
+        before = page.evaluate(COUNT_DRAWS_JS)
+        page.locator(f".st-key-{button} button").click()
+        page.wait_for_function(f"() => ({HEADER_JS})().startsWith('{k}. ')", timeout=TIMEOUT_MS)
+        idle(page, 1)
+        assert page.evaluate(COUNT_DRAWS_JS) == before, f"chapter {k} ({button}): its figure was drawn again"
+        title = page.evaluate(TITLE_JS)
+        assert title and titles.setdefault(k, title) == title, (k, title)
+        assert title != titles.get(k - 1 if button == "learn_next" else k + 1)
+    assert page.locator(".js-plotly-plot").count() == 1  # the kept graphs are off the page
+    page.close()

@@ -1,0 +1,102 @@
+"""What the tests share: opening the app in AppTest (on a page, as a link does), reading what a run showed (its
+page, figures, chips, tables, URL), so no test module imports another."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from harness import audit
+from model.io.checkpoint import ENV_MODEL
+
+APP = str(Path(__file__).resolve().parent.parent / "views" / "main.py")
+
+
+def open_app(model_dir, monkeypatch, **query) -> AppTest:
+    monkeypatch.setenv(ENV_MODEL, str(model_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"max_len": "8", **query})  # short decodes keep the suite fast
+    at.run()
+    ok(at)
+    return at
+
+
+def open_panel(at: AppTest, key: str) -> AppTest:
+    """Open the collapsed panel ``key`` (``views.common.lazy_panel``), as a click on its title does."""
+    at.session_state[key] = True
+    return at.run()
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def chip_markdown(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Generated so far"))
+
+
+def n_chips(at: AppTest) -> int:
+    body = chip_markdown(at)
+    n = int(re.search(r"\((\d+) tokens?\)", body).group(1))
+    assert body.count("-badge[") == max(n, 1)  # the empty state shows one <s> badge
+    return n
+
+
+def frame(at: AppTest, column: str):
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def specs(at: AppTest) -> list[dict]:
+    """The page's figures as sent to the browser (each a ``views.plot`` component's data), in page order."""
+    return audit.figures(at)  # not the empty element that preloads Plotly; each checked against Plotly's schema
+
+
+def titles(at: AppTest) -> list[str]:
+    """The titles of the Plotly figures on the page, in page order."""
+    return [s["layout"].get("title", {}).get("text") or "" for s in specs(at)]
+
+
+def figure(at: AppTest, start: str) -> dict:
+    return next(s for s in specs(at) if (s["layout"].get("title", {}).get("text") or "").startswith(start))
+
+
+def plotly_array(z) -> np.ndarray:
+    """A figure array as sent to the browser: a nested list, or Plotly's base64 typed-array form."""
+    if isinstance(z, dict):
+        a = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        return a.reshape([int(n) for n in str(z.get("shape", len(a))).split(",")]).astype(float)
+    return np.array([[np.nan if x is None else x for x in row] for row in z], dtype=float)
+
+
+def qp(at: AppTest, key: str):
+    v = at.query_params.get(key)
+    return v[-1] if isinstance(v, list) else v
+
+
+def show_stage(at: AppTest, stage: str) -> AppTest:
+    at.segmented_control(key="stage").set_value(stage).run()
+    ok(at)
+    return at
+
+
+TITLES = {  # a word each page's title holds, and no other page's
+    "Learn": "Learn: how a decoder writes a translation",
+    "Compare": "Compare two sentences",
+    "About": "About Decoder Lens",
+    "Explore": "Decoder Lens",
+}
+
+
+def open_page(at: AppTest, name: str) -> AppTest:
+    at.query_params["page"] = name
+    return at.run()
+
+
+def shown_page(at: AppTest) -> str:
+    title = at.title[0].value
+    return next(name for name, text in TITLES.items() if text in title)

@@ -1,0 +1,190 @@
+"""The Compare page, driven headlessly with AppTest against the tiny model: two runs side by side, the patching
+maps, the contrast, the URL and bad input as one sentence."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from harness import audit
+from model.decode.decoding import DecodeOptions, decode
+from model.interpret.contrast import contrast_token
+from model.interpret.patching import activation_patching
+from model.io.checkpoint import ENV_MODEL, load_model_dir
+from tests.helpers import shown_page
+from views.state import Limits, View, clamp_view, from_query, to_query
+
+APP = str(Path(__file__).resolve().parents[2] / "views" / "main.py")
+A = "The cat is sleeping on the sofa."
+B = "The man is sleeping on the sofa."  # the same 16 tokens for the tiny tokenizer
+
+
+def open_compare(model_dir, monkeypatch, **query) -> AppTest:
+    monkeypatch.setenv(ENV_MODEL, str(model_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"page": "Compare", "max_len": "6", **query})
+    at.run()
+    ok(at)
+    return at
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def figures(at: AppTest) -> dict[str, dict]:
+    """The page's figures by title."""
+    return {f["layout"]["title"]["text"]: f for f in audit.figures(at)}  # each checked against Plotly's schema
+
+
+def markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_compare_page_shows_both_runs_the_maps_and_the_contrast(tiny_model_dir, monkeypatch):
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, contrast="la", step="2", site="enc", stage="cross")
+    lm = load_model_dir(tiny_model_dir)
+    tok, eos = lm.tokenizer, lm.cfg.eos_id
+    src_a, src_b = tok.encode(A) + [eos], tok.encode(B) + [eos]
+    out_a = list(decode(lm.model, src_a, DecodeOptions(max_len=6)).ids)
+    y = contrast_token(tok, "la").id
+    want = activation_patching(lm.model, src_a, out_a, src_b, position=2, contrast_id=y)
+    figs = figures(at)
+    x = tok.id_to_token(out_a[2]).replace("<", "&lt;").replace(">", "&gt;").replace("▁", "␣")
+    assert f"p({x}) with one encoder output restored" in figs
+    assert f"logit {x} − logit ␣la with one encoder output restored" in figs
+    stage = html.escape("Cross-attention → Add & Norm 2, layer 0, mean of heads", quote=False)
+    assert {f"A: {stage}", f"B: {stage}", f"A − B: {stage}"} <= set(figs)
+    text = markdown(at)
+    assert f"Clean run (A): **{want.prob.clean:.3f}**" in text
+    assert f"corrupted run (source B): **{want.prob.corrupted:.3f}**. Each cell" in text
+    assert f"= {want.diff.clean:+.3f}**" in text
+    table = next(d.value for d in at.dataframe if "A chooses" in d.value.columns)
+    assert len(table) == len(out_a)
+    qp = at.query_params
+    assert (
+        shown_page(at) == "Compare"
+        and "page" not in qp
+        and qp["srcb"] == B
+        and qp["contrast"] == "la"
+        and qp["site"] == "enc"
+    )
+    assert qp["step"] == "2"
+    # the JSON download holds the same maps (strict JSON)
+    from model.core.jsonio import dumps
+    from model.interpret.patching import Patcher, report
+
+    p = Patcher(lm.model, src_a, out_a, src_b)
+    rep = json.loads(dumps(report(tok, p, p.map(2, y))))
+    np.testing.assert_allclose(rep["prob.enc"], want.prob.enc, atol=1e-6)
+    assert len(at.get("download_button")) == 3
+    assert not at.warning
+
+
+def test_bad_input_is_one_sentence(tiny_model_dir, monkeypatch):
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb="The cat is standing on the sofa.")
+    (w,) = at.warning
+    assert "16 and 15 tokens" in w.value and "noise" in w.value and not at.get("download_button")
+    at.toggle(key="noise").set_value(True).run()
+    ok(at)
+    assert not at.warning and len(at.get("download_button")) == 3
+    assert any("Gaussian noise" in m.value for m in at.markdown)
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=A)
+    assert [w.value for w in at.warning] == [
+        "A and B are the same sentence: there is nothing to compare. Change one word of B."
+    ]
+    lm = load_model_dir(tiny_model_dir)
+    first = lm.tokenizer.id_to_token(decode(lm.model, lm.tokenizer.encode(A) + [2], DecodeOptions(max_len=6)).ids[0])
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, contrast=first.replace("▁", "␣"), step="0")
+    assert len(at.warning) == 1 and "nothing to compare" in at.warning[0].value
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, contrast="chienne")
+    assert any("splits" in c.value and "the first" in c.value for c in at.caption)
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, site="nowhere")
+    assert any("Unknown patching map" in w.value for w in at.warning)
+    at = open_compare(tiny_model_dir, monkeypatch, src="")
+    assert any("sentence A" in i.value for i in at.info)
+
+
+def test_presets_fill_both_sentences_and_a_contrast(tiny_model_dir, monkeypatch):
+    from views.compare import PRESETS
+
+    at = open_compare(tiny_model_dir, monkeypatch, src=A)
+    assert any("Type sentence B" in i.value for i in at.info)
+    at.button(key="preset_1").click().run()
+    ok(at)
+    _, a, b, c = PRESETS[1]
+    assert at.session_state["source"] == a and at.session_state["source_b"] == b
+    assert at.query_params["srcb"] == b and at.query_params["contrast"] == c
+
+
+def test_view_round_trips_the_compare_fields():
+    limits = Limits(vocab_size=120, max_len=200, n_layers=2, n_heads=4)
+    v = View(source=A, source_b=B, contrast="la", site="heads", noise=True)
+    q = to_query(v)
+    assert {q["srcb"], q["contrast"], q["site"], q["noise"]} == {B, "la", "heads", "1"}
+    raw, msgs = from_query(q)
+    back, more = clamp_view(raw, limits)
+    assert back == v and not msgs and not more
+    assert "srcb" not in to_query(View())
+
+
+def test_the_what_if_panel_links_to_the_contrast(tiny_model_dir, monkeypatch):
+    from urllib.parse import parse_qsl, urlsplit
+
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"src": A, "max_len": "6", "step": "2"})
+    at.run()
+    ok(at)
+    at.session_state["whatif_open"] = True  # the panel opened
+    at.run()
+    pick = at.selectbox(key="whatif_pick")
+    (link,) = at.get("link_button")
+    url = urlsplit(link.proto.url)
+    query = dict(parse_qsl(url.query))
+    assert url.path == "compare" and query["src"] == A  # the Compare page beside this one and query["step"] == "2"
+    assert query["contrast"] and query["contrast"] in pick.value.replace("␣", "▁")
+    at = open_compare(tiny_model_dir, monkeypatch, **{k: v for k, v in query.items() if k != "max_len"})
+    assert any(m.value.startswith("Logit difference") for m in at.markdown)
+
+
+def test_every_stage_draws_both_runs_and_their_difference(tiny_model_dir, monkeypatch):
+    from views.compare import STAGES
+    from views.state import DEFAULT_STAGE
+
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, head="1", layer="1")
+    for stage in STAGES:
+        at.selectbox(key="stage").set_value(stage).run()
+        ok(at)
+        titles = [t for t in figures(at) if t.startswith(("A: ", "B: ", "A − B: "))]
+        assert len(titles) == 3 and len({t.split(": ", 1)[1] for t in titles}) == 1, titles
+        assert at.query_params.get("stage", DEFAULT_STAGE) == stage
+
+
+def test_user_text_is_never_html(tiny_model_dir, monkeypatch):
+    xss = "<img src=x onerror=alert(1)>"
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, contrast=xss, site="heads")
+    ok(at)
+    texts = [e.value for e in (*at.markdown, *at.caption, *at.subheader, *at.warning)]
+    assert any("\\<img" in t for t in texts)  # the contrast's note quotes it, escaped
+    assert not any(re.search(r"(?<!\\)<img", t) for t in texts)
+    assert not any("<img" in t for t in figures(at))
+
+
+def test_the_measured_position_steps_with_the_step_buttons(tiny_model_dir, monkeypatch):
+    """The Compare page steps the measured position with the step view's buttons and slider."""
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, step="1", site="dec")
+    assert "at position 1 (" in markdown(at)
+    at.button(key="next").click().run()
+    assert not at.exception and at.session_state["step"] == 2 and "at position 2 (" in markdown(at)
+    assert at.query_params["step"] == "2"
+    at.button(key="first").click().run()
+    assert at.session_state["step"] == 0 and "at position 0 (" in markdown(at)
+    at.button(key="last").click().run()
+    assert at.session_state["step"] == at.slider(key="step").max > 2

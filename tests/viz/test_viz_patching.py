@@ -1,0 +1,101 @@
+"""Figures of activation patching and of two runs compared (viz/patching.py): shapes checked, labels true, one
+colour scale for A and B, legible in Chromium."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import viz
+from harness.legibility import figures_violations
+
+SUBLAYERS = ("after self-attn", "after cross-attn", "after FFN")  # as model.core.constants.PATCH_SUBLAYERS
+HEADS_TITLE = "logit ▁fille − logit ▁garçon with one head's output restored (every position)"
+
+
+def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
+    rng = np.random.default_rng(S * 100 + P)
+    src = [f"▁src{i}" for i in range(S)]
+    pos = [f"▁w{i} → ▁x{i}" for i in range(P)]
+    a, b = rng.random((P, S)), rng.random((P + 1, S))
+    return [
+        viz.patch_decoder_figure(
+            rng.random((L, 3, P)),
+            pos,
+            sublayers=SUBLAYERS,
+            value_name="p(▁fille)",
+            title="p(▁fille) with one decoder site restored",
+            zmin=0.0,
+            zmax=1.0,
+        ),
+        viz.patch_encoder_figure(
+            rng.random((L, S)),
+            src,
+            title="p(▁fille) with one encoder output restored",
+            value_name="p(▁fille)",
+            zmin=0.0,
+            zmax=1.0,
+        ),
+        viz.patch_heads_figure(rng.normal(size=(2, L, H)), title=HEADS_TITLE, value_name="logit difference"),
+        *viz.pair_figures(
+            a,
+            b,
+            pos,
+            src,
+            [*pos, "▁y → </s>"],
+            src,
+            title="cross-attention, layer 0",
+            x_title="source token",
+            y_title="position: reads → predicts",
+            value_name="weight",
+        ),
+    ]
+
+
+def test_decoder_rows_are_layers_and_sublayers_and_the_measured_column_is_outlined():
+    fig = viz.patch_decoder_figure(
+        np.arange(2 * 3 * 4).reshape(2, 3, 4), list("abcd"), sublayers=SUBLAYERS, title="t", value_name="p"
+    )
+    assert list(fig.layout.yaxis.ticktext)[:3] == [
+        "layer 0 after self-attn",
+        "layer 0 after cross-attn",
+        "layer 0 after FFN",
+    ]
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (6, 4) and z[1, 2] == 6  # layer 0, cross-attention, position 2
+    (col,) = [s for s in fig.layout.shapes if s.name == "highlight_col"]
+    assert (col.x0, col.x1) == (2.5, 3.5)
+    with pytest.raises(ValueError):
+        viz.patch_decoder_figure(np.zeros((2, 2, 4)), list("abcd"), sublayers=SUBLAYERS, title="t", value_name="p")
+    with pytest.raises(ValueError):
+        viz.patch_encoder_figure(np.zeros((2, 3)), list("ab"), title="t", value_name="p")
+
+
+def test_heads_rows_pair_self_and_cross_per_layer():
+    v = np.zeros((2, 3, 4))
+    v[1, 2, 3] = 1.0  # cross-attention, layer 2, head 3
+    fig = viz.patch_heads_figure(v, title="t", value_name="p")
+    rows = list(fig.layout.yaxis.ticktext)
+    z = np.asarray(fig.data[0].z)
+    assert rows[int(np.argmax(z.max(1)))] == "layer 2 cross-attn" and int(np.argmax(z.max(0))) == 3
+    with pytest.raises(ValueError):
+        viz.patch_heads_figure(np.zeros((3, 3, 4)), title="t", value_name="p")
+
+
+def test_pair_shares_one_scale_and_aligns_by_position():
+    a, b = np.array([[0.0, 1.0], [0.5, 0.5]]), np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    fa, fb, fd = viz.pair_figures(
+        a, b, ["x", "y"], ["s", "t"], ["x", "z", "w"], ["s", "t"], title="t", x_title="k", y_title="q", value_name="w"
+    )
+    assert fa.layout.coloraxis.cmin == fb.layout.coloraxis.cmin == 0.0
+    assert fa.layout.coloraxis.cmax == fb.layout.coloraxis.cmax == 2.0
+    np.testing.assert_allclose(np.asarray(fd.data[0].z, dtype=float), a - b[:2])
+    assert list(fd.layout.yaxis.ticktext) == ["0:x", "1:y | z"]
+    d, note = viz.aligned_difference(a, b)
+    assert d.shape == (2, 2) and "position by position" in note and "first 2 × 2" in note
+    assert viz.aligned_difference(a, a)[1] is None
+
+
+@pytest.mark.parametrize("width", [860, 1450])
+def test_patching_figures_are_legible_in_chromium(width):
+    assert figures_violations([f for S, P in ((3, 1), (8, 8), (16, 16), (60, 40)) for f in figures(S, P)], width) == []
