@@ -150,6 +150,52 @@ def other_rows(focus: int, T: int) -> tuple[int, int]:
 # The lesson.
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every chapter reads: the recorded values, the tokens as the figures show them, the focus row ``f``,
+    the sharpest cross-attention layer ``cl`` (its mean of heads, ``cross``), and ``build``'s other arguments."""
+
+    arrays: dict
+    nomask: dict
+    q: list[str]  # what each position reads
+    p_: list[str]  # what each position predicts
+    s_: list[str]  # the source tokens
+    rows: list[str]  # each position's label, "reads → predicts"
+    cl: int
+    cross: np.ndarray  # (T, S)
+    f: int
+    activation: str
+    lens_rank: np.ndarray
+    beam: Sequence[tuple[str, float]]
+    beam_width: int
+    greedy: tuple[str, float]
+    label: Callable[[str], str]
+    token_text: Callable[[int], str]
+    scale_embedding: bool
+    tie_output: bool
+    L0: str = f"dec.{SELF_LAYER}"
+    h: int = SELF_HEAD
+
+    @property
+    def T(self) -> int:
+        return len(self.q)
+
+    @property
+    def S(self) -> int:
+        return len(self.s_)
+
+    @property
+    def fr(self) -> str:
+        return f"row {self.f} ({self.rows[self.f]})"
+
+    @property
+    def Fr(self) -> str:
+        return self.fr[0].upper() + self.fr[1:]
+
+    def key_label(self, i: int) -> str:
+        return f"‘{self.q[i]}’ (column {i})"
+
+
 def build(
     arrays: dict,
     nomask: dict,
@@ -178,53 +224,85 @@ def build(
     ``example``: the hand-sized worked example recomputed; ``label`` shows a token as the figures do, ``token_text``
     names a token id; ``scale_embedding`` and ``tie_output`` are the model's (its equations depend on them).
     """
-    T, S = len(reads), len(src)
     q = [label(t) for t in reads]
     p_ = [label(t) for t in predicts]
     s_ = [label(t) for t in src]
-    rows = [f"{a} → {b}" for a, b in zip(q, p_)]
     cl = sharpest_cross_layer(arrays, n_layers)
     cross = arrays[f"dec.{cl}.cross.weights"].mean(axis=0)  # (T, S)
     f = focus_row(cross)
-    fr = f"row {f} ({rows[f]})"
-    Fr = fr[0].upper() + fr[1:]
-    L0 = f"dec.{SELF_LAYER}"
-    h = SELF_HEAD
-    chapters: list[Chapter] = []
+    r = _Run(
+        arrays,
+        nomask,
+        q,
+        p_,
+        s_,
+        [f"{a} → {b}" for a, b in zip(q, p_)],
+        cl,
+        cross,
+        f,
+        activation,
+        lens_rank,
+        beam,
+        beam_width,
+        greedy,
+        label,
+        token_text,
+        scale_embedding,
+        tie_output,
+    )
+    chapters = tuple(chapter(r) for chapter in _CHAPTERS) + (by_hand(example),)
+    assert tuple(c.key for c in chapters) == CHAPTER_KEYS
+    a_, b_ = other_rows(f, r.T)
+    beam_text, beam_score = beam[0]
+    return Learn(
+        Focus(f, q[f], p_[f], cl),
+        chapters,
+        _pre(arrays, q, p_, s_, cross, a_, beam_text, greedy[0]),
+        _post(arrays, q, p_, s_, cross, b_, (beam_text, beam_score), greedy),
+        mistakes(example),
+    )
 
-    # 1. The task, the tokens and teacher forcing.
+
+# ---------------------------------------------------------------------------
+# One function per chapter, in the lesson's order (the hand-sized example, last, is ``by_hand``).
+
+
+def _tokens(r: _Run) -> Chapter:
+    """The task, the tokens and teacher forcing."""
+    arrays, T, S, q, p_, rows, f, Fr = r.arrays, r.T, r.S, r.q, r.p_, r.rows, r.f, r.Fr
     p_label = arrays["probs"][np.arange(T), arrays["label_ids"]]
     loss = arrays["loss"]
     opts, right = _numbers((T, T - 1, T + 1, S))
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "tokens",
+        "The task: English tokens in, French tokens out",
+        "The model reads an English sentence cut into subword tokens and writes French one token at a time. "
+        "In training it is shown the right French sentence shifted one place to the right: position t reads the "
+        "token before it (position 0 reads the start token <s>) and must predict the token at t. This is teacher "
+        "forcing: every position is trained at once, each with the correct tokens before it. Here the model's own "
+        "translation stands in for the reference.",
+        r"\text{input} = (\langle s\rangle, y_1, \dots, y_n),\quad \text{labels} = (y_1, \dots, y_n, "
+        r"\langle/s\rangle),\quad \mathcal{L} = -\tfrac{1}{T}\textstyle\sum_t \log p(y_t \mid y_{<t}, x)",
+        f"The English side has {S} tokens and the French side {T - 1} plus </s>: the decoder reads {T} positions. "
+        f"{Fr} reads ‘{q[f]}’ and gives the label ‘{p_[f]}’ probability {p_label[f]:.2f}; the mean "
+        f"loss over the {T} positions is {loss.mean():.3f}.",
+        f"Probability of each label: lowest {p_label.min():.2f} at position {int(np.argmin(p_label))} "
+        f"({rows[int(np.argmin(p_label))]}), highest {p_label.max():.2f} at position {int(np.argmax(p_label))}.",
+        Question(
             "tokens",
-            "The task: English tokens in, French tokens out",
-            "The model reads an English sentence cut into subword tokens and writes French one token at a time. "
-            "In training it is shown the right French sentence shifted one place to the right: position t reads the "
-            "token before it (position 0 reads the start token <s>) and must predict the token at t. This is teacher "
-            "forcing: every position is trained at once, each with the correct tokens before it. Here the model's own "
-            "translation stands in for the reference.",
-            r"\text{input} = (\langle s\rangle, y_1, \dots, y_n),\quad \text{labels} = (y_1, \dots, y_n, "
-            r"\langle/s\rangle),\quad \mathcal{L} = -\tfrac{1}{T}\textstyle\sum_t \log p(y_t \mid y_{<t}, x)",
-            f"The English side has {S} tokens and the French side {T - 1} plus </s>: the decoder reads {T} positions. "
-            f"{Fr} reads ‘{q[f]}’ and gives the label ‘{p_[f]}’ probability {p_label[f]:.2f}; the mean "
-            f"loss over the {T} positions is {loss.mean():.3f}.",
-            f"Probability of each label: lowest {p_label.min():.2f} at position {int(np.argmin(p_label))} "
-            f"({rows[int(np.argmin(p_label))]}), highest {p_label.max():.2f} at position {int(np.argmax(p_label))}.",
-            Question(
-                "tokens",
-                "How many positions does the decoder read in one teacher-forced pass of this "
-                "translation (count the columns of the figure)?",
-                opts,
-                right.index(T),
-                f"the figure's columns: positions 0 … {T - 1}",
-                f"{T - 1} French tokens + the start token <s> = {T} positions",
-            ),
-        )
+            "How many positions does the decoder read in one teacher-forced pass of this "
+            "translation (count the columns of the figure)?",
+            opts,
+            right.index(T),
+            f"the figure's columns: positions 0 … {T - 1}",
+            f"{T - 1} French tokens + the start token <s> = {T} positions",
+        ),
     )
 
-    # 2. Embeddings and positional encoding.
+
+def _embed(r: _Run) -> Chapter:
+    """Embeddings and positional encoding."""
+    arrays, f, fr, scale_embedding = r.arrays, r.f, r.fr, r.scale_embedding
     emb, pe = arrays["dec.embed"], arrays["dec.pe"]
     en, pn = float(np.linalg.norm(emb[f])), float(np.linalg.norm(pe[f]))
     which = "the token embedding" if en > 1.01 * pn else "the positional encoding" if pn > 1.01 * en else "equal"
@@ -232,34 +310,34 @@ def build(
     opts_e = (f"the token embedding {scaled}", "the positional encoding PE", "they are about equal")
     x = arrays["dec.input"]
     j = int(np.argmax(np.abs(x[f])))
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "embed",
+        "Embeddings and positional encoding",
+        "Each token becomes a vector of d_model numbers, its embedding"
+        + (", scaled by √d_model" if scale_embedding else "")
+        + ". Attention itself does not know the order of the tokens, so a positional encoding of sines and "
+        "cosines of the position is added. The decoder's input X is their sum: one row per position.",
+        (r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if scale_embedding else r"X = E[y] + PE")
+        + r",\quad PE_{(pos,2i)} = \sin\!\left(\tfrac{pos}{10000^{2i/d}}\right),"
+        r"\ PE_{(pos,2i+1)} = \cos\!\left(\tfrac{pos}{10000^{2i/d}}\right)",
+        f"At {fr} the embedding part has length {en:.1f} and the positional part {pn:.1f}. Every position's "
+        f"encoding has the same length, √(d_model/2) = {np.sqrt(emb.shape[1] / 2):.1f}, since sin² + cos² = 1 for "
+        "each pair of dimensions.",
+        f"Row {f} of X: largest value {x[f, j]:+.2f} at dimension {j}; X ranges from {x.min():.2f} to {x.max():.2f}.",
+        Question(
             "embed",
-            "Embeddings and positional encoding",
-            "Each token becomes a vector of d_model numbers, its embedding"
-            + (", scaled by √d_model" if scale_embedding else "")
-            + ". Attention itself does not know the order of the tokens, so a positional encoding of sines and "
-            "cosines of the position is added. The decoder's input X is their sum: one row per position.",
-            (r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if scale_embedding else r"X = E[y] + PE")
-            + r",\quad PE_{(pos,2i)} = \sin\!\left(\tfrac{pos}{10000^{2i/d}}\right),"
-            r"\ PE_{(pos,2i+1)} = \cos\!\left(\tfrac{pos}{10000^{2i/d}}\right)",
-            f"At {fr} the embedding part has length {en:.1f} and the positional part {pn:.1f}. Every position's "
-            f"encoding has the same length, √(d_model/2) = {np.sqrt(emb.shape[1] / 2):.1f}, since sin² + cos² = 1 for "
-            "each pair of dimensions.",
-            f"Row {f} of X: largest value {x[f, j]:+.2f} at dimension {j}; X ranges from {x.min():.2f} to "
-            f"{x.max():.2f}.",
-            Question(
-                "embed",
-                f"In {fr}, which part of X is longer (larger vector norm)?",
-                opts_e,
-                {"the token embedding": 0, "the positional encoding": 1, "equal": 2}[which],
-                f"row {f} of the figure",
-                f"‖{scaled}‖ = {en:.2f}, ‖PE‖ = {pn:.2f}",
-            ),
-        )
+            f"In {fr}, which part of X is longer (larger vector norm)?",
+            opts_e,
+            {"the token embedding": 0, "the positional encoding": 1, "equal": 2}[which],
+            f"row {f} of the figure",
+            f"‖{scaled}‖ = {en:.2f}, ‖PE‖ = {pn:.2f}",
+        ),
     )
 
-    # 3. Q, K, V.
+
+def _qkv(r: _Run) -> Chapter:
+    """Q, K, V."""
+    arrays, T, f, fr, L0, h = r.arrays, r.T, r.f, r.fr, r.L0, r.h
     Q = arrays[f"{L0}.self.Q"][h]
     d_k = Q.shape[1]
     D = arrays["dec.input"].shape[1]
@@ -267,60 +345,64 @@ def build(
     shape = f"{Q.shape[0]} × {Q.shape[1]}"
     opts_q, r_q = _shuffled("qkv", (shape, f"{T} × {D}", f"{d_k} × {T}", f"{T} × {T}"), shape)
     jq = int(np.argmax(np.abs(Q[f])))
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "qkv",
+        "Queries, keys and values",
+        "Each position asks a question (its query q), offers a description of itself (its key k) and carries "
+        "content (its value v). All three are X multiplied by learned matrices. The model does this in "
+        f"{H} heads at once, each with its own matrices of d_k = d_model / heads = {d_k} columns.",
+        r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V,\qquad "
+        r"W_Q, W_K, W_V \in \mathbb{R}^{d_{\text{model}} \times d_k}",
+        f"In layer {SELF_LAYER}, head {h}, Q has one row per position and {d_k} columns; {fr} has its largest "
+        f"query value {Q[f, jq]:+.2f} at column {jq}, and the query's length is {np.linalg.norm(Q[f]):.2f}.",
+        f"Q of head {h}: {Q.shape[0]} rows × {Q.shape[1]} columns, values from {Q.min():.2f} to {Q.max():.2f}.",
+        Question(
             "qkv",
-            "Queries, keys and values",
-            "Each position asks a question (its query q), offers a description of itself (its key k) and carries "
-            "content (its value v). All three are X multiplied by learned matrices. The model does this in "
-            f"{H} heads at once, each with its own matrices of d_k = d_model / heads = {d_k} columns.",
-            r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V,\qquad "
-            r"W_Q, W_K, W_V \in \mathbb{R}^{d_{\text{model}} \times d_k}",
-            f"In layer {SELF_LAYER}, head {h}, Q has one row per position and {d_k} columns; {fr} has its largest "
-            f"query value {Q[f, jq]:+.2f} at column {jq}, and the query's length is {np.linalg.norm(Q[f]):.2f}.",
-            f"Q of head {h}: {Q.shape[0]} rows × {Q.shape[1]} columns, values from {Q.min():.2f} to {Q.max():.2f}.",
-            Question(
-                "qkv",
-                f"What shape is Q for one head (layer {SELF_LAYER}, head {h}) on this sentence (rows × columns)?",
-                opts_q,
-                r_q,
-                "the figure's rows and columns",
-                f"{T} positions × d_k = {D} / {H} = {d_k}",
-            ),
-        )
+            f"What shape is Q for one head (layer {SELF_LAYER}, head {h}) on this sentence (rows × columns)?",
+            opts_q,
+            r_q,
+            "the figure's rows and columns",
+            f"{T} positions × d_k = {D} / {H} = {d_k}",
+        ),
     )
 
-    # 4. Scaled scores.
+
+def _scores(r: _Run) -> Chapter:
+    """Scaled scores."""
+    arrays, T, q, f, fr, Fr, L0, h = r.arrays, r.T, r.q, r.f, r.fr, r.Fr, r.L0, r.h
     sc = arrays[f"{L0}.self.scores"][h]  # (T, T), every cell
-    key_label = lambda i: f"‘{q[i]}’ (column {i})"  # noqa: E731
+    d_k = arrays[f"{L0}.self.Q"].shape[2]
+    key_label = r.key_label
     opts_s, r_s = _ranked("scores", sc[f], key_label)
     top = int(np.argmax(sc[f]))
     future = T - 1 - f
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "scores",
+        "Scaled scores: how well each query matches each key",
+        "The score of row i and column j is the dot product of query i with key j, divided by √d_k so that the "
+        "numbers stay in a range the softmax handles well. Every pair gets a score, the future included: "
+        "the next chapter hides the future.",
+        r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}",
+        f"Here √d_k = √{d_k} = {np.sqrt(d_k):.2f}. {Fr} scores highest {sc[f, top]:+.2f} at column "
+        f"{top} (‘{q[top]}’); {future} of its {T} scores are for positions after it, which it must not use.",
+        f"Raw scores, layer {SELF_LAYER}, head {h}: from {sc.min():.2f} to {sc.max():.2f}; row {f}'s largest is "
+        f"{sc[f, top]:+.2f} at column {top}.",
+        Question(
             "scores",
-            "Scaled scores: how well each query matches each key",
-            "The score of row i and column j is the dot product of query i with key j, divided by √d_k so that the "
-            "numbers stay in a range the softmax handles well. Every pair gets a score, the future included: "
-            "the next chapter hides the future.",
-            r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}",
-            f"Here √d_k = √{d_k} = {np.sqrt(d_k):.2f}. {Fr} scores highest {sc[f, top]:+.2f} at column "
-            f"{top} (‘{q[top]}’); {future} of its {T} scores are for positions after it, which it must not use.",
-            f"Raw scores, layer {SELF_LAYER}, head {h}: from {sc.min():.2f} to {sc.max():.2f}; row {f}'s largest is "
-            f"{sc[f, top]:+.2f} at column {top}.",
-            Question(
-                "scores",
-                f"Before the mask, which key does {fr} score highest?",
-                opts_s,
-                r_s,
-                f"row {f}, column {top} of the figure",
-                f"score {sc[f, top]:+.3f}, the largest of row {f}",
-            ),
-        )
+            f"Before the mask, which key does {fr} score highest?",
+            opts_s,
+            r_s,
+            f"row {f}, column {top} of the figure",
+            f"score {sc[f, top]:+.3f}, the largest of row {f}",
+        ),
     )
 
-    # 5. The causal mask, and the cheat without it.
+
+def _mask(r: _Run) -> Chapter:
+    """The causal mask, and the cheat without it."""
+    arrays, nomask, T, f, fr, L0, h = r.arrays, r.nomask, r.T, r.f, r.fr, r.L0, r.h
     ms = arrays[f"{L0}.self.masked_scores"][h]
+    loss = arrays["loss"]
     n_inf = int(np.isinf(ms[f]).sum())
     opts_m, vals_m = _numbers((n_inf, f, T - f, T - 1))
     loss_on, loss_off = float(loss.mean()), float(nomask["loss"].mean())
@@ -328,65 +410,70 @@ def build(
     peek = float(w_off[f, f + 1]) if f + 1 < T else 0.0
     leak = float(np.triu(w_off, k=1).sum(axis=1).mean())
     moved = "rises" if loss_off > loss_on else "falls"
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "mask",
+        "The causal mask: no peeking at the future",
+        "In training the whole French sentence is there at once, so without a rule row i could look at the token "
+        "it must predict, which sits in column i + 1. The causal mask adds −∞ to every score right of the "
+        "diagonal; it is a fixed rule, not learned. At inference the future does not exist yet, so training with "
+        "the mask matches what the model will face.",
+        r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases},\qquad "
+        r"\text{masked} = \frac{QK^{\top}}{\sqrt{d_k}} + M",
+        f"With the mask the mean loss is {loss_on:.3f}; without it, on this model, the loss {moved} to "
+        f"{loss_off:.3f}: row {f} then puts {peek:.2f} of its weight (mean of heads, layer {SELF_LAYER}) on "
+        f"column {f + 1}, the very token it must predict, and the rows put {leak:.0%} of their weight on the "
+        "future on average. This model was trained with the mask, so it never learned to copy; a model trained "
+        "without it would learn to copy the next token, its training loss would collapse towards 0, and it would "
+        "be useless at inference.",
+        f"Masked scores: {int(np.isinf(ms).sum())} of {T * T} cells are −∞ (grey), all right of the diagonal; "
+        f"row {f} keeps {f + 1} finite scores.",
+        Question(
             "mask",
-            "The causal mask: no peeking at the future",
-            "In training the whole French sentence is there at once, so without a rule row i could look at the token "
-            "it must predict, which sits in column i + 1. The causal mask adds −∞ to every score right of the "
-            "diagonal; it is a fixed rule, not learned. At inference the future does not exist yet, so training with "
-            "the mask matches what the model will face.",
-            r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases},\qquad "
-            r"\text{masked} = \frac{QK^{\top}}{\sqrt{d_k}} + M",
-            f"With the mask the mean loss is {loss_on:.3f}; without it, on this model, the loss {moved} to "
-            f"{loss_off:.3f}: row {f} then puts {peek:.2f} of its weight (mean of heads, layer {SELF_LAYER}) on "
-            f"column {f + 1}, the very token it must predict, and the rows put {leak:.0%} of their weight on the "
-            "future on average. This model was trained with the mask, so it never learned to copy; a model trained "
-            "without it would learn to copy the next token, its training loss would collapse towards 0, and it would "
-            "be useless at inference.",
-            f"Masked scores: {int(np.isinf(ms).sum())} of {T * T} cells are −∞ (grey), all right of the diagonal; "
-            f"row {f} keeps {f + 1} finite scores.",
-            Question(
-                "mask",
-                f"How many cells of {fr} of the masked scores are −∞?",
-                opts_m,
-                vals_m.index(n_inf),
-                f"row {f}: the grey cells right of the diagonal, columns {f + 1} … {T - 1}"
-                if n_inf
-                else f"row {f}: no grey cell (it is the last row)",
-                f"{T} columns − {f + 1} allowed (columns 0 … {f}) = {n_inf}",
-            ),
-        )
+            f"How many cells of {fr} of the masked scores are −∞?",
+            opts_m,
+            vals_m.index(n_inf),
+            f"row {f}: the grey cells right of the diagonal, columns {f + 1} … {T - 1}"
+            if n_inf
+            else f"row {f}: no grey cell (it is the last row)",
+            f"{T} columns − {f + 1} allowed (columns 0 … {f}) = {n_inf}",
+        ),
     )
 
-    # 6. Softmax weights.
+
+def _softmax(r: _Run) -> Chapter:
+    """Softmax weights."""
+    arrays, T, q, f, fr, Fr, L0, h = r.arrays, r.T, r.q, r.f, r.fr, r.Fr, r.L0, r.h
+    key_label = r.key_label
     w = arrays[f"{L0}.self.weights"][h]
     opts_w, r_w = _ranked("softmax", np.where(np.arange(T) <= f, w[f], -np.inf), key_label)
     tw = int(np.argmax(w[f]))
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "softmax",
+        "Softmax: scores become weights",
+        "The softmax turns each row of masked scores into weights between 0 and 1 that sum to 1. A score of −∞ "
+        "becomes exactly 0, so the future gets no weight at all. A large score takes most of the weight.",
+        r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right),\qquad "
+        r"\alpha_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}}",
+        f"{Fr} puts {w[f, tw]:.2f} of its weight on column {tw} (‘{q[tw]}’); its {T} weights sum "
+        f"to {w[f].sum():.3f}, and the {T - 1 - f} future ones are exactly {w[f, f + 1 :].max(initial=0):.0f}.",
+        f"Attention weights, layer {SELF_LAYER}, head {h}: row {f}'s largest weight {w[f, tw]:.2f} at column {tw}; "
+        f"row 0 puts {w[0, 0]:.2f} on itself.",
+        Question(
             "softmax",
-            "Softmax: scores become weights",
-            "The softmax turns each row of masked scores into weights between 0 and 1 that sum to 1. A score of −∞ "
-            "becomes exactly 0, so the future gets no weight at all. A large score takes most of the weight.",
-            r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right),\qquad "
-            r"\alpha_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}}",
-            f"{Fr} puts {w[f, tw]:.2f} of its weight on column {tw} (‘{q[tw]}’); its {T} weights sum "
-            f"to {w[f].sum():.3f}, and the {T - 1 - f} future ones are exactly {w[f, f + 1 :].max(initial=0):.0f}.",
-            f"Attention weights, layer {SELF_LAYER}, head {h}: row {f}'s largest weight {w[f, tw]:.2f} at column {tw}; "
-            f"row 0 puts {w[0, 0]:.2f} on itself.",
-            Question(
-                "softmax",
-                f"Which earlier token gets the most weight in {fr}?",
-                opts_w,
-                r_w,
-                f"row {f}, column {tw} of the figure",
-                f"weight {w[f, tw]:.3f}, the largest of row {f}",
-            ),
-        )
+            f"Which earlier token gets the most weight in {fr}?",
+            opts_w,
+            r_w,
+            f"row {f}, column {tw} of the figure",
+            f"weight {w[f, tw]:.3f}, the largest of row {f}",
+        ),
     )
 
-    # 7. α·V and W_O.
+
+def _output_proj(r: _Run) -> Chapter:
+    """α·V and W_O."""
+    arrays, T, f, fr, L0, h = r.arrays, r.T, r.f, r.fr, r.L0, r.h
+    H, _, d_k = arrays[f"{L0}.self.Q"].shape  # (H, T, d_k)
+    w = arrays[f"{L0}.self.weights"][h]
     V = arrays[f"{L0}.self.V"][h]
     ctx = arrays[f"{L0}.self.context"][h]
     cand = {
@@ -399,158 +486,163 @@ def build(
     best = min(dist, key=dist.get)
     opts_o, r_o = _shuffled("output_proj", list(cand), best)
     out = arrays[f"{L0}.self.out"]
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "output_proj",
+        "α·V and W_O: mixing the values",
+        "Each row's output is the weighted sum of the value rows, with the row's attention weights. The heads' "
+        "outputs are put side by side and multiplied by W_O, which mixes them back into d_model numbers per "
+        "position.",
+        r"\text{head}_h = \alpha_h V_h,\qquad \text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, "
+        r"\text{head}_H)\, W_O",
+        f"Row 0 can only see <s> (weight {w[0, 0]:.2f}), so its output is row 0 of V (largest difference "
+        f"{dist['row 0 of V']:.1e}); {fr} mixes {f + 1} value rows. {H} heads × {d_k} = {H * d_k} numbers per "
+        f"row go into W_O and {out.shape[1]} come out.",
+        f"α·V, layer {SELF_LAYER}, head {h}: {ctx.shape[0]} rows × {ctx.shape[1]} dimensions; row 0 differs "
+        f"from row 0 of V by at most {dist['row 0 of V']:.1e}; values from {ctx.min():.2f} to {ctx.max():.2f}.",
+        Question(
             "output_proj",
-            "α·V and W_O: mixing the values",
-            "Each row's output is the weighted sum of the value rows, with the row's attention weights. The heads' "
-            "outputs are put side by side and multiplied by W_O, which mixes them back into d_model numbers per "
-            "position.",
-            r"\text{head}_h = \alpha_h V_h,\qquad \text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, "
-            r"\text{head}_H)\, W_O",
-            f"Row 0 can only see <s> (weight {w[0, 0]:.2f}), so its output is row 0 of V (largest difference "
-            f"{dist['row 0 of V']:.1e}); {fr} mixes {f + 1} value rows. {H} heads × {d_k} = {H * d_k} numbers per "
-            f"row go into W_O and {out.shape[1]} come out.",
-            f"α·V, layer {SELF_LAYER}, head {h}: {ctx.shape[0]} rows × {ctx.shape[1]} dimensions; row 0 differs "
-            f"from row 0 of V by at most {dist['row 0 of V']:.1e}; values from {ctx.min():.2f} to {ctx.max():.2f}.",
-            Question(
-                "output_proj",
-                f"Row 0 of α·V (layer {SELF_LAYER}, head {h}) equals…",
-                opts_o,
-                r_o,
-                "row 0 of the figure",
-                f"largest difference from {best}: {dist[best]:.1e}",
-            ),
-        )
+            f"Row 0 of α·V (layer {SELF_LAYER}, head {h}) equals…",
+            opts_o,
+            r_o,
+            "row 0 of the figure",
+            f"largest difference from {best}: {dist[best]:.1e}",
+        ),
     )
 
-    # 8. Add & Norm.
+
+def _addnorm(r: _Run) -> Chapter:
+    """Add & Norm."""
+    arrays, rows, f, fr, L0 = r.arrays, r.rows, r.f, r.fr, r.L0
     k1 = f"{L0}.norm1"
     std = arrays[f"{k1}.std"]
     row_label = lambda i: f"row {i} ({rows[i]})"  # noqa: E731
     opts_n, r_n = _ranked("addnorm", std, row_label)
     big = int(np.argmax(std))
     mu = arrays[f"{k1}.mean"]
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "addnorm",
+        "Add & Norm: keep the input, rescale the sum",
+        "The sublayer's output is added to its own input (the residual connection), so nothing the input carried "
+        "is lost. Layer normalisation then brings each row to mean 0 and standard deviation 1, position by "
+        "position, and learned γ and β rescale each dimension.",
+        r"\operatorname{LayerNorm}(x + \text{Sublayer}(x)) = \gamma \odot \frac{x + \text{Sublayer}(x) - \mu}"
+        r"{\sigma} + \beta",
+        f"Before normalising, {fr} has mean {mu[f]:+.3f} and standard deviation {std[f]:.3f}; the rows' σ go "
+        f"from {std.min():.3f} to {std.max():.3f} and LayerNorm divides each row by its own σ.",
+        f"Add & Norm 1, layer {SELF_LAYER}: largest σ {std[big]:.3f} at row {big}, smallest {std.min():.3f} at "
+        f"row {int(np.argmin(std))}.",
+        Question(
             "addnorm",
-            "Add & Norm: keep the input, rescale the sum",
-            "The sublayer's output is added to its own input (the residual connection), so nothing the input carried "
-            "is lost. Layer normalisation then brings each row to mean 0 and standard deviation 1, position by "
-            "position, and learned γ and β rescale each dimension.",
-            r"\operatorname{LayerNorm}(x + \text{Sublayer}(x)) = \gamma \odot \frac{x + \text{Sublayer}(x) - \mu}"
-            r"{\sigma} + \beta",
-            f"Before normalising, {fr} has mean {mu[f]:+.3f} and standard deviation {std[f]:.3f}; the rows' σ go "
-            f"from {std.min():.3f} to {std.max():.3f} and LayerNorm divides each row by its own σ.",
-            f"Add & Norm 1, layer {SELF_LAYER}: largest σ {std[big]:.3f} at row {big}, smallest {std.min():.3f} at "
-            f"row {int(np.argmin(std))}.",
-            Question(
-                "addnorm",
-                f"Which row of x + Sublayer(x) (layer {SELF_LAYER}) has the largest standard "
-                "deviation σ before it is normalised?",
-                opts_n,
-                r_n,
-                f"row {big} of the figure's middle panel (std, in orange)",
-                f"σ = {std[big]:.3f}",
-            ),
-        )
+            f"Which row of x + Sublayer(x) (layer {SELF_LAYER}) has the largest standard "
+            "deviation σ before it is normalised?",
+            opts_n,
+            r_n,
+            f"row {big} of the figure's middle panel (std, in orange)",
+            f"σ = {std[big]:.3f}",
+        ),
     )
 
-    # 9. Cross-attention.
+
+def _cross(r: _Run) -> Chapter:
+    """Cross-attention."""
+    T, S, p_, s_, cl, cross, f, fr = r.T, r.S, r.p_, r.s_, r.cl, r.cross, r.f, r.fr
     src_label = lambda i: f"‘{s_[i]}’ (column {i})"  # noqa: E731
     opts_c, r_c = _ranked("cross", cross[f], src_label)
     a = int(np.argmax(cross[f]))
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "cross",
+        "Cross-attention: the bridge to the English sentence",
+        "This is where the decoder reads the source. Its queries come from the decoder's own rows, but the keys "
+        "and values come from the encoder's output, one per English token. So each French position can look at "
+        "any English token, the whole sentence, with no mask.",
+        r"\operatorname{softmax}\!\left(\frac{Q_{\text{dec}} K_{\text{enc}}^{\top}}{\sqrt{d_k}}\right) "
+        r"V_{\text{enc}}",
+        f"In layer {cl} (its alignment is the sharpest), {fr}, predicting ‘{p_[f]}’, puts {cross[f, a]:.2f} of its "
+        f"weight (mean of heads) on ‘{s_[a]}’.",
+        f"Cross-attention, layer {cl}, mean of heads: {T} French rows × {S} English columns; row {f}'s largest "
+        f"weight {cross[f, a]:.2f} at column {a} (‘{s_[a]}’).",
+        Question(
             "cross",
-            "Cross-attention: the bridge to the English sentence",
-            "This is where the decoder reads the source. Its queries come from the decoder's own rows, but the keys "
-            "and values come from the encoder's output, one per English token. So each French position can look at "
-            "any English token, the whole sentence, with no mask.",
-            r"\operatorname{softmax}\!\left(\frac{Q_{\text{dec}} K_{\text{enc}}^{\top}}{\sqrt{d_k}}\right) "
-            r"V_{\text{enc}}",
-            f"In layer {cl} (its alignment is the sharpest), {fr}, predicting ‘{p_[f]}’, puts {cross[f, a]:.2f} of its "
-            f"weight (mean of heads) on ‘{s_[a]}’.",
-            f"Cross-attention, layer {cl}, mean of heads: {T} French rows × {S} English columns; row {f}'s largest "
-            f"weight {cross[f, a]:.2f} at column {a} (‘{s_[a]}’).",
-            Question(
-                "cross",
-                f"Which English token does the decoder attend to most while predicting ‘{p_[f]}’ ({fr})?",
-                opts_c,
-                r_c,
-                f"row {f}, column {a} of the figure",
-                f"weight {cross[f, a]:.3f}, the largest of row {f}",
-            ),
-        )
+            f"Which English token does the decoder attend to most while predicting ‘{p_[f]}’ ({fr})?",
+            opts_c,
+            r_c,
+            f"row {f}, column {a} of the figure",
+            f"weight {cross[f, a]:.3f}, the largest of row {f}",
+        ),
     )
 
-    # 10. FFN.
+
+def _ffn(r: _Run) -> Chapter:
+    """FFN."""
+    arrays, f, fr, L0, activation = r.arrays, r.f, r.fr, r.L0, r.activation
     hid = arrays[f"{L0}.ffn.hidden"]
     relu = activation == "relu"
     share = float((hid[f] == 0).mean() if relu else (hid[f] < 0).mean())
     band = min(int(share * 4), 3)
     what = "exactly 0" if relu else "negative"
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "ffn",
+        "The feed-forward network: one small network per position",
+        f"After attention, every position goes alone through the same two-layer network: widen to d_ff = "
+        f"{hid.shape[1]} units, apply the non-linearity ({activation}), narrow back to d_model. It does not mix "
+        "positions; attention did that. Many hidden units are switched off for a given token.",
+        r"\operatorname{FFN}(x) = \max(0,\, x W_1 + b_1)\, W_2 + b_2"
+        if relu
+        else r"\operatorname{FFN}(x) = \operatorname{GELU}(x W_1 + b_1)\, W_2 + b_2",
+        f"In layer {SELF_LAYER}, {share:.0%} of {fr}'s {hid.shape[1]} hidden units are {what}; over all rows "
+        f"{float((hid == 0).mean() if relu else (hid < 0).mean()):.0%}.",
+        f"FFN hidden units, layer {SELF_LAYER}: {hid.shape[0]} rows × {hid.shape[1]} units; row {f} has "
+        f"{int((hid[f] == 0).sum() if relu else (hid[f] < 0).sum())} {what}.",
+        Question(
             "ffn",
-            "The feed-forward network: one small network per position",
-            f"After attention, every position goes alone through the same two-layer network: widen to d_ff = "
-            f"{hid.shape[1]} units, apply the non-linearity ({activation}), narrow back to d_model. It does not mix "
-            "positions; attention did that. Many hidden units are switched off for a given token.",
-            r"\operatorname{FFN}(x) = \max(0,\, x W_1 + b_1)\, W_2 + b_2"
-            if relu
-            else r"\operatorname{FFN}(x) = \operatorname{GELU}(x W_1 + b_1)\, W_2 + b_2",
-            f"In layer {SELF_LAYER}, {share:.0%} of {fr}'s {hid.shape[1]} hidden units are {what}; over all rows "
-            f"{float((hid == 0).mean() if relu else (hid < 0).mean()):.0%}.",
-            f"FFN hidden units, layer {SELF_LAYER}: {hid.shape[0]} rows × {hid.shape[1]} units; row {f} has "
-            f"{int((hid[f] == 0).sum() if relu else (hid[f] < 0).sum())} {what}.",
-            Question(
-                "ffn",
-                f"What share of {fr}'s hidden units are {what} after the {activation}?",
-                FFN_BANDS,
-                band,
-                f"row {f} of the figure (white cells are 0)",
-                f"{share:.1%} of {hid.shape[1]} units",
-            ),
-        )
+            f"What share of {fr}'s hidden units are {what} after the {activation}?",
+            FFN_BANDS,
+            band,
+            f"row {f} of the figure (white cells are 0)",
+            f"{share:.1%} of {hid.shape[1]} units",
+        ),
     )
 
-    # 11. The output distribution.
+
+def _output(r: _Run) -> Chapter:
+    """The output distribution."""
+    arrays, p_, f, fr, label, token_text, tie_output = r.arrays, r.p_, r.f, r.fr, r.label, r.token_text, r.tie_output
     probs = arrays["probs"][f]
     top_ids = np.argsort(-probs, kind="stable")[:4]
     second = int(top_ids[1]) if len(top_ids) > 1 else int(top_ids[0])
     names = {int(i): f"‘{label(token_text(int(i)))}’" for i in top_ids}
     opts_p, r_p = _shuffled("output", [names[int(i)] for i in top_ids], names[second])
     ent = float(-(probs[probs > 0] * np.log(probs[probs > 0])).sum())
-    chapters.append(
-        Chapter(
-            "output",
-            "The output: a probability for every token",
-            "The last layer's row is multiplied by the output matrix ("
-            + ("here the token embeddings, transposed" if tie_output else "a learned linear layer")
-            + ") to get one score per vocabulary token, and a softmax turns the scores into probabilities. The "
-            "entropy says how spread the distribution is: 0 when the model is certain.",
-            (
-                r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top} + b),\qquad "
-                if tie_output
-                else r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_{\text{out}} + b),\qquad "
-            )
-            + r"H = -\textstyle\sum_v p_v \log p_v",
-            f"At {fr} the label ‘{p_[f]}’ has probability {probs[int(arrays['label_ids'][f])]:.1%}, the second "
-            f"choice {names[second]} {probs[second]:.1%}, and the entropy is {ent:.2f} nats.",
-            f"Top {len(top_ids)} at row {f}: " + ", ".join(f"{names[int(i)]} {probs[i]:.1%}" for i in top_ids) + ".",
-            Question(
-                "output",
-                f"At {fr}, which token is the model's second choice?",
-                opts_p,
-                r_p,
-                "the second bar from the top",
-                f"p = {probs[second]:.1%}",
-            ),
+    return Chapter(
+        "output",
+        "The output: a probability for every token",
+        "The last layer's row is multiplied by the output matrix ("
+        + ("here the token embeddings, transposed" if tie_output else "a learned linear layer")
+        + ") to get one score per vocabulary token, and a softmax turns the scores into probabilities. The "
+        "entropy says how spread the distribution is: 0 when the model is certain.",
+        (
+            r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top} + b),\qquad "
+            if tie_output
+            else r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_{\text{out}} + b),\qquad "
         )
+        + r"H = -\textstyle\sum_v p_v \log p_v",
+        f"At {fr} the label ‘{p_[f]}’ has probability {probs[int(arrays['label_ids'][f])]:.1%}, the second "
+        f"choice {names[second]} {probs[second]:.1%}, and the entropy is {ent:.2f} nats.",
+        f"Top {len(top_ids)} at row {f}: " + ", ".join(f"{names[int(i)]} {probs[i]:.1%}" for i in top_ids) + ".",
+        Question(
+            "output",
+            f"At {fr}, which token is the model's second choice?",
+            opts_p,
+            r_p,
+            "the second bar from the top",
+            f"p = {probs[second]:.1%}",
+        ),
     )
 
-    # 12. Greedy decoding versus beam search.
+
+def _decoding(r: _Run) -> Chapter:
+    """Greedy decoding versus beam search."""
+    beam, beam_width, greedy = r.beam, r.beam_width, r.greedy
     beam_text, beam_score = beam[0]
     g_text, g_score = greedy
     cands = list(dict.fromkeys(t for t, _ in beam))[:4]
@@ -558,76 +650,80 @@ def build(
         cands.append(g_text if g_text not in cands else "(an empty translation)")
     opts_b, r_b = _shuffled("decoding", [_quote(c) for c in cands], _quote(beam_text))
     same = beam_text == g_text
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "decoding",
+        "Greedy decoding versus beam search",
+        "At inference there is no reference: the decoder writes one token, reads it back, and writes the next, "
+        "until </s>. Greedy decoding always takes the most likely token. Beam search keeps the "
+        f"{beam_width} best partial translations at every step and returns the one with the best score "
+        "(log-probability divided by length), which can start with a less likely token.",
+        r"\text{score}(y) = \frac{1}{|y|^{\,lp}} \sum_t \log p(y_t \mid y_{<t}, x)",
+        f"Greedy writes {_quote(g_text)} (score {g_score:.3f}); beam search of width {beam_width} returns "
+        f"{_quote(beam_text)} (score {beam_score:.3f}): " + ("the same translation." if same else "a different one."),
+        f"Beam tree, width {beam_width}: {len(beam)} finished candidates, the best {_quote(beam_text)} with score "
+        f"{beam_score:.3f}.",
+        Question(
             "decoding",
-            "Greedy decoding versus beam search",
-            "At inference there is no reference: the decoder writes one token, reads it back, and writes the next, "
-            "until </s>. Greedy decoding always takes the most likely token. Beam search keeps the "
-            f"{beam_width} best partial translations at every step and returns the one with the best score "
-            "(log-probability divided by length), which can start with a less likely token.",
-            r"\text{score}(y) = \frac{1}{|y|^{\,lp}} \sum_t \log p(y_t \mid y_{<t}, x)",
-            f"Greedy writes {_quote(g_text)} (score {g_score:.3f}); beam search of width {beam_width} returns "
-            f"{_quote(beam_text)} (score {beam_score:.3f}): "
-            + ("the same translation." if same else "a different one."),
-            f"Beam tree, width {beam_width}: {len(beam)} finished candidates, the best {_quote(beam_text)} with score "
-            f"{beam_score:.3f}.",
-            Question(
-                "decoding",
-                "Which candidate does beam search return?",
-                opts_b,
-                r_b,
-                "the path to the best finished node of the tree (the first candidate in the list under it)",
-                f"its score {beam_score:.3f} is the best of the {len(beam)}",
-            ),
-        )
+            "Which candidate does beam search return?",
+            opts_b,
+            r_b,
+            "the path to the best finished node of the tree (the first candidate in the list under it)",
+            f"its score {beam_score:.3f} is the best of the {len(beam)}",
+        ),
     )
 
-    # 13. The logit lens.
+
+def _lens(r: _Run) -> Chapter:
+    """The logit lens."""
+    T, p_, f, fr, lens_rank = r.T, r.p_, r.f, r.fr, r.lens_rank
     ranks = lens_rank[:, f]
     L = lens_rank.shape[0]
     first = next((int(layer) for layer in range(L) if ranks[layer] == 1), None)
     opts_l = tuple(f"after layer {layer}" for layer in range(L)) + ("at no layer",)
     r_l = L if first is None else first
-    chapters.append(
-        Chapter(
+    return Chapter(
+        "lens",
+        "What each layer would predict",
+        "The logit lens sends every decoder layer's output through the output head, as if decoding stopped "
+        "there. It shows when the choice becomes clear across the layers. It does not show why: the earlier "
+        "layers were never trained to be read this way.",
+        r"p^{(\ell)} = \operatorname{softmax}\!\left(h^{(\ell)}_t W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
+        f"At {fr} the rank of ‘{p_[f]}’ after each layer is "
+        + ", ".join(f"{int(r)}" for r in ranks)
+        + " (1 = top); it "
+        + (
+            f"first becomes the top prediction after layer {first}."
+            if first is not None
+            else "never becomes the top prediction."
+        ),
+        f"Lens, {L} layers × {T} positions: the label is the top token after layer {L - 1} at "
+        f"{int((lens_rank[-1] == 1).sum())} of {T} positions.",
+        Question(
             "lens",
-            "What each layer would predict",
-            "The logit lens sends every decoder layer's output through the output head, as if decoding stopped "
-            "there. It shows when the choice becomes clear across the layers. It does not show why: the earlier "
-            "layers were never trained to be read this way.",
-            r"p^{(\ell)} = \operatorname{softmax}\!\left(h^{(\ell)}_t W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
-            f"At {fr} the rank of ‘{p_[f]}’ after each layer is "
-            + ", ".join(f"{int(r)}" for r in ranks)
-            + " (1 = top); it "
-            + (
-                f"first becomes the top prediction after layer {first}."
-                if first is not None
-                else "never becomes the top prediction."
-            ),
-            f"Lens, {L} layers × {T} positions: the label is the top token after layer {L - 1} at "
-            f"{int((lens_rank[-1] == 1).sum())} of {T} positions.",
-            Question(
-                "lens",
-                f"After which layer does ‘{p_[f]}’ first become the top prediction at {fr}?",
-                opts_l,
-                r_l,
-                f"column {f} of the figure, the first row where it is the top token",
-                "ranks per layer: " + ", ".join(str(int(r)) for r in ranks),
-            ),
-        )
+            f"After which layer does ‘{p_[f]}’ first become the top prediction at {fr}?",
+            opts_l,
+            r_l,
+            f"column {f} of the figure, the first row where it is the top token",
+            "ranks per layer: " + ", ".join(str(int(r)) for r in ranks),
+        ),
     )
 
-    chapters.append(by_hand(example))
-    assert tuple(c.key for c in chapters) == CHAPTER_KEYS
-    a_, b_ = other_rows(f, T)
-    return Learn(
-        Focus(f, q[f], p_[f], cl),
-        tuple(chapters),
-        _pre(arrays, q, p_, s_, cross, a_, beam_text, g_text),
-        _post(arrays, q, p_, s_, cross, b_, (beam_text, beam_score), greedy),
-        mistakes(example),
-    )
+
+_CHAPTERS = (
+    _tokens,
+    _embed,
+    _qkv,
+    _scores,
+    _mask,
+    _softmax,
+    _output_proj,
+    _addnorm,
+    _cross,
+    _ffn,
+    _output,
+    _decoding,
+    _lens,
+)
 
 
 def _quote(text: str) -> str:
