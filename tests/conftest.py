@@ -45,6 +45,24 @@ def browser():
             chromium.close()
 
 
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A real PostgreSQL server for the session (Debian's binaries; harness/pgserver.py), its database's URL. Its own
+    temporary folder: pytest's are closed to the postgres user that runs the server under root."""
+    from harness.pgserver import TempPostgres
+
+    with TempPostgres() as pg:
+        yield pg.url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def class_db(request, tmp_path) -> str:
+    """The class store's tests run on both databases: SQLite in a fresh file, and the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'classes.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
 SLOW_FILES = {  # every test here drives Chromium or a benchmark script
     "test_browser.py",
     "test_browser_a11y.py",

@@ -36,6 +36,8 @@ CHAPTER_KEYS = (
     "lens",
     "by_hand",
 )
+# the five ideas both checks ask about (``pre_<idea>``, ``post_<idea>``); each is taught by the chapter of that key
+CHECK_CONCEPTS = ("tokens", "mask", "softmax", "cross", "decoding")
 FFN_BANDS = ("less than a quarter", "a quarter to a half", "a half to three quarters", "more than three quarters")
 
 
