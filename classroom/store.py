@@ -76,25 +76,28 @@ def secret_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+def _collapsed(text: str, limit: int, what: str, empty: str) -> str:
+    """``text`` NFKC-normalised with its runs of spaces collapsed; ``BadInput`` when empty or over ``limit``."""
+    text = str(text)
+    out = " ".join(unicodedata.normalize("NFKC", text[: 4 * limit + 1]).split())
+    if not out:
+        raise BadInput(empty)
+    if len(out) > limit or len(text) > 4 * limit:
+        raise BadInput(f"{what} has at most {limit} characters.")
+    return out
+
+
 def clean_nickname(text: str) -> str:
-    """A nickname: 1 … 24 letters (any script), digits, spaces and ``- _ .``, spaces collapsed."""
-    nick = " ".join(unicodedata.normalize("NFKC", str(text)[: 4 * NICK_CHARS + 1]).split())
-    if not nick:
-        raise BadInput("Choose a nickname, or let the app draw one.")
-    if len(nick) > NICK_CHARS or len(text) > 4 * NICK_CHARS:
-        raise BadInput(f"A nickname has at most {NICK_CHARS} characters.")
+    """A nickname: 1 … 24 letters (any script), digits, spaces and ``- _ .``."""
+    nick = _collapsed(text, NICK_CHARS, "A nickname", "Choose a nickname, or let the app draw one.")
     if not all(c.isalnum() or c in NICK_PUNCT for c in nick):
         raise BadInput("A nickname holds only letters, digits, spaces and - _ . (no symbols, emoji or markup).")
     return nick
 
 
 def clean_class_name(text: str) -> str:
-    """A class's name: 1 … 80 printable characters, spaces collapsed (shown as text, never as markup)."""
-    name = " ".join(unicodedata.normalize("NFKC", str(text)[: 4 * NAME_CHARS + 1]).split())
-    if not name:
-        raise BadInput("Give the class a name.")
-    if len(name) > NAME_CHARS or len(text) > 4 * NAME_CHARS:
-        raise BadInput(f"A class's name has at most {NAME_CHARS} characters.")
+    """A class's name: 1 … 80 printable characters (shown as text, never as markup)."""
+    name = _collapsed(text, NAME_CHARS, "A class's name", "Give the class a name.")
     if any(unicodedata.category(c)[0] == "C" for c in name):
         raise BadInput("A class's name cannot hold control or formatting characters.")
     return name
