@@ -15,15 +15,15 @@ import numpy as np
 from model.core.ablation import MODES
 from model.core.constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
 from model.core.jsonio import dumps
-from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids
-from model.decode.lean import LeanDecoder
-from model.io.checkpoint import ModelDirError, default_model_dir, load_model_dir, set_threads
+from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids, step_decoder
+from model.io.checkpoint import ENV_DEVICE, ModelDirError, default_model_dir, load_model_dir, set_threads
 
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
 
 
 def add_model_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", type=Path, default=None, help=f"model directory (default: {default_model_dir()})")
+    p.add_argument("--device", default=None, help=f"cpu or cuda (default: ${ENV_DEVICE}, else cpu)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -178,7 +178,7 @@ def cmd_translate(a: argparse.Namespace) -> int:
     if (a.text is None) == (a.input is None):
         raise ValueError("give either TEXT or --input FILE")
     opts = options(a)
-    lm = load_model_dir(a.model)
+    lm = load_model_dir(a.model, a.device)
     if a.text is not None:
         set_threads(2, single_row=opts.strategy != "beam")  # one sentence, one row per step
         lines = [a.text]
@@ -200,7 +200,7 @@ def cmd_translate(a: argparse.Namespace) -> int:
     if a.max_len is not None and a.max_len > cfg.max_len - 1:
         note(f"--max-len {opts.max_len} is more than this model's limit; using {cfg.max_len - 1}")
     if opts.strategy == "greedy" and a.text is None:
-        lean = LeanDecoder(lm.model, rows=min(max(a.batch_size, 1), len(lines)))  # built once for every batch
+        lean = step_decoder(lm.model, rows=min(max(a.batch_size, 1), len(lines)))  # built once for every batch
         outputs: list = [None] * len(lines)
         todo = [i for i, line in enumerate(lines) if line.strip()]
         srcs = [source_ids(tok, cfg, lines[i], where[i]) for i in todo]
@@ -214,7 +214,7 @@ def cmd_translate(a: argparse.Namespace) -> int:
             else:
                 print(tok.decode(ids))
         return 0
-    lean = LeanDecoder(lm.model, rows=opts.beam if opts.strategy == "beam" else 1)
+    lean = step_decoder(lm.model, rows=opts.beam if opts.strategy == "beam" else 1)
     for w, line in zip(where, lines):
         if not line.strip():
             print(dumps({"source": line, "translation": "", "tokens": []}) if a.json else "")
@@ -231,7 +231,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
         raise ValueError("nothing to trace: the text is empty")
     check_utf8(a.text, "TEXT")
     check_utf8(a.target or "", "--target")
-    lm = load_model_dir(a.model)
+    lm = load_model_dir(a.model, a.device)
     trace = teacher_forced_trace(lm.model, lm.tokenizer, a.text, a.target, causal=not a.no_mask)
     if trace.truncated:
         note(f"the source or target was cut to this model's limit of {lm.cfg.max_len - 1} tokens")
@@ -313,7 +313,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
         if heads or a.method:
             raise ValueError("--contrast explains one choice: leave out --ablate and --method")
         return explain_contrast(a)
-    lm = load_model_dir(a.model)
+    lm = load_model_dir(a.model, a.device)
     cfg, tok = lm.cfg, lm.tokenizer
     target = None
     if a.target is not None:
@@ -451,7 +451,7 @@ def cmd_patch(a: argparse.Namespace) -> int:
         check_utf8(a.b, "B")
         if " ".join(a.b.split()) == " ".join(a.a.split()):
             raise ValueError("A and B are the same sentence: there is nothing to explain")
-    lm = load_model_dir(a.model)
+    lm = load_model_dir(a.model, a.device)
     cfg, tok = lm.cfg, lm.tokenizer
     src_a = source_ids(tok, cfg, a.a, "A")
     src_b = None if a.b is None else source_ids(tok, cfg, a.b, "B")
@@ -477,7 +477,7 @@ def cmd_patch(a: argparse.Namespace) -> int:
 def explain_contrast(a: argparse.Namespace) -> int:
     from model.interpret.contrast import report
 
-    lm = load_model_dir(a.model)
+    lm = load_model_dir(a.model, a.device)
     cfg, tok = lm.cfg, lm.tokenizer
     src = source_ids(tok, cfg, a.text)
     out = _target_ids(lm, src, a.target)

@@ -125,7 +125,7 @@ class MultiHeadAttention(nn.Module):
         if not record:
             context = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)  # (B, H, Tq, d_k)
             if heads is not None:
-                context = context * heads.keep + heads.fill
+                context = context * heads.keep.to(context) + heads.fill.to(context)
             return self.W_O(context.transpose(1, 2).reshape(B, Tq, D)), None
         scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, Tq, Tk)
         full_mask = torch.zeros_like(scores) if mask is None else mask.expand_as(scores)
@@ -133,7 +133,7 @@ class MultiHeadAttention(nn.Module):
         weights = masked_scores.softmax(dim=-1)  # (B, H, Tq, Tk): an ablated head still attends; its output is dropped
         context = weights @ V  # (B, H, Tq, d_k)
         if heads is not None:
-            context = context * heads.keep + heads.fill
+            context = context * heads.keep.to(context) + heads.fill.to(context)
         concat = context.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
         out = self.W_O(concat)  # (B, Tq, D)
         rec = {
@@ -259,7 +259,7 @@ def padding_mask(ids: Tensor, pad_id: int) -> Tensor | None:
     pad = ids == pad_id
     if not pad.any():
         return None
-    return torch.zeros(pad.shape, dtype=torch.float).masked_fill(pad, float("-inf"))[:, None, None, :]
+    return torch.zeros(pad.shape, device=ids.device).masked_fill(pad, float("-inf"))[:, None, None, :]
 
 
 def causal_mask(T: int, offset: int = 0, device=None) -> Tensor:
@@ -304,10 +304,16 @@ class Transformer(nn.Module):
         with torch.no_grad():
             self.embed.weight[self.cfg.pad_id].zero_()
 
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are: ids handed to encode and decode go there, whatever device they came from."""
+        return self.embed.weight.device
+
     def encode(
         self, src_ids: Tensor, record: bool = False, heads: HeadMasks | None = None
     ) -> tuple[Tensor, Tensor | None, Record]:
         """Source ids (B, S) -> memory (B, S, D), the source padding mask, and the trace."""
+        src_ids = src_ids.to(self.device)
         src_mask = padding_mask(src_ids, self.cfg.pad_id)
         x, rec = self.src_embed(src_ids, record=record)
         trace = prefixed("enc", rec)
@@ -335,6 +341,7 @@ class Transformer(nn.Module):
         heads: HeadMasks | None = None,
     ) -> tuple[Tensor, list[LayerCache], Record]:
         """Decoder stack + final linear. Returns logits (B, T, V), the updated cache, the trace."""
+        tgt_in = tgt_in.to(self.device)
         offset = 0 if cache is None else cache[0].self_K.shape[2]
         T = tgt_in.shape[1]
         y, rec = self.tgt_embed(tgt_in, offset=offset, record=record)

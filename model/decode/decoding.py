@@ -113,11 +113,12 @@ class DecodeResult:
 
 
 def to_numpy(rec: dict[str, torch.Tensor], drop=("logits",)) -> dict[str, np.ndarray]:
-    """Read-only views, not copies (some share memory with the KV cache or the PE table)."""
+    """Read-only views on the CPU, not copies (some share memory with the KV cache or the PE table); a record made
+    on another device is copied to the CPU."""
     out = {}
     for k, v in rec.items():
         if k.rsplit(".", 1)[-1] not in drop:
-            out[k] = (v if v.dtype == torch.float32 else v.float()).numpy()
+            out[k] = (v if v.dtype == torch.float32 else v.float()).cpu().numpy()
             out[k].flags.writeable = False
     return out
 
@@ -210,7 +211,7 @@ class ModuleCache:
         return self.memory.shape[0]
 
     def select(self, rows) -> ModuleCache:
-        idx = torch.as_tensor(np.asarray(rows), dtype=torch.long)
+        idx = torch.as_tensor(np.asarray(rows), dtype=torch.long, device=self.memory.device)
         pick = lambda x: None if x is None else x.index_select(0, idx)  # noqa: E731
         layers = None if self.layers is None else [LayerCache(*map(pick, c)) for c in self.layers]
         return ModuleCache(pick(self.memory), pick(self.src_mask), self.heads, layers, self.t)
@@ -218,7 +219,8 @@ class ModuleCache:
 
 class ModuleDecoder:
     """``LeanDecoder``'s interface (``start``, ``step``) on the model's own modules: slower, and the reference the
-    tests hold the fast step to."""
+    tests hold the fast step to; on a GPU, the step function (``step_decoder``), since the numpy step runs on the
+    CPU alone."""
 
     def __init__(self, model: Transformer):
         self.model = model
@@ -238,7 +240,13 @@ class ModuleDecoder:
             ids, cache.memory, cache.src_mask, cache.layers, record=record, heads=cache.heads
         )
         cache = ModuleCache(cache.memory, cache.src_mask, cache.heads, layers, cache.t + 1)
-        return logits[:, 0].float().numpy(), cache, to_numpy(rec) if record else None
+        return logits[:, 0].float().cpu().numpy(), cache, to_numpy(rec) if record else None
+
+
+def step_decoder(model: Transformer, rows: int = 1) -> LeanDecoder | ModuleDecoder:
+    """The step function for ``model``: the numpy LeanDecoder (``rows``: the rows it usually steps) where the weights
+    are on the CPU, the model's own modules where they are on another device (a GPU), where numpy cannot read them."""
+    return LeanDecoder(model, rows=rows) if model.device.type == "cpu" else ModuleDecoder(model)
 
 
 # ---------------------------------------------------------------------------
@@ -247,7 +255,10 @@ class ModuleDecoder:
 
 @torch.inference_mode()
 def decode(
-    model: Transformer, src_ids, opts: DecodeOptions = DecodeOptions(), decoder: LeanDecoder | None = None
+    model: Transformer,
+    src_ids,
+    opts: DecodeOptions = DecodeOptions(),
+    decoder: LeanDecoder | ModuleDecoder | None = None,
 ) -> DecodeResult:
     """Decode one source sentence (ids, </s> included) with the chosen strategy. ``decoder``: the encoder (untraced)
     and step function, the model's LeanDecoder built once per model by callers that decode many sentences (built
@@ -256,7 +267,7 @@ def decode(
     if src.shape[1] > model.cfg.max_len:
         raise ValueError(f"source has {src.shape[1]} tokens; this model takes at most {model.cfg.max_len}")
     beam = opts.strategy == "beam" and opts.beam > 1
-    decoder = decoder or LeanDecoder(model, rows=opts.beam if beam else 1)
+    decoder = decoder or step_decoder(model, rows=opts.beam if beam else 1)
     if opts.record:
         heads = head_masks(opts.ablation, model.cfg)
         memory, src_mask, enc = model.encode(torch.from_numpy(src), record=True, heads=heads)
@@ -508,7 +519,7 @@ def greedy_batch(
     model: Transformer,
     src_batch: list[list[int]],
     max_len: int = DecodeOptions.max_len,
-    decoder: LeanDecoder | None = None,
+    decoder: LeanDecoder | ModuleDecoder | None = None,
 ) -> list[list[int]]:
     """Greedy decoding of several sources (ids, </s> included) at once, one row each: the same loop and policy as
     ``decode``'s greedy. Returns the generated ids. ``decoder``: the model's LeanDecoder, built here if not given."""
@@ -519,7 +530,7 @@ def greedy_batch(
         src[i, : len(s)] = s
     if max_len < 1:
         return [[] for _ in src_batch]
-    decoder = decoder or LeanDecoder(model, rows=len(src_batch))
+    decoder = decoder or step_decoder(model, rows=len(src_batch))
     memory, src_mask = decoder.encode(src)
     opts = DecodeOptions(max_len=max_len)
     _, (hyps, _) = search(decoder, decoder.start(memory, src_mask), greedy(cfg, opts, len(src_batch)), cfg, opts)
@@ -533,13 +544,13 @@ def translate_batch(
     beam: int = 1,
     max_len: int = DecodeOptions.max_len,
     batch_size: int = BATCH_SIZE,
-    lean: LeanDecoder | None = None,
+    lean: LeanDecoder | ModuleDecoder | None = None,
     length_penalty: float = DecodeOptions.length_penalty,
 ) -> list[str]:
     """Translate sentences: batched greedy when beam == 1 (shortest first, ``batch_size`` a batch), beam search per
     sentence otherwise (``length_penalty`` as DecodeOptions')."""
     cfg = model.cfg
-    lean = lean or LeanDecoder(model, rows=beam if beam > 1 else min(batch_size, len(texts)))
+    lean = lean or step_decoder(model, rows=beam if beam > 1 else min(batch_size, len(texts)))
     srcs = [prepare_ids(tokenizer.encode(t), cfg.eos_id, cfg.max_len) for t in texts]
     if beam <= 1:
         ids: list[list[int]] = [[] for _ in srcs]

@@ -75,7 +75,7 @@ def teacher_forced_trace(
     heads = head_masks(ablation, cfg)
     memory, src_mask, enc = model.encode(src_t, record=True, heads=heads)
     logits, _, dec = model.decode(dec_t, memory, src_mask, causal=causal, record=True, heads=heads)
-    logits = logits.float()
+    logits = logits.float().cpu()
     arrays = {k: v[0] for k, v in to_numpy({**enc, **dec}, drop=()).items()}
     for key in ("enc.pe", "dec.pe"):  # the positional table has no batch axis
         arrays[key] = to_numpy({key: enc.get(key, dec.get(key))}, drop=())[key]

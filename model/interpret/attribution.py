@@ -61,9 +61,10 @@ class Attribution:
     position_steps: np.ndarray  # (T,) IG steps each position took (0 for ixg)
 
 
-def as_ids(ids: Sequence[int] | np.ndarray | Tensor, name: str, vocab_size: int) -> Tensor:
-    """Token ids as a 1-d int64 tensor, refused (ValueError naming ``name``) when empty or outside the vocabulary."""
-    t = torch.as_tensor(np.asarray(ids, dtype=np.int64).reshape(-1))
+def as_ids(ids: Sequence[int] | np.ndarray | Tensor, name: str, vocab_size: int, device=None) -> Tensor:
+    """Token ids as a 1-d int64 tensor on ``device`` (the model's), refused (ValueError naming ``name``) when empty or
+    outside the vocabulary."""
+    t = torch.as_tensor(np.asarray(ids, dtype=np.int64).reshape(-1), device=device)
     if t.numel() == 0:
         raise ValueError(f"{name} is empty")
     if int(t.min()) < 0 or int(t.max()) >= vocab_size:
@@ -79,7 +80,7 @@ def explained_logprob(
     logit difference out[pos] − contrast[pos] instead (the softmax's normaliser cancels in it)."""
     src_mask = padding_mask(src[None], model.cfg.pad_id)  # (1, 1, 1, S) or None, from the real source
     S, T = src.numel(), dec_in.numel()
-    mask = causal_mask(T)  # (T, T)
+    mask = causal_mask(T, device=src.device)  # (T, T)
 
     def forward(src_tok: Tensor, tgt_tok: Tensor, pos: Tensor) -> Tensor:
         x = model.src_embed.dropout(src_tok + model.src_embed.pe[:S])  # (N, S, D)
@@ -88,7 +89,8 @@ def explained_logprob(
         y = model.tgt_embed.dropout(tgt_tok + model.tgt_embed.pe[:T])  # (N, T, D)
         for layer in model.decoder_layers:
             y, _, _ = layer(y, x, src_mask, mask, None)
-        h = y[torch.arange(len(pos)), pos]  # (N, D): only the explained position goes through the output layer
+        # (N, D): only the explained position goes through the output layer
+        h = y[torch.arange(len(pos), device=pos.device), pos]
         z = model.logits(h[:, None])[:, 0]  # (N, V)
         if contrast is not None:
             return z.gather(1, out[pos][:, None])[:, 0] - z.gather(1, contrast[pos][:, None])[:, 0]  # (N,)
@@ -149,16 +151,16 @@ def attribute(
     steps = (DEFAULT_IG_STEPS if steps is None else int(steps)) if method == "ig" else 0
     if method == "ig" and steps < 1:
         raise ValueError("steps must be at least 1")
-    src = as_ids(src_ids, "src_ids", cfg.vocab_size)  # (S,)
-    out = as_ids(out_ids, "out_ids", cfg.vocab_size)  # (T,)
-    dec_in = torch.cat([torch.tensor([cfg.decoder_start_id]), out[:-1]])  # (T,) <s> y1 … y_{T-1}
+    src = as_ids(src_ids, "src_ids", cfg.vocab_size, model.device)  # (S,)
+    out = as_ids(out_ids, "out_ids", cfg.vocab_size, model.device)  # (T,)
+    dec_in = torch.cat([out.new_tensor([cfg.decoder_start_id]), out[:-1]])  # (T,) <s> y1 … y_{T-1}
     S, T = src.numel(), out.numel()
     if max(S, T) > cfg.max_len:
         raise ValueError(f"source ({S}) or output ({T}) longer than the model's max_len={cfg.max_len}")
     if model.training:
         raise ValueError("model is in training mode (dropout would make attributions random): call model.eval()")
 
-    everywhere = torch.arange(T)  # copy t explains position t
+    everywhere = torch.arange(T, device=src.device)  # copy t explains position t
     position_steps = np.zeros(T, dtype=np.int64)
     forward = explained_logprob(model, src, dec_in, out)
     src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, T)
@@ -171,13 +173,13 @@ def attribute(
         )
         raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (T, S), (T, T)
     else:
-        raw_src, raw_tgt = torch.zeros(T, S, dtype=torch.float64), torch.zeros(T, T, dtype=torch.float64)
+        raw_src, raw_tgt = (torch.zeros(T, n, dtype=torch.float64, device=src.device) for n in (S, T))
         want = np.full(T, steps, dtype=np.int64)  # steps of each position's next pass; 0: done
         if tolerance is not None and T > 2:  # the first token and the last (</s>) need the most: start them high
             want[[0, T - 1]] = min(HARD_START * steps, max(MAX_IG_STEPS, steps))
         while want.any():
             for k in np.unique(want[want > 0]):
-                todo = torch.from_numpy(np.flatnonzero(want == k))
+                todo = torch.from_numpy(np.flatnonzero(want == k)).to(src.device)
                 # one call per ~BATCH rows: the decoder runs only up to each call's last position
                 for group in todo.split(max(1, BATCH // int(k))):
                     raw_src[group], raw_tgt[group] = _integrated(model, src, dec_in, out, group, int(k))
@@ -185,13 +187,13 @@ def attribute(
             position_steps[todo], want[:] = want[todo], 0
             if tolerance is None:
                 break
-            t = torch.from_numpy(todo)
-            err = ((raw_src[t].sum(1) + raw_tgt[t].sum(1) - gap[t]).abs() / gap[t].abs()).numpy()
+            t = torch.from_numpy(todo).to(src.device)
+            err = ((raw_src[t].sum(1) + raw_tgt[t].sum(1) - gap[t]).abs() / gap[t].abs()).cpu().numpy()
             redo = (err > tolerance) & (position_steps[todo] < MAX_IG_STEPS)
             # Gauss-Legendre error falls ~2-4x per doubling here: jump further when far above tolerance
             factor = np.where(err > 16 * tolerance, 8, np.where(err > 4 * tolerance, 4, 2))
             want[todo[redo]] = np.minimum(position_steps[todo[redo]] * factor[redo], MAX_IG_STEPS)
-    raw_src, raw_tgt, value, gap = raw_src.numpy(), raw_tgt.numpy(), value.numpy(), gap.numpy()
+    raw_src, raw_tgt, value, gap = raw_src.cpu().numpy(), raw_tgt.cpu().numpy(), value.cpu().numpy(), gap.cpu().numpy()
     completeness = np.abs(raw_src.sum(1) + raw_tgt.sum(1) - gap) / np.maximum(np.abs(gap), 1e-12)
     magnitude = np.abs(raw_src).sum(1) + np.abs(raw_tgt).sum(1)  # (T,)
     norm = np.where(magnitude > 0, magnitude, 1.0)[:, None]

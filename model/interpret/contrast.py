@@ -86,15 +86,15 @@ class ContrastAttribution:
 
 def _check(model: Transformer, src_ids, out_ids, position: int, contrast_id: int):
     cfg = model.cfg
-    src = as_ids(src_ids, "src_ids", cfg.vocab_size)
-    out = as_ids(out_ids, "out_ids", cfg.vocab_size)
+    src = as_ids(src_ids, "src_ids", cfg.vocab_size, model.device)
+    out = as_ids(out_ids, "out_ids", cfg.vocab_size, model.device)
     if not 0 <= position < out.numel():
         raise ValueError(f"position {position} is beyond the output: it has positions 0 to {out.numel() - 1}")
     if not 0 <= int(contrast_id) < cfg.vocab_size:
         raise ValueError(f"contrast id {contrast_id} is outside the vocabulary")
     if int(out[position]) == int(contrast_id):
         raise ValueError("the contrast token is the chosen token itself: there is nothing to compare")
-    dec_in = torch.cat([torch.tensor([cfg.decoder_start_id]), out[:position]])  # (P,)
+    dec_in = torch.cat([out.new_tensor([cfg.decoder_start_id]), out[:position]])  # (P,)
     return src, out[: position + 1], dec_in
 
 
@@ -121,8 +121,8 @@ def contrast_attribution(
         raise ValueError("model is in training mode (dropout would make attributions random): call model.eval()")
     src, out, dec_in = _check(model, src_ids, out_ids, position, contrast_id)
     P = dec_in.numel()
-    pos = torch.tensor([P - 1])
-    forward = explained_logprob(model, src, dec_in, out, torch.full((P,), int(contrast_id)))
+    pos = torch.tensor([P - 1], device=src.device)
+    forward = explained_logprob(model, src, dec_in, out, torch.full((P,), int(contrast_id), device=src.device))
     src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, 1)  # (1, S, D), (1, P, D)
     with torch.no_grad():
         value = float(forward(src_tok, tgt_tok, pos))
@@ -150,7 +150,7 @@ def contrast_attribution(
             if tolerance is None or abs(total - gap) <= tolerance * abs(gap) or n >= MAX_IG_STEPS:
                 break
             n = min(2 * n, MAX_IG_STEPS)
-    raw_src, raw_tgt = (a.detach()[0].double().sum(-1).numpy() for a in attr)  # (S,), (P,)
+    raw_src, raw_tgt = (a.detach()[0].double().sum(-1).cpu().numpy() for a in attr)  # (S,), (P,)
     magnitude = np.abs(raw_src).sum() + np.abs(raw_tgt).sum()
     norm = magnitude if magnitude > 0 else 1.0
     return ContrastAttribution(
@@ -184,7 +184,7 @@ def lens_difference(model: Transformer, src_ids, out_ids, position: int, contras
     z = model.logits(h[None])[0].double()  # (L, V)
     x, y = int(out[-1]), int(contrast_id)
     p = z.softmax(-1)
-    return LensDifference((z[:, x] - z[:, y]).numpy(), p[:, x].numpy(), p[:, y].numpy())
+    return LensDifference((z[:, x] - z[:, y]).cpu().numpy(), p[:, x].cpu().numpy(), p[:, y].cpu().numpy())
 
 
 @torch.inference_mode()
@@ -192,12 +192,12 @@ def closest_position(model: Transformer, src_ids, out_ids, contrast_id: int) -> 
     """The position where Y comes closest to the chosen token (the smallest logit X − logit Y, teacher-forced),
     leaving out positions where Y is the chosen token."""
     cfg = model.cfg
-    src = as_ids(src_ids, "src_ids", cfg.vocab_size)
-    out = as_ids(out_ids, "out_ids", cfg.vocab_size)
-    dec_in = torch.cat([torch.tensor([cfg.decoder_start_id]), out[:-1]])
+    src = as_ids(src_ids, "src_ids", cfg.vocab_size, model.device)
+    out = as_ids(out_ids, "out_ids", cfg.vocab_size, model.device)
+    dec_in = torch.cat([out.new_tensor([cfg.decoder_start_id]), out[:-1]])
     z = model(src[None], dec_in[None])[0]  # (T, V)
-    margin = (z.gather(1, out[:, None])[:, 0] - z[:, int(contrast_id)]).numpy()
-    margin[out.numpy() == int(contrast_id)] = np.inf
+    margin = (z.gather(1, out[:, None])[:, 0] - z[:, int(contrast_id)]).cpu().numpy()
+    margin[out.cpu().numpy() == int(contrast_id)] = np.inf
     if not np.isfinite(margin).any():
         raise ValueError("the contrast token is the chosen token at every position: there is nothing to compare")
     return int(np.argmin(margin))
@@ -226,7 +226,7 @@ def report(
     r = {
         "tokens.src": np.array(tokenizer.tokens(src.tolist())),
         "tokens.dec_input": np.array(tokenizer.tokens(dec_in.tolist())),
-        "src_ids": src.numpy(),
+        "src_ids": src.cpu().numpy(),
         "out_ids": np.asarray(out_ids, np.int64),
         "contrast.position": np.array(t),
         "contrast.chosen": np.array(tokenizer.id_to_token(x)),

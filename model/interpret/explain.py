@@ -139,11 +139,11 @@ def _head_lens(model: Transformer, arrays, L: int, chosen: np.ndarray, k: int, l
         z = lean.out(y)  # (N, V) logits, bias included
     else:
         W = model.embed.weight if model.out_proj is None else model.out_proj.weight  # (V, D)
-        W = np.asarray(W.detach().numpy(), np.float32)
+        W = np.asarray(W.detach().cpu().numpy(), np.float32)
         two = torch.get_num_threads() > 1
         z = torch.from_numpy(W).mm(torch.from_numpy(y).T).T.contiguous().numpy() if two else y @ W.T
         if model.final_logits_bias is not None:
-            z += model.final_logits_bias.detach().numpy()
+            z += model.final_logits_bias.detach().cpu().numpy()
     V = z.shape[1]
     rows = np.arange(N)
     c = np.tile(np.where(chosen >= 0, chosen, 0), L)  # (N,)
@@ -238,8 +238,9 @@ def _losses(model: Transformer, src_ids, tgt_ids, rows: Sequence[Ablation | None
         else:
             memory, src_mask = shared[0].expand(B, -1, -1), shared[1]
         logits, _, _ = model.decode(dec_t.expand(B, -1), memory, src_mask, heads=_stacked(part, cfg, "dec."))
-        loss = F.cross_entropy(logits.reshape(B * T, -1).float(), lab_t.expand(B, -1).reshape(-1), reduction="none")
-        out.append(loss.view(B, T).numpy())
+        labels_t = lab_t.to(logits.device).expand(B, -1).reshape(-1)
+        loss = F.cross_entropy(logits.reshape(B * T, -1).float(), labels_t, reduction="none")
+        out.append(loss.view(B, T).cpu().numpy())
     return np.concatenate(out)
 
 
@@ -255,7 +256,7 @@ def head_means(model: Transformer, src_ids, tgt_ids) -> dict[Head, np.ndarray]:
     means = {}
     for kind, n in (("self", cfg.n_decoder_layers), ("cross", cfg.n_decoder_layers), ("enc", cfg.n_encoder_layers)):
         for layer in range(n):
-            ctx = rec[f"{record_prefix(kind, layer)}.context"][0].mean(1).numpy()  # (H, d_k)
+            ctx = rec[f"{record_prefix(kind, layer)}.context"][0].mean(1).cpu().numpy()  # (H, d_k)
             means.update({(kind, layer, h): ctx[h] for h in range(cfg.n_heads)})
     return means
 

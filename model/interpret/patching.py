@@ -28,6 +28,7 @@ from torch import Tensor
 
 from model.core.constants import PATCH_SUBLAYERS
 from model.core.transformer import HeadMask, Transformer, causal_mask
+from model.interpret.attribution import as_ids
 
 NOISE_SCALE = 3.0  # ROME's ν = 3σ
 NOISE_SEED = 0
@@ -126,7 +127,7 @@ def _forward(
             x = torch.where(enc_mask[:, i, :, None], clean.enc[i], x)
         enc_out.append(x)
     memory, B = x, 1 if enc_mask is None else enc_mask.shape[0]
-    mask = causal_mask(P)
+    mask = causal_mask(P, device=dec_in.device)
     y = model.tgt_embed.dropout(model.tgt_embed(dec_in[None])[0]).expand(B, -1, -1)  # (B, P, D)
     res, ctx = [], []
     for i, layer in enumerate(model.decoder_layers):
@@ -173,9 +174,9 @@ def _restore(y: Tensor, dec_mask: Tensor | None, clean: _Clean | None, layer: in
 def _masks(model: Transformer, S: int, P: int, rows: Sequence[Sequence[Site]]) -> tuple[Tensor, Tensor, Tensor]:
     cfg = model.cfg
     B = len(rows)
-    enc = torch.zeros(B, cfg.n_encoder_layers, S, dtype=torch.bool)
-    dec = torch.zeros(B, cfg.n_decoder_layers, 3, P, dtype=torch.bool)
-    heads = torch.zeros(B, 2, cfg.n_decoder_layers, cfg.n_heads, dtype=torch.bool)
+    enc = torch.zeros(B, cfg.n_encoder_layers, S, dtype=torch.bool, device=model.device)
+    dec = torch.zeros(B, cfg.n_decoder_layers, 3, P, dtype=torch.bool, device=model.device)
+    heads = torch.zeros(B, 2, cfg.n_decoder_layers, cfg.n_heads, dtype=torch.bool, device=model.device)
     for r, sites in enumerate(rows):
         for site in sites:
             if site[0] == "enc":
@@ -200,15 +201,6 @@ def all_sites(model: Transformer, S: int, position: int) -> list[Site]:
     ]
 
 
-def _check_ids(ids: Sequence[int], name: str, vocab: int) -> Tensor:
-    t = torch.as_tensor(np.asarray(ids, np.int64).reshape(-1))
-    if t.numel() == 0:
-        raise ValueError(f"{name} is empty")
-    if int(t.min()) < 0 or int(t.max()) >= vocab:
-        raise ValueError(f"{name} holds ids outside the vocabulary (0..{vocab - 1})")
-    return t
-
-
 class Patcher:
     """A clean and a corrupted run of one pair, ready to run batches of patched copies (``run``)."""
 
@@ -226,23 +218,24 @@ class Patcher:
         if model.training:
             raise ValueError("model is in training mode (dropout would make the runs random): call model.eval()")
         self.model = model
-        self.src = _check_ids(src_a, "source A", cfg.vocab_size)
-        self.out = _check_ids(out_ids, "the output", cfg.vocab_size)
+        self.src = as_ids(src_a, "source A", cfg.vocab_size, model.device)
+        self.out = as_ids(out_ids, "the output", cfg.vocab_size, model.device)
         if max(self.src.numel(), self.out.numel()) > cfg.max_len:
             raise ValueError(
                 f"source ({self.src.numel()}) or output ({self.out.numel()}) longer than the model's "
                 f"max_len={cfg.max_len}"
             )
-        self.dec_in = torch.cat([torch.tensor([cfg.decoder_start_id]), self.out[:-1]])  # (T,)
+        self.dec_in = torch.cat([self.out.new_tensor([cfg.decoder_start_id]), self.out[:-1]])  # (T,)
         self.clean_tok = _source_tokens(model, self.src)  # (1, S, D)
         if src_b is None:
             std = embedding_std(model)
             self.corruption = Corruption("noise", std, float(noise_scale), int(seed))
             gen = torch.Generator().manual_seed(int(seed))
-            noise = torch.randn(self.clean_tok.shape, generator=gen) * (noise_scale * std)
+            # drawn on the CPU whatever the device, so a seed gives the same noise everywhere
+            noise = torch.randn(self.clean_tok.shape, generator=gen).to(self.clean_tok.device) * (noise_scale * std)
             self.corrupt_tok = self.clean_tok + noise
         else:
-            b = _check_ids(src_b, "source B", cfg.vocab_size)
+            b = as_ids(src_b, "source B", cfg.vocab_size, model.device)
             if b.numel() != self.src.numel():
                 raise ValueError(
                     f"sources A and B have {self.src.numel()} and {b.numel()} tokens: position-wise "
@@ -261,7 +254,7 @@ class Patcher:
         for layer in self.model.encoder_layers:
             memory, _ = layer(memory, None)
         logits, _, _ = self.model.decode(self.dec_in[None], memory, None)
-        return logits[0].argmax(-1).numpy()
+        return logits[0].argmax(-1).cpu().numpy()
 
     def check_position(self, position: int) -> int:
         T = self.out.numel()
@@ -286,7 +279,7 @@ class Patcher:
         for b in range(0, len(rows), ROWS_PER_PASS):
             enc, dec, heads = _masks(self.model, S, position + 1, rows[b : b + ROWS_PER_PASS])
             out.append(_forward(self.model, self.corrupt_tok, dec_in, enc, dec, heads, clean)[0])
-        return torch.cat(out) if out else torch.zeros(0, self.model.cfg.vocab_size)
+        return torch.cat(out) if out else torch.zeros(0, self.model.cfg.vocab_size, device=self.model.device)
 
     def map(self, position: int, contrast_id: int | None = None) -> Patching:
         """Every site restored alone (``all_sites``), in one batched run, measured as p(X) and, with a contrast
@@ -304,9 +297,9 @@ class Patcher:
         sites = all_sites(self.model, self.src.numel(), position)
         logits = self.run(position, [[]] + [[s] for s in sites], clean)  # row 0 restores nothing
         logits = torch.cat([clean_logits, logits]).double()  # (2 + n, V): clean, corrupted, one per site
-        maps = {"prob": logits.softmax(-1)[:, x].numpy()}
+        maps = {"prob": logits.softmax(-1)[:, x].cpu().numpy()}
         if contrast_id is not None:
-            maps["diff"] = (logits[:, x] - logits[:, contrast_id]).numpy()
+            maps["diff"] = (logits[:, x] - logits[:, contrast_id]).cpu().numpy()
         Le, L, H, S, P = cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.n_heads, self.src.numel(), position + 1
         n_enc, n_dec = Le * S, L * 3 * P
 
@@ -335,7 +328,7 @@ class Patcher:
 def default_position(patcher: Patcher) -> int:
     """The first position where the corrupted run's top token differs from A's token (0 when none does): where
     the corruption changes what the model would say."""
-    differ = np.flatnonzero(patcher.corrupted_top() != patcher.out.numpy())
+    differ = np.flatnonzero(patcher.corrupted_top() != patcher.out.cpu().numpy())
     return int(differ[0]) if differ.size else 0
 
 
@@ -362,8 +355,8 @@ def report(tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
         "tokens.src": np.array(tokenizer.tokens(p.src.tolist())),
         "tokens.dec_input": np.array(tokenizer.tokens(p.dec_in[:P].tolist())),
         "tokens.label": np.array(tokenizer.tokens(p.out[:P].tolist())),
-        "src_ids": p.src.numpy(),
-        "out_ids": p.out.numpy(),
+        "src_ids": p.src.cpu().numpy(),
+        "out_ids": p.out.cpu().numpy(),
         "position": np.array(r.position),
         "target": np.array(tokenizer.id_to_token(r.target_id)),
         "target_id": np.array(r.target_id),

@@ -21,6 +21,7 @@ from model.core.transformer import Transformer
 
 CONFIG, WEIGHTS, TOKENIZER, CARD = "config.json", "model.safetensors", "tokenizer.json", "MODEL_CARD.md"
 ENV_MODEL = "DECODER_LENS_MODEL"  # environment variable: the model directory the app opens first
+ENV_DEVICE = "DECODER_LENS_DEVICE"  # cpu (the default) or cuda: where the CLI runs the model
 
 
 def default_model_dir() -> Path:
@@ -213,8 +214,8 @@ def check_weights_header(path: Path, cfg: ModelConfig) -> dict[str, tuple[str, .
     return mapping
 
 
-def load_model_dir(path: str | Path | None = None) -> LoadedModel:
-    """Load a model directory for inference (eval mode, no grad needed).
+def load_model_dir(path: str | Path | None = None, device: str | None = None) -> LoadedModel:
+    """Load a model directory for inference (eval mode, no grad needed), on ``device`` (``resolve_device``).
 
     Before anything is allocated, config.json's sizes are checked against sane bounds and the weight file's
     header against the tensors the config needs (names, shapes, floating dtypes, offsets inside the file);
@@ -260,9 +261,25 @@ def load_model_dir(path: str | Path | None = None) -> LoadedModel:
                     targets[alias].copy_(t)
     except (SafetensorError, OSError) as e:
         raise ModelDirError(f"{weights} is unreadable or damaged ({str(e).splitlines()[0] if str(e) else e})") from None
-    model.eval()
+    model.to(resolve_device(device)).eval()
     card = (path / CARD).read_text() if (path / CARD).is_file() else ""
     return LoadedModel(model, tokenizer, path, card)
+
+
+def resolve_device(name: str | None = None) -> torch.device:
+    """``name``, else DECODER_LENS_DEVICE, else the CPU; "cuda" (or "cuda:N") only where torch sees that GPU."""
+    import os
+
+    name = name or os.environ.get(ENV_DEVICE) or "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"unknown device {name!r}: use cpu or cuda") from None
+    if device.type == "cuda" and not (torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()):
+        raise ValueError(f"device {name} was asked for, but torch sees no such GPU")
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {name!r}: use cpu or cuda")
+    return device
 
 
 def count_parameters(model: torch.nn.Module) -> int:

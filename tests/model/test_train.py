@@ -88,7 +88,19 @@ def run_train(data_dir, tmp, *extra):
     )
 
 
-@pytest.mark.parametrize("precision", [(), ("--bf16",)], ids=["float32", "bf16-autocast"])
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no GPU")
+
+
+@pytest.mark.parametrize(
+    "precision",
+    [
+        (),
+        ("--bf16",),
+        pytest.param(("--device", "cuda"), marks=CUDA),
+        pytest.param(("--device", "cuda", "--bf16"), marks=CUDA),
+    ],
+    ids=["float32", "bf16-autocast", "cuda-float32", "cuda-bf16-autocast"],
+)
 def test_training_loss_falls_and_model_dir_loads(data_dir, tmp_path, precision):
     summary = run_train(data_dir, tmp_path, "--max-steps", "40", "--eval-steps", "8", *precision)
     losses = [h["val_loss"] for h in summary["history"]]
@@ -114,6 +126,14 @@ def test_resume_continues_from_saved_step(data_dir, tmp_path, capsys):
     assert summary["steps"] == 10
     assert [h["step"] for h in summary["history"]] == [6, 10]
     assert json.loads((tmp_path / "state" / "train_state" / "state.json").read_text())["step"] == 10
+
+
+@CUDA
+def test_a_gpu_run_resumes_on_the_gpu(data_dir, tmp_path):
+    run_train(data_dir, tmp_path, "--max-steps", "6", "--eval-steps", "6", "--device", "cuda")
+    summary = run_train(data_dir, tmp_path, "--max-steps", "10", "--eval-steps", "100", "--resume", "--device", "cuda")
+    assert summary["steps"] == 10
+    assert load_model_dir(tmp_path / "model", "cuda").model.device.type == "cuda"
 
 
 def test_multi30k_repeat_adds_its_pairs_again(data_dir, tmp_path):
