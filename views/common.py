@@ -91,6 +91,11 @@ def path_labels(lm: LoadedModel, ids) -> list[str]:
     return ["∅" if int(i) < 0 else next(labels) for i in ids]
 
 
+def shown_labels(lm: LoadedModel, ids) -> list[str]:
+    """``path_labels`` as the page shows every token (``show_token``): a hypothesis in a table or a picker."""
+    return [show_token(t) for t in path_labels(lm, ids)]
+
+
 def as_read(tokens: list[str]) -> str:
     """What the model reads: its tokens joined back into text, unknown pieces shown as <unk>."""
     return "".join(t.replace("▁", " ") for t in tokens).strip()

@@ -14,7 +14,7 @@ from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import session, stepping, teacher_forcing
-from .common import as_read, badges, get_decode, head_label, lazy_panel, md, path_labels, show_token
+from .common import as_read, badges, get_decode, head_label, lazy_panel, md, show_token, shown_labels
 from .stages import beam, encoder
 from .state import (
     CHOICE,
@@ -124,7 +124,7 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
         st.text(lm.tokenizer.decode(res.ids) or "(empty)")
     if len(res.n_best) > 1 and (panel := lazy_panel(f"All {len(res.n_best)} beam candidates", "nbest_open")):
         with panel:
-            table = viz.beam_table(res.n_best, partial(path_labels, lm), impossible=IMPOSSIBLE)
+            table = viz.beam_table(res.n_best, partial(shown_labels, lm), impossible=IMPOSSIBLE)
             st.dataframe(
                 table,
                 hide_index=True,

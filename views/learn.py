@@ -10,6 +10,7 @@ sentence live in the URL (``/?chapter=4&src=…``); answers and scores only in t
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 
 import numpy as np
 import streamlit as st
@@ -31,6 +32,10 @@ KEYS = "key position (token it reads)"
 TOP = 10
 N = len(CHAPTER_KEYS)
 END = N + 1  # chapter 0: the first check; 1 … N: the chapters; N + 1: the last check
+MISTAKE_KINDS = (  # the worked example's mistakes, in two lists: (Mistake.arithmetic, the list's heading)
+    (True, "Numbers that do not follow from their formula, in the order of the steps"),
+    (False, "Mistakes of set-up: the arithmetic holds, the choice is wrong"),
+)
 
 
 @st.cache_resource(show_spinner=False)
@@ -86,7 +91,7 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
         problem = lens_problem(lm.cfg)
         L, T = lm.cfg.n_decoder_layers, len(labels)
         lens = None if problem else logit_lens(lm.model, tr.arrays, labels, k=TOP, lean=lean_decoder(lm))
-        text_of = lambda ids: lm.tokenizer.decode([i for i in ids if i != lm.cfg.eos_id])  # noqa: E731
+        text_of = partial(_text, lm)
         g = greedy.n_best[0]
         learn = build(
             tr.arrays,
@@ -111,6 +116,11 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
     key = (str(lm.path), src.ids, max_len)
     learn, lens = cached("learn", key, compute)
     return learn, {"trace": tr, "nomask": nc, "beam": beam, "lens": lens, "src": src, "lm": lm, "key": key}
+
+
+def _text(lm: LoadedModel, ids) -> str:
+    """A decoded candidate as text, without its </s>."""
+    return lm.tokenizer.decode([i for i in ids if i != lm.cfg.eos_id])
 
 
 # ---------------------------------------------------------------------------
@@ -218,7 +228,7 @@ def quiz(questions: tuple[Question, ...], name: str, sid: str) -> None:
 
 def feedback(q: Question, chosen: str | None, prefix: str = "") -> None:
     right = q.options[q.answer]
-    where = f"See {q.where}: {q.why}."
+    where = f"See {q.where}: {q.why.rstrip('.')}."
     if chosen == right:
         st.success(md(f"{prefix}Right: {right}. {where}"), icon=":material/check_circle:")
     elif chosen is None:
@@ -246,20 +256,39 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
         st.caption(md(f"The figure in words: {c.alt}"))
     if c.key == "mask" and data is not None:
         cheat(data)
+    if c.key == "decoding" and data is not None:
+        candidates(data)
     if c.key == "by_hand":
         with st.container(key="learn_mistakes"):
             st.subheader("Common mistakes to avoid")
-            # one element, a paragraph each: every element of a chapter costs its turn a few ms in the browser
-            st.markdown("\n\n".join(f"**{md(m.title)}.** {md(m.computation)}" for m in mistakes(worked_example())))
+            found = mistakes(worked_example())
+            for arithmetic, heading in MISTAKE_KINDS:
+                # one element, a paragraph each: every element of a chapter costs its turn a few ms in the browser
+                shown = "\n\n".join(
+                    f"**{md(m.title)}.** {md(m.computation)}" for m in found if m.arithmetic == arithmetic
+                )
+                st.markdown(f"*{heading}*\n\n{shown}")
     q = c.question
     qkey = f"learn_q_{c.key}_{sid}"
     st.radio(md(q.prompt), q.options, index=None, key=qkey)
-    checked = f"learn_checked_{c.key}_{sid}"
+    checked = f"learn_checked_{c.key}_{sid}"  # the answer the last Check was for, as a 1-tuple
+    s = st.session_state
     if st.button("Check", key=f"learn_check_{c.key}_{sid}", type="primary"):
-        st.session_state[checked] = True
-    if st.session_state.get(checked):
-        feedback(q, st.session_state.get(qkey))
+        s[checked] = (s.get(qkey),)
+    if checked in s and s[checked] != (s.get(qkey),):
+        st.info("You changed your answer: press *Check* to see whether it is right.", icon=":material/info:")
+    elif checked in s:
+        feedback(q, s.get(qkey))
         st.markdown(f"**What to notice.** {md(c.notice)}")
+
+
+def candidates(data: dict) -> None:
+    """Beam search's finished candidates under its tree, best first: the list the chapter's answer points to."""
+    text_of = partial(_text, data["lm"])
+    st.markdown(
+        "**The finished candidates, best score first** (the first is the translation beam search returns):\n\n"
+        + "\n".join(f"{i}. {md(text_of(h.ids))} (score {h.score:.3f})" for i, h in enumerate(data["beam"].n_best, 1))
+    )
 
 
 def _ahead(key: str, learn: Learn, data: dict):
@@ -435,13 +464,19 @@ def figure(key: str, learn: Learn | None, data: dict | None):
             title=f"Top {TOP} next tokens at row {f} ({rows[f]}); the label outlined",
         )
     if key == "decoding":
-        res = data["beam"]
+        res, text = data["beam"], token_texter(data["lm"])
+        answer = tuple(res.n_best[0].ids)
+        end = len(answer) - 1  # the position that predicted the answer's last token: the tree up to there
         return viz.beam_tree_figure(
-            res.beam_steps,
-            token_text=token_texter(data["lm"]),
+            res.beam_steps[: end + 1],
+            token_text=lambda i: show_token(text(i)),
             impossible=IMPOSSIBLE,
-            title=f"Beam search, width {DEFAULTS.beam}: what it kept, finished, and the best it dropped from each",
+            title=f"Beam search, width {DEFAULTS.beam}, up to position {end}, where the translation it returns "
+            "finished: what it kept, finished, and the best it dropped from each",
+            paths={"the translation beam search returns": answer},
             max_pruned=1,  # the lesson's tree: one dropped candidate per hypothesis (Explore's shows three)
+            x_title="position that predicted the token (position 0 reads <s>, as in chapter 1)",
+            from_start=True,  # the answer's path from its start
         ).keyed(*data["key"])  # the decode it draws: its model, source and length
     if key == "lens":
         if data["lens"] is None:

@@ -19,7 +19,7 @@ from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import export, session, stages, whatif
-from .common import badges, fail, get_decode, lazy_panel, md, path_labels, show_token, token_texter
+from .common import badges, fail, get_decode, lazy_panel, md, path_labels, show_token, shown_labels, token_texter
 from .stages.context import Decoded, StageContext
 from .state import STAGE_LABELS, STAGES, Limits, View, prepare_source
 
@@ -107,7 +107,7 @@ def line_story(line: Line, n_final: int, beam: int) -> str:
 
 def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str]) -> None:
     stage = stage_selector(v)
-    tok_text, stream_text = token_texter(lm), partial(path_labels, lm)
+    tok_text, stream_text = token_texter(lm), partial(shown_labels, lm)
     ch = v.choices(str(lm.path))
     res = get_decode(lm, ch, src)
     line = follow_line(res, lm.cfg.eos_id, v.follow)
@@ -120,7 +120,7 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     stepper(n)
     if res.beam_steps is not None:
         pick_line(res, line, step, stream_text)
-        followed = " ".join(show_token(t) for t in stream_text(line.ids)) or "<s>"
+        followed = " ".join(stream_text(line.ids)) or "<s>"
         if v.follow and tuple(line.ids[: len(v.follow)]) != tuple(v.follow) and line.how not in ("pruned", "stopped"):
             st.warning("The hypothesis in the link is not in this decode; following the translation shown above.")
         st.caption(md(f"Following: {followed}. {line_story(line, len(res.n_best), ch.beam)}"))
@@ -217,7 +217,7 @@ def pick_line(res, line: Line, step: int, stream_text) -> None:
     labels: dict[str, str] = {}
 
     def text(ids) -> str:  # long hypotheses keep their start and their end, where candidates differ
-        t = " ".join(show_token(t) for t in stream_text(ids)) or "<s>"
+        t = " ".join(stream_text(ids)) or "<s>"
         return t if len(t) <= PICK_CHARS else f"{t[: PICK_CHARS // 2 - 2]} … {t[-(PICK_CHARS // 2 - 2) :]}"
 
     for i, h in enumerate(res.n_best):

@@ -41,6 +41,7 @@ LABEL_GAP_PX = 26  # a node's marker, the gap before its label, and the gap afte
 # the paths drawn over the beam tree's edges: colour, width, dash
 PATH_STYLES = (("#2ca02c", 5.0, "solid"), (HIGHLIGHT_COLOR, 3.0, "dash"))
 LEGEND_ROW = 26
+X_TITLE = "position that predicted the token (numbered as in the step view)"  # the beam tree's x axis
 BAR_PX = 26  # px per bar of the top-k chart
 
 
@@ -173,6 +174,8 @@ def beam_tree_figure(
     impossible: float = -math.inf,
     paths: Mapping[str, Sequence[int]] | None = None,
     max_pruned: int = MAX_PRUNED,
+    x_title: str = X_TITLE,
+    from_start: bool = False,
 ) -> go.Figure:
     """The tree of beam hypotheses: x = the position that predicted a node's token (numbered as the step view
     numbers positions; the start, <s>, is left of position 0), one node per kept or finished candidate and per
@@ -185,7 +188,8 @@ def beam_tree_figure(
     Node colour = cumulative log-prob (one colour bar), symbol = status; edges join parent to child; every kept
     and finished node is labelled with its token. ``paths`` (name -> token ids, at most two) are drawn over the
     edges they take, each in its own style, named in the legend. Log-probs at or below ``impossible`` (the
-    decoder's placeholder score) are left out of the colour range.
+    decoder's placeholder score) are left out of the colour range. When the positions do not all fit, the latest
+    are in view, or with ``from_start`` the first ones; ``x_title`` names the x axis.
     """
     nodes: list[dict] = []  # x, y, status, cum, token, hover, ids
     edges: list[tuple[int, int]] = []  # (parent node index, child node index)
@@ -274,7 +278,9 @@ def beam_tree_figure(
             edges.append((row_node[r], idx))
             cur.append(dict(parent=r, token=int(e.token), status=status, node=idx))
         prev = cur
-    return _tree_figure(nodes, edges, title=title, impossible=impossible, paths=paths or {})
+    return _tree_figure(
+        nodes, edges, title=title, impossible=impossible, paths=paths or {}, x_title=x_title, from_start=from_start
+    )
 
 
 def _drawn(expansions: Sequence[object], max_pruned: int) -> set[int]:
@@ -291,7 +297,14 @@ def _drawn(expansions: Sequence[object], max_pruned: int) -> set[int]:
 
 
 def _tree_figure(
-    nodes: list[dict], edges: list[tuple[int, int]], *, title: str, impossible: float, paths: Mapping
+    nodes: list[dict],
+    edges: list[tuple[int, int]],
+    *,
+    title: str,
+    impossible: float,
+    paths: Mapping,
+    x_title: str,
+    from_start: bool,
 ) -> go.Figure:
     """Draw the nodes and edges of a beam tree: ``TREE_ROW_PX`` per hypothesis row; columns wide enough for their
     labels, the latest positions in view when they do not all fit (the earlier ones by panning, read on hover)."""
@@ -359,6 +372,9 @@ def _tree_figure(
     x_hi = x_max + 1.0  # room right of the last column for its labels
     # from half a column before the first one in view: no node's marker is cut in half at the left edge
     x_lo = max(x_min - 0.5, math.floor(x_hi - columns) + 0.5)
+    if from_start:
+        x_lo = x_min - 0.5
+        x_hi = min(x_hi, x_lo + columns)
     statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
     legend = []
     for status in ["start", *statuses]:
@@ -416,7 +432,7 @@ def _tree_figure(
     dtick = _nice_step(shown / max(plot_w / 48, 1))
     ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
     xaxis = dict(
-        title=dict(text="position that predicted the token (numbered as in the step view)", standoff=8),
+        title=dict(text=x_title, standoff=8),
         showgrid=True,
         gridcolor="#eee",
         zeroline=False,

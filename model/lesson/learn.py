@@ -83,6 +83,7 @@ class Mistake:
     key: str
     title: str
     computation: str
+    arithmetic: bool  # the printed numbers do not follow from the step's formula (else: a mistake of set-up)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,17 @@ def focus_row(cross: np.ndarray) -> int:
     T = cross.shape[0]
     rows = list(range(1, T - 1)) if T >= 3 else list(range(T))
     return rows[int(np.argmax(cross[rows].max(axis=1)))]
+
+
+def peek_of(weights: np.ndarray) -> tuple[int, int | None, float]:
+    """Where unmasked self-attention ``weights`` (H, T, T) look hardest at the token a row must predict (row i,
+    column i + 1): (head, row, weight); row None when there is no such cell (one position)."""
+    H, T, _ = weights.shape
+    if T < 2:
+        return 0, None, 0.0
+    ahead = weights[:, np.arange(T - 1), np.arange(1, T)]  # (H, T - 1)
+    h, r = np.unravel_index(int(np.argmax(ahead)), ahead.shape)
+    return int(h), int(r), float(ahead[h, r])
 
 
 def other_rows(focus: int, T: int) -> tuple[int, int]:
@@ -402,16 +414,27 @@ def _scores(r: _Run) -> Chapter:
 
 def _mask(r: _Run) -> Chapter:
     """The causal mask, and the cheat without it."""
-    arrays, nomask, T, f, fr, L0, h = r.arrays, r.nomask, r.T, r.f, r.fr, r.L0, r.h
+    arrays, nomask, T, f, fr, L0, h, rows = r.arrays, r.nomask, r.T, r.f, r.fr, r.L0, r.h, r.rows
     ms = arrays[f"{L0}.self.masked_scores"][h]
     loss = arrays["loss"]
     n_inf = int(np.isinf(ms[f]).sum())
     opts_m, vals_m = _numbers((n_inf, f, T - f, T - 1))
     loss_on, loss_off = float(loss.mean()), float(nomask["loss"].mean())
-    w_off = nomask[f"{L0}.self.weights"].mean(axis=0)
-    peek = float(w_off[f, f + 1]) if f + 1 < T else 0.0
-    leak = float(np.triu(w_off, k=1).sum(axis=1).mean())
+    leak = float(np.triu(nomask[f"{L0}.self.weights"].mean(axis=0), k=1).sum(axis=1).mean())
+    ph, pr, peek = peek_of(nomask[f"{L0}.self.weights"])
     moved = "rises" if loss_off > loss_on else "falls"
+    why = (
+        f": unmasked, the rows of layer {SELF_LAYER} put {leak:.0%} of their weight (mean of heads) on future "
+        "positions, which this model, trained with the mask, never learned to read"
+        if loss_off > loss_on
+        else ""
+    )
+    peeked = (
+        f"The clearest peek: in layer {SELF_LAYER}, head {ph}, row {pr} ({rows[pr]}) puts {peek:.2f} of its weight "
+        f"on column {pr + 1}, the very token it must predict. "
+        if pr is not None
+        else ""
+    )
     return Chapter(
         "mask",
         "The causal mask: no peeking at the future",
@@ -422,11 +445,9 @@ def _mask(r: _Run) -> Chapter:
         r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases},\qquad "
         r"\text{masked} = \frac{QK^{\top}}{\sqrt{d_k}} + M",
         f"With the mask the mean loss is {loss_on:.3f}; without it, on this model, the loss {moved} to "
-        f"{loss_off:.3f}: row {f} then puts {peek:.2f} of its weight (mean of heads, layer {SELF_LAYER}) on "
-        f"column {f + 1}, the very token it must predict, and the rows put {leak:.0%} of their weight on the "
-        "future on average. This model was trained with the mask, so it never learned to copy; a model trained "
-        "without it would learn to copy the next token, its training loss would collapse towards 0, and it would "
-        "be useless at inference.",
+        f"{loss_off:.3f}{why}. {peeked}This model was trained with the mask, so it never learned to copy; a model "
+        "trained without it would learn to copy the next token, its training loss would collapse towards 0, and it "
+        "would be useless at inference.",
         f"Masked scores: {int(np.isinf(ms).sum())} of {T * T} cells are −∞ (grey), all right of the diagonal; "
         f"row {f} keeps {f + 1} finite scores.",
         Question(
@@ -669,7 +690,7 @@ def _decoding(r: _Run) -> Chapter:
             "Which candidate does beam search return?",
             opts_b,
             r_b,
-            "the path to the best finished node of the tree (the first candidate in the list under it)",
+            "the path drawn in the tree to the best finished node, and the first candidate in the list under it",
             f"its score {beam_score:.3f} is the best of the {len(beam)}",
         ),
     )
@@ -863,7 +884,7 @@ def mistakes(example: Lesson) -> tuple[Mistake, ...]:
             title = "Truncating instead of rounding"
         else:
             title = f"{example.stage(key).title} that do not follow from the formula"
-        out.append(Mistake(key, title, text))
+        out.append(Mistake(key, title, text, example.stage(key).matches is False))
     return tuple(out)
 
 
@@ -892,10 +913,11 @@ def by_hand(example: Lesson) -> Chapter:
         f"{int((w == 0).sum())} cells are exactly 0 (the future).",
         Question(
             "by_hand",
-            "Which printed step is the first that does not follow from its formula?",
+            "Which printed step is the first whose numbers do not follow from its formula applied to the printed "
+            "numbers before it? (Mistakes of set-up, where the arithmetic holds, do not count.)",
             opts,
             right,
-            "the list of mistakes under the figure",
+            "the first of the numbers that do not follow from their formula, in the list under the figure",
             first.note,
         ),
     )

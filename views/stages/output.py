@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from .. import session
-from ..common import md, path_labels, show, show_token, token_texter
+from ..common import md, show, show_token, shown_labels, token_texter
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import beam, kv_cache, numbered
 from .context import TOP_SHOWN, NextTokens, StageContext
@@ -36,7 +36,7 @@ def render(ctx: StageContext) -> None:
             run.line,
             ctx.current,
             token_text,
-            lambda ids: path_labels(ctx.lm, ids),
+            lambda ids: shown_labels(ctx.lm, ids),
             lambda r: session.follow(tuple(live[r].ids)),
         )
 
