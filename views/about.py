@@ -10,6 +10,7 @@ never as markdown or HTML; the model card is rendered as markdown without HTML.
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -67,6 +68,19 @@ The bundled English→French model (`assets/models/en-fr`) is trained on:
   multimodal task data).
 """
 
+README = Path(__file__).resolve().parents[1] / "README.md"
+# the card's scores table, without what only a developer needs (its speed on the machine that measured it)
+DEVELOPER_COLUMNS = ("sentences/s",)
+SCORES_WORDS = (
+    "**BLEU** (0 to 100, higher is better) counts how many words and runs of words of the model's translations "
+    "are also in human translations of the same sentences; **chrF** does the same with characters. Each test set "
+    "holds sentences the model never saw in training."
+)
+DEVELOPERS = (
+    "How these scores were measured, how fast the model translates and how to measure it again are written for "
+    "developers in the project's README and in the model card (MODEL_CARD.md in the model directory)."
+)
+
 LOAD_ANOTHER = (
     "python -m model import-marian HF_DIR assets/models/opus-mt-en-fr\n"
     "# every directory under assets/models/ appears in the sidebar's model selector, or:\n"
@@ -88,6 +102,21 @@ def card_sections(card: str) -> tuple[str, dict[str, str]]:
     return "\n".join(intro).strip(), {k: "\n".join(v).strip() for k, v in sections.items()}
 
 
+def scores_table(section: str) -> pd.DataFrame | None:
+    """The first markdown table of the card's scores section, as a table a student reads (bold marks dropped, the
+    developers' columns left out); None when the section has no table."""
+    rows = []
+    for line in section.splitlines():
+        if line.startswith("|"):
+            rows.append([c.strip().replace("**", "") for c in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    if len(rows) < 3:
+        return None
+    table = pd.DataFrame(rows[2:], columns=rows[0])  # rows[1] is the |---| line
+    return table.drop(columns=[c for c in DEVELOPER_COLUMNS if c in table.columns])
+
+
 def limits(max_tokens: int | None, byte_fallback: bool = True) -> str:
     cut = f"{max_tokens} tokens" if max_tokens else "the model's maximum length (127 tokens for the bundled model)"
     chars = (
@@ -102,7 +131,7 @@ def limits(max_tokens: int | None, byte_fallback: bool = True) -> str:
 - It is a small teaching model trained on short everyday sentences and image captions: long sentences and
   other kinds of text translate poorly.
 - Names and rare words can be garbled or replaced: the model only knows the subwords of its training data. The
-  model card below says how often it carries names and numbers over unchanged, and which sentences still fail.
+  model card above (under "The model") says how often it carries names and numbers over unchanged.
 {chars}- Text is cut at {cut}, for the English source and for the translation; the app says so when it cuts.
 """
 
@@ -115,15 +144,21 @@ def model_section(lm: LoadedModel) -> None:
         f"An encoder-decoder Transformer with **{count_parameters(lm.model):,} parameters**: "
         f"{cfg.n_encoder_layers} encoder and {cfg.n_decoder_layers} decoder layers, d_model {cfg.d_model}, "
         f"{cfg.n_heads} attention heads of {cfg.d_k} dimensions, feed-forward width {cfg.d_ff}, a vocabulary of "
-        f"{cfg.vocab_size:,} subword tokens, at most {cfg.max_len - 1} tokens per sentence."
+        f"{cfg.vocab_size:,} subword tokens, at most {cfg.max_len - 1} tokens per sentence: the configuration's "
+        f"max_len, {cfg.max_len}, is the number of positions the model has, and one of them holds the English's end "
+        "mark </s> or the French's start mark <s>.".replace("<", "\\<")
     )
     intro, sections = card_sections(lm.card)
     if intro:
         st.markdown(intro)  # the model card: markdown of the model directory, rendered without HTML
-    scores = next((body for title, body in sections.items() if title.lower().startswith("scores")), "")
-    if scores:
+    scores = scores_table(next((body for title, body in sections.items() if title.lower().startswith("scores")), ""))
+    if scores is not None:
         with st.expander("Scores (from the model card)"):
-            st.markdown(scores)
+            st.markdown(SCORES_WORDS)
+            st.dataframe(scores, hide_index=True, key="scores_table")
+            st.markdown(DEVELOPERS)
+            if README.is_file():
+                st.download_button("The README, for developers", README.read_bytes(), "README.md", "text/markdown")
     if not lm.card.strip():
         st.info("This model directory has no MODEL_CARD.md.")
     with st.expander("Configuration"):

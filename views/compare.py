@@ -104,9 +104,15 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
             st.button(f"{label}: {a} / {b}", key=f"preset_{i}", on_click=session.set_pair, args=(a, b, c))
     c1, c2 = st.columns(2)
     with c1:
-        st.text_area("Sentence A (clean)", key="source", height=68)
+        st.text_area("Sentence A (clean)", key="source", height=68, on_change=session.pair_typed)
     with c2:
-        st.text_area("Sentence B (corrupted)", key="source_b", height=68, placeholder="A minimal variant of A…")
+        st.text_area(
+            "Sentence B (corrupted)",
+            key="source_b",
+            height=68,
+            placeholder="A minimal variant of A…",
+            on_change=session.pair_typed,
+        )
     for m in msgs:
         st.warning(md(m))
     try:

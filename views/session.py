@@ -30,6 +30,7 @@ LOADED = "url_loaded"  # set once the session has read its URL
 LAYER_HEAD_CHOSEN = "layer_head_chosen"
 PENDING_LAYER_HEAD = "pending_layer_head"
 FRAGMENT_VIEW = "fragment_view"  # the view a full run hands its fragment (a fragment's own rerun reads afresh)
+PRESET_CONTRAST = "preset_contrast"  # the contrast word a Compare preset filled in, while its pair stands
 
 
 def limits_of(cfg) -> Limits:
@@ -166,6 +167,15 @@ def set_pair(a: str, b: str, contrast: str) -> None:
     """The Compare page's minimal pair, measured from its first position."""
     s = st.session_state
     s["source"], s["source_b"], s["contrast"], s["step"] = a, b, contrast, 0
+    s[PRESET_CONTRAST] = contrast
+
+
+def pair_typed() -> None:
+    """A sentence of the Compare page was typed: a preset's contrast word, asked of the preset's pair, goes with it
+    (a contrast the user typed stays)."""
+    s = st.session_state
+    if s.pop(PRESET_CONTRAST, None) == s.get("contrast"):
+        s["contrast"] = ""
 
 
 def keep_choice(name: str, options: tuple, fallback: str) -> None:

@@ -90,10 +90,18 @@ def test_about_with_the_bundled_model():
     assert_for_users(text, "127 tokens")
     card = (default_model_dir() / CARD).read_text()
     intro, sections = card_sections(card)
-    scores = [e for e in at.expander if e.label == "Scores (from the model card)"]
-    assert len(scores) == 1 and scores[0].markdown[0].value == sections["Scores"]
+    (scores,) = [e for e in at.expander if e.label == "Scores (from the model card)"]
+    table = scores.dataframe[0].value  # the card's first table, in a student's columns
+    assert list(table.columns) == ["test set", "decoding", "sentences", "BLEU", "chrF"]
+    assert "57.96" in table["BLEU"].tolist() and "52.85" in table["BLEU"].tolist()
+    assert "README" in scores.markdown[-1].value and at.get("download_button")  # the rest, for developers
     assert any(m.value == intro for m in at.markdown)
     assert str(default_model_dir().parent) not in text
+    for developer in ("benchmarks/", "threads", "idle machine", "nrefs:", "Signatures", "sacrebleu"):
+        assert developer not in text, developer
+    assert "model card below" not in text and 'model card above (under "The model")' in text
+    # the two numbers a student compares, explained side by side
+    assert "at most 127 tokens per sentence: the configuration's max_len, 128, is the number of positions" in text
 
 
 def test_card_sections():
