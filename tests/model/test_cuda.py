@@ -33,12 +33,19 @@ def same_arrays(a: dict, b: dict) -> None:
             assert np.array_equal(x, y), k
 
 
+def numeric(x) -> bool:
+    """A number, None (strict JSON's NaN) or a nested list of them: compared as one float array."""
+    if isinstance(x, list):
+        return all(numeric(v) for v in x)
+    return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+
+
 def same_json(a, b, key="") -> None:
     if isinstance(a, dict):
         assert sorted(a) == sorted(b), key
         for k in a:
             same_json(a[k], b[k], f"{key}.{k}")
-    elif isinstance(a, list) and a and not isinstance(a[0], (str, dict)):
+    elif isinstance(a, list) and numeric(a):
         np.testing.assert_allclose(np.array(a, dtype=float), np.array(b, dtype=float), **TOL, err_msg=key)
     elif isinstance(a, list):
         assert len(a) == len(b), key
@@ -82,7 +89,7 @@ def test_a_device_torch_cannot_use_is_one_sentence(tiny_model_dir, capsys, monke
             "--ablate",
             "enc.0.self.0",
         ),
-        ("patch", "the cat sat", "the dog sat", "--json"),
+        ("patch", "the cat sat", "a cat sat", "--json"),
         ("patch", "the cat sat on the mat", "--noise", "--json"),
     ],
 )
@@ -114,3 +121,19 @@ def test_a_contrast_on_the_gpu_is_the_cpus(tiny_model_dir, capsys):
     same_json(
         json.loads(run_cli(capsys, *args, "--device", "cpu")), json.loads(run_cli(capsys, *args, "--device", "cuda"))
     )
+
+
+def test_the_comparison_reads_every_report_and_fails_on_a_changed_number(tiny_model_dir, capsys):
+    """What the GPU tests compare, on the CPU: a report equals itself, and one number moved past the tolerance, or
+    one token changed, fails."""
+    args = ("explain", "the cat sat on the mat", "--json", "--method", "ixg", "--ablate", "dec.0.cross.1")
+    report = json.loads(run_cli(capsys, *args, "--model", str(tiny_model_dir)))
+    same_json(report, json.loads(json.dumps(report)))
+    moved = json.loads(json.dumps(report))
+    moved["lens.chosen_prob"][0][0] += 0.01
+    with pytest.raises(AssertionError):
+        same_json(report, moved)
+    renamed = json.loads(json.dumps(report))
+    renamed["lens.top_tokens"][0][0][0] = "other"
+    with pytest.raises(AssertionError):
+        same_json(report, renamed)
