@@ -20,22 +20,24 @@ from model.lesson.lesson import Lesson
 READ_S = 50  # reading time of one chapter, question included
 CHECK_S = 60  # one five-question check
 SELF_LAYER, SELF_HEAD = 0, 0  # the self-attention the chapters read
-CHAPTER_KEYS = (
-    "tokens",
-    "embed",
-    "qkv",
-    "scores",
-    "mask",
-    "softmax",
-    "output_proj",
-    "addnorm",
-    "cross",
-    "ffn",
-    "output",
-    "decoding",
-    "lens",
-    "by_hand",
-)
+# the chapters in the lesson's order and their headings (the lesson's, and the teacher's dashboard's)
+CHAPTER_TITLES = {
+    "tokens": "The task: English tokens in, French tokens out",
+    "embed": "Embeddings and positional encoding",
+    "qkv": "Queries, keys and values",
+    "scores": "Scaled scores: how well each query matches each key",
+    "mask": "The causal mask: no peeking at the future",
+    "softmax": "Softmax: scores become weights",
+    "output_proj": "α·V and W_O: mixing the values",
+    "addnorm": "Add & Norm: keep the input, rescale the sum",
+    "cross": "Cross-attention: the bridge to the English sentence",
+    "ffn": "The feed-forward network: one small network per position",
+    "output": "The output: a probability for every token",
+    "decoding": "Greedy decoding versus beam search",
+    "lens": "What each layer would predict",
+    "by_hand": "Check it by hand: 3-dimensional masked self-attention, every number recomputed",
+}
+CHAPTER_KEYS = tuple(CHAPTER_TITLES)
 # the five ideas both checks ask about (``pre_<idea>``, ``post_<idea>``); each is taught by the chapter of that key
 CHECK_CONCEPTS = ("tokens", "mask", "softmax", "cross", "decoding")
 FFN_BANDS = ("less than a quarter", "a quarter to a half", "a half to three quarters", "more than three quarters")
@@ -289,7 +291,7 @@ def _tokens(r: _Run) -> Chapter:
     opts, right = _numbers((T, T - 1, T + 1, S))
     return Chapter(
         "tokens",
-        "The task: English tokens in, French tokens out",
+        CHAPTER_TITLES["tokens"],
         "The model reads an English sentence cut into subword tokens and writes French one token at a time. "
         "In training it is shown the right French sentence shifted one place to the right: position t reads the "
         "token before it (position 0 reads the start token <s>) and must predict the token at t. This is teacher "
@@ -326,7 +328,7 @@ def _embed(r: _Run) -> Chapter:
     j = int(np.argmax(np.abs(x[f])))
     return Chapter(
         "embed",
-        "Embeddings and positional encoding",
+        CHAPTER_TITLES["embed"],
         "Each token becomes a vector of d_model numbers, its embedding"
         + (", scaled by √d_model" if scale_embedding else "")
         + ". Attention itself does not know the order of the tokens, so a positional encoding of sines and "
@@ -361,7 +363,7 @@ def _qkv(r: _Run) -> Chapter:
     jq = int(np.argmax(np.abs(Q[f])))
     return Chapter(
         "qkv",
-        "Queries, keys and values",
+        CHAPTER_TITLES["qkv"],
         "Each position asks a question (its query q), offers a description of itself (its key k) and carries "
         "content (its value v). All three are X multiplied by learned matrices. The model does this in "
         f"{H} heads at once, each with its own matrices of d_k = d_model / heads = {d_k} columns.",
@@ -392,7 +394,7 @@ def _scores(r: _Run) -> Chapter:
     future = T - 1 - f
     return Chapter(
         "scores",
-        "Scaled scores: how well each query matches each key",
+        CHAPTER_TITLES["scores"],
         "The score of row i and column j is the dot product of query i with key j, divided by √d_k so that the "
         "numbers stay in a range the softmax handles well. Every pair gets a score, the future included: "
         "the next chapter hides the future.",
@@ -437,7 +439,7 @@ def _mask(r: _Run) -> Chapter:
     )
     return Chapter(
         "mask",
-        "The causal mask: no peeking at the future",
+        CHAPTER_TITLES["mask"],
         "In training the whole French sentence is there at once, so without a rule row i could look at the token "
         "it must predict, which sits in column i + 1. The causal mask adds −∞ to every score right of the "
         "diagonal; it is a fixed rule, not learned. At inference the future does not exist yet, so training with "
@@ -472,7 +474,7 @@ def _softmax(r: _Run) -> Chapter:
     tw = int(np.argmax(w[f]))
     return Chapter(
         "softmax",
-        "Softmax: scores become weights",
+        CHAPTER_TITLES["softmax"],
         "The softmax turns each row of masked scores into weights between 0 and 1 that sum to 1. A score of −∞ "
         "becomes exactly 0, so the future gets no weight at all. A large score takes most of the weight.",
         r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M\right),\qquad "
@@ -511,7 +513,7 @@ def _output_proj(r: _Run) -> Chapter:
     out = arrays[f"{L0}.self.out"]
     return Chapter(
         "output_proj",
-        "α·V and W_O: mixing the values",
+        CHAPTER_TITLES["output_proj"],
         "Each row's output is the weighted sum of the value rows, with the row's attention weights. The heads' "
         "outputs are put side by side and multiplied by W_O, which mixes them back into d_model numbers per "
         "position.",
@@ -544,7 +546,7 @@ def _addnorm(r: _Run) -> Chapter:
     mu = arrays[f"{k1}.mean"]
     return Chapter(
         "addnorm",
-        "Add & Norm: keep the input, rescale the sum",
+        CHAPTER_TITLES["addnorm"],
         "The sublayer's output is added to its own input (the residual connection), so nothing the input carried "
         "is lost. Layer normalisation then brings each row to mean 0 and standard deviation 1, position by "
         "position, and learned γ and β rescale each dimension.",
@@ -574,7 +576,7 @@ def _cross(r: _Run) -> Chapter:
     a = int(np.argmax(cross[f]))
     return Chapter(
         "cross",
-        "Cross-attention: the bridge to the English sentence",
+        CHAPTER_TITLES["cross"],
         "This is where the decoder reads the source. Its queries come from the decoder's own rows, but the keys "
         "and values come from the encoder's output, one per English token. So each French position can look at "
         "any English token, the whole sentence, with no mask.",
@@ -605,7 +607,7 @@ def _ffn(r: _Run) -> Chapter:
     what = "exactly 0" if relu else "negative"
     return Chapter(
         "ffn",
-        "The feed-forward network: one small network per position",
+        CHAPTER_TITLES["ffn"],
         f"After attention, every position goes alone through the same two-layer network: widen to d_ff = "
         f"{hid.shape[1]} units, apply the non-linearity ({activation}), narrow back to d_model. It does not mix "
         "positions; attention did that. Many hidden units are switched off for a given token.",
@@ -638,7 +640,7 @@ def _output(r: _Run) -> Chapter:
     ent = float(-(probs[probs > 0] * np.log(probs[probs > 0])).sum())
     return Chapter(
         "output",
-        "The output: a probability for every token",
+        CHAPTER_TITLES["output"],
         "The last layer's row is multiplied by the output matrix ("
         + ("here the token embeddings, transposed" if tie_output else "a learned linear layer")
         + ") to get one score per vocabulary token, and a softmax turns the scores into probabilities. The "
@@ -675,7 +677,7 @@ def _decoding(r: _Run) -> Chapter:
     same = beam_text == g_text
     return Chapter(
         "decoding",
-        "Greedy decoding versus beam search",
+        CHAPTER_TITLES["decoding"],
         "At inference there is no reference: the decoder writes one token, reads it back, and writes the next, "
         "until </s>. Greedy decoding always takes the most likely token. Beam search keeps the "
         f"{beam_width} best partial translations at every step and returns the one with the best score "
@@ -706,7 +708,7 @@ def _lens(r: _Run) -> Chapter:
     r_l = L if first is None else first
     return Chapter(
         "lens",
-        "What each layer would predict",
+        CHAPTER_TITLES["lens"],
         "The logit lens sends every decoder layer's output through the output head, as if decoding stopped "
         "there. It shows when the choice becomes clear across the layers. It does not show why: the earlier "
         "layers were never trained to be read this way.",
@@ -900,7 +902,7 @@ def by_hand(example: Lesson) -> Chapter:
     top = int(np.argmax(w[r]))
     return Chapter(
         "by_hand",
-        "Check it by hand: 3-dimensional masked self-attention, every number recomputed",
+        CHAPTER_TITLES["by_hand"],
         "A published worked example runs masked self-attention with d_model = 3 and one head, small enough to "
         "check with a calculator. Every matrix below is recomputed from its inputs and compared with the printed "
         "one, cell by cell, to the printed precision. Where the printed numbers do not follow from the formulas, "
