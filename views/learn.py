@@ -4,7 +4,8 @@ A check of five questions, the chapters in data-flow order (each: a few sentence
 model's own numbers with a text alternative, a question to answer before the reveal, what to notice), and a second
 check. Every number and every answer comes from ``model.lesson.learn``; this module only lays them out. The chapter
 and the
-sentence live in the URL (``/?chapter=4&src=…``); answers and scores only in the session.
+sentence live in the URL (``/?chapter=4&src=…``); answers and scores in the session, and with a class link
+(``&class=ID``) each answer is also written to the class as it is given (``views.class_link``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from model.interpret.explain import lens_problem, logit_lens
 from model.io.checkpoint import LoadedModel
 from model.lesson.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
 from model.lesson.lesson import EXAMPLE_TOKENS, build_lesson, causal_mask
+from views import class_link
 from views.plot import build_ahead
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
@@ -55,6 +57,7 @@ def _load_url() -> None:
     s["learn_chapter"] = min(max(chapter, 0), END)
     if "max_len" in qp:
         s["learn_max_len"] = qp.get("max_len")
+    class_link.read_link()
 
 
 def _sync_url(chapter: int) -> None:
@@ -62,6 +65,7 @@ def _sync_url(chapter: int) -> None:
     want = {"chapter": str(chapter), "src": s["learn_src"]}
     if "learn_max_len" in s:
         want["max_len"] = str(s["learn_max_len"])
+    want.update(class_link.link_query())
     if st.query_params.to_dict() != want:
         st.query_params.from_dict(want)
 
@@ -131,6 +135,7 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     _load_url()
     s = st.session_state
     st.title(":material/school: Learn: how a decoder writes a translation")
+    class_link.join_panel()
     if lm is None:
         st.error(md(error or "No model is loaded."))
         st.info("The chapters need a model; the hand-sized worked example below does not.")
@@ -163,6 +168,7 @@ def lesson(learn: Learn, data: dict, sid: str) -> None:
     an answer rerun this part of the page alone (the sentence and the sidebar stay as they are)."""
     k = st.session_state["learn_chapter"]
     _sync_url(k)
+    class_link.reached(k, st.session_state["learn_src"])
     st.progress(k / END, text=_progress(learn, k))
     if k == 0:
         start(learn, data, sid)
@@ -170,6 +176,7 @@ def lesson(learn: Learn, data: dict, sid: str) -> None:
         finish(learn, sid)
     else:
         chapter(learn, data, learn.chapters[k - 1], k, sid)
+    class_link.flush()
     nav(learn, k)
 
 
@@ -208,7 +215,11 @@ def finish(learn: Learn, sid: str) -> None:
         c1, c2 = st.columns(2)
         c1.metric("Before the chapters", "not taken" if pre is None else f"{pre} / 5")
         c2.metric("After the chapters", f"{post} / 5", delta=None if pre is None else post - pre)
-        st.caption("Kept in this browser tab only: nothing is stored.")
+        st.caption(
+            "Kept for your class's teacher (the answers, not the score)."
+            if class_link.member()
+            else "Kept in this browser tab only: nothing is stored."
+        )
 
 
 def quiz(questions: tuple[Question, ...], name: str, sid: str) -> None:
@@ -220,6 +231,8 @@ def quiz(questions: tuple[Question, ...], name: str, sid: str) -> None:
     s = st.session_state
     if sent:
         s[key] = sum(s.get(f"learn_{name}_{i}_{sid}") == q.options[q.answer] for i, q in enumerate(questions, 1))
+        for i, q in enumerate(questions, 1):
+            class_link.submit(q, s.get(f"learn_{name}_{i}_{sid}"), s["learn_src"])
     if key in s:
         st.markdown(f"**Score: {s[key]} / {len(questions)}**")
         for i, q in enumerate(questions, 1):
@@ -275,6 +288,7 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
     s = st.session_state
     if st.button("Check", key=f"learn_check_{c.key}_{sid}", type="primary"):
         s[checked] = (s.get(qkey),)
+        class_link.submit(q, s.get(qkey), s["learn_src"])
     if checked in s and s[checked] != (s.get(qkey),):
         st.info("You changed your answer: press *Check* to see whether it is right.", icon=":material/info:")
     elif checked in s:

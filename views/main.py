@@ -72,6 +72,7 @@ PAGES = (
     Page("Learn", "learn", ":material/school:"),
     Page("Explore", "explore", ":material/frame_inspect:", True),
     Page("Compare", "compare", ":material/compare:", True),
+    Page("Class", "teacher", ":material/groups:"),  # a teacher's class: made here, its dashboard by the teacher link
     Page("About", "about", ":material/info:", choices=False),
 )
 PAGE_ALIASES = {"Lesson": "Learn"}  # older links
@@ -110,11 +111,11 @@ def show(page: Page) -> None:
 
 def linked_page(current: Page, query: dict[str, str], opening: bool) -> Page | None:
     """The page an older link names: ``?page=Compare&…`` (any page), or, when the session opens at the root,
-    Explore's parameters without Learn's chapter (``/?src=…&step=2``, as Explore's links were). None when the link
-    is already on its page."""
+    Explore's parameters without Learn's chapter or class (``/?src=…&step=2``, as Explore's links were). None when
+    the link is already on its page."""
     names = {p.name: p for p in PAGES}
     wanted = names.get(PAGE_ALIASES.get(query.get("page", ""), query.get("page", "")))
-    if wanted is None and opening and current is PAGES[0] and "chapter" not in query:
+    if wanted is None and opening and current is PAGES[0] and not {"chapter", "class"} & query.keys():
         from views.state import QUERY_KEYS
 
         wanted = PAGES[1] if any(k in query for k in QUERY_KEYS) else None

@@ -6,6 +6,7 @@ the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`
 :class:`HeatmapSpec` says and sized as a :class:`Framing` says.
 """
 
+from .classroom import checks_figure, concepts_figure, first_try_figure, progress_figure
 from .common import MASK_COLOR, MASKED_HOVER, safe_label, unique_labels
 from .decoding import beam_table, beam_tree_figure, entropy, loss_table, topk_figure
 from .explain import importance_figure, layer_position_figure, lens_figure, loss_delta_figure
@@ -64,4 +65,8 @@ __all__ = [
     "shared_range",
     "topk_figure",
     "unique_labels",
+    "checks_figure",
+    "concepts_figure",
+    "first_try_figure",
+    "progress_figure",
 ]

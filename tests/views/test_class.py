@@ -1,0 +1,204 @@
+"""A class in the app (AppTest): the teacher creates it, students join from the student link and take the lesson,
+every answer reaches the store, the teacher's dashboard shows it, the class is closed and deleted; bad input gets
+one sentence and writes nothing. Without a class link the lesson touches no database."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import text
+from streamlit.testing.v1 import AppTest
+
+from classroom.db import URL_ENV
+from classroom.store import Store
+from model.io.checkpoint import ENV_MODEL
+from model.lesson.learn import CHAPTER_KEYS, CHECK_CONCEPTS
+from tests.helpers import APP, ok, specs, titles
+
+SENTENCE = "I like pizza."
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'classes.db'}"
+    monkeypatch.setenv(URL_ENV, url)
+    store = Store.open(url)
+    yield store
+    store.close_connections()
+
+
+def app(model_dir, monkeypatch, page: str | None = None, **query) -> AppTest:
+    monkeypatch.setenv(ENV_MODEL, str(model_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"max_len": "8", **({"page": page} if page else {}), **query})
+    return at.run()
+
+
+def counts(store: Store) -> tuple[int, int, int]:
+    with store.engine.connect() as c:
+        return tuple(
+            c.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in ("classes", "students", "answers")
+        )
+
+
+def texts(at: AppTest) -> str:
+    """Everything the page says, markdown's escapes removed."""
+    parts = [*at.markdown, *at.caption, *at.warning, *at.error, *at.info, *at.success, *at.code]
+    return re.sub(r"\\(.)", r"\1", "\n".join(str(p.value) for p in parts))
+
+
+def radio(at: AppTest, prefix: str):
+    return next(r for r in at.radio if r.key and r.key.startswith(prefix))
+
+
+def check(at: AppTest, key: str) -> None:
+    next(b for b in at.button if b.key and b.key.startswith(f"learn_check_{key}_")).click().run()
+    ok(at)
+
+
+def join(model_dir, monkeypatch, class_id: str, nick: str | None) -> AppTest:
+    at = app(model_dir, monkeypatch, src=SENTENCE, **{"class": class_id})
+    ok(at)
+    if nick is None:
+        at.button(key="class_draw").click().run()
+    else:
+        at.text_input(key="class_nick").set_value(nick)
+        at.button(key="class_join").click().run()
+    return at
+
+
+def test_a_teacher_creates_a_class_and_gets_both_links(tiny_model_dir, monkeypatch, db):
+    at = app(tiny_model_dir, monkeypatch, page="Class")
+    ok(at)
+    at.text_input(key="class_name").set_value("Monday <b>NLP</b>")
+    at.button(key="class_create").click().run()
+    ok(at)
+    student, teacher = (c.value for c in at.code)
+    assert "/?class=" in student and "/class?c=" in teacher and "&t=" in teacher
+    class_id = student.rsplit("=", 1)[1]
+    secret = teacher.rsplit("t=", 1)[1]
+    assert db.teacher(class_id, secret).name == "Monday <b>NLP</b>"  # kept as text
+    assert counts(db) == (1, 0, 0)
+
+
+def test_students_join_answer_and_the_dashboard_shows_it(tiny_model_dir, monkeypatch, db):
+    cls = db.create_class("Monday")
+    at = join(tiny_model_dir, monkeypatch, cls.id, "swift otter")
+    ok(at)
+    assert "In the class “Monday” as swift otter" in texts(at)
+    for i in range(1, 6):  # the first check: the first option of each question
+        r = radio(at, f"learn_pre_{i}_")
+        r.set_value(r.options[0])
+    at.button[[b.proto.label for b in at.button].index("Check my answers")].click().run()
+    ok(at)
+    assert "Saved to the class “Monday”: 5 answer(s) just now" in texts(at)
+    at.button(key="learn_next").click().run()  # chapter 1: every option in turn, each checked
+    key = CHAPTER_KEYS[0]
+    options = radio(at, f"learn_q_{key}_").options
+    for option in options:
+        radio(at, f"learn_q_{key}_").set_value(option).run()
+        check(at, key)
+        assert "Saved to the class “Monday”: 1 answer(s) just now" in texts(at)
+    data = db.snapshot(cls.id, cls.secret)
+    assert [s.nickname for s in data.students] == ["swift otter"]
+    assert data.students[0].chapter == 1 and data.students[0].sentence == SENTENCE
+    chapter = [a for a in data.answers if a.question == key]
+    assert [a.option for a in chapter] == list(options) and sum(a.correct for a in chapter) == 1
+    assert [a.first_try for a in chapter] == [True] + [False] * (len(options) - 1)
+    assert {a.question for a in data.answers if a.chapter == 0} == {f"pre_{c}" for c in CHECK_CONCEPTS}
+    check(at, key)  # the same option checked again is not another answer
+    assert db.counts(cls.id).answers == len(data.answers) == 5 + len(options)
+
+    t = app(tiny_model_dir, monkeypatch, page="Class", c=cls.id, t=cls.secret)  # the teacher link
+    ok(t)
+    assert [m.value for m in t.metric][:2] == ["1", str(len(data.answers))]
+    assert "The three hardest questions" in [s.value for s in t.subheader]
+    assert "?chapter=" in texts(t)
+    assert titles(t) == [
+        "Students at each chapter (their furthest)",
+        "Share of students right at their first try, per question",
+        "Each student's score: first check (grey) → final check (blue)",
+        "Per idea: share right at the first try, first check and final check",
+    ]
+    progress = specs(t)[0]["data"][0]
+    assert progress["x"][1] == 1 and sum(progress["x"]) == 1  # one student, at chapter 1
+
+
+def test_a_closed_class_takes_no_new_answers_and_a_deleted_one_is_gone(tiny_model_dir, monkeypatch, db):
+    cls = db.create_class("Monday")
+    st_ = db.join(cls.id, "otter")
+    t = app(tiny_model_dir, monkeypatch, page="Class", c=cls.id, t=cls.secret)
+    ok(t)
+    t.button(key="class_close").click().run()
+    ok(t)
+    assert db.class_info(cls.id).closed and "is closed" in texts(t)
+    before = counts(db)
+    s = app(tiny_model_dir, monkeypatch, src=SENTENCE, **{"class": cls.id})
+    assert not s.exception and "is closed" in texts(s) and not [b for b in s.button if b.key == "class_join"]
+    assert counts(db) == before
+    t.checkbox(key="class_delete_sure").check().run()
+    t.button(key="class_delete").click().run()
+    assert not t.exception and "all its data are deleted" in texts(t)
+    assert counts(db) == (0, 0, 0)
+    again = app(tiny_model_dir, monkeypatch, src=SENTENCE, **{"class": cls.id})
+    assert not again.exception and "does not exist" in texts(again)
+    gone = app(tiny_model_dir, monkeypatch, page="Class", c=cls.id, t=cls.secret)
+    assert not gone.exception and "does not exist" in texts(gone)
+    del st_
+
+
+@pytest.mark.parametrize(
+    "nick",
+    ["x" * 10_000, "", "panda 🐼", "\u202eevil", "<img src=x onerror=alert(1)>", "x'); DROP TABLE students;--"],
+)
+def test_a_bad_nickname_gets_one_sentence_and_joins_nothing(tiny_model_dir, monkeypatch, db, nick):
+    cls = db.create_class("Monday")
+    at = join(tiny_model_dir, monkeypatch, cls.id, nick)
+    assert not at.exception and not at.error
+    assert len(at.warning) == 1 and at.warning[0].value.count(".") >= 1
+    assert counts(db) == (1, 0, 0)
+
+
+def test_a_right_to_left_nickname_joins_and_is_shown_as_text(tiny_model_dir, monkeypatch, db):
+    cls = db.create_class("Monday")
+    at = join(tiny_model_dir, monkeypatch, cls.id, "שלום")
+    ok(at)
+    assert [s.nickname for s in db.snapshot(cls.id, cls.secret).students] == ["שלום"]
+
+
+def test_a_drawn_nickname_joins(tiny_model_dir, monkeypatch, db):
+    cls = db.create_class("Monday")
+    at = join(tiny_model_dir, monkeypatch, cls.id, None)
+    ok(at)
+    (student,) = db.snapshot(cls.id, cls.secret).students
+    assert f"as {student.nickname}" in texts(at)
+
+
+@pytest.mark.parametrize("secret", ["wrong", "TRUNCATED", "", "REUSED"])
+def test_a_wrong_truncated_or_reused_teacher_secret_shows_nothing(tiny_model_dir, monkeypatch, db, secret):
+    cls, other = db.create_class("Monday"), db.create_class("Tuesday")
+    st_ = db.join(cls.id, "otter")
+    given = {"TRUNCATED": cls.secret[:20], "REUSED": other.secret}.get(secret, secret)
+    t = app(tiny_model_dir, monkeypatch, page="Class", c=cls.id, t=given)
+    assert not t.exception and len(t.error) == 1
+    assert "otter" not in texts(t) and not t.metric and not [b for b in t.button if b.key == "class_delete"]
+    del st_
+
+
+def test_an_unreachable_database_is_said_once_and_the_lesson_runs_on(tiny_model_dir, monkeypatch):
+    monkeypatch.setenv(URL_ENV, "postgresql://someone:hunter2@127.0.0.1:1/nowhere")
+    at = app(tiny_model_dir, monkeypatch, src=SENTENCE, **{"class": "abc"})
+    assert not at.exception and not at.error
+    assert len(at.warning) == 1 and "unavailable" in at.warning[0].value and "hunter2" not in texts(at)
+    at.button(key="learn_next").click().run()
+    assert not at.exception and not at.warning and at.header[0].value.startswith("1. ")
+
+
+def test_without_a_class_link_the_lesson_opens_no_database(tiny_model_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv(URL_ENV, f"sqlite:///{tmp_path / 'never.db'}")
+    at = app(tiny_model_dir, monkeypatch, page="Learn", src=SENTENCE)
+    ok(at)
+    at.button(key="learn_next").click().run()
+    ok(at)
+    assert not (tmp_path / "never.db").exists() and "class" not in at.query_params

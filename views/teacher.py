@@ -1,0 +1,286 @@
+"""The Class page (``/class``): a teacher creates a class and gets its two links; the teacher link
+(``/class?c=ID&t=SECRET``) opens the class's dashboard, refreshed while the class works.
+
+The page only orchestrates: the store (``classroom.store``) reads and writes, ``classroom.stats`` computes every
+number, ``viz.classroom`` draws. Whoever lacks the class's secret sees no class data.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from urllib.parse import urlencode, urlsplit
+
+import streamlit as st
+
+from classroom import stats
+from classroom.errors import ClassError
+from classroom.store import FINAL, ClassData, ClassInfo, Store, teaching_chapter
+from model.lesson.learn import CHAPTER_KEYS, CHAPTER_TITLES
+from views.plot import builders as viz
+
+from .class_link import LINK_KEY, class_store
+from .common import md, show
+
+REFRESH_S = 5  # the dashboard's live part reruns this often while the page is open
+PATH = "class"  # the page's address (views.main's registry names it "Class")
+
+
+def stage_name(chapter: int) -> str:
+    """A short name of a place in the lesson: ``first check``, ``5. The causal mask``, ``final check``."""
+    if chapter == 0:
+        return "first check"
+    if chapter == FINAL:
+        return "final check"
+    return f"{chapter}. {CHAPTER_TITLES[CHAPTER_KEYS[chapter - 1]].split(':')[0]}"
+
+
+def question_name(question: str) -> str:
+    part, _, idea = question.partition("_")
+    if part in ("pre", "post") and question not in CHAPTER_KEYS:
+        return f"{'first' if part == 'pre' else 'final'} check: {stage_name(teaching_chapter(question))}"
+    return stage_name(teaching_chapter(question))
+
+
+def base_url() -> str:
+    """The app's root as the browser sees it (the links given to the class); relative when unknown."""
+    url = getattr(st.context, "url", None) or ""
+    parts = urlsplit(url)
+    path = parts.path
+    if path.rstrip("/").endswith(f"/{PATH}"):
+        path = path.rstrip("/")[: -len(PATH)]
+    return f"{parts.scheme}://{parts.netloc}{path.rstrip('/')}" if parts.netloc else ""
+
+
+def render(lm=None, error: str | None = None) -> None:
+    st.title(":material/groups: Class: what your students understood")
+    done = st.session_state.pop("class_done", None)
+    if done:
+        st.info(md(done))
+    qp = st.query_params
+    class_id, secret = qp.get("c"), qp.get("t")
+    store = class_store()
+    if store is None:
+        st.info("A class needs its database; the other pages work as usual.")
+        return
+    if not class_id:
+        create(store)
+        return
+    try:
+        info = store.teacher(str(class_id), str(secret or ""))
+    except ClassError as e:
+        st.error(md(e))
+        st.caption("A new class can be made on this page without a link.")
+        return
+    dashboard(store, info, str(secret))
+
+
+def create(store: Store) -> None:
+    st.markdown(
+        "Make a class for your students: they join it from the **student link** with a nickname (no account, no "
+        "personal data) and take the Learn lesson; every answer is kept for you. The **teacher link** opens the "
+        "class's dashboard: who is where, which questions the class found hard and which wrong answers it chose, "
+        "and how far it moved from the first check to the final one."
+    )
+    with st.form("class_create_form"):
+        st.text_input("Class name", key="class_name", placeholder="e.g. NLP lecture, Monday 9:00")
+        st.form_submit_button("Create the class", type="primary", key="class_create", on_click=_create, args=(store,))
+    s = st.session_state
+    if s.get("class_create_error"):
+        st.warning(md(s.pop("class_create_error")))
+    made = s.get("class_made")
+    if made:
+        links(*made)
+
+
+def _create(store: Store) -> None:
+    s = st.session_state
+    try:
+        new = store.create_class(s.get("class_name") or "")
+    except ClassError as e:
+        s["class_create_error"] = str(e)
+        return
+    s["class_made"] = (new.id, new.name, new.secret)
+
+
+def links(class_id: str, name: str, secret: str) -> None:
+    base = base_url()
+    student = f"{base}/?{urlencode({LINK_KEY: class_id})}"
+    teacher = f"{base}/{PATH}?{urlencode({'c': class_id, 't': secret})}"
+    st.success(md(f"The class “{name}” is ready."), icon=":material/check_circle:")
+    st.markdown("**Student link** (share it with the class):")
+    st.code(student, language=None)
+    st.markdown("**Teacher link** (keep it to yourself: it is the only key to the class's answers, shown once):")
+    st.code(teacher, language=None)
+    st.link_button("Open the dashboard", teacher, type="primary")
+
+
+# ---------------------------------------------------------------------------
+# The dashboard.
+
+
+def dashboard(store: Store, info: ClassInfo, secret: str) -> None:
+    st.header(info.name, anchor=False)
+    st.caption(
+        md(
+            f"Created {info.created_at:%Y-%m-%d %H:%M} UTC · "
+            + ("closed: no more students or answers" if info.closed else "open: students can join and answer")
+            + f" · the figures refresh every {REFRESH_S} s"
+        )
+    )
+    live(store, info.id, secret)
+    manage(store, info, secret)
+
+
+@st.fragment(run_every=REFRESH_S)
+def live(store: Store, class_id: str, secret: str) -> None:
+    """Everything that changes while the class works, read again every ``REFRESH_S`` seconds."""
+    try:
+        data = store.snapshot(class_id, secret)
+    except ClassError as e:
+        st.warning(md(e))
+        return
+    questions = stats.question_stats(data)
+    gain = stats.class_gain(data)
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Students", len(data.students))
+    c2.metric("Answers", len(data.answers))
+    c3.metric("Normalised gain g", "–" if gain.g is None else f"{gain.g:.2f}", help=GAIN_HELP)
+    st.caption(md(gain_line(gain)))
+    if not data.students:
+        st.info("No student has joined yet: share the student link.")
+        return
+    st.subheader("Where the class is now", anchor=False)
+    counts = stats.progress(data)
+    show(
+        viz.progress_figure(
+            [stage_name(k) for k in range(FINAL + 1)], counts, title="Students at each chapter (their furthest)"
+        ),
+        "class_progress",
+    )
+    hard(questions, data)
+    if questions:
+        st.subheader("Each question: right at the first try, and the wrong answers chosen", anchor=False)
+        show(
+            viz.first_try_figure(
+                [question_name(q.question) for q in questions],
+                [q.first_right for q in questions],
+                [q.students for q in questions],
+                [q.wrong[0][0] if q.wrong else "" for q in questions],
+                title="Share of students right at their first try, per question",
+            ),
+            "class_questions",
+        )
+        wrong = [
+            {"question": question_name(q.question), "wrong option": o, "times chosen": n}
+            for q in questions
+            for o, n in q.wrong
+        ]
+        if wrong:
+            st.markdown("**The wrong options chosen, most common first** (what the class misunderstood):")
+            st.dataframe(sorted(wrong, key=lambda r: -r["times chosen"]), hide_index=True, key="class_wrong")
+    checks(data)
+
+
+GAIN_HELP = (
+    "Hake's normalised gain: (mean final-check score − mean first-check score) / (5 − mean first-check score), "
+    "over the students who took both checks; the share of the possible improvement the class made."
+)
+
+
+def gain_line(gain: stats.Gain) -> str:
+    if gain.g is None:
+        if gain.students:
+            return "The class's gain needs room to gain: every student had full marks on the first check."
+        return "The class's gain appears once students have taken both checks."
+    return (
+        f"g = {gain.g:.2f} (bootstrap 95 % interval {gain.low:.2f} to {gain.high:.2f}) over {gain.students} "
+        f"student(s) who took both checks: mean {gain.pre_mean:.1f} / {gain.max_score} before the chapters, "
+        f"{gain.post_mean:.1f} / {gain.max_score} after."
+    )
+
+
+def hard(questions: list[stats.QuestionStats], data: ClassData) -> None:
+    worst = stats.hardest(questions)
+    if not worst:
+        return
+    st.subheader("The three hardest questions", anchor=False)
+    sentence = Counter(s.sentence for s in data.students if s.sentence).most_common(1)
+    for q in worst:
+        k = q.teaches
+        query = {"chapter": k, **({"src": sentence[0][0]} if sentence else {})}
+        top = f"; most common wrong answer: {q.wrong[0][0]}" if q.wrong else ""
+        st.markdown(
+            f"**{md(question_name(q.question))}**: {q.first_right:.0%} of {q.students} right at the first try"
+            f"{md(top)}. [Open chapter {k}: {md(stage_name(k))}](/?{urlencode(query)})"
+        )
+
+
+def checks(data: ClassData) -> None:
+    scores = [c for c in stats.check_scores(data) if c.pre is not None or c.post is not None]
+    if not scores:
+        return
+    st.subheader("The first check against the final one", anchor=False)
+    show(
+        viz.checks_figure(
+            [c.nickname for c in scores],
+            [c.pre for c in scores],
+            [c.post for c in scores],
+            max_score=stats.CHECK_MAX,
+            title="Each student's score: first check (grey) → final check (blue)",
+        ),
+        "class_checks",
+    )
+    concepts = stats.concept_checks(data)
+    show(
+        viz.concepts_figure(
+            [stage_name(CHAPTER_KEYS.index(c.concept) + 1) for c in concepts],
+            [c.pre for c in concepts],
+            [c.post for c in concepts],
+            title="Per idea: share right at the first try, first check and final check",
+        ),
+        "class_concepts",
+    )
+
+
+def manage(store: Store, info: ClassInfo, secret: str) -> None:
+    st.subheader("Downloads and the class", anchor=False)
+
+    def snapshot() -> ClassData:
+        return store.snapshot(info.id, secret)
+
+    with st.container(horizontal=True):
+        st.download_button(
+            "Every answer (CSV)", lambda: stats.answers_csv(snapshot()), file_name=f"class-{info.id}-answers.csv",
+            mime="text/csv", on_click="ignore", key="class_csv",
+        )  # fmt: skip
+        st.download_button(
+            "Summary (JSON)", lambda: stats.summary_json(snapshot()), file_name=f"class-{info.id}-summary.json",
+            mime="application/json", on_click="ignore", key="class_json",
+        )  # fmt: skip
+    with st.container(horizontal=True):
+        if not info.closed:
+            st.button(
+                "Close the class to new answers", key="class_close", on_click=_act, args=(store, info, secret, "close")
+            )
+        sure = st.checkbox("I want to delete this class and all its answers", key="class_delete_sure")
+        st.button(
+            "Delete the class",
+            key="class_delete",
+            disabled=not sure,
+            on_click=_act,
+            args=(store, info, secret, "delete"),
+        )
+
+
+def _act(store: Store, info: ClassInfo, secret: str, what: str) -> None:
+    s = st.session_state
+    try:
+        if what == "close":
+            store.close_class(info.id, secret)
+            s["class_done"] = f"The class “{info.name}” is closed: its answers stay here; it takes no new ones."
+        else:
+            store.delete_class(info.id, secret)
+            st.query_params.clear()
+            s["class_done"] = f"The class “{info.name}” and all its data are deleted."
+    except ClassError as e:
+        s["class_done"] = str(e)

@@ -1,0 +1,189 @@
+"""The teacher's dashboard: a class's progress, its questions and its checks, legible on a projector (large text,
+one bar or row per item, sized from the item count). Pure: lists in, ``go.Figure`` out; user text (nicknames,
+options) is escaped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import PAD, layout_defaults, new_figure, safe_label, unique_labels
+
+BIG = 16  # projector text: axis titles, hovers
+TICKS = 14  # tick labels and the numbers on the bars
+ROW_PX = 30  # px per bar or per student row
+LABEL_CHARS = 34  # a row label is cut beyond this (the hover has it whole)
+RIGHT, WRONG, BEFORE, AFTER = "#2b8cbe", "#e4572e", "#9e9e9e", "#2b8cbe"
+
+
+def _n(values: Sequence, labels: Sequence, what: str) -> None:
+    if len(values) != len(labels):
+        raise ValueError(f"{len(values)} {what} but {len(labels)} labels were given")
+
+
+def _layout(title: str, rows: int, x_title: str, y_title: str, legend: bool = False) -> dict:
+    layout = layout_defaults(title, height=0, legend=legend)
+    top, bottom = layout["margin"]["t"], PAD + 2 * BIG + TICKS + (2 * BIG if legend else 0)
+    layout.update(
+        height=top + max(rows, 2) * ROW_PX + bottom,
+        margin=dict(l=PAD, r=48, t=top, b=bottom),
+        font=dict(size=BIG),
+        hoverlabel=dict(namelength=-1, font=dict(size=BIG)),
+    )
+    if legend:
+        layout["legend"] = dict(orientation="h", x=0, y=0, yanchor="top", yref="container", font=dict(size=TICKS))
+    layout["xaxis"] = dict(
+        title=dict(text=x_title, standoff=6),
+        showgrid=True,
+        gridcolor="#e6e6e6",
+        zeroline=False,
+        tickfont=dict(size=TICKS),
+    )
+    layout["yaxis"] = dict(
+        title=dict(text=y_title, standoff=6),
+        type="category",
+        autorange="reversed",
+        automargin=True,
+        tickfont=dict(size=TICKS),
+    )
+    return layout
+
+
+def _labels(labels: Sequence[str]) -> list[str]:
+    return unique_labels(labels, index=False, max_len=LABEL_CHARS)
+
+
+def progress_figure(labels: Sequence[str], counts: Sequence[int], *, title: str) -> go.Figure:
+    """Students at each stage of the lesson now (one bar per stage, the lesson's order top to bottom)."""
+    _n(counts, labels, "counts")
+    y = _labels(labels)
+    c = np.asarray(counts, dtype=int)
+    bars = dict(
+        type="bar",
+        orientation="h",
+        x=c.tolist(),
+        y=y,
+        marker=dict(color=RIGHT),
+        text=[str(v) for v in c.tolist()],
+        textposition="outside",
+        cliponaxis=False,
+        textfont=dict(size=TICKS),
+        customdata=[safe_label(t) for t in labels],
+        hovertemplate="%{customdata}: %{x} students<extra></extra>",
+    )
+    layout = _layout(title, len(y), "students there now", "where in the lesson")
+    layout["xaxis"].update(range=[0, max(int(c.max(initial=0)), 1) * 1.15], rangemode="tozero", dtick=_dtick(c))
+    return new_figure([bars], layout)
+
+
+def _dtick(c: np.ndarray) -> int:
+    top = int(c.max(initial=0))
+    return max(1, int(np.ceil(top / 8)))
+
+
+def first_try_figure(
+    labels: Sequence[str], shares: Sequence[float], students: Sequence[int], wrong: Sequence[str], *, title: str
+) -> go.Figure:
+    """Each question's share of students right at their first try (bars from 0 to 100 %), the most common wrong
+    option in the hover."""
+    for v, what in ((shares, "shares"), (students, "student counts"), (wrong, "wrong options")):
+        _n(v, labels, what)
+    y = _labels(labels)
+    s = np.asarray(shares, dtype=float)
+    bars = dict(
+        type="bar",
+        orientation="h",
+        x=s.tolist(),
+        y=y,
+        marker=dict(color=[RIGHT if v >= 0.5 else WRONG for v in s]),
+        text=[f"{v:.0%} of {n}" for v, n in zip(s, students)],
+        textposition="outside",
+        cliponaxis=False,
+        textfont=dict(size=TICKS),
+        customdata=[[safe_label(t), int(n), safe_label(w) or "none"] for t, n, w in zip(labels, students, wrong)],
+        hovertemplate="%{customdata[0]}<br>right at the first try: %{x:.0%} of %{customdata[1]} students"
+        "<br>most common wrong option: %{customdata[2]}<extra></extra>",
+    )
+    layout = _layout(title, len(y), "share of students right at their first try", "question")
+    layout["xaxis"].update(range=[0, 1.18], tickformat=".0%", tickvals=[0, 0.25, 0.5, 0.75, 1])
+    return new_figure([bars], layout)
+
+
+def checks_figure(
+    nicknames: Sequence[str],
+    pre: Sequence[int | None],
+    post: Sequence[int | None],
+    *,
+    max_score: int,
+    title: str,
+) -> go.Figure:
+    """Each student's score on the first check (grey) and the final one (blue), joined by a line: one row each."""
+    _n(pre, nicknames, "first-check scores")
+    _n(post, nicknames, "final-check scores")
+    y = _labels(nicknames)
+    a = np.array([np.nan if v is None else v for v in pre], dtype=float)
+    b = np.array([np.nan if v is None else v for v in post], dtype=float)
+    xs, ys = [], []
+    for name, u, v in zip(y, a, b):
+        if np.isfinite(u) and np.isfinite(v):
+            xs += [float(u), float(v), None]
+            ys += [name, name, None]
+    link = dict(
+        type="scatter",
+        mode="lines",
+        x=xs,
+        y=ys,
+        line=dict(color="#bbbbbb", width=3),
+        hoverinfo="skip",
+        showlegend=False,
+    )
+
+    def dots(values, name, color, symbol):
+        keep = np.isfinite(values)
+        return dict(
+            type="scatter",
+            mode="markers",
+            name=name,
+            x=values[keep].tolist(),
+            y=[n for n, k in zip(y, keep) if k],
+            marker=dict(color=color, size=14, symbol=symbol),
+            hovertemplate=f"%{{y}}<br>{name}: %{{x}} / {max_score}<extra></extra>",
+        )
+
+    traces = [link, dots(a, "first check", BEFORE, "circle"), dots(b, "final check", AFTER, "diamond")]
+    layout = _layout(title, len(y), f"score (of {max_score})", "student", legend=True)
+    layout["xaxis"].update(range=[-0.3, max_score + 0.3], dtick=1)
+    layout["yaxis"].update(tickmode="array", tickvals=y, ticktext=y)
+    return new_figure(traces, layout)
+
+
+def concepts_figure(
+    labels: Sequence[str], pre: Sequence[float | None], post: Sequence[float | None], *, title: str
+) -> go.Figure:
+    """Per idea of the checks: the share right at the first try before the chapters and after them."""
+    _n(pre, labels, "first-check shares")
+    _n(post, labels, "final-check shares")
+    y = _labels(labels)
+
+    def bars(values, name, color):
+        v = [None if x is None else float(x) for x in values]
+        return dict(
+            type="bar",
+            orientation="h",
+            name=name,
+            x=v,
+            y=y,
+            marker=dict(color=color),
+            text=["–" if x is None else f"{x:.0%}" for x in v],
+            textposition="outside",
+            cliponaxis=False,
+            textfont=dict(size=TICKS),
+            hovertemplate=f"%{{y}}<br>{name}: %{{x:.0%}} right at the first try<extra></extra>",
+        )
+
+    layout = _layout(title, 2 * len(y), "share of students right at their first try", "idea", legend=True)
+    layout.update(barmode="group")
+    layout["xaxis"].update(range=[0, 1.15], tickformat=".0%", tickvals=[0, 0.25, 0.5, 0.75, 1])
+    return new_figure([bars(pre, "first check", BEFORE), bars(post, "final check", AFTER)], layout)
