@@ -55,24 +55,21 @@ def _labels(labels: Sequence[str]) -> list[str]:
     return unique_labels(labels, index=False, max_len=LABEL_CHARS)
 
 
+def _bars(x: list, y: list[str], color, text: list[str], hover: str, **more) -> dict:
+    """Horizontal bars with their numbers written beside them, in projector-sized text."""
+    return dict(type="bar", orientation="h", x=x, y=y, marker=dict(color=color), text=text, textposition="outside",
+                cliponaxis=False, textfont=dict(size=TICKS), hovertemplate=hover, **more)  # fmt: skip
+
+
 def progress_figure(labels: Sequence[str], counts: Sequence[int], *, title: str) -> go.Figure:
     """Students at each stage of the lesson now (one bar per stage, the lesson's order top to bottom)."""
     _n(counts, labels, "counts")
     y = _labels(labels)
     c = np.asarray(counts, dtype=int)
-    bars = dict(
-        type="bar",
-        orientation="h",
-        x=c.tolist(),
-        y=y,
-        marker=dict(color=RIGHT),
-        text=[str(v) for v in c.tolist()],
-        textposition="outside",
-        cliponaxis=False,
-        textfont=dict(size=TICKS),
+    bars = _bars(
+        c.tolist(), y, RIGHT, [str(v) for v in c.tolist()], "%{customdata}: %{x} students<extra></extra>",
         customdata=[safe_label(t) for t in labels],
-        hovertemplate="%{customdata}: %{x} students<extra></extra>",
-    )
+    )  # fmt: skip
     layout = _layout(title, len(y), "students there now", "where in the lesson")
     layout["xaxis"].update(range=[0, max(int(c.max(initial=0)), 1) * 1.15], rangemode="tozero", dtick=_dtick(c))
     return new_figure([bars], layout)
@@ -92,19 +89,14 @@ def first_try_figure(
         _n(v, labels, what)
     y = _labels(labels)
     s = np.asarray(shares, dtype=float)
-    bars = dict(
-        type="bar",
-        orientation="h",
-        x=s.tolist(),
-        y=y,
-        marker=dict(color=[RIGHT if v >= 0.5 else WRONG for v in s]),
-        text=[f"{v:.0%} of {n}" for v, n in zip(s, students)],
-        textposition="outside",
-        cliponaxis=False,
-        textfont=dict(size=TICKS),
-        customdata=[[safe_label(t), int(n), safe_label(w) or "none"] for t, n, w in zip(labels, students, wrong)],
-        hovertemplate="%{customdata[0]}<br>right at the first try: %{x:.0%} of %{customdata[1]} students"
+    bars = _bars(
+        s.tolist(),
+        y,
+        [RIGHT if v >= 0.5 else WRONG for v in s],
+        [f"{v:.0%} of {n}" for v, n in zip(s, students)],
+        "%{customdata[0]}<br>right at the first try: %{x:.0%} of %{customdata[1]} students"
         "<br>most common wrong option: %{customdata[2]}<extra></extra>",
+        customdata=[[safe_label(t), int(n), safe_label(w) or "none"] for t, n, w in zip(labels, students, wrong)],
     )
     layout = _layout(title, len(y), "share of students right at their first try", "question")
     layout["xaxis"].update(range=[0, 1.18], tickformat=".0%", tickvals=[0, 0.25, 0.5, 0.75, 1])
@@ -169,18 +161,9 @@ def concepts_figure(
 
     def bars(values, name, color):
         v = [None if x is None else float(x) for x in values]
-        return dict(
-            type="bar",
-            orientation="h",
-            name=name,
-            x=v,
-            y=y,
-            marker=dict(color=color),
-            text=["–" if x is None else f"{x:.0%}" for x in v],
-            textposition="outside",
-            cliponaxis=False,
-            textfont=dict(size=TICKS),
-            hovertemplate=f"%{{y}}<br>{name}: %{{x:.0%}} right at the first try<extra></extra>",
+        text = ["–" if x is None else f"{x:.0%}" for x in v]
+        return _bars(
+            v, y, color, text, f"%{{y}}<br>{name}: %{{x:.0%}} right at the first try<extra></extra>", name=name
         )
 
     layout = _layout(title, 2 * len(y), "share of students right at their first try", "idea", legend=True)

@@ -1,0 +1,54 @@
+"""The dashboard's figures: one bar or row per item, sized from the item count, user text escaped, shapes checked."""
+
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+import pytest
+
+from viz.classroom import ROW_PX, checks_figure, concepts_figure, first_try_figure, progress_figure
+
+
+def test_progress_has_a_bar_per_stage_and_grows_with_them():
+    small = progress_figure(["first check", "1. The task"], [3, 1], title="Students")
+    big = progress_figure([f"{i}. chapter" for i in range(16)], list(range(16)), title="Students")
+    assert small.data[0].x == (3, 1) and len(big.data[0].y) == 16
+    assert big.layout.height - small.layout.height == 14 * ROW_PX
+    go.Figure(big.to_dict())  # valid for Plotly
+
+
+def test_first_try_bars_say_share_and_students_and_escape_options():
+    fig = first_try_figure(["5. The causal mask"], [0.25], [8], ["<b>row 0</b>"], title="Questions")
+    bar = fig.data[0]
+    assert bar.x == (0.25,) and bar.text == ("25% of 8",)
+    assert "&lt;b&gt;row 0&lt;/b&gt;" in bar.customdata[0][2] and "<b>" not in str(bar.customdata)
+    assert bar.marker.color == ("#e4572e",)  # below half: the colour of a wrong answer
+
+
+def test_checks_draw_both_scores_and_skip_a_missing_one():
+    fig = checks_figure(["ana", "<i>bo</i>", "cy"], [1, 2, None], [4, None, 3], max_score=5, title="Checks")
+    link, before, after = fig.data
+    assert before.x == (1, 2) and after.x == (4, 3)
+    assert [x for x in link.x if x is not None] == [1, 4]  # only ana took both
+    assert "&lt;i&gt;bo&lt;/i&gt;" in fig.layout.yaxis.ticktext
+
+
+def test_concepts_group_the_two_checks():
+    fig = concepts_figure(["tokens", "mask"], [0.5, None], [1.0, 0.75], title="Ideas")
+    assert [t.name for t in fig.data] == ["first check", "final check"] and fig.layout.barmode == "group"
+    assert fig.data[0].text == ("50%", "–") and math.isclose(fig.data[1].x[1], 0.75)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: progress_figure(["a", "b"], [1], title="t"),
+        lambda: first_try_figure(["a"], [0.5, 0.2], [1], ["x"], title="t"),
+        lambda: checks_figure(["a"], [1, 2], [1], max_score=5, title="t"),
+        lambda: concepts_figure(["a"], [0.1], [], title="t"),
+    ],
+)
+def test_shapes_that_do_not_match_their_labels_are_refused(build):
+    with pytest.raises(ValueError, match="labels"):
+        build()
