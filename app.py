@@ -47,6 +47,10 @@ def warm_start() -> None:
 @asynccontextmanager
 async def lifespan(_app):
     no_nagle()  # the server's socket is bound and listening; it serves no one before the lifespan has started
+    # SQLAlchemy imported here, before any page runs: imported for the first time by two threads at once (the warm
+    # start's Learn and a first Class page), its circular imports leave a half-made module in every session
+    import classroom.store  # noqa: F401
+
     threading.Thread(target=warm_start, name="warm-start", daemon=True).start()
     yield
 

@@ -25,8 +25,11 @@ from .common import md
 RETRY_S = 30  # a database that could not be opened is tried again after this long
 DRAWS = 8  # nicknames drawn before giving up (each may be taken)
 LINK_KEY = "class"  # the student link's query parameter
-S_LINK, S_MEMBER, S_QUEUE, S_TRIES, S_LAST, S_SAID = (
-    "class_link", "class_member", "class_queue", "class_tries", "class_last", "class_said",
+# once joined, the student's id joins the class in the URL: a new session (the page reloaded, or a replica that went
+# away and the browser sent to another) goes on as the same student; the id is random (128 bits) and only there
+STUDENT_KEY = "student"
+S_LINK, S_MEMBER, S_QUEUE, S_TRIES, S_LAST, S_SAID, S_RESUME = (
+    "class_link", "class_member", "class_queue", "class_tries", "class_last", "class_said", "class_resume",
 )  # fmt: skip
 
 
@@ -79,20 +82,51 @@ def say_once(what: str, text: str) -> None:
 
 
 def read_link() -> None:
-    """The class of the link, once per session (kept in the URL by the Learn page)."""
-    got = st.query_params.get(LINK_KEY)
+    """The class of the link, once per session (kept in the URL by the Learn page), and the student it names."""
+    got, student = st.query_params.get(LINK_KEY), st.query_params.get(STUDENT_KEY)
     if got:
         st.session_state[S_LINK] = str(got)[:64]
+        if student:
+            st.session_state[S_RESUME] = str(student)[:64]
 
 
 def link_query() -> dict[str, str]:
     link = st.session_state.get(S_LINK)
-    return {LINK_KEY: link} if link else {}
+    if not link:
+        return {}
+    m = member()
+    return {LINK_KEY: link, STUDENT_KEY: m.student_id} if m else {LINK_KEY: link}
 
 
 def member() -> Member | None:
-    m = st.session_state.get(S_MEMBER)
-    return m if m is not None and m.class_id == st.session_state.get(S_LINK) else None
+    s = st.session_state
+    if s.get(S_MEMBER) is None and s.get(S_RESUME) and s.get(S_LINK):
+        _resume(s[S_LINK], s[S_RESUME])
+    m = s.get(S_MEMBER)
+    return m if m is not None and m.class_id == s.get(S_LINK) else None
+
+
+def _resume(cid: str, student_id: str) -> None:
+    """The student the link names, as the store knows them, in this new session; the number and the last option
+    of their stored answers to each question, so the next answer's key follows the stored ones (a key used before
+    would be taken for a repeat and not stored). A database that cannot be reached is tried again on the next run;
+    a student the class does not have (a deleted class, a mistyped link) gets the join form."""
+    s = st.session_state
+    store = class_store()
+    if store is None:
+        return
+    try:
+        info, stu, given = store.class_info(cid), store.student(cid, student_id), store.answers_of(cid, student_id)
+    except DatabaseError:
+        return
+    except ClassError:
+        s.pop(S_RESUME, None)
+        return
+    tries, last = {}, {}
+    for question, option in given:
+        tries[question], last[question] = tries.get(question, 0) + 1, option
+    s[S_MEMBER], s[S_QUEUE], s[S_TRIES], s[S_LAST] = Member(cid, info.name, stu.id, stu.nickname), [], tries, last
+    s.pop(S_RESUME, None)
 
 
 def join_panel() -> None:

@@ -202,3 +202,35 @@ def test_without_a_class_link_the_lesson_opens_no_database(tiny_model_dir, monke
     at.button(key="learn_next").click().run()
     ok(at)
     assert not (tmp_path / "never.db").exists() and "class" not in at.query_params
+
+
+def test_a_new_session_on_the_students_link_goes_on_as_that_student(tiny_model_dir, monkeypatch, db):
+    """The page reloaded, or its replica gone and the browser sent to another: the student id in the URL brings the
+    same student back (no join form), and a new answer to a question answered before is stored under a key of its
+    own, not taken for a repeat of the stored one."""
+    cls = db.create_class("Monday")
+    at = join(tiny_model_dir, monkeypatch, cls.id, "swift otter")
+    at.button(key="learn_next").click().run()
+    key = CHAPTER_KEYS[0]
+    first, second = radio(at, f"learn_q_{key}_").options[:2]
+    radio(at, f"learn_q_{key}_").set_value(first).run()
+    check(at, key)
+    student = at.query_params["student"]
+    assert student == db.snapshot(cls.id, cls.secret).students[0].id
+    again = app(tiny_model_dir, monkeypatch, src=SENTENCE, chapter="1", **{"class": cls.id, "student": student})
+    ok(again)
+    assert "In the class “Monday” as swift otter" in texts(again)
+    assert not [t for t in again.text_input if t.key == "class_nick"]  # no join form
+    radio(again, f"learn_q_{key}_").set_value(first).run()
+    check(again, key)  # the stored answer given again: still one
+    assert db.counts(cls.id).answers == 1
+    radio(again, f"learn_q_{key}_").set_value(second).run()
+    check(again, key)
+    assert "Saved to the class “Monday”: 1 answer(s) just now" in texts(again)
+    chapter = [a for a in db.snapshot(cls.id, cls.secret).answers if a.question == key]
+    assert [(a.option, a.first_try) for a in chapter] == [(first, True), (second, False)]
+    assert db.counts(cls.id).students == 1
+    # a link naming a student the class does not have: the join form, as for a new student
+    other = app(tiny_model_dir, monkeypatch, src=SENTENCE, **{"class": cls.id, "student": "0" * 32})
+    ok(other)
+    assert [t for t in other.text_input if t.key == "class_nick"]
