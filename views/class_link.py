@@ -149,7 +149,10 @@ def join_panel() -> None:
         say_once(f"link:{cid}", f"The class “{info.name}” is closed: the lesson works as usual; answers are not kept.")
         return
     with st.container(border=True, key="class_join_box"):
-        st.markdown(f"**Join the class “{md(info.name)}”** so your teacher sees your answers (and nothing else).")
+        st.markdown(
+            f"**Join the class “{md(info.name)}”**: your teacher then sees your answers, the chapter you reached and "
+            "your sentence, under your nickname."
+        )
         with st.form("class_join_form", border=False):
             st.text_input(
                 "Your nickname (letters, digits, spaces, - _ .; not your name if you prefer)",

@@ -42,11 +42,16 @@ function withPageFont(figure) {
   return figure;
 }
 
+// A stretching figure that would squeeze below STRETCH_MIN_W: heatmaps, and figures that ask for it (layout.meta.min_width:
+// bar charts with long row labels, whose bars would vanish beside them on a phone).
+function needsMinWidth(figure) {
+  return (figure?.data || []).some((t) => t.type === "heatmap") || Boolean(figure?.layout?.meta?.min_width);
+}
+
 function drawAhead(ahead, column) {
   // In an idle moment, off the page: in a shadow root (no selector of the page sees it) of an element out of view,
   // as wide as it will be drawn in ``column`` (the element's frame); then detached and kept.
-  const cells = (ahead?.figure?.data || []).some((t) => t.type === "heatmap");
-  const width = column && Math.max(column.clientWidth, cells ? STRETCH_MIN_W : 0);
+  const width = column && Math.max(column.clientWidth, needsMinWidth(ahead?.figure) ? STRETCH_MIN_W : 0);
   if (!ahead?.id || kept().has(ahead.id) || !width) return;
   const run = () => {
     if (kept().has(ahead.id)) return;
@@ -169,8 +174,7 @@ export default function ({ data: bytes, parentElement }) {
   div.style.minHeight = (figure.layout.height || 450) + "px"; // the space the new figure takes, drawn or waiting
   div.__fixed = Boolean(figure.layout.width);
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
-  const cells = (figure.data || []).some((t) => t.type === "heatmap");
-  div.style.minWidth = !div.__fixed && cells ? STRETCH_MIN_W + "px" : "";
+  div.style.minWidth = !div.__fixed && needsMinWidth(figure) ? STRETCH_MIN_W + "px" : "";
   const job = { figure, config: { ...data.config, responsive: !figure.layout.width }, ahead: data.ahead };
   div.__id = data.id;
   div.__job = adopted ? null : job;

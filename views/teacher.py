@@ -190,7 +190,10 @@ GAIN_HELP = (
 def gain_line(gain: stats.Gain) -> str:
     if gain.g is None:
         if gain.students:
-            return "The class's gain needs room to gain: every student had full marks on the first check."
+            return (
+                f"No gain to measure: the {gain.students} student(s) who took both checks had full marks on the "
+                "first one."
+            )
         return "The class's gain appears once students have taken both checks."
     return (
         f"g = {gain.g:.2f} (bootstrap 95 % interval {gain.low:.2f} to {gain.high:.2f}) over {gain.students} "
@@ -211,7 +214,7 @@ def hard(questions: list[stats.QuestionStats], data: ClassData) -> None:
         top = f"; most common wrong answer: {q.wrong[0][0]}" if q.wrong else ""
         st.markdown(
             f"**{md(question_name(q.question))}**: {q.first_right:.0%} of {q.students} right at the first try"
-            f"{md(top)}. [Open chapter {k}: {md(stage_name(k))}](/?{urlencode(query)})"
+            f"{md(top)}. [Open chapter {k}: {md(stage_name(k).split('. ', 1)[1])}](/?{urlencode(query)})"
         )
 
 

@@ -25,6 +25,7 @@ def _n(values: Sequence, labels: Sequence, what: str) -> None:
 
 def _layout(title: str, rows: int, x_title: str, y_title: str, legend: bool = False) -> dict:
     layout = layout_defaults(title, height=0, legend=legend)
+    layout["meta"] = {"min_width": True}  # plot.js: never squeezed below 600 px (a phone scrolls it in its frame)
     top, bottom = layout["margin"]["t"], PAD + 2 * BIG + TICKS + (2 * BIG if legend else 0)
     layout.update(
         height=top + max(rows, 2) * ROW_PX + bottom,
