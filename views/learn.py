@@ -169,7 +169,8 @@ def lesson(learn: Learn, data: dict, sid: str) -> None:
     k = st.session_state["learn_chapter"]
     _sync_url(k)
     class_link.reached(k, st.session_state["learn_src"])
-    st.progress(k / END, text=_progress(learn, k))
+    with st.container(key=f"learn_chapter_{k}"):  # the chapter's top: a new chapter is scrolled to it (page.js)
+        st.progress(k / END, text=_progress(learn, k))
     if k == 0:
         start(learn, data, sid)
     elif k == END:

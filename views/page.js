@@ -1,8 +1,11 @@
 // Page-wide behaviour, installed once per page (views/page.py): the step buttons get names a screen reader can
 // say, and ← / → press them from anywhere on the page except where the arrow keys already mean something
-// (typing in a text box, a slider, a menu, a radio group, a table).
+// (typing in a text box, a slider, a menu, a radio group, a table); a new Learn chapter is scrolled into view
+// from its top (its buttons are at its bottom).
 const NAMES = { first: "First position", prev: "Previous position", next: "Next position", last: "Last position" };
-const STEP_KEY = /^st-key-(?:[a-z0-9]+_)?(first|prev|next|last)$/; // the stepper's keys (a view may prefix them)
+// the stepper's keys (a view may prefix them); Learn's Previous / Next keep the names they show
+const STEP_KEY = /^st-key-(?!learn_)(?:[a-z0-9]+_)?(first|prev|next|last)$/;
+const CHAPTER_KEY = /^st-key-learn_chapter_(\d+)$/; // the top of the Learn chapter shown (views/learn.py)
 const KEYS = { ArrowLeft: "Previous position", ArrowRight: "Next position" };
 const BUSY = [
   "input", "textarea", "select", "[contenteditable]:not([contenteditable=false])", "[role=slider]",
@@ -18,6 +21,18 @@ function name(root) {
       for (const button of el.querySelectorAll("button"))
         if (button.getAttribute("aria-label") !== NAMES[m[1]]) button.setAttribute("aria-label", NAMES[m[1]]);
     }
+  }
+}
+
+let chapterShown = null;
+
+function toChapter(root) {
+  // the first chapter a page shows stays where the browser put it; a chapter that replaces it starts at its top
+  for (const el of root.querySelectorAll('[class*="st-key-learn_chapter_"]')) {
+    const m = [...el.classList].map((c) => c.match(CHAPTER_KEY)).find(Boolean);
+    if (!m || m[1] === chapterShown) continue;
+    if (chapterShown !== null) el.scrollIntoView({ block: "start" });
+    chapterShown = m[1];
   }
 }
 
@@ -48,7 +63,9 @@ export default function () {
     requestAnimationFrame(() => {
       queued = false;
       name(document);
+      toChapter(document);
     });
   }).observe(document.body, { childList: true, subtree: true });
   name(document);
+  toChapter(document);
 }
