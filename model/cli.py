@@ -1,4 +1,4 @@
-"""`python -m model`: translate, trace, explain, patch, lesson, import-marian, export-marian.
+"""`python -m model`: translate, trace, explain, patch, corpus, lesson, import-marian, export-marian.
 
 Every failure the user can cause ends in one line on stderr and exit status 2, never a traceback.
 """
@@ -95,6 +95,19 @@ def parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true", help="strict JSON with every map")
     fmt.add_argument("--out", type=Path, help="write the maps to an .npz file")
     add_model_arg(pa)
+
+    co = sub.add_parser("corpus", help="translate and analyse a set: one row per sentence, flags, the head table")
+    co.add_argument("file", type=Path, help="plain lines of English, TSV english<TAB>french, or CSV with those columns")
+    co.add_argument("--refs", type=Path, help="French references, one a line, for a file of plain lines")
+    co.add_argument(
+        "--beam", type=int, metavar="K", help=f"beam search with K hypotheses, 1 to {MAX_BEAM} (default: greedy)"
+    )
+    co.add_argument("--limit", type=int, metavar="N", help="the first N sentences only")
+    co.add_argument("--no-heads", action="store_true", help="leave out the head table")
+    fmt = co.add_mutually_exclusive_group()
+    fmt.add_argument("--json", type=Path, metavar="OUT", help="write rows and head table as strict JSON")
+    fmt.add_argument("--csv", type=Path, metavar="OUT", help="write the rows as CSV (the head table beside it)")
+    add_model_arg(co)
 
     le = sub.add_parser("lesson", help="a published 3-dimensional worked example of masked self-attention, recomputed")
     le.add_argument("--json", action="store_true")
@@ -502,6 +515,42 @@ def emit(a: argparse.Namespace, r: dict, as_text) -> int:
     return 0
 
 
+def cmd_corpus(a: argparse.Namespace) -> int:
+    from model.core.jsonio import write
+    from model.interpret.corpus import HEAD_SENTENCES, analyse, read_corpus, report, write_csv
+
+    if a.limit is not None and a.limit < 1:
+        raise ValueError(f"--limit must be at least 1, not {a.limit}")
+    opts = DecodeOptions() if a.beam in (None, 1) else DecodeOptions(strategy="beam", beam=a.beam)
+    corpus = read_corpus(a.file.read_bytes(), a.file.name, None if a.refs is None else a.refs.read_bytes())
+    if a.limit is not None:
+        refs = None if corpus.references is None else corpus.references[: a.limit]
+        corpus = type(corpus)(corpus.sources[: a.limit], refs, corpus.skipped, corpus.notes)
+    for msg in corpus.notes:
+        note(msg)
+    note(corpus.summary())
+    lm = load_model_dir(a.model)
+    res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=not a.no_heads)
+    r = report(res, corpus, opts, lm.path.name)
+    if a.json is not None:
+        write(a.json, r)
+    elif a.csv is not None:
+        with open(a.csv, "w", newline="", encoding="utf-8") as f:
+            write_csv(r["rows"], f)
+        if "heads" in r:
+            with open(a.csv.with_suffix(".heads.csv"), "w", newline="", encoding="utf-8") as f:
+                write_csv(r["heads"]["rows"], f)
+    flagged = sum(bool(row["flags"]) for row in r["rows"])
+    print(f"{len(r['rows']):,} sentences analysed, {flagged:,} flagged", end="")
+    if "heads" in r:
+        print(f"; head table over the first {min(HEAD_SENTENCES, len(r['rows'])):,}", end="")
+    print(f" ({', '.join(f'{k} {v:.1f} s' for k, v in res.seconds.items())})")
+    if a.json is None and a.csv is None:
+        for row in r["rows"]:
+            print(f"{row['index']}\t{row['translation']}\t{', '.join(row['flags'])}")
+    return 0
+
+
 def cmd_lesson(a: argparse.Namespace) -> int:
     from model.lesson.lesson import build_lesson, format_lesson
 
@@ -529,6 +578,7 @@ COMMANDS = {
     "trace": cmd_trace,
     "explain": cmd_explain,
     "patch": cmd_patch,
+    "corpus": cmd_corpus,
     "lesson": cmd_lesson,
     "import-marian": cmd_import,
     "export-marian": cmd_export,

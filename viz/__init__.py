@@ -8,6 +8,7 @@ the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`
 
 from .classroom import checks_figure, concepts_figure, first_try_figure, progress_figure
 from .common import MASK_COLOR, MASKED_HOVER, safe_label, unique_labels
+from .corpus import bar_figure, head_grid, sentence_scatter
 from .decoding import beam_table, beam_tree_figure, entropy, loss_table, topk_figure
 from .explain import importance_figure, layer_position_figure, lens_figure, loss_delta_figure
 from .figures import (
@@ -41,12 +42,14 @@ __all__ = [
     "addnorm_figure",
     "aligned_difference",
     "alignment_figure",
+    "bar_figure",
     "attention_figure",
     "beam_table",
     "beam_tree_figure",
     "entropy",
     "ffn_figure",
     "ffn_sparsity",
+    "head_grid",
     "heads_grid",
     "heatmap",
     "importance_figure",
@@ -62,6 +65,7 @@ __all__ = [
     "patch_heads_figure",
     "positional_curves",
     "safe_label",
+    "sentence_scatter",
     "shared_range",
     "topk_figure",
     "unique_labels",

@@ -221,7 +221,7 @@ class Agreement:
     summary: str  # one sentence for the page
 
 
-def _average_ranks(x: np.ndarray) -> np.ndarray:
+def average_ranks(x: np.ndarray) -> np.ndarray:
     """Ranks 1..n of a 1-D array, ties sharing their average rank (as scipy.stats.rankdata)."""
     _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
     last = np.cumsum(counts)  # rank of the last copy of each distinct value
@@ -240,7 +240,7 @@ def agreement(attr_src: np.ndarray, cross_weights: np.ndarray, ignore_eos: bool 
     if a.shape[1] == 0:
         raise ValueError("no source token left to compare")
     top1 = a.argmax(1) == w.argmax(1)  # (T,)
-    ra, rw = (np.array([_average_ranks(row) for row in m]).reshape(m.shape) for m in (a, w))  # (T, S)
+    ra, rw = (np.array([average_ranks(row) for row in m]).reshape(m.shape) for m in (a, w))  # (T, S)
     ra, rw = ra - ra.mean(1, keepdims=True), rw - rw.mean(1, keepdims=True)
     denom = np.sqrt((ra**2).sum(1) * (rw**2).sum(1))  # (T,)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -1,0 +1,713 @@
+"""From one sentence to a set: every sentence of a corpus translated and scored, and what each attention head does
+over the set, as returned values (rows, a head table), for the Corpus page and ``python -m model corpus`` alike.
+
+Per sentence (``analyse``): the translation (batched greedy, or beam search per sentence), then one batched
+teacher-forced pass over (source, translation) pairs that gives each chosen token's probability, the
+cross-attention weights (coverage of each source token) and, by one backward pass, the Input × Gradient
+attribution of the translation's log-probability (the sum over its tokens) to the source and decoder-input
+token embeddings: the share from the source. By linearity of the gradient this is the sum over output tokens
+of each token's own Input × Gradient, before taking magnitudes. sacrebleu scores each sentence against its
+reference (chrF, and BLEU with effective order), as ``benchmarks/bleu.py`` scores a corpus.
+
+Per head (``head_table``), over the first ``HEAD_SENTENCES`` sentences, teacher-forced on the references (or the
+model's own outputs without them): for every encoder self-, decoder self- and cross-attention head, the attention
+to the same position, the previous one, the first token and ``</s>``, the entropy, the agreement of the
+cross-attention with a per-token Input × Gradient attribution (same top source token) and the mean loss
+increase when that head alone is removed (its output zeroed before W_O). Shapes: B sentences, S source tokens,
+T target positions, L layers, H heads.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from model.core.constants import BATCH_SIZE
+from model.core.transformer import HeadMask, Transformer, causal_mask, padding_mask
+from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids
+from model.decode.lean import LeanDecoder
+from model.decode.steps import LOW_CONFIDENCE
+
+# ---------------------------------------------------------------------------
+# Reading a set: one clear sentence for what cannot be read, the rest analysed, skipped lines counted by reason.
+
+MAX_BYTES = 20_000_000  # a larger upload is refused rather than read (the page and the CLI alike)
+MAX_CHARS = 1_000  # a longer line is skipped: no sentence is that long, and its decode would cut at max_len
+MAX_SENTENCES = 5_000  # lines beyond are skipped
+HEAD_SENTENCES = 200  # the head table reads the set's first sentences
+COLUMNS = ("english", "french")  # a CSV's columns (a header row names them)
+
+# The flags, each one line (the page and the README show these definitions).
+HALLUCINATION_SHARE = 0.35
+DROPPED_COVERAGE = 0.1
+UNTRANSLATED_SHARE = 0.5
+FLAGS = {
+    "possible hallucination": f"less than {HALLUCINATION_SHARE:.0%} of the translation's attribution comes from the "
+    "source (the rest from the French already written)",
+    "dropped words": f"a source word of 3 letters or more receives less than {DROPPED_COVERAGE:.0%} of an even share "
+    "of the last decoder layer's cross-attention, summed over the translation",
+    "untranslated": f"at least {UNTRANSLATED_SHARE:.0%} of the translation's words (3 letters or more, names and "
+    "numbers aside) are the source's own words",
+    "cut off": "the translation reached the maximum length without </s>",
+    "low confidence": f"the mean probability of the chosen tokens is below {LOW_CONFIDENCE}",
+}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Sentences read from a file, with references (None: none given), and what was left out and why."""
+
+    sources: list[str]
+    references: list[str] | None
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> lines
+    notes: list[str] = field(default_factory=list)  # sentences about the file as a whole
+
+    def summary(self) -> str:
+        """One line: what was read and what was left out."""
+        refs = "with references" if self.references is not None else "without references"
+        out = f"{len(self.sources):,} sentences {refs}"
+        if self.skipped:
+            out += "; skipped: " + ", ".join(f"{n:,} {why}" for why, n in self.skipped.items())
+        return out
+
+
+class CorpusError(ValueError):
+    """Nothing in the input can be analysed: one sentence saying why."""
+
+
+def _decode_lines(data: bytes, what: str) -> tuple[list[str], int]:
+    """The lines of ``data``: UTF-8 (a BOM dropped), a line that is not read as Windows-1252 (mixed encodings).
+    Returns the lines and how many were re-read."""
+    if not data.strip():
+        raise CorpusError(f"the {what} is empty")
+    if len(data) > MAX_BYTES:
+        raise CorpusError(f"the {what} is {len(data) / 1e6:.1f} MB; files up to {MAX_BYTES // 1_000_000} MB are read")
+    if b"\x00" in data[:65536]:
+        raise CorpusError(f"the {what} looks binary (it holds NUL bytes), not text with one sentence a line")
+    lines, recoded = [], 0
+    for raw in data.removeprefix(b"\xef\xbb\xbf").splitlines():
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            lines.append(raw.decode("cp1252", errors="replace"))
+            recoded += 1
+    if recoded > len(lines) / 2:
+        raise CorpusError(f"the {what} is not UTF-8 text ({recoded:,} of {len(lines):,} lines are not)")
+    return lines, recoded
+
+
+def _is_csv(name: str, first: str) -> bool:
+    return name.lower().endswith(".csv") or (
+        "\t" not in first and [c.strip().lower() for c in first.split(",")][:2] == list(COLUMNS)
+    )
+
+
+def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpus:
+    """A set from a file's bytes: plain lines of English, TSV ``english<TAB>french`` (further columns ignored), or
+    CSV with the columns ``english`` and ``french`` (a header row); ``refs``: a file of French references, one a
+    line, for plain lines. Raises CorpusError when nothing can be analysed."""
+    lines, recoded = _decode_lines(data, "file")
+    skipped: dict[str, int] = {}
+    notes = []
+    if recoded:
+        notes.append(f"{recoded:,} lines were not UTF-8 and were read as Windows-1252")
+
+    def skip(why: str, n: int = 1) -> None:
+        skipped[why] = skipped.get(why, 0) + n
+
+    first = next((ln for ln in lines if ln.strip()), "")
+    pairs: list[tuple[str, str | None]] = []
+    if _is_csv(name, first):
+        rows = list(csv.reader(io.StringIO("\n".join(lines))))
+        header = [c.strip().lower() for c in rows[0]] if rows else []
+        if COLUMNS[0] not in header:
+            raise CorpusError(
+                f"the CSV has no 'english' column (its header is {', '.join(map(repr, header[:6])) or 'empty'})"
+            )
+        en, fr = header.index(COLUMNS[0]), header.index(COLUMNS[1]) if COLUMNS[1] in header else None
+        if fr is None:
+            notes.append("the CSV has no 'french' column: analysed without references")
+        for row in rows[1:]:
+            if len(row) <= max(en, fr or 0):
+                skip("rows with too few columns")
+            else:
+                pairs.append((row[en], None if fr is None else row[fr]))
+    elif "\t" in first:
+        for ln in lines:
+            cols = ln.split("\t")
+            if not ln.strip():
+                skip("blank lines")
+            elif len(cols) < 2:
+                skip("lines without a tab")
+            else:
+                pairs.append((cols[0], cols[1]))
+    else:
+        pairs = [(ln, None) for ln in lines]
+    if refs is not None:
+        if any(r is not None for _, r in pairs):
+            raise CorpusError("the file already holds references (two columns): give no separate references")
+        ref_lines, _ = _decode_lines(refs, "references file")
+        if len(ref_lines) != len(pairs):
+            notes.append(
+                f"the references file has {len(ref_lines):,} lines for {len(pairs):,} sentences: analysed without "
+                "references"
+            )
+        else:
+            pairs = [(s, r) for (s, _), r in zip(pairs, ref_lines)]
+    has_refs = any(r is not None for _, r in pairs)
+    sources, references = [], []
+    for src, ref in pairs:
+        src, ref = src.strip(), (ref or "").strip()
+        if not src:
+            skip("blank lines")
+        elif len(src) > MAX_CHARS or len(ref) > MAX_CHARS:
+            skip(f"lines longer than {MAX_CHARS:,} characters")
+        elif has_refs and not ref:
+            skip("sentences without a reference")
+        elif len(sources) >= MAX_SENTENCES:
+            skip(f"lines beyond the first {MAX_SENTENCES:,}")
+        else:
+            sources.append(src)
+            references.append(ref)
+    if not sources:
+        why = "; ".join(f"{n:,} {w}" for w, n in skipped.items()) or "no line"
+        raise CorpusError(f"no sentence to analyse in the file ({why})")
+    return Corpus(sources, references if has_refs else None, skipped, notes)
+
+
+# ---------------------------------------------------------------------------
+# Per-sentence signals.
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_NUMBER = re.compile(r"\d")
+
+
+def names_and_numbers(source: str) -> list[str]:
+    """Words the translation should carry verbatim: those holding a digit, and capitalised words after the first
+    (names; "I" aside)."""
+    words = _WORD.findall(source)
+    return [w for i, w in enumerate(words) if _NUMBER.search(w) or (i > 0 and w[:1].isupper() and w != "I")]
+
+
+def copied_share(source: str, output: str) -> float:
+    """The share of the output's words of 3 letters or more (the source's capitalised words and numbers aside: names
+    are meant to be copied) that are words of the source (case-insensitive); NaN when it has none."""
+    keep = {w.lower() for w in _WORD.findall(source) if _NUMBER.search(w) or w[:1].isupper()}
+    src = {w.lower() for w in _WORD.findall(source)}
+    out = [w.lower() for w in _WORD.findall(output) if len(w) >= 3 and w.lower() not in keep]
+    return sum(w in src for w in out) / len(out) if out else float("nan")
+
+
+def word_coverage(coverage: np.ndarray, tokens: Sequence[str]) -> list[tuple[float, str]]:
+    """(coverage, word) of each source word of 3 letters or more: its pieces joined (a piece starting with ▁ starts
+    a word), covered as much as its best-covered piece."""
+    words: list[tuple[float, str]] = []
+    for c, t in zip(coverage, tokens):
+        if t.startswith("▁") or not words:
+            words.append((float(c), t.lstrip("▁")))
+        else:
+            words[-1] = (max(words[-1][0], float(c)), words[-1][1] + t)
+    return [(c, w) for c, w in words if sum(ch.isalpha() for ch in w) >= 3]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The teacher-forced signals of one (source, translation) pair."""
+
+    token_probs: np.ndarray  # (T,) probability of each chosen token (</s> included when it ended)
+    coverage: np.ndarray  # (S - 1,) last layer's cross-attention mass per source token over the output, 1 = even
+    source_share: float  # share of the attribution magnitude on the source tokens
+
+
+def _embed(model: Transformer, ids: torch.Tensor) -> torch.Tensor:
+    """Scaled token embeddings (B, n, D), a leaf that gradients reach (positional encoding added by ``_forward``)."""
+    return (model.embed.weight.detach()[ids] * model.src_embed.scale).requires_grad_()
+
+
+def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_tok, tgt_tok, record: bool):
+    """One teacher-forced pass from token embeddings: log-probabilities (B, T, V) and, recorded, every attention
+    block's weights (B, H, Tq, Tk) by key (``enc.0.self``, ``dec.1.cross``)."""
+    src_mask = padding_mask(src, model.cfg.pad_id)
+    x = src_tok + model.src_embed.pe[: src.shape[1]]  # (B, S, D)
+    weights = {}
+    for i, layer in enumerate(model.encoder_layers):
+        x, r = layer(x, src_mask, record)
+        if record:
+            weights[f"enc.{i}.self"] = r["self.weights"].detach()
+    y = tgt_tok + model.tgt_embed.pe[: dec_in.shape[1]]  # (B, T, D)
+    mask = causal_mask(dec_in.shape[1])
+    for i, layer in enumerate(model.decoder_layers):
+        y, _, r = layer(y, x, src_mask, mask, None, record)
+        if record:
+            weights[f"dec.{i}.self"] = r["self.weights"].detach()
+            weights[f"dec.{i}.cross"] = r["cross.weights"].detach()
+    return model.logits(y).float().log_softmax(-1), weights
+
+
+def _padded(seqs: Sequence[Sequence[int]], pad: int) -> torch.Tensor:
+    out = torch.full((len(seqs), max(len(s) for s in seqs)), pad, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+    return out
+
+
+def _batch(model: Transformer, srcs, outs):
+    """Padded source (B, S), decoder input ``<s> y1 … y_{T-1}`` (B, T), labels ``y1 … yT`` (B, T), label mask."""
+    cfg = model.cfg
+    src = _padded(srcs, cfg.pad_id)
+    dec_in = _padded([[cfg.decoder_start_id, *o[:-1]] for o in outs], cfg.pad_id)
+    labels = _padded(outs, cfg.pad_id)
+    valid = torch.zeros(labels.shape, dtype=torch.bool)
+    for i, o in enumerate(outs):
+        valid[i, : len(o)] = True
+    return src, dec_in, labels, valid
+
+
+@torch.inference_mode(False)
+@torch.enable_grad()
+def pair_signals(model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequence[Sequence[int]]) -> list[Pair]:
+    """Token probabilities, source coverage and the share from the source of each (source ids with </s>, output ids)
+    pair, in one batched teacher-forced pass and one backward pass (Input × Gradient of each pair's summed
+    log-probability: rows do not interact, so the batch's sum has each row's own gradient)."""
+    src, dec_in, labels, valid = _batch(model, srcs, outs)
+    src_tok, tgt_tok = _embed(model, src), _embed(model, dec_in)
+    logp, weights = _forward(model, src, dec_in, src_tok, tgt_tok, record=True)
+    chosen = logp.gather(-1, labels[..., None])[..., 0] * valid  # (B, T)
+    chosen.sum().backward()
+    raw_src = (src_tok * src_tok.grad).sum(-1).detach().abs()  # (B, S)
+    raw_tgt = (tgt_tok * tgt_tok.grad).sum(-1).detach().abs() * valid  # (B, T)
+    # the last layer's heads, averaged: there the weights align output with source (earlier layers attend broadly)
+    cross = weights[f"dec.{model.cfg.n_decoder_layers - 1}.cross"].mean(1)  # (B, T, S)
+    out = []
+    for i, (s, o) in enumerate(zip(srcs, outs)):
+        S, T = len(s), len(o)
+        mass = cross[i, :T, : S - 1].sum(0).numpy()  # (S - 1,) </s> aside: heads park weight there
+        total = mass.sum()
+        coverage = mass * (S - 1) / total if total > 0 else np.zeros(S - 1)
+        a_src, a_tgt = float(raw_src[i, :S].sum()), float(raw_tgt[i, :T].sum())
+        share = a_src / (a_src + a_tgt) if a_src + a_tgt > 0 else float("nan")
+        out.append(Pair(chosen[i, :T].detach().exp().numpy(), coverage, share))
+    return out
+
+
+COLUMN_HELP = {
+    "chrf": "sentence chrF against the reference (sacrebleu, 0–100)",
+    "bleu": "sentence BLEU against the reference (sacrebleu, effective order, 0–100)",
+    "mean_prob": "mean probability of the chosen tokens",
+    "min_prob": "lowest probability of a chosen token (the token in min_prob_token)",
+    "source_share": "share of the translation's Input × Gradient attribution that comes from the source tokens",
+    "min_coverage": "lowest coverage of a source word of 3 letters or more: the last decoder layer's cross-attention "
+    "(mean of its heads) it receives, summed over the translation; 1 = an even share (the word in min_coverage_word)",
+    "length_ratio": "translation words ÷ source words",
+    "names_numbers": "names and numbers in the source (digits, capitalised words after the first)",
+    "names_numbers_copied": "of those, how many appear verbatim in the translation",
+    "copied": "share of the translation's words that are the source's own (names and numbers aside)",
+    "cut_off": "the translation reached the maximum length without </s>",
+}
+
+
+def row_of(
+    i: int, source: str, translation: str, reference: str | None, pair: Pair, src_tokens, out_tokens, ended: bool
+) -> dict:
+    """One sentence's row: every column of ``COLUMN_HELP`` and its flags."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    low = min(word_coverage(pair.coverage, src_tokens), default=(float("nan"), ""))
+    names = names_and_numbers(source)
+    src_words, out_words = len(_WORD.findall(source)), len(_WORD.findall(translation))
+    probs = pair.token_probs
+    lowest = int(np.argmin(probs)) if probs.size else 0
+    row = {
+        "index": i,
+        "source": source,
+        "translation": translation,
+        "reference": reference,
+        "chrf": None if reference is None else CHRF().sentence_score(translation, [reference]).score,
+        "bleu": None
+        if reference is None
+        else BLEU(effective_order=True).sentence_score(translation, [reference]).score,
+        "mean_prob": float(probs.mean()) if probs.size else float("nan"),
+        "min_prob": float(probs[lowest]) if probs.size else float("nan"),
+        "min_prob_token": out_tokens[lowest] if probs.size else "",
+        "source_share": pair.source_share,
+        "min_coverage": float(low[0]),
+        "min_coverage_word": low[1],
+        "length_ratio": out_words / src_words if src_words else float("nan"),
+        "names_numbers": len(names),
+        "names_numbers_copied": sum(bool(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", translation)) for w in names),
+        "copied": copied_share(source, translation),
+        "cut_off": not ended,
+    }
+    row["flags"] = flags_of(row)
+    return row
+
+
+def flags_of(row: dict) -> list[str]:
+    """The flags (``FLAGS``) a row raises, in their order."""
+    checks = {
+        "possible hallucination": row["source_share"] < HALLUCINATION_SHARE,
+        "dropped words": row["min_coverage"] < DROPPED_COVERAGE,
+        "untranslated": row["copied"] >= UNTRANSLATED_SHARE,
+        "cut off": row["cut_off"],
+        "low confidence": row["mean_prob"] < LOW_CONFIDENCE,
+    }
+    return [f for f in FLAGS if checks[f]]  # NaN compares False: an empty signal raises nothing
+
+
+Progress = Callable[[int, int, str], None]  # (done, total, what is being done)
+
+
+def translate_ids(model: Transformer, srcs: list[list[int]], opts: DecodeOptions, progress: Progress | None = None):
+    """Each source's output ids (</s> included when it ended): batched greedy (``BATCH_SIZE`` a batch, shortest
+    first) for greedy decoding, one decode per sentence otherwise."""
+    beam = opts.strategy == "beam" and opts.beam > 1
+    lean = LeanDecoder(model, rows=opts.beam if beam else min(BATCH_SIZE, len(srcs)))
+    outs: list[list[int]] = [[] for _ in srcs]
+    done = 0
+    if opts.strategy == "greedy" and not opts.prefix and opts.ablation is None:
+        for chunk in length_batches(srcs, BATCH_SIZE):
+            for i, ids in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], opts.max_len, lean)):
+                outs[i] = ids
+            done += len(chunk)
+            if progress:
+                progress(done, len(srcs), "translating")
+    else:
+        for i, s in enumerate(srcs):
+            outs[i] = list(decode(model, s, opts, lean).ids)
+            if progress and (i % 8 == 7 or i == len(srcs) - 1):
+                progress(i + 1, len(srcs), "translating")
+    return outs
+
+
+@dataclass(frozen=True)
+class Analysis:
+    rows: list[dict]  # one per sentence, in input order (COLUMN_HELP, plus index, texts and flags)
+    heads: dict | None  # head_table's value (None when not computed)
+    seconds: dict[str, float]  # time spent per part
+
+
+def analyse(
+    model: Transformer,
+    tokenizer,
+    corpus: Corpus,
+    opts: DecodeOptions = DecodeOptions(),
+    heads: bool = True,
+    progress: Progress | None = None,
+    outputs: Sequence[Sequence[int]] | None = None,
+) -> Analysis:
+    """Every row of the set (and, with ``heads``, the head table over its first HEAD_SENTENCES sentences).
+    ``outputs``: output ids to analyse instead of decoding (tests plant translations this way)."""
+    cfg = model.cfg
+    model.eval()
+    clock = {}
+    t0 = time.perf_counter()
+    srcs = [prepare_ids(tokenizer.encode(s), cfg.eos_id, cfg.max_len) for s in corpus.sources]
+    outs = [list(o) for o in outputs] if outputs is not None else translate_ids(model, srcs, opts, progress)
+    outs = [o if o else [cfg.eos_id] for o in outs]
+    clock["translate"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pairs: list[Pair | None] = [None] * len(srcs)
+    done = 0
+    for chunk in length_batches([s + o for s, o in zip(srcs, outs)], BATCH_SIZE):
+        for i, p in zip(chunk, pair_signals(model, [srcs[i] for i in chunk], [outs[i] for i in chunk])):
+            pairs[i] = p
+        done += len(chunk)
+        if progress:
+            progress(done, len(srcs), "scoring")
+    rows = []
+    for i, (s, o, p) in enumerate(zip(srcs, outs, pairs)):
+        ended = o[-1] == cfg.eos_id
+        text = tokenizer.decode([t for t in o if t != cfg.eos_id])
+        ref = None if corpus.references is None else corpus.references[i]
+        rows.append(row_of(i, corpus.sources[i], text, ref, p, tokenizer.tokens(s), tokenizer.tokens(o), ended))
+    clock["rows"] = time.perf_counter() - t0
+    table = None
+    if heads:
+        t0 = time.perf_counter()
+        n = min(HEAD_SENTENCES, len(srcs))
+        if corpus.references is not None:
+            refs = [tokenizer.encode(r)[: cfg.max_len - 1] + [cfg.eos_id] for r in corpus.references[:n]]
+        else:
+            refs = outs[:n]
+        table = head_table(model, srcs[:n], refs, progress, on_references=corpus.references is not None)
+        clock["heads"] = time.perf_counter() - t0
+    return Analysis(rows, table, clock)
+
+
+# ---------------------------------------------------------------------------
+# What each head does over the set.
+
+KINDS = {"enc": "encoder self-attention", "self": "decoder self-attention", "cross": "cross-attention"}
+STATS = {
+    "same": "attention to the same position (cross: the source token at the same index)",
+    "previous": "attention to the previous position",
+    "first": "attention to the first token",
+    "eos": "attention to the source's </s> (none for decoder self-attention)",
+    "entropy": "entropy of the attention row, in nats",
+    "agreement": "cross-attention only: share of positions where the head's top source token is the "
+    "attribution's top source token (Input × Gradient per token, </s> aside)",
+    "loss_increase": "mean cross-entropy increase when the head alone is removed (its output zeroed)",
+}
+ROLE_MIN = 0.4  # a head's role is its largest share among the roles below when it reaches this; "broad" otherwise
+ROLES = {
+    "diagonal": "same",
+    "previous token": "previous",
+    "sink": ("first", "eos"),
+    "alignment": "agreement",
+}
+
+
+def role_of(stats: dict[str, float]) -> str:
+    """The head's dominant role: diagonal (same position), previous token, sink (first token + </s>), alignment
+    (cross-attention agreeing with attribution), the largest when it reaches ROLE_MIN; broad otherwise."""
+    score = {}
+    for role, keys in ROLES.items():
+        vals = [stats.get(k) for k in ((keys,) if isinstance(keys, str) else keys)]
+        vals = [v for v in vals if v is not None and math.isfinite(v)]
+        if vals:
+            score[role] = sum(vals)
+    best = max(score, key=score.get, default=None)
+    return best if best is not None and score[best] >= ROLE_MIN else "broad"
+
+
+def _row_stats(w: torch.Tensor, q_len: int, k_len: int, eos: bool) -> dict[str, float]:
+    """Per head (H,) means over the q_len query rows of one sentence's weights (H, Tq, Tk)."""
+    w = w[:, :q_len, :k_len].double()  # (H, q, k)
+    q = torch.arange(q_len)
+    same = torch.where(q < k_len, w[:, q, q.clamp(max=k_len - 1)], 0.0)  # (H, q)
+    prev = torch.where((q >= 1) & (q - 1 < k_len), w[:, q, (q - 1).clamp(0, k_len - 1)], 0.0)
+    ent = -(w * torch.where(w > 0, w.log(), 0.0)).sum(-1)  # (H, q)
+    return {
+        "same": same.mean(1),
+        "previous": prev[:, 1:].mean(1) if q_len > 1 else torch.full((w.shape[0],), float("nan")),
+        "first": w[:, :, 0].mean(1),
+        "eos": w[:, :, k_len - 1].mean(1) if eos else torch.full((w.shape[0],), float("nan")),
+        "entropy": ent.mean(1),
+    }
+
+
+def _knock(H: int, B: int, d_k: int) -> HeadMask:
+    """Rows h·B + b: sentence b with head h switched off (zeroed before W_O)."""
+    keep = torch.ones(H * B, H, 1, 1)
+    keep[torch.arange(H * B), torch.arange(H * B) // B] = 0.0
+    return HeadMask(keep, torch.zeros(1, H, 1, d_k))
+
+
+def _token_loss(model: Transformer, y: torch.Tensor, labels: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """(R,) mean cross-entropy over each row's labels; rows repeat the batch (labels (B, T)) R / B times."""
+    reps = y.shape[0] // labels.shape[0]
+    lab, ok = labels.repeat(reps, 1), valid.repeat(reps, 1)
+    loss = F.cross_entropy(model.logits(y).float().transpose(1, 2), lab, reduction="none")  # (R, T)
+    return (loss * ok).sum(1) / ok.sum(1)
+
+
+@torch.inference_mode()
+def removal_losses(model: Transformer, src, dec_in, labels, valid) -> dict[str, np.ndarray]:
+    """Mean loss increase (B, L, H) of each sentence of a padded batch when one head alone is removed, per kind.
+    A head of layer l changes nothing before layer l: its rows start from the unablated pass's input to layer l,
+    and each layer's H heads run as H·B rows of one pass."""
+    cfg = model.cfg
+    H, B = cfg.n_heads, src.shape[0]
+    knock = _knock(H, B, cfg.d_k)
+    rep = lambda t: None if t is None else t.repeat(H, *([1] * (t.dim() - 1)))  # noqa: E731
+    src_mask = padding_mask(src, cfg.pad_id)
+    mask = causal_mask(dec_in.shape[1])
+    x, _ = model.src_embed(src)
+    enc_in = []
+    for layer in model.encoder_layers:
+        enc_in.append(x)
+        x, _ = layer(x, src_mask)
+    memory = x
+    y, _ = model.tgt_embed(dec_in)
+    dec_in_states = []
+    for layer in model.decoder_layers:
+        dec_in_states.append(y)
+        y, _, _ = layer(y, memory, src_mask, mask, None)
+    base = _token_loss(model, y, labels, valid)  # (B,)
+
+    def decoder_from(start: int, y, memory, masks: dict) -> torch.Tensor:
+        for i in range(start, len(model.decoder_layers)):
+            y, _, _ = model.decoder_layers[i](
+                y, memory, rep(src_mask), mask, None, False, masks.get(f"{i}.self"), masks.get(f"{i}.cross")
+            )
+        return (_token_loss(model, y, labels, valid).view(H, B) - base).T  # (B, H)
+
+    out = {k: np.zeros((B, n, H)) for k, n in (("enc", cfg.n_encoder_layers), ("self", cfg.n_decoder_layers))}
+    out["cross"] = np.zeros((B, cfg.n_decoder_layers, H))
+    for li in range(cfg.n_encoder_layers):
+        x = rep(enc_in[li])
+        for i in range(li, cfg.n_encoder_layers):
+            x, _ = model.encoder_layers[i](x, rep(src_mask), False, knock if i == li else None)
+        out["enc"][:, li] = decoder_from(0, rep(dec_in_states[0]), x, {}).numpy()
+    big_memory = rep(memory)
+    for li in range(cfg.n_decoder_layers):
+        for kind in ("self", "cross"):
+            out[kind][:, li] = decoder_from(li, rep(dec_in_states[li]), big_memory, {f"{li}.{kind}": knock}).numpy()
+    return out
+
+
+@torch.inference_mode(False)
+@torch.enable_grad()
+def _per_token_attribution(model: Transformer, src, dec_in, labels, valid):
+    """Input × Gradient of each label's log-probability to the source tokens, as shares of its attribution
+    (B, T, S), and the attention weights of every block (no gradient)."""
+    src_tok, tgt_tok = _embed(model, src), _embed(model, dec_in)
+    logp, weights = _forward(model, src, dec_in, src_tok, tgt_tok, record=True)
+    chosen = logp.gather(-1, labels[..., None])[..., 0] * valid  # (B, T)
+    B, T = labels.shape
+    # every position's gradient from one vectorised backward pass (T cotangents, one per explained position)
+    eye = torch.eye(T)[:, None, :].expand(T, B, T)  # (T, B, T)
+    g_src, g_tgt = torch.autograd.grad(chosen, (src_tok, tgt_tok), eye, is_grads_batched=True)
+    a_src = (src_tok.detach() * g_src).sum(-1).abs()  # (T, B, S)
+    a_tgt = (tgt_tok.detach() * g_tgt).sum(-1).abs()  # (T, B, T)
+    out = (a_src / (a_src.sum(-1, keepdim=True) + a_tgt.sum(-1, keepdim=True)).clamp_min(1e-30)).transpose(0, 1)
+    return out, weights
+
+
+def head_table(
+    model: Transformer,
+    srcs: Sequence[Sequence[int]],
+    targets: Sequence[Sequence[int]],
+    progress: Progress | None = None,
+    on_references: bool = True,
+) -> dict:
+    """Every head's statistics (STATS) averaged over the pairs (source ids with </s>, target ids with </s>), its
+    role (``role_of``) and its three example sentences (the highest value of its role's statistic; for broad heads,
+    of its entropy): ``{kind: {stat: (L, H), "role": (L, H) of str, "examples": (L, H, 3) of sentence index}}``,
+    with ``"sentences"`` (how many) and ``"target"`` (references or the model's outputs)."""
+    cfg = model.cfg
+    n_layers = {"enc": cfg.n_encoder_layers, "self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+    per = {k: {s: np.full((len(srcs), n, cfg.n_heads), np.nan) for s in STATS} for k, n in n_layers.items()}
+    done = 0
+    for chunk in length_batches([list(s) + list(t) for s, t in zip(srcs, targets)], BATCH_SIZE // 2):
+        src, dec_in, labels, valid = _batch(model, [srcs[i] for i in chunk], [targets[i] for i in chunk])
+        attr, weights = _per_token_attribution(model, src, dec_in, labels, valid)
+        losses = removal_losses(model, src, dec_in, labels, valid)
+        for b, i in enumerate(chunk):
+            S, T = len(srcs[i]), len(targets[i])
+            for key, w in weights.items():
+                side, li, kind = key.split(".")
+                kind = "enc" if side == "enc" else kind
+                q, k = (S, S) if kind == "enc" else (T, T) if kind == "self" else (T, S)
+                for stat, v in _row_stats(w[b], q, k, eos=kind != "self").items():
+                    per[kind][stat][i, int(li)] = v.numpy()
+                if kind == "cross" and S > 1:
+                    top_attr = attr[b, :T, : S - 1].argmax(-1)  # (T,)
+                    top_head = w[b, :, :T, : S - 1].argmax(-1)  # (H, T)
+                    per[kind]["agreement"][i, int(li)] = (top_head == top_attr).double().mean(1).numpy()
+            for kind in n_layers:
+                per[kind]["loss_increase"][i] = losses[kind][b]
+        done += len(chunk)
+        if progress:
+            progress(done, len(srcs), "measuring the heads")
+    table: dict = {"sentences": len(srcs), "target": "references" if on_references else "the model's translations"}
+    for kind, stats in per.items():
+        with np.errstate(all="ignore"):
+            means = {
+                s: np.nanmean(v, 0) if np.isfinite(v).any() else np.full(v.shape[1:], np.nan) for s, v in stats.items()
+            }
+        L, H = means["same"].shape
+        roles = np.array([[role_of({s: means[s][li, h] for s in STATS}) for h in range(H)] for li in range(L)])
+        examples = np.zeros((L, H, 3), dtype=np.int64)
+        for li in range(L):
+            for h in range(H):
+                key = ROLES.get(roles[li, h], "entropy")
+                keys = (key,) if isinstance(key, str) else key
+                score = np.nansum([stats[k][:, li, h] for k in keys], 0)
+                examples[li, h] = np.argsort(-score, kind="stable")[:3].tolist() + [0] * max(0, 3 - len(score))
+        table[kind] = {**means, "role": roles, "examples": examples}
+    return table
+
+
+# ---------------------------------------------------------------------------
+# As written: the CLI's JSON and CSV, the page's downloads (the same function, so the same numbers).
+
+ATTRIBUTION = "input × gradient of the translation's log-probability (its tokens' sum) to the token embeddings"
+
+
+def head_rows(table: dict) -> list[dict]:
+    """The head table in long form: one dict per head (kind, layer, head, every STATS value, role, examples)."""
+    rows = []
+    for kind in KINDS:
+        t = table[kind]
+        L, H = t["role"].shape
+        for li in range(L):
+            for h in range(H):
+                rows.append(
+                    {
+                        "kind": kind,
+                        "layer": li,
+                        "head": h,
+                        **{s: float(t[s][li, h]) for s in STATS},
+                        "role": str(t["role"][li, h]),
+                        "examples": [int(i) for i in t["examples"][li, h]],
+                    }
+                )
+    return rows
+
+
+def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: str) -> dict:
+    """Everything as JSON-ready values (write it with model.core.jsonio: NaN becomes null); the README lists the
+    keys."""
+    decoding = {"strategy": opts.strategy, "beam": opts.beam if opts.strategy == "beam" else 1, "max_len": opts.max_len}
+    out = {
+        "model": model_name,
+        "decoding": decoding,
+        "sentences": len(corpus.sources),
+        "references": corpus.references is not None,
+        "skipped": dict(corpus.skipped),
+        "notes": list(corpus.notes),
+        "attribution": ATTRIBUTION,
+        "flags": dict(FLAGS),
+        "columns": dict(COLUMN_HELP),
+        "rows": analysis.rows,
+    }
+    if analysis.heads is not None:
+        out["heads"] = {
+            "sentences": analysis.heads["sentences"],
+            "target": analysis.heads["target"],
+            "stats": dict(STATS),
+            "rows": head_rows(analysis.heads),
+        }
+    return out
+
+
+def write_csv(rows: list[dict], stream) -> None:
+    """Rows as CSV (lists joined by "; ", NaN and None empty)."""
+    w = csv.DictWriter(stream, fieldnames=list(rows[0]))
+    w.writeheader()
+    for r in rows:
+        w.writerow(
+            {
+                k: "; ".join(map(str, v))
+                if isinstance(v, list)
+                else ""
+                if v is None or (isinstance(v, float) and not math.isfinite(v))
+                else v
+                for k, v in r.items()
+            }
+        )
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation of the pairs where both are finite (ties share their average rank); NaN with
+    fewer than 3 such pairs or a constant side."""
+    from model.interpret.attribution import average_ranks
+
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 3:
+        return float("nan")
+    ra, rb = average_ranks(a[ok]), average_ranks(b[ok])
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denom = math.sqrt(float((ra**2).sum() * (rb**2).sum()))
+    return float((ra * rb).sum() / denom) if denom > 0 else float("nan")

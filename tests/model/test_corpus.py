@@ -1,0 +1,310 @@
+"""The corpus analysis (model/interpret/corpus.py): reading sets and bad input, each column against an independent
+computation (Captum's Input × Gradient, sacrebleu, the teacher-forced trace, explain's ablated passes), the flags on
+planted translations of the bundled model, and the CLI's JSON against the analysis."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from model.cli import main as cli
+from model.core.ablation import Ablation
+from model.decode.decoding import DecodeOptions, decode, prepare_ids
+from model.decode.trace import teacher_forced_trace
+from model.interpret import corpus as C
+from model.interpret.attribution import attribute
+from model.interpret.explain import position_loss_delta
+from model.io.checkpoint import default_model_dir, load_model_dir
+
+SOURCES = ["the cat sat on the mat", "a dog runs", "Tom has 3 red apples in Paris"]
+REFS = ["le chat est assis sur le tapis", "un chien court", "Tom a 3 pommes rouges à Paris"]
+
+
+def ids_of(tok, model, text):
+    return prepare_ids(tok.encode(text), model.cfg.eos_id, model.cfg.max_len)
+
+
+# ---------------------------------------------------------------------------
+# Reading a set
+
+
+def test_reads_plain_tsv_csv_and_refs():
+    plain = C.read_corpus(b"one\n\ntwo\n", "a.txt")
+    assert plain.sources == ["one", "two"] and plain.references is None and plain.skipped == {"blank lines": 1}
+    tsv = C.read_corpus(b"one\tun\ttatoeba attribution\ntwo\tdeux\n", "a.tsv")
+    assert tsv.sources == ["one", "two"] and tsv.references == ["un", "deux"]
+    csv_ = C.read_corpus(b'English,French\n"one, two",un\nthree,trois\n', "a.csv")
+    assert csv_.sources == ["one, two", "three"] and csv_.references == ["un", "trois"]
+    refs = C.read_corpus(b"one\ntwo\n", "a.txt", b"un\ndeux\n")
+    assert refs.references == ["un", "deux"]
+
+
+@pytest.mark.parametrize(
+    "data, name, message",
+    [
+        (b"", "a.txt", "the file is empty"),
+        (b"  \n\n", "a.txt", "the file is empty"),
+        (b"\x00\x01\x02PK\x03\x04" * 100, "a.bin", "looks binary"),
+        (b"a" * (C.MAX_BYTES + 1), "big.txt", "files up to 20 MB are read"),
+        (b"x" * 10_000, "long.txt", "no sentence to analyse in the file (1 lines longer than 1,000 characters)"),
+        (b"source,target\none,un\n", "a.csv", "the CSV has no 'english' column (its header is 'source', 'target')"),
+        ("é".encode("latin-1") * 3 + b"\n" + "é".encode("latin-1") + b"\n", "a.txt", "is not UTF-8 text"),
+    ],
+)
+def test_bad_input_is_one_sentence(data, name, message):
+    with pytest.raises(C.CorpusError) as e:
+        C.read_corpus(data, name)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_bad_lines_are_skipped_and_counted():
+    data = ("good one\n" + "x" * 10_000 + "\nalso good\n").encode() + "café\n".encode("cp1252")
+    c = C.read_corpus(data, "a.txt")
+    assert c.sources == ["good one", "also good", "café"]  # the Windows-1252 line is read as such
+    assert c.skipped == {"lines longer than 1,000 characters": 1}
+    assert c.notes == ["1 lines were not UTF-8 and were read as Windows-1252"]
+    assert "3 sentences without references; skipped: 1 lines longer than 1,000 characters" == c.summary()
+
+
+def test_mismatched_refs_and_missing_french_column_analyse_without_references():
+    c = C.read_corpus(b"one\ntwo\n", "a.txt", b"un\n")
+    assert c.references is None and "has 1 lines for 2 sentences" in c.notes[0]
+    c = C.read_corpus(b"english,notes\none,x\n", "a.csv")
+    assert c.sources == ["one"] and c.references is None and "no 'french' column" in c.notes[0]
+    c = C.read_corpus(b"one\tun\ntwo\n", "a.tsv")
+    assert c.sources == ["one"] and c.skipped == {"lines without a tab": 1}
+
+
+# ---------------------------------------------------------------------------
+# Each column against an independent computation
+
+
+def test_pair_signals_match_trace_and_captum(tiny_model, tiny_tokenizer):
+    m, tok = tiny_model.eval(), tiny_tokenizer
+    srcs = [ids_of(tok, m, s) for s in SOURCES]
+    outs = [list(decode(m, s, DecodeOptions(max_len=9)).ids) for s in srcs]
+    pairs = C.pair_signals(m, srcs, outs)  # one padded batch of three
+    for s, o, p in zip(srcs, outs, pairs):
+        body = o[:-1] if o[-1] == m.cfg.eos_id else o
+        tr = teacher_forced_trace(m, tok, s[:-1], body)
+        labels = tr.arrays["label_ids"][: len(o)]
+        np.testing.assert_allclose(p.token_probs, tr.arrays["probs"][np.arange(len(o)), labels], rtol=1e-4)
+        ref = attribute(m, s, o, "ixg")  # Captum, one copy per position: the per-position raw attributions
+        a_src, a_tgt = np.abs(ref.raw_src.sum(0)).sum(), np.abs(ref.raw_tgt.sum(0)).sum()
+        assert p.source_share == pytest.approx(a_src / (a_src + a_tgt), rel=1e-3)
+        w = tr.arrays[f"dec.{m.cfg.n_decoder_layers - 1}.cross.weights"].mean(0)[: len(o), :-1]  # (T, S - 1)
+        mass = w.sum(0)
+        np.testing.assert_allclose(p.coverage, mass * (len(s) - 1) / mass.sum(), rtol=1e-4)
+
+
+def test_per_token_attribution_matches_captum(tiny_model, tiny_tokenizer):
+    m, tok = tiny_model.eval(), tiny_tokenizer
+    srcs = [ids_of(tok, m, s) for s in SOURCES]
+    tgts = [tok.encode(r)[:6] + [m.cfg.eos_id] for r in REFS]
+    attr, _ = C._per_token_attribution(m, *C._batch(m, srcs, tgts))
+    for i, (s, t) in enumerate(zip(srcs, tgts)):
+        np.testing.assert_allclose(attr[i, : len(t), : len(s)].numpy(), attribute(m, s, t, "ixg").src, atol=1e-5)
+
+
+def test_removal_losses_match_one_ablated_pass_each(tiny_model, tiny_tokenizer):
+    m, tok = tiny_model.eval(), tiny_tokenizer
+    srcs = [ids_of(tok, m, s) for s in SOURCES[:2]]
+    tgts = [tok.encode(r) + [m.cfg.eos_id] for r in REFS[:2]]
+    got = C.removal_losses(m, *C._batch(m, srcs, tgts))
+    for kind in ("enc", "self", "cross"):
+        L, H = got[kind].shape[1:]
+        for li in range(L):
+            for h in range(H):
+                for i in range(2):
+                    want = position_loss_delta(m, srcs[i], tgts[i], Ablation(frozenset({(kind, li, h)}))).mean()
+                    assert got[kind][i, li, h] == pytest.approx(want, abs=2e-5)
+
+
+def test_head_statistics_by_brute_force(tiny_model, tiny_tokenizer):
+    m, tok = tiny_model.eval(), tiny_tokenizer
+    src = ids_of(tok, m, SOURCES[0])
+    tgt = tok.encode(REFS[0]) + [m.cfg.eos_id]
+    table = C.head_table(m, [src], [tgt])
+    tr = teacher_forced_trace(m, tok, src[:-1], tgt[:-1])
+    for kind, key in (("enc", "enc.1.self"), ("self", "dec.1.self"), ("cross", "dec.1.cross")):
+        w = tr.arrays[f"{key}.weights"][0]  # head 0: (Tq, Tk)
+        q, k = w.shape
+        assert table[kind]["first"][1, 0] == pytest.approx(w[:, 0].mean(), abs=1e-6)
+        assert table[kind]["same"][1, 0] == pytest.approx(
+            np.mean([w[i, i] if i < k else 0 for i in range(q)]), abs=1e-6
+        )
+        assert table[kind]["previous"][1, 0] == pytest.approx(
+            np.mean([w[i, i - 1] if i - 1 < k else 0 for i in range(1, q)]), abs=1e-6
+        )
+        ent = -(w * np.log(np.where(w > 0, w, 1))).sum(1).mean()
+        assert table[kind]["entropy"][1, 0] == pytest.approx(ent, abs=1e-5)
+        if kind == "self":
+            assert math.isnan(table[kind]["eos"][1, 0])
+        else:
+            assert table[kind]["eos"][1, 0] == pytest.approx(w[:, -1].mean(), abs=1e-6)
+    assert set(np.unique(table["cross"]["role"])) <= {*C.ROLES, "broad"}
+    assert table["cross"]["examples"].shape == (m.cfg.n_decoder_layers, m.cfg.n_heads, 3)
+
+
+def test_roles():
+    assert C.role_of({"same": 0.7, "previous": 0.1, "first": 0.1, "eos": 0.0}) == "diagonal"
+    assert C.role_of({"same": 0.1, "previous": 0.6, "first": 0.1, "eos": 0.0}) == "previous token"
+    assert C.role_of({"same": 0.1, "previous": 0.1, "first": 0.25, "eos": 0.25}) == "sink"
+    assert C.role_of({"same": 0.1, "previous": 0.1, "first": 0.1, "eos": 0.1, "agreement": 0.8}) == "alignment"
+    assert C.role_of({"same": 0.2, "previous": 0.2, "first": 0.1, "eos": float("nan")}) == "broad"
+
+
+def test_rows_columns(tiny_model, tiny_tokenizer):
+    from sacrebleu.metrics import BLEU, CHRF
+
+    m, tok = tiny_model.eval(), tiny_tokenizer
+    res = C.analyse(m, tok, C.Corpus(SOURCES, REFS), DecodeOptions(max_len=6), heads=False)
+    for row, src, ref in zip(res.rows, SOURCES, REFS):
+        hyp = row["translation"]
+        assert row["chrf"] == pytest.approx(CHRF().sentence_score(hyp, [ref]).score)
+        assert row["bleu"] == pytest.approx(BLEU(effective_order=True).sentence_score(hyp, [ref]).score)
+        assert row["length_ratio"] == pytest.approx(len(re.findall(r"\w+", hyp)) / len(src.split()))
+        assert 0.0 <= row["min_prob"] <= row["mean_prob"] <= 1.0
+        assert row["flags"] == C.flags_of(row)
+    tom = res.rows[2]
+    assert tom["names_numbers"] == 2  # "3" and "Paris" ("Tom" opens the sentence)
+    assert tom["names_numbers_copied"] == sum(w in tom["translation"].split() for w in ("3", "Paris"))
+    assert any(r["cut_off"] for r in res.rows) == any(
+        decode(m, ids_of(tok, m, s), DecodeOptions(max_len=6)).ids[-1] != m.cfg.eos_id for s in SOURCES
+    )
+    beam = C.analyse(m, tok, C.Corpus(SOURCES, None), DecodeOptions(strategy="beam", beam=3, max_len=6), heads=False)
+    for row, s in zip(beam.rows, SOURCES):
+        ids = decode(m, ids_of(tok, m, s), DecodeOptions(strategy="beam", beam=3, max_len=6)).ids
+        assert row["translation"] == tok.decode([i for i in ids if i != m.cfg.eos_id]) and row["chrf"] is None
+
+
+def test_each_flag_from_its_signal():
+    clean = {"source_share": 0.7, "min_coverage": 0.5, "copied": 0.0, "cut_off": False, "mean_prob": 0.8}
+    assert C.flags_of(clean) == []
+    for flag, change in (
+        ("possible hallucination", {"source_share": C.HALLUCINATION_SHARE - 0.01}),
+        ("dropped words", {"min_coverage": C.DROPPED_COVERAGE - 0.01}),
+        ("untranslated", {"copied": C.UNTRANSLATED_SHARE}),
+        ("cut off", {"cut_off": True}),
+        ("low confidence", {"mean_prob": 0.3}),
+    ):
+        assert C.flags_of({**clean, **change}) == [flag]
+    assert C.flags_of({**clean, "source_share": float("nan"), "copied": float("nan")}) == []
+
+
+def test_copied_share_and_names():
+    assert C.names_and_numbers("Tom met Mary at 7:45 in Paris") == ["Mary", "7", "45", "Paris"]
+    assert C.copied_share("Tom loves Mary", "Tom aime Mary") == 0.0  # names are meant to be copied
+    assert C.copied_share("the table is red", "the table is red") == 1.0
+    assert math.isnan(C.copied_share("hello", "ok"))
+
+
+def test_spearman_against_pandas():
+    import pandas as pd
+
+    x, y = [1.0, 2.0, 2.0, 5.0, float("nan"), 3.0], [2.0, 1.0, 4.0, 4.0, 1.0, 0.5]
+    both = pd.DataFrame({"x": x, "y": y}).dropna().rank()  # average ranks of ties, as Spearman's ρ takes them
+    want = np.corrcoef(both["x"], both["y"])[0, 1]
+    assert C.spearman(x, y) == pytest.approx(want)
+
+
+# ---------------------------------------------------------------------------
+# Planted translations on the bundled model: each flagged by its flag, the model's own translations by none.
+
+PLANT_SOURCES = [
+    "A man in a blue shirt is standing on a ladder and cleaning a window.",
+    "A little girl is eating an apple in the kitchen.",
+    "A woman rides a bicycle down the street.",
+]
+DROPPED = [  # a clause or phrase left out
+    "Un homme en chemise bleue est debout sur une échelle.",
+    "Une petite fille mange une pomme.",
+    "Une femme fait du vélo.",
+]
+MORE = " Il y a beaucoup de gens qui regardent le match de football et boivent de la bière."
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return load_model_dir(default_model_dir())
+
+
+def planted(lm, outputs):
+    ids = [lm.tokenizer.encode(o) + [lm.cfg.eos_id] for o in outputs]
+    return C.analyse(lm.model, lm.tokenizer, C.Corpus(PLANT_SOURCES, None), heads=False, outputs=ids).rows
+
+
+def test_planted_cases_flagged_by_their_flag(bundled):
+    own = C.analyse(bundled.model, bundled.tokenizer, C.Corpus(PLANT_SOURCES, None), heads=False).rows
+    assert all(r["flags"] == [] for r in own), [(r["translation"], r["flags"]) for r in own]
+    for r in planted(bundled, DROPPED):
+        assert "dropped words" in r["flags"] and "possible hallucination" not in r["flags"], r
+    for r in planted(bundled, PLANT_SOURCES):  # copied untranslated
+        assert "untranslated" in r["flags"] and "possible hallucination" not in r["flags"], r
+    for r in planted(bundled, [r["translation"] + MORE for r in own]):  # going on past the source
+        assert "possible hallucination" in r["flags"] and "untranslated" not in r["flags"], r
+    cut = C.analyse(
+        bundled.model, bundled.tokenizer, C.Corpus(PLANT_SOURCES, None), DecodeOptions(max_len=4), heads=False
+    ).rows
+    assert all("cut off" in r["flags"] for r in cut)
+
+
+# ---------------------------------------------------------------------------
+# The CLI: the analysis's own numbers, strict JSON; bad input exits 2 with one line.
+
+
+def test_cli_json_equals_the_analysis(tiny_model_dir, tmp_path):
+    f = tmp_path / "set.tsv"
+    f.write_text("".join(f"{s}\t{r}\n" for s, r in zip(SOURCES, REFS)) + "\n", encoding="utf-8")
+    out = tmp_path / "out.json"
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--json", str(out)]) == 0
+    got = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    lm = load_model_dir(tiny_model_dir)
+    corpus = C.read_corpus(f.read_bytes(), f.name)
+    want = C.report(C.analyse(lm.model, lm.tokenizer, corpus), corpus, DecodeOptions(), lm.path.name)
+    from model.core.jsonio import dumps
+
+    assert got == json.loads(dumps(want))
+    assert got["skipped"] == {"blank lines": 1} and len(got["rows"]) == 3
+    n_heads = lm.cfg.n_heads * (lm.cfg.n_encoder_layers + 2 * lm.cfg.n_decoder_layers)
+    assert len(got["heads"]["rows"]) == n_heads and got["heads"]["target"] == "references"
+
+
+def test_cli_csv_limit_and_refs(tiny_model_dir, tmp_path):
+    f, refs, out = tmp_path / "en.txt", tmp_path / "fr.txt", tmp_path / "rows.csv"
+    f.write_text("\n".join(SOURCES), encoding="utf-8")
+    refs.write_text("\n".join(REFS), encoding="utf-8")
+    args = ["corpus", str(f), "--refs", str(refs), "--limit", "2", "--model", str(tiny_model_dir), "--csv", str(out)]
+    assert cli(args) == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("index,source,translation,reference,chrf") and len(lines) == 3
+    assert out.with_suffix(".heads.csv").read_text().startswith("kind,layer,head,same")
+
+
+@pytest.mark.parametrize(
+    "content, args, message",
+    [
+        (b"", [], "error: the file is empty"),
+        (b"\x00\x00binary", [], "error: the file looks binary"),
+        (b"source,other\nx,y\n", ["--name", "a.csv"], "error: the CSV has no 'english' column"),
+        (b"one\n", ["--limit", "0"], "error: --limit must be at least 1, not 0"),
+        (b"one\n", ["--beam", "99"], "error: beam width must be between 1 and 8, not 99"),
+    ],
+)
+def test_cli_bad_input_exits_2(tiny_model_dir, tmp_path, capsys, content, args, message):
+    name = args[1] if args[:1] == ["--name"] else "in.txt"
+    args = [a for a in args if a not in ("--name", "a.csv")]
+    f = tmp_path / name
+    f.write_bytes(content)
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(message) and len([e for e in err if e.startswith("error")]) == 1
+
+
+def test_cli_missing_file_exits_2(tmp_path, capsys):
+    assert cli(["corpus", str(tmp_path / "nope.txt")]) == 2
+    assert capsys.readouterr().err.startswith("error:")

@@ -1,0 +1,147 @@
+"""Figures of a whole set: each sentence a point, the flags' counts, each signal's correlation with chrF, and what
+each attention head does over the set (a layer × head grid per kind, the role written in each cell)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import (
+    FONT,
+    HIGHLIGHT_COLOR,
+    PAD,
+    TICK_FONT,
+    as_2d,
+    figure_parts,
+    layout_defaults,
+    new_figure,
+    safe_label,
+    text_px,
+)
+from .heatmap import CELL_MAX, Framing, HeatmapSpec, heatmap
+
+POINT_COLOR = "#4063d8"
+BAR_H = 26  # px per bar of a horizontal bar chart
+HOVER_CHARS = 80  # a sentence in a hover is cut to this many characters
+
+
+def _short(text: str, n: int = HOVER_CHARS) -> str:
+    text = str(text)
+    return safe_label(text if len(text) <= n else text[: n - 1] + "…")
+
+
+def sentence_scatter(
+    x: Sequence[float],
+    y: Sequence[float],
+    sources: Sequence[str],
+    translations: Sequence[str],
+    flagged: Sequence[bool],
+    *,
+    x_title: str,
+    y_title: str,
+    title: str,
+) -> go.Figure:
+    """One point per sentence (its index in ``customdata``, for a click to open it), flagged sentences in the
+    highlight colour; the hover shows the sentence, its translation and both values. NaN points are left out."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(xs)
+    if not (len(ys) == len(sources) == len(translations) == len(flagged) == n):
+        raise ValueError("x, y, sources, translations and flagged must have one entry per sentence")
+    data = []
+    for name, want, color in (("not flagged", False, POINT_COLOR), ("flagged", True, HIGHLIGHT_COLOR)):
+        idx = [i for i in range(n) if bool(flagged[i]) == want and math.isfinite(xs[i]) and math.isfinite(ys[i])]
+        data.append(
+            dict(
+                type="scattergl" if n > 1000 else "scatter",
+                mode="markers",
+                name=name,
+                x=xs[idx].tolist(),
+                y=ys[idx].tolist(),
+                customdata=[[i] for i in idx],
+                text=[f"#{i} {_short(sources[i])}<br>→ {_short(translations[i])}" for i in idx],
+                hovertemplate=f"%{{text}}<br>{safe_label(x_title)} %{{x:.3g}} · {safe_label(y_title)} %{{y:.3g}}"
+                "<extra></extra>",
+                marker=dict(color=color, size=7, opacity=0.7),
+            )
+        )
+    layout = layout_defaults(title, height=380, legend=True)
+    layout.update(
+        xaxis=dict(title=dict(text=safe_label(x_title)), zeroline=False, gridcolor="#eee"),
+        yaxis=dict(title=dict(text=safe_label(y_title)), zeroline=False, gridcolor="#eee"),
+        legend=dict(orientation="h", y=-0.2, font=dict(size=FONT)),
+        clickmode="event+select",
+    )
+    layout["margin"]["b"] = 70
+    return new_figure(data, layout)
+
+
+def bar_figure(
+    labels: Sequence[str], values: Sequence[float], *, title: str, x_title: str, fmt: str = ".0f"
+) -> go.Figure:
+    """Horizontal bars, one a label (top to bottom in the given order), each value written at its bar."""
+    vals = np.asarray(values, dtype=float)
+    if len(vals) != len(labels):
+        raise ValueError("one value per label")
+    names = [safe_label(s) for s in labels]
+    left = math.ceil(max((text_px(s, TICK_FONT) for s in names), default=40)) + 12
+    shown = np.where(np.isfinite(vals), vals, 0.0)
+    data = [
+        dict(
+            type="bar",
+            orientation="h",
+            x=shown.tolist(),
+            y=names,
+            text=[format(v, fmt) if math.isfinite(v) else "n/a" for v in vals],
+            textposition="outside",
+            cliponaxis=False,
+            marker=dict(color=POINT_COLOR),
+            hovertemplate=f"%{{y}}: %{{text}}<extra>{safe_label(x_title)}</extra>",
+        )
+    ]
+    layout = layout_defaults(title, height=BAR_H * len(names) + 110)
+    layout.update(
+        xaxis=dict(title=dict(text=safe_label(x_title)), gridcolor="#eee", automargin=True),
+        yaxis=dict(autorange="reversed", tickfont=dict(size=TICK_FONT)),
+    )
+    layout["margin"].update(l=left + PAD, r=40, b=50)
+    return new_figure(data, layout)
+
+
+def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: str, layer_name: str) -> go.Figure:
+    """A layer × head grid of one statistic over the set, each cell labelled with the head's role."""
+    v = as_2d(values, "values")
+    r = np.asarray(roles)
+    if r.shape != v.shape:
+        raise ValueError(f"roles {r.shape} and values {v.shape} must have one shape")
+    L, H = v.shape
+    finite = v[np.isfinite(v)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    labels = [
+        [f"{r[i, j]}<br>{v[i, j]:.2f}" if math.isfinite(v[i, j]) else str(r[i, j]) for j in range(H)] for i in range(L)
+    ]
+    width = math.ceil(max(text_px(str(x), TICK_FONT) for x in r.ravel()) + 14) if r.size else CELL_MAX
+    spec = HeatmapSpec(
+        x_title="head",
+        y_title=layer_name,
+        value_name=value_name,
+        colorscale="Blues",
+        zmin=lo,
+        zmax=hi if hi > lo else lo + 1.0,
+        row_index=False,
+        col_index=False,
+        show_values=False,
+    )
+    fig = heatmap(
+        v,
+        [f"layer {i}" for i in range(L)],
+        [f"head {h}" for h in range(H)],
+        spec,
+        title=title,
+        framing=Framing(cells="square", cell_max=max(CELL_MAX, width, 64)),
+    )
+    data, layout = figure_parts(fig)
+    cells = {**data[0], "text": labels, "texttemplate": "%{text}", "textfont": dict(size=TICK_FONT)}
+    return new_figure([cells, *data[1:]], layout)
