@@ -100,3 +100,36 @@ def open_page(at: AppTest, name: str) -> AppTest:
 def shown_page(at: AppTest) -> str:
     title = at.title[0].value
     return next(name for name, text in TITLES.items() if text in title)
+
+
+# Browser waits: each waits for a state of the page, never for a fixed time.
+IDLE_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]') &&
+  !document.querySelector('[data-stale="true"]')"""
+STILL_MS = 300  # a state counts as reached once it has held this long (a rerun starts within it after an input)
+
+
+def wait_still(page, js: str, timeout: int, arg=None) -> None:
+    """Wait until ``js`` (a function of ``arg``) returns the same non-null, non-false value for STILL_MS."""
+    page.evaluate("() => { window.__still = null; }")
+    page.wait_for_function(
+        """([js, arg, ms]) => {
+          const now = JSON.stringify((0, eval)(js)(arg));
+          const t = performance.now(), s = window.__still;
+          if (now === undefined || now === 'null' || now === 'false') { window.__still = null; return false; }
+          if (!s || s.value !== now) { window.__still = {value: now, since: t}; return false; }
+          return t - s.since >= ms;
+        }""",
+        arg=[js, arg, STILL_MS],
+        polling=100,
+        timeout=timeout,
+    )
+
+
+def wait_idle(page, timeout: int) -> None:
+    """The script run is over and stays over: no "Running…" status, no stale element."""
+    wait_still(page, IDLE_JS, timeout)
+
+
+def wait_images_settled(page, timeout: int) -> None:
+    """Every image of the page has loaded or failed (so any error handler it carries has had its turn)."""
+    page.wait_for_function("() => [...document.images].every(i => i.complete)", timeout=timeout)

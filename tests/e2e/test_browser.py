@@ -12,11 +12,16 @@ import pytest
 
 from harness.browser import BROWSER_ARGS, CHROMIUM, serve
 from model.io.checkpoint import ENV_MODEL
+from tests import helpers
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 XSS = "<img src=x onerror=alert(1)>"
 TIMEOUT_MS = 90_000
+PLOT_SIZES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(e => {
+  const r = e.getBoundingClientRect();
+  return [Math.round(r.width), Math.round(r.height)];
+})"""
 
 
 @pytest.fixture
@@ -39,13 +44,7 @@ def chips_text(page) -> str:
 
 
 def wait_idle(page) -> None:
-    """Wait until the script run is over (no "Running…" status, no stale elements left)."""
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "
-        "!document.querySelector('[data-stale=\"true\"]')",
-        timeout=TIMEOUT_MS,
-    )
+    helpers.wait_idle(page, TIMEOUT_MS)
 
 
 def wait_for_chips(page, n: int) -> None:
@@ -108,14 +107,15 @@ def test_browser_end_to_end(server):
             )
             assert page.locator(".js-plotly-plot svg.main-svg").count() >= 10
             page.set_viewport_size({"width": 1400, "height": 3200})  # chips and the first heatmaps in one shot
-            page.wait_for_timeout(1500)
+            helpers.wait_still(page, PLOT_SIZES_JS, TIMEOUT_MS)  # redrawn at the new width
             page.screenshot(path=str(ARTIFACTS / "browser.png"))
             page.set_viewport_size({"width": 1400, "height": 1000})
 
             # User text is shown as text, never interpreted as HTML.
             set_source(page, XSS)
             page.locator('[data-testid="stText"]', has_text=XSS).first.wait_for()
-            page.wait_for_timeout(1500)  # give an injected handler every chance to fire
+            wait_idle(page)
+            helpers.wait_images_settled(page, TIMEOUT_MS)  # an injected image's error handler has had its turn
             assert dialogs == []
             assert page.locator('img[src="x"]').count() == 0
             assert page.locator('[data-testid="stText"]', has_text=XSS).first.inner_text().strip() == XSS

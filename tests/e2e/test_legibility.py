@@ -39,6 +39,7 @@ from harness.legibility import violations
 from model.core.tokenizer import SPECIALS, Tokenizer
 from model.io.checkpoint import ENV_MODEL
 from model.lesson.learn import CHAPTER_KEYS
+from tests import helpers
 from views.state import DEFAULT_STAGE, SITES, STAGE_LABELS, STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,14 +120,7 @@ def url(base: str, n: int, reference: str, ids: list[int], view: str, stage: str
 def settle(page) -> None:
     """Wait until the page is idle, every plot is drawn, and the plots' sizes hold still."""
     page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
-    last = None
-    for _ in range(TIMEOUT_MS // 250):
-        now = page.evaluate(LAYOUT_JS)
-        if now is not None and now == last:
-            return
-        last = now
-        page.wait_for_timeout(250)
-    raise TimeoutError("the plots never held still")
+    helpers.wait_still(page, LAYOUT_JS, TIMEOUT_MS)
 
 
 def screenshot(page, path: Path, size: tuple[int, int]) -> None:
