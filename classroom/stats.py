@@ -90,16 +90,24 @@ def _first_tries(answers: tuple[StoredAnswer, ...]) -> dict[tuple[str, str], Sto
     return first
 
 
+def _first_by_question(answers: tuple[StoredAnswer, ...]) -> dict[str, list[StoredAnswer]]:
+    """Each question's first tries (one per student who answered it), in one pass."""
+    out: dict[str, list[StoredAnswer]] = defaultdict(list)
+    for (_, q), a in _first_tries(answers).items():
+        out[q].append(a)
+    return out
+
+
 def question_stats(data: ClassData) -> list[QuestionStats]:
     """Every question answered at least once, in the lesson's order."""
-    first = _first_tries(data.answers)
+    first = _first_by_question(data.answers)
     wrong: dict[str, Counter] = defaultdict(Counter)
     for a in data.answers:
         if not a.correct:
             wrong[a.question][a.option] += 1
     out = []
     for q in QUESTIONS:
-        firsts = [a for (_, qq), a in first.items() if qq == q]
+        firsts = first.get(q, [])
         if not firsts:
             continue
         right = sum(a.correct for a in firsts) / len(firsts)
@@ -154,12 +162,12 @@ def class_gain(data: ClassData) -> Gain:
 
 
 def concept_checks(data: ClassData) -> list[ConceptChecks]:
-    first = _first_tries(data.answers)
+    first = _first_by_question(data.answers)
     out = []
     for c in CHECK_CONCEPTS:
         shares = []
         for part in ("pre", "post"):
-            got = [a.correct for (_, q), a in first.items() if q == f"{part}_{c}"]
+            got = [a.correct for a in first.get(f"{part}_{c}", [])]
             shares.append((sum(got) / len(got) if got else None, len(got)))
         out.append(ConceptChecks(c, shares[0][0], shares[1][0], shares[0][1], shares[1][1]))
     return out
