@@ -72,6 +72,7 @@ PAGES = (
     Page("Learn", "learn", ":material/school:"),
     Page("Explore", "explore", ":material/frame_inspect:", True),
     Page("Compare", "compare", ":material/compare:", True),
+    Page("Corpus", "corpus", ":material/table_chart:"),
     Page("Class", "teacher", ":material/groups:"),  # a teacher's class: made here, its dashboard by the teacher link
     Page("About", "about", ":material/info:", choices=False),
 )

@@ -55,7 +55,7 @@ def sentence_scatter(
         idx = [i for i in range(n) if bool(flagged[i]) == want and math.isfinite(xs[i]) and math.isfinite(ys[i])]
         data.append(
             dict(
-                type="scattergl" if n > 1000 else "scatter",
+                type="scatter",
                 mode="markers",
                 name=name,
                 x=xs[idx].tolist(),

@@ -1,0 +1,110 @@
+"""The Corpus page (views/corpus.py) on the tiny model: a pasted set analysed into the sentence table (the same
+numbers as ``python -m model corpus``), the summary figures and the head grids, links to Explore and Compare with the
+page's settings, the bundled sets read from the data directory (and a sentence when it is absent), bad input as one
+sentence."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model.cli import main as cli
+
+PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
+
+
+def corpus_script(model_dir, data_dir):
+    from model.io.checkpoint import load_model_dir
+    from model.train import data
+    from views.corpus import render
+
+    data.default_data_dir = lambda: __import__("pathlib").Path(data_dir)
+    render(load_model_dir(model_dir), None)
+
+
+def open_corpus(model_dir, data_dir, **query) -> AppTest:
+    at = AppTest.from_function(corpus_script, args=(str(model_dir), str(data_dir)), default_timeout=120)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def plain(text: str) -> str:
+    """Text as shown: markdown escapes undone."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def paste(at: AppTest, text: str) -> AppTest:
+    at.text_area(key="corpus_paste").input(text).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
+    text = "".join(f"{en}\t{fr}\n" for en, fr in PAIRS)
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
+    table = at.dataframe[0].value
+    f = tmp_path / "set.tsv"
+    f.write_text(text, encoding="utf-8")
+    out = tmp_path / "out.json"
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert list(table["translation"]) == [r["translation"] for r in rows]
+    for key in ("chrf", "bleu", "mean_prob", "min_prob", "source_share", "min_coverage", "length_ratio"):
+        assert list(table[key]) == pytest.approx([r[key] for r in rows]), key
+    assert list(table["flags"]) == [", ".join(r["flags"]) for r in rows]
+    link = urlparse(table["explore"][0])
+    assert link.path == "/explore" and parse_qs(link.query)["src"] == [PAIRS[0][0]]
+    assert parse_qs(link.query)["ref"] == [PAIRS[0][1]]
+    shown = "\n".join(m.value for m in at.markdown)
+    for flag in ("possible hallucination", "dropped words", "untranslated", "cut off", "low confidence"):
+        assert f"*{flag}*" in shown
+    assert "input × gradient" in "\n".join(c.value for c in at.caption).lower()
+    assert len(at.dataframe) == 4  # the sentences, then one head table per kind
+
+
+def test_beam_choice_goes_into_the_links(tiny_model_dir, tmp_path):
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", beam="3"), PAIRS[1][0])
+    q = parse_qs(urlparse(at.dataframe[0].value["explore"][0]).query)
+    assert q["strategy"] == ["beam"] and q["beam"] == ["3"] and "ref" not in q
+    assert at.query_params["beam"] == "3"
+    assert "Correlations with chrF need references." in [c.value for c in at.caption]
+
+
+def test_bundled_set_is_read_from_the_data_directory(tiny_model_dir, tmp_path):
+    d = tmp_path / "data" / "multi30k"
+    d.mkdir(parents=True)
+    for lang, i in (("en", 0), ("fr", 1)):
+        with gzip.open(d / f"test_2016_flickr.{lang}.gz", "wt", encoding="utf-8") as f:
+            f.write("".join(p[i] + "\n" for p in PAIRS))
+    at = open_corpus(tiny_model_dir, tmp_path / "data", set="multi30k", n="50")
+    assert sorted(at.dataframe[0].value["source"]) == sorted(en for en, _ in PAIRS)
+    assert any("Multi30k" in c.value and "Tatoeba" in c.value for c in at.caption)
+
+
+def test_absent_data_directory_says_so(tiny_model_dir, tmp_path):
+    at = open_corpus(tiny_model_dir, tmp_path / "none")
+    assert any("data directory" in i.value for i in at.info)
+    assert not at.dataframe
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("x" * 10_000, "No sentence to analyse in the file (1 lines longer than 1,000 characters)."),
+        ("one\tun\n" + "two\n", None),
+    ],
+)
+def test_bad_input_is_one_sentence(tiny_model_dir, tmp_path, text, message):
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
+    if message is None:  # the line without a tab is skipped and counted, the rest analysed
+        assert len(at.dataframe[0].value) == 1
+        assert any("skipped: 1 lines without a tab" in plain(c.value) for c in at.caption)
+    else:
+        assert [plain(e.value) for e in at.error] == [message] and not at.dataframe

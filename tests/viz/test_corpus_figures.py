@@ -1,0 +1,50 @@
+"""The Corpus page's figures (viz/corpus.py): one point per finite sentence with its index for a click, bars with
+their values written, the head grid with each head's role in its cell; shapes checked."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from viz.corpus import bar_figure, head_grid, sentence_scatter
+
+
+def test_scatter_points_carry_their_sentence():
+    fig = go.Figure(
+        sentence_scatter(
+            [0.5, 0.9, float("nan"), 0.2],
+            [40.0, 80.0, 10.0, 20.0],
+            ["a <b>", "b", "c", "d"],
+            ["x", "y", "z", "w"],
+            [False, False, False, True],
+            x_title="mean probability",
+            y_title="sentence chrF",
+            title="chrF against mean probability",
+        )
+    )
+    plain, flagged = fig.data
+    assert [c[0] for c in plain.customdata] == [0, 1] and list(plain.x) == [0.5, 0.9]  # the NaN point is left out
+    assert [c[0] for c in flagged.customdata] == [3] and flagged.name == "flagged"
+    assert "&lt;b&gt;" in plain.text[0]  # user text is never HTML
+    assert fig.layout.xaxis.title.text == "mean probability" and fig.layout.yaxis.title.text == "sentence chrF"
+    with pytest.raises(ValueError):
+        sentence_scatter([1.0], [1.0, 2.0], ["a"], ["b"], [False], x_title="", y_title="", title="")
+
+
+def test_bars_write_their_values():
+    fig = go.Figure(bar_figure(["dropped words", "cut off"], [3, float("nan")], title="t", x_title="sentences"))
+    assert list(fig.data[0].text) == ["3", "n/a"] and list(fig.data[0].y) == ["dropped words", "cut off"]
+    with pytest.raises(ValueError):
+        bar_figure(["a"], [1, 2], title="t", x_title="x")
+
+
+def test_head_grid_labels_each_head_with_its_role():
+    values = np.array([[0.1, 0.5], [0.2, np.nan]])
+    roles = np.array([["sink", "diagonal"], ["broad", "alignment"]])
+    fig = go.Figure(head_grid(values, roles, title="t", value_name="loss increase", layer_name="decoder layer"))
+    text = fig.data[0].text
+    assert text[0][1] == "diagonal<br>0.50" and text[1][1] == "alignment"
+    assert list(fig.data[0].x) == ["head 0", "head 1"] and fig.layout.yaxis.title.text == "decoder layer"
+    with pytest.raises(ValueError):
+        head_grid(values, roles[:1], title="t", value_name="v", layer_name="l")

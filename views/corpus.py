@@ -1,0 +1,400 @@
+"""The Corpus page: a whole set translated and analysed (one row per sentence, flags, summary plots, what each head
+does over the set), each sentence a link to Explore (two to Compare) with the same settings.
+
+The set is an uploaded or pasted file (plain lines, TSV ``english<TAB>french``, CSV with those columns) or a sample
+of a bundled test set, read from the data directory (``model.train.data.default_data_dir()``). The analysis is
+``model.interpret.corpus.analyse``, the same function as ``python -m model corpus``; a set analysed before (same
+model, decoding and file digest) comes from the process's cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import random
+import time
+from collections import OrderedDict
+from pathlib import Path
+from urllib.parse import urlencode
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from model.core.constants import MAX_BEAM
+from model.core.jsonio import dumps
+from model.decode.decoding import DecodeOptions
+from model.interpret.corpus import (
+    ATTRIBUTION,
+    COLUMN_HELP,
+    FLAGS,
+    KINDS,
+    STATS,
+    Corpus,
+    CorpusError,
+    analyse,
+    head_rows,
+    read_corpus,
+    report,
+    spearman,
+    write_csv,
+)
+from model.io.checkpoint import LoadedModel
+from model.train import data
+from views.plot import builders as viz
+from viz.corpus import sentence_scatter
+
+from .common import dir_stamp, md, show
+
+SETS = {
+    "multi30k": "Multi30k test 2016 (sample)",
+    "tatoeba": "Tatoeba test split (sample)",
+    "upload": "Upload a file",
+    "paste": "Paste sentences",
+}
+SIZES = (50, 100, 200, 500, 1000)
+DEFAULT_SIZE = 100
+SAMPLE_SEED = 0  # the bundled samples: the same sentences for everyone
+CACHE_ENTRIES = 8  # analysed sets kept by the server (each a few MB)
+SIGNALS = {  # the per-sentence signals whose correlation with chrF the page shows
+    "mean_prob": "mean probability",
+    "min_prob": "lowest token probability",
+    "source_share": "share from the source",
+    "min_coverage": "lowest coverage",
+    "length_ratio": "length ratio",
+    "bleu": "sentence BLEU",
+}
+CREDITS = (
+    "Bundled sets: Multi30k (Elliott et al., 2016; Flickr30k captions, research use) and the Tatoeba Project "
+    "(CC-BY 2.0 (France); www.manythings.org/anki and tatoeba.org)."
+)
+HEAD_STAGE = {"enc": "attribution", "self": "self", "cross": "cross"}  # Explore's stage that shows a head's kind
+
+
+@st.cache_resource(show_spinner=False)
+def analysed_sets() -> OrderedDict:
+    """The server's analysed sets, by (model, decoding, digest), most recent last (bounded by CACHE_ENTRIES)."""
+    return OrderedDict()
+
+
+@st.cache_data(show_spinner="Reading the bundled set…", max_entries=4)
+def bundled(name: str, size: int, data_dir: str) -> tuple[bytes, str]:
+    """A seeded sample of ``size`` pairs of a bundled test set as TSV bytes (the file the analysis reads), in the
+    set's order."""
+    root = Path(data_dir)
+    if name == "multi30k":
+        pairs = data.load_multi30k_test(root, data.MULTI30K_TESTS[0])
+    else:
+        groups = data.group_by_source(data.split_tatoeba(data.read_tatoeba(root / data.TATOEBA_FILE))["test"])
+        pairs = [(en, refs[0]) for en, refs in groups]
+    keep = sorted(random.Random(SAMPLE_SEED).sample(range(len(pairs)), min(size, len(pairs))))
+    text = "\n".join(f"{pairs[i][0]}\t{pairs[i][1]}" for i in keep)
+    return text.encode(), f"{name}.tsv"
+
+
+def choose_input() -> tuple[bytes | None, str, str]:
+    """The set's bytes and name, or None and a sentence saying why there is none ("" when the user has yet to
+    give one)."""
+    kind = st.query_params.get("set", "multi30k")
+    kind = kind if kind in SETS else "multi30k"
+    kind = st.radio("Set", list(SETS), index=list(SETS).index(kind), format_func=SETS.get, horizontal=True)
+    st.query_params["set"] = kind
+    if kind in ("multi30k", "tatoeba"):
+        size = st.query_params.get("n", str(DEFAULT_SIZE))
+        size = int(size) if size.isdigit() and int(size) in SIZES else DEFAULT_SIZE
+        size = st.select_slider("Sentences in the sample", options=list(SIZES), value=size)
+        st.query_params["n"] = str(size)
+        root = data.default_data_dir()
+        if not root.is_dir():
+            return None, "", "The data directory with the bundled sets is not on this server: upload or paste a set."
+        try:
+            raw, name = bundled(kind, size, str(root))
+        except OSError:
+            return None, "", f"The bundled set {SETS[kind]} cannot be read on this server: upload or paste a set."
+        return raw, name, ""
+    if kind == "upload":
+        up = st.file_uploader(
+            "A file: one English sentence a line, TSV english⇥french, or CSV with the columns english and french"
+        )
+        return (None, "", "") if up is None else (up.getvalue(), up.name, "")
+    text = st.text_area(
+        "Sentences: one a line; english⇥french (a tab) adds a reference", height=150, key="corpus_paste"
+    )
+    return (text.encode(), "pasted.txt", "") if text.strip() else (None, "", "")
+
+
+def decoding_choice() -> DecodeOptions:
+    beam = st.query_params.get("beam", "1")
+    beam = int(beam) if beam.isdigit() and 1 <= int(beam) <= MAX_BEAM else 1
+    beam = st.select_slider("Beam width (1 = greedy)", options=list(range(1, MAX_BEAM + 1)), value=beam)
+    if beam == 1:
+        st.query_params.pop("beam", None)
+    else:
+        st.query_params["beam"] = str(beam)
+    return DecodeOptions() if beam == 1 else DecodeOptions(strategy="beam", beam=beam)
+
+
+def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str):
+    """The analysis from the server's cache, or computed now with a progress bar."""
+    store = analysed_sets()
+    key = (lm.path.name, dir_stamp(str(lm.path)), opts, digest)
+    if key in store:
+        store.move_to_end(key)
+        return store[key]
+    bar = st.progress(0.0, text="Starting…")
+    start = time.perf_counter()
+    parts = {"translating": (0.0, 0.5), "scoring": (0.5, 0.7), "measuring the heads": (0.7, 1.0)}
+
+    def progress(done: int, total: int, what: str) -> None:
+        lo, hi = parts.get(what, (0.0, 1.0))
+        frac = lo + (hi - lo) * done / max(total, 1)
+        spent = time.perf_counter() - start
+        left = spent / frac - spent if frac > 0.02 else None
+        eta = f", about {left:.0f} s left" if left is not None else ""
+        bar.progress(min(frac, 1.0), text=f"{what.capitalize()}: {done:,} of {total:,} sentences{eta}")
+
+    result = analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=progress)
+    bar.empty()
+    store[key] = result
+    while len(store) > CACHE_ENTRIES:
+        store.popitem(last=False)
+    return result
+
+
+def explore_link(row: dict, opts: DecodeOptions, model: str, **extra) -> str:
+    """Explore on this sentence with the page's decoding (and its reference)."""
+    q = {"src": row["source"]}
+    if row.get("reference"):
+        q["ref"] = row["reference"]
+    if opts.strategy == "beam":
+        q.update(strategy="beam", beam=str(opts.beam))
+    q.update(model=model, **extra)
+    return "/explore?" + urlencode(q)
+
+
+def compare_link(a: dict, b: dict, opts: DecodeOptions, model: str) -> str:
+    q = {"src": a["source"], "srcb": b["source"], "model": model}
+    if opts.strategy == "beam":
+        q.update(strategy="beam", beam=str(opts.beam))
+    return "/compare?" + urlencode(q)
+
+
+def table(rows: list[dict], opts: DecodeOptions, model: str, refs: bool) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    df["flags"] = df["flags"].map(", ".join)
+    df["explore"] = [explore_link(r, opts, model) for r in rows]
+    cols = ["index", "flags", "source", "translation", "reference", "chrf", "bleu", "mean_prob", "min_prob"]
+    cols += ["min_prob_token", "source_share", "min_coverage", "min_coverage_word", "length_ratio"]
+    cols += ["names_numbers", "names_numbers_copied", "copied", "cut_off", "explore"]
+    if not refs:
+        cols = [c for c in cols if c not in ("reference", "chrf", "bleu")]
+    return df[cols]
+
+
+def column_config() -> dict:
+    num = st.column_config.NumberColumn
+    prob = lambda label, key: st.column_config.ProgressColumn(  # noqa: E731
+        label, help=COLUMN_HELP[key], min_value=0.0, max_value=1.0, format="%.2f"
+    )
+    return {
+        "index": num("#", help="the sentence's line in the set (from 0)", width="small"),
+        "flags": st.column_config.TextColumn("flags", help="; ".join(f"{k}: {v}" for k, v in FLAGS.items())),
+        "source": st.column_config.TextColumn("source", width="medium"),
+        "translation": st.column_config.TextColumn("translation", width="medium"),
+        "reference": st.column_config.TextColumn("reference", width="medium"),
+        "chrf": num("chrF", help=COLUMN_HELP["chrf"], format="%.1f"),
+        "bleu": num("BLEU", help=COLUMN_HELP["bleu"], format="%.1f"),
+        "mean_prob": prob("mean p", "mean_prob"),
+        "min_prob": prob("lowest p", "min_prob"),
+        "min_prob_token": st.column_config.TextColumn("lowest-p token"),
+        "source_share": prob("from source", "source_share"),
+        "min_coverage": num("lowest coverage", help=COLUMN_HELP["min_coverage"], format="%.2f"),
+        "min_coverage_word": st.column_config.TextColumn("least-covered word"),
+        "length_ratio": num("length ratio", help=COLUMN_HELP["length_ratio"], format="%.2f"),
+        "names_numbers": num("names/numbers", help=COLUMN_HELP["names_numbers"]),
+        "names_numbers_copied": num("copied verbatim", help=COLUMN_HELP["names_numbers_copied"]),
+        "copied": num("source words", help=COLUMN_HELP["copied"], format="%.2f"),
+        "cut_off": st.column_config.CheckboxColumn("cut off", help=COLUMN_HELP["cut_off"]),
+        "explore": st.column_config.LinkColumn("open", help="open this sentence in Explore", display_text="Explore"),
+    }
+
+
+def render_rows(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None:
+    rows = result.rows
+    refs = corpus.references is not None
+    st.subheader("Sentences")
+    st.markdown("**Flags**, each defined in one line:\n" + "\n".join(f"- *{k}*: {md(v)}" for k, v in FLAGS.items()))
+    st.caption(f"Share from the source: {md(ATTRIBUTION)}.")
+    chosen = st.multiselect("Show only sentences flagged", list(FLAGS), key="corpus_flags")
+    shown = [r for r in rows if all(f in r["flags"] for f in chosen)]
+    df = table(shown, opts, model, refs) if shown else None
+    if df is None:
+        st.info("No sentence raises every chosen flag.")
+        return
+    event = st.dataframe(
+        df,
+        column_config=column_config(),
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="multi-row",
+        key="corpus_table",
+        height=min(36 * len(df) + 40, 420),
+    )
+    picked = [shown[i] for i in event.selection.rows] if event and event.selection else []
+    if len(picked) == 1:
+        st.markdown(f"[Open sentence {picked[0]['index']} in Explore]({explore_link(picked[0], opts, model)})")
+    elif len(picked) == 2:
+        st.markdown(
+            f"[Compare sentences {picked[0]['index']} and {picked[1]['index']}]({compare_link(*picked, opts, model)})"
+        )
+    else:
+        st.caption("Select a row to open it in Explore, or two rows to compare them.")
+
+
+def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None:
+    rows = result.rows
+    refs = corpus.references is not None
+    st.subheader("Over the set")
+    counts = [sum(f in r["flags"] for r in rows) for f in FLAGS]
+    show(
+        viz.bar_figure(list(FLAGS), counts, title=f"Sentences per flag (of {len(rows):,})", x_title="sentences"),
+        "corpus_flag_counts",
+    )
+    col = lambda k: [r[k] if r[k] is not None else np.nan for r in rows]  # noqa: E731
+    y_key, y_name = ("chrf", "sentence chrF") if refs else ("mean_prob", "mean probability")
+    flagged = [bool(r["flags"]) for r in rows]
+    src, out = [r["source"] for r in rows], [r["translation"] for r in rows]
+    pairs = (
+        [("mean_prob", "mean probability"), ("source_share", "share from the source")]
+        if refs
+        else [("source_share", "share from the source")]
+    )
+    for x_key, x_name in pairs:
+        fig = sentence_scatter(
+            col(x_key),
+            col(y_key),
+            src,
+            out,
+            flagged,
+            x_title=x_name,
+            y_title=y_name,
+            title=f"{y_name.capitalize()} against {x_name} (one point a sentence; click one to open it)",
+        )
+        event = st.plotly_chart(fig, key=f"corpus_scatter_{x_key}", on_select="rerun", selection_mode="points")
+        points = event.selection.points if event and event.selection else []
+        if points:
+            i = int(points[0]["customdata"][0])
+            st.markdown(
+                f"Sentence {i}: {md(rows[i]['source'])} → {md(rows[i]['translation'])} · "
+                f"[open it in Explore]({explore_link(rows[i], opts, model)})"
+            )
+    if refs:
+        names = [n for k, n in SIGNALS.items()]
+        rho = [spearman(col(k), col("chrf")) for k in SIGNALS]
+        show(
+            viz.bar_figure(
+                names,
+                rho,
+                title="Spearman ρ of each signal with sentence chrF (which signal to trust on this model)",
+                x_title="Spearman ρ with chrF",
+                fmt=".2f",
+            ),
+            "corpus_correlations",
+        )
+    else:
+        st.caption("Correlations with chrF need references.")
+
+
+def render_heads(result, opts: DecodeOptions, model: str) -> None:
+    heads = result.heads
+    st.subheader("What each head does over the set")
+    st.caption(
+        f"Over the first {heads['sentences']:,} sentences, teacher-forced on {heads['target']}. "
+        + " ".join(f"**{k}**: {md(v)}." for k, v in STATS.items())
+    )
+    stat = st.query_params.get("hstat", "loss_increase")
+    stat = stat if stat in STATS else "loss_increase"
+    stat = st.selectbox("Statistic coloured", list(STATS), index=list(STATS).index(stat))
+    st.query_params["hstat"] = stat
+    tabs = st.tabs([KINDS[k].capitalize() for k in KINDS])
+    by_kind = {}
+    for r in head_rows(heads):
+        by_kind.setdefault(r["kind"], []).append(r)
+    sources = [r["source"] for r in result.rows]
+    for tab, kind in zip(tabs, KINDS):
+        with tab:
+            t = heads[kind]
+            layer_name = "encoder layer" if kind == "enc" else "decoder layer"
+            show(
+                viz.head_grid(
+                    t[stat],
+                    t["role"],
+                    title=f"{KINDS[kind].capitalize()}: {stat.replace('_', ' ')} per head, role written in each cell",
+                    value_name=stat.replace("_", " "),
+                    layer_name=layer_name,
+                ),
+                f"corpus_heads_{kind}",
+            )
+            hdf = pd.DataFrame(by_kind[kind])
+            for j in range(3):
+                hdf[f"example {j + 1}"] = [
+                    explore_link(
+                        result.rows[r["examples"][j]],
+                        opts,
+                        model,
+                        stage=HEAD_STAGE[kind],
+                        **({} if kind == "enc" else {"layer": str(r["layer"]), "head": str(r["head"])}),
+                    )
+                    for r in by_kind[kind]
+                ]
+            hdf["first example"] = [sources[r["examples"][0]] for r in by_kind[kind]]
+            hdf = hdf.drop(columns=["kind", "examples"] + ([] if kind == "cross" else ["agreement"]))
+            if kind == "self":
+                hdf = hdf.drop(columns=["eos"])
+            cfg = {
+                f"example {j + 1}": st.column_config.LinkColumn(f"example {j + 1}", display_text="Explore")
+                for j in range(3)
+            }
+            cfg.update(
+                {s: st.column_config.NumberColumn(s.replace("_", " "), help=STATS[s], format="%.3f") for s in STATS}
+            )
+            st.dataframe(hdf, hide_index=True, column_config=cfg, key=f"corpus_head_table_{kind}")
+
+
+def render(lm: LoadedModel | None, error: str | None) -> None:
+    st.title(":material/table_chart: Corpus")
+    st.markdown(
+        "Translate a whole set and find the sentences the model gets wrong: one row per sentence with its scores "
+        "and flags, plots over the set, and what each attention head does across it. Each sentence opens in "
+        "Explore with the same settings."
+    )
+    if lm is None:
+        st.error(md(error or "No model is loaded."))
+        return
+    raw, name, why = choose_input()
+    opts = decoding_choice()
+    st.caption(CREDITS)
+    if raw is None:
+        if why:
+            st.info(why)
+        return
+    try:
+        corpus = read_corpus(raw, name)
+    except CorpusError as e:
+        st.error(md(str(e)[0].upper() + str(e)[1:] + "."))
+        return
+    for msg in corpus.notes:
+        st.warning(md(msg[0].upper() + msg[1:] + "."))
+    st.caption(md(corpus.summary()[0].upper() + corpus.summary()[1:] + "."))
+    digest = hashlib.sha256(raw).hexdigest()
+    result = run_analysis(lm, corpus, opts, digest)
+    model = lm.path.name
+    render_rows(result, corpus, opts, model)
+    render_summary(result, corpus, opts, model)
+    render_heads(result, opts, model)
+    r = report(result, corpus, opts, model)
+    buf = io.StringIO()
+    write_csv(r["rows"], buf)
+    c1, c2 = st.columns(2)
+    c1.download_button("Download JSON (rows and heads)", dumps(r), "corpus.json", "application/json")
+    c2.download_button("Download CSV (rows)", buf.getvalue(), "corpus.csv", "text/csv")
