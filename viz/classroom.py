@@ -34,7 +34,7 @@ def _layout(title: str, rows: int, x_title: str, y_title: str, legend: bool = Fa
         hoverlabel=dict(namelength=-1, font=dict(size=BIG)),
     )
     if legend:
-        layout["legend"] = dict(orientation="h", x=0, y=0, yanchor="top", yref="container", font=dict(size=TICKS))
+        layout["legend"] = dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container", font=dict(size=TICKS))
     layout["xaxis"] = dict(
         title=dict(text=x_title, standoff=6),
         showgrid=True,

@@ -1,0 +1,66 @@
+"""A class's dashboard in a real browser: it refreshes while the class works (an answer stored after the page
+opened appears without a reload), and its figures are legible at 1366×768 and on a phone (390 px), measured by the
+legibility harness. Screenshots go to ``test-artifacts/class/``. A missing browser is a failure, never a skip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from classroom.db import URL_ENV
+from classroom.store import FINAL, QUESTIONS, Answer, Store
+from harness.browser import DRAWN_JS, app_env, serve
+from harness.legibility import violations
+from tests.helpers import wait_idle
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-artifacts" / "class"
+TIMEOUT_MS = 120_000
+ANSWERS_JS = """() => {
+  const m = [...document.querySelectorAll('[data-testid="stMetric"]')]
+    .find(e => e.textContent.startsWith('Answers'));
+  return m ? m.querySelector('[data-testid="stMetricValue"]').textContent.trim() : null;
+}"""
+
+
+@pytest.fixture
+def classroom_db(tmp_path):
+    url = f"sqlite:///{tmp_path / 'classes.db'}"
+    store = Store.open(url)
+    cls = store.create_class("Monday <b>9:00</b>")
+    for i in range(12):
+        st = store.join(cls.id, f"student {i}")
+        store.answer_many(
+            Answer(f"{st.id}:{q}:1", cls.id, st.id, q, f"option {(i + j) % 3}", 0, (i + j) % 3 == 0, "I like pizza.")
+            for j, q in enumerate(QUESTIONS)
+        )
+        store.reach(cls.id, st.id, FINAL if i % 2 else i, "I like pizza.")
+    yield url, store, cls
+    store.close_connections()
+
+
+def test_the_dashboard_refreshes_itself_and_is_legible(browser, tiny_model_dir, tmp_path, classroom_db):
+    url, store, cls = classroom_db
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with serve(ROOT / "app.py", tmp_path / "server.log", {**app_env(tiny_model_dir), URL_ENV: url}) as server:
+        for width, height in ((1366, 768), (390, 844)):
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(f"{server.url}/class?c={cls.id}&t={cls.secret}")
+            page.wait_for_function(DRAWN_JS, arg=4, timeout=TIMEOUT_MS)
+            wait_idle(page, TIMEOUT_MS)
+            assert page.evaluate(ANSWERS_JS) == str(12 * len(QUESTIONS))
+            problems = violations(page)
+            page.screenshot(path=str(SHOTS / f"dashboard_{width}.png"), full_page=True)
+            assert problems == [], problems
+            assert page.locator("text=Monday <b>9:00</b>").count() >= 1  # the name as text, not markup
+            page.close()
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.goto(f"{server.url}/class?c={cls.id}&t={cls.secret}")
+        page.wait_for_function(DRAWN_JS, arg=4, timeout=TIMEOUT_MS)
+        late = store.join(cls.id, "late")
+        store.answer(Answer(f"{late.id}:pre_mask:1", cls.id, late.id, "pre_mask", "x", 0, True, "I like pizza."))
+        page.wait_for_function(f"() => ({ANSWERS_JS})() === '{12 * len(QUESTIONS) + 1}'", timeout=30_000)
+        assert page.evaluate("() => performance.getEntriesByType('navigation').length") == 1  # no reload
+        page.close()
+        assert server.tracebacks() == 0
