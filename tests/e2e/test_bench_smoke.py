@@ -122,6 +122,25 @@ def test_explain_smoke():
         verdict(out, target)
 
 
+def test_corpus_smoke():
+    """No browser here: the corpus benchmark runs the tiny model in-process and through the CLI."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "corpus.py"), "--smoke"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, f"corpus.py exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    out = proc.stdout
+    for name in ("rows, every column and flag (in process)", "rows through the CLI", "head table over 9 sentences"):
+        m = re.search(rf"^{re.escape(name)}.*?\s{NUMBER}$", out, re.M)
+        assert m and float(m.group(1)) > 0, f"no row {name!r}:\n{out}"
+    assert "the CLI failed" not in out, out
+    for target in ("rows in process ≤ 60 s", "rows through the CLI ≤ 60 s", "head table over 9 ≤ 30 s"):
+        verdict(out, target)
+
+
 def strict_json(path: Path) -> dict:
     def refuse(name: str):
         raise AssertionError(f"{path} holds {name}: not strict JSON")

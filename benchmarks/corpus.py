@@ -1,0 +1,127 @@
+"""Corpus analysis timings: every per-sentence column and flag of Multi30k test 2016 (greedy), the head table over
+its first 200 sentences, and a cached set reopened by the Corpus page.
+
+    python benchmarks/corpus.py [--model DIR] [--data DIR] [--limit N] [--threads 2] [--smoke]
+
+Targets: the rows of the 1,000 sentences ≤ 60 s on 2 cores (in process, as the page runs it, and through
+``python -m model corpus --no-heads --json``, as the CLI runs it); the head table over 200 sentences ≤ 30 s; the page
+run that reopens a cached set ≤ 1 s (the page script's own time in Streamlit's AppTest, the whole page: table, plots,
+head grids; the browser's painting is not in it). Prints a table and one verdict line per target; asserts nothing.
+``--smoke`` runs the tiny random model on a few made-up sentences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROWS_TARGET_S, HEADS_TARGET_S, REOPEN_TARGET_S = 60.0, 30.0, 1.0
+SMOKE_SENTENCES = ["the cat sat on the mat", "a dog runs in the park", "two men are talking"] * 3
+
+
+def page_script(model_dir: str, data_dir: str, size: int) -> None:
+    """The Corpus page on a bundled set, as AppTest runs it."""
+    from pathlib import Path as P
+
+    from model.io.checkpoint import load_model_dir
+    from model.train import data
+    from views.corpus import render
+
+    data.default_data_dir = lambda: P(data_dir)
+    render(load_model_dir(model_dir), None)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--data", type=Path, default=None, help="corpus directory (default <repo>/../shared/data)")
+    ap.add_argument("--limit", type=int, default=1000, help="sentences of Multi30k test 2016 (default: all 1,000)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--smoke", action="store_true", help="tiny random model, a few sentences")
+    a = ap.parse_args()
+
+    from model.decode.decoding import DecodeOptions
+    from model.interpret.corpus import HEAD_SENTENCES, Corpus, analyse, head_table
+    from model.io.checkpoint import default_model_dir, load_model_dir, use_threads
+    from model.testing import build_tiny_model_dir
+    from model.train.data import MULTI30K_TESTS, default_data_dir, load_multi30k_test
+
+    use_threads(a.threads)
+    tmp = Path(tempfile.mkdtemp(prefix="corpus-bench-"))
+    if a.smoke:
+        model_dir = build_tiny_model_dir(tmp / "tiny")
+        pairs = [(s, s) for s in SMOKE_SENTENCES]
+        opts = DecodeOptions(max_len=12)
+    else:
+        model_dir = a.model or default_model_dir()
+        pairs = load_multi30k_test(a.data or default_data_dir(), MULTI30K_TESTS[0])[: a.limit]
+        opts = DecodeOptions()
+    lm = load_model_dir(model_dir)
+    corpus = Corpus([en for en, _ in pairs], [fr for _, fr in pairs])
+    analyse(lm.model, lm.tokenizer, Corpus(corpus.sources[:2], None), opts, heads=False)  # compile the decoder step
+
+    t0 = time.perf_counter()
+    res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=False)
+    rows_s = time.perf_counter() - t0
+
+    tsv = tmp / "set.tsv"  # a temporary copy for the CLI's run, removed with the directory
+    tsv.write_text("".join(f"{en}\t{fr}\n" for en, fr in pairs), encoding="utf-8")
+    cli = [sys.executable, "-m", "model", "corpus", str(tsv), "--model", str(model_dir), "--no-heads"]
+    cli += ["--json", str(tmp / "out.json")] + (["--limit", "9"] if a.smoke else [])
+    t0 = time.perf_counter()
+    proc = subprocess.run(cli, capture_output=True, text=True)
+    cli_s = time.perf_counter() - t0
+
+    n_heads = min(HEAD_SENTENCES, len(pairs))
+    from model.decode.decoding import prepare_ids
+
+    cfg, tok = lm.cfg, lm.tokenizer
+    srcs = [prepare_ids(tok.encode(s), cfg.eos_id, cfg.max_len) for s in corpus.sources[:n_heads]]
+    refs = [tok.encode(r)[: cfg.max_len - 1] + [cfg.eos_id] for r in corpus.references[:n_heads]]
+    t0 = time.perf_counter()
+    head_table(lm.model, srcs, refs)
+    heads_s = time.perf_counter() - t0
+
+    reopen_s = float("nan")
+    data_dir = a.data or default_data_dir()
+    if not a.smoke and Path(data_dir).is_dir():
+        from streamlit.testing.v1 import AppTest
+
+        at = AppTest.from_function(page_script, args=(str(model_dir), str(data_dir), len(pairs)), default_timeout=900)
+        at.query_params.update({"set": "multi30k", "n": str(min(len(pairs), 1000))})
+        at.run()  # analyses the set (and its head table) and keeps it
+        t0 = time.perf_counter()
+        at.run()
+        reopen_s = time.perf_counter() - t0
+        if at.exception:
+            print(f"page error: {at.exception}")
+
+    what = "made-up sentences" if a.smoke else "Multi30k test 2016"
+    print(f"model: {lm.path.name}; {len(pairs):,} sentences ({what}), {a.threads} threads")
+    print(f"{'measure':<52}{'seconds':>10}")
+    print(f"{'rows, every column and flag (in process)':<52}{rows_s:>10.1f}")
+    print(f"{'  of which translating':<52}{res.seconds['translate']:>10.1f}")
+    print(f"{'rows through the CLI (python -m model corpus)':<52}{cli_s:>10.1f}")
+    print(f"{f'head table over {n_heads} sentences':<52}{heads_s:>10.1f}")
+    print(f"{'page run reopening the cached set (AppTest)':<52}{reopen_s:>10.2f}")
+    if proc.returncode:
+        print(f"the CLI failed: {proc.stderr.strip().splitlines()[-1:]}")
+    for name, got, target in (
+        ("rows in process ≤ 60 s", rows_s, ROWS_TARGET_S),
+        ("rows through the CLI ≤ 60 s", cli_s, ROWS_TARGET_S),
+        (f"head table over {n_heads} ≤ 30 s", heads_s, HEADS_TARGET_S),
+        ("cached reopen ≤ 1 s", reopen_s, REOPEN_TARGET_S),
+    ):
+        verdict = "n/a" if got != got else "PASS" if got <= target else "FAIL"
+        print(f"verdict {name}: {verdict} ({got:.2f} s)")
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
