@@ -178,10 +178,10 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         "network, the output distribution and beam search — one token at a time, or the whole reference "
         "translation at once with teacher forcing."
     )
-    st.subheader("How to use it")
+    st.header("How to use it")
     st.markdown(HOW_TO)
 
-    st.subheader("The model")
+    st.header("The model")
     if error:
         st.error("The model could not be loaded; the message below says why.")
         st.text(error)
@@ -190,13 +190,13 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     else:
         st.info("No model is loaded.")
 
-    st.subheader("Data and licences")
+    st.header("Data and licences")
     st.markdown(CREDITS)
 
-    st.subheader("Known limits")
+    st.header("Known limits")
     st.markdown(limits(lm.cfg.max_len - 1 if lm is not None else None, lm is None or lm.tokenizer.byte_fallback))
 
-    st.subheader("Load another checkpoint")
+    st.header("Load another checkpoint")
     st.markdown(
         "Convert a Hugging Face `MarianMTModel` directory (for example a downloaded `Helsinki-NLP/opus-mt-en-fr`) "
         "into a Decoder Lens model directory, then open it in the app:"

@@ -252,7 +252,7 @@ def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
     from model.interpret.contrast import contrast_token
 
     tok = lm.tokenizer
-    st.subheader("Activation patching — where does the model decide?")
+    st.header("Activation patching — where does the model decide?")
     rows = _rows(tr_a)[: len(out_a)]
     if not rows:
         st.info("A's output is empty: there is no position to measure.")
@@ -336,7 +336,7 @@ def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: s
     from model.interpret.contrast import contrast_attribution, lens_difference
 
     y_tok = show_token(contrast.token)
-    st.subheader(f"Why {x_tok} rather than {y_tok}?")
+    st.header(f"Why {x_tok} rather than {y_tok}?")
     method = view.attribution
     st.radio(
         "Attribution method", list(METHOD_LABELS), key="attribution", format_func=METHOD_LABELS.get, horizontal=True

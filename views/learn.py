@@ -202,13 +202,13 @@ def start(learn: Learn, data: dict, sid: str) -> None:
     st.text(data["src"].text)
     st.markdown("**Its translation (the model's own, decoded greedily):**")
     st.text(" ".join(show_token(t) for t in tr.label_tokens))
-    st.subheader("Before you start: five questions")
+    st.header("Before you start: five questions")
     st.caption("Answer what you can; the same five ideas come back, with other items, at the end.")
     quiz(learn.pre, "pre", sid)
 
 
 def finish(learn: Learn, sid: str) -> None:
-    st.subheader("The final check: five questions")
+    st.header("The final check: five questions")
     st.caption("The same five ideas as the first check, other items.")
     quiz(learn.post, "post", sid)
     pre, post = st.session_state.get(f"learn_score_pre_{sid}"), st.session_state.get(f"learn_score_post_{sid}")

@@ -76,6 +76,37 @@ function drawAhead(ahead, column) {
   (window.requestIdleCallback || ((f) => setTimeout(f, 50)))(run, { timeout: 2000 });
 }
 
+function describe(div) {
+  // A heatmap's one-line text alternative (views/plot.py) on the drawing itself, Plotly's first SVG layer, read by
+  // screen readers instead of its pieces; the other layers (hover labels) are hidden from them. Not on the graph's
+  // element: that holds the toolbar's buttons, and an image has no buttons inside.
+  const [drawing, ...layers] = div.querySelectorAll(":scope > .plot-container > .svg-container > svg.main-svg");
+  if (!drawing) return;
+  if (div.__alt) {
+    drawing.setAttribute("role", "img");
+    drawing.setAttribute("aria-label", div.__alt);
+    drawing.removeAttribute("aria-hidden");
+  } else {
+    drawing.removeAttribute("role");
+    drawing.removeAttribute("aria-label");
+    drawing.setAttribute("aria-hidden", "true");
+  }
+  for (const layer of layers) layer.setAttribute("aria-hidden", "true");
+}
+
+function frame(el, figure) {
+  // A figure wider than the column (square cells on a phone) scrolls inside its own frame, not the page; the frame
+  // is reached by the keyboard (Tab, then the arrow keys scroll it) and named after its figure's title.
+  const html = String(figure.layout.title?.text ?? figure.layout.title ?? "").replace(/<br\s*\/?>/gi, " ");
+  const title = new DOMParser().parseFromString(html, "text/html").body.textContent.trim(); // text, never markup
+  el.style.maxWidth = "100%";
+  el.style.overflowX = "auto";
+  el.style.overflowY = "hidden"; // never the scroller that scroller() looks for: that is the page's
+  el.tabIndex = 0;
+  el.setAttribute("role", "group");
+  el.setAttribute("aria-label", title ? `Figure: ${title}` : "Figure");
+}
+
 function draw(div) {
   const job = div.__job;
   if (!job) return;
@@ -86,6 +117,7 @@ function draw(div) {
   div.__drawing = (div.__drawing || Promise.resolve())
     .then(() => window.__decoderLensPlotly)
     .then((Plotly) => Plotly.react(div, job.figure.data, job.figure.layout, job.config))
+    .then(() => describe(div))
     .catch((err) => console.error("Decoder Lens figure:", err))
     .finally(() => {
       if (div.__seq === seq) div.removeAttribute("data-drawing");
@@ -157,20 +189,10 @@ export default function ({ data: bytes, parentElement }) {
   const adopted = !div && data.id ? take(data.id) : null; // this very figure, kept drawn: put back, not drawn
   if (!div) {
     div = adopted || Object.assign(document.createElement("div"), { className: "decoder-lens-plot", __near: false });
-    // A figure wider than the column (square cells on a phone) scrolls inside its own frame, not the page.
-    parentElement.style.maxWidth = "100%";
-    parentElement.style.overflowX = "auto";
-    parentElement.style.overflowY = "hidden"; // never the scroller that scroller() looks for: that is the page's
     parentElement.appendChild(div);
   }
-  // A heatmap's one-line text alternative (views/plot.py): read by screen readers instead of the SVG's pieces.
-  if (data.alt) {
-    div.setAttribute("role", "img");
-    div.setAttribute("aria-label", data.alt);
-  } else {
-    div.removeAttribute("role");
-    div.removeAttribute("aria-label");
-  }
+  div.__alt = data.alt || null;
+  frame(parentElement, figure);
   div.style.minHeight = (figure.layout.height || 450) + "px"; // the space the new figure takes, drawn or waiting
   div.__fixed = Boolean(figure.layout.width);
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
@@ -183,6 +205,7 @@ export default function ({ data: bytes, parentElement }) {
   div.__watcher.observe(div); // its first report says whether the figure is near now
   resizer().observe(div);
   if (adopted) {
+    describe(div);
     div.removeAttribute("data-deferred");
     drawAhead(data.ahead, parentElement);
   }

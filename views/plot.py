@@ -231,7 +231,7 @@ def serialised(fig) -> tuple[str, str | None]:
 
 def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None) -> None:
     """Draw ``fig`` (a figure, or a ``Drawing``, built only if the cache does not hold it) under ``key`` (the same
-    key keeps the same graph, updated in place); a heatmap carries its text alternative (``alt``: the element's
+    key keeps the same graph, updated in place); a heatmap carries its text alternative (``alt``: its drawing's
     aria-label, plot.js). A cached figure carries its ``id`` (its digest and key): a graph the browser keeps off the
     page under that id is shown again instead of drawn. ``ahead``: the figure most likely shown next under
     its own key (the lesson's next chapter), sent along when the cache holds it, which the browser draws off the

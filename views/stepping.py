@@ -116,7 +116,7 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     if past:
         st.warning(past)
 
-    st.subheader("Step through the decoder")
+    st.header("Step through the decoder")
     stepper(n)
     if res.beam_steps is not None:
         pick_line(res, line, step, stream_text)

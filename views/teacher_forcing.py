@@ -33,7 +33,7 @@ def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None
     stage = stage_selector(v)
     tr = get_trace(lm, src_ids, reference, causal=True)
     T = len(tr.dec_input_tokens)
-    st.subheader("Teacher forcing: the whole reference in one parallel pass")
+    st.header("Teacher forcing: the whole reference in one parallel pass")
     st.caption(
         "Training feeds the reference shifted right and predicts every position at once; the causal mask "
         "stops position i from seeing positions after i."

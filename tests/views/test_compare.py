@@ -171,7 +171,7 @@ def test_user_text_is_never_html(tiny_model_dir, monkeypatch):
     xss = "<img src=x onerror=alert(1)>"
     at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, contrast=xss, site="heads")
     ok(at)
-    texts = [e.value for e in (*at.markdown, *at.caption, *at.subheader, *at.warning)]
+    texts = [e.value for e in (*at.markdown, *at.caption, *at.header, *at.subheader, *at.warning)]
     assert any("\\<img" in t for t in texts)  # the contrast's note quotes it, escaped
     assert not any(re.search(r"(?<!\\)<img", t) for t in texts)
     assert not any("<img" in t for t in figures(at))
