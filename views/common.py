@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import re
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -64,7 +65,12 @@ def show(fig, key: str, ahead: tuple[Drawing, str] | None = None) -> None:
     """A figure at the size it chose: fixed-width figures (square attention cells) keep their width, the others
     take the column's. The graph stays on the page under ``key`` and is updated in place (``views.plot``); out of
     view, when it scrolls near. ``ahead``: the figure most likely shown next and its key, drawn off the page by the
-    browser meanwhile when the server has it built."""
+    browser meanwhile when the server has it built. In a thread that collects figures (``figures``: a list, the
+    handout's), the figure is added to it instead."""
+    collected = getattr(threading.current_thread(), "figures", None)
+    if collected is not None:
+        collected.append((key, fig))
+        return
     plot(fig, key, _config(key), None if ahead is None else (ahead[0], ahead[1], _config(ahead[1])))
 
 

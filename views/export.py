@@ -1,4 +1,5 @@
-"""Downloads of what is shown: the decode summary (strict JSON), step records and traces (NPZ), tables (CSV)."""
+"""Downloads of what is shown: the decode summary (strict JSON), step records and traces (NPZ), tables (CSV), the
+handout (HTML)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from model.decode.steps import prefix_scores, stack_view, summary_dict
 from model.decode.trace import teacher_forced_trace
 
 LABEL = "Export: summary (JSON), records (NPZ), tables (CSV)"
-JSON, NPZ, CSV = "application/json", "application/octet-stream", "text/csv"
+JSON, NPZ, CSV, HTML = "application/json", "application/octet-stream", "text/csv", "text/html"
+HANDOUT_LABEL = "Handout (HTML): every position's figures"
 
 
 def downloads(files: list[tuple[str, Callable[[], bytes | str], str, str, str]]) -> None:
@@ -73,9 +75,11 @@ def trace_bytes(lm, res) -> bytes:
     return save_to_bytes(tr.save_npz)
 
 
-def render_decode(lm, ch, res, rows, step: int, reads, src_tokens, table, token_text, live_table=None) -> None:
-    """Downloads are built on click (``table``: a function that returns the decoder-input table): the NPZ files hold
-    every layer."""
+def render_decode(
+    lm, ch, res, rows, step: int, reads, src_tokens, table, token_text, live_table=None, handout=None
+) -> None:
+    """Downloads are built on click (``table``: a function that returns the decoder-input table; ``handout``: one
+    that returns the handout's HTML): the NPZ files hold every layer."""
 
     def summary() -> bytes:
         return summary_bytes(ch, res, rows, step, src_tokens, token_text, table())
@@ -94,9 +98,13 @@ def render_decode(lm, ch, res, rows, step: int, reads, src_tokens, table, token_
     ]
     if live_table is not None:
         files.append(("Live beams (CSV)", lambda: live_table.to_csv(index=False), "beams.csv", CSV, "dl_beams"))
+    if handout is not None:
+        files.append((HANDOUT_LABEL, handout, "decoder_lens_handout.html", HTML, "dl_handout"))
     downloads(files)
     st.caption(
-        "Every figure has a camera button (top right, on hover) that saves it as a PNG. The page's link "
-        "holds every choice (sentence, decoding, forced tokens, stage, layer, head, position), so it "
-        "reopens this exact view."
+        "Every figure's toolbar (top right, on hover) saves it as a PNG (camera) or an SVG. The handout is one "
+        "web page of the whole line that opens offline: the sentence, its translation and, at every position, the "
+        "chosen stages' figures (All stages for an explanation stage), each with its description, as PNG and SVG, "
+        "and each position's figures in one ZIP. The page's link holds every choice (sentence, decoding, forced "
+        "tokens, stage, layer, head, position), so it reopens this exact view."
     )

@@ -35,6 +35,20 @@ function take(id) {
   return div;
 }
 
+function withSvg(config) {
+  // The toolbar saves a figure as PNG (Plotly's camera) and, with this button, as SVG (for a slide or a paper). One
+  // button per file name, kept: Plotly.react redraws the whole figure when a button of its config is a new object.
+  const filename = config.toImageButtonOptions?.filename || "figure";
+  const buttons = (window.__decoderLensSvg ??= new Map());
+  if (!buttons.has(filename))
+    buttons.set(filename, {
+      name: "Download plot as an SVG",
+      icon: window.Plotly.Icons.disk,
+      click: (gd) => window.Plotly.downloadImage(gd, { format: "svg", filename }),
+    });
+  return { ...config, modeBarButtonsToAdd: [buttons.get(filename)] };
+}
+
 function withPageFont(figure) {
   // The page's own typeface, as Streamlit's charts use, where the figure names none.
   const font = (figure.layout.font = figure.layout.font || {});
@@ -65,7 +79,7 @@ function drawAhead(ahead, column) {
     document.body.appendChild(host);
     const config = { ...ahead.config, responsive: !figure.layout.width };
     window.__decoderLensPlotly
-      .then((Plotly) => Plotly.newPlot(div, figure.data, figure.layout, config))
+      .then((Plotly) => Plotly.newPlot(div, figure.data, figure.layout, withSvg(config)))
       .then(() => {
         div.remove();
         keep(ahead.id, div);
@@ -116,7 +130,7 @@ function draw(div) {
   div.setAttribute("data-drawing", "1");
   div.__drawing = (div.__drawing || Promise.resolve())
     .then(() => window.__decoderLensPlotly)
-    .then((Plotly) => Plotly.react(div, job.figure.data, job.figure.layout, job.config))
+    .then((Plotly) => Plotly.react(div, job.figure.data, job.figure.layout, withSvg(job.config)))
     .then(() => describe(div))
     .catch((err) => console.error("Decoder Lens figure:", err))
     .finally(() => {

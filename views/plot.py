@@ -229,6 +229,18 @@ def serialised(fig) -> tuple[str, str | None]:
     return figure_json(fig), text_alternative(fig)
 
 
+def figure_item(fig) -> tuple[str, str | None]:
+    """``serialised(fig)`` (a figure, or a ``Drawing``, built only if the cache does not hold it)."""
+    digest = fig.digest() if isinstance(fig, Drawing) else None
+    cache = figure_cache() if digest else None
+    item = cache.get(digest) if cache else None
+    if item is None:
+        item = serialised(fig.figure() if isinstance(fig, Drawing) else fig)
+        if cache:
+            cache.put(digest, item)
+    return item
+
+
 def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None) -> None:
     """Draw ``fig`` (a figure, or a ``Drawing``, built only if the cache does not hold it) under ``key`` (the same
     key keeps the same graph, updated in place); a heatmap carries its text alternative (``alt``: its drawing's
@@ -237,13 +249,7 @@ def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = 
     its own key (the lesson's next chapter), sent along when the cache holds it, which the browser draws off the
     page while the reader reads (``plot.js``): (the drawing, its key, its config)."""
     digest = fig.digest() if isinstance(fig, Drawing) else None
-    cache = figure_cache() if digest else None
-    item = cache.get(digest) if cache else None
-    if item is None:
-        item = serialised(fig.figure() if isinstance(fig, Drawing) else fig)
-        if cache:
-            cache.put(digest, item)
-    parts = [_payload(item, config, digest and f"{digest}:{key}")]
+    parts = [_payload(figure_item(fig), config, digest and f"{digest}:{key}")]
     if ahead is not None:
         next_fig, next_key, next_config = ahead
         d = next_fig.digest()

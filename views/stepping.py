@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,8 +19,19 @@ from model.decode.steps import Line, chips, follow_line, layer_keep, live_rows, 
 from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
-from . import export, session, stages, whatif
-from .common import badges, fail, get_decode, lazy_panel, md, path_labels, show_token, shown_labels, token_texter
+from . import export, handout, session, stages, whatif
+from .common import (
+    badges,
+    fail,
+    get_decode,
+    head_label,
+    lazy_panel,
+    md,
+    path_labels,
+    show_token,
+    shown_labels,
+    token_texter,
+)
 from .stages.context import Decoded, StageContext
 from .state import STAGE_LABELS, STAGES, Limits, View, prepare_source
 
@@ -124,11 +136,9 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
         if v.follow and tuple(line.ids[: len(v.follow)]) != tuple(v.follow) and line.how not in ("pruned", "stopped"):
             st.warning("The hypothesis in the link is not in this decode; following the translation shown above.")
         st.caption(md(f"Following: {followed}. {line_story(line, len(res.n_best), ch.beam)}"))
-    rows = list(line.rows[: step + 1])
+    ctx = stage_context(lm, v, ch, res, line, step, src, src_tokens)
+    rows, reads, predicts, table = ctx.run.rows, ctx.reads, ctx.predicts, ctx.run.table
     r_now = rows[-1]
-    # each input read with what follows it, so the last one is named by its character too ("ъ 1/2")
-    labels = path_labels(lm, [*line.inputs[: step + 1], line.predicts[step]])
-    reads, predicts = labels[:-1], labels[1:]
     cur = res.steps[step]
     p_next = line.probs[step]
     session.sync_url(replace(v, step=step))
@@ -154,10 +164,6 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     if ch.prefix and st.button("Clear forced tokens", key="clear_forced"):
         _clear_forced_and_rerun()
 
-    table = functools.cache(partial(position_table, res, line, step, reads, predicts, v.user_forced))  # when shown
-    run = Decoded(lm, ch, res, line, step, src, v.reference, table, predicts[-1])
-    arrays = stack_view(res.steps, rows, step, keep=layer_keep(v.layer))  # the shown layer only
-    ctx = StageContext(lm, v, run, arrays, reads, predicts, src_tokens, step, incremental=True, causal=True, key="dec")
     stages.render(ctx, stage)
 
     live_table = None
@@ -179,7 +185,35 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
             )
     if panel := lazy_panel(export.LABEL, "export_open"):
         with panel:
-            export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table)
+            make = partial(handout_bytes, lm, v, ch, res, line, src, src_tokens, stage)
+            export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table, make)
+
+
+def handout_bytes(lm: LoadedModel, v: View, ch, res, line: Line, src, src_tokens, stage: str) -> bytes:
+    """The handout of the followed line (``views.handout``): the sentence, its translation, the choices, and at
+    every position the chosen stages' figures."""
+    lines = (
+        ("English", v.source),
+        ("French (the line followed)", lm.tokenizer.decode([i for i in line.ids if i != lm.cfg.eos_id])),
+        ("Model", Path(str(lm.path)).name),
+        ("Decoding", ch.describe()),
+        ("Layer and head", f"layer {v.layer}, {head_label(v.head)}"),
+    )
+    context = lambda t: stage_context(lm, v, ch, res, line, t, src, src_tokens)  # noqa: E731
+    return handout.page(context, line.end + 1, stage, line.probs, lines).encode()
+
+
+def stage_context(lm: LoadedModel, v: View, ch, res, line: Line, step: int, src, src_tokens) -> StageContext:
+    """What the stages draw at position ``step`` of the followed ``line`` (the step view's, and the handout's at
+    every position)."""
+    rows = list(line.rows[: step + 1])
+    # each input read with what follows it, so the last one is named by its character too ("ъ 1/2")
+    labels = path_labels(lm, [*line.inputs[: step + 1], line.predicts[step]])
+    reads, predicts = labels[:-1], labels[1:]
+    table = functools.cache(partial(position_table, res, line, step, reads, predicts, v.user_forced))  # when shown
+    run = Decoded(lm, ch, res, line, step, src, v.reference, table, predicts[-1])
+    arrays = stack_view(res.steps, rows, step, keep=layer_keep(v.layer))  # the shown layer only
+    return StageContext(lm, v, run, arrays, reads, predicts, src_tokens, step, incremental=True, causal=True, key="dec")
 
 
 def position_table(res, line: Line, step: int, reads, predicts, user_forced) -> pd.DataFrame:

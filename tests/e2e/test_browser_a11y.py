@@ -162,13 +162,13 @@ def test_arrow_keys_step_and_buttons_and_heatmaps_have_names(server, browser):
         page.close()
 
 
-def test_no_toolbar_offers_to_upload_a_figure(server, browser):
+def test_toolbars_save_png_and_svg_and_never_offer_to_upload_a_figure(server, browser):
     page = open_page(browser, f"{server}/?max_len=8&src=I+like+pizza.&stage=all", 1366, 768, min_plots=10)
     try:
         titles = page.evaluate(
             "() => [...document.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))"
         )
-        assert "Download plot as a PNG" in titles  # the toolbars are there ...
+        assert "Download plot as a PNG" in titles and "Download plot as an SVG" in titles  # the toolbars are there ...
         bad = [t for t in titles if re.search(r"share|cloud|chart studio|edit in", t or "", re.I)]
         assert not bad, bad  # ... without an upload button
     finally:

@@ -1,0 +1,46 @@
+"""The handout opened from its file in Chromium, offline: no console error, no request outside the file, its figures
+drawn with a toolbar that saves PNG and SVG, and a position's ZIP holding each of its figures both ways."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from harness.handout import handout_of
+
+DRAWN = "(n) => document.querySelectorAll('.plot.js-plotly-plot .main-svg').length >= n"
+
+
+def test_the_handout_opens_offline_without_errors_and_saves_a_positions_figures(tiny_model_dir, browser, tmp_path):
+    path = tmp_path / "handout.html"
+    path.write_bytes(handout_of(tiny_model_dir, source="I like pizza.", max_len=3, stage="all"))
+    page = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
+    errors, outside = [], []
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: r.url.startswith(("file:", "blob:", "data:")) or outside.append(r.url))
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
+    try:
+        page.goto(path.as_uri())
+        first = page.locator("section").first
+        n = first.locator(".plot").count()
+        assert n > 10  # All stages at position 0
+        page.wait_for_function(DRAWN, arg=1)
+        svg = page.locator('.modebar-btn[data-title="Download plot as an SVG"]')
+        png = page.locator('.modebar-btn[data-title="Download plot as a PNG"]')
+        assert svg.count() >= 1 and png.count() >= 1
+        with page.expect_download() as got:
+            first.locator("button.zip").click()
+        data = got.value.path().read_bytes()
+        names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+        assert len(names) == 2 * n and sorted({name.rsplit(".", 1)[1] for name in names}) == ["png", "svg"], names
+        z = zipfile.ZipFile(io.BytesIO(data))
+        assert z.testzip() is None  # every entry's CRC checks
+        assert all(z.read(m).startswith(b"\x89PNG") for m in names if m.endswith(".png"))
+        assert all(b"<svg" in z.read(m)[:200] for m in names if m.endswith(".svg"))
+        page.evaluate("() => document.querySelector('section:last-of-type').scrollIntoView()")
+        page.wait_for_function(DRAWN, arg=n + 1)  # later positions drawn as they scroll near
+        assert not errors, errors
+        assert not outside, outside
+    finally:
+        page.close()

@@ -1,0 +1,88 @@
+"""The handout: one self-contained HTML page of a followed line (the sentence, its translation, and for every position
+its figures, each with its one-line description) that opens offline and can be put on a course site.
+
+Plotly's bundle is inlined once; each distinct figure's JSON once (a figure that does not change from one position to
+the next is written once and drawn wherever it appears). The page draws a figure when it scrolls near, offers each
+figure as PNG (Plotly's camera) and SVG (a button of its toolbar), and each position's figures together as a ZIP of
+both (``handout.js``). Nothing is fetched: no font, no script, no image from elsewhere. User text is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+HANDOUT_JS = Path(__file__).with_name("handout.js")
+CSS = """
+body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2230; margin: 0 auto;
+       max-width: 1100px; padding: 1rem; }
+h1 { font-size: 1.8rem; margin: 0.5rem 0; } h2 { font-size: 1.3rem; margin-top: 2.5rem; }
+.meta, figcaption { color: #4a4d59; } figure { margin: 1.5rem 0; }
+.frame { overflow-x: auto; max-width: 100%; } .plot { min-height: 120px; }
+button { font: inherit; padding: 0.3rem 0.8rem; cursor: pointer; }
+"""
+
+
+@dataclass(frozen=True)
+class HandoutFigure:
+    ref: str  # the key of its JSON in the page's figure table (one per distinct figure)
+    description: str  # one line: the heatmap's text alternative, or the figure's title
+    name: str  # its file name's stem in the downloads
+
+
+@dataclass(frozen=True)
+class HandoutPosition:
+    heading: str  # "Position 3: reads … → predicts …"
+    figures: tuple[HandoutFigure, ...]
+
+
+def handout_html(
+    title: str,
+    lines: tuple[tuple[str, str], ...],
+    positions: tuple[HandoutPosition, ...],
+    figures: dict[str, str],
+    plotly_js: str,
+    credit: str = "",
+) -> str:
+    """The page. ``lines``: (label, text) shown under the title (the sentence, its translation, the settings);
+    ``figures``: each ``ref``'s figure JSON (as ``viz.common.figure_json`` writes it); ``plotly_js``: Plotly's
+    bundle, inlined."""
+    refs = {f.ref for p in positions for f in p.figures}
+    if missing := refs - figures.keys():
+        raise ValueError(f"handout figures missing from the table: {sorted(missing)[:3]}")
+    if "</script" in plotly_js.lower():
+        raise ValueError("Plotly's bundle cannot be inlined: it holds a closing script tag")
+    e = html.escape
+    body = [f"<h1>{e(title)}</h1>"]
+    body += [f'<p class="meta"><strong>{e(label)}:</strong> {e(text)}</p>' for label, text in lines]
+    body.append(
+        '<p class="meta">Each figure\'s toolbar (top right, on hover) saves it as PNG (camera) or SVG; each '
+        "position's button saves all its figures, both ways, as one ZIP file.</p>"
+    )
+    for k, p in enumerate(positions):
+        body.append(f'<section aria-labelledby="p{k}"><h2 id="p{k}">{e(p.heading)}</h2>')
+        body.append(
+            f'<button type="button" class="zip" data-position="{k}">Download all figures of this position '
+            f"(ZIP: SVG and PNG)</button>"
+        )
+        for f in p.figures:
+            body.append(
+                f'<figure><div class="frame" tabindex="0" role="group" aria-label="{e(f.description, quote=True)}">'
+                f'<div class="plot" data-ref="{e(f.ref, quote=True)}" data-name="{e(f.name, quote=True)}"></div></div>'
+                f"<figcaption>{e(f.description)}</figcaption></figure>"
+            )
+        body.append("</section>")
+    if credit:
+        body.append(f'<p class="meta">{e(credit)}</p>')
+    # each figure's JSON as it is (not re-encoded as a string), "<" escaped where it can only be inside a string
+    table = "{" + ",".join(f"{json.dumps(ref)}:{fig}" for ref, fig in figures.items()).replace("<", "\\u003c") + "}"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)}</title><style>{CSS}</style>"
+        f"<script>{plotly_js}</script></head><body><main>{''.join(body)}</main>"
+        f'<script type="application/json" id="figures">{table}</script>'
+        f"<script>{HANDOUT_JS.read_text()}</script></body></html>\n"
+    )
