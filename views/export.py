@@ -16,7 +16,7 @@ from model.core.jsonio import dump_bytes
 from model.decode.steps import prefix_scores, stack_view, summary_dict
 from model.decode.trace import teacher_forced_trace
 
-LABEL = "Export: summary (JSON), records (NPZ), tables (CSV)"
+LABEL = "Export: summary (JSON), records (NPZ), tables (CSV), handout (HTML)"
 JSON, NPZ, CSV, HTML = "application/json", "application/octet-stream", "text/csv", "text/html"
 HANDOUT_LABEL = "Handout (HTML): every position's figures"
 

@@ -26,7 +26,9 @@ from views.plot import build_ahead
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from .common import cached, fail, get_decode, get_trace, lean_decoder, md, show, show_token, token_texter
+from .stages import ALL
 from .state import DEFAULTS, EXAMPLES, MAX_CHARS, Choices, number, prepare_source
+from .stepping import handout_bytes, handout_inputs
 
 SENTENCE = EXAMPLES[5]  # the lesson's first sentence: short, and every word has a clear counterpart
 ROWS = "position: reads → predicts"
@@ -175,6 +177,7 @@ def lesson(learn: Learn, data: dict, sid: str) -> None:
         start(learn, data, sid)
     elif k == END:
         finish(learn, sid)
+        take_away(data)
     else:
         chapter(learn, data, learn.chapters[k - 1], k, sid)
     class_link.flush()
@@ -221,6 +224,20 @@ def finish(learn: Learn, sid: str) -> None:
             if class_link.member()
             else "Kept in this browser tab only: nothing is stored."
         )
+
+
+def take_away(data: dict) -> None:
+    """The lesson's sentence as a handout to keep: Explore's, every position with all its stages' figures."""
+    lm, src, max_len = data["lm"], data["src"], data["key"][2]
+    st.download_button(
+        "Take it away: every position of this sentence, all stages' figures (HTML handout)",
+        lambda: handout_bytes(*handout_inputs(lm, {"source": src.text, "max_len": max_len, "stage": ALL})),
+        file_name="decoder_lens_handout.html",
+        mime="text/html",
+        on_click="ignore",
+        key="learn_handout",
+    )
+    st.caption("One web page that opens offline; each figure saves as PNG or SVG, each position's figures as a ZIP.")
 
 
 def quiz(questions: tuple[Question, ...], name: str, sid: str) -> None:

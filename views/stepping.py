@@ -33,7 +33,7 @@ from .common import (
     token_texter,
 )
 from .stages.context import Decoded, StageContext
-from .state import STAGE_LABELS, STAGES, Limits, View, prepare_source
+from .state import STAGE_LABELS, STAGES, Limits, View, clamp_view, prepare_source
 
 STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts may be missing), tooltip
     ("first", ":material/skip_previous:", "⏮ first position"),
@@ -187,6 +187,17 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
         with panel:
             make = partial(handout_bytes, lm, v, ch, res, line, src, src_tokens, stage)
             export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table, make)
+
+
+def handout_inputs(lm: LoadedModel, raw: dict) -> tuple:
+    """``handout_bytes``' arguments for the view that ``raw`` (choices by name: source, max_len, stage, …)
+    describes, its sentence decoded and its line followed (the end of the lesson's handout; the benchmark's)."""
+    view, _ = clamp_view(raw, session.limits_of(lm.cfg))
+    src = prepare_source(view.source, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
+    ch = view.choices(str(lm.path))
+    res = get_decode(lm, ch, src.ids)
+    line = follow_line(res, lm.cfg.eos_id, view.follow)
+    return lm, view, ch, res, line, src.ids, lm.tokenizer.tokens(list(src.ids)), view.stage
 
 
 def handout_bytes(lm: LoadedModel, v: View, ch, res, line: Line, src, src_tokens, stage: str) -> bytes:

@@ -48,3 +48,13 @@ def test_every_position_holds_the_figures_the_step_view_draws_there(tiny_model_d
         for caption, alt, fig in zip(captions, alts, drawn, strict=True):  # the heatmap's line, else the title
             title = html.unescape(fig["layout"]["title"]["text"].replace("<br>", " ")).strip()
             assert html.unescape(caption) == (alt or title), (caption, alt, title)
+
+
+def test_the_end_of_the_lesson_offers_its_sentence_as_a_handout(tiny_model_dir, monkeypatch):
+    from model.lesson.learn import CHAPTER_KEYS
+
+    end = str(len(CHAPTER_KEYS) + 1)
+    at = open_app(tiny_model_dir, monkeypatch, page="Learn", src=SRC, chapter=end)
+    assert [b.proto.label for b in at.get("download_button") if "handout" in b.proto.label.lower()]
+    at = open_app(tiny_model_dir, monkeypatch, page="Learn", src=SRC, chapter="3")  # only at the end
+    assert not [b.proto.label for b in at.get("download_button") if "handout" in b.proto.label.lower()]
