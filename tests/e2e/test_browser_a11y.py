@@ -256,6 +256,7 @@ def test_axe_finds_no_serious_violation_and_headings_are_in_order(server, browse
     try:
         page.goto(server + path)
         page.get_by_role("heading", level=1).first.wait_for()
+        page.wait_for_function("() => window.__decoderLensPage === true")  # the page's own behaviour and styles
         page.wait_for_function(DRAWN_JS, arg=plots)
         if panel:
             page.get_by_text(panel).first.click()
