@@ -186,8 +186,16 @@ def test_a_wrong_truncated_or_reused_teacher_secret_shows_nothing(tiny_model_dir
     del st_
 
 
-def test_an_unreachable_database_is_said_once_and_the_lesson_runs_on(tiny_model_dir, monkeypatch):
-    monkeypatch.setenv(URL_ENV, "postgresql://someone:hunter2@127.0.0.1:1/nowhere")
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://someone:hunter2@127.0.0.1:1/nowhere",  # nothing listens there
+        "mysql://someone:hunter2@localhost/x",  # a database classes are not kept in
+        "hunter2 is not a url",
+    ],
+)
+def test_a_wrong_or_unreachable_database_is_said_once_and_the_lesson_runs_on(tiny_model_dir, monkeypatch, url):
+    monkeypatch.setenv(URL_ENV, url)
     at = app(tiny_model_dir, monkeypatch, src=SENTENCE, **{"class": "abc"})
     assert not at.exception and not at.error
     assert len(at.warning) == 1 and "unavailable" in at.warning[0].value and "hunter2" not in texts(at)
@@ -234,3 +242,10 @@ def test_a_new_session_on_the_students_link_goes_on_as_that_student(tiny_model_d
     other = app(tiny_model_dir, monkeypatch, src=SENTENCE, **{"class": cls.id, "student": "0" * 32})
     ok(other)
     assert [t for t in other.text_input if t.key == "class_nick"]
+
+
+def test_the_class_page_without_its_database_says_so_in_one_sentence(tiny_model_dir, monkeypatch):
+    monkeypatch.setenv(URL_ENV, "postgresql://someone:hunter2@127.0.0.1:1/nowhere")
+    at = app(tiny_model_dir, monkeypatch, page="Class")
+    assert not at.exception and not at.error and len(at.warning) == 1 and "hunter2" not in texts(at)
+    assert not [w for w in at.text_input if w.key == "class_name"]
