@@ -209,6 +209,15 @@ def chapter_shown(page, k: int) -> None:
     page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
 
 
+def landed_at_top(page) -> None:
+    """Wait until the chapter's heading is in the upper half of the window."""
+    page.wait_for_function(
+        "() => { const h = document.querySelector('[data-testid=\"stHeading\"] h2').getBoundingClientRect();"
+        " return h.top >= 0 && h.bottom <= window.innerHeight / 2; }",
+        timeout=TIMEOUT_MS,
+    )
+
+
 def test_next_lands_at_the_top_of_the_new_chapter(server, page):
     page.goto(f"{server}/?chapter=1&max_len=8")
     chapter_shown(page, 1)
@@ -222,12 +231,7 @@ def test_next_lands_at_the_top_of_the_new_chapter(server, page):
     )
     page.locator(".st-key-learn_next button").click()
     chapter_shown(page, 2)
-    # the new chapter's heading in the upper part of the window, below the app's top bar
-    page.wait_for_function(
-        "() => { const h = document.querySelector('[data-testid=\"stHeading\"] h2').getBoundingClientRect();"
-        " return h.top >= 0 && h.bottom <= window.innerHeight / 2; }",
-        timeout=TIMEOUT_MS,
-    )
+    landed_at_top(page)  # below the app's top bar:
     top = page.evaluate(
         "() => { const h = document.querySelector('[data-testid=\"stHeading\"] h2').getBoundingClientRect();"
         " const bar = document.querySelector('[data-testid=\"stHeader\"]');"
@@ -238,11 +242,7 @@ def test_next_lands_at_the_top_of_the_new_chapter(server, page):
     page.locator(".st-key-learn_prev button").scroll_into_view_if_needed()
     page.locator(".st-key-learn_prev button").click()
     chapter_shown(page, 1)
-    page.wait_for_function(
-        "() => { const h = document.querySelector('[data-testid=\"stHeading\"] h2').getBoundingClientRect();"
-        " return h.top >= 0 && h.bottom <= window.innerHeight / 2; }",
-        timeout=TIMEOUT_MS,
-    )
+    landed_at_top(page)
 
 
 def test_previous_and_next_are_named_by_their_visible_labels(server, page):
