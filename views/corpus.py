@@ -68,7 +68,7 @@ CREDITS = (
     "Bundled sets: Multi30k (Elliott et al., 2016; Flickr30k captions, research use) and the Tatoeba Project "
     "(CC-BY 2.0 (France); www.manythings.org/anki and tatoeba.org)."
 )
-HEAD_STAGE = {"enc": "attribution", "self": "self", "cross": "cross"}  # Explore's stage that shows a head's kind
+HEAD_STAGE = {"self": "self", "cross": "cross"}  # Explore's stage that draws a decoder head's weights
 
 
 @st.cache_resource(show_spinner=False)
@@ -225,7 +225,13 @@ def render_rows(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None
     st.subheader("Sentences")
     st.markdown("**Flags**, each defined in one line:\n" + "\n".join(f"- *{k}*: {md(v)}" for k, v in FLAGS.items()))
     st.caption(f"Share from the source: {md(ATTRIBUTION)}.")
+    if "corpus_flags" not in st.session_state:  # the link's choice on the first run, the widget's after
+        st.session_state["corpus_flags"] = [f for f in st.query_params.get_all("flag") if f in FLAGS]
     chosen = st.multiselect("Show only sentences flagged", list(FLAGS), key="corpus_flags")
+    if chosen:
+        st.query_params["flag"] = chosen
+    else:
+        st.query_params.pop("flag", None)
     shown = [r for r in rows if all(f in r["flags"] for f in chosen)]
     df = table(shown, opts, model, refs) if shown else None
     if df is None:
@@ -338,13 +344,7 @@ def render_heads(result, opts: DecodeOptions, model: str) -> None:
             hdf = pd.DataFrame(by_kind[kind])
             for j in range(3):
                 hdf[f"example {j + 1}"] = [
-                    explore_link(
-                        result.rows[r["examples"][j]],
-                        opts,
-                        model,
-                        stage=HEAD_STAGE[kind],
-                        **({} if kind == "enc" else {"layer": str(r["layer"]), "head": str(r["head"])}),
-                    )
+                    explore_link(result.rows[r["examples"][j]], opts, model, **head_view(kind, r["layer"], r["head"]))
                     for r in by_kind[kind]
                 ]
             hdf["first example"] = [sources[r["examples"][0]] for r in by_kind[kind]]
@@ -359,6 +359,14 @@ def render_heads(result, opts: DecodeOptions, model: str) -> None:
                 {s: st.column_config.NumberColumn(s.replace("_", " "), help=STATS[s], format="%.3f") for s in STATS}
             )
             st.dataframe(hdf, hide_index=True, column_config=cfg, key=f"corpus_head_table_{kind}")
+
+
+def head_view(kind: str, layer: int, head: int) -> dict[str, str]:
+    """Explore's view of one head: a decoder head's weights (its stage, layer and head); an encoder head, which
+    Explore draws in its encoder panel, removed in the head-ablation stage (what the sentence loses without it)."""
+    if kind == "enc":
+        return {"stage": "ablation", "ablate": f"enc.{layer}.self.{head}"}
+    return {"stage": HEAD_STAGE[kind], "layer": str(layer), "head": str(head)}
 
 
 def render(lm: LoadedModel | None, error: str | None) -> None:

@@ -108,3 +108,20 @@ def test_bad_input_is_one_sentence(tiny_model_dir, tmp_path, text, message):
         assert any("skipped: 1 lines without a tab" in plain(c.value) for c in at.caption)
     else:
         assert [plain(e.value) for e in at.error] == [message] and not at.dataframe
+
+
+def test_flag_filter_and_head_links_come_from_and_go_to_the_url(tiny_model_dir, tmp_path):
+    text = "".join(f"{en}\t{fr}\n" for en, fr in PAIRS)
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
+    every = at.dataframe[0].value
+    flag = every["flags"][0].split(", ")[0] or "cut off"
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", flag=flag), text)
+    shown = at.dataframe[0].value if len(at.dataframe) == 4 else None
+    want = [f for f in every["flags"] if flag in f.split(", ")]
+    assert (list(shown["flags"]) if shown is not None else []) == want
+    assert at.query_params["flag"] in (flag, [flag])
+    heads = at.dataframe[-1].value  # cross-attention's heads
+    q = parse_qs(urlparse(heads["example 1"][0]).query)
+    assert q["stage"] == ["cross"] and q["layer"] == [str(heads["layer"][0])] and q["head"] == [str(heads["head"][0])]
+    enc = parse_qs(urlparse(at.dataframe[-3].value["example 1"][0]).query)
+    assert enc["stage"] == ["ablation"] and enc["ablate"] == ["enc.0.self.0"]
