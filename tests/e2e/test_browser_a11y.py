@@ -16,6 +16,7 @@ import pytest
 
 from harness.browser import DRAWN_JS, SCROLLED_JS, serve
 from model.io.checkpoint import ENV_MODEL
+from tests.helpers import wait_idle, wait_still
 from views.stepping import WHATIF_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +92,7 @@ def test_small_screens_never_scroll_sideways(server, browser, width, height, sta
         min_plots=10 if stage == "all" else 1,
     )
     try:
-        page.wait_for_timeout(500)
+        wait_still(page, DRAWN_JS, TIMEOUT_MS, 1)  # laid out, and staying so
         size = page.evaluate(OVERFLOW_JS)
         assert size["doc"] <= size["view"], size
         assert size["main"] <= size["mainView"], size
@@ -115,7 +116,7 @@ def test_stepper_stays_in_the_window_in_all_stages(server, browser):
         page.evaluate(
             "() => { const m = document.querySelector('[data-testid=stMain]'); m.scrollTop = 0.8 * m.scrollHeight; }"
         )
-        page.wait_for_timeout(500)
+        wait_still(page, "() => document.querySelector('[data-testid=stMain]').scrollTop", TIMEOUT_MS)
         assert page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTop") > 3000
         nxt = page.get_by_role("button", name="Next position")
         box = nxt.bounding_box()
@@ -145,7 +146,7 @@ def test_arrow_keys_step_and_buttons_and_heatmaps_have_names(server, browser):
         box.press("End")
         box.press("ArrowLeft")
         box.press("ArrowRight")
-        page.wait_for_timeout(1500)  # a step would have rerun the view by now
+        wait_idle(page, TIMEOUT_MS)  # a step would have started within the wait's stillness
         assert position(page) == 1  # typing in the text box does not step
         assert box.input_value() == "I like pizza."
         # Heatmaps read as one image with a line computed from their data. The drawing carries it, so it describes
@@ -204,7 +205,7 @@ def test_each_page_has_its_address_and_older_links_still_open_theirs(server, bro
         page.wait_for_url(re.compile(r"chapter="))
         url = urlsplit(page.url)
         assert url.path == "/" and parse_qs(url.query)["chapter"] == ["0"]
-        page.wait_for_timeout(500)
+        wait_idle(page, TIMEOUT_MS)
         assert not sidebar_shown(page)
         page.goto(f"{server}/?page=Compare&src=I+like+pizza.&srcb=I+like+pasta.")
         page.get_by_role("heading", name=re.compile("Compare two sentences")).wait_for()
@@ -257,11 +258,11 @@ def test_axe_finds_no_serious_violation_and_headings_are_in_order(server, browse
         page.goto(server + path)
         page.get_by_role("heading", level=1).first.wait_for()
         page.wait_for_function("() => window.__decoderLensPage === true")  # the page's own behaviour and styles
-        page.wait_for_function(DRAWN_JS, arg=plots)
+        wait_still(page, DRAWN_JS, TIMEOUT_MS, plots)
         if panel:
             page.get_by_text(panel).first.click()
             page.locator(".st-key-whatif_go").wait_for()
-            page.wait_for_function(DRAWN_JS, arg=plots)
+            wait_still(page, DRAWN_JS, TIMEOUT_MS, plots)
         found = axe_report(Axe().run(page).response)
         ARTIFACTS.mkdir(exist_ok=True)
         (ARTIFACTS / f"axe_{name}_{width}.json").write_text(json.dumps(found, indent=1, ensure_ascii=False))

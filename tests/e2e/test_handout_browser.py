@@ -1,10 +1,13 @@
 """The handout opened from its file in Chromium, offline: no console error, no request outside the file, its figures
-drawn with a toolbar that saves PNG and SVG, and a position's ZIP holding each of its figures both ways."""
+drawn with a toolbar that saves PNG and SVG, a position's ZIP holding each of its figures both ways, and axe-core
+finds no critical or serious violation."""
 
 from __future__ import annotations
 
 import io
 import zipfile
+
+from axe_playwright_python.sync_playwright import Axe
 
 from harness.handout import handout_of
 
@@ -42,5 +45,7 @@ def test_the_handout_opens_offline_without_errors_and_saves_a_positions_figures(
         page.wait_for_function(DRAWN, arg=n + 1)  # later positions drawn as they scroll near
         assert not errors, errors
         assert not outside, outside
+        found = Axe().run(page).response["violations"]
+        assert not [(v["id"], len(v["nodes"])) for v in found if v["impact"] in ("critical", "serious")], found
     finally:
         page.close()
