@@ -508,7 +508,7 @@ def figure(key: str, learn: Learn | None, data: dict | None):
             paths={"the translation beam search returns": answer},
             max_pruned=1,  # the lesson's tree: one dropped candidate per hypothesis (Explore's shows three)
             x_title="position that predicted the token (position 0 reads <s>, as in chapter 1)",
-            from_start=True,  # the answer's path from its start
+            whole=True,  # every position of the answer's path in view
         ).keyed(*data["key"])  # the decode it draws: its model, source and length
     if key == "lens":
         if data["lens"] is None:

@@ -175,7 +175,7 @@ def beam_tree_figure(
     paths: Mapping[str, Sequence[int]] | None = None,
     max_pruned: int = MAX_PRUNED,
     x_title: str = X_TITLE,
-    from_start: bool = False,
+    whole: bool = False,
 ) -> go.Figure:
     """The tree of beam hypotheses: x = the position that predicted a node's token (numbered as the step view
     numbers positions; the start, <s>, is left of position 0), one node per kept or finished candidate and per
@@ -189,7 +189,7 @@ def beam_tree_figure(
     and finished node is labelled with its token. ``paths`` (name -> token ids, at most two) are drawn over the
     edges they take, each in its own style, named in the legend. Log-probs at or below ``impossible`` (the
     decoder's placeholder score) are left out of the colour range. When the positions do not all fit, the latest
-    are in view, or with ``from_start`` the first ones; ``x_title`` names the x axis.
+    are in view, or with ``whole`` every position is (for a short tree); ``x_title`` names the x axis.
     """
     nodes: list[dict] = []  # x, y, status, cum, token, hover, ids
     edges: list[tuple[int, int]] = []  # (parent node index, child node index)
@@ -279,7 +279,7 @@ def beam_tree_figure(
             cur.append(dict(parent=r, token=int(e.token), status=status, node=idx))
         prev = cur
     return _tree_figure(
-        nodes, edges, title=title, impossible=impossible, paths=paths or {}, x_title=x_title, from_start=from_start
+        nodes, edges, title=title, impossible=impossible, paths=paths or {}, x_title=x_title, whole=whole
     )
 
 
@@ -304,7 +304,7 @@ def _tree_figure(
     impossible: float,
     paths: Mapping,
     x_title: str,
-    from_start: bool,
+    whole: bool,
 ) -> go.Figure:
     """Draw the nodes and edges of a beam tree: ``TREE_ROW_PX`` per hypothesis row; columns wide enough for their
     labels, the latest positions in view when they do not all fit (the earlier ones by panning, read on hover)."""
@@ -372,9 +372,11 @@ def _tree_figure(
     x_hi = x_max + 1.0  # room right of the last column for its labels
     # from half a column before the first one in view: no node's marker is cut in half at the left edge
     x_lo = max(x_min - 0.5, math.floor(x_hi - columns) + 0.5)
-    if from_start:
+    fig_w = None
+    if whole:
         x_lo = x_min - 0.5
-        x_hi = min(x_hi, x_lo + columns)
+        need = math.ceil((x_hi - x_lo) * col_px)  # every column with room for its label
+        fig_w = margin["l"] + need + margin["r"] if need > plot_w else None  # wider: it scrolls in its frame
     statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
     legend = []
     for status in ["start", *statuses]:
@@ -432,7 +434,7 @@ def _tree_figure(
     dtick = _nice_step(shown / max(plot_w / 48, 1))
     ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
     xaxis = dict(
-        title=dict(text=x_title, standoff=8),
+        title=dict(text=safe_label(x_title), standoff=8),
         showgrid=True,
         gridcolor="#eee",
         zeroline=False,
@@ -454,6 +456,8 @@ def _tree_figure(
     layout = layout_defaults(title, height=0, legend=True)
     top = layout["margin"]["t"] + LEGEND_ROW
     margin.update(t=top)
+    if fig_w is not None:
+        layout["width"] = fig_w
     layout.update(
         height=top + plot_h + margin["b"],
         margin=margin,
