@@ -15,6 +15,7 @@ import numpy as np
 from model.core.ablation import MODES
 from model.core.constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
 from model.core.jsonio import dumps
+from model.core.positions import position_labels
 from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids, step_decoder
 from model.io.checkpoint import ENV_DEVICE, ModelDirError, default_model_dir, load_model_dir, set_threads
 
@@ -270,8 +271,8 @@ def format_explanation(r: dict) -> str:
         f"logit lens (each decoder layer read by the output head: the {what} token's probability and rank, "
         "entropy in nats, top 3):",
     ]
-    for t, label in enumerate(labels):
-        lines.append(f"  position {t}: {inputs[t]} → {label}")
+    for t, row in enumerate(position_labels(inputs, labels)):
+        lines.append(f"  position {t}: {row}")
         for layer in range(r["lens.top_ids"].shape[0]):
             top = ", ".join(
                 f"{tok} {p:.2f}"

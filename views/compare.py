@@ -13,19 +13,17 @@ import streamlit as st
 
 from model.core.constants import PATCH_SUBLAYERS
 from model.core.jsonio import dumps
-from model.decode.steps import heads_concat, mean_weights
+from model.core.positions import POSITION_AXIS, position_labels
 from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 from viz.common import MIN_WIDTH
 
-from . import session
-from .common import cached, get_decode, get_trace, head_label, md, show, show_token
-from .explore import sidebar
+from . import session, stages
+from .common import cached, get_decode, get_trace, md, show, show_token
+from .sidebar import sidebar
 from .stages.attribution import METHOD_LABELS
 from .state import (
-    DECODER_STAGES,
     MAX_CHARS,
-    MEAN_HEADS,
     SITE_LABELS,
     SITES,
     STAGE_LABELS,
@@ -40,44 +38,13 @@ PRESETS = (
     ("Gendered noun", "The boy is reading a book.", "The girl is reading a book.", "La"),
     ("Tense", "I see the dog.", "I saw the dog.", "J'ai"),
 )
-STAGES = tuple(s for s in DECODER_STAGES if s != "output")  # one matrix per run; the output is the table below
+STAGES = tuple(s.id for s in stages.compared())  # the stages that declare one matrix per run
 DEFAULT_STAGE = "cross"
 COLUMN_GAP = 16  # px between Streamlit's columns
 
 
-def _stage_matrix(stage: str, arrays: dict, layer: int, head) -> tuple[np.ndarray, str, bool, str]:
-    """The matrix a stage shows for one run (rows: decoder positions), its columns' name, whether it is signed, and
-    what its values are."""
-    L = f"dec.{layer}"
-    per_head = (lambda a: heads_concat(a)) if head == MEAN_HEADS else (lambda a: a[int(head)])
-    attn = mean_weights if head == MEAN_HEADS else (lambda a: a[int(head)])
-    if stage == "inputs":
-        return arrays["dec.input"], "dimension", True, "value"
-    if stage == "qkv":
-        side = " (heads side by side)" if head == MEAN_HEADS else ""
-        return per_head(arrays[f"{L}.self.Q"]), f"dimension of Q{side}", True, "value"
-    if stage == "scores":
-        s = arrays[f"{L}.self.masked_scores"]
-        return (s.mean(0) if head == MEAN_HEADS else s[int(head)]), "key: token read", True, "score"
-    if stage == "self":
-        return attn(arrays[f"{L}.self.weights"]), "key: token read", False, "weight"
-    if stage == "self_out":
-        return arrays[f"{L}.norm1.out"], "dimension", True, "value"
-    if stage == "cross":
-        return attn(arrays[f"{L}.cross.weights"]), "source token", False, "weight"
-    return arrays[f"{L}.ffn.hidden"], "FFN hidden unit", False, "activation"
-
-
-def _columns(stage: str, trace, n: int) -> list[str]:
-    if stage in ("scores", "self"):
-        return [show_token(t) for t in trace.dec_input_tokens]
-    if stage == "cross":
-        return [show_token(t) for t in trace.src_tokens]
-    return [str(d) for d in range(n)]
-
-
 def _rows(trace) -> list[str]:
-    return [f"{show_token(r)} → {show_token(p)}" for r, p in zip(trace.dec_input_tokens, trace.label_tokens)]
+    return position_labels(trace.dec_input_tokens, trace.label_tokens, show_token)
 
 
 def _chosen_p(trace, n: int) -> np.ndarray:
@@ -194,28 +161,22 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
     if view.stage not in STAGES:  # the Explore page's stages without one matrix per run
         st.session_state["stage"] = DEFAULT_STAGE
     stage = st.selectbox("Stage to compare", STAGES, key="stage", format_func=STAGE_LABELS.get)
+    st.caption(md("Not compared here: " + "; ".join(f"{s.label} ({s.not_compared})" for s in stages.left_out()) + "."))
     layer, head = min(view.layer, lm.cfg.n_decoder_layers - 1), view.head
-    a, x_title, signed, value_name = _stage_matrix(stage, tr_a.arrays, layer, head)
-    b = _stage_matrix(stage, tr_b.arrays, layer, head)[0]
-    where = (
-        ""
-        if stage in ("inputs",)
-        else f", layer {layer}" + (f", {head_label(head)}" if stage in ("qkv", "scores", "self", "cross") else "")
-    )
-    title = f"{STAGE_LABELS[stage]}{where}"
+    a, b = (stages.by_id(stage).run_matrix(tr, layer, head) for tr in (tr_a, tr_b))
     fa, fb, fd = viz.pair_figures(
-        a,
-        b,
+        a.values,
+        b.values,
         _rows(tr_a),
-        _columns(stage, tr_a, a.shape[1]),
+        a.columns,
         _rows(tr_b),
-        _columns(stage, tr_b, b.shape[1]),
-        title=title,
-        x_title=x_title,
-        y_title="position: reads → predicts",
-        value_name=value_name,
-        signed=signed,
-        col_index=stage in ("scores", "self", "cross"),
+        b.columns,
+        title=f"{STAGE_LABELS[stage]}{a.where}",
+        x_title=a.x_title,
+        y_title=POSITION_AXIS,
+        value_name=a.value_name,
+        signed=a.signed,
+        col_index=a.tokens,
     )
     half = (MIN_WIDTH - COLUMN_GAP) / 2
     if all(f.layout.width is not None and f.layout.width <= half for f in (fa, fb)):
@@ -227,7 +188,7 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
     else:  # too wide for half the narrowest page: one above the other, still on one colour scale
         show(fa, "compare_a")
         show(fb, "compare_b")
-    _, note = viz.aligned_difference(a, b)
+    _, note = viz.aligned_difference(a.values, b.values)
     st.markdown("**Difference A − B** on a scale centred on 0" + (f". {md(note)}" if note else "."))
     show(fd, "compare_diff")
     st.caption(

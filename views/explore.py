@@ -14,52 +14,16 @@ from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import session, stepping, teacher_forcing
-from .common import as_read, badges, get_decode, head_label, lazy_panel, md, show_token, shown_labels
+from .common import as_read, badges, get_decode, lazy_panel, md, show_token, shown_labels
+from .sidebar import sidebar
 from .stages import beam, encoder
 from .state import (
-    CHOICE,
     EXAMPLES,
     MAX_CHARS,
-    MEAN_HEADS,
-    STRATEGIES,
-    STRATEGY_LABELS,
     TAB_LABELS,
     TABS,
-    View,
     prepare_source,
 )
-
-
-def sidebar(lm: LoadedModel, view: View) -> None:
-    """The decoding and view choices; bounds, keys and help from the choice table (``views.state.CHOICES``)."""
-    limits, sb = session.limits_of(lm.cfg), st.sidebar
-
-    def widget(name: str) -> dict:
-        return CHOICE[name].widget(limits)
-
-    sb.subheader("Decoding")
-    sb.radio(**widget("strategy"), options=STRATEGIES, format_func=STRATEGY_LABELS.get, horizontal=True)
-    if view.strategy == "beam":
-        sb.slider(**widget("beam"))
-        sb.number_input(**widget("length_penalty"), step=0.1)
-    elif view.strategy == "sample":
-        sb.number_input(**widget("temperature"), step=0.1)
-        sb.number_input(**widget("top_k"), step=1)
-        sb.slider(**widget("top_p"), step=0.01)
-        sb.number_input(**widget("seed"), step=1)
-    if limits.max_new > 1:
-        sb.slider(**widget("max_len"))
-    sb.subheader("View")
-    layer, head = widget("layer"), widget("head")
-    sb.selectbox(layer["label"], list(range(layer["max_value"] + 1)), key="layer", on_change=session.layer_head_chosen)
-    sb.selectbox(
-        head["label"],
-        [MEAN_HEADS, *range(head["max_value"] + 1)],
-        key="head",
-        format_func=head_label,
-        on_change=session.layer_head_chosen,
-    )
-    sb.toggle("Show every head (grid)", key="grid")
 
 
 def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:

@@ -11,12 +11,15 @@ sentence live in the URL (``/?chapter=4&src=…``); answers and scores in the se
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, replace
 from functools import partial
+from urllib.parse import urlencode
 
 import numpy as np
 import streamlit as st
 
 from model.core.constants import IMPOSSIBLE
+from model.core.positions import POSITION_AXIS, position_labels
 from model.interpret.explain import lens_problem, logit_lens
 from model.io.checkpoint import LoadedModel
 from model.lesson.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
@@ -25,13 +28,14 @@ from views import class_link
 from views.plot import build_ahead
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
+from . import stages
 from .common import cached, fail, get_decode, get_trace, lean_decoder, md, show, show_token, token_texter
 from .stages import ALL
-from .state import DEFAULTS, EXAMPLES, MAX_CHARS, Choices, number, prepare_source
+from .state import DEFAULTS, EXAMPLES, MAX_CHARS, Choices, View, number, prepare_source, to_query
 from .stepping import handout_bytes, handout_inputs
 
 SENTENCE = EXAMPLES[5]  # the lesson's first sentence: short, and every word has a clear counterpart
-ROWS = "position: reads → predicts"
+ROWS = POSITION_AXIS
 KEYS = "key position (token it reads)"
 TOP = 10
 N = len(CHAPTER_KEYS)
@@ -285,6 +289,8 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
         # the next chapter's figure goes along, for the browser to draw while this one is read
         show(fig, f"learn_fig_{c.key}", (built[0], f"learn_fig_{later[0].key}") if built and built[0] else None)
         st.caption(md(f"The figure in words: {c.alt}"))
+    if learn is not None and stages.teaching(c.key):
+        st.markdown(explore_links(learn, data, c.key))
     if c.key == "mask" and data is not None:
         cheat(data)
     if c.key == "decoding" and data is not None:
@@ -321,6 +327,14 @@ def candidates(data: dict) -> None:
         "**The finished candidates, best score first** (the first is the translation beam search returns):\n\n"
         + "\n".join(f"{i}. {md(text_of(h.ids))} (score {h.score:.3f})" for i, h in enumerate(data["beam"].n_best, 1))
     )
+
+
+def explore_links(learn: Learn, data: dict, key: str) -> str:
+    """Links to the stages chapter ``key`` teaches (the registry says which) on the Explore page, on this sentence
+    at the chapter's row."""
+    view = View(source=data["src"].text, step=learn.focus.row)
+    links = (f"[{md(s.label)}](explore?{urlencode(to_query(replace(view, stage=s.id)))})" for s in stages.teaching(key))
+    return f"**See it in Explore**, at position {learn.focus.row}: " + " · ".join(links)
 
 
 def _ahead(key: str, learn: Learn, data: dict):
@@ -368,157 +382,222 @@ def _goto() -> None:
 # One figure per chapter, from the ``viz`` builders.
 
 
+@dataclass(frozen=True)
+class _Drawn:
+    """What a chapter's figure reads: the teacher-forced trace ``tr`` (``a``: its arrays), the focus row ``f``, the
+    rows' labels and the tokens each position reads, and the self-attention the chapters read (``L0``, ``h``)."""
+
+    learn: Learn
+    data: dict
+    tr: object
+    f: int
+    reads: list[str]
+    rows: list[str]
+    L0: str = f"dec.{SELF_LAYER}"
+    h: int = SELF_HEAD
+    where: str = f"layer {SELF_LAYER}, head {SELF_HEAD}"
+
+    @property
+    def a(self) -> dict:
+        return self.tr.arrays
+
+
 def figure(key: str, learn: Learn | None, data: dict | None):
     if key == "by_hand":
-        ex = worked_example()
-        w = ex.stage("weights").ours
-        n = w.shape[0]
-        rows = list(EXAMPLE_TOKENS[:n])
-        return viz.attention_figure(
-            np.where(np.isfinite(causal_mask(n)), w, -np.inf),
-            rows,
-            rows,
-            title="Attention weights α of the worked example, recomputed",
-            q_title="row: the token it reads",
-            k_title="key token",
-            masked_hover="masked (the future): weight 0",
-        )
-    tr, f = data["trace"], learn.focus.row
-    a = tr.arrays
+        return _by_hand_figure()
+    tr = data["trace"]
     reads = [show_token(t) for t in tr.dec_input_tokens]
-    rows = [f"{r} → {show_token(p)}" for r, p in zip(reads, tr.label_tokens)]
-    L0, h = f"dec.{SELF_LAYER}", SELF_HEAD
-    where = f"layer {SELF_LAYER}, head {h}"
-    if key == "tokens":
-        p = a["probs"][np.arange(len(rows)), a["label_ids"]]
-        return viz.layer_position_figure(
-            p[None, :],
-            rows,
-            highlight_col=f,
-            value_name="p(label)",
-            layer_labels=["p(label)"],
-            y_title="teacher forcing",
-            title="Probability of each label, one column per decoder position",
-        )
-    if key == "embed":
-        return viz.matrix_figure(
-            a["dec.input"],
-            rows,
-            highlight_row=f,
-            token_label=ROWS,
-            title="X = token embedding · √d_model + positional encoding",
-        )
-    if key == "qkv":
-        return viz.matrix_figure(
-            a[f"{L0}.self.Q"][h],
-            rows,
-            highlight_row=f,
-            token_label=ROWS,
-            dim_label="d_k dimension",
-            title=f"Queries Q = X·W_Q, {where}",
-        )
-    if key in ("scores", "mask"):
-        kind = "scores" if key == "scores" else "masked_scores"
-        title = "Raw scores QKᵀ/√d_k, every cell" if key == "scores" else "Masked scores (grey = −∞)"
-        return viz.attention_figure(
-            a[f"{L0}.self.{kind}"][h],
-            rows,
-            reads,
-            kind=kind,
-            highlight_row=f,
-            title=f"{title}, {where}",
-            q_title=ROWS,
-            k_title=KEYS,
-            masked_hover="masked: −∞ (the future)",
-        )
-    if key == "softmax":
-        w = np.where(np.isfinite(a[f"{L0}.self.mask"][h]), a[f"{L0}.self.weights"][h], -np.inf)
-        return viz.attention_figure(
-            w,
-            rows,
-            reads,
-            kind="weights",
-            highlight_row=f,
-            q_title=ROWS,
-            k_title=KEYS,
-            title=f"Attention weights α, {where}",
-            masked_hover="masked (the future): weight 0",
-        )
-    if key == "output_proj":
-        return viz.matrix_figure(
-            a[f"{L0}.self.context"][h],
-            rows,
-            highlight_row=0,
-            token_label=ROWS,
-            dim_label="d_k dimension",
-            title=f"α·V, {where} (row 0 outlined)",
-        )
-    if key == "addnorm":
-        k1 = f"{L0}.norm1"
-        return viz.addnorm_figure(
-            a[f"{k1}.residual"],
-            a[f"{k1}.mean"],
-            a[f"{k1}.std"],
-            a[f"{k1}.out"],
-            rows,
-            highlight_row=f,
-            token_label=ROWS,
-            title=f"Add & Norm after self-attention, layer {SELF_LAYER}",
-        )
-    if key == "cross":
-        cl = learn.focus.cross_layer
-        return viz.alignment_figure(
-            a[f"dec.{cl}.cross.weights"].mean(axis=0),
-            rows,
-            [show_token(t) for t in tr.src_tokens],
-            highlight_row=f,
-            q_title="target position: reads → predicts",
-            title=f"Cross-attention, layer {cl}, mean of heads",
-        )
-    if key == "ffn":
-        return viz.ffn_figure(
-            a[f"{L0}.ffn.hidden"],
-            rows,
-            highlight_row=f,
-            token_label=ROWS,
-            title=f"FFN hidden units, layer {SELF_LAYER}",
-        )
-    if key == "output":
-        probs = a["probs"][f]
-        order = np.argsort(-probs, kind="stable")[:TOP]
-        label = int(a["label_ids"][f])
-        chosen = [int(i) for i in order].index(label) if label in order else None
-        text = token_texter(data["lm"])
-        return viz.topk_figure(
-            [show_token(text(int(i))) for i in order],
-            probs[order],
-            chosen,
-            title=f"Top {TOP} next tokens at row {f} ({rows[f]}); the label outlined",
-        )
-    if key == "decoding":
-        res, text = data["beam"], token_texter(data["lm"])
-        answer = tuple(res.n_best[0].ids)
-        end = len(answer) - 1  # the position that predicted the answer's last token: the tree up to there
-        return viz.beam_tree_figure(
-            res.beam_steps[: end + 1],
-            token_text=lambda i: show_token(text(i)),
-            impossible=IMPOSSIBLE,
-            title=f"Beam search, width {DEFAULTS.beam}, up to position {end}, where the translation it returns "
-            "finished: what it kept, finished, and the best it dropped from each",
-            paths={"the translation beam search returns": answer},
-            max_pruned=1,  # the lesson's tree: one dropped candidate per hypothesis (Explore's shows three)
-            x_title="position that predicted the token (position 0 reads <s>, as in chapter 1)",
-            whole=True,  # every position of the answer's path in view
-        ).keyed(*data["key"])  # the decode it draws: its model, source and length
-    if key == "lens":
-        if data["lens"] is None:
-            return None
-        return viz.layer_position_figure(
-            data["lens"].chosen_prob,
-            rows,
-            highlight_col=f,
-            value_name="p(label)",
-            y_title="layer",
-            title="p(the label) after each decoder layer, every position",
-        )
-    raise KeyError(key)
+    rows = position_labels(tr.dec_input_tokens, tr.label_tokens, show_token)
+    return FIGURES[key](_Drawn(learn, data, tr, learn.focus.row, reads, rows))
+
+
+def _by_hand_figure():
+    ex = worked_example()
+    w = ex.stage("weights").ours
+    n = w.shape[0]
+    rows = list(EXAMPLE_TOKENS[:n])
+    return viz.attention_figure(
+        np.where(np.isfinite(causal_mask(n)), w, -np.inf),
+        rows,
+        rows,
+        title="Attention weights α of the worked example, recomputed",
+        q_title="row: the token it reads",
+        k_title="key token",
+        masked_hover="masked (the future): weight 0",
+    )
+
+
+def _tokens_figure(d: _Drawn):
+    a, rows = d.a, d.rows
+    p = a["probs"][np.arange(len(rows)), a["label_ids"]]
+    return viz.layer_position_figure(
+        p[None, :],
+        rows,
+        highlight_col=d.f,
+        value_name="p(label)",
+        layer_labels=["p(label)"],
+        y_title="teacher forcing",
+        title="Probability of each label, one column per decoder position",
+    )
+
+
+def _embed_figure(d: _Drawn):
+    return viz.matrix_figure(
+        d.a["dec.input"],
+        d.rows,
+        highlight_row=d.f,
+        token_label=ROWS,
+        title="X = token embedding · √d_model + positional encoding",
+    )
+
+
+def _qkv_figure(d: _Drawn):
+    return viz.matrix_figure(
+        d.a[f"{d.L0}.self.Q"][d.h],
+        d.rows,
+        highlight_row=d.f,
+        token_label=ROWS,
+        dim_label="d_k dimension",
+        title=f"Queries Q = X·W_Q, {d.where}",
+    )
+
+
+def _scores_figure(d: _Drawn, key: str):
+    kind = "scores" if key == "scores" else "masked_scores"
+    title = "Raw scores QKᵀ/√d_k, every cell" if key == "scores" else "Masked scores (grey = −∞)"
+    return viz.attention_figure(
+        d.a[f"{d.L0}.self.{kind}"][d.h],
+        d.rows,
+        d.reads,
+        kind=kind,
+        highlight_row=d.f,
+        title=f"{title}, {d.where}",
+        q_title=ROWS,
+        k_title=KEYS,
+        masked_hover="masked: −∞ (the future)",
+    )
+
+
+def _softmax_figure(d: _Drawn):
+    a, L0, h = d.a, d.L0, d.h
+    w = np.where(np.isfinite(a[f"{L0}.self.mask"][h]), a[f"{L0}.self.weights"][h], -np.inf)
+    return viz.attention_figure(
+        w,
+        d.rows,
+        d.reads,
+        kind="weights",
+        highlight_row=d.f,
+        q_title=ROWS,
+        k_title=KEYS,
+        title=f"Attention weights α, {d.where}",
+        masked_hover="masked (the future): weight 0",
+    )
+
+
+def _output_proj_figure(d: _Drawn):
+    return viz.matrix_figure(
+        d.a[f"{d.L0}.self.context"][d.h],
+        d.rows,
+        highlight_row=0,
+        token_label=ROWS,
+        dim_label="d_k dimension",
+        title=f"α·V, {d.where} (row 0 outlined)",
+    )
+
+
+def _addnorm_figure(d: _Drawn):
+    a, k1 = d.a, f"{d.L0}.norm1"
+    return viz.addnorm_figure(
+        a[f"{k1}.residual"],
+        a[f"{k1}.mean"],
+        a[f"{k1}.std"],
+        a[f"{k1}.out"],
+        d.rows,
+        highlight_row=d.f,
+        token_label=ROWS,
+        title=f"Add & Norm after self-attention, layer {SELF_LAYER}",
+    )
+
+
+def _cross_figure(d: _Drawn):
+    cl = d.learn.focus.cross_layer
+    return viz.alignment_figure(
+        d.a[f"dec.{cl}.cross.weights"].mean(axis=0),
+        d.rows,
+        [show_token(t) for t in d.tr.src_tokens],
+        highlight_row=d.f,
+        q_title="target position: reads → predicts",
+        title=f"Cross-attention, layer {cl}, mean of heads",
+    )
+
+
+def _ffn_figure(d: _Drawn):
+    return viz.ffn_figure(
+        d.a[f"{d.L0}.ffn.hidden"],
+        d.rows,
+        highlight_row=d.f,
+        token_label=ROWS,
+        title=f"FFN hidden units, layer {SELF_LAYER}",
+    )
+
+
+def _output_figure(d: _Drawn):
+    a, f = d.a, d.f
+    probs = a["probs"][f]
+    order = np.argsort(-probs, kind="stable")[:TOP]
+    label = int(a["label_ids"][f])
+    chosen = [int(i) for i in order].index(label) if label in order else None
+    text = token_texter(d.data["lm"])
+    return viz.topk_figure(
+        [show_token(text(int(i))) for i in order],
+        probs[order],
+        chosen,
+        title=f"Top {TOP} next tokens at row {f} ({d.rows[f]}); the label outlined",
+    )
+
+
+def _decoding_figure(d: _Drawn):
+    res, text = d.data["beam"], token_texter(d.data["lm"])
+    answer = tuple(res.n_best[0].ids)
+    end = len(answer) - 1  # the position that predicted the answer's last token: the tree up to there
+    return viz.beam_tree_figure(
+        res.beam_steps[: end + 1],
+        token_text=lambda i: show_token(text(i)),
+        impossible=IMPOSSIBLE,
+        title=f"Beam search, width {DEFAULTS.beam}, up to position {end}, where the translation it returns "
+        "finished: what it kept, finished, and the best it dropped from each",
+        paths={"the translation beam search returns": answer},
+        max_pruned=1,  # the lesson's tree: one dropped candidate per hypothesis (Explore's shows three)
+        x_title="position that predicted the token (position 0 reads <s>, as in chapter 1)",
+        whole=True,  # every position of the answer's path in view
+    ).keyed(*d.data["key"])  # the decode it draws: its model, source and length
+
+
+def _lens_figure(d: _Drawn):
+    if d.data["lens"] is None:
+        return None
+    return viz.layer_position_figure(
+        d.data["lens"].chosen_prob,
+        d.rows,
+        highlight_col=d.f,
+        value_name="p(label)",
+        y_title="layer",
+        title="p(the label) after each decoder layer, every position",
+    )
+
+
+FIGURES = {  # every chapter on the live model, by its key (the hand-sized example draws ``_by_hand_figure``)
+    "tokens": _tokens_figure,
+    "embed": _embed_figure,
+    "qkv": _qkv_figure,
+    "scores": partial(_scores_figure, key="scores"),
+    "mask": partial(_scores_figure, key="mask"),
+    "softmax": _softmax_figure,
+    "output_proj": _output_proj_figure,
+    "addnorm": _addnorm_figure,
+    "cross": _cross_figure,
+    "ffn": _ffn_figure,
+    "output": _output_figure,
+    "decoding": _decoding_figure,
+    "lens": _lens_figure,
+}

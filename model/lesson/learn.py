@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from model.core.positions import position_labels
 from model.lesson.lesson import Lesson
 
 READ_S = 50  # reading time of one chapter, question included
@@ -252,7 +253,7 @@ def build(
         q,
         p_,
         s_,
-        [f"{a} → {b}" for a, b in zip(q, p_)],
+        position_labels(q, p_),
         cl,
         cross,
         f,

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from model.core.positions import POSITION_AXIS
 from model.decode.steps import mean_weights
 
 from .. import session
@@ -197,7 +198,7 @@ def render(ctx: StageContext) -> None:
             highlight_row=hl,
             kind="weights",
             title="Attribution to the earlier target tokens, share per row",
-            q_title="position: reads → predicts",
+            q_title=POSITION_AXIS,
             k_title="decoder input (token read)",
             masked_hover="the future: no influence",
             value_name="share",

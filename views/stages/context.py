@@ -11,6 +11,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from model.core.positions import position_labels
 from model.decode.steps import Line, heads_concat, mean_weights, output_record, stack_view, top_k
 from model.io.checkpoint import LoadedModel
 
@@ -19,6 +20,36 @@ from ..plot import builders as viz  # viz, its figures built on first use (cache
 from ..state import MEAN_HEADS, Choices, View
 
 TOP_SHOWN = 10  # bars in the next-token chart / alternatives offered in the what-if box
+
+
+def per_head(arr: np.ndarray, head: int | str) -> np.ndarray:
+    """(H, T, X) → (T, X): head ``head``, or every head side by side for the mean-of-heads choice."""
+    return heads_concat(arr) if head == MEAN_HEADS else arr[int(head)]
+
+
+def attention(arr: np.ndarray, head: int | str) -> np.ndarray:
+    """(H, Tq, Tk) → (Tq, Tk): head ``head``, or the mean over heads (masked cells stay masked)."""
+    return mean_weights(arr) if head == MEAN_HEADS else arr[int(head)]
+
+
+@dataclass(frozen=True)
+class RunMatrix:
+    """What a stage shows for one run, declared by the stage for Compare's side-by-side and difference: ``values``
+    (T, X), one row per decoder position; its columns' labels and name; what the values are and whether they are
+    signed; what the title adds to the stage's label (its layer, its head)."""
+
+    values: np.ndarray  # (T, X)
+    columns: list[str]
+    x_title: str
+    value_name: str
+    signed: bool
+    where: str = ""
+    tokens: bool = False  # the columns are tokens (numbered in their labels), not dimensions
+
+
+def dimensions(values: np.ndarray) -> list[str]:
+    """Column labels of a matrix whose columns are dimensions: their numbers."""
+    return [str(d) for d in range(values.shape[1])]
 
 
 def _norm3(key: str) -> bool:
@@ -190,7 +221,7 @@ class StageContext:
     @property
     def rows(self) -> list[str]:
         """Row labels of the decoder positions: the token read → the token predicted (e.g. "petite → fille")."""
-        return [f"{show_token(r)} → {show_token(p)}" for r, p in zip(self.reads, self.predicts)]
+        return position_labels(self.reads, self.predicts, show_token)
 
     @property
     def keys(self) -> list[str]:
@@ -210,12 +241,10 @@ class StageContext:
         return f"dec.{self.layer}"
 
     def per_head(self, arr: np.ndarray) -> np.ndarray:
-        """(H, T, X) → (T, X): the chosen head, or every head side by side for the mean-of-heads choice."""
-        return heads_concat(arr) if self.head == MEAN_HEADS else arr[int(self.head)]
+        return per_head(arr, self.head)
 
     def attention(self, arr: np.ndarray) -> np.ndarray:
-        """(H, Tq, Tk) → (Tq, Tk): the chosen head, or the mean over heads (masked cells stay masked)."""
-        return mean_weights(arr) if self.head == MEAN_HEADS else arr[int(self.head)]
+        return attention(arr, self.head)
 
     @property
     def reading(self) -> str:

@@ -6,11 +6,11 @@ import streamlit as st
 
 from model.decode.steps import mean_weights, sharpest_head
 
-from ..common import show
+from ..common import head_label, show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from . import add_norm, numbered
-from .context import StageContext
+from .context import RunMatrix, StageContext, attention
 
 ROWS = "target position: reads → predicts"
 SOURCE = "source token (key)"
@@ -84,3 +84,16 @@ def render(ctx: StageContext) -> None:
             f"{ctx.key}_cross_{name}",
         )
     add_norm.render(ctx, 2, "cross-attention")
+
+
+def compared(trace, layer: int, head) -> RunMatrix:
+    """Compare's matrix of one run: the cross-attention weights of layer ``layer``, head ``head`` (or their mean)."""
+    return RunMatrix(
+        attention(trace.arrays[f"dec.{layer}.cross.weights"], head),
+        [show_token(t) for t in trace.src_tokens],
+        "source token",
+        "weight",
+        False,
+        f", layer {layer}, {head_label(head)}",
+        tokens=True,
+    )

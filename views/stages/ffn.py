@@ -7,7 +7,7 @@ import streamlit as st
 from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import add_norm, numbered
-from .context import StageContext
+from .context import RunMatrix, StageContext, dimensions
 
 ACTIVATIONS = {"relu": r"\max(0,\, x W_1 + b_1)", "gelu": r"\operatorname{GELU}(x W_1 + b_1)"}
 
@@ -34,3 +34,9 @@ def render(ctx: StageContext) -> None:
         f"{ctx.key}_ffn",
     )
     add_norm.render(ctx, 3, "the feed-forward network")
+
+
+def compared(trace, layer: int, head) -> RunMatrix:
+    """Compare's matrix of one run: the FFN's hidden units of layer ``layer`` (every head feeds them)."""
+    hidden = trace.arrays[f"dec.{layer}.ffn.hidden"]
+    return RunMatrix(hidden, dimensions(hidden), "FFN hidden unit", "activation", False, f", layer {layer}")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+from model.core.positions import POSITION_AXIS
+
 from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
-from .context import StageContext
+from .context import RunMatrix, StageContext, dimensions
 
-ROWS = "position: reads → predicts"
+ROWS = POSITION_AXIS
 
 
 def render(ctx: StageContext) -> None:
@@ -56,3 +58,9 @@ def render(ctx: StageContext) -> None:
         ),
         f"{ctx.key}_pe_curves",
     )
+
+
+def compared(trace, layer: int, head) -> RunMatrix:
+    """Compare's matrix of one run: the decoder's input X (before any layer, for every head)."""
+    x = trace.arrays["dec.input"]
+    return RunMatrix(x, dimensions(x), "dimension", "value", True)

@@ -5,15 +5,16 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from model.core.positions import POSITION_AXIS
 from model.decode.steps import prefix_scores, sharpest_head
 
-from ..common import show
+from ..common import head_label, show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from . import add_norm, numbered
-from .context import StageContext
+from .context import RunMatrix, StageContext, attention, dimensions, per_head
 
-ROWS = "position: reads → predicts"
+ROWS = POSITION_AXIS
 KEYS = "key position (token it reads)"
 
 
@@ -186,3 +187,43 @@ def render_output(ctx: StageContext) -> None:
         f"{ctx.key}_self_out",
     )
     add_norm.render(ctx, 1, "self-attention")
+
+
+# ---------------------------------------------------------------------------
+# What each of these stages shows for one run, for Compare (rows: the decoder positions of layer ``layer``).
+
+
+def compared_qkv(trace, layer: int, head) -> RunMatrix:
+    q = per_head(trace.arrays[f"dec.{layer}.self.Q"], head)
+    side = " (heads side by side)" if head == MEAN_HEADS else ""
+    return RunMatrix(q, dimensions(q), f"dimension of Q{side}", "value", True, f", layer {layer}, {head_label(head)}")
+
+
+def compared_scores(trace, layer: int, head) -> RunMatrix:
+    s = trace.arrays[f"dec.{layer}.self.masked_scores"]
+    return RunMatrix(
+        s.mean(0) if head == MEAN_HEADS else s[int(head)],
+        [show_token(t) for t in trace.dec_input_tokens],
+        "key: token read",
+        "score",
+        True,
+        f", layer {layer}, {head_label(head)}",
+        tokens=True,
+    )
+
+
+def compared_weights(trace, layer: int, head) -> RunMatrix:
+    return RunMatrix(
+        attention(trace.arrays[f"dec.{layer}.self.weights"], head),
+        [show_token(t) for t in trace.dec_input_tokens],
+        "key: token read",
+        "weight",
+        False,
+        f", layer {layer}, {head_label(head)}",
+        tokens=True,
+    )
+
+
+def compared_output(trace, layer: int, head) -> RunMatrix:
+    out = trace.arrays[f"dec.{layer}.norm1.out"]
+    return RunMatrix(out, dimensions(out), "dimension", "value", True, f", layer {layer}")

@@ -1,0 +1,43 @@
+"""The sidebar Explore and Compare share: the decoding choices and the view's layer, head and grid."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from model.io.checkpoint import LoadedModel
+
+from . import session
+from .common import head_label
+from .state import CHOICE, MEAN_HEADS, STRATEGIES, STRATEGY_LABELS, View
+
+
+def sidebar(lm: LoadedModel, view: View) -> None:
+    """The decoding and view choices; bounds, keys and help from the choice table (``views.state.CHOICES``)."""
+    limits, sb = session.limits_of(lm.cfg), st.sidebar
+
+    def widget(name: str) -> dict:
+        return CHOICE[name].widget(limits)
+
+    sb.subheader("Decoding")
+    sb.radio(**widget("strategy"), options=STRATEGIES, format_func=STRATEGY_LABELS.get, horizontal=True)
+    if view.strategy == "beam":
+        sb.slider(**widget("beam"))
+        sb.number_input(**widget("length_penalty"), step=0.1)
+    elif view.strategy == "sample":
+        sb.number_input(**widget("temperature"), step=0.1)
+        sb.number_input(**widget("top_k"), step=1)
+        sb.slider(**widget("top_p"), step=0.01)
+        sb.number_input(**widget("seed"), step=1)
+    if limits.max_new > 1:
+        sb.slider(**widget("max_len"))
+    sb.subheader("View")
+    layer, head = widget("layer"), widget("head")
+    sb.selectbox(layer["label"], list(range(layer["max_value"] + 1)), key="layer", on_change=session.layer_head_chosen)
+    sb.selectbox(
+        head["label"],
+        [MEAN_HEADS, *range(head["max_value"] + 1)],
+        key="head",
+        format_func=head_label,
+        on_change=session.layer_head_chosen,
+    )
+    sb.toggle("Show every head (grid)", key="grid")
