@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
 import logging
 import threading
@@ -169,16 +168,14 @@ class Builders:
         self._module = module
 
     def __getattr__(self, name: str):
-        return _drawing_maker(getattr(self._module, name))
+        return _drawing_maker(getattr(self._module, name), name in self._module.FIGURE_BUILDERS)
 
 
 @functools.cache
-def _drawing_maker(fn):
-    """``fn`` itself, or for a figure builder a function of its arguments that returns their ``Drawing`` (made once
-    per builder: an attribute of ``builders`` is read for every figure drawn)."""
-    if not callable(fn) or inspect.signature(fn).return_annotation not in ("go.Figure", "Figure"):
-        return fn
-    return functools.wraps(fn)(functools.partial(Drawing.of, fn))
+def _drawing_maker(fn, builds_figure: bool):
+    """``fn`` itself, or for a figure builder (``viz.FIGURE_BUILDERS``) a function of its arguments that returns
+    their ``Drawing`` (made once per builder: an attribute of ``builders`` is read for every figure drawn)."""
+    return functools.wraps(fn)(functools.partial(Drawing.of, fn)) if builds_figure else fn
 
 
 builders = Builders(viz_module)

@@ -11,7 +11,6 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
-from operator import attrgetter
 from pathlib import Path
 
 from model.core.ablation import MODES, format_heads, parse_heads
@@ -209,9 +208,40 @@ class HoldsDecode:
         if given:
             raise TypeError(f"{type(self).__name__} has no field {sorted(given)[0]!r}")
 
+    # the decoding choices (``DECODING``), read from ``decode`` by name
+    decode: DecodeOptions
 
-for _name in DECODING:
-    setattr(HoldsDecode, _name, property(attrgetter(f"decode.{_name}")))
+    @property
+    def strategy(self) -> str:
+        return self.decode.strategy
+
+    @property
+    def beam(self) -> int:
+        return self.decode.beam
+
+    @property
+    def length_penalty(self) -> float:
+        return self.decode.length_penalty
+
+    @property
+    def temperature(self) -> float:
+        return self.decode.temperature
+
+    @property
+    def top_k(self) -> int:
+        return self.decode.top_k
+
+    @property
+    def top_p(self) -> float:
+        return self.decode.top_p
+
+    @property
+    def seed(self) -> int:
+        return self.decode.seed
+
+    @property
+    def max_len(self) -> int:
+        return self.decode.max_len
 
 
 @dataclass(frozen=True, init=False)

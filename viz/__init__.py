@@ -74,3 +74,28 @@ __all__ = [
     "first_try_figure",
     "progress_figure",
 ]
+# The functions that return a figure: ``views.plot.builders`` hands the pages a ``Drawing`` of these (built, or
+# taken from the figure cache, when drawn) and every other function as it is.
+FIGURE_BUILDERS = frozenset(
+    {
+        "add_heatmap",
+        "addnorm_figure",
+        "alignment_figure",
+        "attention_figure",
+        "beam_tree_figure",
+        "ffn_figure",
+        "heads_grid",
+        "heatmap",
+        "importance_figure",
+        "kv_cache_figure",
+        "layer_position_figure",
+        "lens_figure",
+        "loss_delta_figure",
+        "matrix_figure",
+        "patch_decoder_figure",
+        "patch_encoder_figure",
+        "patch_heads_figure",
+        "positional_curves",
+        "topk_figure",
+    }
+)

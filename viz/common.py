@@ -14,7 +14,8 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 import plotly.io as pio
-from _plotly_utils.utils import to_typed_array_spec
+
+from . import plotly_private
 
 MASK_COLOR = "#d9d9d9"  # neutral light grey for masked (-inf / NaN) cells
 MASKED_HOVER = "masked (future)"
@@ -222,7 +223,7 @@ class Figure(go.Figure):
         spec = self.__dict__.pop("_spec", None)
         if spec is None:
             raise AttributeError(name)
-        go.Figure.__init__(self, data=spec[0], layout=spec[1], _validate=False)
+        plotly_private.build_unchecked(self, spec[0], spec[1])
         return getattr(self, name)
 
 
@@ -230,7 +231,7 @@ def figure_parts(fig: go.Figure) -> tuple[list[dict], dict]:
     """The figure's trace dicts and layout dict as its JSON holds them (a ``Figure`` not built yet: its builder's
     own, read without building it). Not to be changed."""
     spec = fig.__dict__.get("_spec")
-    return spec if spec is not None else (fig._data, fig._layout)
+    return spec if spec is not None else plotly_private.parts(fig)
 
 
 def figure_json(fig: go.Figure) -> str:
@@ -238,7 +239,7 @@ def figure_json(fig: go.Figure) -> str:
     figure's own dicts (``figure_parts``): Plotly's way deep-copies the whole figure and walks every value first,
     about five times as slow (the All stages view writes ~25 figures a step). A value only Plotly's encoder knows
     (NaN as null, a date) takes Plotly's way."""
-    if "_spec" in fig.__dict__ or not fig._frame_objs:
+    if "_spec" in fig.__dict__ or not plotly_private.has_frames(fig):
         data, layout = figure_parts(fig)
         try:
             return json.dumps(
@@ -264,8 +265,7 @@ def _set_only(obj):
 
 def _typed_array(obj):
     if isinstance(obj, np.ndarray):
-        spec = to_typed_array_spec(obj)
-        return spec.tolist() if isinstance(spec, np.ndarray) else spec
+        return plotly_private.typed_array(obj)
     if isinstance(obj, np.generic):
         return obj.item()
     raise TypeError(f"{type(obj).__name__} is not JSON")

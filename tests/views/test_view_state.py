@@ -139,3 +139,13 @@ def test_the_summary_keeps_its_flat_choices():
         "max_len",
         "prefix",
     ]
+
+
+def test_every_decoding_choice_is_read_from_the_decode_by_a_declared_property():
+    from views.state import DECODING, Choices, HoldsDecode
+
+    given = dict(strategy="beam", beam=3, length_penalty=0.5, temperature=0.7, top_k=4, top_p=0.9, seed=7, max_len=9)
+    assert set(given) == set(DECODING)
+    assert {n for n, a in vars(HoldsDecode).items() if isinstance(a, property)} == set(DECODING)
+    for held in (View(**given), Choices("m", "s", **given)):
+        assert {n: getattr(held, n) for n in DECODING} == given == {n: getattr(held.decode, n) for n in DECODING}

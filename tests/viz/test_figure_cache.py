@@ -28,6 +28,20 @@ def test_builders_return_drawings_of_the_figure_builders_only():
     )
 
 
+def test_every_function_that_returns_a_figure_is_declared_a_builder():
+    import inspect
+
+    returns_figure = {
+        n
+        for n in viz.__all__
+        if inspect.isfunction(getattr(viz, n)) and "Figure" in str(inspect.signature(getattr(viz, n)).return_annotation)
+    } - {"pair_figures"}  # three figures at once: drawn as figures, not as one drawing
+    assert viz.FIGURE_BUILDERS == returns_figure
+    for name in viz.__all__:
+        made = getattr(builders, name)
+        assert (made is getattr(viz, name)) == (name not in viz.FIGURE_BUILDERS), name
+
+
 def test_the_digest_tells_every_input_apart():
     base = np.array([[0.25, 0.75], [0.5, 0.5]])
     d = drawing(base).digest()
