@@ -34,23 +34,7 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     msgs = url_msgs + msgs
     sidebar(lm, view)
 
-    st.title(":material/frame_inspect: Decoder Lens")
-    st.caption(
-        "Type an English sentence, then step through an English→French Transformer decoder one token at a "
-        "time and see every stage on the real numbers."
-    )
-    st.markdown("**Examples**")
-    with st.container(horizontal=True, key="examples"):
-        for i, ex in enumerate(EXAMPLES):
-            st.button(ex, key=f"example_{i}", on_click=session.set_source, args=(ex,))
-    st.text_area("English sentence", key="source", height=80, placeholder="Type an English sentence…")
-    st.text_input(
-        "Reference French translation (optional — turns on the teacher-forcing view)",
-        key="reference",
-        placeholder="e.g. Je suis étudiant.",
-    )
-    for m in msgs:
-        st.warning(md(m))
+    inputs(msgs)
 
     src = prepare_source(view.source, lm.tokenizer, cfg.eos_id, cfg.max_len)
     if src is None:
@@ -69,8 +53,51 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     res = get_decode(lm, ch, src.ids)
 
     src_tokens = lm.tokenizer.tokens(src.ids)
+    translation(lm, src, src_tokens, ch, res)
+
+    reference = view.reference.strip()[:MAX_CHARS]
+    if reference and len(lm.tokenizer.encode(reference)) > cfg.max_len - 1:
+        st.warning(f"The reference was cut to the model's limit of {cfg.max_len - 1} tokens.")
+    tab = TABS[0]
+    if reference:
+        stepping.choice_control("View", TABS, "tab", TAB_LABELS, TABS[0])
+        tab = view.tab
+    if tab == "tf":
+        teacher_forcing.view(lm, limits, view, src.ids, src_tokens, reference)
+    else:
+        stepping.view(lm, limits, view, src.ids, src_tokens)
+
+    if panel := lazy_panel("Encoder (computed once per sentence)", "encoder_open"):
+        with panel:
+            encoder.render(lm, res, src_tokens, view)
+
+
+def inputs(msgs: list[str]) -> None:
+    """The page's title, the examples, the sentence and the reference, and what the link could not reproduce."""
+    st.title(":material/frame_inspect: Decoder Lens")
+    st.caption(
+        "Type an English sentence, then step through an English→French Transformer decoder one token at a "
+        "time and see every stage on the real numbers."
+    )
+    st.markdown("**Examples**")
+    with st.container(horizontal=True, key="examples"):
+        for i, ex in enumerate(EXAMPLES):
+            st.button(ex, key=f"example_{i}", on_click=session.set_source, args=(ex,))
+    st.text_area("English sentence", key="source", height=80, placeholder="Type an English sentence…")
+    st.text_input(
+        "Reference French translation (optional — turns on the teacher-forcing view)",
+        key="reference",
+        placeholder="e.g. Je suis étudiant.",
+    )
+    for m in msgs:
+        st.warning(md(m))
+
+
+def translation(lm: LoadedModel, src, src_tokens: list[str], ch, res) -> None:
+    """The source tokens, what makes the output untrustworthy, the sentence as the model reads it beside its
+    translation, and the beam's candidates (in a panel)."""
     st.markdown("**Source tokens** " + badges([(show_token(t), "gray") for t in src_tokens]))
-    honesty(lm, res, readability(lm.tokenizer, src.ids[:-1], cfg.unk_id))
+    honesty(lm, res, readability(lm.tokenizer, src.ids[:-1], lm.cfg.unk_id))
     c1, c2 = st.columns(2)
     with c1:
         st.markdown("**English**")
@@ -97,22 +124,6 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
                 column_config=beam.COLUMNS,
                 column_order=beam.ORDER,
             )
-
-    reference = view.reference.strip()[:MAX_CHARS]
-    if reference and len(lm.tokenizer.encode(reference)) > cfg.max_len - 1:
-        st.warning(f"The reference was cut to the model's limit of {cfg.max_len - 1} tokens.")
-    tab = TABS[0]
-    if reference:
-        stepping.choice_control("View", TABS, "tab", TAB_LABELS, TABS[0])
-        tab = view.tab
-    if tab == "tf":
-        teacher_forcing.view(lm, limits, view, src.ids, src_tokens, reference)
-    else:
-        stepping.view(lm, limits, view, src.ids, src_tokens)
-
-    if panel := lazy_panel("Encoder (computed once per sentence)", "encoder_open"):
-        with panel:
-            encoder.render(lm, res, src_tokens, view)
 
 
 def honesty(lm: LoadedModel, res, r: Readability) -> None:

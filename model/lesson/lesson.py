@@ -486,44 +486,56 @@ PE_FORMULA = (
 )
 
 
-def build_lesson(example: PrintedExample | None = None) -> Lesson:
-    """Recompute every stage from the example's inputs and check the printed numbers."""
-    ex = printed_example() if example is None else example
-    dec = dict(ex.decimals)
-    P = ex.printed
-    # Input radii: T_input exact, printed weight matrices rounded to their decimals.
-    w_rad = {k: np.full_like(P(k), _half_unit(dec[k])) for k in ("W_Q", "W_K", "W_V", "W_O")}
-    n, d = P("T_input").shape
-    d_k = ex.d_model / ex.n_heads
-    scale = math.sqrt(d_k)
-    zero_nd = np.zeros((n, d))
+class _Check:
+    """The printed example being checked: ``add`` puts each stage recomputed beside the printed numbers (with the
+    alternatives that could explain a mismatch); ``extra`` holds further findings by stage."""
 
-    stages: list[Stage] = []
-    extra: dict[str, list[str]] = {}
+    def __init__(self, ex: PrintedExample):
+        self.ex, self.dec, self.P = ex, dict(ex.decimals), ex.printed
+        self.stages: list[Stage] = []
+        self.extra: dict[str, list[str]] = {}
+        # the printed weight matrices are rounded to their decimals: the radius of each entry
+        self.w_rad = {k: np.full_like(self.P(k), _half_unit(self.dec[k])) for k in ("W_Q", "W_K", "W_V", "W_O")}
 
-    def add(key, ours, radius, *, what="", alts: Sequence[_Alt] = (), mode="round"):
-        printed = P(key)
+    def add(self, key, ours, radius, *, what="", alts: Sequence[_Alt] = (), mode="round"):
+        printed = self.P(key)
         if key in INPUT_KEYS:
-            stages.append(Stage(key, _TITLES[key], _FORMULAS[key], _frozen(ours), printed, None, None))
+            self.stages.append(Stage(key, _TITLES[key], _FORMULAS[key], _frozen(ours), printed, None, None))
             return
-        cmp = _compare(ours, radius, printed, dec[key], mode)
+        cmp = _compare(ours, radius, printed, self.dec[key], mode)
         note = ""
         if not cmp.ok:
-            note = _mismatch_note(_TITLES[key], what, ours, printed, dec[key], cmp, alts)
-        stages.append(
+            note = _mismatch_note(_TITLES[key], what, ours, printed, self.dec[key], cmp, alts)
+        self.stages.append(
             Stage(
                 key, _TITLES[key], _FORMULAS[key], _frozen(ours), printed, cmp.ok, cmp.max_abs_diff, note, cmp.tolerance
             )
         )
 
+
+def build_lesson(example: PrintedExample | None = None) -> Lesson:
+    """Recompute every stage from the example's inputs and check the printed numbers."""
+    ck = _Check(printed_example() if example is None else example)
+    T, X = _check_inputs(ck)
+    (Q, rQ), (K, rK), (V, rV) = _check_qkv(ck, T, X)
+    output_variants = _check_attention(ck, Q, rQ, K, rK, V, rV)
+    _check_projection(ck, output_variants)
+    findings = [(s.key, t) for s in ck.stages for t in ([s.note] if s.note else []) + ck.extra.get(s.key, [])]
+    return Lesson(stages=ck.stages, findings=findings, pe_formula=PE_FORMULA)
+
+
+def _check_inputs(ck: _Check) -> tuple[np.ndarray, np.ndarray]:
+    """T_input, the positional encoding and X = T_input + PE; returns T_input and X."""
+    n, d = ck.P("T_input").shape
+    zero_nd = np.zeros((n, d))
     # T_input: the sequence the example claims to embed.
-    T = P("T_input")
-    add("T_input", T, zero_nd)
-    if len(ex.tokens) != n:
-        extra["T_input"] = [
-            f"The shifted target sequence lists {len(ex.tokens)} tokens "
-            f"({ex.tokens[0]} ... {ex.tokens[-1]}) but T_input has {n} rows, so "
-            f"{abs(len(ex.tokens) - n)} of the tokens have no embedding in the example."
+    T = ck.P("T_input")
+    ck.add("T_input", T, zero_nd)
+    if len(ck.ex.tokens) != n:
+        ck.extra["T_input"] = [
+            f"The shifted target sequence lists {len(ck.ex.tokens)} tokens "
+            f"({ck.ex.tokens[0]} ... {ck.ex.tokens[-1]}) but T_input has {n} rows, so "
+            f"{abs(len(ck.ex.tokens) - n)} of the tokens have no embedding in the example."
         ]
 
     # PE.
@@ -537,21 +549,21 @@ def build_lesson(example: PrintedExample | None = None) -> Lesson:
             zero_nd,
         ),
     ]
-    add("PE", pe, zero_nd, what="the formula " + PE_FORMULA, alts=pe_alts)
-    paper_cmp = _compare(pe_paper, zero_nd, P("PE"), dec["PE"])
-    if not paper_cmp.ok and stages[-1].matches:
+    ck.add("PE", pe, zero_nd, what="the formula " + PE_FORMULA, alts=pe_alts)
+    paper_cmp = _compare(pe_paper, zero_nd, ck.P("PE"), ck.dec["PE"])
+    if not paper_cmp.ok and ck.stages[-1].matches:
         r, c = paper_cmp.worst
-        extra["PE"] = [
+        ck.extra["PE"] = [
             "The printed PE is not the paper's sinusoidal encoding: it uses pos/10000^(j/D) "
             "with the raw column index j, whereas Vaswani et al. use pos/10000^(2*floor(j/2)/D), "
-            f"which would give {pe_paper[r, c]:.4f} instead of {P('PE')[r, c]:.4f} at row "
+            f"which would give {pe_paper[r, c]:.4f} instead of {ck.P('PE')[r, c]:.4f} at row "
             f"{r + 1}, column {c + 1}."
         ]
 
     # X = T_input + PE (ours from the formula PE; also check against the printed PE).
     X = T + pe
-    x_printed_pe = T + P("PE")
-    add(
+    x_printed_pe = T + ck.P("PE")
+    ck.add(
         "X",
         X,
         zero_nd,
@@ -562,37 +574,49 @@ def build_lesson(example: PrintedExample | None = None) -> Lesson:
             _Alt("T_input + PE with the paper's PE", T + pe_paper, zero_nd),
         ],
     )
-    x_cmp = _compare(x_printed_pe, zero_nd, P("X"), dec["X"])
+    x_cmp = _compare(x_printed_pe, zero_nd, ck.P("X"), ck.dec["X"])
     if not x_cmp.ok:
         r, c = x_cmp.worst
-        extra["X"] = [
+        ck.extra["X"] = [
             f"The printed T_input + PE is not the sum of the printed T_input and PE: at row "
-            f"{r + 1}, column {c + 1} it shows {P('X')[r, c]:.4f}, but "
-            f"{T[r, c]:.2f} + {P('PE')[r, c]:.4f} = {x_printed_pe[r, c]:.4f}."
+            f"{r + 1}, column {c + 1} it shows {ck.P('X')[r, c]:.4f}, but "
+            f"{T[r, c]:.2f} + {ck.P('PE')[r, c]:.4f} = {x_printed_pe[r, c]:.4f}."
         ]
+    return T, X
 
+
+def _check_qkv(ck: _Check, T: np.ndarray, X: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The weight matrices W_Q, W_K, W_V (given) and Q, K, V; returns each of Q, K, V with its radius."""
+    zero_nd = np.zeros(X.shape)
     for key in ("W_Q", "W_K", "W_V"):
-        add(key, P(key), w_rad[key])
+        ck.add(key, ck.P(key), ck.w_rad[key])
 
     # Q, K, V.
-    x_rad_printed = np.full_like(X, _half_unit(dec["X"]))
+    x_rad_printed = np.full_like(X, _half_unit(ck.dec["X"]))
     qkv: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for out, wk in (("Q", "W_Q"), ("K", "W_K"), ("V", "W_V")):
-        W, rW = P(wk), w_rad[wk]
+        W, rW = ck.P(wk), ck.w_rad[wk]
         qkv[out] = _mm(X, zero_nd, W, rW)
         alts = [
-            _Alt(f"printed (T_input + PE) · {wk}", *_mm(P("X"), x_rad_printed, W, rW)),
+            _Alt(f"printed (T_input + PE) · {wk}", *_mm(ck.P("X"), x_rad_printed, W, rW)),
             _Alt(f"T_input · {wk}, i.e. without positional encoding", *_mm(T, zero_nd, W, rW)),
             _Alt(f"X · {wk}ᵀ (transposed weights)", *_mm(X, zero_nd, W.T, rW.T)),
         ]
         alts += [
-            _Alt(f"X · {other} (the wrong weight matrix)", *_mm(X, zero_nd, P(other), w_rad[other]))
+            _Alt(f"X · {other} (the wrong weight matrix)", *_mm(X, zero_nd, ck.P(other), ck.w_rad[other]))
             for other in ("W_Q", "W_K", "W_V")
             if other != wk
         ]
-        add(out, *qkv[out], what=f"X · {wk}", alts=alts)
-    (Q, rQ), (K, rK), (V, rV) = qkv["Q"], qkv["K"], qkv["V"]
+        ck.add(out, *qkv[out], what=f"X · {wk}", alts=alts)
+    return [qkv["Q"], qkv["K"], qkv["V"]]
 
+
+def _check_attention(ck: _Check, Q, rQ, K, rK, V, rV) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The scores, the mask, the masked scores, the weights and α·V; returns α·V with its radius, first ours and
+    then each alternative that could have been printed, with what it is."""
+    n = Q.shape[0]
+    d_k = ck.ex.d_model / ck.ex.n_heads
+    scale = math.sqrt(d_k)
     # Scores.
     raw, r_raw = _mm(Q, rQ, K.T, rK.T)
     S, rS = raw / scale, r_raw / scale
@@ -608,17 +632,17 @@ def build_lesson(example: PrintedExample | None = None) -> Lesson:
         for text, v, r in score_variants
         for mode, suffix in (
             ("round", ""),
-            ("trunc", f" truncated (not rounded) to {dec['scores']} decimals"),
+            ("trunc", f" truncated (not rounded) to {ck.dec['scores']} decimals"),
         )
     ][1:]  # the first is ours
-    pq, pk = P("Q"), P("K")
-    rq_p, rk_p = np.full_like(pq, _half_unit(dec["Q"])), np.full_like(pk, _half_unit(dec["K"]))
+    pq, pk = ck.P("Q"), ck.P("K")
+    rq_p, rk_p = np.full_like(pq, _half_unit(ck.dec["Q"])), np.full_like(pk, _half_unit(ck.dec["K"]))
     sp, rsp = _mm(pq, rq_p, pk.T, rk_p.T)
     score_alts.append(_Alt("the product of the printed Q and K", sp / scale, rsp / scale))
-    add("scores", S, rS, what=f"Q·Kᵀ/√{d_k:g} rounded to {dec['scores']} decimals", alts=score_alts)
+    ck.add("scores", S, rS, what=f"Q·Kᵀ/√{d_k:g} rounded to {ck.dec['scores']} decimals", alts=score_alts)
 
     # Mask.
-    add(
+    ck.add(
         "mask",
         mask,
         np.zeros_like(mask),
@@ -635,27 +659,32 @@ def build_lesson(example: PrintedExample | None = None) -> Lesson:
         for text, v, r in score_variants
         for mode, suffix in (
             ("round", ""),
-            ("trunc", f", truncated (not rounded) to {dec['masked_scores']} decimals"),
+            ("trunc", f", truncated (not rounded) to {ck.dec['masked_scores']} decimals"),
         )
     ][1:]
-    add("masked_scores", S + mask, rS, what="Score + Mask", alts=masked_alts)
+    ck.add("masked_scores", S + mask, rS, what="Score + Mask", alts=masked_alts)
 
     # Attention weights.
     weight_variants = [(f"softmax({text} + Mask)", *_softmax_bound(v + mask, r)) for text, v, r in score_variants]
     weight_variants.append(("softmax(Q·Kᵀ/√(D/heads)) without the mask", *_softmax_bound(S, rS)))
     A, rA = weight_variants[0][1], weight_variants[0][2]
-    add("weights", A, rA, what="softmax(Score + Mask)", alts=[_Alt(t, v, r) for t, v, r in weight_variants[1:]])
+    ck.add("weights", A, rA, what="softmax(Score + Mask)", alts=[_Alt(t, v, r) for t, v, r in weight_variants[1:]])
 
     # Output = alpha V.
     output_variants = [(f"{t} · V", *_mm(a, ra, V, rV)) for t, a, ra in weight_variants]
     O, rO = output_variants[0][1], output_variants[0][2]
-    add("output", O, rO, what="α·V", alts=[_Alt(t, v, r) for t, v, r in output_variants[1:]])
+    ck.add("output", O, rO, what="α·V", alts=[_Alt(t, v, r) for t, v, r in output_variants[1:]])
+    return output_variants
 
+
+def _check_projection(ck: _Check, output_variants: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
+    """W_O (given, and flagged when it copies another weight matrix) and the output projected by it."""
+    O, rO = output_variants[0][1], output_variants[0][2]
     # W_O: given; flag it if it is a copy of another printed weight matrix.
-    add("W_O", P("W_O"), w_rad["W_O"])
+    ck.add("W_O", ck.P("W_O"), ck.w_rad["W_O"])
     for other in ("W_Q", "W_K", "W_V"):
-        if np.array_equal(P("W_O"), P(other)):
-            extra["W_O"] = [
+        if np.array_equal(ck.P("W_O"), ck.P(other)):
+            ck.extra["W_O"] = [
                 f"The printed W_O is identical, entry for entry, to the printed {other}, so "
                 f"the example reuses {other} as the output projection instead of a separate "
                 "learned matrix."
@@ -663,19 +692,16 @@ def build_lesson(example: PrintedExample | None = None) -> Lesson:
             break
 
     # Final projection.
-    WO, rWO = P("W_O"), w_rad["W_O"]
-    po = P("output")
+    WO, rWO = ck.P("W_O"), ck.w_rad["W_O"]
+    po = ck.P("output")
     proj_alts = [
         _Alt(
             "the printed Output · W_O (so the difference is inherited from the Output stage)",
-            *_mm(po, np.full_like(po, _half_unit(dec["output"])), WO, rWO),
+            *_mm(po, np.full_like(po, _half_unit(ck.dec["output"])), WO, rWO),
         ),
     ]
     proj_alts += [_Alt(f"({t}) · W_O", *_mm(o, ro, WO, rWO)) for t, o, ro in output_variants[1:]]
-    add("projected", *_mm(O, rO, WO, rWO), what="Output · W_O", alts=proj_alts)
-
-    findings = [(s.key, t) for s in stages for t in ([s.note] if s.note else []) + extra.get(s.key, [])]
-    return Lesson(stages=stages, findings=findings, pe_formula=PE_FORMULA)
+    ck.add("projected", *_mm(O, rO, WO, rWO), what="Output · W_O", alts=proj_alts)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

@@ -54,19 +54,8 @@ def _marked(ids: list[int], other: list[int], text) -> str:
     return badges([(show_token(text(i)), "blue" if k in same else "red") for k, i in enumerate(ids)]) or "∅"
 
 
-def render(ctx: StageContext) -> None:
-    """The run's decode choices (the ablated decode uses the same) and output; the importance map is measured on
-    the reference, or without one on the model's own output."""
-    lm, run = ctx.lm, ctx.run
-    cfg, ch, base_ids, src_ids, reference_ids = lm.cfg, run.choices, run.base_ids, run.src_ids, run.reference_ids
-    st.subheader("Head ablation — which heads does this translation need?")
-    st.markdown(
-        "Pick heads to switch off (their output is replaced before W_O) and the sentence is decoded again with the "
-        "same settings. Removing a head is one intervention among several: a head that can be removed without "
-        "harm may still matter together with others, and a large change shows the model depends on that head "
-        "here, not what the head computes."
-    )
-    _sync_pills(cfg, ctx.view.ablate)
+def _pickers(cfg) -> None:
+    """One row of head pills per decoder layer, self-attention beside cross-attention."""
     c1, c2 = st.columns(2)
     for col, kind, name in ((c1, "self", "Masked self-attention"), (c2, "cross", "Cross-attention")):
         with col:
@@ -81,42 +70,66 @@ def render(ctx: StageContext) -> None:
                     on_change=_from_pills,
                     args=(cfg,),
                 )
+
+
+def _without(ctx: StageContext, heads, mode: str, target: list[int]) -> None:
+    """The sentence decoded again without ``heads``, beside the translation with every head, and (with a
+    reference) the reference loss change per position."""
+    lm, run = ctx.lm, ctx.run
+    cfg, ch, base_ids, src_ids, reference_ids = lm.cfg, run.choices, run.base_ids, run.src_ids, run.reference_ids
+    text = lm.tokenizer.id_to_token
+    ablation = cached(
+        "ablations",
+        (str(lm.path), src_ids, tuple(target), format_heads(heads), mode),
+        lambda: ablation_of(lm.model, heads, mode, list(src_ids), target),
+    )
+    res = cached(
+        "ablated",
+        (str(lm.path), src_ids, ch.decode, ablation),
+        lambda: ablated_decode(lm.model, src_ids, ch.decode, ablation, lean_decoder(lm)),
+    )
+    ids = list(res.ids)
+    st.markdown(
+        f"**Without {md(format_heads(heads))}** ({len(heads)} head{'s' if len(heads) > 1 else ''}, "
+        f"{mode} ablation): " + _marked(ids, list(base_ids), text)
+    )
+    st.markdown("**All heads** (as decoded above): " + _marked(list(base_ids), ids, text))
+    st.caption("Red tokens differ between the two translations.")
+    st.text(lm.tokenizer.decode(ids) or "(empty)")
+    if reference_ids is not None:
+        delta = cached(
+            "position_loss",
+            (str(lm.path), src_ids, tuple(target), ablation),
+            lambda: position_loss_delta(lm.model, list(src_ids), target, ablation),
+        )
+        labels = [show_token(t) for t in lm.tokenizer.tokens([*target, cfg.eos_id])]
+        show(
+            viz.loss_delta_figure(
+                labels, delta, title=f"Reference loss change per position without {format_heads(heads)}"
+            ),
+            f"{ctx.key}_ablation_loss",
+        )
+
+
+def render(ctx: StageContext) -> None:
+    """The run's decode choices (the ablated decode uses the same) and output; the importance map is measured on
+    the reference, or without one on the model's own output."""
+    lm, run = ctx.lm, ctx.run
+    cfg, base_ids, src_ids, reference_ids = lm.cfg, run.base_ids, run.src_ids, run.reference_ids
+    st.subheader("Head ablation — which heads does this translation need?")
+    st.markdown(
+        "Pick heads to switch off (their output is replaced before W_O) and the sentence is decoded again with the "
+        "same settings. Removing a head is one intervention among several: a head that can be removed without "
+        "harm may still matter together with others, and a large change shows the model depends on that head "
+        "here, not what the head computes."
+    )
+    _sync_pills(cfg, ctx.view.ablate)
+    _pickers(cfg)
     st.radio("Ablation", list(MODE_LABELS), key="ablate_mode", format_func=MODE_LABELS.get, horizontal=True)
     heads, mode = parse_heads(ctx.view.ablate), ctx.view.ablate_mode
     target = list(reference_ids) if reference_ids is not None else [i for i in base_ids if i != cfg.eos_id]
-    text = lm.tokenizer.id_to_token
     if heads:
-        ablation = cached(
-            "ablations",
-            (str(lm.path), src_ids, tuple(target), format_heads(heads), mode),
-            lambda: ablation_of(lm.model, heads, mode, list(src_ids), target),
-        )
-        res = cached(
-            "ablated",
-            (str(lm.path), src_ids, ch.decode, ablation),
-            lambda: ablated_decode(lm.model, src_ids, ch.decode, ablation, lean_decoder(lm)),
-        )
-        ids = list(res.ids)
-        st.markdown(
-            f"**Without {md(format_heads(heads))}** ({len(heads)} head{'s' if len(heads) > 1 else ''}, "
-            f"{mode} ablation): " + _marked(ids, list(base_ids), text)
-        )
-        st.markdown("**All heads** (as decoded above): " + _marked(list(base_ids), ids, text))
-        st.caption("Red tokens differ between the two translations.")
-        st.text(lm.tokenizer.decode(ids) or "(empty)")
-        if reference_ids is not None:
-            delta = cached(
-                "position_loss",
-                (str(lm.path), src_ids, tuple(target), ablation),
-                lambda: position_loss_delta(lm.model, list(src_ids), target, ablation),
-            )
-            labels = [show_token(t) for t in lm.tokenizer.tokens([*target, cfg.eos_id])]
-            show(
-                viz.loss_delta_figure(
-                    labels, delta, title=f"Reference loss change per position without {format_heads(heads)}"
-                ),
-                f"{ctx.key}_ablation_loss",
-            )
+        _without(ctx, heads, mode, target)
     else:
         st.info("No head is switched off: pick heads above to decode without them.")
     what = "the reference" if reference_ids is not None else "the model's own translation"

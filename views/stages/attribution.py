@@ -90,8 +90,6 @@ def say_best(ctx: StageContext, best, T: int) -> None:
 def render(ctx: StageContext) -> None:
     """Attributes the run's token chosen (or the label) at each shown position, -1 where there is none; a decode's
     whole output is attributed once and cut to the shown positions, so stepping does not redo it."""
-    from model.interpret.attribution import agreement
-
     lm, src_ids, out_ids, whole = ctx.lm, ctx.run.src_ids, ctx.run.chosen_ids, ctx.run.whole_ids
     st.subheader("Attribution vs attention — which source words drove each choice")
     st.radio(
@@ -125,6 +123,21 @@ def render(ctx: StageContext) -> None:
         if session.open_on(ctx.view, best.layer, best.head):
             st.rerun(scope="app")
     say_best(ctx, best, len(sentence))
+    attn, who = _source_maps(ctx, attr, valid, method)
+    _agreement(ctx, attr, attn, who, valid)
+    _target_map(ctx, attr, valid)
+    if method == "ig":
+        st.caption(
+            f"Integrated Gradients with {attr.position_steps.min()} to {attr.steps} steps per position (more "
+            "where fewer were not exact enough): the attributions of each row add up to the "
+            f"log-probability's change from the baseline within {attr.completeness.max():.1%} "
+            "(completeness)."
+        )
+
+
+def _source_maps(ctx: StageContext, attr, valid: int, method: str) -> tuple[np.ndarray, str]:
+    """The attribution to the source beside the chosen cross-attention (and the mean of heads, for one head), on
+    the same source tokens; the attention drawn and what it is."""
     rows = ctx.rows[:valid]
     hl = min(ctx.current, valid - 1)
     cw = ctx.arrays[f"{ctx.L}.cross.weights"][:, :valid]  # (H, T, S)
@@ -166,6 +179,14 @@ def render(ctx: StageContext) -> None:
             ),
             f"{ctx.key}_attr_attn_mean",
         )
+    return attn, who
+
+
+def _agreement(ctx: StageContext, attr, attn: np.ndarray, who: str, valid: int) -> None:
+    """Where attention and attribution agree, row by row, with each number defined."""
+    from model.interpret.attribution import agreement
+
+    rows = ctx.rows[:valid]
     agree = agreement(attr.src, attn)
     st.markdown(f"**{agree.summary[:1].upper() + agree.summary[1:]}** (cross-attention: layer {ctx.layer}, {who}).")
     src = ctx.src_rows
@@ -190,12 +211,16 @@ def render(ctx: StageContext) -> None:
     }
     st.dataframe(table, hide_index=True, key=f"{ctx.key}_attr_table", width="stretch", column_config=columns)
     st.markdown("\n".join(f"- **{name}**: {text}" for name, text in DEFINITIONS.items()).replace("<", "\\<"))
+
+
+def _target_map(ctx: StageContext, attr, valid: int) -> None:
+    """The attribution to the earlier target tokens (the decoder's own inputs)."""
     show(
         viz.attention_figure(
             np.where(np.tril(np.ones_like(attr.tgt, bool)), attr.tgt, -np.inf),
-            rows,
+            ctx.rows[:valid],
             [show_token(t) for t in ctx.reads[:valid]],
-            highlight_row=hl,
+            highlight_row=min(ctx.current, valid - 1),
             kind="weights",
             title="Attribution to the earlier target tokens, share per row",
             q_title=POSITION_AXIS,
@@ -205,10 +230,3 @@ def render(ctx: StageContext) -> None:
         ),
         f"{ctx.key}_attr_tgt",
     )
-    if method == "ig":
-        st.caption(
-            f"Integrated Gradients with {attr.position_steps.min()} to {attr.steps} steps per position (more "
-            "where fewer were not exact enough): the attributions of each row add up to the "
-            f"log-probability's change from the baseline within {attr.completeness.max():.1%} "
-            "(completeness)."
-        )

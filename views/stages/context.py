@@ -52,6 +52,12 @@ def dimensions(values: np.ndarray) -> list[str]:
     return [str(d) for d in range(values.shape[1])]
 
 
+def over_tokens(values: np.ndarray, tokens, x_title: str, value_name: str, signed: bool, layer: int, head):
+    """A ``RunMatrix`` whose columns are ``tokens``, of one head of layer ``layer`` (or their mean)."""
+    where = f", layer {layer}, {head_label(head)}"
+    return RunMatrix(values, [show_token(t) for t in tokens], x_title, value_name, signed, where, tokens=True)
+
+
 def _norm3(key: str) -> bool:
     return key.startswith("dec.") and key.endswith(".norm3.out")
 

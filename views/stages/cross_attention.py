@@ -6,11 +6,11 @@ import streamlit as st
 
 from model.decode.steps import mean_weights, sharpest_head
 
-from ..common import head_label, show, show_token
+from ..common import show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from . import add_norm, numbered
-from .context import RunMatrix, StageContext, attention
+from .context import RunMatrix, StageContext, attention, over_tokens
 
 ROWS = "target position: reads → predicts"
 SOURCE = "source token (key)"
@@ -88,12 +88,5 @@ def render(ctx: StageContext) -> None:
 
 def compared(trace, layer: int, head) -> RunMatrix:
     """Compare's matrix of one run: the cross-attention weights of layer ``layer``, head ``head`` (or their mean)."""
-    return RunMatrix(
-        attention(trace.arrays[f"dec.{layer}.cross.weights"], head),
-        [show_token(t) for t in trace.src_tokens],
-        "source token",
-        "weight",
-        False,
-        f", layer {layer}, {head_label(head)}",
-        tokens=True,
-    )
+    w = attention(trace.arrays[f"dec.{layer}.cross.weights"], head)
+    return over_tokens(w, trace.src_tokens, "source token", "weight", False, layer, head)

@@ -8,11 +8,11 @@ import streamlit as st
 from model.core.positions import POSITION_AXIS
 from model.decode.steps import prefix_scores, sharpest_head
 
-from ..common import head_label, show, show_token
+from ..common import head_label, show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from . import add_norm, numbered
-from .context import RunMatrix, StageContext, attention, dimensions, per_head
+from .context import RunMatrix, StageContext, attention, dimensions, over_tokens, per_head
 
 ROWS = POSITION_AXIS
 KEYS = "key position (token it reads)"
@@ -201,27 +201,13 @@ def compared_qkv(trace, layer: int, head) -> RunMatrix:
 
 def compared_scores(trace, layer: int, head) -> RunMatrix:
     s = trace.arrays[f"dec.{layer}.self.masked_scores"]
-    return RunMatrix(
-        s.mean(0) if head == MEAN_HEADS else s[int(head)],
-        [show_token(t) for t in trace.dec_input_tokens],
-        "key: token read",
-        "score",
-        True,
-        f", layer {layer}, {head_label(head)}",
-        tokens=True,
-    )
+    s = s.mean(0) if head == MEAN_HEADS else s[int(head)]
+    return over_tokens(s, trace.dec_input_tokens, "key: token read", "score", True, layer, head)
 
 
 def compared_weights(trace, layer: int, head) -> RunMatrix:
-    return RunMatrix(
-        attention(trace.arrays[f"dec.{layer}.self.weights"], head),
-        [show_token(t) for t in trace.dec_input_tokens],
-        "key: token read",
-        "weight",
-        False,
-        f", layer {layer}, {head_label(head)}",
-        tokens=True,
-    )
+    w = attention(trace.arrays[f"dec.{layer}.self.weights"], head)
+    return over_tokens(w, trace.dec_input_tokens, "key: token read", "weight", False, layer, head)
 
 
 def compared_output(trace, layer: int, head) -> RunMatrix:
