@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import plotly.graph_objects as go
@@ -305,101 +305,34 @@ def alignment_figure(
     )
 
 
-def heads_grid(
-    weights: np.ndarray,
-    q_tokens: Sequence[str],
-    k_tokens: Sequence[str],
-    *,
-    title: str,
-    kind: str = "weights",
-    highlight_row: int | None = None,
-    cols: int | None = None,
-    masked_hover: str = MASKED_HOVER,
-    q_title: str = "query token",
-    k_title: str = "key token",
-    same_axes: bool | None = None,
-) -> go.Figure:
-    """All heads (H, Tq, Tk) in a grid, one shared colour scale and colour bar, square cells.
+@dataclass(frozen=True)
+class _Grid:
+    """Where ``heads_grid`` puts its heads: ``ncols`` per row, each ``pw`` × ``ph`` px with the gaps between them,
+    in a plot area of ``plot_w`` × ``plot_h`` px."""
 
-    As many heads per row as fit a ``SQUARE_FIT_W`` container (at most ``cols`` when given); every head
-    shows the same window of a large matrix (named in a note under the title), and panning one pans all.
-    ``same_axes`` (default: Tq == Tk) as in ``attention_figure``. Fixed ``layout.width``: render
-    ``width="content"``.
-    """
-    w = _attention_values(weights, kind)
-    if w.ndim != 3:
-        raise ValueError(f"heads_grid needs (H, Tq, Tk) weights, got shape {w.shape}")
+    ncols: int
+    pw: int
+    ph: int
+    gap_x: int
+    gap_y: int
+    plot_w: int
+    plot_h: int
+
+
+def _grid_panels(layout, traces, shapes, notes, w, q_tokens, k_tokens, spec, one, grid: _Grid, hl, titles, wide, over):
+    """Every head of ``w`` (H, Tq, Tk) as one panel of the grid, into ``layout`` and the lists of traces, shapes
+    and notes (each head's title); axis titles only on the grid's edges. The colour axis they share."""
     H, Tq, Tk = w.shape
-    if H == 0:
-        raise ValueError("heads_grid needs at least one head")
-    q_tokens, k_tokens = as_tokens(q_tokens, "q_tokens"), as_tokens(k_tokens, "k_tokens")
-    check_len(Tq, q_tokens, "query rows", f"attention of shape {w.shape}")
-    check_len(Tk, k_tokens, "key columns", f"attention of shape {w.shape}")
-    hl = check_row(highlight_row, Tq)
-    cs, zmin, zmax, zmid, name = ATTENTION_KINDS[kind]
-    colorbar = MASK_BAR if kind == "mask" else None
-    if zmid is not None:  # one symmetric range for every head
-        finite = w[np.isfinite(w)]
-        m = float(np.abs(finite).max()) if finite.size else 1.0
-        zmin, zmax = -m, m
-    ys, xs = unique_labels(q_tokens), unique_labels(k_tokens)
-    cb_px = colorbar_px(colorbar and colorbar["ticktext"], name)
-    gap_x, gap_y = 16, PANEL_TITLE_H + 8
-    avail = SQUARE_FIT_W - left_margin(ys, q_title) - cb_px  # a tablet's column holds the whole grid
-    want = max(1, min(H, int(cols) if cols else 4))  # cells shrink (not below CELL_MIN) to fit this many per row
-    cell_max = max(CELL_MIN, min(CELL_MAX, int((avail - gap_x * (want - 1)) / want / max(Tk, 1))))
-    same = Tq == Tk if same_axes is None else same_axes
-    one = square_geometry(
-        Tq,
-        Tk,
-        ys,
-        xs,
-        title=None,
-        x_title=k_title,
-        y_title=q_title,
-        cb_px=cb_px,
-        highlight_row=hl,
-        same_axes=same,
-        max_plot_h=440,
-        cell_max=cell_max,
+    ncols, pw, ph, gap_x, gap_y, plot_w, plot_h = (
+        grid.ncols,
+        grid.pw,
+        grid.ph,
+        grid.gap_x,
+        grid.gap_y,
+        grid.plot_w,
+        grid.plot_h,
     )
-    if kind == "weights":
-        zmax = max((shown_max(w[h], one.rows, one.cols, 0.0) for h in range(H)), default=0.0) or zmax
-    left = one.margin["l"]
-    pw, ph = one.cols.count * one.cell, one.rows.count * one.cell
-    gap_x = max(gap_x, int(text_px(f"head {H - 1}", FONT) + 16 - pw))  # room for the head titles
-    fits = max(1, int((avail + gap_x) // (pw + gap_x)))
-    ncols = max(1, min(H, fits, int(cols) if cols else H))
-    nrows = math.ceil(H / ncols)
-    plot_w, plot_h = ncols * pw + (ncols - 1) * gap_x, nrows * ph + (nrows - 1) * gap_y
-    xpad = bar_clearance(k_title, pw, plot_h)
-    right = max(cb_px + xpad - 10, x_title_overflow(k_title, pw) + PAD)
-    width = max(FIG_MIN_W, left + plot_w + right)
-    layout = layout_defaults(title, height=0, width=width, cells="square")
-    note_top = layout["margin"]["t"]
-    text = window_note(one.rows, Tq, one.cols, Tk)
-    over = y_title_overflow(one.y_title.split("<br>"), ph)  # a y title taller than its head: drawn once, first row
-    top = note_top + note_height(text, width) + PANEL_TITLE_H + over
-    col_px = max((text_px(x) for x in xs), default=0)
-    bottom = max(bottom_margin(col_px, one.col_angle, k_title), over + PAD)
-    height = top + max(plot_h + bottom, CB_MIN + PAD)
-    layout.update(
-        height=height, margin=dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h, autoexpand=False)
-    )
-    traces, shapes, notes = [], [], []
-    if text:
-        notes.append(note_annotation(text, note_top=note_top, plot_top=top, left=left, width=width))
-    wide = text_px(k_title, FONT) > pw + gap_x - 8  # the key title is wider than a head: once per row
-    spec = HeatmapSpec(
-        value_name=name,
-        colorscale=cs,
-        zmin=zmin,
-        zmax=zmax,
-        zmid=zmid,
-        colorbar=colorbar,
-        masked_hover=masked_hover,
-        x_name=k_title,
-    )
+    q_title, k_title = titles
     for h in range(H):
         r, c = divmod(h, ncols)
         bottom_most = h + ncols >= H  # nothing below it: its column's key labels go here
@@ -448,8 +381,126 @@ def heads_grid(
                 font=dict(size=FONT),
             )
         )
+    return axis
+
+
+def _grid_colours(w: np.ndarray, kind: str):
+    """The colour scale of every head of ``w`` as ``ATTENTION_KINDS[kind]`` has it (one symmetric range for all
+    heads, for signed values), and the mask's two-colour bar."""
+    cs, zmin, zmax, zmid, name = ATTENTION_KINDS[kind]
+    colorbar = MASK_BAR if kind == "mask" else None
+    if zmid is not None:  # one symmetric range for every head
+        finite = w[np.isfinite(w)]
+        m = float(np.abs(finite).max()) if finite.size else 1.0
+        zmin, zmax = -m, m
+    return cs, zmin, zmax, zmid, name, colorbar
+
+
+def _grid_layout(title, one, H, Tq, Tk, avail, cols, cb_px, gap_x, gap_y, k_title, xs):
+    """How many heads per row fit ``avail`` px, and the grid's figure size and margins (the window note and the
+    head titles above, the key labels below, the colour bar right); the layout, the grid, the colour bar's
+    clearance, how far the query title overflows one head, and the note naming the window shown (or None)."""
+    left = one.margin["l"]
+    pw, ph = one.cols.count * one.cell, one.rows.count * one.cell
+    gap_x = max(gap_x, int(text_px(f"head {H - 1}", FONT) + 16 - pw))  # room for the head titles
+    fits = max(1, int((avail + gap_x) // (pw + gap_x)))
+    ncols = max(1, min(H, fits, int(cols) if cols else H))
+    nrows = math.ceil(H / ncols)
+    plot_w, plot_h = ncols * pw + (ncols - 1) * gap_x, nrows * ph + (nrows - 1) * gap_y
+    grid = _Grid(ncols, pw, ph, gap_x, gap_y, plot_w, plot_h)
+    xpad = bar_clearance(k_title, pw, plot_h)
+    right = max(cb_px + xpad - 10, x_title_overflow(k_title, pw) + PAD)
+    width = max(FIG_MIN_W, left + plot_w + right)
+    layout = layout_defaults(title, height=0, width=width, cells="square")
+    note_top = layout["margin"]["t"]
+    text = window_note(one.rows, Tq, one.cols, Tk)
+    over = y_title_overflow(one.y_title.split("<br>"), ph)  # a y title taller than its head: drawn once, first row
+    top = note_top + note_height(text, width) + PANEL_TITLE_H + over
+    col_px = max((text_px(x) for x in xs), default=0)
+    bottom = max(bottom_margin(col_px, one.col_angle, k_title), over + PAD)
+    height = top + max(plot_h + bottom, CB_MIN + PAD)
+    layout.update(
+        height=height, margin=dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h, autoexpand=False)
+    )
+    window = note_annotation(text, note_top=note_top, plot_top=top, left=left, width=width) if text else None
+    return layout, grid, xpad, over, window
+
+
+def heads_grid(
+    weights: np.ndarray,
+    q_tokens: Sequence[str],
+    k_tokens: Sequence[str],
+    *,
+    title: str,
+    kind: str = "weights",
+    highlight_row: int | None = None,
+    cols: int | None = None,
+    masked_hover: str = MASKED_HOVER,
+    q_title: str = "query token",
+    k_title: str = "key token",
+    same_axes: bool | None = None,
+) -> go.Figure:
+    """All heads (H, Tq, Tk) in a grid, one shared colour scale and colour bar, square cells.
+
+    As many heads per row as fit a ``SQUARE_FIT_W`` container (at most ``cols`` when given); every head
+    shows the same window of a large matrix (named in a note under the title), and panning one pans all.
+    ``same_axes`` (default: Tq == Tk) as in ``attention_figure``. Fixed ``layout.width``: render
+    ``width="content"``.
+    """
+    w = _attention_values(weights, kind)
+    if w.ndim != 3:
+        raise ValueError(f"heads_grid needs (H, Tq, Tk) weights, got shape {w.shape}")
+    H, Tq, Tk = w.shape
+    if H == 0:
+        raise ValueError("heads_grid needs at least one head")
+    q_tokens, k_tokens = as_tokens(q_tokens, "q_tokens"), as_tokens(k_tokens, "k_tokens")
+    check_len(Tq, q_tokens, "query rows", f"attention of shape {w.shape}")
+    check_len(Tk, k_tokens, "key columns", f"attention of shape {w.shape}")
+    hl = check_row(highlight_row, Tq)
+    cs, zmin, zmax, zmid, name, colorbar = _grid_colours(w, kind)
+    ys, xs = unique_labels(q_tokens), unique_labels(k_tokens)
+    cb_px = colorbar_px(colorbar and colorbar["ticktext"], name)
+    gap_x, gap_y = 16, PANEL_TITLE_H + 8
+    avail = SQUARE_FIT_W - left_margin(ys, q_title) - cb_px  # a tablet's column holds the whole grid
+    want = max(1, min(H, int(cols) if cols else 4))  # cells shrink (not below CELL_MIN) to fit this many per row
+    cell_max = max(CELL_MIN, min(CELL_MAX, int((avail - gap_x * (want - 1)) / want / max(Tk, 1))))
+    same = Tq == Tk if same_axes is None else same_axes
+    one = square_geometry(
+        Tq,
+        Tk,
+        ys,
+        xs,
+        title=None,
+        x_title=k_title,
+        y_title=q_title,
+        cb_px=cb_px,
+        highlight_row=hl,
+        same_axes=same,
+        max_plot_h=440,
+        cell_max=cell_max,
+    )
+    if kind == "weights":
+        zmax = max((shown_max(w[h], one.rows, one.cols, 0.0) for h in range(H)), default=0.0) or zmax
+    layout, grid, xpad, over, window = _grid_layout(
+        title, one, H, Tq, Tk, avail, cols, cb_px, gap_x, gap_y, k_title, xs
+    )
+    traces, shapes, notes = [], [], [window] if window else []
+    wide = text_px(k_title, FONT) > grid.pw + grid.gap_x - 8  # the key title is wider than a head: once per row
+    spec = HeatmapSpec(
+        value_name=name,
+        colorscale=cs,
+        zmin=zmin,
+        zmax=zmax,
+        zmid=zmid,
+        colorbar=colorbar,
+        masked_hover=masked_hover,
+        x_name=k_title,
+    )
+    axis = _grid_panels(
+        layout, traces, shapes, notes, w, q_tokens, k_tokens, spec, one, grid, hl, (q_title, k_title), wide, over
+    )
     axis["colorbar"] = colorbar_dict(
-        axis["colorbar"], axis["colorbar"]["title"]["text"], length=max(CB_MIN, min(plot_h, 400)), xpad=xpad
+        axis["colorbar"], axis["colorbar"]["title"]["text"], length=max(CB_MIN, min(grid.plot_h, 400)), xpad=xpad
     )
     layout.update(coloraxis=axis, shapes=shapes, annotations=notes)
     if one.rows.count < Tq or one.cols.count < Tk:
@@ -466,6 +517,42 @@ def _sin_or_cos(pe: np.ndarray, d: int, layout: str | None) -> str | None:
         return None
     v0 = float(pe[0, d])
     return "sin" if abs(v0) < 1e-5 else "cos" if abs(v0 - 1.0) < 1e-5 else None
+
+
+def _mark_position(layout: dict, mark: int, T: int, tokens) -> None:
+    """A dashed vertical line at position ``mark`` of ``T``, labelled with the position (and its token), the label
+    on the side with more room."""
+    label = f"position {mark}" + (f" · {unique_labels(tokens, index=False, max_len=16)[mark]}" if tokens else "")
+    right = mark > (T - 1) / 2
+    layout["shapes"] = [
+        dict(
+            type="line",
+            x0=mark,
+            x1=mark,
+            xref="x",
+            y0=0,
+            y1=1,
+            yref="paper",
+            name="mark",
+            line=dict(color=HIGHLIGHT_COLOR, width=2, dash="dash"),
+            layer="above",
+        )
+    ]
+    note = dict(
+        text=label,
+        x=mark,
+        xref="x",
+        y=1,
+        yref="paper",
+        yanchor="top",
+        showarrow=False,
+        xanchor="right" if right else "left",
+        xshift=-4 if right else 4,
+        name="mark",
+        font=dict(size=FONT, color=HIGHLIGHT_COLOR),
+        bgcolor="rgba(255,255,255,0.9)",
+    )
+    layout["annotations"] = [note]
 
 
 def positional_curves(
@@ -543,95 +630,95 @@ def positional_curves(
         **tick,
     )
     if mark is not None:
-        label = f"position {mark}" + (f" · {unique_labels(tokens, index=False, max_len=16)[mark]}" if tokens else "")
-        right = mark > (T - 1) / 2
-        layout["shapes"] = [
-            dict(
-                type="line",
-                x0=mark,
-                x1=mark,
-                xref="x",
-                y0=0,
-                y1=1,
-                yref="paper",
-                name="mark",
-                line=dict(color=HIGHLIGHT_COLOR, width=2, dash="dash"),
-                layer="above",
-            )
-        ]
-        note = dict(
-            text=label,
-            x=mark,
-            xref="x",
-            y=1,
-            yref="paper",
-            yanchor="top",
-            showarrow=False,
-            xanchor="right" if right else "left",
-            xshift=-4 if right else 4,
-            name="mark",
-            font=dict(size=FONT, color=HIGHLIGHT_COLOR),
-            bgcolor="rgba(255,255,255,0.9)",
-        )
-        layout["annotations"] = [note]
+        _mark_position(layout, mark, T, tokens)
     return new_figure(traces, layout)
 
 
-def addnorm_figure(
-    residual: np.ndarray,
-    mean: np.ndarray,
-    std: np.ndarray,
-    out: np.ndarray,
-    tokens: Sequence[str],
-    *,
-    highlight_row: int | None = None,
-    title: str = "Add & Norm",
-    dims: tuple[int, int] | None = None,
-    token_label: str = "token",
-) -> go.Figure:
-    """Residual sum (T, D), per-position mean and std, LayerNorm output (T, D): three full-width panels
-    stacked top to bottom, rows aligned on the tokens, each heatmap's colour bar beside it.
-
-    ``dims`` (start, stop) shows only those dimensions. Full width: render ``width="stretch"``.
-    """
-    res, o = as_2d(residual, "residual"), as_2d(out, "out")
-    tokens = as_tokens(tokens)
-    T = len(tokens)
-    check_len(res.shape[0], tokens, "rows", f"residual of shape {res.shape}")
-    if o.shape != res.shape:
-        raise ValueError(f"out has shape {o.shape} but residual has shape {res.shape}")
-    stats = {}
-    for name, a in (("mean", mean), ("std", std)):
+def _per_token(T: int, **values) -> dict[str, np.ndarray]:
+    """Each of ``values`` as a (T,) array (a (T, 1) column is taken as one), or ``ValueError`` naming it."""
+    out = {}
+    for name, a in values.items():
         a = np.asarray(a, dtype=np.float64)
         if a.ndim == 2 and a.shape[1] == 1:
             a = a[:, 0]
         if a.shape != (T,):
             raise ValueError(f"{name} must have shape ({T},) (one value per token), got {a.shape}")
-        stats[name] = a
-    hl = check_row(highlight_row, T)
-    lo, hi = dim_range(dims, res.shape[1])
-    labels = unique_labels(tokens)
-    cb_px = colorbar_px(None, "normalized")
-    geo = rows_geometry(
-        T,
-        labels,
-        title=title,
-        x_title="dimension",
-        y_title=token_label,
-        cb_px=cb_px,
-        highlight_row=hl,
-        extra_top=PANEL_TITLE_H,
+        out[name] = a
+    return out
+
+
+def _stats_panel(stats: dict, labels: list[str], token_label: str, geo, T: int, hl: int | None, domain):
+    """Add & Norm's middle panel: the mean and std of each row as two lines over the rows (on ``domain`` of the
+    figure's height, rows matching the heatmaps'); its traces, x and y axes, and the outline of the highlighted row
+    (or None)."""
+    traces = []
+    for name, color, symbol in (("mean", "#4c78a8", "circle"), ("std", "#f58518", "diamond")):
+        traces.append(
+            dict(
+                type="scatter",
+                x=round_sig(stats[name]),
+                y=labels,
+                mode="lines+markers",
+                name=name,
+                showlegend=False,
+                marker=dict(color=color, symbol=symbol, size=7),
+                line=dict(color=color, width=1),
+                xaxis="x2",
+                yaxis="y2",
+                hovertemplate=f"token: %{{y}}<br>{name}: %{{x:.4g}}<extra></extra>",
+            )
+        )
+    tickfont = dict(size=TICK_FONT)
+    xaxis = dict(
+        domain=[0, 1],
+        anchor="y2",
+        title=dict(text="mean, std", font=dict(size=FONT)),
+        showgrid=True,
+        gridcolor="#eee",
+        zeroline=True,
+        zerolinecolor="#bbb",
+        tickfont=tickfont,
+        automargin=True,
     )
-    ph = geo.plot_h
-    gap = int(FONT * 1.6) + AXIS_TITLE + PANEL_TITLE_H + 12  # x ticks, x title, next panel's title
-    plot_h = 3 * ph + 2 * gap
-    m = geo.margin
-    height = m["t"] + plot_h + m["b"]
-    layout = layout_defaults(title, height=height, cells="rows")
-    layout.update(margin=m, title=geo.title)
-    tops = [1 - i * (ph + gap) / plot_h for i in range(3)]
-    legend = '<span style="color:#4c78a8">● mean</span>   <span style="color:#f58518">◆ std</span>'
-    panel_titles = ["residual: x + sublayer(x)", f"mean / std per position:   {legend}", "LayerNorm output"]
+    yaxis = dict(
+        domain=domain,
+        anchor="x2",
+        type="category",
+        matches="y",
+        autorange="reversed",
+        title=dict(text=safe_label(token_label), font=dict(size=FONT)),
+        tickmode="array",
+        tickvals=labels[:: geo.row_step],
+        ticktext=labels[:: geo.row_step],
+        tickfont=tickfont,
+        showgrid=True,
+        gridcolor="#f3f3f3",
+        automargin=True,
+    )
+    set_window(yaxis, geo.rows, T, reverse=True)
+    shape = None
+    if hl is not None:
+        shape = dict(
+            type="rect",
+            xref="x2 domain",
+            x0=0,
+            x1=1,
+            yref="y2",
+            y0=hl - 0.5,
+            y1=hl + 0.5,
+            line=dict(color=HIGHLIGHT_COLOR, width=2),
+            fillcolor="rgba(0,0,0,0)",
+            layer="above",
+            name="highlight",
+        )
+    return traces, xaxis, yaxis, shape
+
+
+def _norm_heatmaps(layout: dict, res, o, tokens, token_label: str, dims, hl, geo, tops, plot_h):
+    """Add & Norm's first and last panels (the residual sum, the LayerNorm output) into ``layout``, each with its
+    colour bar beside it, rows and dimensions matching; their traces and shapes."""
+    lo, hi = dims
+    ph, T = geo.plot_h, len(tokens)
     traces: list[dict] = []
     shapes: list[dict] = []
     dim_ids = np.arange(lo, hi)
@@ -661,67 +748,64 @@ def addnorm_figure(
         layout.update({cax: axis, f"xaxis{n}": xaxis, f"yaxis{n}": yaxis})
         if shape:
             shapes.append({**shape, "xref": f"x{n}", "yref": f"y{n}"})
-    for name, color, symbol in (("mean", "#4c78a8", "circle"), ("std", "#f58518", "diamond")):
-        traces.append(
-            dict(
-                type="scatter",
-                x=round_sig(stats[name]),
-                y=labels,
-                mode="lines+markers",
-                name=name,
-                showlegend=False,
-                marker=dict(color=color, symbol=symbol, size=7),
-                line=dict(color=color, width=1),
-                xaxis="x2",
-                yaxis="y2",
-                hovertemplate=f"token: %{{y}}<br>{name}: %{{x:.4g}}<extra></extra>",
-            )
-        )
-    tickfont = dict(size=TICK_FONT)
-    layout["xaxis2"] = dict(
-        domain=[0, 1],
-        anchor="y2",
-        title=dict(text="mean, std", font=dict(size=FONT)),
-        showgrid=True,
-        gridcolor="#eee",
-        zeroline=True,
-        zerolinecolor="#bbb",
-        tickfont=tickfont,
-        automargin=True,
+    return traces, shapes
+
+
+def addnorm_figure(
+    residual: np.ndarray,
+    mean: np.ndarray,
+    std: np.ndarray,
+    out: np.ndarray,
+    tokens: Sequence[str],
+    *,
+    highlight_row: int | None = None,
+    title: str = "Add & Norm",
+    dims: tuple[int, int] | None = None,
+    token_label: str = "token",
+) -> go.Figure:
+    """Residual sum (T, D), per-position mean and std, LayerNorm output (T, D): three full-width panels
+    stacked top to bottom, rows aligned on the tokens, each heatmap's colour bar beside it.
+
+    ``dims`` (start, stop) shows only those dimensions. Full width: render ``width="stretch"``.
+    """
+    res, o = as_2d(residual, "residual"), as_2d(out, "out")
+    tokens = as_tokens(tokens)
+    T = len(tokens)
+    check_len(res.shape[0], tokens, "rows", f"residual of shape {res.shape}")
+    if o.shape != res.shape:
+        raise ValueError(f"out has shape {o.shape} but residual has shape {res.shape}")
+    stats = _per_token(T, mean=mean, std=std)
+    hl = check_row(highlight_row, T)
+    lo, hi = dim_range(dims, res.shape[1])
+    labels = unique_labels(tokens)
+    cb_px = colorbar_px(None, "normalized")
+    geo = rows_geometry(
+        T,
+        labels,
+        title=title,
+        x_title="dimension",
+        y_title=token_label,
+        cb_px=cb_px,
+        highlight_row=hl,
+        extra_top=PANEL_TITLE_H,
     )
-    layout["yaxis2"] = dict(
-        domain=_domain(tops[1] - ph / plot_h, tops[1]),
-        anchor="x2",
-        type="category",
-        matches="y",
-        autorange="reversed",
-        title=dict(text=safe_label(token_label), font=dict(size=FONT)),
-        tickmode="array",
-        tickvals=labels[:: geo.row_step],
-        ticktext=labels[:: geo.row_step],
-        tickfont=tickfont,
-        showgrid=True,
-        gridcolor="#f3f3f3",
-        automargin=True,
+    ph = geo.plot_h
+    gap = int(FONT * 1.6) + AXIS_TITLE + PANEL_TITLE_H + 12  # x ticks, x title, next panel's title
+    plot_h = 3 * ph + 2 * gap
+    m = geo.margin
+    height = m["t"] + plot_h + m["b"]
+    layout = layout_defaults(title, height=height, cells="rows")
+    layout.update(margin=m, title=geo.title)
+    tops = [1 - i * (ph + gap) / plot_h for i in range(3)]
+    legend = '<span style="color:#4c78a8">● mean</span>   <span style="color:#f58518">◆ std</span>'
+    panel_titles = ["residual: x + sublayer(x)", f"mean / std per position:   {legend}", "LayerNorm output"]
+    traces, shapes = _norm_heatmaps(layout, res, o, tokens, token_label, (lo, hi), hl, geo, tops, plot_h)
+    stat_traces, layout["xaxis2"], layout["yaxis2"], stat_shape = _stats_panel(
+        stats, labels, token_label, geo, T, hl, _domain(tops[1] - ph / plot_h, tops[1])
     )
-    set_window(layout["yaxis2"], geo.rows, T, reverse=True)
-    if hl is not None:
-        shapes.insert(
-            1,
-            dict(
-                type="rect",
-                xref="x2 domain",
-                x0=0,
-                x1=1,
-                yref="y2",
-                y0=hl - 0.5,
-                y1=hl + 0.5,
-                line=dict(color=HIGHLIGHT_COLOR, width=2),
-                fillcolor="rgba(0,0,0,0)",
-                layer="above",
-                name="highlight",
-            ),
-        )
+    traces += stat_traces
+    if stat_shape is not None:
+        shapes.insert(1, stat_shape)
     notes = [
         dict(
             text=t,
