@@ -83,7 +83,10 @@ FIGURE_BUILDERS = frozenset(
         "alignment_figure",
         "attention_figure",
         "beam_tree_figure",
+        "checks_figure",
+        "concepts_figure",
         "ffn_figure",
+        "first_try_figure",
         "heads_grid",
         "heatmap",
         "importance_figure",
@@ -96,6 +99,7 @@ FIGURE_BUILDERS = frozenset(
         "patch_encoder_figure",
         "patch_heads_figure",
         "positional_curves",
+        "progress_figure",
         "topk_figure",
     }
 )
