@@ -252,6 +252,22 @@ def note_height(text: str | None, width: int) -> int:
     return NOTE_H * len(wrap_text(safe_label(text), width - 2 * PAD, FONT)) + NOTE_GAP if text else 0
 
 
+def _square_cells(n_rows: int, n_cols: int, budget_w: float, budget_h: float, cell_max: int) -> tuple[int, int, int]:
+    """The cell size of a square-cell heatmap in a ``budget_w`` × ``budget_h`` px plot (see ``square_geometry``),
+    and how many columns and rows of cells its window shows."""
+    fit = min(budget_w / max(n_cols, 1), budget_h / max(n_rows, 1))
+    small = max(n_rows, n_cols) <= WINDOW_TOKENS
+    cell = int(min(cell_max, max(CELL_MIN if small else WINDOW_CELL, math.floor(fit))))
+    for _ in range(2):
+        nx = min(n_cols, max(1, int(budget_w // cell)))
+        ny = min(n_rows, max(1, int(budget_h // cell)))
+        if cell < CELL_MIN and nx <= WINDOW_TOKENS and ny <= WINDOW_TOKENS:
+            cell = CELL_MIN  # a window this small is shown at the small-matrix size
+            continue
+        break
+    return cell, nx, ny
+
+
 def square_geometry(
     n_rows: int,
     n_cols: int,
@@ -283,16 +299,7 @@ def square_geometry(
     budget_w = min(PLOT_MAX_W, SQUARE_FIT_W - left - cb_px)
     budget_w = (budget_w - gaps[1] * (pcol - 1)) / pcol
     budget_h = (max_plot_h - gaps[0] * (prow - 1)) / prow
-    fit = min(budget_w / max(n_cols, 1), budget_h / max(n_rows, 1))
-    small = max(n_rows, n_cols) <= WINDOW_TOKENS
-    cell = int(min(cell_max, max(CELL_MIN if small else WINDOW_CELL, math.floor(fit))))
-    for _ in range(2):
-        nx = min(n_cols, max(1, int(budget_w // cell)))
-        ny = min(n_rows, max(1, int(budget_h // cell)))
-        if cell < CELL_MIN and nx <= WINDOW_TOKENS and ny <= WINDOW_TOKENS:
-            cell = CELL_MIN  # a window this small is shown at the small-matrix size
-            continue
-        break
+    cell, nx, ny = _square_cells(n_rows, n_cols, budget_w, budget_h, cell_max)
     rows = window(n_rows, ny, highlight_row)
     if same_axes:
         cols = window(n_cols, nx, highlight_row if focus_col is None else focus_col, align="end")

@@ -120,6 +120,34 @@ def scaled_embeddings(model: Transformer, src: Tensor, dec_in: Tensor, n: int) -
     return embed[src].expand(n, -1, -1).contiguous(), embed[dec_in].expand(n, -1, -1).contiguous()
 
 
+def _adaptive_ig(model: Transformer, src, dec_in, out, gap, steps: int, tolerance):
+    """Integrated Gradients of every position with ``steps`` nodes, done again with more where completeness misses
+    ``tolerance`` (see ``attribute``): the raw attributions (T, S) and (T, T), and the steps each position took."""
+    S, T = src.numel(), out.numel()
+    position_steps = np.zeros(T, dtype=np.int64)
+    raw_src, raw_tgt = (torch.zeros(T, n, dtype=torch.float64, device=src.device) for n in (S, T))
+    want = np.full(T, steps, dtype=np.int64)  # steps of each position's next pass; 0: done
+    if tolerance is not None and T > 2:  # the first token and the last (</s>) need the most: start them high
+        want[[0, T - 1]] = min(HARD_START * steps, max(MAX_IG_STEPS, steps))
+    while want.any():
+        for k in np.unique(want[want > 0]):
+            todo = torch.from_numpy(np.flatnonzero(want == k)).to(src.device)
+            # one call per ~BATCH rows: the decoder runs only up to each call's last position
+            for group in todo.split(max(1, BATCH // int(k))):
+                raw_src[group], raw_tgt[group] = _integrated(model, src, dec_in, out, group, int(k))
+        todo = np.flatnonzero(want)
+        position_steps[todo], want[:] = want[todo], 0
+        if tolerance is None:
+            break
+        t = torch.from_numpy(todo).to(src.device)
+        err = ((raw_src[t].sum(1) + raw_tgt[t].sum(1) - gap[t]).abs() / gap[t].abs()).cpu().numpy()
+        redo = (err > tolerance) & (position_steps[todo] < MAX_IG_STEPS)
+        # Gauss-Legendre error falls ~2-4x per doubling here: jump further when far above tolerance
+        factor = np.where(err > 16 * tolerance, 8, np.where(err > 4 * tolerance, 4, 2))
+        want[todo[redo]] = np.minimum(position_steps[todo[redo]] * factor[redo], MAX_IG_STEPS)
+    return raw_src, raw_tgt, position_steps
+
+
 @torch.inference_mode(False)  # callers may be inside inference mode (the app's views): gradients are needed here
 @torch.enable_grad()
 def attribute(
@@ -173,26 +201,7 @@ def attribute(
         )
         raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (T, S), (T, T)
     else:
-        raw_src, raw_tgt = (torch.zeros(T, n, dtype=torch.float64, device=src.device) for n in (S, T))
-        want = np.full(T, steps, dtype=np.int64)  # steps of each position's next pass; 0: done
-        if tolerance is not None and T > 2:  # the first token and the last (</s>) need the most: start them high
-            want[[0, T - 1]] = min(HARD_START * steps, max(MAX_IG_STEPS, steps))
-        while want.any():
-            for k in np.unique(want[want > 0]):
-                todo = torch.from_numpy(np.flatnonzero(want == k)).to(src.device)
-                # one call per ~BATCH rows: the decoder runs only up to each call's last position
-                for group in todo.split(max(1, BATCH // int(k))):
-                    raw_src[group], raw_tgt[group] = _integrated(model, src, dec_in, out, group, int(k))
-            todo = np.flatnonzero(want)
-            position_steps[todo], want[:] = want[todo], 0
-            if tolerance is None:
-                break
-            t = torch.from_numpy(todo).to(src.device)
-            err = ((raw_src[t].sum(1) + raw_tgt[t].sum(1) - gap[t]).abs() / gap[t].abs()).cpu().numpy()
-            redo = (err > tolerance) & (position_steps[todo] < MAX_IG_STEPS)
-            # Gauss-Legendre error falls ~2-4x per doubling here: jump further when far above tolerance
-            factor = np.where(err > 16 * tolerance, 8, np.where(err > 4 * tolerance, 4, 2))
-            want[todo[redo]] = np.minimum(position_steps[todo[redo]] * factor[redo], MAX_IG_STEPS)
+        raw_src, raw_tgt, position_steps = _adaptive_ig(model, src, dec_in, out, gap, steps, tolerance)
     raw_src, raw_tgt, value, gap = raw_src.cpu().numpy(), raw_tgt.cpu().numpy(), value.cpu().numpy(), gap.cpu().numpy()
     completeness = np.abs(raw_src.sum(1) + raw_tgt.sum(1) - gap) / np.maximum(np.abs(gap), 1e-12)
     magnitude = np.abs(raw_src).sum(1) + np.abs(raw_tgt).sum(1)  # (T,)
