@@ -21,7 +21,7 @@ from viz.handout import HandoutFigure, HandoutPosition, handout_html
 from . import stages
 from .common import show_token
 from .plot import PLOTLY_JS, figure_item
-from .stages import ALL, BY_ID
+from .stages import ALL, by_id
 from .stages.context import StageContext
 
 THREAD = "handout-figures"
@@ -43,7 +43,7 @@ def _quiet() -> None:
 def handout_stage(chosen: str) -> str:
     """The stages a handout draws: the chosen decoder stage, or all of them (an explanation stage computes more than
     a figure per position, and All stages leaves them out too)."""
-    return chosen if chosen == ALL or BY_ID[chosen].decoder else ALL
+    return chosen if chosen == ALL or by_id(chosen).decoder else ALL
 
 
 class _Collector(threading.Thread):
@@ -97,7 +97,7 @@ def page(
         reads, predicts = show_token(ctx.reads[t]), show_token(ctx.predicts[t])
         heading = f"Position {t}: reads {reads} → predicts {predicts} (p = {probs[t]:.3f})"
         positions.append(HandoutPosition(heading, tuple(shown)))
-    stage = "All stages" if job.chosen == ALL else BY_ID[job.chosen].label
+    stage = "All stages" if job.chosen == ALL else by_id(job.chosen).label
     return handout_html(
         "Decoder Lens handout",
         (*lines, ("Stages", stage)),

@@ -82,11 +82,13 @@ FIGURE_BUILDERS = frozenset(
         "addnorm_figure",
         "alignment_figure",
         "attention_figure",
+        "bar_figure",
         "beam_tree_figure",
         "checks_figure",
         "concepts_figure",
         "ffn_figure",
         "first_try_figure",
+        "head_grid",
         "heads_grid",
         "heatmap",
         "importance_figure",
@@ -100,6 +102,7 @@ FIGURE_BUILDERS = frozenset(
         "patch_heads_figure",
         "positional_curves",
         "progress_figure",
+        "sentence_scatter",
         "topk_figure",
     }
 )
