@@ -126,6 +126,7 @@ def _resume(cid: str, student_id: str) -> None:
     for question, option in given:
         tries[question], last[question] = tries.get(question, 0) + 1, option
     s[S_MEMBER], s[S_QUEUE], s[S_TRIES], s[S_LAST] = Member(cid, info.name, stu.id, stu.nickname), [], tries, last
+    s["class_saved"] = len(given)  # the answers' line counts them all, these too
     s.pop(S_RESUME, None)
 
 

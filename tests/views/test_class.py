@@ -227,7 +227,7 @@ def test_a_new_session_on_the_students_link_goes_on_as_that_student(tiny_model_d
     assert student == db.snapshot(cls.id, cls.secret).students[0].id
     again = app(tiny_model_dir, monkeypatch, src=SENTENCE, chapter="1", **{"class": cls.id, "student": student})
     ok(again)
-    assert "In the class “Monday” as swift otter" in texts(again)
+    assert "In the class “Monday” as swift otter: 1 answer(s) saved" in texts(again)  # the stored one counted
     assert not [t for t in again.text_input if t.key == "class_nick"]  # no join form
     radio(again, f"learn_q_{key}_").set_value(first).run()
     check(again, key)  # the stored answer given again: still one
