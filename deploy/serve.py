@@ -216,9 +216,10 @@ def replica_env(model: Path | None, secret: str) -> dict:
     return env
 
 
-def start_replicas(ports: list[int], run_dir: Path, model: Path | None) -> list[Replica]:
-    """Start every replica at once, then wait until each answers (stopping them all if one does not)."""
-    env = replica_env(model, secrets.token_hex(32))
+def start_replicas(ports: list[int], run_dir: Path, model: Path | None, env: dict | None = None) -> list[Replica]:
+    """Start every replica at once (``env`` added to their environment), then wait until each answers (stopping them
+    all if one does not)."""
+    env = replica_env(model, secrets.token_hex(32)) | (env or {})
     replicas = [Replica(i, p, run_dir / f"replica-{i}.log", env) for i, p in enumerate(ports)]
     try:
         for r in replicas:
