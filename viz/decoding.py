@@ -203,44 +203,7 @@ def beam_tree_figure(
         for r in sorted({int(e.parent) for e in expansions}):
             if not 0 <= r < len(live):
                 raise ValueError(f"step {pos}: an expansion has parent row {r} but there are {len(live)} live rows")
-            h = live[r]
-            ids = tuple(int(i) for i in h.ids)
-            found = None
-            if si > 0 and ids:
-                cands = [p for p in prev if p["parent"] == int(h.parent) and p["token"] == ids[-1]]
-                cands.sort(key=lambda p: p["status"] != "kept")
-                found = cands[0]["node"] if cands else None
-            if found is None and (si == 0 or not ids):
-                if ids not in roots:
-                    roots[ids] = len(nodes)
-                    label = start_text + (" " + _node_text(ids, token_text) if ids else "")
-                    nodes.append(
-                        dict(
-                            x=pos - 1,
-                            y=0.0,
-                            status="start",
-                            cum=float(h.logprob),
-                            token=label,
-                            hover=f"start: {safe_label(label)}",
-                            ids=ids,
-                        )
-                    )
-                found = roots[ids]
-            if found is None:  # inconsistent input: draw the live row itself so every edge has a parent
-                found = len(nodes)
-                text = _node_text(ids, token_text)
-                nodes.append(
-                    dict(
-                        x=pos - 1,
-                        y=0.0,
-                        status="live",
-                        cum=float(h.logprob),
-                        token=token_text(ids[-1]),
-                        hover=f"live row {r}: {safe_label(text)}",
-                        ids=ids,
-                    )
-                )
-            row_node[r] = found
+            row_node[r] = _parent_node(nodes, roots, prev, si, pos, r, live[r], start_text, token_text)
         drawn = _drawn(expansions, max_pruned)
         for r, node in row_node.items():
             hidden = sum(1 for i, e in enumerate(expansions) if int(e.parent) == r and i not in drawn)
@@ -283,6 +246,51 @@ def beam_tree_figure(
     )
 
 
+def _parent_node(
+    nodes: list[dict], roots: dict, prev: list[dict], si: int, pos: int, r: int, h, start_text, token_text
+) -> int:
+    """The node that live row ``r`` (hypothesis ``h``) of step ``si`` stands for: the previous step's expansion
+    that made it, or the start (a root, added to ``nodes`` once per prefix), or for inconsistent input the row
+    itself, added so that every edge has a parent."""
+    ids = tuple(int(i) for i in h.ids)
+    found = None
+    if si > 0 and ids:
+        cands = [p for p in prev if p["parent"] == int(h.parent) and p["token"] == ids[-1]]
+        cands.sort(key=lambda p: p["status"] != "kept")
+        found = cands[0]["node"] if cands else None
+    if found is None and (si == 0 or not ids):
+        if ids not in roots:
+            roots[ids] = len(nodes)
+            label = start_text + (" " + _node_text(ids, token_text) if ids else "")
+            nodes.append(
+                dict(
+                    x=pos - 1,
+                    y=0.0,
+                    status="start",
+                    cum=float(h.logprob),
+                    token=label,
+                    hover=f"start: {safe_label(label)}",
+                    ids=ids,
+                )
+            )
+        found = roots[ids]
+    if found is None:  # inconsistent input: draw the live row itself so every edge has a parent
+        found = len(nodes)
+        text = _node_text(ids, token_text)
+        nodes.append(
+            dict(
+                x=pos - 1,
+                y=0.0,
+                status="live",
+                cum=float(h.logprob),
+                token=token_text(ids[-1]),
+                hover=f"live row {r}: {safe_label(text)}",
+                ids=ids,
+            )
+        )
+    return found
+
+
 def _drawn(expansions: Sequence[object], max_pruned: int) -> set[int]:
     """Indices of the expansions to draw: every kept or finished one, and each parent's best pruned ones."""
     out, pruned = set(), {}
@@ -294,6 +302,19 @@ def _drawn(expansions: Sequence[object], max_pruned: int) -> set[int]:
             pruned[int(e.parent)] = pruned.get(int(e.parent), 0) + 1
             out.add(i)
     return out
+
+
+def _colour_range(nodes: list[dict], impossible: float) -> tuple[float, float]:
+    """The colour axis' range: the nodes' cumulative log-probs (the start and impossible scores left out)."""
+    cums = [
+        nd["cum"]
+        for nd in nodes
+        if nd["status"] not in ("start",) and math.isfinite(nd["cum"]) and nd["cum"] > impossible
+    ]
+    cmin, cmax = (min(cums), max(cums)) if cums else (-1.0, 0.0)
+    if cmin == cmax:
+        cmin -= 1.0
+    return cmin, cmax
 
 
 def _tree_figure(
@@ -310,6 +331,72 @@ def _tree_figure(
     labels, the latest positions in view when they do not all fit (the earlier ones by panning, read on hover)."""
     if len(paths) > len(PATH_STYLES):
         raise ValueError(f"at most {len(PATH_STYLES)} paths can be drawn, got {len(paths)}")
+    traces = _edge_traces(nodes, edges) + _path_traces(nodes, paths)
+    cmin, cmax = _colour_range(nodes, impossible)
+    labelled = [i for i, nd in enumerate(nodes) if nd["status"] != "pruned"]
+    xs = [nd["x"] for nd in nodes] or [0]
+    widest_label = max([text_px(safe_label(nodes[i]["token"]), TICK_FONT) for i in labelled] or [0])
+    col_px = max(MIN_COLUMN_PX, widest_label + LABEL_GAP_PX)  # a node, its label, then room before the next column
+    widest = max([sum(1 for nd in nodes if nd["x"] == x) for x in set(xs)] or [1])
+    y_half = (widest - 1) / 2 + 0.7
+    plot_h = int(2 * y_half * TREE_ROW_PX)
+    margin = dict(l=PAD + AXIS_TITLE, r=colorbar_px(None, "cum. log p"), b=PAD + AXIS_TITLE + int(FONT * 1.6))
+    plot_w = MIN_WIDTH - margin["l"] - margin["r"]
+    x_min, x_max = min(xs), max(xs)
+    columns = max(int(plot_w // col_px), 1)  # columns in view at the narrowest width
+    x_hi = x_max + 1.0  # room right of the last column for its labels
+    # from half a column before the first one in view: no node's marker is cut in half at the left edge
+    x_lo = max(x_min - 0.5, math.floor(x_hi - columns) + 0.5)
+    fig_w = None
+    if whole:
+        x_lo = x_min - 0.5
+        need = math.ceil((x_hi - x_lo) * col_px)  # every column with room for its label
+        fig_w = margin["l"] + need + margin["r"] if need > plot_w else None  # wider: it scrolls in its frame
+    statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
+    traces += _node_traces(nodes, statuses, cmin, x_lo)
+    shown = x_hi - x_lo
+    dtick = _nice_step(shown / max(plot_w / 48, 1))
+    ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
+    xaxis = dict(
+        title=dict(text=safe_label(x_title), standoff=8),
+        showgrid=True,
+        gridcolor="#eee",
+        zeroline=False,
+        range=[x_lo, x_hi],
+        tickmode="array",
+        tickvals=ticks,
+        ticktext=[start_label(x) for x in ticks],
+        tickfont=dict(size=TICK_FONT),
+    )
+    yaxis = dict(
+        title=dict(text="hypotheses", standoff=8),
+        showticklabels=False,
+        showgrid=False,
+        zeroline=False,
+        range=[y_half, -y_half],
+        autorange=False,
+        fixedrange=True,
+    )
+    layout = layout_defaults(title, height=0, legend=True)
+    top = layout["margin"]["t"] + LEGEND_ROW
+    margin.update(t=top)
+    if fig_w is not None:
+        layout["width"] = fig_w
+    layout.update(
+        height=top + plot_h + margin["b"],
+        margin=margin,
+        dragmode="pan",
+        legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=FONT)),
+    )
+    colorbar = colorbar_dict(None, "cum. log p", length=max(min(plot_h, 300), 100))
+    layout.update(
+        coloraxis=dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar), xaxis=xaxis, yaxis=yaxis
+    )
+    return new_figure(traces, layout)
+
+
+def _edge_traces(nodes: list[dict], edges: list[tuple[int, int]]) -> list[dict]:
+    """The tree's edges as two line traces: to pruned candidates (dotted, light) and to the others."""
     traces: list[dict] = []
     if edges:
         for kept_edges, color, width, dash in ((False, "#c8c8c8", 1.0, "dot"), (True, "#555", 1.5, "solid")):
@@ -332,6 +419,12 @@ def _tree_figure(
                         showlegend=False,
                     )
                 )
+    return traces
+
+
+def _path_traces(nodes: list[dict], paths: Mapping) -> list[dict]:
+    """Each named path (token ids) over the nodes it goes through, in its own style, named in the legend."""
+    traces: list[dict] = []
     by_ids = {nd["ids"]: i for i, nd in enumerate(nodes) if nd["status"] != "live"}
     for (name, ids), (color, width, dash) in zip(paths.items(), PATH_STYLES):
         on = [by_ids[p] for p in (tuple(int(t) for t in ids[:j]) for j in range(len(ids) + 1)) if p in by_ids]
@@ -350,34 +443,13 @@ def _tree_figure(
                 meta=dict(path=name),
             )
         )
-    cums = [
-        nd["cum"]
-        for nd in nodes
-        if nd["status"] not in ("start",) and math.isfinite(nd["cum"]) and nd["cum"] > impossible
-    ]
-    cmin, cmax = (min(cums), max(cums)) if cums else (-1.0, 0.0)
-    if cmin == cmax:
-        cmin -= 1.0
-    labelled = [i for i, nd in enumerate(nodes) if nd["status"] != "pruned"]
-    xs = [nd["x"] for nd in nodes] or [0]
-    widest_label = max([text_px(safe_label(nodes[i]["token"]), TICK_FONT) for i in labelled] or [0])
-    col_px = max(MIN_COLUMN_PX, widest_label + LABEL_GAP_PX)  # a node, its label, then room before the next column
-    widest = max([sum(1 for nd in nodes if nd["x"] == x) for x in set(xs)] or [1])
-    y_half = (widest - 1) / 2 + 0.7
-    plot_h = int(2 * y_half * TREE_ROW_PX)
-    margin = dict(l=PAD + AXIS_TITLE, r=colorbar_px(None, "cum. log p"), b=PAD + AXIS_TITLE + int(FONT * 1.6))
-    plot_w = MIN_WIDTH - margin["l"] - margin["r"]
-    x_min, x_max = min(xs), max(xs)
-    columns = max(int(plot_w // col_px), 1)  # columns in view at the narrowest width
-    x_hi = x_max + 1.0  # room right of the last column for its labels
-    # from half a column before the first one in view: no node's marker is cut in half at the left edge
-    x_lo = max(x_min - 0.5, math.floor(x_hi - columns) + 0.5)
-    fig_w = None
-    if whole:
-        x_lo = x_min - 0.5
-        need = math.ceil((x_hi - x_lo) * col_px)  # every column with room for its label
-        fig_w = margin["l"] + need + margin["r"] if need > plot_w else None  # wider: it scrolls in its frame
-    statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
+    return traces
+
+
+def _node_traces(nodes: list[dict], statuses: list[str], cmin: float, x_lo: float) -> list[dict]:
+    """The nodes, one trace per status (its symbol; coloured by cumulative log-prob on the colour axis, labelled
+    with their tokens where in view), then a plain legend swatch per status."""
+    traces: list[dict] = []
     legend = []
     for status in ["start", *statuses]:
         idx = [i for i, nd in enumerate(nodes) if nd["status"] == status]
@@ -429,46 +501,7 @@ def _tree_figure(
                 hoverinfo="skip",
             )
         )
-    traces += legend
-    shown = x_hi - x_lo
-    dtick = _nice_step(shown / max(plot_w / 48, 1))
-    ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
-    xaxis = dict(
-        title=dict(text=safe_label(x_title), standoff=8),
-        showgrid=True,
-        gridcolor="#eee",
-        zeroline=False,
-        range=[x_lo, x_hi],
-        tickmode="array",
-        tickvals=ticks,
-        ticktext=[start_label(x) for x in ticks],
-        tickfont=dict(size=TICK_FONT),
-    )
-    yaxis = dict(
-        title=dict(text="hypotheses", standoff=8),
-        showticklabels=False,
-        showgrid=False,
-        zeroline=False,
-        range=[y_half, -y_half],
-        autorange=False,
-        fixedrange=True,
-    )
-    layout = layout_defaults(title, height=0, legend=True)
-    top = layout["margin"]["t"] + LEGEND_ROW
-    margin.update(t=top)
-    if fig_w is not None:
-        layout["width"] = fig_w
-    layout.update(
-        height=top + plot_h + margin["b"],
-        margin=margin,
-        dragmode="pan",
-        legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=FONT)),
-    )
-    colorbar = colorbar_dict(None, "cum. log p", length=max(min(plot_h, 300), 100))
-    layout.update(
-        coloraxis=dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar), xaxis=xaxis, yaxis=yaxis
-    )
-    return new_figure(traces, layout)
+    return traces + legend
 
 
 def start_label(x: int) -> str:
