@@ -36,6 +36,7 @@ def page_script(model_dir: str, data_dir: str, size: int) -> None:
     render(load_model_dir(model_dir), None)
 
 
+# Long on purpose: one argparse option per line, then the run; a table, not logic.
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None)

@@ -389,6 +389,8 @@ def _axis_ref(fig: go.Figure, row: int | None, col: int | None) -> tuple[str, st
     return ref.xaxis.plotly_name, ref.yaxis.plotly_name
 
 
+# Long on purpose: the one place a heatmap's traces, colour axis, axes and highlight are made, each step feeding
+# the next (sizes, labels, masked cells, hover); split, its pieces would pass a dozen values between them.
 def _heatmap_parts(
     values: np.ndarray,
     row_labels: Sequence[object],
@@ -591,6 +593,8 @@ def _bar_ticks(colorbar: dict | None) -> list[str] | None:
     return [str(t) for t in (colorbar or {}).get("ticktext") or []] or None
 
 
+# Long on purpose: the one heatmap builder every figure goes through: validation, geometry, parts and layout in
+# the order a reader checks them.
 def heatmap(
     values: np.ndarray,
     row_labels: Sequence[object],

@@ -141,6 +141,8 @@ def activate(h, code):
                 h[r, j] = np.float32(0.5) * v * (np.float32(1.0) + np.float32(math.erf(v / math.sqrt(2.0))))
 
 
+# Long on purpose: one numba-compiled decoding step, every layer top to bottom in one compiled function (lean.py
+# holds the same step in numpy, function by function).
 @_jit
 def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross, mask, logits):
     """One untraced step for rows fed ``tokens`` (R,) at position ``t``: the logits (R, V) written into ``logits``, the

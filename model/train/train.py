@@ -56,6 +56,7 @@ from model.train.data import (
 REPO = Path(__file__).resolve().parents[2]
 
 
+# Long on purpose: one argparse option per line, the training recipe's every flag in one table.
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=None, help="corpus directory (default: <repo>/../shared/data)")
