@@ -124,7 +124,7 @@ REGISTRY = (
         "Logit lens",
         "lens",
         decoder=False,
-        not_compared="it reads one position's prediction after each layer, on its own page",
+        not_compared="it reads one position's prediction after each layer, not one matrix per run",
         chapters=("lens",),
     ),
     Stage(
