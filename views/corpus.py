@@ -284,7 +284,7 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str) -> N
             flagged,
             x_title=x_name,
             y_title=y_name,
-            title=f"{y_name.capitalize()} against {x_name} (one point a sentence; click one to open it)",
+            title=f"{y_name[0].upper() + y_name[1:]} against {x_name} (one point a sentence; click one to open it)",
         )
         event = st.plotly_chart(fig, key=f"corpus_scatter_{x_key}", on_select="rerun", selection_mode="points")
         points = event.selection.points if event and event.selection else []
