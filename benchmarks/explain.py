@@ -64,6 +64,7 @@ def main() -> None:
 
     import numpy as np
 
+    from model.core import keys
     from model.core.constants import MAX_BEAM
     from model.decode.decoding import DecodeOptions, decode
     from model.decode.lean import LeanDecoder
@@ -95,7 +96,7 @@ def main() -> None:
     T = len(res.steps)
 
     def lens():  # as the app's step view runs it
-        arrays = stack_view(res.steps, [0] * T, T - 1, keep=lambda k: k.endswith(".norm3.out"))
+        arrays = stack_view(res.steps, [0] * T, T - 1, keep=keys.is_layer_output)
         record = output_record(res.steps, [0] * T, T - 1)
         return logit_lens(model, arrays, [int(s.chosen[0]) for s in res.steps], lean=lean, record=record)
 

@@ -146,6 +146,7 @@ def frame(at, column: str) -> pd.DataFrame | None:
 
 def audit_page(at, lm, rep: Report, where: str) -> Shown:
     """Check one state of the step view; returns what it shows."""
+    from model.core import keys
     from model.decode.decoding import decode
     from model.decode.steps import follow_line
     from views import export
@@ -236,10 +237,10 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
     csv = pd.read_csv(io.StringIO(tab.to_csv(index=False)))
     rep.check(abs(float(csv["p(predicted)"].iloc[-1]) - s.p) <= P_TOL, f"{at_}: CSV p / header p")
     npz = np.load(io.BytesIO(export.record_bytes(lm, res, list(line.rows[: s.step + 1]), s.step, reads, src_tokens)))
-    rep.check(list(npz["tokens.dec_input"]) == reads, f"{at_}: NPZ tokens / the page's")
-    rep.check(show_token(str(npz["tokens.dec_input"][-1])) == s.reads, f"{at_}: NPZ last input / header reads")
+    rep.check(list(npz[keys.TOKENS_DEC_INPUT]) == reads, f"{at_}: NPZ tokens / the page's")
+    rep.check(show_token(str(npz[keys.TOKENS_DEC_INPUT][-1])) == s.reads, f"{at_}: NPZ last input / header reads")
     layer = at.session_state["layer"]
-    w = npz[f"dec.{layer}.self.weights"]  # (H, T, T)
+    w = npz[keys.dec(layer, "self", "weights")]  # (H, T, T)
     rep.check(bool(np.isfinite(w).all()) and np.allclose(w.sum(-1), 1, atol=1e-4), f"{at_}: NPZ weights rows")
     rep.check(float(np.abs(np.triu(w, 1)).max(initial=0)) == 0.0, f"{at_}: NPZ weights on the future")
     for fig in figs:

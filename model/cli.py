@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from model.core import keys
 from model.core.ablation import MODES
 from model.core.constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
 from model.core.jsonio import dumps
@@ -260,7 +261,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
 
 def format_explanation(r: dict) -> str:
     """The report of model.interpret.explain.report as text: a few lines per section, top 3 where arrays hold more."""
-    src, labels = [str(t) for t in r["tokens.src"]], [str(t) for t in r["tokens.label"]]
+    src, labels = [str(t) for t in r[keys.TOKENS_SRC]], [str(t) for t in r[keys.TOKENS_LABEL]]
     inputs = ["<s>", *labels[:-1]]
     lines = [f"translation: {r['translation']}"]
     if "target" in r:
@@ -376,8 +377,8 @@ def _contrast(lm, text: str):
 
 def format_contrast(r: dict) -> str:
     t, x, y = int(r["contrast.position"]), str(r["contrast.chosen"]), str(r["contrast.alternative"])
-    reads = [str(s) for s in r["tokens.dec_input"]]
-    src = [str(s) for s in r["tokens.src"]]
+    reads = [str(s) for s in r[keys.TOKENS_DEC_INPUT]]
+    src = [str(s) for s in r[keys.TOKENS_SRC]]
     lines = [
         f"position {t} (reads {reads[-1]}): why {x} rather than {y}? logit difference "
         f"{float(r['contrast.logit_diff']):+.3f}",
@@ -420,7 +421,7 @@ def _top_sites(enc, dec, heads, src, reads, k: int = 5) -> list[str]:
 def format_patching(r: dict) -> str:
     from model.interpret.patching import SUBLAYERS
 
-    src, reads = [str(s) for s in r["tokens.src"]], [str(s) for s in r["tokens.dec_input"]]
+    src, reads = [str(s) for s in r[keys.TOKENS_SRC]], [str(s) for s in r[keys.TOKENS_DEC_INPUT]]
     t, x = int(r["position"]), str(r["target"])
     lines = [
         f"corrupted run: {r['corruption.text']}",

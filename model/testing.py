@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -43,7 +44,7 @@ def make_tokenizer(vocab_size: int = 360, corpus: Sequence[str] = TOY_CORPUS) ->
 def make_model(vocab_size: int, seed: int = 0, **overrides) -> Transformer:
     """2 + 2 layers, d_model 32, 4 heads; ``overrides`` are ModelConfig fields."""
     torch.manual_seed(seed)
-    cfg = dict(
+    cfg: dict[str, Any] = dict(
         vocab_size=vocab_size,
         d_model=32,
         n_heads=4,

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from model.core import keys
 from model.core.constants import MAX_BEAM
 from model.core.jsonio import dumps
 from model.decode.decoding import DecodeOptions
@@ -365,7 +366,7 @@ def head_view(kind: str, layer: int, head: int) -> dict[str, str]:
     """Explore's view of one head: a decoder head's weights (its stage, layer and head); an encoder head, which
     Explore draws in its encoder panel, removed in the head-ablation stage (what the sentence loses without it)."""
     if kind == "enc":
-        return {"stage": "ablation", "ablate": f"enc.{layer}.self.{head}"}
+        return {"stage": "ablation", "ablate": keys.head("enc", layer, "self", head)}
     return {"stage": HEAD_STAGE[kind], "layer": str(layer), "head": str(head)}
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from model.core import keys
 from model.core.jsonio import dump_bytes
 from model.decode.steps import prefix_scores, stack_view, summary_dict
 from model.decode.trace import teacher_forced_trace
@@ -40,14 +41,14 @@ def save_to_bytes(save: Callable[[io.BytesIO], None]) -> bytes:
     return buf.getvalue()
 
 
-def with_prefix_scores(arrays: dict[str, np.ndarray], n_layers: int) -> dict[str, np.ndarray]:
+def with_prefix_scores(arrays: Mapping[str, np.ndarray], n_layers: int) -> dict[str, np.ndarray]:
     """Self-attention maps as the figures show them: every raw score, −∞ only in the mask and the masked scores,
     weights exactly 0 on the future (a KV-cached step never computes the future cells: they are recomputed)."""
     out = dict(arrays)
     for layer in range(n_layers):
-        L = f"dec.{layer}.self"
-        if f"{L}.Q" in arrays:
-            out.update({f"{L}.{k}": v for k, v in prefix_scores(arrays[f"{L}.Q"], arrays[f"{L}.K"]).items()})
+        Q, K = keys.dec(layer, "self", "Q"), keys.dec(layer, "self", "K")
+        if Q in arrays:
+            out.update(keys.prefixed(keys.dec(layer, "self"), prefix_scores(arrays[Q], arrays[K])))
     return out
 
 
@@ -63,8 +64,8 @@ def record_bytes(lm, res, rows, step: int, reads, src_tokens) -> bytes:
     """The positions 0…step download (NPZ): every layer's records along the followed rows, the encoder's, tokens."""
     arrays = with_prefix_scores(stack_view(res.steps, rows, step), lm.cfg.n_decoder_layers)
     arrays.update({k: v[0] if v.ndim >= 3 and v.shape[0] == 1 else v for k, v in res.encoder.items()})
-    arrays["tokens.dec_input"] = np.array(reads)
-    arrays["tokens.src"] = np.array(src_tokens)
+    arrays[keys.TOKENS_DEC_INPUT] = np.array(reads)
+    arrays[keys.TOKENS_SRC] = np.array(src_tokens)
     return npz_bytes(arrays)
 
 

@@ -19,7 +19,9 @@ import numpy as np
 import streamlit as st
 
 from model.core.constants import IMPOSSIBLE
+from model.core.keys import Records
 from model.core.positions import POSITION_AXIS, position_labels
+from model.decode.trace import Trace
 from model.interpret.explain import lens_problem, logit_lens
 from model.io.checkpoint import LoadedModel
 from model.lesson.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
@@ -385,20 +387,20 @@ def _goto() -> None:
 @dataclass(frozen=True)
 class _Drawn:
     """What a chapter's figure reads: the teacher-forced trace ``tr`` (``a``: its arrays), the focus row ``f``, the
-    rows' labels and the tokens each position reads, and the self-attention the chapters read (``L0``, ``h``)."""
+    rows' labels and the tokens each position reads, and the self-attention the chapters read (``layer``, ``h``)."""
 
     learn: Learn
     data: dict
-    tr: object
+    tr: Trace
     f: int
     reads: list[str]
     rows: list[str]
-    L0: str = f"dec.{SELF_LAYER}"
+    layer: int = SELF_LAYER
     h: int = SELF_HEAD
     where: str = f"layer {SELF_LAYER}, head {SELF_HEAD}"
 
     @property
-    def a(self) -> dict:
+    def a(self) -> Records[np.ndarray]:
         return self.tr.arrays
 
 
@@ -443,7 +445,7 @@ def _tokens_figure(d: _Drawn):
 
 def _embed_figure(d: _Drawn):
     return viz.matrix_figure(
-        d.a["dec.input"],
+        d.a.embedding("dec", "input"),
         d.rows,
         highlight_row=d.f,
         token_label=ROWS,
@@ -453,7 +455,7 @@ def _embed_figure(d: _Drawn):
 
 def _qkv_figure(d: _Drawn):
     return viz.matrix_figure(
-        d.a[f"{d.L0}.self.Q"][d.h],
+        d.a.self_attn(d.layer, "Q")[d.h],
         d.rows,
         highlight_row=d.f,
         token_label=ROWS,
@@ -466,7 +468,7 @@ def _scores_figure(d: _Drawn, key: str):
     kind = "scores" if key == "scores" else "masked_scores"
     title = "Raw scores QKᵀ/√d_k, every cell" if key == "scores" else "Masked scores (grey = −∞)"
     return viz.attention_figure(
-        d.a[f"{d.L0}.self.{kind}"][d.h],
+        d.a.self_attn(d.layer, kind)[d.h],
         d.rows,
         d.reads,
         kind=kind,
@@ -479,8 +481,8 @@ def _scores_figure(d: _Drawn, key: str):
 
 
 def _softmax_figure(d: _Drawn):
-    a, L0, h = d.a, d.L0, d.h
-    w = np.where(np.isfinite(a[f"{L0}.self.mask"][h]), a[f"{L0}.self.weights"][h], -np.inf)
+    a, h = d.a, d.h
+    w = np.where(np.isfinite(a.self_attn(d.layer, "mask")[h]), a.self_weights(d.layer)[h], -np.inf)
     return viz.attention_figure(
         w,
         d.rows,
@@ -496,7 +498,7 @@ def _softmax_figure(d: _Drawn):
 
 def _output_proj_figure(d: _Drawn):
     return viz.matrix_figure(
-        d.a[f"{d.L0}.self.context"][d.h],
+        d.a.self_attn(d.layer, "context")[d.h],
         d.rows,
         highlight_row=0,
         token_label=ROWS,
@@ -506,12 +508,12 @@ def _output_proj_figure(d: _Drawn):
 
 
 def _addnorm_figure(d: _Drawn):
-    a, k1 = d.a, f"{d.L0}.norm1"
+    a = d.a
     return viz.addnorm_figure(
-        a[f"{k1}.residual"],
-        a[f"{k1}.mean"],
-        a[f"{k1}.std"],
-        a[f"{k1}.out"],
+        a.norm(d.layer, 1, "residual"),
+        a.norm(d.layer, 1, "mean"),
+        a.norm(d.layer, 1, "std"),
+        a.norm(d.layer, 1, "out"),
         d.rows,
         highlight_row=d.f,
         token_label=ROWS,
@@ -522,7 +524,7 @@ def _addnorm_figure(d: _Drawn):
 def _cross_figure(d: _Drawn):
     cl = d.learn.focus.cross_layer
     return viz.alignment_figure(
-        d.a[f"dec.{cl}.cross.weights"].mean(axis=0),
+        d.a.cross_weights(cl).mean(axis=0),
         d.rows,
         [show_token(t) for t in d.tr.src_tokens],
         highlight_row=d.f,
@@ -533,7 +535,7 @@ def _cross_figure(d: _Drawn):
 
 def _ffn_figure(d: _Drawn):
     return viz.ffn_figure(
-        d.a[f"{d.L0}.ffn.hidden"],
+        d.a.ffn(d.layer, "hidden"),
         d.rows,
         highlight_row=d.f,
         token_label=ROWS,

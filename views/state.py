@@ -402,6 +402,8 @@ def from_query(qp: Mapping) -> tuple[dict, list[str]]:
 
 def _clamp(c: Choice, value, limits: Limits, msgs: list[str], default=None):
     """A number within the choice's bounds (its default, or ``default``, if it is not one)."""
+    if c.lo is None:
+        raise ValueError(f"{c.name} is not a number choice")
     kind = type(c.lo)
     default = c.default if default is None else default
     lo, hi = c.lo, c.high(limits)
@@ -461,9 +463,9 @@ def clamp_view(raw: Mapping, limits: Limits) -> tuple[View, list[str]]:
     out["ablate"] = ""
     try:
         heads = parse_heads(str(v["ablate"] or ""))
-        bad = [h for h in heads if h[0] == "enc" or h[1] >= limits.n_layers or h[2] >= limits.n_heads]
-        if bad:
-            msgs.append(f"Head {format_heads(bad[:1])} is not in this model's decoder; no head is switched off.")
+        outside = [h for h in heads if h[0] == "enc" or h[1] >= limits.n_layers or h[2] >= limits.n_heads]
+        if outside:
+            msgs.append(f"Head {format_heads(outside[:1])} is not in this model's decoder; no head is switched off.")
         else:
             out["ablate"] = format_heads(heads)
     except ValueError as e:

@@ -104,9 +104,8 @@ def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None
 def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:
     """The loss and the attention with and without the causal mask, side by side in numbers."""
     T = len(tr.dec_input_tokens)
-    L = f"dec.{v.layer}"
     label_ids = tr.arrays["label_ids"]
-    w = nc.arrays[f"{L}.self.weights"]
+    w = nc.arrays.self_weights(v.layer)
     leak = future_weight(w.mean(axis=0) if v.head == MEAN_HEADS else w[int(v.head)])
     mean_loss, nc_loss = float(tr.arrays["loss"].mean()), float(nc.arrays["loss"].mean())
     m1, m2, m3 = st.columns(3)

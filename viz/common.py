@@ -308,8 +308,8 @@ def describe_heatmap(
     choice = finite & (finite.sum(1, keepdims=True) > 1)
     pool = choice if choice.any() else finite
     score = np.where(pool, np.abs(a), -np.inf)
-    i, j = np.unravel_index(int(np.argmax(score)), a.shape)
-    row, col, v = _plain(rows[i], int(i)), _plain(cols[j], int(j)), float(a[i, j])
+    i, j = (int(n) for n in np.unravel_index(int(np.argmax(score)), a.shape))
+    row, col, v = _plain(rows[i], i), _plain(cols[j], j), float(a[i, j])
     name = _plain(value_name)
     if np.ptp(a[pool]) == 0:  # nothing stands out (the causal mask's open cells)
         masked = int((~finite).sum())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,43 @@ PATH_STYLES = (("#2ca02c", 5.0, "solid"), (HIGHLIGHT_COLOR, 3.0, "dash"))
 LEGEND_ROW = 26
 X_TITLE = "position that predicted the token (numbered as in the step view)"  # the beam tree's x axis
 BAR_PX = 26  # px per bar of the top-k chart
+
+
+class HypothesisLike(Protocol):
+    """What the figures read of a beam hypothesis (``model.decode.decoding.Hypothesis``; viz imports no model)."""
+
+    @property
+    def ids(self) -> Sequence[int]: ...
+    @property
+    def logprob(self) -> float: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def parent(self) -> int: ...
+
+
+class ExpansionLike(Protocol):
+    """A live hypothesis' continuation and its fate (``model.decode.decoding.Expansion``)."""
+
+    @property
+    def parent(self) -> int: ...
+    @property
+    def token(self) -> int: ...
+    @property
+    def token_logprob(self) -> float: ...
+    @property
+    def cum_logprob(self) -> float: ...
+    @property
+    def status(self) -> str: ...
+
+
+class BeamStepLike(Protocol):
+    """One step of beam search (``model.decode.decoding.BeamStep``)."""
+
+    @property
+    def live(self) -> Sequence[HypothesisLike]: ...
+    @property
+    def expansions(self) -> Sequence[ExpansionLike]: ...
 
 
 def _probs(probs: object, name: str = "probs") -> np.ndarray:
@@ -166,7 +204,7 @@ def _node_text(ids: Sequence[int], token_text: Callable[[int], str]) -> str:
 
 
 def beam_tree_figure(
-    beam_steps: Sequence[object],
+    beam_steps: Sequence[BeamStepLike],
     *,
     token_text: Callable[[int], str],
     title: str = "Beam search",
@@ -291,9 +329,10 @@ def _parent_node(
     return found
 
 
-def _drawn(expansions: Sequence[object], max_pruned: int) -> set[int]:
+def _drawn(expansions: Sequence[ExpansionLike], max_pruned: int) -> set[int]:
     """Indices of the expansions to draw: every kept or finished one, and each parent's best pruned ones."""
-    out, pruned = set(), {}
+    out: set[int] = set()
+    pruned: dict[int, int] = {}
     for i in sorted(range(len(expansions)), key=lambda i: -float(expansions[i].cum_logprob)):
         e = expansions[i]
         if e.status != "pruned":
@@ -518,7 +557,7 @@ def _nice_step(raw: float) -> int:
 
 
 def beam_table(
-    live_hypotheses: Sequence[object],
+    live_hypotheses: Sequence[HypothesisLike],
     stream_text: Callable[[Sequence[int]], Sequence[str]],
     *,
     sep: str = " ",
@@ -532,7 +571,7 @@ def beam_table(
     Placeholder rows of beam search (log-prob at or below ``impossible``, the decoder's placeholder score) are
     dropped.
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     for row, h in enumerate(live_hypotheses):
         lp, score = float(h.logprob), float(h.score)
         if lp <= impossible:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 import plotly.graph_objects as go
@@ -62,14 +63,23 @@ from .heatmap import (
 
 GROUP_LABEL_H = 20  # the row of "head k" labels above a matrix of concatenated heads
 PANEL_TITLE_H = 22  # a subplot title above its panel
-MASK_BAR = dict(tickvals=[0.5], ticktext=["0 (attend)"])
+MASK_BAR: dict[str, list[Any]] = dict(tickvals=[0.5], ticktext=["0 (attend)"])
+
+
+class AttentionKind(NamedTuple):
+    colorscale: str | list[Any]
+    zmin: float | None
+    zmax: float | None
+    zmid: float | None
+    value_name: str
+
 
 ATTENTION_KINDS = {
     # kind: colorscale, zmin, zmax, zmid, value name
-    "weights": ("Viridis", 0.0, 1.0, None, "weight"),
-    "scores": ("RdBu_r", None, None, 0.0, "score"),
-    "masked_scores": ("RdBu_r", None, None, 0.0, "masked score"),
-    "mask": ([[0, "#6baed6"], [1, "#6baed6"]], 0.0, 1.0, None, "mask"),
+    "weights": AttentionKind("Viridis", 0.0, 1.0, None, "weight"),
+    "scores": AttentionKind("RdBu_r", None, None, 0.0, "score"),
+    "masked_scores": AttentionKind("RdBu_r", None, None, 0.0, "masked score"),
+    "mask": AttentionKind([[0, "#6baed6"], [1, "#6baed6"]], 0.0, 1.0, None, "mask"),
 }
 
 
@@ -484,7 +494,9 @@ def heads_grid(
     layout, grid, xpad, over, window = _grid_layout(
         title, one, H, Tq, Tk, avail, cols, cb_px, gap_x, gap_y, k_title, xs
     )
-    traces, shapes, notes = [], [], [window] if window else []
+    traces: list[dict] = []
+    shapes: list[dict] = []
+    notes = [window] if window else []
     wide = text_px(k_title, FONT) > grid.pw + grid.gap_x - 8  # the key title is wider than a head: once per row
     spec = HeatmapSpec(
         value_name=name,
@@ -608,11 +620,11 @@ def positional_curves(
         for kind in [_sin_or_cos(p, d, layout)]
     ]
     bounded = np.all(np.abs(p[:, dims]) <= 1.0 + 1e-6)
-    layout = layout_defaults(title, height=380, legend=True)
-    layout["meta"] = {"cells": None}
-    layout["legend"].update(x=1.02, xanchor="left", y=1, yanchor="top")
+    fig_layout = layout_defaults(title, height=380, legend=True)
+    fig_layout["meta"] = {"cells": None}
+    fig_layout["legend"].update(x=1.02, xanchor="left", y=1, yanchor="top")
     tick = dict(automargin=True, tickfont=dict(size=TICK_FONT))
-    layout["xaxis"] = dict(
+    fig_layout["xaxis"] = dict(
         title=dict(text="position"),
         showgrid=True,
         gridcolor="#eee",
@@ -620,7 +632,7 @@ def positional_curves(
         range=[-0.5, max(T - 0.5, 0.5)],
         **tick,
     )
-    layout["yaxis"] = dict(
+    fig_layout["yaxis"] = dict(
         title=dict(text="PE value"),
         showgrid=True,
         gridcolor="#eee",
@@ -630,8 +642,8 @@ def positional_curves(
         **tick,
     )
     if mark is not None:
-        _mark_position(layout, mark, T, tokens)
-    return new_figure(traces, layout)
+        _mark_position(fig_layout, mark, T, tokens)
+    return new_figure(traces, fig_layout)
 
 
 def _per_token(T: int, **values) -> dict[str, np.ndarray]:

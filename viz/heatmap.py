@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 import plotly.graph_objects as go
@@ -87,7 +87,10 @@ class HeatmapSpec:
     y_name: str | None = None
 
 
-class Window(NamedTuple):
+@dataclass(frozen=True)
+class Window:
+    """The part of an axis in view at first: ``count`` categories from ``start``."""
+
     start: int
     count: int
 
@@ -296,8 +299,7 @@ def square_geometry(
     than a short plot is wrapped; a window that is not everything is named in a note under the title."""
     prow, pcol = panels
     left = left_margin(row_labels, y_title)
-    budget_w = min(PLOT_MAX_W, SQUARE_FIT_W - left - cb_px)
-    budget_w = (budget_w - gaps[1] * (pcol - 1)) / pcol
+    budget_w = (min(PLOT_MAX_W, SQUARE_FIT_W - left - cb_px) - gaps[1] * (pcol - 1)) / pcol
     budget_h = (max_plot_h - gaps[0] * (prow - 1)) / prow
     cell, nx, ny = _square_cells(n_rows, n_cols, budget_w, budget_h, cell_max)
     rows = window(n_rows, ny, highlight_row)
@@ -305,7 +307,7 @@ def square_geometry(
         cols = window(n_cols, nx, highlight_row if focus_col is None else focus_col, align="end")
     else:
         cols = window(n_cols, nx, focus_col)
-    col_px = max((text_px(s) for s in col_labels), default=0)
+    col_px = max((text_px(s) for s in col_labels), default=0.0)
     col_angle = 0 if col_px + 4 <= cell else -90
     col_step = 1 if col_angle == 0 else label_step(cell)
     bottom = bottom_margin(col_px, col_angle, x_title)
@@ -479,7 +481,7 @@ def _heatmap_parts(
         **extra,
         "title": {"text": vn, "side": "right", "font": {"size": FONT}, **extra.get("title", {})},
     }
-    axis = dict(colorscale=spec.colorscale, colorbar=bar)
+    axis: dict[str, Any] = dict(colorscale=spec.colorscale, colorbar=bar)
     if spec.zmin is not None:
         axis["cmin"] = spec.zmin
     if spec.zmax is not None:
@@ -730,6 +732,10 @@ def heatmap(
     return new_figure(traces, layout)
 
 
+@overload
+def shown_max(v: np.ndarray, rows: Window, cols: Window, default: float) -> float: ...
+@overload
+def shown_max(v: np.ndarray, rows: Window, cols: Window, default: None) -> float | None: ...
 def shown_max(v: np.ndarray, rows: Window, cols: Window, default: float | None) -> float | None:
     """The largest finite value in the initial window (``default`` when there is none above 0)."""
     part = v[rows.start : rows.start + rows.count, cols.start : cols.start + cols.count]

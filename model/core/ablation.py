@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from model.core import keys
+
 Head = tuple[str, int, int]  # (kind, layer, head)
 KINDS = ("self", "cross", "enc")
 MODES = ("zero", "mean")
@@ -24,12 +26,12 @@ _HEAD = re.compile(r"^(dec)\.(\d+)\.(self|cross)\.(\d+)$|^(enc)\.(\d+)\.self\.(\
 
 def head_name(head: Head) -> str:
     kind, layer, h = head
-    return f"enc.{layer}.self.{h}" if kind == "enc" else f"dec.{layer}.{kind}.{h}"
+    return keys.head("enc", layer, "self", h) if kind == "enc" else keys.head("dec", layer, kind, h)
 
 
 def record_prefix(kind: str, layer: int) -> str:
     """The trace prefix of a head's attention block: ``dec.1.cross``, ``enc.0.self``."""
-    return f"enc.{layer}.self" if kind == "enc" else f"dec.{layer}.{kind}"
+    return keys.enc(layer, "self") if kind == "enc" else keys.dec(layer, kind)
 
 
 def parse_heads(text: str) -> frozenset[Head]:

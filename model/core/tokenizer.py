@@ -47,7 +47,7 @@ def readable_tokens(tokens: list[str]) -> list[str]:
         j = i
         while j < len(tokens) and byte_of(tokens[j]) is not None:
             j += 1
-        raw = bytes(byte_of(t) for t in tokens[i:j])
+        raw = bytes(b for t in tokens[i:j] if (b := byte_of(t)) is not None)
         k = 0
         while k < len(raw):  # one UTF-8 character at a time
             for n in (1, 2, 3, 4):
@@ -84,7 +84,11 @@ def _utf8_length(head: bytes) -> int:
 def byte_characters(tokens: list[str]) -> int:
     """How many characters (spaces aside) the runs of byte tokens in ``tokens`` spell; an invalid byte counts as
     one. A name in another script is many byte tokens but only its own letters."""
-    runs = (bytes(map(byte_of, run)) for is_byte, run in groupby(tokens, lambda t: byte_of(t) is not None) if is_byte)
+    runs = (
+        bytes(b for t in run if (b := byte_of(t)) is not None)
+        for is_byte, run in groupby(tokens, lambda t: byte_of(t) is not None)
+        if is_byte
+    )
     return sum(not c.isspace() for run in runs for c in run.decode("utf-8", errors="replace"))
 
 
@@ -132,7 +136,8 @@ class Tokenizer:
         self.special_ids = frozenset(i for t in SPECIALS if (i := hf.token_to_id(t)) is not None)
         model = json.loads(hf.to_str()).get("model", {})
         self.byte_fallback = bool(model.get("byte_fallback")) and all(t in model.get("vocab", {}) for t in BYTE_TOKENS)
-        self._marker_bytes = [hf.token_to_id(f"<0x{b:02X}>") for b in META.encode()] if self.byte_fallback else []
+        vocab = model.get("vocab", {})
+        self._marker_bytes: list[int] = [vocab[f"<0x{b:02X}>"] for b in META.encode()] if self.byte_fallback else []
         self.byte_ids = frozenset(hf.token_to_id(t) for t in BYTE_TOKENS) if self.byte_fallback else frozenset()
 
     @classmethod
@@ -164,7 +169,7 @@ class Tokenizer:
         if not self.byte_fallback:
             return [e.ids for e in self.hf.encode_batch(texts, add_special_tokens=False)]
         plain = [i for i, t in enumerate(texts) if t and META not in t]
-        out = [self.encode(t) if (not t or META in t) else None for t in texts]
+        out = [self.encode(t) if (not t or META in t) else [] for t in texts]  # the plain ones filled below
         for i, e in zip(plain, self.hf.encode_batch([" " + texts[i] for i in plain], add_special_tokens=False)):
             out[i] = e.ids
         return out

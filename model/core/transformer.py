@@ -10,14 +10,16 @@ Shapes: B batch, S source length, T target length, H heads, D d_model, V vocab.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from model.core import keys
 from model.core.config import ModelConfig
+from model.core.keys import prefixed
 
 if TYPE_CHECKING:
     from model.core.ablation import Ablation
@@ -33,7 +35,7 @@ class HeadMask(NamedTuple):
     # per position, the clean run's context that activation patching restores)
 
 
-HeadMasks = Mapping[str, HeadMask]  # keyed by block: "enc.0.self", "dec.1.self", "dec.1.cross"
+HeadMasks = Mapping[str, HeadMask]  # keyed by block: keys.enc(0, "self"), keys.dec(1, "cross")
 
 
 def head_masks(ablation: Ablation | None, cfg: ModelConfig) -> dict[str, HeadMask]:
@@ -67,12 +69,10 @@ def sinusoidal_table(n_pos: int, d_model: int, layout: str = "interleaved") -> T
     return pe.float()
 
 
-def prefixed(prefix: str, rec: Record | None) -> Record:
-    return {f"{prefix}.{k}": v for k, v in rec.items()} if rec else {}
-
-
 class InputEmbedding(nn.Module):
     """Token embedding × sqrt(d_model) + positional encoding, then dropout."""
+
+    pe: Tensor  # (max_len, D), a buffer
 
     def __init__(self, cfg: ModelConfig, embed: nn.Embedding):
         super().__init__()
@@ -176,7 +176,8 @@ class FeedForward(nn.Module):
         super().__init__()
         self.W_1 = nn.Linear(cfg.d_model, cfg.d_ff)
         self.W_2 = nn.Linear(cfg.d_ff, cfg.d_model)
-        self.act = {"relu": F.relu, "swish": F.silu, "silu": F.silu, "gelu": F.gelu}[cfg.activation]
+        acts: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "swish": F.silu, "silu": F.silu, "gelu": F.gelu}
+        self.act = acts[cfg.activation]
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, record: bool = False) -> tuple[Tensor, Record | None]:
@@ -186,6 +187,11 @@ class FeedForward(nn.Module):
 
 
 class EncoderLayer(nn.Module):
+    self_attn: MultiHeadAttention
+    norm1: AddNorm
+    ffn: FeedForward
+    norm2: AddNorm
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.self_attn, self.norm1 = MultiHeadAttention(cfg), AddNorm(cfg)
@@ -212,6 +218,13 @@ class LayerCache(NamedTuple):
 
 
 class DecoderLayer(nn.Module):
+    self_attn: MultiHeadAttention
+    norm1: AddNorm
+    cross_attn: MultiHeadAttention
+    norm2: AddNorm
+    ffn: FeedForward
+    norm3: AddNorm
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.self_attn, self.norm1 = MultiHeadAttention(cfg), AddNorm(cfg)
@@ -270,6 +283,8 @@ def causal_mask(T: int, offset: int = 0, device=None) -> Tensor:
 
 
 class Transformer(nn.Module):
+    final_logits_bias: Tensor | None  # (V,), a buffer (Marian's), or None
+
     def __init__(self, cfg: ModelConfig, init: bool = True):
         """``init=False`` leaves the weights uninitialised (for a model whose weights are loaded next, or one built on
         the meta device for its shapes: torch's first meta ``normal_`` costs a 1.2 s import)."""
@@ -293,6 +308,16 @@ class Transformer(nn.Module):
             self.final_logits_bias = None
         if init:
             self.reset_parameters()
+
+    @property
+    def encoder_stack(self) -> list[EncoderLayer]:
+        """The encoder layers, typed (iterating an nn.ModuleList yields plain Modules)."""
+        return [cast(EncoderLayer, layer) for layer in self.encoder_layers]
+
+    @property
+    def decoder_stack(self) -> list[DecoderLayer]:
+        """The decoder layers, typed."""
+        return [cast(DecoderLayer, layer) for layer in self.decoder_layers]
 
     def reset_parameters(self) -> None:
         for name, p in self.named_parameters():
@@ -318,11 +343,11 @@ class Transformer(nn.Module):
         x, rec = self.src_embed(src_ids, record=record)
         trace = prefixed("enc", rec)
         heads = heads or {}
-        for i, layer in enumerate(self.encoder_layers):
-            x, r = layer(x, src_mask, record, heads.get(f"enc.{i}.self"))
-            trace.update(prefixed(f"enc.{i}", r))
+        for i, layer in enumerate(self.encoder_stack):
+            x, r = layer(x, src_mask, record, heads.get(keys.enc(i, "self")))
+            trace.update(prefixed(keys.enc(i), r))
         if record:
-            trace["memory"] = x
+            trace[keys.MEMORY] = x
         return x, src_mask, trace
 
     def logits(self, y: Tensor) -> Tensor:
@@ -349,7 +374,7 @@ class Transformer(nn.Module):
         # a single newest query may see every cached key: no mask needed unless it is to be recorded
         mask = causal_mask(T, offset, y.device) if causal and (T > 1 or record) else None
         new_cache, heads = [], heads or {}
-        for i, layer in enumerate(self.decoder_layers):
+        for i, layer in enumerate(self.decoder_stack):
             y, c, r = layer(
                 y,
                 memory,
@@ -357,14 +382,14 @@ class Transformer(nn.Module):
                 mask,
                 None if cache is None else cache[i],
                 record,
-                heads.get(f"dec.{i}.self"),
-                heads.get(f"dec.{i}.cross"),
+                heads.get(keys.dec(i, "self")),
+                heads.get(keys.dec(i, "cross")),
             )
             new_cache.append(c)
-            trace.update(prefixed(f"dec.{i}", r))
+            trace.update(prefixed(keys.dec(i), r))
         logits = self.logits(y)
         if record:
-            trace["logits"] = logits
+            trace[keys.LOGITS] = logits
         return logits, new_cache, trace
 
     def forward(self, src_ids: Tensor, tgt_in: Tensor) -> Tensor:

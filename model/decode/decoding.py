@@ -15,10 +15,12 @@ from __future__ import annotations
 import math
 from collections.abc import Generator, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
+from model.core import keys
 from model.core.ablation import Ablation
 from model.core.constants import BATCH_SIZE, MAX_BEAM, NEG
 from model.core.transformer import LayerCache, Transformer, head_masks
@@ -112,12 +114,12 @@ class DecodeResult:
     encoder: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def to_numpy(rec: dict[str, torch.Tensor], drop=("logits",)) -> dict[str, np.ndarray]:
+def to_numpy(rec: dict[str, torch.Tensor], drop=(keys.LOGITS,)) -> dict[str, np.ndarray]:
     """Read-only views on the CPU, not copies (some share memory with the KV cache or the PE table); a record made
     on another device is copied to the CPU."""
     out = {}
     for k, v in rec.items():
-        if k.rsplit(".", 1)[-1] not in drop:
+        if keys.parse(k).quantity not in drop:
             out[k] = (v if v.dtype == torch.float32 else v.float()).cpu().numpy()
             out[k].flags.writeable = False
     return out
@@ -212,9 +214,13 @@ class ModuleCache:
 
     def select(self, rows) -> ModuleCache:
         idx = torch.as_tensor(np.asarray(rows), dtype=torch.long, device=self.memory.device)
-        pick = lambda x: None if x is None else x.index_select(0, idx)  # noqa: E731
-        layers = None if self.layers is None else [LayerCache(*map(pick, c)) for c in self.layers]
-        return ModuleCache(pick(self.memory), pick(self.src_mask), self.heads, layers, self.t)
+
+        def pick(x: torch.Tensor) -> torch.Tensor:
+            return x.index_select(0, idx)
+
+        layers = None if self.layers is None else [LayerCache(*(pick(x) for x in c)) for c in self.layers]
+        src_mask = None if self.src_mask is None else pick(self.src_mask)
+        return ModuleCache(pick(self.memory), src_mask, self.heads, layers, self.t)
 
 
 class ModuleDecoder:
@@ -229,8 +235,15 @@ class ModuleDecoder:
         memory, src_mask, _ = self.model.encode(torch.as_tensor(src_ids), heads=head_masks(ablation, self.model.cfg))
         return memory, src_mask
 
-    def start(self, memory: torch.Tensor, src_mask: torch.Tensor | None, ablation: Ablation | None = None):
-        return ModuleCache(memory, src_mask, head_masks(ablation, self.model.cfg))
+    def start(
+        self,
+        memory: torch.Tensor | np.ndarray,
+        src_mask: torch.Tensor | np.ndarray | None,
+        ablation: Ablation | None = None,
+    ) -> ModuleCache:
+        """An empty cache for the rows of ``memory`` (R, S, D): the model's encoder output (or LeanDecoder.encode's)."""
+        mask = None if src_mask is None else torch.as_tensor(src_mask)
+        return ModuleCache(torch.as_tensor(memory), mask, head_masks(ablation, self.model.cfg))
 
     def step(self, tokens, cache: ModuleCache, record: bool = False):
         ids = torch.as_tensor(np.asarray(tokens), dtype=torch.long)[:, None]  # (R, 1)
@@ -268,6 +281,8 @@ def decode(
         raise ValueError(f"source has {src.shape[1]} tokens; this model takes at most {model.cfg.max_len}")
     beam = opts.strategy == "beam" and opts.beam > 1
     decoder = decoder or step_decoder(model, rows=opts.beam if beam else 1)
+    memory: torch.Tensor | np.ndarray  # the model's own encoder's when recorded, the decoder's otherwise
+    src_mask: torch.Tensor | np.ndarray | None
     if opts.record:
         heads = head_masks(opts.ablation, model.cfg)
         memory, src_mask, enc = model.encode(torch.from_numpy(src), record=True, heads=heads)
@@ -281,7 +296,11 @@ def decode(
     return DecodeResult(tuple(src[0].tolist()), n_best[0].ids, steps, n_best, beam_steps, encoder)
 
 
-def search(decoder, cache, policy: Generator, cfg, opts: DecodeOptions) -> tuple[list[Step], tuple]:
+# a decoding policy (greedy, sampling, beam search): yields tokens, is sent each step's scores, returns its result
+Policy = Generator[Any, Any, Any]
+
+
+def search(decoder, cache, policy: Policy, cfg, opts: DecodeOptions) -> tuple[list[Step], tuple]:
     """The decoding loop. Each step feeds every row its newest token; the policy reads the log-probabilities and
     says which rows go on (a beam reorders them, greedy and sampling keep them: None) and the token each feeds next;
     the cache follows. Returns the recorded steps (``opts.record``) and what the policy returns when it is done.
@@ -304,6 +323,7 @@ def search(decoder, cache, policy: Generator, cfg, opts: DecodeOptions) -> tuple
         summary = step_summary(torch.from_numpy(logp)) if opts.record else None
         rows, nxt, chosen, done = policy.send((t, logits, logp, opts.prefix[t] if forced else None, summary))
         if opts.record:
+            assert held is not None and summary is not None  # both made when recording
             rank, own = own_view(logits, logp, held, forbidden, chosen)
             steps.append(Step(t, np.array(tokens), chosen, forced, *summary, rec, held, rank, own))
         if done:
@@ -318,7 +338,7 @@ def search(decoder, cache, policy: Generator, cfg, opts: DecodeOptions) -> tuple
     raise RuntimeError("the decoding policy did not stop")
 
 
-def greedy(cfg, opts: DecodeOptions, rows: int = 1) -> Generator:
+def greedy(cfg, opts: DecodeOptions, rows: int = 1) -> Policy:
     """Greedy decoding (or sampling, ``opts.strategy == "sample"``) of ``rows`` independent rows, each its own
     source: the most likely token (or a drawn one), a row that produced </s> fed <pad> after it. Returns one
     Hypothesis per row."""
@@ -361,7 +381,7 @@ def top(x: np.ndarray, n: int) -> np.ndarray:
     return np.argsort(-x, kind="stable")[:n]
 
 
-def beam_search(cfg, opts: DecodeOptions) -> Generator:
+def beam_search(cfg, opts: DecodeOptions) -> Policy:
     """transformers' vectorised beam search (batch of one). The bookkeeping of the 2k candidates is numpy float32,
     as transformers' is torch float32: the same numbers, a few microseconds per operation rather than several.
     Returns the n-best and, recorded, every step's BeamStep."""
@@ -369,7 +389,7 @@ def beam_search(cfg, opts: DecodeOptions) -> Generator:
     max_len = min(opts.max_len, cfg.max_len - 1)
     n_return = min(opts.n_best or k, k)
     f32 = np.float32
-    seqs = [[] for _ in range(k)]  # running hypotheses, generated tokens only
+    seqs: list[list[int]] = [[] for _ in range(k)]  # running hypotheses, generated tokens only
     parents = [-1] * k
     running = np.full(k, NEG, f32)
     running[0] = 0.0
@@ -379,7 +399,7 @@ def beam_search(cfg, opts: DecodeOptions) -> Generator:
     fin_done = np.zeros(k, dtype=bool)
     unsatisfied = True
     first_k = np.arange(2 * k) < k
-    beam_steps = []
+    beam_steps: list[BeamStep] = []
     # the k rows start identical: unrecorded, one is computed and repeated (the record shows every row)
     step = yield np.full(k if opts.record else 1, cfg.decoder_start_id)
     while step is not None:

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from model.core import keys
 from model.core.ablation import Ablation
+from model.core.keys import prefixed
 from model.core.transformer import Transformer
 from model.decode import fused
 
@@ -91,7 +94,11 @@ class LeanCache:
             cross, folded = self.cross, self.folded
         else:
             cross = self.cross[:, rows]
-            folded = None if self.folded is None else tuple(a[:, rows] for a in self.folded)
+            folded = (
+                None
+                if self.folded is None
+                else (self.folded[0][:, rows], self.folded[1][:, rows], self.folded[2][:, rows])
+            )
         mask = self.src_mask if self.src_mask is None or self.src_mask.shape[0] == 1 else self.src_mask[rows]
         return LeanCache(KV, cross, folded, mask, t, self.heads)
 
@@ -134,7 +141,7 @@ class _Linear:
             return torch.ops.mkldnn._linear_pointwise(x_t, self.packed, self.b_t, "none", [], "").numpy()
         if x.shape[0] >= self.mkl_rows and self.W_mkl is not None:
             x_t = torch.from_numpy(x if x.flags.c_contiguous else np.ascontiguousarray(x))
-            return (torch.mm(x_t, self.W_mkl) if self.b is None else torch.addmm(self.b_t, x_t, self.W_mkl)).numpy()
+            return (torch.mm(x_t, self.W_mkl) if self.b_t is None else torch.addmm(self.b_t, x_t, self.W_mkl)).numpy()
         y = x @ self.W
         if self.b is not None:
             y += self.b
@@ -182,7 +189,7 @@ class LeanDecoder:
             self.embed = _np(model.embed.weight) * np.float32(model.tgt_embed.scale)
             self.pe = _np(model.tgt_embed.pe)  # (max_len, D)
             self.layers = []
-            for layer in model.decoder_layers:
+            for layer in model.decoder_stack:
                 sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
                 self.layers.append(
                     {
@@ -198,7 +205,7 @@ class LeanDecoder:
                 )
             # on the source, once per sentence: every layer's cross W_K, W_V in one product (D, layers·2D), and
             # W_Q (scaled) and W_O per head, (layers, H, d_k, D), to fold into the source's K, V (start)
-            cross = [layer.cross_attn for layer in model.decoder_layers]
+            cross = [layer.cross_attn for layer in model.decoder_stack]
             self.ckv = linear(*_fused(*(m for ca in cross for m in (ca.W_K, ca.W_V))), 1)
             per_head = (len(cross), cfg.n_heads, cfg.d_k, -1)
             self.cq_heads = np.stack([_np(ca.W_Q.weight * q_scale) for ca in cross]).reshape(per_head)
@@ -216,7 +223,7 @@ class LeanDecoder:
                     "w2": linear(layer.ffn.W_2.weight, layer.ffn.W_2.bias, ENCODER_ROWS),
                     "norms": [_affine(n) for n in (layer.norm1, layer.norm2)],
                 }
-                for layer in model.encoder_layers
+                for layer in model.encoder_stack
                 for sa in [layer.self_attn]
             ]
         self.eps = np.float32(cfg.layer_norm_eps)
@@ -255,8 +262,8 @@ class LeanDecoder:
         for i, w in enumerate(self.encoder):
             # the products in BLAS (MKL: several rows), what lies between them compiled (model.decode.fused)
             fused.encoder_attention(w["qkv"](x), B, H, scores_mask, ctx)  # (B·S, D): heads side by side
-            if f"enc.{i}.self" in heads:
-                keep, fill = heads[f"enc.{i}.self"]  # (1, H, 1, 1), (1, H, 1, d_k)
+            if keys.enc(i, "self") in heads:
+                keep, fill = heads[keys.enc(i, "self")]  # (1, H, 1, 1), (1, H, 1, d_k)
                 per_head = ctx.reshape(B, S, H, d_k).transpose(0, 2, 1, 3)  # (B, H, S, d_k), a view of ctx
                 per_head *= keep
                 per_head += fill
@@ -288,7 +295,7 @@ class LeanDecoder:
             folded = (M, c, np.ascontiguousarray(N.swapaxes(-1, -2)))  # Nᵀ (layers, R, D, H·S): a product's W layout
         KV = np.empty((L, R, 2, H, self.cfg.max_len, d_k), np.float32)  # only positions written are read
         mask = None if src_mask is None else _array(src_mask)  # (R, 1, 1, S)
-        heads = {k: v for k, v in ablation.arrays(self.cfg).items() if k.startswith("dec.")} if ablation else {}
+        heads = {k: v for k, v in ablation.arrays(self.cfg).items() if keys.parse(k).side == "dec"} if ablation else {}
         return LeanCache(KV, cross, folded, mask, heads=heads)
 
     def _norm(self, x: np.ndarray, gb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -304,7 +311,8 @@ class LeanDecoder:
     def _act(self, h: np.ndarray) -> np.ndarray:
         if self.act == "relu":
             return np.maximum(h, 0, out=h)
-        fn = {"swish": F.silu, "silu": F.silu, "gelu": F.gelu}[self.act]
+        fns: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"swish": F.silu, "silu": F.silu, "gelu": F.gelu}
+        fn = fns[self.act]
         return fn(torch.from_numpy(h)).numpy()
 
     def step(
@@ -324,7 +332,9 @@ class LeanDecoder:
             return self._compiled_step(tokens, cache), cache, None
         embed = self.embed[tokens]  # (R, D)
         y = embed + self.pe[t]  # (R, D)
-        rec = {"dec.embed": embed[:, None], "dec.pe": self.pe[t : t + 1], "dec.input": y[:, None]} if record else None
+        rec: dict[str, np.ndarray] = {}
+        if record:
+            rec = prefixed("dec", {"embed": embed[:, None], "pe": self.pe[t : t + 1], "input": y[:, None]})
         for i, w in enumerate(self.layers):
             qkv = w["qkv"](y)  # (R, 3D)
             Q = qkv[:, :D].reshape(R, H, 1, d_k)
@@ -342,11 +352,11 @@ class LeanDecoder:
                 w["norms"][0],
                 record,
                 True,
-                heads.get(f"dec.{i}.self"),
+                heads.get(keys.dec(i, "self")),
             )
             if record:
-                rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
-            if record or cache.folded is None or f"dec.{i}.cross" in heads:
+                rec.update(prefixed(keys.dec(i), r))
+            if record or cache.folded is None or keys.dec(i, "cross") in heads:
                 Q = w["cq"](y).reshape(R, H, 1, d_k)
                 # the cross K, V never change after start(): the record holds views of them, not per-step copies
                 y, r = self._attention(
@@ -359,12 +369,12 @@ class LeanDecoder:
                     w["norms"][1],
                     record,
                     False,
-                    heads.get(f"dec.{i}.cross"),
+                    heads.get(keys.dec(i, "cross")),
                     "cross",
                     "norm2",
                 )
                 if record:
-                    rec.update({f"dec.{i}.{k}": v for k, v in r.items()})
+                    rec.update(prefixed(keys.dec(i), r))
             else:
                 y = self._cross_folded(y, [a[i] for a in cache.folded], mask, w["co"].b, w["norms"][1])
             hidden = self._act(w["w1"](y))  # (R, d_ff)
@@ -372,27 +382,22 @@ class LeanDecoder:
             residual = y + f
             y, mean, std = self._norm(residual, w["norms"][2])
             if record:
-                rec.update(
-                    {
-                        f"dec.{i}.ffn.hidden": hidden[:, None],
-                        f"dec.{i}.ffn.out": f[:, None],
-                        f"dec.{i}.norm3.residual": residual[:, None],
-                        f"dec.{i}.norm3.mean": mean,
-                        f"dec.{i}.norm3.std": std,
-                        f"dec.{i}.norm3.out": y[:, None],
-                    }
-                )
+                ffn = {"hidden": hidden[:, None], "out": f[:, None]}
+                norm = {"residual": residual[:, None], "mean": mean, "std": std, "out": y[:, None]}
+                rec.update(prefixed(keys.dec(i), {**prefixed("ffn", ffn), **prefixed("norm3", norm)}))
         cache.t = t + 1
         logits = self.out(y)  # (R, V)
         return logits, cache, (_frozen(rec) if record else None)
 
     def _compiled_step(self, tokens: np.ndarray, cache: LeanCache) -> np.ndarray:
         """step without a record or ablated heads, as one compiled function (model.decode.fused): the logits (R, V)."""
+        if self.compiled is None:
+            raise ValueError("the compiled step is switched off")
         W, b, norms = self.compiled
         S = cache.cross.shape[4]
         mask = np.zeros((1, S), np.float32) if cache.src_mask is None else cache.src_mask.reshape(-1, S)
         folded = cache.folded is not None
-        if folded:
+        if cache.folded is not None:
             M, c, N = cache.folded
         else:  # unread: the cross-attention reads cache.cross
             M = N = np.empty((0, 0, 0, 0), np.float32)
@@ -469,13 +474,5 @@ class LeanDecoder:
             "concat": concat[:, None],
             "out": out[:, None],
         }
-        rec = {f"{name}.{k}": v for k, v in rec.items()}
-        rec.update(
-            {
-                f"{norm_name}.residual": residual[:, None],
-                f"{norm_name}.mean": mean,
-                f"{norm_name}.std": std,
-                f"{norm_name}.out": y[:, None],
-            }
-        )
-        return y, rec
+        norm_rec = {"residual": residual[:, None], "mean": mean, "std": std, "out": y[:, None]}
+        return y, {**prefixed(name, rec), **prefixed(norm_name, norm_rec)}

@@ -13,11 +13,10 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from model.core import keys
 from model.core.constants import IMPOSSIBLE
+from model.core.keys import ATTENTION_MAPS, Records
 from model.decode.decoding import DecodeResult
-
-ATTENTION_MAPS = ("scores", "mask", "masked_scores", "weights")  # self-attention records that grow by one key a step
-
 
 # ---------------------------------------------------------------------------
 # Compact storage and the arrays of one path.
@@ -25,10 +24,7 @@ ATTENTION_MAPS = ("scores", "mask", "masked_scores", "weights")  # self-attentio
 
 def _kv_kind(key: str) -> str | None:
     """ "self" / "cross" for attention K and V records, else None."""
-    parts = key.split(".")
-    if len(parts) >= 4 and parts[2] in ("self", "cross") and parts[-1] in ("K", "V"):
-        return parts[2]
-    return None
+    return next((block for block in ("self", "cross") if keys.is_kv(key, block)), None)
 
 
 def compact_result(result: DecodeResult) -> DecodeResult:
@@ -70,15 +66,12 @@ def layer_keep(layer: int) -> Callable[[str], bool]:
     """For ``stack_view``'s ``keep``: the keys of decoder layer ``layer`` and those of no layer (embeddings, PE)."""
 
     def keep(key: str) -> bool:
-        parts = key.split(".")
-        return not (len(parts) > 2 and parts[1].isdigit()) or parts[1] == str(layer)
+        return keys.parse(key).layer in (None, layer)
 
     return keep
 
 
-def stack_view(
-    steps, rows: Sequence[int], step: int, keep: Callable[[str], bool] | None = None
-) -> dict[str, np.ndarray]:
+def stack_view(steps, rows: Sequence[int], step: int, keep: Callable[[str], bool] | None = None) -> Records[np.ndarray]:
     """Per-step records of positions 0..step along ``rows`` → arrays shaped like ``Trace.arrays``.
 
     ``keep`` (optional) picks the keys to build (e.g. one layer's). Q, context, embeddings, norms, FFN: one new
@@ -92,9 +85,8 @@ def stack_view(
     for key in recs[0]:
         if keep is not None and not keep(key):
             continue
-        parts = key.split(".")
-        kind = _kv_kind(key)
-        if key == "dec.pe":
+        name, kind = keys.parse(key), _kv_kind(key)
+        if key == keys.embedding("dec", "pe"):
             out[key] = np.concatenate([np.asarray(r[key]).reshape(1, -1) for r in recs])
         elif kind == "cross":
             src = last if key in last else recs[0]
@@ -103,13 +95,13 @@ def stack_view(
             out[key] = last[key][r_last]  # a full record: the cache itself, (H, t+1, d_k)
         elif kind == "self":
             out[key] = np.concatenate([r[key][row][:, -1:] for r, row in zip(recs, rows)], axis=1)
-        elif len(parts) >= 4 and parts[2] == "self" and parts[-1] in ATTENTION_MAPS:
+        elif name.layer is not None and name.block == "self" and name.quantity in ATTENTION_MAPS:
             per = [r[key][row][:, 0, :] for r, row in zip(recs, rows)]  # each (H, i+1)
             out[key] = np.stack([lower_rows([p[h] for p in per]) for h in range(per[0].shape[0])])
         else:
             x = [r[key][row] for r, row in zip(recs, rows)]  # (H, 1, d) | (1, D) | (1,)
             out[key] = np.concatenate(x, axis=1 if x[0].ndim == 3 else 0)
-    return out
+    return Records(out)
 
 
 @dataclass(frozen=True)
@@ -316,6 +308,8 @@ def _how(ids: Sequence[int], eos_id: int) -> str:
 def _finished(result: DecodeResult, ids: tuple[int, ...], start: int, how: str, score: float, rank) -> Line:
     """A hypothesis of the n-best pool: its last token was predicted at position len(ids) - 1."""
     e = len(ids) - 1
+    if result.beam_steps is None:
+        raise ValueError("an n-best hypothesis of a decode that is not beam search")
     live = result.beam_steps[e].live
     r = next(r for r in live_rows(result, e) if tuple(live[r].ids) == ids[:e])
     return _line(result, ids, tuple(beam_path(result.beam_steps, e, r)), start, how, score, rank)

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from model.core import keys
 from model.core.ablation import Ablation
+from model.core.keys import Records
 from model.core.tokenizer import Tokenizer
 from model.core.transformer import Transformer, head_masks
 from model.decode.decoding import DecodeOptions, decode, prepare_ids, to_numpy
@@ -23,21 +26,19 @@ class Trace:
     src_tokens: list[str]
     dec_input_tokens: list[str]  # <s> y1 ... yn  (target shifted right)
     label_tokens: list[str]  # y1 ... yn </s>
-    arrays: dict[str, np.ndarray]
+    arrays: Records[np.ndarray]
     causal: bool
     truncated: bool = False  # the source or target was cut to the model's max_len
 
     def save_npz(self, path: str | Path) -> None:
-        np.savez_compressed(
-            path,
+        named: dict[str, Any] = {
             **self.arrays,
-            **{
-                "tokens.src": np.array(self.src_tokens),
-                "tokens.dec_input": np.array(self.dec_input_tokens),
-                "tokens.label": np.array(self.label_tokens),
-                "causal": np.array(self.causal),
-            },
-        )
+            keys.TOKENS_SRC: np.array(self.src_tokens),
+            keys.TOKENS_DEC_INPUT: np.array(self.dec_input_tokens),
+            keys.TOKENS_LABEL: np.array(self.label_tokens),
+            keys.CAUSAL: np.array(self.causal),
+        }
+        np.savez_compressed(path, **named)
 
 
 def as_ids(text_or_ids: str | Sequence[int], tokenizer: Tokenizer) -> list[int]:
@@ -76,11 +77,14 @@ def teacher_forced_trace(
     memory, src_mask, enc = model.encode(src_t, record=True, heads=heads)
     logits, _, dec = model.decode(dec_t, memory, src_mask, causal=causal, record=True, heads=heads)
     logits = logits.float().cpu()
-    arrays = {k: v[0] for k, v in to_numpy({**enc, **dec}, drop=()).items()}
-    for key in ("enc.pe", "dec.pe"):  # the positional table has no batch axis
-        arrays[key] = to_numpy({key: enc.get(key, dec.get(key))}, drop=())[key]
+    records = {**enc, **dec}
+    arrays = {k: v[0] for k, v in to_numpy(records, drop=()).items()}
+    for key in (keys.embedding("enc", "pe"), keys.embedding("dec", "pe")):  # the positional table has no batch axis
+        arrays[key] = to_numpy({key: records[key]}, drop=())[key]
     logp = F.log_softmax(logits[0], dim=-1)  # (T, V)
-    arrays["probs"] = logp.exp().numpy()
-    arrays["loss"] = F.nll_loss(logp, lab_t[0], reduction="none").numpy()  # (T,) cross-entropy per position
-    arrays["src_ids"], arrays["dec_input_ids"], arrays["label_ids"] = (np.array(s) for s in (src, dec_in, labels))
-    return Trace(tokenizer.tokens(src), tokenizer.tokens(dec_in), tokenizer.tokens(labels), arrays, causal, truncated)
+    arrays[keys.PROBS] = logp.exp().numpy()
+    arrays[keys.LOSS] = F.nll_loss(logp, lab_t[0], reduction="none").numpy()  # (T,) cross-entropy per position
+    for key, ids in ((keys.SRC_IDS, src), (keys.DEC_INPUT_IDS, dec_in), (keys.LABEL_IDS, labels)):
+        arrays[key] = np.array(ids)
+    src_tokens, dec_tokens, label_tokens = (tokenizer.tokens(ids) for ids in (src, dec_in, labels))
+    return Trace(src_tokens, dec_tokens, label_tokens, Records(arrays), causal, truncated)

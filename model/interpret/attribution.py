@@ -131,9 +131,9 @@ def _adaptive_ig(model: Transformer, src, dec_in, out, gap, steps: int, toleranc
         want[[0, T - 1]] = min(HARD_START * steps, max(MAX_IG_STEPS, steps))
     while want.any():
         for k in np.unique(want[want > 0]):
-            todo = torch.from_numpy(np.flatnonzero(want == k)).to(src.device)
+            rows_k = torch.from_numpy(np.flatnonzero(want == k)).to(src.device)
             # one call per ~BATCH rows: the decoder runs only up to each call's last position
-            for group in todo.split(max(1, BATCH // int(k))):
+            for group in rows_k.split(max(1, BATCH // int(k))):
                 raw_src[group], raw_tgt[group] = _integrated(model, src, dec_in, out, group, int(k))
         todo = np.flatnonzero(want)
         position_steps[todo], want[:] = want[todo], 0
@@ -202,17 +202,17 @@ def attribute(
         raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (T, S), (T, T)
     else:
         raw_src, raw_tgt, position_steps = _adaptive_ig(model, src, dec_in, out, gap, steps, tolerance)
-    raw_src, raw_tgt, value, gap = raw_src.cpu().numpy(), raw_tgt.cpu().numpy(), value.cpu().numpy(), gap.cpu().numpy()
-    completeness = np.abs(raw_src.sum(1) + raw_tgt.sum(1) - gap) / np.maximum(np.abs(gap), 1e-12)
-    magnitude = np.abs(raw_src).sum(1) + np.abs(raw_tgt).sum(1)  # (T,)
+    a_src, a_tgt, v, g = raw_src.cpu().numpy(), raw_tgt.cpu().numpy(), value.cpu().numpy(), gap.cpu().numpy()
+    completeness = np.abs(a_src.sum(1) + a_tgt.sum(1) - g) / np.maximum(np.abs(g), 1e-12)
+    magnitude = np.abs(a_src).sum(1) + np.abs(a_tgt).sum(1)  # (T,)
     norm = np.where(magnitude > 0, magnitude, 1.0)[:, None]
     return Attribution(
-        src=np.abs(raw_src) / norm,
-        tgt=np.abs(raw_tgt) / norm,
-        raw_src=raw_src,
-        raw_tgt=raw_tgt,
-        target_logit=value,
-        baseline_value=value - gap,
+        src=np.abs(a_src) / norm,
+        tgt=np.abs(a_tgt) / norm,
+        raw_src=a_src,
+        raw_tgt=a_tgt,
+        target_logit=v,
+        baseline_value=v - g,
         completeness=completeness,
         method=method,
         steps=int(position_steps.max()),
@@ -289,4 +289,6 @@ def best_agreeing_head(attr_src: np.ndarray, cross_weights: np.ndarray) -> BestH
             k = (int(ag.top1.sum()), mean_rho if rho.size else -np.inf)
             if key is None or k > key:
                 best, key = BestHead(layer, head, ag, k[0], mean_rho, L * H), k
+    if best is None:
+        raise ValueError("cross_weights hold no head")
     return best

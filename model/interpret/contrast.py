@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.core import keys
 from model.core.transformer import Transformer
 from model.interpret.attribution import (
     BATCH,
@@ -175,12 +176,12 @@ class LensDifference:
 
 @torch.inference_mode()
 def lens_difference(model: Transformer, src_ids, out_ids, position: int, contrast_id: int) -> LensDifference:
-    """The logit lens of the difference: each decoder layer's output ``dec.{l}.norm3.out`` at ``position`` through
+    """The logit lens of the difference: each decoder layer's output (``keys.layer_output``) at ``position`` through
     the output head (post-norm: no extra norm, see ``model.interpret.explain``); the last layer's is the model's own."""
     src, out, dec_in = _check(model, src_ids, out_ids, position, contrast_id)
     memory, src_mask, _ = model.encode(src[None])
     _, _, rec = model.decode(dec_in[None], memory, src_mask, record=True)
-    h = torch.stack([rec[f"dec.{i}.norm3.out"][0, -1] for i in range(model.cfg.n_decoder_layers)])  # (L, D)
+    h = torch.stack([rec[keys.layer_output(i)][0, -1] for i in range(model.cfg.n_decoder_layers)])  # (L, D)
     z = model.logits(h[None])[0].double()  # (L, V)
     x, y = int(out[-1]), int(contrast_id)
     p = z.softmax(-1)
@@ -223,9 +224,12 @@ def report(
     ixg = contrast_attribution(model, src_ids, out_ids, t, contrast.id, "ixg")
     lens = lens_difference(model, src_ids, out_ids, t, contrast.id)
     patch = activation_patching(model, src_ids, out_ids, position=t, contrast_id=contrast.id)
+    diff = patch.diff
+    if diff is None:
+        raise ValueError("patching measured no difference: it was given no contrast token")
     r = {
-        "tokens.src": np.array(tokenizer.tokens(src.tolist())),
-        "tokens.dec_input": np.array(tokenizer.tokens(dec_in.tolist())),
+        keys.TOKENS_SRC: np.array(tokenizer.tokens(src.tolist())),
+        keys.TOKENS_DEC_INPUT: np.array(tokenizer.tokens(dec_in.tolist())),
         "src_ids": src.cpu().numpy(),
         "out_ids": np.asarray(out_ids, np.int64),
         "contrast.position": np.array(t),
@@ -239,11 +243,11 @@ def report(
         "lens.p_chosen": lens.p_x,
         "lens.p_alternative": lens.p_y,
         "patching.corruption": np.array(patch.corruption.describe()),
-        "patching.enc": patch.diff.enc,
-        "patching.dec": patch.diff.dec,
-        "patching.heads": patch.diff.heads,
-        "patching.clean": np.array(patch.diff.clean),
-        "patching.corrupted": np.array(patch.diff.corrupted),
+        "patching.enc": diff.enc,
+        "patching.dec": diff.dec,
+        "patching.heads": diff.heads,
+        "patching.clean": np.array(diff.clean),
+        "patching.corrupted": np.array(diff.corrupted),
     }
     if contrast.note:
         r["contrast.note"] = np.array(contrast.note)

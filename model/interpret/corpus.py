@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from model.core import keys
 from model.core.constants import BATCH_SIZE
 from model.core.transformer import HeadMask, Transformer, causal_mask, padding_mask
 from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids
@@ -164,7 +165,8 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
         else:
             pairs = [(s, r) for (s, _), r in zip(pairs, ref_lines)]
     has_refs = any(r is not None for _, r in pairs)
-    sources, references = [], []
+    sources: list[str] = []
+    references: list[str] = []
     for src, ref in pairs:
         src, ref = src.strip(), (ref or "").strip()
         if not src:
@@ -242,14 +244,14 @@ def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_to
     for i, layer in enumerate(model.encoder_layers):
         x, r = layer(x, src_mask, record)
         if record:
-            weights[f"enc.{i}.self"] = r["self.weights"].detach()
+            weights[keys.enc(i, "self")] = r[keys.local("self", "weights")].detach()
     y = tgt_tok + model.tgt_embed.pe[: dec_in.shape[1]]  # (B, T, D)
     mask = causal_mask(dec_in.shape[1])
     for i, layer in enumerate(model.decoder_layers):
         y, _, r = layer(y, x, src_mask, mask, None, record)
         if record:
-            weights[f"dec.{i}.self"] = r["self.weights"].detach()
-            weights[f"dec.{i}.cross"] = r["cross.weights"].detach()
+            weights[keys.dec(i, "self")] = r[keys.local("self", "weights")].detach()
+            weights[keys.dec(i, "cross")] = r[keys.local("cross", "weights")].detach()
     return model.logits(y).float().log_softmax(-1), weights
 
 
@@ -283,10 +285,13 @@ def pair_signals(model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequen
     logp, weights = _forward(model, src, dec_in, src_tok, tgt_tok, record=True)
     chosen = logp.gather(-1, labels[..., None])[..., 0] * valid  # (B, T)
     chosen.sum().backward()
-    raw_src = (src_tok * src_tok.grad).sum(-1).detach().abs()  # (B, S)
-    raw_tgt = (tgt_tok * tgt_tok.grad).sum(-1).detach().abs() * valid  # (B, T)
+    g_src, g_tgt = src_tok.grad, tgt_tok.grad
+    if g_src is None or g_tgt is None:
+        raise RuntimeError("no gradient reached the token embeddings")
+    raw_src = (src_tok * g_src).sum(-1).detach().abs()  # (B, S)
+    raw_tgt = (tgt_tok * g_tgt).sum(-1).detach().abs() * valid  # (B, T)
     # the last layer's heads, averaged: there the weights align output with source (earlier layers attend broadly)
-    cross = weights[f"dec.{model.cfg.n_decoder_layers - 1}.cross"].mean(1)  # (B, T, S)
+    cross = weights[keys.dec(model.cfg.n_decoder_layers - 1, "cross")].mean(1)  # (B, T, S)
     out = []
     for i, (s, o) in enumerate(zip(srcs, outs)):
         S, T = len(s), len(o)
@@ -423,8 +428,11 @@ def analyse(
         done += len(chunk)
         if progress:
             progress(done, len(srcs), "scoring")
+    scored = [p for p in pairs if p is not None]
+    if len(scored) != len(srcs):
+        raise RuntimeError("a sentence was left unscored")
     rows = []
-    for i, (s, o, p) in enumerate(zip(srcs, outs, pairs)):
+    for i, (s, o, p) in enumerate(zip(srcs, outs, scored)):
         ended = o[-1] == cfg.eos_id
         text = tokenizer.decode([t for t in o if t != cfg.eos_id])
         ref = None if corpus.references is None else corpus.references[i]
@@ -470,16 +478,16 @@ def role_of(stats: dict[str, float]) -> str:
     """The head's dominant role: diagonal (same position), previous token, sink (first token + </s>), alignment
     (cross-attention agreeing with attribution), the largest when it reaches ROLE_MIN; broad otherwise."""
     score = {}
-    for role, keys in ROLES.items():
-        vals = [stats.get(k) for k in ((keys,) if isinstance(keys, str) else keys)]
-        vals = [v for v in vals if v is not None and math.isfinite(v)]
+    for role, names in ROLES.items():
+        found = [stats.get(k) for k in ((names,) if isinstance(names, str) else names)]
+        vals = [v for v in found if v is not None and math.isfinite(v)]
         if vals:
             score[role] = sum(vals)
-    best = max(score, key=score.get, default=None)
+    best = max(score, key=score.__getitem__, default=None)
     return best if best is not None and score[best] >= ROLE_MIN else "broad"
 
 
-def _row_stats(w: torch.Tensor, q_len: int, k_len: int, eos: bool) -> dict[str, float]:
+def _row_stats(w: torch.Tensor, q_len: int, k_len: int, eos: bool) -> dict[str, torch.Tensor]:
     """Per head (H,) means over the q_len query rows of one sentence's weights (H, Tq, Tk)."""
     w = w[:, :q_len, :k_len].double()  # (H, q, k)
     q = torch.arange(q_len)
@@ -536,9 +544,8 @@ def removal_losses(model: Transformer, src, dec_in, labels, valid) -> dict[str, 
 
     def decoder_from(start: int, y, memory, masks: dict) -> torch.Tensor:
         for i in range(start, len(model.decoder_layers)):
-            y, _, _ = model.decoder_layers[i](
-                y, memory, rep(src_mask), mask, None, False, masks.get(f"{i}.self"), masks.get(f"{i}.cross")
-            )
+            heads = masks.get(keys.dec(i, "self")), masks.get(keys.dec(i, "cross"))
+            y, _, _ = model.decoder_layers[i](y, memory, rep(src_mask), mask, None, False, *heads)
         return (_token_loss(model, y, labels, valid).view(H, B) - base).T  # (B, H)
 
     out = {k: np.zeros((B, n, H)) for k, n in (("enc", cfg.n_encoder_layers), ("self", cfg.n_decoder_layers))}
@@ -551,7 +558,7 @@ def removal_losses(model: Transformer, src, dec_in, labels, valid) -> dict[str, 
     big_memory = rep(memory)
     for li in range(cfg.n_decoder_layers):
         for kind in ("self", "cross"):
-            out[kind][:, li] = decoder_from(li, rep(dec_in_states[li]), big_memory, {f"{li}.{kind}": knock}).numpy()
+            out[kind][:, li] = decoder_from(li, rep(dec_in_states[li]), big_memory, {keys.dec(li, kind): knock}).numpy()
     return out
 
 
@@ -595,8 +602,10 @@ def head_table(
         for b, i in enumerate(chunk):
             S, T = len(srcs[i]), len(targets[i])
             for key, w in weights.items():
-                side, li, kind = key.split(".")
-                kind = "enc" if side == "enc" else kind
+                name = keys.parse(key)
+                if name.layer is None or name.block is None:
+                    raise ValueError(f"{key} is not an attention block")
+                li, kind = name.layer, "enc" if name.side == "enc" else name.block
                 q, k = (S, S) if kind == "enc" else (T, T) if kind == "self" else (T, S)
                 for stat, v in _row_stats(w[b], q, k, eos=kind != "self").items():
                     per[kind][stat][i, int(li)] = v.numpy()
@@ -621,8 +630,8 @@ def head_table(
         for li in range(L):
             for h in range(H):
                 key = ROLES.get(roles[li, h], "entropy")
-                keys = (key,) if isinstance(key, str) else key
-                score = np.nansum([stats[k][:, li, h] for k in keys], 0)
+                names = (key,) if isinstance(key, str) else key
+                score = np.nansum([stats[k][:, li, h] for k in names], 0)
                 examples[li, h] = np.argsort(-score, kind="stable")[:3].tolist() + [0] * max(0, 3 - len(score))
         table[kind] = {**means, "role": roles, "examples": examples}
     return table

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from model.core import keys
 from model.core.ablation import Ablation, Head, format_heads, parse_heads, record_prefix
 from model.core.transformer import HeadMask, Transformer, head_masks
 from model.decode.decoding import DecodeOptions, DecodeResult, decode, forbidden_ids
@@ -92,7 +93,7 @@ def logit_lens(
     L = model.cfg.n_decoder_layers
     chosen = np.asarray(chosen_ids, np.int64)  # (T,)
     T = len(chosen)
-    positions = np.shape(arrays[f"dec.{L - 1}.norm3.out"])[0]
+    positions = np.shape(arrays[keys.layer_output(L - 1)])[0]
     if positions != T:
         raise ValueError(f"{T} chosen ids for {positions} positions")
     if record is not None and (record.top_ids.shape[0] != T or k > record.top_ids.shape[1]):
@@ -126,7 +127,7 @@ def _recorded_lens(rec: OutputRecord, forbidden: list[int], chosen: np.ndarray, 
 def _head_lens(model: Transformer, arrays, L: int, chosen: np.ndarray, k: int, lean) -> LogitLens:
     """Layers 0..L−1 through the output head: (L, T, …)."""
     D = model.cfg.d_model
-    y = np.stack([np.asarray(arrays[f"dec.{i}.norm3.out"], np.float32) for i in range(L)])  # (L, T, D)
+    y = np.stack([np.asarray(arrays[keys.layer_output(i)], np.float32) for i in range(L)])  # (L, T, D)
     T = y.shape[1]
     # Transformer.logits, the lens' main cost: (L·T, D) @ (D, V) + bias. The lean decoder's output head takes the
     # fastest way it has: oneDNN on weights prepacked once when it was built for several rows (1.3 ms for 34 rows
@@ -138,8 +139,8 @@ def _head_lens(model: Transformer, arrays, L: int, chosen: np.ndarray, k: int, l
     if lean is not None:
         z = lean.out(y)  # (N, V) logits, bias included
     else:
-        W = model.embed.weight if model.out_proj is None else model.out_proj.weight  # (V, D)
-        W = np.asarray(W.detach().cpu().numpy(), np.float32)
+        W_t = model.embed.weight if model.out_proj is None else model.out_proj.weight  # (V, D)
+        W = np.asarray(W_t.detach().cpu().numpy(), np.float32)
         two = torch.get_num_threads() > 1
         z = torch.from_numpy(W).mm(torch.from_numpy(y).T).T.contiguous().numpy() if two else y @ W.T
         if model.final_logits_bias is not None:
@@ -203,14 +204,14 @@ def _pair(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int]) ->
     return src, [cfg.decoder_start_id, *y], [*y, cfg.eos_id]
 
 
-def _stacked(rows: Sequence[Ablation | None], cfg, prefix: str) -> dict[str, HeadMask]:
+def _stacked(rows: Sequence[Ablation | None], cfg, side: str) -> dict[str, HeadMask]:
     """Per-row ablations as one HeadMask per block with a leading row axis (rows that keep a block: keep 1, fill 0;
     x · 1 + 0 is x exactly, so an unablated row computes what an unablated pass does)."""
     per_row = [head_masks(a, cfg) for a in rows]
-    keys = sorted({k for m in per_row for k in m if k.startswith(prefix)})
+    blocks = sorted({k for m in per_row for k in m if keys.parse(k).side == side})
     H, d_k = cfg.n_heads, cfg.d_k
     out = {}
-    for key in keys:
+    for key in blocks:
         keep, fill = torch.ones(len(rows), H, 1, 1), torch.zeros(len(rows), H, 1, d_k)
         for r, m in enumerate(per_row):
             if key in m:
@@ -234,10 +235,10 @@ def _losses(model: Transformer, src_ids, tgt_ids, rows: Sequence[Ablation | None
         part = rows[b : b + chunk]
         B = len(part)
         if shared is None:
-            memory, src_mask, _ = model.encode(src_t.expand(B, -1), heads=_stacked(part, cfg, "enc."))
+            memory, src_mask, _ = model.encode(src_t.expand(B, -1), heads=_stacked(part, cfg, "enc"))
         else:
             memory, src_mask = shared[0].expand(B, -1, -1), shared[1]
-        logits, _, _ = model.decode(dec_t.expand(B, -1), memory, src_mask, heads=_stacked(part, cfg, "dec."))
+        logits, _, _ = model.decode(dec_t.expand(B, -1), memory, src_mask, heads=_stacked(part, cfg, "dec"))
         labels_t = lab_t.to(logits.device).expand(B, -1).reshape(-1)
         loss = F.cross_entropy(logits.reshape(B * T, -1).float(), labels_t, reduction="none")
         out.append(loss.view(B, T).cpu().numpy())
@@ -256,7 +257,7 @@ def head_means(model: Transformer, src_ids, tgt_ids) -> dict[Head, np.ndarray]:
     means = {}
     for kind, n in (("self", cfg.n_decoder_layers), ("cross", cfg.n_decoder_layers), ("enc", cfg.n_encoder_layers)):
         for layer in range(n):
-            ctx = rec[f"{record_prefix(kind, layer)}.context"][0].mean(1).cpu().numpy()  # (H, d_k)
+            ctx = rec[keys.join(record_prefix(kind, layer), "context")][0].mean(1).cpu().numpy()  # (H, d_k)
             means.update({(kind, layer, h): ctx[h] for h in range(cfg.n_heads)})
     return means
 
@@ -367,14 +368,14 @@ def report(
     pair = translation if target_ids is None else target_ids
     src, dec_in, _ = _pair(model, src_ids, pair)
     tr = teacher_forced_trace(model, tokenizer, src[:-1], dec_in[1:])  # src ends with </s>, which the trace adds
-    a, labels = tr.arrays, tr.arrays["label_ids"]
+    a, labels = tr.arrays, [int(i) for i in tr.arrays[keys.LABEL_IDS]]
     lens = logit_lens(model, a, labels, k)
     imp = head_importance(model, src_ids, pair, mode)
     out = {
-        "tokens.src": np.array(tr.src_tokens),
-        "tokens.label": np.array(tr.label_tokens),
+        keys.TOKENS_SRC: np.array(tr.src_tokens),
+        keys.TOKENS_LABEL: np.array(tr.label_tokens),
         "src_ids": a["src_ids"],
-        "label_ids": labels,
+        keys.LABEL_IDS: a[keys.LABEL_IDS],
         "loss": a["loss"],
         "translation": np.array(tokenizer.decode(translation)),
         "translation_ids": np.array(translation),
@@ -409,7 +410,7 @@ def report(
         from model.interpret.attribution import agreement, attribute
 
         at = attribute(model, src_ids, labels, method, steps)
-        cross = np.mean([a[f"dec.{i}.cross.weights"] for i in range(cfg.n_decoder_layers)], axis=(0, 1))  # (T, S)
+        cross = np.mean([a.cross_weights(i) for i in range(cfg.n_decoder_layers)], axis=(0, 1))  # (T, S)
         ag = agreement(at.src, cross)
         out.update(
             {

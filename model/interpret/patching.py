@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from model.core import keys
 from model.core.constants import PATCH_SUBLAYERS
 from model.core.transformer import HeadMask, Transformer, causal_mask
 from model.interpret.attribution import as_ids
@@ -100,6 +101,13 @@ class _Clean:
     ctx: Tensor  # (2, L, H, P, d_k) each head's context
 
 
+def _needed(clean: _Clean | None) -> _Clean:
+    """The clean run a restore copies from (a site restored without one is a caller's bug)."""
+    if clean is None:
+        raise ValueError("restoring a site needs the clean run")
+    return clean
+
+
 def _source_tokens(model: Transformer, src: Tensor) -> Tensor:
     return model.embed(src)[None] * model.src_embed.scale  # (1, S, D)
 
@@ -121,23 +129,25 @@ def _forward(
     src_mask = None  # the sources hold no padding
     x = model.src_embed.dropout(src_tok + model.src_embed.pe[:S])  # (1, S, D)
     enc_out = []
-    for i, layer in enumerate(model.encoder_layers):
-        x, _ = layer(x, src_mask)  # (1 or B, S, D)
+    for i, enc_layer in enumerate(model.encoder_stack):
+        x, _ = enc_layer(x, src_mask)  # (1 or B, S, D)
         if enc_mask is not None and enc_mask[:, i].any():
-            x = torch.where(enc_mask[:, i, :, None], clean.enc[i], x)
+            x = torch.where(enc_mask[:, i, :, None], _needed(clean).enc[i], x)
         enc_out.append(x)
     memory, B = x, 1 if enc_mask is None else enc_mask.shape[0]
     mask = causal_mask(P, device=dec_in.device)
     y = model.tgt_embed.dropout(model.tgt_embed(dec_in[None])[0]).expand(B, -1, -1)  # (B, P, D)
     res, ctx = [], []
-    for i, layer in enumerate(model.decoder_layers):
-        heads = [None, None]
+    for i, layer in enumerate(model.decoder_stack):
+        heads: list[HeadMask | None] = [None, None]
         if head_mask is not None:
             for k in range(2):
                 m = head_mask[:, k, i]  # (B, H)
                 if m.any():
                     mf = m[:, :, None, None].float()
-                    heads[k] = HeadMask(keep=1.0 - mf, fill=mf * clean.ctx[k, i])  # (B, H, 1, 1), (B, H, P, d_k)
+                    heads[k] = HeadMask(
+                        keep=1.0 - mf, fill=mf * _needed(clean).ctx[k, i]
+                    )  # (B, H, 1, 1), (B, H, P, d_k)
         for k, (attn, norm) in enumerate(((layer.self_attn, layer.norm1), (layer.cross_attn, layer.norm2))):
             K, V = attn.project_kv(y if k == 0 else memory)  # (B or 1, H, P or S, d_k)
             a, rec = attn(
@@ -168,7 +178,7 @@ def _forward(
 def _restore(y: Tensor, dec_mask: Tensor | None, clean: _Clean | None, layer: int, k: int) -> Tensor:
     if dec_mask is None or not dec_mask[:, layer, k].any():
         return y
-    return torch.where(dec_mask[:, layer, k, :, None], clean.dec[layer, k], y)  # (B, P, D)
+    return torch.where(dec_mask[:, layer, k, :, None], _needed(clean).dec[layer, k], y)  # (B, P, D)
 
 
 def _masks(model: Transformer, S: int, P: int, rows: Sequence[Sequence[Site]]) -> tuple[Tensor, Tensor, Tensor]:
@@ -251,7 +261,7 @@ class Patcher:
     def corrupted_top(self) -> np.ndarray:
         """(T,) the corrupted run's most likely token at every position, teacher-forced on A's output."""
         memory = self.corrupt_tok + self.model.src_embed.pe[: self.src.numel()]
-        for layer in self.model.encoder_layers:
+        for layer in self.model.encoder_stack:
             memory, _ = layer(memory, None)
         logits, _, _ = self.model.decode(self.dec_in[None], memory, None)
         return logits[0].argmax(-1).cpu().numpy()
@@ -265,7 +275,8 @@ class Patcher:
     @torch.inference_mode()
     def clean(self, position: int) -> tuple[Tensor, _Clean]:
         """The clean run up to ``position``: its logits (1, V) there and what restoring copies."""
-        return _forward(self.model, self.clean_tok, self.dec_in[: position + 1], keep=True)
+        logits, kept = _forward(self.model, self.clean_tok, self.dec_in[: position + 1], keep=True)
+        return logits, _needed(kept)
 
     @torch.inference_mode()
     def run(self, position: int, rows: Sequence[Sequence[Site]], clean: _Clean | None = None) -> Tensor:
@@ -352,9 +363,9 @@ def report(tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
     """The maps of one patching run as named arrays (the README lists the keys), for the command line and downloads."""
     P = r.position + 1
     out = {
-        "tokens.src": np.array(tokenizer.tokens(p.src.tolist())),
-        "tokens.dec_input": np.array(tokenizer.tokens(p.dec_in[:P].tolist())),
-        "tokens.label": np.array(tokenizer.tokens(p.out[:P].tolist())),
+        keys.TOKENS_SRC: np.array(tokenizer.tokens(p.src.tolist())),
+        keys.TOKENS_DEC_INPUT: np.array(tokenizer.tokens(p.dec_in[:P].tolist())),
+        keys.TOKENS_LABEL: np.array(tokenizer.tokens(p.out[:P].tolist())),
         "src_ids": p.src.cpu().numpy(),
         "out_ids": p.out.cpu().numpy(),
         "position": np.array(r.position),
@@ -390,7 +401,7 @@ def report(tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
 def site_rows(r: dict[str, np.ndarray]) -> list[dict]:
     """Every value of a ``report``'s maps as one row (for a CSV): metric, map, layer, part (the sublayer or the
     attention), index (position, source position or head), its token, the value."""
-    src, reads = [str(t) for t in r["tokens.src"]], [str(t) for t in r["tokens.dec_input"]]
+    src, reads = [str(t) for t in r[keys.TOKENS_SRC]], [str(t) for t in r[keys.TOKENS_DEC_INPUT]]
     rows = []
     for metric in ("prob", "diff"):
         if f"{metric}.enc" not in r:

@@ -281,7 +281,7 @@ def spm_to_tokenizer(spm_path: str | Path, vocab: dict[str, int]):
     from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
     from tokenizers import Tokenizer as HFTokenizer
 
-    proto = pb.ModelProto()
+    proto = pb.ModelProto()  # type: ignore[attr-defined]  # protobuf makes its message classes at import
     try:
         proto.ParseFromString(Path(spm_path).read_bytes())
     except Exception as e:  # protobuf's DecodeError
@@ -295,17 +295,19 @@ def spm_to_tokenizer(spm_path: str | Path, vocab: dict[str, int]):
         raise MarianError("vocab.json ids are not the contiguous range 0..n-1")
     if "<unk>" not in vocab:
         raise MarianError("vocab.json has no <unk> token")
-    T = pb.ModelProto.SentencePiece.Type
+    T = pb.ModelProto.SentencePiece.Type  # type: ignore[attr-defined]  # as above
     scores = {p.piece: p.score for p in proto.pieces if p.type in (T.NORMAL, T.USER_DEFINED, T.BYTE)}
     floor = min(scores.values(), default=0.0) - MISSING_PIECE_PENALTY
-    by_id = sorted(vocab, key=vocab.get)
+    by_id = sorted(vocab, key=vocab.__getitem__)
     hf = HFTokenizer(
         models.Unigram(
             [(p, scores.get(p, floor)) for p in by_id], vocab["<unk>"], bool(proto.trainer_spec.byte_fallback)
         )
     )
     norm = proto.normalizer_spec
-    steps = [normalizers.Precompiled(norm.precompiled_charsmap)] if norm.precompiled_charsmap else []
+    steps: list[normalizers.Normalizer] = []
+    if norm.precompiled_charsmap:
+        steps.append(normalizers.Precompiled(norm.precompiled_charsmap))
     if norm.remove_extra_whitespaces:
         steps += [normalizers.Strip(), normalizers.Replace(Regex(" {2,}"), " ")]
     if steps:

@@ -551,7 +551,7 @@ def _check_inputs(ck: _Check) -> tuple[np.ndarray, np.ndarray]:
     ]
     ck.add("PE", pe, zero_nd, what="the formula " + PE_FORMULA, alts=pe_alts)
     paper_cmp = _compare(pe_paper, zero_nd, ck.P("PE"), ck.dec["PE"])
-    if not paper_cmp.ok and ck.stages[-1].matches:
+    if not paper_cmp.ok and ck.stages[-1].matches and paper_cmp.worst is not None:
         r, c = paper_cmp.worst
         ck.extra["PE"] = [
             "The printed PE is not the paper's sinusoidal encoding: it uses pos/10000^(j/D) "
@@ -575,7 +575,7 @@ def _check_inputs(ck: _Check) -> tuple[np.ndarray, np.ndarray]:
         ],
     )
     x_cmp = _compare(x_printed_pe, zero_nd, ck.P("X"), ck.dec["X"])
-    if not x_cmp.ok:
+    if not x_cmp.ok and x_cmp.worst is not None:
         r, c = x_cmp.worst
         ck.extra["X"] = [
             f"The printed T_input + PE is not the sum of the printed T_input and PE: at row "

@@ -28,7 +28,7 @@ import random
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -147,7 +147,8 @@ def name_pools(held_out: bool = False) -> NamePools:
     import faker
     from faker import Faker
 
-    latin, other = {}, {}
+    latin: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    other: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for loc in sorted(faker.config.AVAILABLE_LOCALES):
         with warnings.catch_warnings():  # deprecated locale aliases say so; their lists are still good
             warnings.simplefilter("ignore")
@@ -225,7 +226,16 @@ SLOT = "\ue000"  # stands for the time or date while names and numbers are subst
 
 
 def _hour(digits: str | None, word: str | None, words: Sequence[str]) -> int:
-    return int(digits) if digits else int(word) if word.isdigit() else words.index(word.lower()) + 1
+    if digits:
+        return int(digits)
+    if word is None:
+        raise ValueError("an hour is written in digits or in a word")
+    return int(word) if word.isdigit() else words.index(word.lower()) + 1
+
+
+def _replaced(table: Mapping[str, str], group: int = 0) -> Callable[[re.Match[str]], str]:
+    """For ``re.sub``: a match's ``group`` replaced by its entry in ``table`` (kept when it has none)."""
+    return lambda m: table.get(m.group(group), m.group(group))
 
 
 def when(en: str, fr: str) -> tuple[str, str, str] | None:
@@ -351,13 +361,13 @@ class Substituter:
         if slot.names:  # one pass, so a drawn name that is also an old name is not replaced again
             new_names = {n: draw_name(rng, self.pools) for n in slot.names}
             pat = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, slot.names)) + r")(?![\w-])")
-            en, fr = (pat.sub(lambda m, new=new_names: new[m.group(1)], t) for t in (en, fr))
+            en, fr = (pat.sub(_replaced(new_names, 1), t) for t in (en, fr))
         for e, f in slot.words:
             new = draw_number(rng)
             en, fr = _sub_ci(e, new, en), _sub_ci(f, new, fr)
         if slot.digits:
             new_digits = {d: draw_number(rng) for d in slot.digits}
-            en, fr = (_DIGITS.sub(lambda m, new=new_digits: new.get(m.group(), m.group()), t) for t in (en, fr))
+            en, fr = (_DIGITS.sub(_replaced(new_digits), t) for t in (en, fr))
         if slot.when:
             new_en, new_fr = draw_when(rng, slot.when[0])
             en, fr = en.replace(SLOT, new_en), fr.replace(SLOT, new_fr)

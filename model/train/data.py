@@ -220,7 +220,9 @@ def make_batches(
     order = list(range(len(src_lens)))
     rng.shuffle(order)  # random order within equal lengths
     order.sort(key=lambda i: (max(src_lens[i], tgt_lens[i]), src_lens[i]))
-    batches, cur, cur_max = [], [], 0
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    cur_max = 0
     for i in order:
         n = max(src_lens[i], tgt_lens[i])
         if cur and max(cur_max, n) * (len(cur) + 1) > max_tokens:

@@ -33,6 +33,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -415,7 +416,7 @@ def main(argv=None) -> dict:
     )
 
     validator = Validator(corpora, args.eval_sentences, args.seed)
-    meta = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "best": -1.0, "history": []}
+    meta: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "best": -1.0, "history": []}
     if resuming:
         meta = load_state(train_state, model, opt)
         log(f"resumed from {train_state}: step {meta['step']}, epoch {meta['epoch']}, batch {meta['batch']}")

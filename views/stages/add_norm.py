@@ -17,14 +17,13 @@ def render(ctx: StageContext, n: int, what: str) -> None:
         r"\operatorname{LayerNorm}(x + \text{Sublayer}(x)) = \gamma \odot "
         r"\frac{x + \text{Sublayer}(x) - \mu}{\sigma} + \beta"
     )
-    k = f"{ctx.L}.norm{n}"
     a = ctx.arrays
     show(
         viz.addnorm_figure(
-            a[f"{k}.residual"],
-            a[f"{k}.mean"],
-            a[f"{k}.std"],
-            a[f"{k}.out"],
+            a.norm(ctx.layer, n, "residual"),
+            a.norm(ctx.layer, n, "mean"),
+            a.norm(ctx.layer, n, "std"),
+            a.norm(ctx.layer, n, "out"),
             ctx.rows,
             highlight_row=ctx.current,
             title=f"Add & Norm {n} (layer {ctx.layer})",

@@ -66,7 +66,7 @@ def best_head(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: tuple[in
     target = out_ids[:-1] if out_ids[-1] == eos else out_ids  # the pass reads <s> y1 … and predicts … </s>
     tr = get_trace(lm, src_ids, target, ctx.causal)
     T = len(out_ids)
-    cross = np.stack([tr.arrays[f"dec.{i}.cross.weights"][:, :T] for i in range(lm.cfg.n_decoder_layers)])
+    cross = np.stack([tr.arrays.cross_weights(i)[:, :T] for i in range(lm.cfg.n_decoder_layers)])
     return best_agreeing_head(attr.src, cross)  # (L, H, T, S) against (T, S)
 
 
@@ -140,7 +140,7 @@ def _source_maps(ctx: StageContext, attr, valid: int, method: str) -> tuple[np.n
     the same source tokens; the attention drawn and what it is."""
     rows = ctx.rows[:valid]
     hl = min(ctx.current, valid - 1)
-    cw = ctx.arrays[f"{ctx.L}.cross.weights"][:, :valid]  # (H, T, S)
+    cw = ctx.arrays.cross_weights(ctx.layer)[:, :valid]  # (H, T, S)
     attn = mean_weights(cw) if ctx.head == MEAN_HEADS else cw[int(ctx.head)]
     who = "mean of heads" if ctx.head == MEAN_HEADS else f"head {ctx.head}"
     focus = int(np.argmax(attr.src[hl]))  # both maps show the same source tokens: around the attribution's top one

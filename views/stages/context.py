@@ -11,8 +11,12 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from model.core import keys
+from model.core.keys import Records
 from model.core.positions import position_labels
+from model.decode.decoding import DecodeResult
 from model.decode.steps import Line, heads_concat, mean_weights, output_record, stack_view, top_k
+from model.decode.trace import Trace
 from model.io.checkpoint import LoadedModel
 
 from ..common import get_decode, head_label, show_token
@@ -58,10 +62,6 @@ def over_tokens(values: np.ndarray, tokens, x_title: str, value_name: str, signe
     return RunMatrix(values, [show_token(t) for t in tokens], x_title, value_name, signed, where, tokens=True)
 
 
-def _norm3(key: str) -> bool:
-    return key.startswith("dec.") and key.endswith(".norm3.out")
-
-
 @dataclass(frozen=True)
 class NextTokens:
     """The next-token distribution at the view's position, as the output stage shows it."""
@@ -84,7 +84,7 @@ class Decoded:
 
     lm: LoadedModel
     choices: Choices
-    res: object  # DecodeResult
+    res: DecodeResult
     line: Line
     step: int
     src_ids: tuple[int, ...]
@@ -117,8 +117,8 @@ class Decoded:
     def beam_steps(self):
         return self.res.beam_steps
 
-    def layer_outputs(self) -> dict:
-        return stack_view(self.res.steps, self.rows, self.step, keep=_norm3)
+    def layer_outputs(self) -> Records[np.ndarray]:
+        return stack_view(self.res.steps, self.rows, self.step, keep=keys.is_layer_output)
 
     def lens_record(self):
         return output_record(self.res.steps, self.rows, self.step)
@@ -144,7 +144,7 @@ class TeacherForced:
 
     lm: LoadedModel
     choices: Choices
-    trace: object  # Trace
+    trace: Trace
     src_ids: tuple[int, ...]
     step: int
 
@@ -154,7 +154,7 @@ class TeacherForced:
 
     @property
     def chosen_ids(self) -> list[int]:
-        return [int(i) for i in self.trace.arrays["label_ids"]]
+        return [int(i) for i in self.trace.arrays[keys.LABEL_IDS]]
 
     @property
     def base_ids(self) -> tuple[int, ...]:
@@ -164,14 +164,14 @@ class TeacherForced:
     def reference_ids(self) -> list[int]:
         return self.chosen_ids[:-1]
 
-    def layer_outputs(self) -> dict:
+    def layer_outputs(self) -> Records[np.ndarray]:
         return self.trace.arrays
 
     def lens_record(self):
         return None
 
     def next_tokens(self) -> NextTokens:
-        probs = self.trace.arrays["probs"][self.step]
+        probs = self.trace.arrays.probs[self.step]
         ids, p = top_k(probs, TOP_SHOWN)
         return NextTokens(
             f"Output at position {self.step}",
@@ -194,7 +194,7 @@ class StageContext:
     lm: LoadedModel
     view: View
     run: Decoded | TeacherForced
-    arrays: dict
+    arrays: Records[np.ndarray]
     reads: list[str]
     predicts: list[str]
     src_tokens: list[str]
@@ -241,10 +241,6 @@ class StageContext:
     @property
     def hname(self) -> str:
         return head_label(self.head)
-
-    @property
-    def L(self) -> str:
-        return f"dec.{self.layer}"
 
     def per_head(self, arr: np.ndarray) -> np.ndarray:
         return per_head(arr, self.head)

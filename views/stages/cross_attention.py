@@ -17,7 +17,7 @@ SOURCE = "source token (key)"
 
 
 def render(ctx: StageContext) -> None:
-    a, L = ctx.arrays, ctx.L
+    a, i = ctx.arrays, ctx.layer
     st.subheader(numbered("cross", f"Cross-attention to the source — layer {ctx.layer}"))
     st.latex(
         r"\operatorname{Attention}(Q_{\text{dec}}, K_{\text{enc}}, V_{\text{enc}}) = "
@@ -29,7 +29,7 @@ def render(ctx: StageContext) -> None:
         "source token. A row shows where the decoder looks in the English sentence while it predicts the "
         "token after the arrow."
     )
-    cw = a[f"{L}.cross.weights"]
+    cw = a.cross_weights(i)
     if ctx.head == MEAN_HEADS:  # a mean blurs the heads: beside it, the head that aligns most sharply
         h0 = sharpest_head(cw)
         what = f"head {h0}, the sharpest (its rows put the most weight on one source token)"
@@ -73,7 +73,7 @@ def render(ctx: StageContext) -> None:
     ):
         show(
             viz.matrix_figure(
-                ctx.per_head(a[f"{L}.cross.{name}"]),
+                ctx.per_head(a.cross(i, name)),
                 labels,
                 dim_label=dim,
                 token_label=label_title,
@@ -88,5 +88,5 @@ def render(ctx: StageContext) -> None:
 
 def compared(trace, layer: int, head) -> RunMatrix:
     """Compare's matrix of one run: the cross-attention weights of layer ``layer``, head ``head`` (or their mean)."""
-    w = attention(trace.arrays[f"dec.{layer}.cross.weights"], head)
+    w = attention(trace.arrays.cross_weights(layer), head)
     return over_tokens(w, trace.src_tokens, "source token", "weight", False, layer, head)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from model.core import keys
 from model.decode.steps import mean_weights
 
 from ..common import head_label, show, show_token
@@ -13,7 +14,7 @@ def render(lm, res, src_tokens: list[str], view: View) -> None:
     """``res``: the page's decode (its ``encoder`` records)."""
     cfg = lm.cfg
     layer = min(view.layer, cfg.n_encoder_layers - 1)
-    w = res.encoder.get(f"enc.{layer}.self.weights")
+    w = res.encoder.get(keys.enc(layer, "self", "weights"))
     mem = res.encoder.get("memory")
     rows = [show_token(t) for t in src_tokens]
     if w is not None:

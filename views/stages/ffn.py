@@ -17,7 +17,7 @@ def render(ctx: StageContext) -> None:
     st.subheader(numbered("ffn", f"Feed-forward network — layer {ctx.layer}"))
     act = ACTIVATIONS.get(cfg.activation, r"\operatorname{swish}(x W_1 + b_1)")
     st.latex(r"\operatorname{FFN}(x) = " + act + r"\, W_2 + b_2")
-    hidden = ctx.arrays[f"{ctx.L}.ffn.hidden"]
+    hidden = ctx.arrays.ffn(ctx.layer, "hidden")
     sp = viz.ffn_sparsity(hidden)
     row = viz.ffn_sparsity(hidden[ctx.current])
     m1, m2, m3 = st.columns(3)
@@ -38,5 +38,5 @@ def render(ctx: StageContext) -> None:
 
 def compared(trace, layer: int, head) -> RunMatrix:
     """Compare's matrix of one run: the FFN's hidden units of layer ``layer`` (every head feeds them)."""
-    hidden = trace.arrays[f"dec.{layer}.ffn.hidden"]
+    hidden = trace.arrays.ffn(layer, "hidden")
     return RunMatrix(hidden, dimensions(hidden), "FFN hidden unit", "activation", False, f", layer {layer}")

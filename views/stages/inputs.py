@@ -37,7 +37,7 @@ def render(ctx: StageContext) -> None:
         ("input", "Sum X = embedding + PE"),
     ):
         show(
-            viz.matrix_figure(a[f"dec.{key}"], ctx.rows, title=title, highlight_row=hl, token_label=ROWS),
+            viz.matrix_figure(a.embedding("dec", key), ctx.rows, title=title, highlight_row=hl, token_label=ROWS),
             f"{ctx.key}_{key}",
         )
     pe = ctx.pe_table
@@ -62,5 +62,5 @@ def render(ctx: StageContext) -> None:
 
 def compared(trace, layer: int, head) -> RunMatrix:
     """Compare's matrix of one run: the decoder's input X (before any layer, for every head)."""
-    x = trace.arrays["dec.input"]
+    x = trace.arrays.embedding("dec", "input")
     return RunMatrix(x, dimensions(x), "dimension", "value", True)

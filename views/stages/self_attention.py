@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from model.core.keys import ATTENTION_MAPS
 from model.core.positions import POSITION_AXIS
 from model.decode.steps import prefix_scores, sharpest_head
 
@@ -28,7 +29,7 @@ def _heads_note(ctx: StageContext) -> str:
 
 
 def render_qkv(ctx: StageContext) -> None:
-    a, L = ctx.arrays, ctx.L
+    a, i = ctx.arrays, ctx.layer
     if ctx.incremental:
         st.caption(
             "With the KV cache a step computes Q, K and V only for the newest position (outlined); the "
@@ -40,7 +41,7 @@ def render_qkv(ctx: StageContext) -> None:
         st.latex(tex)
         show(
             viz.matrix_figure(
-                ctx.per_head(a[f"{L}.self.{name}"]),
+                ctx.per_head(a.self_attn(i, name)),
                 ctx.rows,
                 dim_label=dim,
                 token_label=ROWS,
@@ -55,10 +56,10 @@ def render_qkv(ctx: StageContext) -> None:
 def maps(ctx: StageContext) -> dict[str, np.ndarray]:
     """scores, mask, masked scores and weights (H, T, T) of the shown view. A KV-cached step never computes the
     future cells of the scores, so they are recomputed here from the recorded Q and K for display."""
-    a, L = ctx.arrays, ctx.L
+    a, i = ctx.arrays, ctx.layer
     if ctx.incremental:
-        return prefix_scores(a[f"{L}.self.Q"], a[f"{L}.self.K"], causal=True)
-    return {k: a[f"{L}.self.{k}"] for k in ("scores", "mask", "masked_scores", "weights")}
+        return prefix_scores(a.self_attn(i, "Q"), a.self_attn(i, "K"), causal=True)
+    return {k: a.self_attn(i, k) for k in ATTENTION_MAPS}
 
 
 def render_scores(ctx: StageContext) -> None:
@@ -161,11 +162,11 @@ def render_weights(ctx: StageContext) -> None:
 
 
 def render_output(ctx: StageContext) -> None:
-    a, L = ctx.arrays, ctx.L
+    a, i = ctx.arrays, ctx.layer
     st.latex(r"\text{head}_h = \alpha_h V_h")
     show(
         viz.matrix_figure(
-            ctx.per_head(a[f"{L}.self.context"]),
+            ctx.per_head(a.self_attn(i, "context")),
             ctx.rows,
             token_label=ROWS,
             dim_label="head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension",
@@ -178,7 +179,7 @@ def render_output(ctx: StageContext) -> None:
     st.latex(r"\text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_O")
     show(
         viz.matrix_figure(
-            a[f"{L}.self.out"],
+            a.self_attn(i, "out"),
             ctx.rows,
             token_label=ROWS,
             highlight_row=ctx.current,
@@ -194,22 +195,22 @@ def render_output(ctx: StageContext) -> None:
 
 
 def compared_qkv(trace, layer: int, head) -> RunMatrix:
-    q = per_head(trace.arrays[f"dec.{layer}.self.Q"], head)
+    q = per_head(trace.arrays.dec(layer, "self", "Q"), head)
     side = " (heads side by side)" if head == MEAN_HEADS else ""
     return RunMatrix(q, dimensions(q), f"dimension of Q{side}", "value", True, f", layer {layer}, {head_label(head)}")
 
 
 def compared_scores(trace, layer: int, head) -> RunMatrix:
-    s = trace.arrays[f"dec.{layer}.self.masked_scores"]
+    s = trace.arrays.dec(layer, "self", "masked_scores")
     s = s.mean(0) if head == MEAN_HEADS else s[int(head)]
     return over_tokens(s, trace.dec_input_tokens, "key: token read", "score", True, layer, head)
 
 
 def compared_weights(trace, layer: int, head) -> RunMatrix:
-    w = attention(trace.arrays[f"dec.{layer}.self.weights"], head)
+    w = attention(trace.arrays.dec(layer, "self", "weights"), head)
     return over_tokens(w, trace.dec_input_tokens, "key: token read", "weight", False, layer, head)
 
 
 def compared_output(trace, layer: int, head) -> RunMatrix:
-    out = trace.arrays[f"dec.{layer}.norm1.out"]
+    out = trace.arrays.dec(layer, "norm1", "out")
     return RunMatrix(out, dimensions(out), "dimension", "value", True, f", layer {layer}")
