@@ -432,6 +432,11 @@ def report(app: dict, floor: dict, model: Path) -> None:
         f"errors on the page or tracebacks in the server log: {app['errors']}; {ALL_STAGES}: figures still waiting "
         f"after scrolling to the end: {app['all_left']} (those in closed expanders)"
     )
+    verdicts(app, floor)
+
+
+def verdicts(app: dict, floor: dict) -> None:
+    """One line per target: the app's times against the floor's (or the step view's), PASS or FAIL."""
     am, ap, fm, fp = median(app["step"]), p95(app["step"]), median(floor["step"]), p95(floor["step"])
     ok = am <= MAX_FLOOR_RATIO * fm and ap <= MAX_FLOOR_RATIO * fp
     print(

@@ -307,6 +307,22 @@ def big_class(store: Store, source_id: str, secret: str, students: int) -> tuple
 # One configuration.
 
 
+def make_students(args, url: str, class_id: str, tally: Tally) -> list[LearnStudent]:
+    """The class: each student with their own seeded pace; every RESEND_EVERY-th sends an answer twice."""
+    return [
+        LearnStudent(
+            i,
+            url,
+            class_id,
+            tally,
+            random.Random(args.seed * 100_003 + i),
+            args.think,
+            resend=i % RESEND_EVERY == 0,
+        )
+        for i in range(args.students)
+    ]
+
+
 def run_config(name: str, args, model: Path, tmp: Path) -> dict:
     run_dir = tmp / name
     run_dir.mkdir()
@@ -327,18 +343,7 @@ def run_config(name: str, args, model: Path, tmp: Path) -> dict:
     try:
         dash = Dashboard(servers.url, cls.id, cls.secret, tally)
         dash.start()
-        students = [
-            LearnStudent(
-                i,
-                servers.url,
-                cls.id,
-                tally,
-                random.Random(args.seed * 100_003 + i),
-                args.think,
-                resend=i % RESEND_EVERY == 0,
-            )
-            for i in range(args.students)
-        ]
+        students = make_students(args, servers.url, cls.id, tally)
         threads = []
         t0 = time.monotonic()
         for s in students:

@@ -58,33 +58,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 # Long on purpose: one argparse option per line, the training recipe's every flag in one table.
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=None, help="corpus directory (default: <repo>/../shared/data)")
-    p.add_argument("--out", type=Path, default=REPO / "assets" / "models" / "en-fr", help="model directory to write")
-    p.add_argument("--state-dir", type=Path, default=REPO / "runs" / "en-fr", help="resumable state + logs")
-    p.add_argument("--resume", action="store_true", help="continue from STATE_DIR/train_state")
-    p.add_argument(
-        "--init",
-        type=Path,
-        default=None,
-        help="continue from this model directory (its architecture; byte fallback added)",
-    )
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--minutes", type=float, default=45.0, help="wall-clock budget of the whole run")
-    p.add_argument("--max-steps", type=int, default=None)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--split-seed", type=int, default=SPLIT_SEED)
-    # model
-    p.add_argument("--vocab-size", type=int, default=8000)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--d-ff", type=int, default=1024)
-    p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--model-max-len", type=int, default=128)
-    # optimisation
+def add_pair_arguments(p: argparse.ArgumentParser) -> None:
+    """Which training pairs each epoch sees: length cut, Multi30k repeats, substitutions."""
     p.add_argument("--max-len", type=int, default=64, help="drop training pairs longer than this (tokens)")
     p.add_argument(
         "--multi30k-repeat",
@@ -119,6 +94,36 @@ def parse_args(argv=None) -> argparse.Namespace:
         help='each epoch, this share of the pairs carrying a word that French writes alike ("table") get '
         "another such word on both sides (0: none)",
     )
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, default=None, help="corpus directory (default: <repo>/../shared/data)")
+    p.add_argument("--out", type=Path, default=REPO / "assets" / "models" / "en-fr", help="model directory to write")
+    p.add_argument("--state-dir", type=Path, default=REPO / "runs" / "en-fr", help="resumable state + logs")
+    p.add_argument("--resume", action="store_true", help="continue from STATE_DIR/train_state")
+    p.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="continue from this model directory (its architecture; byte fallback added)",
+    )
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--minutes", type=float, default=45.0, help="wall-clock budget of the whole run")
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--split-seed", type=int, default=SPLIT_SEED)
+    # model
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--d-ff", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--model-max-len", type=int, default=128)
+    # optimisation
+    add_pair_arguments(p)
     p.add_argument("--max-tokens", type=int, default=5000, help="padded tokens per batch")
     p.add_argument("--lr", type=float, default=1.5e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=800)
