@@ -59,9 +59,7 @@ def load_eval_sets(data_dir: Path, limit: int | None, split: str = "test"):
     return sets, split_digest(tatoeba["test"]), len({en for en, _ in tatoeba[split]})
 
 
-def main(argv=None) -> dict:
-    from sacrebleu.metrics import BLEU, CHRF
-
+def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", type=Path, default=None, help=f"model directory (default {default_model_dir()})")
     p.add_argument("--data", type=Path, default=None, help="corpus directory (default <repo>/../shared/data)")
@@ -84,7 +82,27 @@ def main(argv=None) -> dict:
         default=DecodeOptions.length_penalty,
         help="beam search: score = logprob / length ** this (default %(default)s)",
     )
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def print_table(rows: list[dict], signatures: dict[str, str]) -> None:
+    """sacrebleu's signatures, then one Markdown row per test set and decode."""
+    print("\nsignatures:")
+    for k, v in signatures.items():
+        print(f"  {k}: {v}")
+    print(f"\n| {'set':<27} | {'decode':<7} | {'n':>5} | {'BLEU':>6} | {'chrF':>6} | {'sent/s':>7} |")
+    print(f"|{'-' * 29}|{'-' * 9}|{'-' * 7}|{'-' * 8}|{'-' * 8}|{'-' * 9}|")
+    for r in rows:
+        print(
+            f"| {r['set']:<27} | {r['decode']:<7} | {r['n']:>5} | {r['bleu']:>6.2f} | {r['chrf']:>6.2f} | "
+            f"{r['sent_per_s']:>7.1f} |"
+        )
+
+
+def main(argv=None) -> dict:
+    from sacrebleu.metrics import BLEU, CHRF
+
+    args = parse_args(argv)
     use_threads(args.threads)
 
     loaded = load_model_dir(args.model)
@@ -125,16 +143,7 @@ def main(argv=None) -> dict:
                 )
                 print(f"  {rows[-1]}", flush=True)
 
-        print("\nsignatures:")
-        for k, v in signatures.items():
-            print(f"  {k}: {v}")
-        print(f"\n| {'set':<27} | {'decode':<7} | {'n':>5} | {'BLEU':>6} | {'chrF':>6} | {'sent/s':>7} |")
-        print(f"|{'-' * 29}|{'-' * 9}|{'-' * 7}|{'-' * 8}|{'-' * 8}|{'-' * 9}|")
-        for r in rows:
-            print(
-                f"| {r['set']:<27} | {r['decode']:<7} | {r['n']:>5} | {r['bleu']:>6.2f} | {r['chrf']:>6.2f} | "
-                f"{r['sent_per_s']:>7.1f} |"
-            )
+        print_table(rows, signatures)
 
         sanity = {}
         print("\nsanity sentences:")

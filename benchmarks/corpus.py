@@ -37,7 +37,7 @@ def page_script(model_dir: str, data_dir: str, size: int) -> None:
 
 
 # Long on purpose: one argparse option per line, then the run; a table, not logic.
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--data", type=Path, default=None, help="corpus directory (default <repo>/../shared/data)")
@@ -45,7 +45,24 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--parts", default="rows,cli,heads,page", help="which measures to take (default: all)")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, a few sentences")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def print_verdicts(results: dict[str, float], n_heads: int) -> None:
+    """Each measure taken against its target; a part not measured says so."""
+    for name, key, target in (
+        ("rows in process ≤ 60 s", "rows, every column and flag (in process)", ROWS_TARGET_S),
+        ("rows through the CLI ≤ 60 s", "rows through the CLI (python -m model corpus)", ROWS_TARGET_S),
+        (f"head table over {n_heads} ≤ 30 s", f"head table over {n_heads} sentences", HEADS_TARGET_S),
+        ("cached reopen ≤ 1 s", "page run reopening the cached set (AppTest)", REOPEN_TARGET_S),
+    ):
+        got = results.get(key)
+        verdict = "n/a" if got is None else "PASS" if got <= target else "FAIL"
+        print(f"verdict {name}: {verdict} ({'not measured' if got is None else f'{got:.2f} s'})")
+
+
+def main() -> None:
+    a = parse_args()
 
     from model.decode.decoding import DecodeOptions
     from model.interpret.corpus import HEAD_SENTENCES, Corpus, analyse, head_table
@@ -113,15 +130,7 @@ def main() -> None:
         report("page run reopening the cached set (AppTest)", time.perf_counter() - t0)
         if at.exception:
             print(f"page error: {at.exception}")
-    for name, key, target in (
-        ("rows in process ≤ 60 s", "rows, every column and flag (in process)", ROWS_TARGET_S),
-        ("rows through the CLI ≤ 60 s", "rows through the CLI (python -m model corpus)", ROWS_TARGET_S),
-        (f"head table over {n_heads} ≤ 30 s", f"head table over {n_heads} sentences", HEADS_TARGET_S),
-        ("cached reopen ≤ 1 s", "page run reopening the cached set (AppTest)", REOPEN_TARGET_S),
-    ):
-        got = results.get(key)
-        verdict = "n/a" if got is None else "PASS" if got <= target else "FAIL"
-        print(f"verdict {name}: {verdict} ({'not measured' if got is None else f'{got:.2f} s'})")
+    print_verdicts(results, n_heads)
     import shutil
 
     shutil.rmtree(tmp, ignore_errors=True)
