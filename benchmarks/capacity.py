@@ -683,7 +683,7 @@ def counts_arg(text: str) -> tuple[int, ...]:
 
 
 # Long on purpose: one argparse option per line, then the run; a table, not logic.
-def main(argv: list[str] | None = None) -> int:
+def make_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model directory (default: the bundled one)")
     ap.add_argument("--sessions", type=counts_arg, help="class sizes N (default 8,16,32,64,128,256; smoke 2,4)")
@@ -709,6 +709,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", type=Path, metavar="FILE", help="write every figure as strict JSON")
     ap.add_argument("--smoke", action="store_true", help="tiny model, a few students for a few seconds")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = make_parser()
     args = ap.parse_args(argv)
     base = SMOKE if args.smoke else FULL
     args.counts = args.sessions or base["sessions"]
