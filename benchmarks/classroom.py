@@ -212,13 +212,8 @@ def limit(ph: dict, cores: int) -> str:
     return f"neither CPU is saturated {where}: the time goes to waiting (the network, the browsers' paint)"
 
 
-def report(sessions: list[Session], phases: list[dict], profiles: dict, model: Path, args, profile_dir) -> dict:
-    cores = os.cpu_count() or 1
-    print(
-        f"Classroom: N concurrent browser sessions, {args.seconds:g} s each N; model {model}; think "
-        f"{args.think * 0.5:g}–{args.think * 1.5:g} s between a paint and the next click; stages "
-        f"{','.join(args.stage_list)}; {cores} cores"
-    )
+def print_phase_table(phases: list[dict]) -> None:
+    """One row per class size N: actions, latencies, failures and what the machine spent."""
     w = [4, 8, 7, 8, 8, 9, 9, 9, 7, 9, 10, 9, 9, 10, 9]
     head = [
         "N",
@@ -261,6 +256,33 @@ def report(sessions: list[Session], phases: list[dict], profiles: dict, model: P
         "(RSS: peak of the streamlit process and its children; server % and browsers %: 100 = one core; "
         "machine %: 100 = every core)"
     )
+
+
+def print_profiles(profiles: dict, phases: list[dict], profile_dir) -> None:
+    """Where each profiled phase's script runs spent their own time."""
+    for n, prof in profiles.items():
+        if not prof:
+            print(f"profile N={n}: not written by the server")
+            continue
+        print(
+            f"profile N={n}: {prof['runs']} script runs, {prof['wall_s']:.1f} s of script-run wall time "
+            f"(server CPU in that phase: {next(ph for ph in phases if ph['sessions'] == n)['server_cpu_pct']:.0f}% "
+            f"of a core); most time of their own (s):"
+        )
+        for name, secs in prof["top_self"][:10]:
+            print(f"  {secs:8.2f}  {name}")
+    if profiles:
+        print(f"profiles (HTML and text call trees): {profile_dir}")
+
+
+def report(sessions: list[Session], phases: list[dict], profiles: dict, model: Path, args, profile_dir) -> dict:
+    cores = os.cpu_count() or 1
+    print(
+        f"Classroom: N concurrent browser sessions, {args.seconds:g} s each N; model {model}; think "
+        f"{args.think * 0.5:g}–{args.think * 1.5:g} s between a paint and the next click; stages "
+        f"{','.join(args.stage_list)}; {cores} cores"
+    )
+    print_phase_table(phases)
     problems = [(p, t) for s in sessions for p, t in s.errors + s.crosstalk if p >= 0]
     for _, t in problems[:SHOWN_PROBLEMS]:
         print("  " + t)
@@ -281,19 +303,7 @@ def report(sessions: list[Session], phases: list[dict], profiles: dict, model: P
     )
     what = limit(beyond, cores)
     print(f"limit: {what}")
-    for n, prof in profiles.items():
-        if not prof:
-            print(f"profile N={n}: not written by the server")
-            continue
-        print(
-            f"profile N={n}: {prof['runs']} script runs, {prof['wall_s']:.1f} s of script-run wall time "
-            f"(server CPU in that phase: {next(ph for ph in phases if ph['sessions'] == n)['server_cpu_pct']:.0f}% "
-            f"of a core); most time of their own (s):"
-        )
-        for name, secs in prof["top_self"][:10]:
-            print(f"  {secs:8.2f}  {name}")
-    if profiles:
-        print(f"profiles (HTML and text call trees): {profile_dir}")
+    print_profiles(profiles, phases, profile_dir)
     n_err = sum(ph["errors"] for ph in phases)
     n_ct = sum(ph["crosstalk"] for ph in phases)
     n_act = sum(ph["actions"] for ph in phases)
