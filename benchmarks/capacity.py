@@ -564,6 +564,58 @@ def limit(c: dict) -> str:
     return f"neither CPU is saturated {where}: the time went to waiting"
 
 
+def print_costs(single: dict, args) -> None:
+    """What one student alone costs the server per action, and where its profiled runs spent their time."""
+    print("server CPU per action, one student alone (ms of CPU; median server time ms):")
+    for kind, c in single["cost"].items():
+        print(
+            f"  {kind:12s} {c['cpu_ms']:7.1f}  {c['server_ms']:7.1f}" + (f"  {c['problems']}" if c["problems"] else "")
+        )
+    for kind, c in single["cost"].items():
+        prof = c.get("profile")
+        if prof:
+            print(f"profile {kind}: {prof['runs']} script runs, {prof['wall_s']:.2f} s; most time of its own (s):")
+            for fn, secs in prof["top_self"][:8]:
+                print(f"  {secs:7.3f}  {fn}")
+    if args.profile:
+        print(f"profiles (HTML and text call trees): {args.profile}")
+
+
+def per_replica(report: dict, single: dict) -> None:
+    """How many students one replica takes, measured and by CPU, and the replicas a class needs."""
+    rows = single["sweep"]
+    per = sum(ph["server_cpu_pct"] for ph in rows) / sum(ph["sessions"] for ph in rows)
+    by_cpu = math.floor(CPU_SHARE * 100 / per) if per > 0 else None
+    cap = single["largest_n_server"]
+    at = next((ph for ph in rows if ph["sessions"] == cap), rows[-1])
+    need = {n: math.ceil(n / cap) for n in CLASSES} if cap else None
+    need_cpu = {n: math.ceil(n / by_cpu) for n in CLASSES} if by_cpu else None
+    report["per_replica"] = {
+        "students": cap,
+        "cpu_pct_per_student": per,
+        "students_by_cpu": by_cpu,
+        "cpu_ms_per_action": at["server_cpu_ms_per_action"],
+        "rss_mib": at["server_rss_mib_peak"],
+        "replicas_for": need,
+        "replicas_for_by_cpu": need_cpu,
+    }
+    print(
+        f"one replica, measured: {cap if cap else 'no'} students at server p95 ≤ {TARGET_SERVER_S:g} s"
+        + (
+            f" ({at['server_cpu_pct']:.0f}% of a core, RSS {at['server_rss_mib_peak']:.0f} MiB); replicas for a "
+            f"class of {', '.join(f'{n}: {k}' for n, k in need.items())}"
+            if need
+            else ""
+        )
+    )
+    print(
+        f"one replica, by CPU: {per:.1f}% of a core per student ({at['server_cpu_ms_per_action']:.0f} ms of CPU "
+        f"per action), so {by_cpu} students at {CPU_SHARE:.0%} of a core; replicas for a class of "
+        f"{', '.join(f'{n}: {k}' for n, k in need_cpu.items()) if need_cpu else '-'} (one more keeps a class "
+        "going when one fails)"
+    )
+
+
 def summary(report: dict, args) -> None:
     configs = {c["config"]: c for c in report["configs"]}
     print(
@@ -574,20 +626,7 @@ def summary(report: dict, args) -> None:
     )
     single = configs.get("single")
     if single and single.get("cost"):
-        print("server CPU per action, one student alone (ms of CPU; median server time ms):")
-        for kind, c in single["cost"].items():
-            print(
-                f"  {kind:12s} {c['cpu_ms']:7.1f}  {c['server_ms']:7.1f}"
-                + (f"  {c['problems']}" if c["problems"] else "")
-            )
-        for kind, c in single["cost"].items():
-            prof = c.get("profile")
-            if prof:
-                print(f"profile {kind}: {prof['runs']} script runs, {prof['wall_s']:.2f} s; most time of its own (s):")
-                for fn, secs in prof["top_self"][:8]:
-                    print(f"  {secs:7.3f}  {fn}")
-        if args.profile:
-            print(f"profiles (HTML and text call trees): {args.profile}")
+        print_costs(single, args)
     for name, c in configs.items():
         b = c["burst"]
         opens = b.get("browser_open_ms", [])
@@ -619,37 +658,7 @@ def summary(report: dict, args) -> None:
             for fn, secs in prof["top_self"][:10]:
                 print(f"  {secs:7.2f}  {fn}")
     if single and single["sweep"]:
-        rows = single["sweep"]
-        per = sum(ph["server_cpu_pct"] for ph in rows) / sum(ph["sessions"] for ph in rows)
-        by_cpu = math.floor(CPU_SHARE * 100 / per) if per > 0 else None
-        cap = single["largest_n_server"]
-        at = next((ph for ph in rows if ph["sessions"] == cap), rows[-1])
-        need = {n: math.ceil(n / cap) for n in CLASSES} if cap else None
-        need_cpu = {n: math.ceil(n / by_cpu) for n in CLASSES} if by_cpu else None
-        report["per_replica"] = {
-            "students": cap,
-            "cpu_pct_per_student": per,
-            "students_by_cpu": by_cpu,
-            "cpu_ms_per_action": at["server_cpu_ms_per_action"],
-            "rss_mib": at["server_rss_mib_peak"],
-            "replicas_for": need,
-            "replicas_for_by_cpu": need_cpu,
-        }
-        print(
-            f"one replica, measured: {cap if cap else 'no'} students at server p95 ≤ {TARGET_SERVER_S:g} s"
-            + (
-                f" ({at['server_cpu_pct']:.0f}% of a core, RSS {at['server_rss_mib_peak']:.0f} MiB); replicas for a "
-                f"class of {', '.join(f'{n}: {k}' for n, k in need.items())}"
-                if need
-                else ""
-            )
-        )
-        print(
-            f"one replica, by CPU: {per:.1f}% of a core per student ({at['server_cpu_ms_per_action']:.0f} ms of CPU "
-            f"per action), so {by_cpu} students at {CPU_SHARE:.0%} of a core; replicas for a class of "
-            f"{', '.join(f'{n}: {k}' for n, k in need_cpu.items()) if need_cpu else '-'} (one more keeps a class "
-            "going when one fails)"
-        )
+        per_replica(report, single)
     if single and "nginx" in configs:
         a, b = single["largest_n_server"], configs["nginx"]["largest_n_server"]
         ratio = b / a if a and b else float("nan")
