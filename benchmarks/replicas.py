@@ -201,16 +201,9 @@ async def drive_all(url: str, replicas, nginx, args, drive: Drive) -> dict:
     )
 
 
-def report(res: dict, log: list[Request], replicas, tracebacks: int, model: Path, args) -> dict:
-    sessions, routes, victim, moved = res["sessions"], res["routes"], res["victim"], res["moved"]
-    name = {f"127.0.0.1:{r.port}": f"r{r.index}" for r in replicas}
-    survivors = {a for a in name if a != f"127.0.0.1:{victim.port}"}
-    kill = res["kill_epoch"]
-    print(
-        f"Replicas: {len(replicas)} streamlit replicas behind nginx (sticky cookie {COOKIE}), {len(sessions)} "
-        f"browser sessions; model {model}; {args.seconds:g} s before the kill, {args.after:g} s after the "
-        f"failover; replica r{victim.index} killed"
-    )
+def print_sessions(sessions, log: list[Request], routes, kill: float, moved: dict, survivors: set, name: dict):
+    """One row per session: the replicas that served it before and after the kill, its actions and reconnect;
+    returns the rows and the sessions that broke stickiness."""
     w = [8, 7, 7, 9, 9, 8, 7, 11, 10, 11]
     print(
         row(
@@ -275,10 +268,12 @@ def report(res: dict, log: list[Request], replicas, tracebacks: int, model: Path
                 "websockets": opens,
             }
         )
-    print(
-        "(before / after: the replicas that answered the session's requests started before / after the kill, "
-        "from nginx's access log, - for none; reconnect: from the kill to its view shown again)"
-    )
+    return rows, sticky_bad
+
+
+def reconnect_problems(log: list[Request], kill: float, survivors: set, moved: dict, routes) -> list[str]:
+    """What went wrong for the killed replica's sessions: their own checks, and any without a websocket to a
+    survivor in nginx's access log after the kill."""
     streams = {
         r.route
         for r in log
@@ -290,6 +285,25 @@ def report(res: dict, log: list[Request], replicas, tracebacks: int, model: Path
         for i in moved
         if routes[i] not in streams
     ]
+    return reconnect_bad
+
+
+def report(res: dict, log: list[Request], replicas, tracebacks: int, model: Path, args) -> dict:
+    sessions, routes, victim, moved = res["sessions"], res["routes"], res["victim"], res["moved"]
+    name = {f"127.0.0.1:{r.port}": f"r{r.index}" for r in replicas}
+    survivors = {a for a in name if a != f"127.0.0.1:{victim.port}"}
+    kill = res["kill_epoch"]
+    print(
+        f"Replicas: {len(replicas)} streamlit replicas behind nginx (sticky cookie {COOKIE}), {len(sessions)} "
+        f"browser sessions; model {model}; {args.seconds:g} s before the kill, {args.after:g} s after the "
+        f"failover; replica r{victim.index} killed"
+    )
+    rows, sticky_bad = print_sessions(sessions, log, routes, kill, moved, survivors, name)
+    print(
+        "(before / after: the replicas that answered the session's requests started before / after the kill, "
+        "from nginx's access log, - for none; reconnect: from the kill to its view shown again)"
+    )
+    reconnect_bad = reconnect_problems(log, kill, survivors, moved, routes)
     spread = {name[a]: sum(1 for s in sessions if served_by(log, routes[s.index], until=kill) == {a}) for a in name}
     problems = [t for s in sessions for _, t in s.errors + s.crosstalk] + sticky_bad + reconnect_bad
     for t in problems[:SHOWN_PROBLEMS]:
