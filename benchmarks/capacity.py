@@ -691,7 +691,6 @@ def counts_arg(text: str) -> tuple[int, ...]:
     return counts
 
 
-# Long on purpose: one argparse option per line, then the run; a table, not logic.
 def make_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model directory (default: the bundled one)")

@@ -36,7 +36,6 @@ def page_script(model_dir: str, data_dir: str, size: int) -> None:
     render(load_model_dir(model_dir), None)
 
 
-# Long on purpose: one argparse option per line, then the run; a table, not logic.
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None)

@@ -57,7 +57,6 @@ from model.train.data import (
 REPO = Path(__file__).resolve().parents[2]
 
 
-# Long on purpose: one argparse option per line, the training recipe's every flag in one table.
 def add_pair_arguments(p: argparse.ArgumentParser) -> None:
     """Which training pairs each epoch sees: length cut, Multi30k repeats, substitutions."""
     p.add_argument("--max-len", type=int, default=64, help="drop training pairs longer than this (tokens)")
