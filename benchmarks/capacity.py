@@ -397,6 +397,8 @@ def burst(runner, bench: Bench, n: int, timeout: float) -> dict:
     }
 
 
+# Long on purpose: one configuration's servers started, measured in three phases and always stopped; the phases
+# share the servers, the profile folder and the finally that stops them.
 def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: dict) -> None:
     """Start the configuration's servers, then the per-action cost (single only), the burst and the sweep."""
     run_dir = tmp / name

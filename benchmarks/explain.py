@@ -52,6 +52,8 @@ def verdict(name: str, ok: bool, detail: str) -> None:
     print(f"verdict {name}: {'PASS' if ok else 'FAIL'} ({detail})")
 
 
+# Long on purpose: one timed measure per explanation method, then its line and verdict; the measures feed each
+# other (the decode's output is what every method explains), so the script reads as one run.
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None)

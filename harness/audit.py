@@ -144,6 +144,8 @@ def frame(at, column: str) -> pd.DataFrame | None:
     return next((d.value for d in at.dataframe if column in d.value.columns), None)
 
 
+# Long on purpose: one state of the step view checked against the model, figure by figure in the page's order;
+# every check reads the same decode and the same figures, so splitting it would pass them all around.
 def audit_page(at, lm, rep: Report, where: str) -> Shown:
     """Check one state of the step view; returns what it shows."""
     from model.core import keys

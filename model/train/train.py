@@ -306,6 +306,8 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
+# Long on purpose: the training loop and its evaluate/checkpoint closures share one resumable state (step, epoch,
+# batch, best score, snapshots); read top to bottom it is the recipe: data, tokenizer, model, loop, averaging.
 def main(argv=None) -> dict:
     args = parse_args(argv)
     t_start = time.time()
