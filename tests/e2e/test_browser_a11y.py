@@ -14,6 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from classroom.db import URL_ENV
+from classroom.store import FINAL, QUESTIONS, Answer, Store
 from harness.browser import DRAWN_JS, SCROLLED_JS, serve
 from model.io.checkpoint import ENV_MODEL
 from tests.helpers import wait_idle, wait_still
@@ -44,13 +46,30 @@ FRAMES_JS = """
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def classes(tmp_path_factory):
+    """This module's class store, with one class of a few students who have answered: the dashboard's path."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('classes') / 'classes.db'}"
+    store = Store.open(url)
+    cls = store.create_class("Monday 9:00")
+    for i in range(4):
+        st = store.join(cls.id, f"student {i}")
+        store.answer_many(
+            Answer(f"{st.id}:{q}:1", cls.id, st.id, q, f"option {(i + j) % 3}", 0, (i + j) % 3 == 0, "I like pizza.")
+            for j, q in enumerate(QUESTIONS)
+        )
+        store.reach(cls.id, st.id, FINAL if i % 2 else i, "I like pizza.")
+    yield url, f"/class?c={cls.id}&t={cls.secret}"
+    store.close_connections()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, classes):
     from model.testing import build_tiny_model_dir
 
     tmp = tmp_path_factory.mktemp("a11y")
     model_dir = build_tiny_model_dir(tmp / "tiny")
     log = tmp / "streamlit.log"
-    with serve(ROOT / "app.py", log, {ENV_MODEL: str(model_dir)}) as srv:
+    with serve(ROOT / "app.py", log, {ENV_MODEL: str(model_dir), URL_ENV: classes[0]}) as srv:
         yield srv.url
     text = log.read_text(errors="replace")
     assert "Traceback" not in text, text[-4000:]
@@ -246,31 +265,87 @@ def axe_report(results: dict) -> list[dict]:
     ]
 
 
+def axe_check(page, name: str, width: int) -> None:
+    """axe-core on the page as it is: no critical or serious violation the app can mend, headings in order. Its
+    findings go to test-artifacts/axe_NAME_WIDTH.json, and a screenshot of the whole window beside them."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = axe_report(Axe().run(page).response)
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / f"axe_{name}_{width}.json").write_text(json.dumps(found, indent=1, ensure_ascii=False))
+    page.screenshot(path=str(ARTIFACTS / f"axe_{name}_{width}.png"))
+    bad = [v for v in found if v["impact"] in ("critical", "serious") and v["rule"] not in STREAMLIT_ONLY]
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
+    assert not [v for v in found if v["rule"] == "heading-order"], found
+    levels = page.evaluate(HEADINGS_JS)
+    assert levels and levels[0][0] == 1, levels  # the page's title first ...
+    assert all(b[0] <= a[0] + 1 for a, b in zip(levels, levels[1:])), levels  # ... and no level skipped
+
+
+def open_for_axe(browser, url: str, width: int, height: int, plots: int):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.get_by_role("heading", level=1).first.wait_for()
+    page.wait_for_function("() => window.__decoderLensPage === true")  # the page's own behaviour and styles
+    wait_still(page, DRAWN_JS, TIMEOUT_MS, plots)
+    return page
+
+
 @pytest.mark.parametrize("width,height", [(1366, 768), (390, 844)])
 @pytest.mark.parametrize("name", list(AXE_PAGES))
 def test_axe_finds_no_serious_violation_and_headings_are_in_order(server, browser, name, width, height):
-    from axe_playwright_python.sync_playwright import Axe
-
     path, plots, panel = AXE_PAGES[name]
-    page = browser.new_page(viewport={"width": width, "height": height})
-    page.set_default_timeout(TIMEOUT_MS)
+    page = open_for_axe(browser, server + path, width, height, plots)
     try:
-        page.goto(server + path)
-        page.get_by_role("heading", level=1).first.wait_for()
-        page.wait_for_function("() => window.__decoderLensPage === true")  # the page's own behaviour and styles
-        wait_still(page, DRAWN_JS, TIMEOUT_MS, plots)
         if panel:
             page.get_by_text(panel).first.click()
             page.locator(".st-key-whatif_go").wait_for()
             wait_still(page, DRAWN_JS, TIMEOUT_MS, plots)
-        found = axe_report(Axe().run(page).response)
-        ARTIFACTS.mkdir(exist_ok=True)
-        (ARTIFACTS / f"axe_{name}_{width}.json").write_text(json.dumps(found, indent=1, ensure_ascii=False))
-        bad = [v for v in found if v["impact"] in ("critical", "serious") and v["rule"] not in STREAMLIT_ONLY]
-        assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
-        assert not [v for v in found if v["rule"] == "heading-order"], found
-        levels = page.evaluate(HEADINGS_JS)
-        assert levels and levels[0][0] == 1, levels  # the page's title first ...
-        assert all(b[0] <= a[0] + 1 for a, b in zip(levels, levels[1:])), levels  # ... and no level skipped
+        axe_check(page, name, width)
+    finally:
+        page.close()
+
+
+# A small set pasted on the Corpus page (the bundled sets live in a data directory the tests do not rely on).
+CORPUS_SET = "the cat sat on the mat\tle chat est assis sur le tapis\na dog runs\tun chien court\nI like pizza.\n"
+
+
+def create_class(page) -> None:
+    page.locator(".st-key-class_name input").fill("Monday 9:00")
+    page.get_by_role("button", name="Create the class").click()
+    page.get_by_role("link", name="Open the dashboard").wait_for()
+    wait_idle(page, TIMEOUT_MS)
+
+
+def analyse_pasted_set(page) -> None:
+    box = page.locator(".st-key-corpus_paste textarea")
+    box.fill(CORPUS_SET)
+    box.press("Control+Enter")
+    page.get_by_role("heading", name="What each head does over the set").wait_for()
+    wait_still(page, DRAWN_JS, TIMEOUT_MS, 3)
+
+
+# The Class and Corpus pages: the address (a path, or the seeded dashboard's), the figures shown at least, and what
+# is done on the page before axe reads it (if anything).
+AXE_CLASS_CORPUS = {
+    "class": ("/class", 0, None),
+    "class-created": ("/class", 0, create_class),
+    "class-dashboard": (None, 4, None),
+    "corpus": ("/corpus?set=paste", 0, None),
+    "corpus-analysed": ("/corpus?set=paste", 0, analyse_pasted_set),
+}
+
+
+@pytest.mark.parametrize("width,height", [(1366, 768), (390, 844)])
+@pytest.mark.parametrize("name", list(AXE_CLASS_CORPUS))
+def test_axe_on_the_class_and_corpus_pages(server, classes, browser, name, width, height):
+    path, plots, action = AXE_CLASS_CORPUS[name]
+    page = open_for_axe(browser, server + (path or classes[1]), width, height, plots)
+    try:
+        if action:
+            action(page)
+        wait_idle(page, TIMEOUT_MS)
+        axe_check(page, name, width)
     finally:
         page.close()
