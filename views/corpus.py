@@ -223,7 +223,7 @@ def column_config() -> dict:
 def render_rows(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None:
     rows = result.rows
     refs = corpus.references is not None
-    st.subheader("Sentences")
+    st.header("Sentences")
     st.markdown("**Flags**, each defined in one line:\n" + "\n".join(f"- *{k}*: {md(v)}" for k, v in FLAGS.items()))
     st.caption(f"Share from the source: {md(ATTRIBUTION)}.")
     if "corpus_flags" not in st.session_state:  # the link's choice on the first run, the widget's after
@@ -261,7 +261,7 @@ def render_rows(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None
 def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None:
     rows = result.rows
     refs = corpus.references is not None
-    st.subheader("Over the set")
+    st.header("Over the set")
     counts = [sum(f in r["flags"] for r in rows) for f in FLAGS]
     show(
         viz.bar_figure(list(FLAGS), counts, title=f"Sentences per flag (of {len(rows):,})", x_title="sentences"),
@@ -314,7 +314,7 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str) -> N
 
 def render_heads(result, opts: DecodeOptions, model: str) -> None:
     heads = result.heads
-    st.subheader("What each head does over the set")
+    st.header("What each head does over the set")
     st.caption(
         f"Over the first {heads['sentences']:,} sentences, teacher-forced on {heads['target']}. "
         + " ".join(f"**{k}**: {md(v)}." for k, v in STATS.items())

@@ -250,10 +250,9 @@ AXE_PAGES = {
 }
 # Rules that only Streamlit's own markup breaks (the app cannot mend them), with the reason. None today.
 STREAMLIT_ONLY: dict[str, str] = {}
-# Every heading of the page in document order, the sidebar's apart (it comes before the page's title in the
-# document; its sections are a level of their own).
+# Every heading of the document in its order, the sidebar's included (it comes before the page's title).
 HEADINGS_JS = """
-() => [...document.querySelectorAll('[data-testid=stMain] :is(h1, h2, h3, h4, h5, h6)')]
+() => [...document.querySelectorAll(':is(h1, h2, h3, h4, h5, h6)')]
   .filter(h => h.checkVisibility()).map(h => [Number(h.tagName[1]), h.innerText.trim().slice(0, 60)])
 """
 
