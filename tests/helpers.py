@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from classroom.store import FINAL, QUESTIONS, Answer, Store
 from harness import audit
 from model.io.checkpoint import ENV_MODEL
 
@@ -133,3 +134,18 @@ def wait_idle(page, timeout: int) -> None:
 def wait_images_settled(page, timeout: int) -> None:
     """Every image of the page has loaded or failed (so any error handler it carries has had its turn)."""
     page.wait_for_function("() => [...document.images].every(i => i.complete)", timeout=timeout)
+
+
+def seed_class(url: str, students: int, name: str = "Monday 9:00"):
+    """A class in the store at ``url`` whose students have each answered every question once (a third right) and
+    reached a chapter (every other one the end): the store and the class (its id and secret)."""
+    store = Store.open(url)
+    cls = store.create_class(name)
+    for i in range(students):
+        st = store.join(cls.id, f"student {i}")
+        store.answer_many(
+            Answer(f"{st.id}:{q}:1", cls.id, st.id, q, f"option {(i + j) % 3}", 0, (i + j) % 3 == 0, "I like pizza.")
+            for j, q in enumerate(QUESTIONS)
+        )
+        store.reach(cls.id, st.id, FINAL if i % 2 else i, "I like pizza.")
+    return store, cls

@@ -15,10 +15,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from classroom.db import URL_ENV
-from classroom.store import FINAL, QUESTIONS, Answer, Store
 from harness.browser import DRAWN_JS, SCROLLED_JS, serve
 from model.io.checkpoint import ENV_MODEL
-from tests.helpers import wait_idle, wait_still
+from tests.helpers import seed_class, wait_idle, wait_still
 from views.stepping import WHATIF_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,15 +48,7 @@ FRAMES_JS = """
 def classes(tmp_path_factory):
     """This module's class store, with one class of a few students who have answered: the dashboard's path."""
     url = f"sqlite:///{tmp_path_factory.mktemp('classes') / 'classes.db'}"
-    store = Store.open(url)
-    cls = store.create_class("Monday 9:00")
-    for i in range(4):
-        st = store.join(cls.id, f"student {i}")
-        store.answer_many(
-            Answer(f"{st.id}:{q}:1", cls.id, st.id, q, f"option {(i + j) % 3}", 0, (i + j) % 3 == 0, "I like pizza.")
-            for j, q in enumerate(QUESTIONS)
-        )
-        store.reach(cls.id, st.id, FINAL if i % 2 else i, "I like pizza.")
+    store, cls = seed_class(url, 4)
     yield url, f"/class?c={cls.id}&t={cls.secret}"
     store.close_connections()
 

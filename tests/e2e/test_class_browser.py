@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from classroom.db import URL_ENV
-from classroom.store import FINAL, QUESTIONS, Answer, Store
+from classroom.store import QUESTIONS, Answer
 from harness.browser import DRAWN_JS, app_env, serve
 from harness.legibility import violations
-from tests.helpers import wait_idle
+from tests.helpers import seed_class, wait_idle
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "class"
@@ -27,15 +27,7 @@ ANSWERS_JS = """() => {
 @pytest.fixture
 def classroom_db(tmp_path):
     url = f"sqlite:///{tmp_path / 'classes.db'}"
-    store = Store.open(url)
-    cls = store.create_class("Monday <b>9:00</b>")
-    for i in range(12):
-        st = store.join(cls.id, f"student {i}")
-        store.answer_many(
-            Answer(f"{st.id}:{q}:1", cls.id, st.id, q, f"option {(i + j) % 3}", 0, (i + j) % 3 == 0, "I like pizza.")
-            for j, q in enumerate(QUESTIONS)
-        )
-        store.reach(cls.id, st.id, FINAL if i % 2 else i, "I like pizza.")
+    store, cls = seed_class(url, 12, "Monday <b>9:00</b>")
     yield url, store, cls
     store.close_connections()
 
