@@ -276,6 +276,7 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str) -> N
         if refs
         else [("source_share", "share from the source")]
     )
+    st.caption("One point a sentence (flagged ones in orange); click a point to get its link.")
     for x_key, x_name in pairs:
         fig = sentence_scatter(
             col(x_key),
@@ -285,7 +286,7 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str) -> N
             flagged,
             x_title=x_name,
             y_title=y_name,
-            title=f"{y_name[0].upper() + y_name[1:]} against {x_name} (one point a sentence; click one to open it)",
+            title=f"{y_name[0].upper() + y_name[1:]} against {x_name}",
         )
         event = st.plotly_chart(fig, key=f"corpus_scatter_{x_key}", on_select="rerun", selection_mode="points")
         points = event.selection.points if event and event.selection else []
@@ -298,11 +299,14 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str) -> N
     if refs:
         names = [n for k, n in SIGNALS.items()]
         rho = [spearman(col(k), col("chrf")) for k in SIGNALS]
+        st.caption(
+            "Which signal to trust on this model: the closer ρ is to 1, the better it ranks the sentences as chrF does."
+        )
         show(
             viz.bar_figure(
                 names,
                 rho,
-                title="Spearman ρ of each signal with sentence chrF (which signal to trust on this model)",
+                title="Each signal's Spearman ρ with chrF",
                 x_title="Spearman ρ with chrF",
                 fmt=".2f",
             ),

@@ -28,7 +28,9 @@ def corpus_script(model_dir, data_dir):
 
 
 def open_corpus(model_dir, data_dir, **query) -> AppTest:
-    at = AppTest.from_function(corpus_script, args=(str(model_dir), str(data_dir)), default_timeout=120)
+    at = AppTest.from_function(
+        corpus_script, args=(str(model_dir), str(data_dir)), default_timeout=300
+    )  # a loaded 2-core machine is slow
     at.query_params.update(query)
     at.run()
     assert not at.exception, at.exception
