@@ -24,7 +24,9 @@ def open_compare(model_dir, monkeypatch) -> AppTest:
 
 def asked(at: AppTest) -> bool:
     """Whether the page asks "why X rather than Y" (the contrast's figures or notes)."""
-    return any("rather than" in str(getattr(e, "value", "")) for e in (*at.markdown, *at.caption, *at.subheader))
+    return any(
+        "rather than" in str(getattr(e, "value", "")) for e in (*at.markdown, *at.caption, *at.header, *at.subheader)
+    )
 
 
 def test_a_new_pair_resets_the_preset_s_contrast(tiny_model_dir, monkeypatch):
