@@ -144,8 +144,47 @@ def frame(at, column: str) -> pd.DataFrame | None:
     return next((d.value for d in at.dataframe if column in d.value.columns), None)
 
 
-# Long on purpose: one state of the step view checked against the model, figure by figure in the page's order;
-# every check reads the same decode and the same figures, so splitting it would pass them all around.
+def check_position_table(at, s: Shown, rep: Report, at_: str) -> None:
+    """The decoder-input table: one row per position, its last row the header, each row its chip."""
+    table = frame(at, "p(predicted)")
+    if table is not None:
+        rep.check(len(table) == s.step + 1, f"{at_}: the table has {len(table)} rows")
+        rep.check(table["predicts (chosen next token)"].iloc[-1] == s.predicts, f"{at_}: table/header token")
+        rep.check(abs(float(table["p(predicted)"].iloc[-1]) - s.p) <= P_TOL, f"{at_}: table p / header p")
+        for i, (name, p) in enumerate(s.chips):
+            rep.check(table["predicts (chosen next token)"].iloc[i] == name, f"{at_}: chip {i} / table token")
+            rep.check(
+                p is not None and abs(float(table["p(predicted)"].iloc[i]) - p) <= P_TOL,
+                f"{at_}: chip {i} p {p} / table {table['p(predicted)'].iloc[i]}",
+            )
+
+
+def check_beam_tree(at, figs: list, s: Shown, rep: Report, at_: str) -> None:
+    """Beam: the hypothesis tree's kept nodes at this position carry the live table's cumulative log-probs."""
+    tree = next((f for f in figs if title(f).startswith("Hypothesis tree")), None)
+    live = next((d.value for d in at.dataframe if getattr(d, "key", None) == f"beam_live_{s.step}"), None)
+    if tree is not None and live is not None:
+        nodes = [t for t in tree["data"] if (t.get("meta") or {}).get("status") in ("kept", "start")]
+        cums = []
+        for t in nodes:
+            xs = t["x"] if not isinstance(t["x"], dict) else plotly_array(t["x"]).ravel().tolist()
+            if t["meta"]["status"] == "start":
+                cums += [0.0] if s.step == 0 else []
+                continue
+            cs = (
+                plotly_array(t["marker"]["color"]).ravel()
+                if isinstance(t["marker"]["color"], dict)
+                else t["marker"]["color"]
+            )
+            cums += [c for x, c in zip(xs, cs) if x == s.step - 1]
+        table_cums = sorted(round(float(c), 3) for c in live["cumulative log-prob"])
+        rep.check(
+            sorted(round(float(c), 3) for c in cums) == table_cums,
+            f"{at_}: tree nodes {sorted(cums)} / live table {table_cums}",
+        )
+        rep.check(tree["layout"]["xaxis"]["tickvals"][-1] <= s.step, f"{at_}: tree axis past the position")
+
+
 def audit_page(at, lm, rep: Report, where: str) -> Shown:
     """Check one state of the step view; returns what it shows."""
     from model.core import keys
@@ -172,18 +211,7 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
         rep.check(s.followed == whole, f"{at_}: the caption follows {s.followed!r}, the line is {whole!r}")
         rep.check(all(abs(p - q) <= P_TOL for (_, p), q in zip(s.chips, line.probs)), f"{at_}: chips p / line")
     rep.check(s.p is not None, f"{at_}: the header shows no p")
-    # the decoder-input table
-    table = frame(at, "p(predicted)")
-    if table is not None:
-        rep.check(len(table) == s.step + 1, f"{at_}: the table has {len(table)} rows")
-        rep.check(table["predicts (chosen next token)"].iloc[-1] == s.predicts, f"{at_}: table/header token")
-        rep.check(abs(float(table["p(predicted)"].iloc[-1]) - s.p) <= P_TOL, f"{at_}: table p / header p")
-        for i, (name, p) in enumerate(s.chips):
-            rep.check(table["predicts (chosen next token)"].iloc[i] == name, f"{at_}: chip {i} / table token")
-            rep.check(
-                p is not None and abs(float(table["p(predicted)"].iloc[i]) - p) <= P_TOL,
-                f"{at_}: chip {i} p {p} / table {table['p(predicted)'].iloc[i]}",
-            )
+    check_position_table(at, s, rep, at_)
     # the output stage: bars and metrics
     metrics = {m.label: m.value for m in at.metric}
     if "p(chosen token)" in metrics:
@@ -201,29 +229,7 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
         if rows and " → " in str(rows[0]) and len(rows) > s.step:
             want = f"{s.reads} → {s.predicts}"
             rep.check(str(rows[s.step]).endswith(want), f"{at_}: figure {title(fig)!r} row {rows[s.step]!r}")
-    # beam: the tables and the tree
-    tree = next((f for f in figs if title(f).startswith("Hypothesis tree")), None)
-    live = next((d.value for d in at.dataframe if getattr(d, "key", None) == f"beam_live_{s.step}"), None)
-    if tree is not None and live is not None:
-        nodes = [t for t in tree["data"] if (t.get("meta") or {}).get("status") in ("kept", "start")]
-        cums = []
-        for t in nodes:
-            xs = t["x"] if not isinstance(t["x"], dict) else plotly_array(t["x"]).ravel().tolist()
-            if t["meta"]["status"] == "start":
-                cums += [0.0] if s.step == 0 else []
-                continue
-            cs = (
-                plotly_array(t["marker"]["color"]).ravel()
-                if isinstance(t["marker"]["color"], dict)
-                else t["marker"]["color"]
-            )
-            cums += [c for x, c in zip(xs, cs) if x == s.step - 1]
-        table_cums = sorted(round(float(c), 3) for c in live["cumulative log-prob"])
-        rep.check(
-            sorted(round(float(c), 3) for c in cums) == table_cums,
-            f"{at_}: tree nodes {sorted(cums)} / live table {table_cums}",
-        )
-        rep.check(tree["layout"]["xaxis"]["tickvals"][-1] <= s.step, f"{at_}: tree axis past the position")
+    check_beam_tree(at, figs, s, rep, at_)
     # the downloads, built as the page builds them
     user = at.session_state["user_forced"]
     tab = position_table(res, line, s.step, reads, predicts, user)
