@@ -222,14 +222,23 @@ def summary_json(data: ClassData) -> str:
     return dumps(summary(data), indent=1)
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs a cell that starts so as a formula
+
+
+def cell(value):
+    """A value as a CSV cell a spreadsheet shows as typed: text that would start a formula gets a leading '."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_START) else value
+
+
 def answers_csv(data: ClassData) -> str:
-    """Every answer, one row each, in the order given."""
+    """Every answer, one row each, in the order given; text a student typed (a nickname, a sentence) never runs as a
+    spreadsheet formula."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(CSV_COLUMNS)
     for a in data.answers:
         w.writerow(
-            [a.answered_at.isoformat(), a.nickname, a.student_id, a.question, a.chapter, a.option, a.option_index,
-             a.correct, a.first_try, a.sentence, a.key]
+            [cell(v) for v in (a.answered_at.isoformat(), a.nickname, a.student_id, a.question, a.chapter, a.option,
+                               a.option_index, a.correct, a.first_try, a.sentence, a.key)]
         )  # fmt: skip
     return out.getvalue()

@@ -103,3 +103,10 @@ def test_the_downloads_are_strict_json_and_every_answer_as_csv():
     rows = list(csv.reader(io.StringIO(answers_csv(data))))
     assert rows[0] == list(CSV_COLUMNS) and len(rows) == 3
     assert rows[1][CSV_COLUMNS.index("option")] == 'say "=1+1", <b>'
+
+
+def test_a_csv_cell_that_would_run_as_a_formula_is_written_as_text():
+    data = klass({"ana": 1}, [("ana", "tokens", "=HYPERLINK(1)", False), ("ana", "tokens", "-2+3", True)])
+    rows = list(csv.reader(io.StringIO(answers_csv(data))))
+    assert [r[CSV_COLUMNS.index("option")] for r in rows[1:]] == ["'=HYPERLINK(1)", "'-2+3"]
+    assert rows[1][CSV_COLUMNS.index("nickname")] == "ana"
