@@ -397,8 +397,31 @@ def burst(runner, bench: Bench, n: int, timeout: float) -> dict:
     }
 
 
-# Long on purpose: one configuration's servers started, measured in three phases and always stopped; the phases
-# share the servers, the profile folder and the finally that stops them.
+def start_behind_nginx(run_dir: Path, model: Path):
+    """REPLICAS streamlit replicas behind nginx on free ports; returns the url, their processes and how to stop them."""
+    ports = []
+    while len(ports) < REPLICAS:
+        if (p := free_port()) not in ports:
+            ports.append(p)
+    replicas = start_replicas(ports, run_dir, model)
+    port = free_port()
+    nginx = Nginx(run_dir, f"127.0.0.1:{port}", ports)
+    url = f"http://127.0.0.1:{port}"
+
+    def stop() -> None:
+        nginx.stop()
+        for r in replicas:
+            r.stop()
+
+    try:
+        nginx.start(url)
+    except BaseException:
+        stop()
+        raise
+    servers = Servers([r.proc.pid for r in replicas], nginx.proc.pid)
+    return url, servers, stop
+
+
 def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: dict) -> None:
     """Start the configuration's servers, then the per-action cost (single only), the burst and the sweep."""
     run_dir = tmp / name
@@ -415,26 +438,7 @@ def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: d
         server = ctx.__enter__()
         url, servers, stop = server.url, Servers([server.proc.pid]), lambda: ctx.__exit__(None, None, None)
     else:
-        ports = []
-        while len(ports) < REPLICAS:
-            if (p := free_port()) not in ports:
-                ports.append(p)
-        replicas = start_replicas(ports, run_dir, model)
-        port = free_port()
-        nginx = Nginx(run_dir, f"127.0.0.1:{port}", ports)
-        url = f"http://127.0.0.1:{port}"
-
-        def stop() -> None:
-            nginx.stop()
-            for r in replicas:
-                r.stop()
-
-        try:
-            nginx.start(url)
-        except BaseException:
-            stop()
-            raise
-        servers = Servers([r.proc.pid for r in replicas], nginx.proc.pid)
+        url, servers, stop = start_behind_nginx(run_dir, model)
     sampler = None
     out: dict = {"config": name, "url_kind": "one server" if name == "single" else f"nginx, {REPLICAS} replicas"}
     try:
