@@ -47,6 +47,11 @@ def test_long_functions_are_few():
     assert len(found) <= MAX_LONG, f"over {LONG} lines (split where a reader would):\n{listing}"
 
 
+def test_each_long_function_says_why():
+    silent = [f"{f} {n} ({k} lines)" for f, n, k, says in long_functions(ROOT) if not says]
+    assert not silent, f'no "{WHY}" comment above: ' + ", ".join(silent)
+
+
 def test_the_count_catches_a_long_silent_function(tmp_path):
     body = "".join(f"    x{i} = {i}\n" for i in range(LONG))
     (tmp_path / "pkg").mkdir()
