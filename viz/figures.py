@@ -436,6 +436,8 @@ def _grid_layout(title, one, H, Tq, Tk, avail, cols, cb_px, gap_x, gap_y, k_titl
     return layout, grid, xpad, over, window
 
 
+# Long on purpose: one figure of every head, its layout (cells, titles, colour bar) sized from the head count in one
+# place so the panels stay aligned.
 def heads_grid(
     weights: np.ndarray,
     q_tokens: Sequence[str],

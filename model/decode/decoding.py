@@ -381,6 +381,8 @@ def top(x: np.ndarray, n: int) -> np.ndarray:
     return np.argsort(-x, kind="stable")[:n]
 
 
+# Long on purpose: one generator whose steps follow transformers' beam search line by line (candidates, EOS
+# handling, length penalty, the stopping rule), so the two can be read side by side.
 def beam_search(cfg, opts: DecodeOptions) -> Policy:
     """transformers' vectorised beam search (batch of one). The bookkeeping of the 2k candidates is numpy float32,
     as transformers' is torch float32: the same numbers, a few microseconds per operation rather than several.

@@ -343,6 +343,8 @@ def head_importance(model: Transformer, src_ids, tgt_ids, mode: str = "zero") ->
 # Everything at once, for the command line and exports.
 
 
+# Long on purpose: the report's sections (translation, lens, importance, ablation, attribution) in the order of
+# the README's key table, each a few lines that name its keys.
 def report(
     model: Transformer,
     tokenizer,
