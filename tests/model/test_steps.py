@@ -1,4 +1,4 @@
-"""Views of recorded decodes (model/steps.py): stacking, compact records, full-prefix scores, following a beam
+"""Views of recorded decodes (model/decode/steps.py): stacking, compact records, full-prefix scores, following a beam
 hypothesis by identity, chips and the strict summary."""
 
 from __future__ import annotations
