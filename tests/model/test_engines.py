@@ -104,4 +104,5 @@ def test_step_profile_smoke():
     shares = re.findall(r"^(?!step total).+?\s{2,}[\d.]+\s+[\d.]+\s+(\d+)%", out, re.M)
     assert len(shares) == len(labels) + 5 and abs(sum(map(int, shares)) - 100) <= 6, out  # every part, rounded
     assert re.search(r"^verdict: weight products take \d+% of a step", out, re.M), out
-    assert "decode_all" in out and re.search(r"search  \S*model/decode/decoding.py", out), out  # pyinstrument's call tree
+    # pyinstrument's call tree
+    assert "decode_all" in out and re.search(r"search  \S*model/decode/decoding.py", out), out
