@@ -49,6 +49,8 @@ class Stage:
 
     def run_matrix(self, trace, layer: int, head):
         """What the stage shows for one teacher-forced run (a ``RunMatrix``), for Compare."""
+        if self.compared is None:
+            raise ValueError(f"stage {self.id!r} is not compared: {self.not_compared}")
         return self.function(self.compared)(trace, layer, head)
 
 
