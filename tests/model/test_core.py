@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from model import ModelConfig
+from model.core import keys
 from model.core.ablation import Ablation
 from model.core.constants import NEG
 from model.core.transformer import causal_mask, head_masks, sinusoidal_table
@@ -60,15 +61,15 @@ def test_masked_softmax_rows_sum_to_one_and_ignore_the_future(tiny_model, tiny_t
     T = len(tr.dec_input_tokens)
     upper = np.triu(np.ones((T, T), dtype=bool), k=1)
     for layer in range(tiny_model.cfg.n_decoder_layers):
-        w = tr.arrays[f"dec.{layer}.self.weights"]  # (H, T, T)
+        w = tr.arrays[keys.dec(layer, "self", "weights")]  # (H, T, T)
         np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-6)
         assert (w[:, upper] == 0.0).all()
-        mask = tr.arrays[f"dec.{layer}.self.mask"]
+        mask = tr.arrays[keys.dec(layer, "self", "mask")]
         assert np.isneginf(mask[:, upper]).all() and (mask[:, ~upper] == 0).all()
         np.testing.assert_array_equal(
-            tr.arrays[f"dec.{layer}.self.masked_scores"], tr.arrays[f"dec.{layer}.self.scores"] + mask
+            tr.arrays[keys.dec(layer, "self", "masked_scores")], tr.arrays[keys.dec(layer, "self", "scores")] + mask
         )
-        cross = tr.arrays[f"dec.{layer}.cross.weights"]
+        cross = tr.arrays[keys.dec(layer, "cross", "weights")]
         assert cross.shape[-2:] == (T, len(tr.src_tokens))
         np.testing.assert_allclose(cross.sum(-1), 1.0, atol=1e-6)
 
@@ -131,9 +132,9 @@ def test_incremental_decoding_equals_the_parallel_pass(tiny_model, tiny_tokenize
         logp_full = F.log_softmax(full[0, t], -1).numpy()
         np.testing.assert_allclose(step.top_logprobs[0], logp_full[step.top_ids[0]], atol=1e-5)
         for layer in range(tiny_model.cfg.n_decoder_layers):
-            w = step.arrays[f"dec.{layer}.self.weights"][0, :, 0]  # (H, t+1): the new row only
-            np.testing.assert_allclose(w, tr.arrays[f"dec.{layer}.self.weights"][:, t, : t + 1], atol=1e-5)
-            assert step.arrays[f"dec.{layer}.self.Q"].shape[2] == 1  # one new query per step
+            w = step.arrays[keys.dec(layer, "self", "weights")][0, :, 0]  # (H, t+1): the new row only
+            np.testing.assert_allclose(w, tr.arrays[keys.dec(layer, "self", "weights")][:, t, : t + 1], atol=1e-5)
+            assert step.arrays[keys.dec(layer, "self", "Q")].shape[2] == 1  # one new query per step
         K = step.arrays["dec.0.self.K"][0]  # (H, t+1, d_k): the cache so far
         assert K.shape[1] == t + 1
         if prev_K is not None:  # earlier rows are reused from the cache, not recomputed

@@ -96,7 +96,7 @@ def test_pair_signals_match_trace_and_captum(tiny_model, tiny_tokenizer):
         ref = attribute(m, s, o, "ixg")  # Captum, one copy per position: the per-position raw attributions
         a_src, a_tgt = np.abs(ref.raw_src.sum(0)).sum(), np.abs(ref.raw_tgt.sum(0)).sum()
         assert p.source_share == pytest.approx(a_src / (a_src + a_tgt), rel=1e-3)
-        w = tr.arrays[f"dec.{m.cfg.n_decoder_layers - 1}.cross.weights"].mean(0)[: len(o), :-1]  # (T, S - 1)
+        w = tr.arrays.cross_weights(m.cfg.n_decoder_layers - 1).mean(0)[: len(o), :-1]  # (T, S - 1)
         mass = w.sum(0)
         np.testing.assert_allclose(p.coverage, mass * (len(s) - 1) / mass.sum(), rtol=1e-4)
 
