@@ -197,8 +197,8 @@ def gain_line(gain: stats.Gain) -> str:
         return "The class's gain appears once students have taken both checks."
     return (
         f"g = {gain.g:.2f} (bootstrap 95 % interval {gain.low:.2f} to {gain.high:.2f}) over {gain.students} "
-        f"student(s) who took both checks: mean {gain.pre_mean:.1f} / {gain.max_score} before the chapters, "
-        f"{gain.post_mean:.1f} / {gain.max_score} after."
+        f"student(s) who took both checks: mean {gain.pre_mean:.2f} / {gain.max_score} before the chapters, "
+        f"{gain.post_mean:.2f} / {gain.max_score} after."
     )
 
 
