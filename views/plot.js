@@ -223,8 +223,9 @@ export default function ({ data: bytes, parentElement }) {
     div.removeAttribute("data-deferred");
     drawAhead(data.ahead, parentElement);
   }
-  // Drawn now: in or near view, or never drawn and laid out (so the page's first paint has every figure).
-  else if (div.__near || (!div._fullLayout && div.offsetWidth > 0)) draw(div);
+  // Drawn now: in or near view, or never drawn and laid out (so the page's first paint has every figure); not in a
+  // closed expander (its content keeps a layout in Chromium): opening it brings the figure into view, and draws it.
+  else if (div.__near || (!div._fullLayout && div.offsetWidth > 0 && !div.closest("details:not([open])"))) draw(div);
   else div.setAttribute("data-deferred", "1");
   return cleanup;
 }

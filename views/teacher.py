@@ -21,6 +21,7 @@ from views.plot import builders as viz
 from .class_link import LINK_KEY, class_store
 from .common import md, show
 
+STUDENT_ROWS_SHOWN = 40  # more students than this: their one-row-each figure waits in an expander
 REFRESH_S = 5  # the dashboard's live part reruns this often while the page is open
 PATH = "class"  # the page's address (views.main's registry names it "Class")
 
@@ -223,16 +224,28 @@ def checks(data: ClassData) -> None:
     if not scores:
         return
     st.subheader("The first check against the final one", anchor=False)
-    show(
-        viz.checks_figure(
-            [c.nickname for c in scores],
-            [c.pre for c in scores],
-            [c.post for c in scores],
-            max_score=stats.CHECK_MAX,
-            title="Each student's score: first check (grey) → final check (blue)",
-        ),
-        "class_checks",
+    names, pre, post = [c.nickname for c in scores], [c.pre for c in scores], [c.post for c in scores]
+    both = sum(a is not None and b is not None for a, b in zip(pre, post))
+    if both:
+        show(
+            viz.transitions_figure(
+                names, pre, post, max_score=stats.CHECK_MAX,
+                title=f"Where the {both} student(s) who took both checks went: right of the dotted line, they improved",
+            ),
+            "class_transitions",
+        )  # fmt: skip
+    per_student = viz.checks_figure(
+        names,
+        pre,
+        post,
+        max_score=stats.CHECK_MAX,
+        title="Each student's score: first check (grey) → final check (blue)",
     )
+    if len(scores) <= STUDENT_ROWS_SHOWN:
+        show(per_student, "class_checks")
+    else:  # a row per student: drawn when opened, so a large class's dashboard opens at once
+        with st.expander("Each student's scores, one row each"):
+            show(per_student, "class_checks")
     concepts = stats.concept_checks(data)
     show(
         viz.concepts_figure(

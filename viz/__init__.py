@@ -6,7 +6,7 @@ the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`
 :class:`HeatmapSpec` says and sized as a :class:`Framing` says.
 """
 
-from .classroom import checks_figure, concepts_figure, first_try_figure, progress_figure
+from .classroom import checks_figure, concepts_figure, first_try_figure, progress_figure, transitions_figure
 from .common import MASK_COLOR, MASKED_HOVER, safe_label, unique_labels
 from .corpus import bar_figure, head_grid, sentence_scatter
 from .decoding import beam_table, beam_tree_figure, entropy, loss_table, topk_figure
@@ -73,6 +73,7 @@ __all__ = [
     "concepts_figure",
     "first_try_figure",
     "progress_figure",
+    "transitions_figure",
 ]
 # The functions that return a figure: ``views.plot.builders`` hands the pages a ``Drawing`` of these (built, or
 # taken from the figure cache, when drawn) and every other function as it is.
@@ -104,5 +105,6 @@ FIGURE_BUILDERS = frozenset(
         "progress_figure",
         "sentence_scatter",
         "topk_figure",
+        "transitions_figure",
     }
 )

@@ -4,6 +4,8 @@ options) is escaped."""
 
 from __future__ import annotations
 
+import html
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,6 +17,7 @@ BIG = 16  # projector text: axis titles, hovers
 TICKS = 14  # tick labels and the numbers on the bars
 ROW_PX = 30  # px per bar or per student row
 LABEL_CHARS = 34  # a row label is cut beyond this (the hover has it whole)
+CHAR_EM = 0.6  # a generous width of one character of a row label, in font sizes: the left margin is set from it
 RIGHT, WRONG, BEFORE, AFTER = "#2b8cbe", "#e4572e", "#9e9e9e", "#2b8cbe"
 
 
@@ -23,13 +26,13 @@ def _n(values: Sequence, labels: Sequence, what: str) -> None:
         raise ValueError(f"{len(values)} {what} but {len(labels)} labels were given")
 
 
-def _layout(title: str, rows: int, x_title: str, y_title: str, legend: bool = False) -> dict:
+def _layout(title: str, rows: int, x_title: str, y_title: str, labels: Sequence[str], legend: bool = False) -> dict:
     layout = layout_defaults(title, height=0, legend=legend)
     layout["meta"] = {"min_width": True}  # plot.js: never squeezed below 600 px (a phone scrolls it in its frame)
     top, bottom = layout["margin"]["t"], PAD + 2 * BIG + TICKS + (2 * BIG if legend else 0)
     layout.update(
         height=top + max(rows, 2) * ROW_PX + bottom,
-        margin=dict(l=PAD, r=48, t=top, b=bottom),
+        margin=dict(l=_left_margin(labels), r=48, t=top, b=bottom),
         font=dict(size=BIG),
         hoverlabel=dict(namelength=-1, font=dict(size=BIG)),
     )
@@ -46,10 +49,16 @@ def _layout(title: str, rows: int, x_title: str, y_title: str, legend: bool = Fa
         title=dict(text=y_title, standoff=6),
         type="category",
         autorange="reversed",
-        automargin=True,
         tickfont=dict(size=TICKS),
     )
     return layout
+
+
+def _left_margin(labels: Sequence[str]) -> int:
+    """Room for the row labels (escaped text, measured as shown) and the axis title beside them. Set, not Plotly's
+    automargin: that lays every figure out twice, half the dashboard's drawing time on its first paint."""
+    widest = max((len(html.unescape(str(t))) for t in labels), default=1)
+    return PAD + 2 * BIG + math.ceil(widest * TICKS * CHAR_EM) + 8
 
 
 def _labels(labels: Sequence[str]) -> list[str]:
@@ -71,7 +80,7 @@ def progress_figure(labels: Sequence[str], counts: Sequence[int], *, title: str)
         c.tolist(), y, RIGHT, [str(v) for v in c.tolist()], "%{customdata}: %{x} students<extra></extra>",
         customdata=[safe_label(t) for t in labels],
     )  # fmt: skip
-    layout = _layout(title, len(y), "students there now", "where in the lesson")
+    layout = _layout(title, len(y), "students there now", "where in the lesson", y)
     layout["xaxis"].update(range=[0, max(int(c.max(initial=0)), 1) * 1.15], rangemode="tozero", dtick=_dtick(c))
     return new_figure([bars], layout)
 
@@ -99,7 +108,7 @@ def first_try_figure(
         "<br>most common wrong option: %{customdata[2]}<extra></extra>",
         customdata=[[safe_label(t), int(n), safe_label(w) or "none"] for t, n, w in zip(labels, students, wrong)],
     )
-    layout = _layout(title, len(y), "share of students right at their first try", "question")
+    layout = _layout(title, len(y), "share of students right at their first try", "question", y)
     layout["xaxis"].update(range=[0, 1.18], tickformat=".0%", tickvals=[0, 0.25, 0.5, 0.75, 1])
     return new_figure([bars], layout)
 
@@ -146,7 +155,7 @@ def checks_figure(
         )
 
     traces = [link, dots(a, "first check", BEFORE, "circle"), dots(b, "final check", AFTER, "diamond")]
-    layout = _layout(title, len(y), f"score (of {max_score})", "student", legend=True)
+    layout = _layout(title, len(y), f"score (of {max_score})", "student", y, legend=True)
     layout["xaxis"].update(range=[-0.3, max_score + 0.3], dtick=1)
     layout["yaxis"].update(tickmode="array", tickvals=y, ticktext=y)
     return new_figure(traces, layout)
@@ -167,7 +176,73 @@ def concepts_figure(
             v, y, color, text, f"%{{y}}<br>{name}: %{{x:.0%}} right at the first try<extra></extra>", name=name
         )
 
-    layout = _layout(title, 2 * len(y), "share of students right at their first try", "idea", legend=True)
+    layout = _layout(title, 2 * len(y), "share of students right at their first try", "idea", y, legend=True)
     layout.update(barmode="group")
     layout["xaxis"].update(range=[0, 1.15], tickformat=".0%", tickvals=[0, 0.25, 0.5, 0.75, 1])
     return new_figure([bars(pre, "first check", BEFORE), bars(post, "final check", AFTER)], layout)
+
+
+HOVER_NAMES = 8  # nicknames listed in a cell's hover; the rest counted
+
+
+def transitions_figure(
+    nicknames: Sequence[str],
+    pre: Sequence[int | None],
+    post: Sequence[int | None],
+    *,
+    max_score: int,
+    title: str,
+) -> go.Figure:
+    """Where the students who took both checks went: rows their first-check score, columns their final-check score,
+    each cell the number of students (their nicknames in the hover). Cells right of the diagonal improved. One cell
+    per pair of scores, so a class of any size reads at a glance."""
+    _n(pre, nicknames, "first-check scores")
+    _n(post, nicknames, "final-check scores")
+    n = max_score + 1
+    names: list[list[list[str]]] = [[[] for _ in range(n)] for _ in range(n)]
+    for name, u, v in zip(nicknames, pre, post):
+        if u is None or v is None:
+            continue
+        if not (0 <= u <= max_score and 0 <= v <= max_score):
+            raise ValueError(f"a score of {u} or {v} is outside 0–{max_score}")
+        names[u][v].append(name)
+    counts = np.array([[len(c) for c in row] for row in names])
+    hover = [
+        [
+            safe_label(
+                ", ".join(c[:HOVER_NAMES]) + (f" and {len(c) - HOVER_NAMES} more" if len(c) > HOVER_NAMES else "")
+            )
+            or "nobody"
+            for c in row
+        ]
+        for row in names
+    ]
+    scores = list(range(n))
+    cells = dict(
+        type="heatmap",
+        z=counts.tolist(),
+        x=scores,
+        y=scores,
+        customdata=hover,
+        colorscale=[[0, "#ffffff"], [1, AFTER]],
+        zmin=0,
+        zmax=max(int(counts.max(initial=0)), 1),
+        xgap=2,
+        ygap=2,
+        colorbar=dict(title=dict(text="students", side="right"), thickness=14),
+        text=[[str(v) if v else "" for v in row] for row in counts.tolist()],
+        texttemplate="%{text}",
+        textfont=dict(size=BIG),
+        hovertemplate=f"first check %{{y}} / {max_score} → final check %{{x}} / {max_score}: %{{z}} students"
+        "<br>%{customdata}<extra></extra>",
+    )
+    layout = _layout(
+        title, n * 2, f"final-check score (of {max_score})", f"first-check score (of {max_score})", [str(max_score)]
+    )
+    layout["xaxis"].update(type="linear", dtick=1, range=[-0.5, max_score + 0.5], showgrid=False)
+    layout["yaxis"].update(type="linear", dtick=1, range=[-0.5, max_score + 0.5], autorange=None, showgrid=False)
+    diagonal = dict(
+        type="line", x0=-0.5, y0=-0.5, x1=max_score + 0.5, y1=max_score + 0.5, line=dict(color="#888", dash="dot")
+    )
+    layout["shapes"] = [diagonal]
+    return new_figure([cells], layout)

@@ -7,7 +7,7 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from viz.classroom import ROW_PX, checks_figure, concepts_figure, first_try_figure, progress_figure
+from viz.classroom import ROW_PX, checks_figure, concepts_figure, first_try_figure, progress_figure, transitions_figure
 
 
 def test_progress_has_a_bar_per_stage_and_grows_with_them():
@@ -47,8 +47,30 @@ def test_concepts_group_the_two_checks():
         lambda: first_try_figure(["a"], [0.5, 0.2], [1], ["x"], title="t"),
         lambda: checks_figure(["a"], [1, 2], [1], max_score=5, title="t"),
         lambda: concepts_figure(["a"], [0.1], [], title="t"),
+        lambda: transitions_figure(["a", "b"], [1], [1, 2], max_score=5, title="t"),
     ],
 )
 def test_shapes_that_do_not_match_their_labels_are_refused(build):
     with pytest.raises(ValueError, match="labels"):
         build()
+
+
+def test_transitions_count_each_student_who_took_both_checks_in_their_cell():
+    names = ["ana", "<b>bo</b>", "cy", "dee", "eve"]
+    fig = transitions_figure(names, [1, 1, 2, None, 5], [4, 4, 2, 3, None], max_score=5, title="Moves")
+    (cells,) = fig.data
+    z = [list(r) for r in cells.z]
+    assert sum(map(sum, z)) == 3 and z[1][4] == 2 and z[2][2] == 1  # dee and eve took one check only
+    assert "ana, &lt;b&gt;bo&lt;/b&gt;" == cells.customdata[1][4] and cells.customdata[0][0] == "nobody"
+    assert cells.text[1][4] == "2" and cells.text[0][0] == ""
+    go.Figure(fig.to_dict())
+
+
+def test_transitions_list_a_few_names_and_count_the_rest():
+    fig = transitions_figure([f"s{i}" for i in range(12)], [0] * 12, [5] * 12, max_score=5, title="Moves")
+    assert fig.data[0].customdata[0][5].endswith("s7 and 4 more")
+
+
+def test_transitions_refuse_a_score_outside_the_check():
+    with pytest.raises(ValueError, match="outside"):
+        transitions_figure(["a"], [6], [1], max_score=5, title="t")
