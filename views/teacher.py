@@ -230,7 +230,8 @@ def checks(data: ClassData) -> None:
         show(
             viz.transitions_figure(
                 names, pre, post, max_score=stats.CHECK_MAX,
-                title=f"Where the {both} student(s) who took both checks went: right of the dotted line, they improved",
+                title=f"Where the {both} {'student' if both == 1 else 'students'} who took both checks went: on the "
+                "dotted line the same score, right of it a better one",
             ),
             "class_transitions",
         )  # fmt: skip

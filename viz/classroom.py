@@ -17,7 +17,8 @@ BIG = 16  # projector text: axis titles, hovers
 TICKS = 14  # tick labels and the numbers on the bars
 ROW_PX = 30  # px per bar or per student row
 LABEL_CHARS = 34  # a row label is cut beyond this (the hover has it whole)
-CHAR_EM = 0.6  # a generous width of one character of a row label, in font sizes: the left margin is set from it
+# a generous width of a row label's character, in font sizes (capitals and wide letters, the rest): the left margin
+CHAR_EM = {"wide": 0.72, "other": 0.52}
 RIGHT, WRONG, BEFORE, AFTER = "#2b8cbe", "#e4572e", "#9e9e9e", "#2b8cbe"
 
 
@@ -57,8 +58,12 @@ def _layout(title: str, rows: int, x_title: str, y_title: str, labels: Sequence[
 def _left_margin(labels: Sequence[str]) -> int:
     """Room for the row labels (escaped text, measured as shown) and the axis title beside them. Set, not Plotly's
     automargin: that lays every figure out twice, half the dashboard's drawing time on its first paint."""
-    widest = max((len(html.unescape(str(t))) for t in labels), default=1)
-    return PAD + 2 * BIG + math.ceil(widest * TICKS * CHAR_EM) + 8
+    widest = max((_ems(html.unescape(str(t))) for t in labels), default=1.0)
+    return PAD + 2 * BIG + math.ceil(widest * TICKS) + 8
+
+
+def _ems(text: str) -> float:
+    return sum(CHAR_EM["wide" if c.isupper() or c in "mwMW@%&" or ord(c) > 0x2E7F else "other"] for c in text)
 
 
 def _labels(labels: Sequence[str]) -> list[str]:
