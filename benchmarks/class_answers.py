@@ -96,6 +96,7 @@ ANSWERS_PER_STUDENT_MIN = 10  # 5 + 5 checks' answers, at least
 TARGET_ANSWER_S = 1.0
 TARGET_REFRESH_S = 1.0
 TARGET_PAINT_S = 2.0
+PAINTS = 5  # first paints measured, each in a fresh browser context; the verdict takes their median
 SHOWN = 10
 
 
@@ -260,28 +261,33 @@ class Dashboard:
         self.conn.close()
 
 
-def first_paint(url: str, class_id: str, secret: str) -> float:
-    """Seconds from asking for the dashboard to every figure on it drawn, in Chromium."""
+def first_paint(url: str, class_id: str, secret: str, tries: int = PAINTS) -> list[float]:
+    """Seconds from asking for the dashboard to every figure on it drawn, in Chromium: ``tries`` times, each in a
+    fresh browser context (nothing cached: a teacher's first visit)."""
     from playwright.sync_api import sync_playwright
 
+    out = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
-            t0 = time.perf_counter()
-            page.goto(f"{url}/{TEACHER_PATH}?{urlencode({'c': class_id, 't': secret})}")
-            page.wait_for_function(
-                """() => {
-                    if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
-                    const plots = [...document.querySelectorAll('.js-plotly-plot')];
-                    return plots.length > 0 && plots.every(p => p._fullLayout && p.querySelector('.main-svg'));
-                }""",
-                timeout=120_000,
-                polling="raf",
-            )
-            return time.perf_counter() - t0
+            for _ in range(tries):
+                page = browser.new_page(viewport={"width": 1366, "height": 768})
+                t0 = time.perf_counter()
+                page.goto(f"{url}/{TEACHER_PATH}?{urlencode({'c': class_id, 't': secret})}")
+                page.wait_for_function(
+                    """() => {
+                        if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+                        const plots = [...document.querySelectorAll('.js-plotly-plot')];
+                        return plots.length > 0 && plots.every(p => p._fullLayout && p.querySelector('.main-svg'));
+                    }""",
+                    timeout=120_000,
+                    polling="raf",
+                )
+                out.append(time.perf_counter() - t0)
+                page.context.close()
         finally:
             browser.close()
+    return out
 
 
 def big_class(store: Store, source_id: str, secret: str, students: int) -> tuple[str, str]:
@@ -383,7 +389,8 @@ def run_config(name: str, args, model: Path, tmp: Path) -> dict:
             big_id, big_secret = big_class(store, cls.id, cls.secret, args.first_paint)
             out["first_paint_students"] = args.first_paint
             out["first_paint_answers"] = store.counts(big_id).answers
-            out["first_paint_s"] = first_paint(servers.url, big_id, big_secret)
+            out["first_paints_s"] = first_paint(servers.url, big_id, big_secret)
+            out["first_paint_s"] = median(out["first_paints_s"])
     finally:
         out["tracebacks"], first = servers.tracebacks()
         if first:
@@ -502,7 +509,8 @@ def verdicts(res: dict) -> dict[str, tuple[bool, str]]:
     if "first_paint_s" in res:
         out["first paint ≤ 2 s"] = (
             res["first_paint_s"] <= TARGET_PAINT_S,
-            f"{res['first_paint_s']:.2f} s for {res['first_paint_students']} students, "
+            f"median {res['first_paint_s']:.2f} s of {len(res['first_paints_s'])} "
+            f"({', '.join(f'{v:.2f}' for v in res['first_paints_s'])}) for {res['first_paint_students']} students, "
             f"{res['first_paint_answers']} answers",
         )
     return out
