@@ -32,10 +32,10 @@ Nagle's algorithm on its connection (``views/net.py``); its clicks are also time
 it, with Nagle's algorithm on, for comparison (no verdict uses them). ``--smoke`` runs a few
 clicks on the tests' tiny random model. Prints a table and one verdict line per target (exit status 0 either
 way): ▶ to painted ≤ 2 × the floor (median and p95) and ≤ 200 KB per step in the default view; ▶ to painted
-≤ 4 × the floor (median and p95) in the "All stages" view; cold start ≤ 1.5 × the floor's (median); a Learn
+≤ 3 × the floor (median; p95 ≤ 4 ×) in the "All stages" view; cold start ≤ 1.3 × the floor's (median); a Learn
 chapter to painted ≤ 1.5 × the floor's button to painted (median and p95 of every turn, and each chapter's
-median against the floor's median); a Compare ▶ step to painted ≤ 2 × the app's own ▶ step to painted in the
-default view (median and p95).
+median against the floor's median); a Compare ▶ step to painted ≤ 1.5 × the app's own ▶ step to painted in the
+default view (median; p95 ≤ 2 ×).
 """
 
 from __future__ import annotations
@@ -92,8 +92,10 @@ NEW_SENTENCES = (
     "I lost my keys yesterday.",
     "A woman is riding a bicycle down the street.",
 )
-MAX_STEP_KB, MAX_FLOOR_RATIO, MAX_ALL_RATIO, MAX_COLD_RATIO, MAX_LEARN_RATIO = 200.0, 2.0, 4.0, 1.5, 1.5
-MAX_COMPARE_RATIO = 2.0  # a Compare ▶ step against the step view's own
+MAX_STEP_KB, MAX_FLOOR_RATIO, MAX_ALL_RATIO, MAX_COLD_RATIO, MAX_LEARN_RATIO = 200.0, 2.0, 3.0, 1.3, 1.5
+MAX_COMPARE_RATIO = 1.5  # a Compare ▶ step against the step view's own
+# the p95 of All stages and of Compare is held to the looser bounds these had before their medians' were raised
+MAX_ALL_P95_RATIO, MAX_COMPARE_P95_RATIO = 4.0, 2.0
 MEASURED_POSITION_JS = "+((document.body.innerText.match(/at position (\\d+) \\(/) || [0, -1])[1])"
 MEASURED_AT_JS = (  # the Compare page's line "Measured: … at position t (…)"
     "t => [...document.querySelectorAll('[data-testid=\"stMarkdown\"]')]"
@@ -451,9 +453,10 @@ def verdicts(app: dict, floor: dict) -> None:
         f"max {max(kb):.1f} KB over {len(kb)} steps)"
     )
     am, ap = median(app["all_step"]), p95(app["all_step"])
-    ok = am <= MAX_ALL_RATIO * fm and ap <= MAX_ALL_RATIO * fp
+    ok = am <= MAX_ALL_RATIO * fm and ap <= MAX_ALL_P95_RATIO * fp
     print(
-        f"verdict {ALL_STAGES} step-to-paint ≤ {MAX_ALL_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median "
+        f"verdict {ALL_STAGES} step-to-paint ≤ {MAX_ALL_RATIO:g}× floor (median; p95 ≤ {MAX_ALL_P95_RATIO:g}×): "
+        f"{'PASS' if ok else 'FAIL'} (median "
         f"{am * 1e3:.0f} ms = {am / fm:.2f}× floor; p95 {ap * 1e3:.0f} ms = {ap / fp:.2f}× floor; median "
         f"{median(app['all_bytes']) / 1e3:.1f} KB per step)"
     )
@@ -473,9 +476,10 @@ def verdicts(app: dict, floor: dict) -> None:
             f"{len(turns)} turns)"
         )
     cm, cp, am, ap = median(app["compare"]), p95(app["compare"]), median(app["step"]), p95(app["step"])
-    ok = cm <= MAX_COMPARE_RATIO * am and cp <= MAX_COMPARE_RATIO * ap
+    ok = cm <= MAX_COMPARE_RATIO * am and cp <= MAX_COMPARE_P95_RATIO * ap
     print(
-        f"verdict Compare step-to-paint ≤ {MAX_COMPARE_RATIO:g}× the step view's: {'PASS' if ok else 'FAIL'} "
+        f"verdict Compare step-to-paint ≤ {MAX_COMPARE_RATIO:g}× the step view's (median; p95 ≤ "
+        f"{MAX_COMPARE_P95_RATIO:g}×): {'PASS' if ok else 'FAIL'} "
         f"(median {cm * 1e3:.0f} ms = {cm / am:.2f}× {am * 1e3:.0f} ms; p95 {cp * 1e3:.0f} ms = {cp / ap:.2f}× "
         f"{ap * 1e3:.0f} ms; {len(app['compare'])} steps)"
     )

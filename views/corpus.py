@@ -3,8 +3,9 @@ does over the set), each sentence a link to Explore (two to Compare) with the sa
 
 The set is an uploaded or pasted file (plain lines, TSV ``english<TAB>french``, CSV with those columns) or a sample
 of a bundled test set, read from the data directory (``model.train.data.default_data_dir()``). The analysis is
-``model.interpret.corpus.analyse``, the same function as ``python -m model corpus``; a set analysed before (same
-model, decoding and file digest) comes from the process's cache.
+``model.interpret.corpus.analyse``, the same function as ``python -m model corpus``, run on a server thread of its own
+(the page shows its progress and stays usable); a set analysed before (same model, decoding and file digest) comes
+from the process's cache.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import io
 import random
 import time
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -31,6 +34,7 @@ from model.interpret.corpus import (
     FLAGS,
     KINDS,
     STATS,
+    Analysis,
     Corpus,
     CorpusError,
     analyse,
@@ -55,6 +59,7 @@ SETS = {
 }
 SIZES = (50, 100, 200, 500, 1000)
 DEFAULT_SIZE = 100
+PROGRESS_S = 0.5  # the progress bar of a running analysis is read again this often
 SAMPLE_SEED = 0  # the bundled samples: the same sentences for everyone
 CACHE_ENTRIES = 8  # analysed sets kept by the server (each a few MB)
 SIGNALS = {  # the per-sentence signals whose correlation with chrF the page shows
@@ -135,31 +140,85 @@ def decoding_choice() -> DecodeOptions:
     return DecodeOptions() if beam == 1 else DecodeOptions(strategy="beam", beam=beam)
 
 
+@dataclass
+class Job:
+    """One analysis running on the server, apart from any page run: its future and where it is."""
+
+    future: Future
+    started: float = field(default_factory=time.perf_counter)
+    state: tuple[int, int, str] = (0, 0, "waiting")  # (done, total, what is being done), written by the job
+
+
+@st.cache_resource(show_spinner=False)
+def analysis_jobs() -> dict[tuple, Job]:
+    """The analyses under way on this server, by the same key as ``analysed_sets`` (two sessions asking for one
+    set share its job)."""
+    return {}
+
+
+@st.cache_resource(show_spinner=False)
+def _worker() -> ThreadPoolExecutor:
+    # one analysis at a time: each uses every core torch is given; a second waits its turn
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="corpus-analysis")
+
+
 def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str):
-    """The analysis from the server's cache, or computed now with a progress bar."""
-    store = analysed_sets()
+    """The analysis from the server's cache; or, while it runs on the server (started here when it is new), None
+    and its progress bar, updated without blocking the page: the reader may change the settings or open another page
+    meanwhile, and the analysis goes on (a set's page opened again shows it, or its result)."""
+    store, jobs = analysed_sets(), analysis_jobs()
     key = (lm.path.name, dir_stamp(str(lm.path)), opts, digest)
     if key in store:
         store.move_to_end(key)
         return store[key]
-    bar = st.progress(0.0, text="Starting…")
-    start = time.perf_counter()
-    parts = {"translating": (0.0, 0.5), "scoring": (0.5, 0.7), "measuring the heads": (0.7, 1.0)}
+    job = jobs.get(key)
+    if job is None:
+        job = jobs[key] = Job(Future())
+        job.future = _worker().submit(_analyse, lm, corpus, opts, key, job)
+    if job.future.done():
+        error = job.future.exception()
+        if error is not None:  # kept: the set's page says so, rather than running it again on every click
+            st.error(md(f"The analysis stopped: {str(error).splitlines()[0] if str(error) else type(error).__name__}."))
+            return None
+        jobs.pop(key, None)
+        return job.future.result()
+    watch(key)
+    return None
 
+
+def _analyse(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, key: tuple, job: Job) -> Analysis:
     def progress(done: int, total: int, what: str) -> None:
-        lo, hi = parts.get(what, (0.0, 1.0))
-        frac = lo + (hi - lo) * done / max(total, 1)
-        spent = time.perf_counter() - start
-        left = spent / frac - spent if frac > 0.02 else None
-        eta = f", about {left:.0f} s left" if left is not None else ""
-        bar.progress(min(frac, 1.0), text=f"{what.capitalize()}: {done:,} of {total:,} sentences{eta}")
+        job.state = (done, total, what)
 
+    job.started = time.perf_counter()
     result = analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=progress)
-    bar.empty()
+    store = analysed_sets()
     store[key] = result
     while len(store) > CACHE_ENTRIES:
         store.popitem(last=False)
     return result
+
+
+PARTS = {"translating": (0.0, 0.5), "scoring": (0.5, 0.7), "measuring the heads": (0.7, 1.0)}  # the bar's share
+
+
+@st.fragment(run_every=PROGRESS_S)
+def watch(key: tuple) -> None:
+    """The running analysis's progress bar, read again every ``PROGRESS_S``; the whole page once it is done."""
+    job = analysis_jobs().get(key)
+    if job is None or job.future.done():
+        st.rerun()
+    done, total, what = job.state
+    if what == "waiting":
+        busy = any(j is not job and j.state[2] != "waiting" and not j.future.done() for j in analysis_jobs().values())
+        st.progress(0.0, text="Waiting for another set's analysis to finish…" if busy else "Starting…")
+        return
+    lo, hi = PARTS.get(what, (0.0, 1.0))
+    frac = lo + (hi - lo) * done / max(total, 1)
+    spent = time.perf_counter() - job.started
+    eta = f", about {spent / frac - spent:.0f} s left" if frac > 0.02 else ""
+    st.progress(min(frac, 1.0), text=f"{what.capitalize()}: {done:,} of {total:,} sentences{eta}")
+    st.caption("The analysis runs on the server: change the settings or open another page meanwhile.")
 
 
 def explore_link(row: dict, opts: DecodeOptions, model: str, **extra) -> str:
@@ -401,6 +460,8 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     st.caption(md(corpus.summary()[0].upper() + corpus.summary()[1:] + "."))
     digest = hashlib.sha256(raw).hexdigest()
     result = run_analysis(lm, corpus, opts, digest)
+    if result is None:
+        return
     model = lm.path.name
     render_rows(result, corpus, opts, model)
     render_summary(result, corpus, opts, model)

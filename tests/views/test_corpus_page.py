@@ -8,12 +8,14 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import threading
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from model.cli import main as cli
+from views.corpus import analysis_jobs
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
 
@@ -27,14 +29,21 @@ def corpus_script(model_dir, data_dir):
     render(load_model_dir(model_dir), None)
 
 
-def open_corpus(model_dir, data_dir, **query) -> AppTest:
-    at = AppTest.from_function(
-        corpus_script, args=(str(model_dir), str(data_dir)), default_timeout=300
-    )  # a loaded 2-core machine is slow
-    at.query_params.update(query)
+def settled(at: AppTest) -> AppTest:
+    """The page once the analyses it started on the server have finished (they run apart from the page's run)."""
+    for job in list(analysis_jobs().values()):
+        job.future.exception(timeout=300)  # a loaded 2-core machine is slow
     at.run()
     assert not at.exception, at.exception
     return at
+
+
+def open_corpus(model_dir, data_dir, **query) -> AppTest:
+    at = AppTest.from_function(corpus_script, args=(str(model_dir), str(data_dir)), default_timeout=300)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, at.exception
+    return settled(at)
 
 
 def plain(text: str) -> str:
@@ -45,7 +54,7 @@ def plain(text: str) -> str:
 def paste(at: AppTest, text: str) -> AppTest:
     at.text_area(key="corpus_paste").input(text).run()
     assert not at.exception, at.exception
-    return at
+    return settled(at)
 
 
 def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
@@ -127,3 +136,35 @@ def test_flag_filter_and_head_links_come_from_and_go_to_the_url(tiny_model_dir, 
     assert q["stage"] == ["cross"] and q["layer"] == [str(heads["layer"][0])] and q["head"] == [str(heads["head"][0])]
     enc = parse_qs(urlparse(at.dataframe[-3].value["example 1"][0]).query)
     assert enc["stage"] == ["ablation"] and enc["ablate"] == ["enc.0.self.0"]
+
+
+def test_the_page_answers_while_its_analysis_runs(tiny_model_dir, tmp_path, monkeypatch):
+    import views.corpus as page
+
+    gate, real = threading.Event(), page.analyse
+
+    def held(*args, **kw):  # the analysis waits until the test lets it go
+        kw["progress"](1, 4, "translating")
+        gate.wait(120)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(page, "analyse", held)
+    at = AppTest.from_function(corpus_script, args=(str(tiny_model_dir), str(tmp_path / "none")), default_timeout=60)
+    at.query_params["set"] = "paste"
+    at.run()
+    at.text_area(key="corpus_paste").input("the analysis waits here\tl'analyse attend ici").run()
+    assert not at.exception and not at.dataframe  # the run ended; the analysis goes on
+    (job,) = [j for j in analysis_jobs().values() if not j.future.done()]
+    for _ in range(600):
+        if job.state[2] == "translating":
+            break
+        gate.wait(0.1)
+    at.run()
+    bar = at.get("progress")[0].proto
+    assert bar.value == 12 and "Translating: 1 of 4 sentences" in bar.text  # 1/4 of the translating half
+    at.select_slider[0].set_value(2).run()  # another setting while it runs: the page answers
+    assert not at.exception and at.query_params["beam"] == "2"
+    gate.set()
+    at.select_slider[0].set_value(1).run()
+    settled(at)
+    assert list(at.dataframe[0].value["source"]) == ["the analysis waits here"]
