@@ -49,6 +49,7 @@ class Sent:
     sends: int = 1  # messages that carried it: 2 for the duplicate fault, more when it was given again
     fault: str = ""  # the fault active when it was sent: "", "replica" or "database"
     said: str = ""  # the answers' line as the page showed it
+    at: float = 0.0  # when it was given (time.monotonic())
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Tally:
     problems: list[str] = field(default_factory=list)
     reconnects: int = 0
     fault: str = ""
+    faults_at: dict[str, float] = field(default_factory=dict)  # when each fault began (time.monotonic())
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, what: str, item) -> None:
@@ -196,7 +198,7 @@ class LearnStudent:
         the page said. When no reply comes (its server died), the student reconnects and gives the same answer
         again on the page that comes back; a resending student sends the same message twice."""
         fault = self.tally.fault
-        t0 = time.perf_counter()
+        t0, t_given = time.perf_counter(), time.monotonic()
         runs, sends = [], 0
         for _ in range(2):
             states, frag = build()
@@ -224,7 +226,7 @@ class LearnStudent:
                 if status == "saved" or before.status == "unknown":
                     before.status, before.said = status, line[:200]
                 continue
-            self.given[q] = Sent(self.nickname, q, o, status, seconds, sends, fault, line[:200])
+            self.given[q] = Sent(self.nickname, q, o, status, seconds, sends, fault, line[:200], t_given)
             self.tally.add("sent", self.given[q])
         return runs[-1] if runs else None
 

@@ -350,9 +350,13 @@ class Transformer(nn.Module):
             trace[keys.MEMORY] = x
         return x, src_mask, trace
 
+    @property
+    def W_out(self) -> Tensor:
+        """The final linear layer's weight (V, D): the embedding's when the output is tied to it."""
+        return self.embed.weight if self.out_proj is None else self.out_proj.weight
+
     def logits(self, y: Tensor) -> Tensor:
-        W = self.embed.weight if self.out_proj is None else self.out_proj.weight  # (V, D)
-        logits = y @ W.T  # (B, T, V)
+        logits = y @ self.W_out.T  # (B, T, V)
         return logits if self.final_logits_bias is None else logits + self.final_logits_bias
 
     def decode(

@@ -236,8 +236,8 @@ def _embed(model: Transformer, ids: torch.Tensor) -> torch.Tensor:
 
 
 def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_tok, tgt_tok, record: bool):
-    """One teacher-forced pass from token embeddings: log-probabilities (B, T, V) and, recorded, every attention
-    block's weights (B, H, Tq, Tk) by key (``enc.0.self``, ``dec.1.cross``)."""
+    """One teacher-forced pass from token embeddings: the last decoder layer's output (B, T, D) and, recorded, every
+    attention block's weights (B, H, Tq, Tk) by key (``enc.0.self``, ``dec.1.cross``)."""
     src_mask = padding_mask(src, model.cfg.pad_id)
     x = src_tok + model.src_embed.pe[: src.shape[1]]  # (B, S, D)
     weights = {}
@@ -252,7 +252,7 @@ def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_to
         if record:
             weights[keys.dec(i, "self")] = r[keys.local("self", "weights")].detach()
             weights[keys.dec(i, "cross")] = r[keys.local("cross", "weights")].detach()
-    return model.logits(y).float().log_softmax(-1), weights
+    return y, weights
 
 
 def _padded(seqs: Sequence[Sequence[int]], pad: int) -> torch.Tensor:
@@ -282,7 +282,8 @@ def pair_signals(model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequen
     log-probability: rows do not interact, so the batch's sum has each row's own gradient)."""
     src, dec_in, labels, valid = _batch(model, srcs, outs)
     src_tok, tgt_tok = _embed(model, src), _embed(model, dec_in)
-    logp, weights = _forward(model, src, dec_in, src_tok, tgt_tok, record=True)
+    y, weights = _forward(model, src, dec_in, src_tok, tgt_tok, record=True)
+    logp = model.logits(y).float().log_softmax(-1)  # (B, T, V)
     chosen = logp.gather(-1, labels[..., None])[..., 0] * valid  # (B, T)
     chosen.sum().backward()
     g_src, g_tgt = src_tok.grad, tgt_tok.grad
@@ -568,12 +569,16 @@ def _per_token_attribution(model: Transformer, src, dec_in, labels, valid):
     """Input × Gradient of each label's log-probability to the source tokens, as shares of its attribution
     (B, T, S), and the attention weights of every block (no gradient)."""
     src_tok, tgt_tok = _embed(model, src), _embed(model, dec_in)
-    logp, weights = _forward(model, src, dec_in, src_tok, tgt_tok, record=True)
-    chosen = logp.gather(-1, labels[..., None])[..., 0] * valid  # (B, T)
+    y, weights = _forward(model, src, dec_in, src_tok, tgt_tok, record=True)  # (B, T, D)
     B, T = labels.shape
+    # d log p(label) / d y = W_out[label] − softmax(logits) · W_out, written out: the backward passes below start at
+    # y, not at the (B, T, V) logits, which T of them would each go through again
+    with torch.no_grad():
+        W = model.W_out.float()  # (V, D)
+        g_y = (W[labels] - model.logits(y).float().softmax(-1) @ W) * valid[..., None]  # (B, T, D)
     # every position's gradient from one vectorised backward pass (T cotangents, one per explained position)
-    eye = torch.eye(T)[:, None, :].expand(T, B, T)  # (T, B, T)
-    g_src, g_tgt = torch.autograd.grad(chosen, (src_tok, tgt_tok), eye, is_grads_batched=True)
+    cot = torch.eye(T)[:, None, :, None] * g_y[None]  # (T, B, T, D): cotangent t is g_y at position t only
+    g_src, g_tgt = torch.autograd.grad(y, (src_tok, tgt_tok), cot.to(y.dtype), is_grads_batched=True)
     a_src = (src_tok.detach() * g_src).sum(-1).abs()  # (T, B, S)
     a_tgt = (tgt_tok.detach() * g_tgt).sum(-1).abs()  # (T, B, T)
     out = (a_src / (a_src.sum(-1, keepdim=True) + a_tgt.sum(-1, keepdim=True)).clamp_min(1e-30)).transpose(0, 1)
