@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from model.cli import main as cli
-from views.corpus import analysis_jobs
+from views.corpus import PART_COST, analysis_jobs, done_share
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
 
@@ -161,10 +161,19 @@ def test_the_page_answers_while_its_analysis_runs(tiny_model_dir, tmp_path, monk
         gate.wait(0.1)
     at.run()
     bar = at.get("progress")[0].proto
-    assert bar.value == 12 and "Translating: 1 of 4 sentences" in bar.text  # 1/4 of the translating half
+    assert bar.value == int(100 * done_share(1, 4, "translating", 1)) and "Translating: 1 of 4 sentences" in bar.text
     at.select_slider[0].set_value(2).run()  # another setting while it runs: the page answers
     assert not at.exception and at.query_params["beam"] == "2"
     gate.set()
     at.select_slider[0].set_value(1).run()
     settled(at)
     assert list(at.dataframe[0].value["source"]) == ["the analysis waits here"]
+
+
+def test_the_bar_follows_each_parts_time():
+    parts = list(PART_COST)
+    assert done_share(0, 10, parts[0], 1000) == 0.0 and done_share(200, 200, parts[-1], 1000) == pytest.approx(1.0)
+    small, large = done_share(10, 10, parts[0], 10), done_share(1000, 1000, parts[0], 1000)
+    assert small < large  # a small set's time is mostly its head table; a large one's, its rows
+    steps = [done_share(d, 1000, p, 1000) for p in parts[:2] for d in (0, 500, 1000)]
+    assert steps == sorted(steps)
