@@ -16,6 +16,7 @@ from .common import PAD, layout_defaults, new_figure, safe_label, unique_labels
 BIG = 16  # projector text: axis titles, hovers
 TICKS = 14  # tick labels and the numbers on the bars
 ROW_PX = 30  # px per bar or per student row
+TALL_ROWS = 15  # a per-student figure taller than this many rows has its scores' axis on top
 LABEL_CHARS = 34  # a row label is cut beyond this (the hover has it whole)
 # a generous width of a row label's character, in font sizes (capitals and wide letters, the rest): the left margin
 CHAR_EM = {"wide": 0.72, "other": 0.52}
@@ -162,7 +163,12 @@ def checks_figure(
     traces = [link, dots(a, "first check", BEFORE, "circle"), dots(b, "final check", AFTER, "diamond")]
     layout = _layout(title, len(y), f"score (of {max_score})", "student", y, legend=True)
     layout["xaxis"].update(range=[-0.3, max_score + 0.3], dtick=1)
-    layout["yaxis"].update(tickmode="array", tickvals=y, ticktext=y)
+    # one row each, no more: autorange pads for the markers' size, 5 % of the rows (16 empty rows above 300 students)
+    layout["yaxis"].update(tickmode="array", tickvals=y, ticktext=y, autorange=False, range=[len(y) - 0.5, -0.5])
+    if len(y) > TALL_ROWS:  # the scores' axis where the reader starts, not a long scroll below; its room moves too
+        layout["xaxis"].update(side="top")
+        room = 2 * BIG + TICKS
+        layout["margin"].update(t=layout["margin"]["t"] + room, b=layout["margin"]["b"] - room)
     return new_figure(traces, layout)
 
 

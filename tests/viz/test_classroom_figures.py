@@ -32,6 +32,9 @@ def test_checks_draw_both_scores_and_skip_a_missing_one():
     assert before.x == (1, 2) and after.x == (4, 3)
     assert [x for x in link.x if x is not None] == [1, 4]  # only ana took both
     assert "&lt;i&gt;bo&lt;/i&gt;" in fig.layout.yaxis.ticktext
+    assert tuple(fig.layout.yaxis.range) == (2.5, -0.5)  # a row each, the first on top, no padding rows
+    tall = checks_figure([f"s{i}" for i in range(40)], [1] * 40, [2] * 40, max_score=5, title="Checks")
+    assert fig.layout.xaxis.side is None and tall.layout.xaxis.side == "top"  # the scores' axis where a reader starts
 
 
 def test_concepts_group_the_two_checks():
