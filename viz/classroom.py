@@ -92,8 +92,10 @@ def progress_figure(labels: Sequence[str], counts: Sequence[int], *, title: str)
 
 
 def _dtick(c: np.ndarray) -> int:
-    top = int(c.max(initial=0))
-    return max(1, int(np.ceil(top / 8)))
+    """A round step (1, 2 or 5 times a power of ten) giving at most 8 intervals up to the largest count."""
+    raw = max(int(c.max(initial=0)), 1) / 8
+    power = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
+    return int(next(m * power for m in (1, 2, 5, 10) if m * power >= raw))
 
 
 def first_try_figure(

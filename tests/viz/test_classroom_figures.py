@@ -15,6 +15,8 @@ def test_progress_has_a_bar_per_stage_and_grows_with_them():
     big = progress_figure([f"{i}. chapter" for i in range(16)], list(range(16)), title="Students")
     assert small.data[0].x == (3, 1) and len(big.data[0].y) == 16
     assert big.layout.height - small.layout.height == 14 * ROW_PX
+    ticks = {n: progress_figure(["a"], [n], title="t").layout.xaxis.dtick for n in (3, 16, 300, 1000)}
+    assert ticks == {3: 1, 16: 2, 300: 50, 1000: 200}  # round steps, at most 8 of them
     go.Figure(big.to_dict())  # valid for Plotly
 
 
