@@ -27,7 +27,8 @@ LITERAL = re.compile(
     rf"(?:enc|dec)\.(?:\d+\.)?(?:{BLOCK})(?:\.(?:{QUANTITY}|\d+))?|(?:enc|dec)\.(?:{EMBED})"
     rf"|\.?(?:{BLOCK})\.(?:{QUANTITY})|tokens\.(?:src|dec_input|label)"
 )
-# an f-string, its values written {}, that assembles one: f"dec.{i}.self", f"{L}.cross.weights", f"{k}.out"
+# an f-string, its values written {}, that assembles one: a layer's prefix with a value for its number, a value
+# followed by a block and quantity, a value followed by a quantity
 ASSEMBLED = [
     re.compile(r"(?:enc|dec)\.\{\}"),
     re.compile(rf"(?:^|\.)(?:{BLOCK})\.(?:{QUANTITY}|\{{\}})$"),
@@ -87,7 +88,7 @@ def test_no_module_spells_a_key_by_hand():
 @pytest.mark.parametrize(
     "line",
     [
-        'w = arrays[f"dec.{layer}.cross.weights"]\n',
+        'w = arrays[f"' + "dec." + '{layer}.cross.weights"]\n',  # in two parts: this file plants keys, builds none
         'w = arrays[f"{L}.self.weights"]\n',
         'k = f"{ctx.L}.norm{n}"\n',
         'out = arrays[f"{k}.out"]\n',

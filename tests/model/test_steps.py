@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import viz
+from model.core import keys
 from model.decode.decoding import DecodeOptions, decode
 from model.decode.steps import (
     chips,
@@ -85,20 +86,20 @@ def test_prefix_scores_equal_the_trace_and_torch_attention(tiny_model, tiny_toke
     tr = teacher_forced_trace(tiny_model, tiny_tokenizer, src[:-1], [i for i in res.ids if i != eos])
     T = step + 1
     for layer in range(tiny_model.cfg.n_decoder_layers):
-        Q, K = view[f"dec.{layer}.self.Q"], view[f"dec.{layer}.self.K"]
+        Q, K = view[keys.dec(layer, "self", "Q")], view[keys.dec(layer, "self", "K")]
         m = prefix_scores(Q, K)
         assert np.isfinite(m["scores"]).all()  # every cell, the future included
-        np.testing.assert_allclose(m["scores"], tr.arrays[f"dec.{layer}.self.scores"][:, :T, :T], atol=2e-4)
+        np.testing.assert_allclose(m["scores"], tr.arrays[keys.dec(layer, "self", "scores")][:, :T, :T], atol=2e-4)
         assert (np.isfinite(m["masked_scores"]) == np.tril(np.ones((T, T), bool))).all()
         q, k = torch.tensor(Q), torch.tensor(K)
-        v = torch.tensor(view[f"dec.{layer}.self.V"])
+        v = torch.tensor(view[keys.dec(layer, "self", "V")])
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         np.testing.assert_allclose(m["weights"] @ v.numpy(), ref.numpy(), atol=1e-5)
         free = prefix_scores(Q, K, causal=False)
         np.testing.assert_allclose(
             free["weights"] @ v.numpy(), F.scaled_dot_product_attention(q, k, v).numpy(), atol=1e-5
         )
-        np.testing.assert_allclose(m["weights"], view[f"dec.{layer}.self.weights"].clip(0), atol=1e-5)
+        np.testing.assert_allclose(m["weights"], view[keys.dec(layer, "self", "weights")].clip(0), atol=1e-5)
 
 
 def beam_decode(tiny_model, tiny_tokenizer, text="The cat is sleeping on the sofa.", k=3, max_len=10):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from model.core import keys
 from model.core.config import ModelConfig
 from model.decode.decoding import DecodeOptions, decode
 from model.decode.steps import follow_line, live_rows
@@ -785,7 +786,7 @@ def best_head_by_hand(model_dir, method: str) -> tuple[int, int]:
     score = {}
     for layer in range(lm.cfg.n_decoder_layers):
         for head in range(lm.cfg.n_heads):
-            ag = agreement(attr.src, tr.arrays[f"dec.{layer}.cross.weights"][head, : len(out)])
+            ag = agreement(attr.src, tr.arrays[keys.dec(layer, "cross", "weights")][head, : len(out)])
             rho = ag.spearman[np.isfinite(ag.spearman)]
             score[layer, head] = (int(ag.top1.sum()), rho.mean() if rho.size else -np.inf)
     return max(score, key=lambda k: (score[k], -k[0], -k[1]))

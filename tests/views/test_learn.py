@@ -14,6 +14,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from harness import audit
+from model.core import keys
 from model.decode.decoding import DecodeOptions, decode
 from model.decode.trace import teacher_forced_trace
 from model.io.checkpoint import ENV_MODEL, load_model_dir
@@ -55,7 +56,7 @@ class Reference:
 
     def cross_layer(self) -> int:
         L = self.lm.cfg.n_decoder_layers
-        return max(range(L), key=lambda l: self.a[f"dec.{l}.cross.weights"].mean(0).max(1).mean())
+        return max(range(L), key=lambda l: self.a[keys.dec(l, "cross", "weights")].mean(0).max(1).mean())
 
     def answer(self, key: str, prompt: str, options: list[str]) -> str:
         """The option that is right, found from the trace and the model's modules."""
@@ -83,7 +84,7 @@ class Reference:
         if key == "addnorm":
             return next(o for o in options if o.startswith(f"row {int(np.argmax(a['dec.0.norm1.std']))} ("))
         if key == "cross":
-            return col(int(np.argmax(a[f"dec.{self.cross_layer()}.cross.weights"].mean(0)[f])))
+            return col(int(np.argmax(a[keys.dec(self.cross_layer(), "cross", "weights")].mean(0)[f])))
         if key == "ffn":
             share = float((a["dec.0.ffn.hidden"][f] == 0).mean())
             return options[min(int(share * 4), 3)]
@@ -95,7 +96,7 @@ class Reference:
         if key == "lens":  # each layer's output through the model's own output head, in torch
             label = int(a["label_ids"][f])
             for layer in range(self.lm.cfg.n_decoder_layers):
-                h = torch.tensor(a[f"dec.{layer}.norm3.out"][f])
+                h = torch.tensor(a[keys.dec(layer, "norm3", "out")][f])
                 if int(self.lm.model.logits(h[None, None])[0, 0].argmax()) == label:
                     return f"after layer {layer}"
             return "at no layer"
@@ -120,7 +121,7 @@ class Reference:
         if i == 3:
             return "1"
         if i == 4:
-            w = a[f"dec.{self.cross_layer()}.cross.weights"].mean(0)[r]
+            w = a[keys.dec(self.cross_layer(), "cross", "weights")].mean(0)[r]
             return next(o for o in options if o.endswith(f"(column {int(np.argmax(w))})"))
         g, b = self.greedy.n_best[0], self.beam.n_best[0]
         same = self.text(g.ids) == self.text(b.ids)
