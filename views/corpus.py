@@ -142,13 +142,20 @@ def decoding_choice() -> DecodeOptions:
 
 
 @dataclass
-class Job:
-    """One analysis running on the server, apart from any page run: its future and where it is."""
+class Progress:
+    """Where a running analysis is, written by it as it goes and read by its page's progress bar."""
 
-    future: Future
     sentences: int  # in the set
     started: float = field(default_factory=time.perf_counter)
-    state: tuple[int, int, str] = (0, 0, "waiting")  # (done, total, what is being done), written by the job
+    state: tuple[int, int, str] = (0, 0, "waiting")  # (done, total, what is being done)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One analysis running on the server, apart from any page run."""
+
+    future: Future
+    progress: Progress
 
 
 @st.cache_resource(show_spinner=False)
@@ -175,8 +182,8 @@ def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: s
         return store[key]
     job = jobs.get(key)
     if job is None:
-        job = jobs[key] = Job(Future(), len(corpus.sources))
-        job.future = _worker().submit(_analyse, lm, corpus, opts, key, job)
+        progress = Progress(len(corpus.sources))
+        job = jobs[key] = Job(_worker().submit(_analyse, lm, corpus, opts, key, progress), progress)
     if job.future.done():
         error = job.future.exception()
         if error is not None:  # kept: the set's page says so, rather than running it again on every click
@@ -188,12 +195,12 @@ def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: s
     return None
 
 
-def _analyse(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, key: tuple, job: Job) -> Analysis:
-    def progress(done: int, total: int, what: str) -> None:
-        job.state = (done, total, what)
+def _analyse(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, key: tuple, progress: Progress) -> Analysis:
+    def report(done: int, total: int, what: str) -> None:
+        progress.state = (done, total, what)
 
-    job.started = time.perf_counter()
-    result = analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=progress)
+    progress.started = time.perf_counter()
+    result = analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=report)
     store = analysed_sets()
     store[key] = result
     while len(store) > CACHE_ENTRIES:
@@ -221,13 +228,15 @@ def watch(key: tuple) -> None:
     job = analysis_jobs().get(key)
     if job is None or job.future.done():
         st.rerun()
-    done, total, what = job.state
+    done, total, what = job.progress.state
     if what == "waiting":
-        busy = any(j is not job and j.state[2] != "waiting" and not j.future.done() for j in analysis_jobs().values())
+        busy = any(
+            j is not job and j.progress.state[2] != "waiting" and not j.future.done() for j in analysis_jobs().values()
+        )
         st.progress(0.0, text="Waiting for another set's analysis to finish…" if busy else "Starting…")
         return
-    frac = done_share(done, total, what, job.sentences)
-    spent = time.perf_counter() - job.started
+    frac = done_share(done, total, what, job.progress.sentences)
+    spent = time.perf_counter() - job.progress.started
     eta = f", about {spent / frac - spent:.0f} s left" if frac > 0.02 else ""
     st.progress(min(frac, 1.0), text=f"{what.capitalize()}: {done:,} of {total:,} sentences{eta}")
     st.caption("The analysis runs on the server: change the settings or open another page meanwhile.")

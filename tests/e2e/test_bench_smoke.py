@@ -22,8 +22,9 @@ CHROMIUM = "/usr/bin/chromium"
 NUMBER = r"(\d+(?:\.\d+)?)"
 
 
-def run_smoke(script: str, *extra: str) -> str:
-    if not Path(CHROMIUM).exists():
+def run_smoke(script: str, *extra: str, browser: bool = True) -> str:
+    """The script's ``--smoke`` output (it exited 0); ``browser``: it drives Chromium, which must be there."""
+    if browser and not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / script), "--smoke", *extra],
@@ -102,15 +103,7 @@ def test_soak_smoke():
 
 def test_explain_smoke():
     """No browser here: the explain benchmark runs the tiny model in-process."""
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "explain.py"), "--smoke"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, f"explain.py exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    out = proc.stdout
+    out = run_smoke("explain.py", browser=False)
     for name in (
         "recorded greedy decode",
         "logit lens, every layer and position",
@@ -126,15 +119,7 @@ def test_explain_smoke():
 
 def test_corpus_smoke():
     """No browser here: the corpus benchmark runs the tiny model in-process and through the CLI."""
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "corpus.py"), "--smoke"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, f"corpus.py exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    out = proc.stdout
+    out = run_smoke("corpus.py", browser=False)
     for name in ("rows, every column and flag (in process)", "rows through the CLI", "head table over 9 sentences"):
         m = re.search(rf"^{re.escape(name)}.*?\s{NUMBER}$", out, re.M)
         assert m and float(m.group(1)) > 0, f"no row {name!r}:\n{out}"

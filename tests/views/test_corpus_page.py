@@ -156,7 +156,7 @@ def test_the_page_answers_while_its_analysis_runs(tiny_model_dir, tmp_path, monk
     assert not at.exception and not at.dataframe  # the run ended; the analysis goes on
     (job,) = [j for j in analysis_jobs().values() if not j.future.done()]
     for _ in range(600):
-        if job.state[2] == "translating":
+        if job.progress.state[2] == "translating":
             break
         gate.wait(0.1)
     at.run()
