@@ -188,17 +188,21 @@ GAIN_HELP = (
 )
 
 
+def students(n: int) -> str:
+    return f"{n} student" if n == 1 else f"{n} students"
+
+
 def gain_line(gain: stats.Gain) -> str:
     if gain.g is None:
         if gain.students:
             return (
-                f"No gain to measure: the {gain.students} student(s) who took both checks had full marks on the "
+                f"No gain to measure: the {students(gain.students)} who took both checks had full marks on the "
                 "first one."
             )
         return "The class's gain appears once students have taken both checks."
     return (
-        f"g = {gain.g:.2f} (bootstrap 95 % interval {gain.low:.2f} to {gain.high:.2f}) over {gain.students} "
-        f"student(s) who took both checks: mean {gain.pre_mean:.2f} / {gain.max_score} before the chapters, "
+        f"g = {gain.g:.2f} (bootstrap 95 % interval {gain.low:.2f} to {gain.high:.2f}) over {students(gain.students)} "
+        f"who took both checks: mean {gain.pre_mean:.2f} / {gain.max_score} before the chapters, "
         f"{gain.post_mean:.2f} / {gain.max_score} after."
     )
 
@@ -230,7 +234,7 @@ def checks(data: ClassData) -> None:
         show(
             viz.transitions_figure(
                 names, pre, post, max_score=stats.CHECK_MAX,
-                title=f"Where the {both} {'student' if both == 1 else 'students'} who took both checks went: on the "
+                title=f"Where the {students(both)} who took both checks went: on the "
                 "dotted line the same score, right of it a better one",
             ),
             "class_transitions",
