@@ -1,10 +1,13 @@
 """Shared fixtures: the tiny seeded model and tokenizer of ``model.testing``, built once per session, and one Chromium
 per browser-test module; and the slow
-tier: tests that drive Chromium or run a benchmark script are marked ``slow`` (``pytest -m "not slow"`` leaves them
-out while developing; CI runs everything)."""
+tier: tests that drive Chromium or run a benchmark script are marked ``slow`` here, and tests that start a fresh Python
+process or audit the whole app state by state are marked where they are written (``pytest -m "not slow"``
+leaves them out while developing; CI runs everything)."""
 
 from __future__ import annotations
 
+import functools
+import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,21 @@ import pytest
 from harness.browser import BROWSER_ARGS, CHROMIUM
 from model import Transformer
 from model.core.tokenizer import Tokenizer
+from model.io.checkpoint import use_threads
 from model.testing import build_tiny_model_dir, make_model, make_tokenizer
+
+
+def pytest_configure(config) -> None:
+    """Under pytest-xdist each worker decodes on one thread: one worker a core, and a worker's torch and BLAS pools
+    on several threads each would spin against the other workers' (the fast tier took 1.5 times as long).
+
+    Every new AppTest scans the metadata of every installed package for Streamlit components (0.3 s, a third of a
+    typical AppTest test here); the installed packages do not change during a session, so the scan runs once."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        use_threads(1)
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
 @pytest.fixture(scope="session")

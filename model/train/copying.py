@@ -138,6 +138,9 @@ def _names(provider, *attrs: str) -> list[str]:
     return out
 
 
+PERSON = "faker.providers.person"
+
+
 @lru_cache(maxsize=2)
 def name_pools(held_out: bool = False) -> NamePools:
     """Every Faker locale's first and last names, deduplicated and sorted (so draws depend on the seed only);
@@ -147,22 +150,22 @@ def name_pools(held_out: bool = False) -> NamePools:
     import faker
     from faker import Faker
 
+    def keep(names: Iterable[str]) -> list[str]:
+        ok = {n for n in names if 2 <= len(n) <= 20 and " " not in n and all(c.isalpha() or c in "-'" for c in n)}
+        return sorted(n for n in ok if _held_out(n) == held_out)
+
     latin: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     other: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for loc in sorted(faker.config.AVAILABLE_LOCALES):
         with warnings.catch_warnings():  # deprecated locale aliases say so; their lists are still good
             warnings.simplefilter("ignore")
-            person = Faker(loc).provider("faker.providers.person")
-        firsts = _names(person, "first_names", "first_names_male", "first_names_female", "first_romanized_names")
-        lasts = _names(person, "last_names", "last_romanized_names")
-
-        def keep(names: Iterable[str]) -> list[str]:
-            ok = {n for n in names if 2 <= len(n) <= 20 and " " not in n and all(c.isalpha() or c in "-'" for c in n)}
-            return sorted(n for n in ok if _held_out(n) == held_out)
-
+            # the person provider alone: a whole Faker per locale would load its 25 other providers too
+            person = Faker(loc, providers=[PERSON]).provider(PERSON)
+        firsts = keep(_names(person, "first_names", "first_names_male", "first_names_female", "first_romanized_names"))
+        lasts = keep(_names(person, "last_names", "last_romanized_names"))
         for script_latin in (True, False):
-            f = [n for n in keep(firsts) if is_latin(n) == script_latin]
-            ln = [n for n in keep(lasts) if is_latin(n) == script_latin]
+            f = [n for n in firsts if is_latin(n) == script_latin]
+            ln = [n for n in lasts if is_latin(n) == script_latin]
             if len(f) >= 5:
                 (latin if script_latin else other)[loc] = (tuple(f), tuple(ln or f))
     return NamePools(latin, other)
@@ -194,7 +197,7 @@ def recurring_names(pairs: Sequence[Pair], min_pairs: int = MIN_PAIRS) -> tuple[
     tenth as often (so "Bill" and "Summer", also words, are left alone)."""
     from faker import Faker
 
-    person = Faker("en_US").provider("faker.providers.person")
+    person = Faker("en_US", providers=[PERSON]).provider(PERSON)
     known = set(_names(person, "first_names", "first_names_male", "first_names_female"))
     counts: Counter[str] = Counter()
     lower: Counter[str] = Counter()

@@ -141,6 +141,7 @@ def test_sizes_that_disagree_with_the_file_are_refused_before_anything_is_alloca
     assert built == ["meta", "cpu"]
 
 
+@pytest.mark.slow
 def test_loading_imports_no_compiler_stack(tiny_model_dir):
     """The header check's meta-device model runs no meta op that pulls in torch's compiler stack (dynamo, inductor,
     sympy: ~1.2 s, once per process, on the app's cold start)."""
@@ -340,6 +341,7 @@ def test_cli_errors_are_one_line(capsys, tmp_path, tiny_model_dir, argv, needle)
     assert rc == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_module_entry_point_without_bundled_model_or_with_it():
     p = subprocess.run([sys.executable, "-m", "model", "translate", "--help"], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0 and "--beam" in p.stdout
@@ -347,6 +349,7 @@ def test_module_entry_point_without_bundled_model_or_with_it():
     assert p.returncode == 0 and json.loads(p.stdout)["stages"]
 
 
+@pytest.mark.slow
 def test_use_threads_never_gives_both_pools_several_threads():
     """torch and numpy's BLAS must not both spin on several threads; one-row decoding gives BLAS the threads."""
     code = (

@@ -127,6 +127,7 @@ def test_reorder_is_index_select_in_place(rows):
     np.testing.assert_array_equal(KV, want)
 
 
+@pytest.mark.slow
 def test_the_step_still_runs_where_no_compiled_code_can_be_cached():
     """A read-only install with no writable home has nowhere to cache the compiled code: it is compiled in the
     process instead of failing the import (simulated by leaving numba no cache location)."""

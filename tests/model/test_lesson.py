@@ -239,6 +239,7 @@ def test_format_and_cli():
     assert json.loads(out[0])["stages"][0]["key"] == "T_input"
 
 
+@pytest.mark.slow
 def test_nothing_shown_to_users_says_seed(capsys):
     """Users never saw the documents the example comes from: the report, the JSON and the CLI's help say "the
     example", never "seed"."""

@@ -910,6 +910,7 @@ def test_the_served_plotly_bundle_is_plotly_s_own_and_draws_every_trace_the_figu
     assert {"heatmap", "scatter"} <= used <= registered, (used, registered)
 
 
+@pytest.mark.slow
 def test_the_page_script_sends_its_first_elements_before_importing_torch():
     """A fresh server may still be importing torch (~1 s) in its warm start: what the page script imports at the top
     must not need it, so that its first elements (the one that loads Plotly among them) go out at once."""

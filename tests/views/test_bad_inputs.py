@@ -98,6 +98,7 @@ def test_cli(case, tiny_model_dir, tmp_path):
     assert got.kind == case.cli[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["undecodable bytes in argv", "NUL byte"])
 def test_cli_in_a_real_process(name, tiny_model_dir, tmp_path):
     got, problem = check_cli(BY_NAME[name], tiny_model_dir, tmp_path, timeout=120, use_subprocess=True)
@@ -124,6 +125,7 @@ def test_app(tiny_model_dir, tmp_path, monkeypatch):
     assert {name: got.kind for name, (got, _) in results.items()} == {c.name: c.app[0] for c in cases}
 
 
+@pytest.mark.slow
 def test_app_with_broken_models(tiny_model_dir, tmp_path, monkeypatch):
     monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
     cases = [c for c in CASES if c.damage]

@@ -20,6 +20,7 @@ def test_the_states_cover_every_strategy_stage_and_place():
     assert {"output", "all"} <= beams  # the beam tables and the tree are audited
 
 
+@pytest.mark.slow
 def test_every_number_shown_twice_agrees(tiny_model_dir):
     rep = audit(tiny_model_dir, n=36)
     assert rep.states == 36 and rep.checks > 600
@@ -36,6 +37,7 @@ def _no_mask_on_the_export(Q, K, causal=True):
     return prefix_scores(Q, K, causal=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module, name, broken, says",
     [

@@ -533,6 +533,7 @@ def test_beam_table():
 # --- house rules -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_viz_imports_neither_torch_nor_streamlit():
     code = "import sys, viz; bad = {'torch', 'streamlit'} & set(sys.modules); assert not bad, bad"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
