@@ -61,17 +61,18 @@ def lazy_panel(label: str, key: str):
     return panel if panel.open else None
 
 
-def show(fig, key: str, ahead: tuple[Drawing, str] | None = None) -> None:
+def show(fig, key: str, ahead: tuple[Drawing, str] | None = None, pick: bool = False):
     """A figure at the size it chose: fixed-width figures (square attention cells) keep their width, the others
     take the column's. The graph stays on the page under ``key`` and is updated in place (``views.plot``); out of
     view, when it scrolls near. ``ahead``: the figure most likely shown next and its key, drawn off the page by the
     browser meanwhile when the server has it built. In a thread that collects figures (``figures``: a list, the
-    handout's), the figure is added to it instead."""
+    handout's), the figure is added to it instead. ``pick``: the first ``customdata`` value of the point last
+    clicked, or None, is returned."""
     collected = getattr(threading.current_thread(), "figures", None)
     if collected is not None:
         collected.append((key, fig))
-        return
-    plot(fig, key, _config(key), None if ahead is None else (ahead[0], ahead[1], _config(ahead[1])))
+        return None
+    return plot(fig, key, _config(key), None if ahead is None else (ahead[0], ahead[1], _config(ahead[1])), pick)
 
 
 def _config(key: str) -> dict:

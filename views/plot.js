@@ -131,12 +131,26 @@ function draw(div) {
   div.__drawing = (div.__drawing || Promise.resolve())
     .then(() => window.__decoderLensPlotly)
     .then((Plotly) => Plotly.react(div, job.figure.data, job.figure.layout, withSvg(job.config)))
-    .then(() => describe(div))
+    .then(() => {
+      bindPick(div);
+      describe(div);
+    })
     .catch((err) => console.error("Decoder Lens figure:", err))
     .finally(() => {
       if (div.__seq === seq) div.removeAttribute("data-drawing");
       if (div.__seq === seq && job.ahead) drawAhead(job.ahead, div.parentElement);
     });
+}
+
+function bindPick(div) {
+  // A figure whose points can be picked (views/plot.py's pick): a click hands the point's first custom value to the
+  // server as the element's "picked" state. Bound once per graph; it calls the element's latest setter.
+  if (!div.__pick || div.__pickBound) return;
+  div.__pickBound = true;
+  div.on("plotly_click", (e) => {
+    const value = e.points?.[0]?.customdata;
+    if (value != null && div.__pick) div.__pick("picked", Array.isArray(value) ? value[0] : value);
+  });
 }
 
 function resizer() {
@@ -182,7 +196,7 @@ function watcher(root) {
   return watchers.get(root);
 }
 
-export default function ({ data: bytes, parentElement }) {
+export default function ({ data: bytes, parentElement, setStateValue }) {
   const text = typeof bytes === "string" ? bytes : new TextDecoder().decode(bytes);
   let div = parentElement.querySelector("div.decoder-lens-plot");
   const cleanup = () => {
@@ -206,6 +220,7 @@ export default function ({ data: bytes, parentElement }) {
     parentElement.appendChild(div);
   }
   div.__alt = data.alt || null;
+  div.__pick = data.pick ? setStateValue : null;
   frame(parentElement, figure);
   div.style.minHeight = (figure.layout.height || 450) + "px"; // the space the new figure takes, drawn or waiting
   div.__fixed = Boolean(figure.layout.width);
@@ -219,6 +234,7 @@ export default function ({ data: bytes, parentElement }) {
   div.__watcher.observe(div); // its first report says whether the figure is near now
   resizer().observe(div);
   if (adopted) {
+    bindPick(div);
     describe(div);
     div.removeAttribute("data-deferred");
     drawAhead(data.ahead, parentElement);

@@ -238,13 +238,14 @@ def figure_item(fig) -> tuple[str, str | None]:
     return item
 
 
-def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None) -> None:
+def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None, pick: bool = False):
     """Draw ``fig`` (a figure, or a ``Drawing``, built only if the cache does not hold it) under ``key`` (the same
     key keeps the same graph, updated in place); a heatmap carries its text alternative (``alt``: its drawing's
     aria-label, plot.js). A cached figure carries its ``id`` (its digest and key): a graph the browser keeps off the
     page under that id is shown again instead of drawn. ``ahead``: the figure most likely shown next under
     its own key (the lesson's next chapter), sent along when the cache holds it, which the browser draws off the
-    page while the reader reads (``plot.js``): (the drawing, its key, its config)."""
+    page while the reader reads (``plot.js``): (the drawing, its key, its config). ``pick``: a click on a point
+    hands back its first ``customdata`` value, kept as the element's state: the value last clicked, or None."""
     digest = fig.digest() if isinstance(fig, Drawing) else None
     parts = [_payload(figure_item(fig), config, digest and f"{digest}:{key}")]
     if ahead is not None:
@@ -253,7 +254,16 @@ def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = 
         held = figure_cache().peek(d) if d else None
         if held is not None:
             parts.append(f'"ahead": {{{_payload(held, next_config, f"{d}:{next_key}")}}}')
-    _component()(data=f"{{{', '.join(parts)}}}".encode(), key=key)
+    if not pick:
+        _component()(data=f"{{{', '.join(parts)}}}".encode(), key=key)
+        return None
+    parts.append('"pick": true')
+    picked = _component()(data=f"{{{', '.join(parts)}}}".encode(), key=key, on_picked_change=_nothing)
+    return picked.get("picked")
+
+
+def _nothing() -> None:
+    """A picked point's callback: the rerun it causes is all a pick needs (the page reads the pick)."""
 
 
 def _payload(item: tuple[str, str | None], config: dict, fid: str | None) -> str:

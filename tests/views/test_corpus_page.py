@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from model.cli import main as cli
+from model.decode.decoding import DecodeOptions
 from views.corpus import PART_COST, analysis_jobs, done_share
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
@@ -78,6 +79,10 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
         assert f"*{flag}*" in shown
     assert "input × gradient" in "\n".join(c.value for c in at.caption).lower()
     assert len(at.dataframe) == 4  # the sentences, then one head table per kind
+    assert [b.proto.label for b in at.get("download_button")] == [
+        "Download JSON (rows and heads)",
+        "Download CSV (rows)",
+    ]
 
 
 def test_beam_choice_goes_into_the_links(tiny_model_dir, tmp_path):
@@ -136,6 +141,30 @@ def test_flag_filter_and_head_links_come_from_and_go_to_the_url(tiny_model_dir, 
     assert q["stage"] == ["cross"] and q["layer"] == [str(heads["layer"][0])] and q["head"] == [str(heads["head"][0])]
     enc = parse_qs(urlparse(at.dataframe[-3].value["example 1"][0]).query)
     assert enc["stage"] == ["ablation"] and enc["ablate"] == ["enc.0.self.0"]
+
+
+def test_a_clicked_point_opens_its_sentence_and_a_stray_value_opens_nothing(tiny_model_dir, tmp_path):
+    """The scatters hand back the index of the point clicked (their figure element's state, which plot.js sets):
+    the page names that sentence and links it to Explore; a value that is no sentence's index shows nothing."""
+    from views.corpus import explore_link
+
+    text = "".join(f"{en}\t{fr}\n" for en, fr in PAIRS)
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
+    picked = lambda: [plain(m.value) for m in at.markdown if m.value.startswith("Sentence ")]  # noqa: E731
+    assert picked() == []
+    rows = at.dataframe[0].value
+    for key in ("corpus_scatter_mean_prob", "corpus_scatter_source_share"):
+        at.session_state[key] = {"picked": 1}
+        at.run()
+        assert not at.exception, at.exception
+        (line,) = picked()
+        assert line.startswith(f"Sentence 1: {PAIRS[1][0]} → {rows['translation'][1]}")
+        link = explore_link({"source": PAIRS[1][0], "reference": PAIRS[1][1]}, DecodeOptions(), tiny_model_dir.name)
+        assert f"({link})" in line
+        for stray in (len(PAIRS), -1, "1", None):
+            at.session_state[key] = {"picked": stray}
+            at.run()
+            assert not at.exception and picked() == []
 
 
 def test_the_page_answers_while_its_analysis_runs(tiny_model_dir, tmp_path, monkeypatch):

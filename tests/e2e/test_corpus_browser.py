@@ -1,0 +1,64 @@
+"""The Corpus page in Chromium: a click on a sentence's point in a scatter names that sentence under the figure with
+its link to Explore (the figure element hands the point back to the server, views/plot.js), and the page loads no
+Plotly bundle but the page's own."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.browser import DRAWN_JS, ROOT, serve
+from model.io.checkpoint import ENV_MODEL
+from tests.helpers import wait_still
+
+TIMEOUT_MS = 120_000
+PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
+SCATTER = ".st-key-corpus_scatter_source_share .decoder-lens-plot"
+# Where Plotly drew the point of sentence ``i``: the centre of its marker, in page coordinates.
+POINT_JS = """([sel, i]) => {
+  const gd = document.querySelector(sel), L = gd._fullLayout;
+  for (const [c, trace] of gd._fullData.entries()) {
+    const k = (trace.customdata || []).findIndex((d) => d[0] === i);
+    if (k < 0) continue;
+    const box = gd.querySelector('.nsewdrag').getBoundingClientRect();
+    return {x: box.left + L.xaxis.l2p(trace.x[k]), y: box.top + L.yaxis.l2p(trace.y[k])};
+  }
+  return null;
+}"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from model.testing import build_tiny_model_dir
+
+    tmp = tmp_path_factory.mktemp("corpus")
+    log = tmp / "streamlit.log"
+    with serve(ROOT / "app.py", log, {ENV_MODEL: str(build_tiny_model_dir(tmp / "tiny"))}) as srv:
+        yield srv.url
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
+
+
+def test_a_click_on_a_point_opens_its_sentence(browser, server):
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    bundles = []
+    page.on("request", lambda r: bundles.append(r.url) if "plotly" in r.url.lower() else None)
+    try:
+        page.goto(server + "/corpus?set=paste")
+        box = page.locator(".st-key-corpus_paste textarea")
+        box.fill("".join(f"{en}\t{fr}\n" for en, fr in PAIRS))
+        box.press("Control+Enter")
+        page.get_by_role("heading", name="What each head does over the set").wait_for(timeout=TIMEOUT_MS)
+        page.locator(SCATTER).scroll_into_view_if_needed()
+        wait_still(page, DRAWN_JS, TIMEOUT_MS, 3)
+        assert page.get_by_text("Sentence 1:").count() == 0
+        point = page.evaluate(POINT_JS, [SCATTER, 1])
+        assert point is not None
+        page.mouse.click(point["x"], point["y"])
+        line = page.get_by_text("Sentence 1:")
+        line.wait_for(timeout=TIMEOUT_MS)
+        assert PAIRS[1][0] in line.inner_text()
+        href = line.get_by_role("link", name="open it in Explore").get_attribute("href")
+        assert href.startswith("/explore?") and "a+dog+runs" in href
+        assert [u for u in bundles if "plotly-cartesian" not in u and "decoder-lens-plot" not in u] == []
+    finally:
+        page.close()
