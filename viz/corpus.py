@@ -75,6 +75,10 @@ def sentence_scatter(
         clickmode="event+select",
     )
     layout["margin"]["b"] = 70
+    # Room for the widest y tick label ("100" for chrF, "0.95" for a probability) and the axis title beside it
+    finite = ys[np.isfinite(ys)]
+    ticks = ["0.00"] + [f"{v:.0f}" for v in (finite.min(), finite.max())] if finite.size else ["0.00"]
+    layout["margin"]["l"] = math.ceil(max(text_px(t, TICK_FONT) for t in ticks)) + FONT + 30
     return new_figure(data, layout)
 
 

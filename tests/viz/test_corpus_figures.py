@@ -32,6 +32,18 @@ def test_scatter_points_carry_their_sentence():
         sentence_scatter([1.0], [1.0, 2.0], ["a"], ["b"], [False], x_title="", y_title="", title="")
 
 
+@pytest.mark.parametrize("ys, widest", [([12.5, 100.0], "100"), ([0.41, 0.97], "0.00"), ([float("nan")], "0.00")])
+def test_scatter_leaves_room_for_its_y_tick_labels_and_title(ys, widest):
+    """Its left margin holds the widest y tick label and the axis title (Plotly clips what falls outside)."""
+    from viz.common import FONT, TICK_FONT, text_px
+
+    n = len(ys)
+    fig = go.Figure(
+        sentence_scatter([0.5] * n, ys, ["a"] * n, ["b"] * n, [False] * n, x_title="x", y_title="y", title="")
+    )
+    assert fig.layout.margin.l >= text_px(widest, TICK_FONT) + FONT + 20
+
+
 def test_bars_write_their_values():
     fig = go.Figure(bar_figure(["dropped words", "cut off"], [3, float("nan")], title="t", x_title="sentences"))
     assert list(fig.data[0].text) == ["3", "n/a"] and list(fig.data[0].y) == ["dropped words", "cut off"]
