@@ -338,7 +338,13 @@ def render_rows(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None
         st.caption("Select a row to open it in Explore, or two rows to compare them.")
 
 
-def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None:
+def scatter_key(x_key: str, digest: str, opts: DecodeOptions) -> str:
+    """A scatter's element key, one per set and decoding: the point picked in one set is not taken for a sentence of
+    the next."""
+    return f"corpus_scatter_{x_key}_{hashlib.sha256(repr((digest, opts)).encode()).hexdigest()[:12]}"
+
+
+def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str, digest: str) -> None:
     rows = result.rows
     refs = corpus.references is not None
     st.header("Over the set")
@@ -370,7 +376,7 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str) -> N
             y_title=y_name,
             title=f"{y_name[0].upper() + y_name[1:]} against {x_name}",
         )
-        picked = show(fig, f"corpus_scatter_{x_key}", pick=True)
+        picked = show(fig, scatter_key(x_key, digest, opts), pick=True)
         if isinstance(picked, int) and 0 <= picked < len(rows):
             i = picked
             st.markdown(
@@ -486,7 +492,7 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         return
     model = lm.path.name
     render_rows(result, corpus, opts, model)
-    render_summary(result, corpus, opts, model)
+    render_summary(result, corpus, opts, model, digest)
     render_heads(result, opts, model)
     c1, c2 = st.columns(2)
     # Written when clicked (0.06 s and 1 MB for 1,000 sentences), not on every run of the page

@@ -12,7 +12,7 @@ from tests.helpers import wait_still
 
 TIMEOUT_MS = 120_000
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
-SCATTER = ".st-key-corpus_scatter_source_share .decoder-lens-plot"
+SCATTER = "[class*='st-key-corpus_scatter_source_share'] .decoder-lens-plot"  # its key ends with the set's id
 # Where Plotly drew the point of sentence ``i``: the centre of its marker, in page coordinates.
 POINT_JS = """([sel, i]) => {
   const gd = document.querySelector(sel), L = gd._fullLayout;

@@ -6,6 +6,7 @@ sentence."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 import threading
@@ -145,15 +146,18 @@ def test_flag_filter_and_head_links_come_from_and_go_to_the_url(tiny_model_dir, 
 
 def test_a_clicked_point_opens_its_sentence_and_a_stray_value_opens_nothing(tiny_model_dir, tmp_path):
     """The scatters hand back the index of the point clicked (their figure element's state, which plot.js sets):
-    the page names that sentence and links it to Explore; a value that is no sentence's index shows nothing."""
-    from views.corpus import explore_link
+    the page names that sentence and links it to Explore; a value that is no sentence's index shows nothing, and
+    neither does a point picked in another set."""
+    from views.corpus import explore_link, scatter_key
 
     text = "".join(f"{en}\t{fr}\n" for en, fr in PAIRS)
     at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
     picked = lambda: [plain(m.value) for m in at.markdown if m.value.startswith("Sentence ")]  # noqa: E731
     assert picked() == []
     rows = at.dataframe[0].value
-    for key in ("corpus_scatter_mean_prob", "corpus_scatter_source_share"):
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    for x_key in ("mean_prob", "source_share"):
+        key = scatter_key(x_key, digest, DecodeOptions())
         at.session_state[key] = {"picked": 1}
         at.run()
         assert not at.exception, at.exception
@@ -165,6 +169,9 @@ def test_a_clicked_point_opens_its_sentence_and_a_stray_value_opens_nothing(tiny
             at.session_state[key] = {"picked": stray}
             at.run()
             assert not at.exception and picked() == []
+    at.session_state[scatter_key("source_share", digest, DecodeOptions())] = {"picked": 1}
+    at = paste(at, text + "two cats\tdeux chats\n")  # another set: the pick stays with the first
+    assert len(at.dataframe[0].value) == len(PAIRS) + 1 and picked() == []
 
 
 def test_the_page_answers_while_its_analysis_runs(tiny_model_dir, tmp_path, monkeypatch):
