@@ -9,7 +9,9 @@ stage) is kept drawn, off the page, under its figure's id (``plot``: its digest 
 drawn again when that figure returns; an element can carry the figure most likely shown next (the lesson's next
 chapter), which the browser draws off the page in an idle moment and keeps the same way. ``app.py`` serves the
 component's code (``PLOT_JS_ROUTE``) and Plotly's cartesian bundle (``PLOTLY_ROUTE``); each element carries only a
-short loader and its figure, as JSON bytes (no re-parsing).
+short loader and its figure, as JSON bytes (no re-parsing). A figure whose points can be picked (the Corpus page's
+scatters) hands the point clicked back to the server as its element's state, so no page needs ``st.plotly_chart``
+and its own, full Plotly bundle.
 
 Building a figure and serialising it is most of a step's server time, so the views draw through ``builders``
 (``viz`` whose figure builders return a ``Drawing``: the builder and its arguments): ``plot`` hashes the arguments
