@@ -83,6 +83,25 @@ FIRST_ROW_JS = """() => {
 }"""
 
 
+def reopen_in_apptest(model_dir, data_dir, size: int) -> float:
+    """Seconds of the Corpus page's run (Streamlit's AppTest) reopening a set the server analysed before."""
+    from streamlit.testing.v1 import AppTest
+
+    from views.corpus import analysis_jobs
+
+    at = AppTest.from_function(page_script, args=(str(model_dir), str(data_dir), size), default_timeout=900)
+    at.query_params.update({"set": "multi30k", "n": str(min(size, 1000))})
+    at.run()  # starts analysing the set (and its head table) on the page's server thread
+    for job in list(analysis_jobs().values()):
+        job.future.result(timeout=1800)
+    at.run()  # takes the finished analysis, which the server keeps
+    t0 = time.perf_counter()
+    at.run()
+    if at.exception:
+        print(f"page error: {at.exception}")
+    return time.perf_counter() - t0
+
+
 def sort_in_browser(model_dir, pairs, tmp: Path) -> float:
     """Median seconds from a click on the sentence table's "#" header to the table showing the new order (6 clicks),
     on a set of ``len(pairs)`` sentences pasted on the page: the table sorted in the browser, as a user sorting a
@@ -214,21 +233,7 @@ def main() -> None:
         report(f"head table over {n_heads} sentences", time.perf_counter() - t0)
     data_dir = a.data or default_data_dir()
     if "page" in parts and not a.smoke and Path(data_dir).is_dir():
-        from streamlit.testing.v1 import AppTest
-
-        from views.corpus import analysis_jobs
-
-        at = AppTest.from_function(page_script, args=(str(model_dir), str(data_dir), len(pairs)), default_timeout=900)
-        at.query_params.update({"set": "multi30k", "n": str(min(len(pairs), 1000))})
-        at.run()  # starts analysing the set (and its head table) on the page's server thread
-        for job in list(analysis_jobs().values()):
-            job.future.result(timeout=1800)
-        at.run()  # takes the finished analysis, which the server keeps
-        t0 = time.perf_counter()
-        at.run()
-        report("page run reopening the cached set (AppTest)", time.perf_counter() - t0)
-        if at.exception:
-            print(f"page error: {at.exception}")
+        report("page run reopening the cached set (AppTest)", reopen_in_apptest(model_dir, data_dir, len(pairs)))
     if "browser" in parts and not a.smoke and Path(data_dir).is_dir():
         report("page reopening the cached set, to painted (Chromium)", reopen_in_browser(model_dir, len(pairs), tmp))
     if "sort" in parts and not a.smoke and Path(data_dir).is_dir():
