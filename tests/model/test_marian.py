@@ -12,20 +12,15 @@ import random
 
 import numpy as np
 import pytest
+import sentencepiece as spm
 import torch
 
-pytest.importorskip("sentencepiece")
-pytest.importorskip("transformers")
-
-import sentencepiece as spm  # noqa: E402
-from transformers import AutoTokenizer, GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer  # noqa: E402
-
-from model.core.transformer import sinusoidal_table  # noqa: E402
-from model.decode.decoding import DecodeOptions, decode  # noqa: E402
-from model.decode.lean import LeanDecoder  # noqa: E402
-from model.decode.trace import teacher_forced_trace  # noqa: E402
-from model.io.checkpoint import ModelDirError, load_model_dir, save_model_dir  # noqa: E402
-from model.io.marian import (  # noqa: E402
+from model.core.transformer import sinusoidal_table
+from model.decode.decoding import DecodeOptions, decode
+from model.decode.lean import LeanDecoder
+from model.decode.trace import teacher_forced_trace
+from model.io.checkpoint import ModelDirError, load_model_dir, save_model_dir
+from model.io.marian import (
     MarianError,
     export_marian,
     half_order,
@@ -33,7 +28,7 @@ from model.io.marian import (  # noqa: E402
     marian_to_config,
     permute_residual,
 )
-from model.testing import TOY_CORPUS, make_model, make_tokenizer  # noqa: E402
+from model.testing import TOY_CORPUS, make_model, make_tokenizer
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -74,8 +69,10 @@ def marian_vocab(sp: spm.SentencePieceProcessor) -> dict[str, int]:
     return {p: i for i, p in enumerate(order)}
 
 
-def neutral_generation(pad: int, eos: int, **kw) -> GenerationConfig:
+def neutral_generation(pad: int, eos: int, **kw):
     """No logits processor beyond bad_words_ids=[[pad]]: every default that could add one is made neutral."""
+    from transformers import GenerationConfig
+
     return GenerationConfig(
         decoder_start_token_id=pad,
         pad_token_id=pad,
@@ -114,6 +111,8 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def marian_dir(tmp_path_factory):
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+
     path = tmp_path_factory.mktemp("marian") / "opus-mt-toy"
     src = tmp_path_factory.mktemp("spm")
     proto = train_spm()
@@ -164,6 +163,8 @@ def marian_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hf(marian_dir):
+    from transformers import MarianMTModel, MarianTokenizer
+
     model = MarianMTModel.from_pretrained(marian_dir, attn_implementation="eager").eval()
     return model, MarianTokenizer.from_pretrained(marian_dir)
 
@@ -323,6 +324,8 @@ def test_export_import_round_trip(tmp_path, overrides):
     assert (hf_dir / "model.safetensors").is_file() and not list(hf_dir.glob("*.bin"))
 
     # the exported directory is an ordinary MarianMTModel that computes the same function
+    from transformers import AutoTokenizer, MarianMTModel
+
     hf_model = MarianMTModel.from_pretrained(hf_dir).eval()
     hf_logits = lambda s, t: hf_model(input_ids=s, decoder_input_ids=t).logits  # noqa: E731
     _assert_same_logits(model, hf_logits, model.cfg.vocab_size, 1e-4)
@@ -380,6 +383,7 @@ def test_unsupported_configs_are_refused(tmp_path, marian_dir):
 def test_stored_positional_tables_are_checked(tmp_path, marian_dir, ours):
     """Older checkpoints carry embed_positions tables: the sinusoidal ones import, anything else is refused."""
     from safetensors.torch import load_file, save_file
+    from transformers import MarianMTModel
 
     state = load_file(str(marian_dir / "model.safetensors"))
     table = MarianMTModel.from_pretrained(marian_dir).model.encoder.embed_positions.weight.detach().clone()
@@ -399,6 +403,8 @@ def test_stored_positional_tables_are_checked(tmp_path, marian_dir, ours):
 
 
 def test_cli_hooks(tmp_path, marian_dir, capsys):
+    from transformers import MarianMTModel
+
     from model.cli import main
 
     assert main(["import-marian", str(marian_dir), str(tmp_path / "imp")]) == 0
