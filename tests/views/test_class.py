@@ -14,7 +14,7 @@ from classroom.db import URL_ENV
 from classroom.store import Store
 from model.io.checkpoint import ENV_MODEL
 from model.lesson.learn import CHAPTER_KEYS, CHECK_CONCEPTS
-from tests.helpers import APP, ok, specs, titles
+from tests.helpers import APP, ok, seed_class, specs, titles
 
 SENTENCE = "I like pizza."
 
@@ -123,6 +123,23 @@ def test_students_join_answer_and_the_dashboard_shows_it(tiny_model_dir, monkeyp
     ]
     progress = specs(t)[0]["data"][0]
     assert progress["x"][1] == 1 and sum(progress["x"]) == 1  # one student, at chapter 1
+
+
+def test_the_wrong_options_chosen_are_listed_most_common_first(tiny_model_dir, monkeypatch, db):
+    """Five seeded students, each answering question j with option (i + j) mod 3: the dashboard's table lists every
+    wrong option with the times it was chosen, most common first (two of one, one of the other, per question)."""
+    from classroom import stats
+    from views.teacher import question_name
+
+    _, cls = seed_class(str(db.engine.url), 5)
+    t = app(tiny_model_dir, monkeypatch, page="Class", c=cls.id, t=cls.secret)
+    ok(t)
+    (table,) = [d.value for d in t.dataframe]
+    shown = list(zip(table["question"], table["wrong option"], table["times chosen"]))
+    data = db.snapshot(cls.id, cls.secret)
+    want = [(question_name(q.question), o, n) for q in stats.question_stats(data) for o, n in q.wrong]
+    assert sorted(shown) == sorted(want) and {n for *_, n in shown} == {1, 2}
+    assert [n for *_, n in shown] == sorted((n for *_, n in shown), reverse=True)
 
 
 def test_a_closed_class_takes_no_new_answers_and_a_deleted_one_is_gone(tiny_model_dir, monkeypatch, db):
