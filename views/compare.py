@@ -3,7 +3,10 @@ patching of A's run against B's (or noisy A's), and "why X rather than Y" at a p
 
 from __future__ import annotations
 
+import functools
 import io
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,11 +18,12 @@ from model.core.constants import PATCH_SUBLAYERS
 from model.core.jsonio import dumps
 from model.core.positions import POSITION_AXIS, position_labels
 from model.io.checkpoint import LoadedModel
+from views.plot import AHEAD_DELAY_S
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 from viz.common import MIN_WIDTH
 
 from . import session, stages
-from .common import cached, get_decode, get_trace, md, show, show_token
+from .common import cached, get_decode, get_trace, md, session_cache, show, show_token
 from .sidebar import sidebar
 from .stages.attribution import METHOD_LABELS
 from .state import (
@@ -198,15 +202,42 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
     )
 
 
-def _patcher(lm, src_a, out_a, src_b, position: int, contrast_id):
+def _patch(lm, src_a, out_a, src_b, position: int, contrast_id):
     from model.interpret.patching import Patcher
 
-    def compute():
-        p = Patcher(lm.model, list(src_a), out_a, None if src_b is None else list(src_b))
-        return p, p.map(position, contrast_id)
+    p = Patcher(lm.model, list(src_a), out_a, None if src_b is None else list(src_b))
+    return p, p.map(position, contrast_id)
 
-    key = (str(lm.path), tuple(src_a), tuple(out_a), None if src_b is None else tuple(src_b), position, contrast_id)
-    return cached("patching", key, compute)
+
+def _patcher(lm, src_a, out_a, src_b, position: int, contrast_id):
+    """The patcher and its map at ``position``, from the session's cache; the map of the next position is then
+    computed off the page's run (▶ most likely asks for it next, and it costs a run over every site)."""
+
+    def key(t: int) -> tuple:
+        return (str(lm.path), tuple(src_a), tuple(out_a), None if src_b is None else tuple(src_b), t, contrast_id)
+
+    ahead = st.session_state.setdefault("patching_ahead", {})
+    pending = ahead.pop(key(position), None)
+    if pending is not None:
+        pending.exception()  # computed into the cache, or failed: then the page computes it and shows the error
+    value = cached("patching", key(position), lambda: _patch(lm, src_a, out_a, src_b, position, contrast_id))
+    nxt = position + 1
+    if nxt < len(out_a) and key(nxt) not in ahead and session_cache().get("patching", key(nxt)) is None:
+        cache = session_cache()
+        ahead.clear()  # a position the reader moved away from is not waited for
+        ahead[key(nxt)] = _patch_ahead().submit(_patch_into, cache, key(nxt), lm, src_a, out_a, src_b, nxt, contrast_id)
+    return value
+
+
+@functools.cache  # one per process: its maps never crowd the sessions' own runs with more than one thread
+def _patch_ahead() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="patching-ahead")
+
+
+def _patch_into(cache, key, lm, src_a, out_a, src_b, position: int, contrast_id) -> None:
+    time.sleep(AHEAD_DELAY_S)  # the run that asked has sent its last elements before this holds Python's lock
+    if cache.get("patching", key) is None:
+        cache.put("patching", key, _patch(lm, src_a, out_a, src_b, position, contrast_id))
 
 
 def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:

@@ -177,6 +177,28 @@ def test_user_text_is_never_html(tiny_model_dir, monkeypatch):
     assert not any("<img" in t for t in figures(at))
 
 
+def test_the_next_position_s_map_is_computed_while_this_one_is_read(tiny_model_dir, monkeypatch):
+    """After the map at position t is shown, position t + 1's is computed off the page's run: ▶ then finds it in
+    the session's cache (no map computed in the page's run), and shows the same numbers as computing it there."""
+    import threading
+
+    import views.compare as compare
+
+    made, real = [], compare._patch
+    monkeypatch.setattr(compare, "_patch", lambda *a: made.append((a, threading.current_thread().name)) or real(*a))
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, step="1", site="dec", noise="1")
+    for job in list(at.session_state["patching_ahead"].values()):
+        job.result(timeout=120)
+    assert [(a[4], name.startswith("patching-ahead")) for a, name in made] == [(1, False), (2, True)]
+    at.button(key="next").click().run()
+    ok(at)
+    assert "at position 2 (" in markdown(at)
+    assert [a[4] for a, name in made if not name.startswith("patching-ahead")] == [1]  # 2 came from the cache
+    shown = re.search(r"Clean run \(A\): \*\*([\d.]+)\*\*; corrupted run .*?\*\*([\d.]+)\*\*", markdown(at))
+    _, r = real(*made[1][0])  # position 2's map computed here, in the test's own thread
+    assert shown.groups() == (f"{r.prob.clean:.3f}", f"{r.prob.corrupted:.3f}")
+
+
 def test_the_measured_position_steps_with_the_step_buttons(tiny_model_dir, monkeypatch):
     """The Compare page steps the measured position with the step view's buttons and slider."""
     at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, step="1", site="dec")
