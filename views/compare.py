@@ -3,10 +3,7 @@ patching of A's run against B's (or noisy A's), and "why X rather than Y" at a p
 
 from __future__ import annotations
 
-import functools
 import io
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +15,7 @@ from model.core.constants import PATCH_SUBLAYERS
 from model.core.jsonio import dumps
 from model.core.positions import POSITION_AXIS, position_labels
 from model.io.checkpoint import LoadedModel
-from views.plot import AHEAD_DELAY_S
+from views.plot import ahead
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 from viz.common import MIN_WIDTH
 
@@ -216,26 +213,19 @@ def _patcher(lm, src_a, out_a, src_b, position: int, contrast_id):
     def key(t: int) -> tuple:
         return (str(lm.path), tuple(src_a), tuple(out_a), None if src_b is None else tuple(src_b), t, contrast_id)
 
-    ahead = st.session_state.setdefault("patching_ahead", {})
-    pending = ahead.pop(key(position), None)
-    if pending is not None:
-        pending.exception()  # computed into the cache, or failed: then the page computes it and shows the error
+    pending = st.session_state.setdefault("patching_ahead", {})
+    job = pending.pop(key(position), None)
+    if job is not None:
+        job.exception()  # computed into the cache, or failed: then the page computes it and shows the error
     value = cached("patching", key(position), lambda: _patch(lm, src_a, out_a, src_b, position, contrast_id))
-    nxt = position + 1
-    if nxt < len(out_a) and key(nxt) not in ahead and session_cache().get("patching", key(nxt)) is None:
-        cache = session_cache()
-        ahead.clear()  # a position the reader moved away from is not waited for
-        ahead[key(nxt)] = _patch_ahead().submit(_patch_into, cache, key(nxt), lm, src_a, out_a, src_b, nxt, contrast_id)
+    nxt, cache = position + 1, session_cache()
+    if nxt < len(out_a) and key(nxt) not in pending and cache.get("patching", key(nxt)) is None:
+        pending.clear()  # a position the reader moved away from is not waited for
+        pending[key(nxt)] = ahead(_patch_into, cache, key(nxt), lm, src_a, out_a, src_b, nxt, contrast_id)
     return value
 
 
-@functools.cache  # one per process: its maps never crowd the sessions' own runs with more than one thread
-def _patch_ahead() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="patching-ahead")
-
-
 def _patch_into(cache, key, lm, src_a, out_a, src_b, position: int, contrast_id) -> None:
-    time.sleep(AHEAD_DELAY_S)  # the run that asked has sent its last elements before this holds Python's lock
     if cache.get("patching", key) is None:
         cache.put("patching", key, _patch(lm, src_a, out_a, src_b, position, contrast_id))
 

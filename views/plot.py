@@ -281,9 +281,20 @@ def _payload(item: tuple[str, str | None], config: dict, fid: str | None) -> str
 AHEAD_DELAY_S = 0.05
 
 
-@functools.cache  # one per process: one thread, so that figures built ahead never crowd the sessions' own runs
+@functools.cache  # one per process: one thread, so that work done ahead never crowds the sessions' own runs
 def _ahead() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="figure-ahead")
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead")
+
+
+def ahead(fn: Callable, *args) -> Future:
+    """Run ``fn(*args)`` on the process's one thread for work done ahead (a figure, a patching map the reader most
+    likely asks for next), AHEAD_DELAY_S after the run that asked for it, which has by then sent its elements."""
+
+    def later():
+        time.sleep(AHEAD_DELAY_S)
+        return fn(*args)
+
+    return _ahead().submit(later)
 
 
 def build_ahead(fig: Drawing) -> Future | None:
@@ -292,11 +303,10 @@ def build_ahead(fig: Drawing) -> Future | None:
     digest = fig.digest()
     if digest is None or figure_cache().peek(digest) is not None:
         return None
-    return _ahead().submit(_build_into_cache, fig, digest)
+    return ahead(_build_into_cache, fig, digest)
 
 
 def _build_into_cache(fig: Drawing, digest: str) -> None:
-    time.sleep(AHEAD_DELAY_S)
     cache = figure_cache()
     if cache.peek(digest) is not None:
         return

@@ -183,18 +183,19 @@ def test_the_next_position_s_map_is_computed_while_this_one_is_read(tiny_model_d
     import threading
 
     import views.compare as compare
+    import views.plot as plot
 
-    compare._patch_ahead().submit(lambda: None).result(timeout=120)  # its one thread: earlier tests' maps are done
+    plot.ahead(lambda: None).result(timeout=120)  # the one thread for work ahead: earlier tests' maps are done
     made, real = [], compare._patch
     monkeypatch.setattr(compare, "_patch", lambda *a: made.append((a, threading.current_thread().name)) or real(*a))
     at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=B, step="1", site="dec", noise="1")
     for job in list(at.session_state["patching_ahead"].values()):
         job.result(timeout=120)
-    assert [(a[4], name.startswith("patching-ahead")) for a, name in made] == [(1, False), (2, True)]
+    assert [(a[4], name.startswith("ahead")) for a, name in made] == [(1, False), (2, True)]
     at.button(key="next").click().run()
     ok(at)
     assert "at position 2 (" in markdown(at)
-    assert [a[4] for a, name in made if not name.startswith("patching-ahead")] == [1]  # 2 came from the cache
+    assert [a[4] for a, name in made if not name.startswith("ahead")] == [1]  # 2 came from the cache
     shown = re.search(r"Clean run \(A\): \*\*([\d.]+)\*\*; corrupted run .*?\*\*([\d.]+)\*\*", markdown(at))
     _, r = real(*made[1][0])  # position 2's map computed here, in the test's own thread
     assert shown.groups() == (f"{r.prob.clean:.3f}", f"{r.prob.corrupted:.3f}")
