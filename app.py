@@ -15,11 +15,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import streamlit as st
+from starlette.middleware import Middleware
 from starlette.responses import FileResponse
 from starlette.routing import Route
 
 from views.net import no_nagle
 from views.plot import PLOT_JS, PLOT_JS_ROUTE, PLOTLY_JS, PLOTLY_ROUTE
+from views.shell import ShellMiddleware
 
 PAGE = Path(__file__).resolve().parent / "views" / "main.py"
 
@@ -71,4 +73,5 @@ app = st.App(
         Route(PLOTLY_ROUTE, script(PLOTLY_JS, "public, max-age=86400")),  # plotly.js, its cartesian bundle
         Route(PLOT_JS_ROUTE, script(PLOT_JS, "no-cache")),  # ours: revalidated, so an update is picked up
     ],
+    middleware=[Middleware(ShellMiddleware)],  # the page's shell starts loading Plotly with Streamlit's own code
 )

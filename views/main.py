@@ -125,8 +125,8 @@ def linked_page(current: Page, query: dict[str, str], opening: bool) -> Page | N
 
 def main() -> None:
     st.set_page_config(page_title="Decoder Lens", page_icon="🔎", layout="wide")
+    preload()  # first, and not in the sidebar: a closed sidebar (on the pages that close it) renders it late
     with st.sidebar:
-        preload()
         behaviour()
         rerun_on_reconnect()
     # The rest imports torch (~1 s on a fresh server, where the warm start may still be importing it): the first

@@ -168,3 +168,35 @@ def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_n
             assert plots.nth(target).evaluate(SHOWN_JS) == [1]
         finally:
             browser.close()
+
+
+def test_plotly_is_fetched_with_the_page_not_after_its_first_figure(server):
+    """The page's shell (views/shell.py) preloads Plotly's bundle from its <head>: the request starts before the
+    document has been parsed (the first figure's loader would start it only once the page's elements arrive),
+    Plotly is fetched once, and the preload is used (Chromium warns in the console about one that is not)."""
+    from playwright.sync_api import sync_playwright
+
+    from harness.browser import DRAWN_JS
+    from views.plot import PLOTLY_ROUTE
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.set_default_timeout(TIMEOUT_MS)
+            console = []
+            page.on("console", lambda m: console.append(m.text) if m.type in ("warning", "error") else None)
+            page.goto(f"{server}/?max_len=12&src=I+like+pizza.")
+            page.wait_for_function(DRAWN_JS, arg=1)
+            page.wait_for_timeout(3500)  # Chromium's "preloaded but not used" warning comes ~3 s after load
+            starts = page.evaluate(
+                """(route) => [performance.getEntriesByType('navigation')[0].domContentLoadedEventStart,
+                    performance.getEntriesByType('resource').filter(e => e.name.endsWith(route)).map(e => e.startTime)]""",
+                PLOTLY_ROUTE,
+            )
+        finally:
+            browser.close()
+    parsed, plotly = starts
+    assert len(plotly) == 1, plotly
+    assert plotly[0] < parsed, starts
+    assert not [m for m in console if "preload" in m], console
