@@ -191,7 +191,8 @@ def test_plotly_is_fetched_with_the_page_not_after_its_first_figure(server):
             page.wait_for_timeout(3500)  # Chromium's "preloaded but not used" warning comes ~3 s after load
             starts = page.evaluate(
                 """(route) => [performance.getEntriesByType('navigation')[0].domContentLoadedEventStart,
-                    performance.getEntriesByType('resource').filter(e => e.name.endsWith(route)).map(e => e.startTime)]""",
+                    performance.getEntriesByType('resource').filter(e => e.name.endsWith(route))
+                        .map(e => e.startTime)]""",
                 PLOTLY_ROUTE,
             )
         finally:
