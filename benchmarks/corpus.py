@@ -7,8 +7,10 @@ its first 200 sentences, and a cached set reopened by the Corpus page.
 Targets: the rows of the 1,000 sentences ≤ 60 s on 2 cores (in process, as the page runs it, and through
 ``python -m model corpus --no-heads --json``, as the CLI runs it); the head table over 200 sentences ≤ 30 s; the page
 run that reopens a cached set ≤ 1 s: the page script's own time in Streamlit's AppTest (the whole page: table,
-plots, head grids), and in Chromium from opening the page's link in a fresh browser context to the page painted (the
-table drawn, every figure in or near view drawn, the head section there); and sorting the page's table of 5,000
+plots, head grids), and in Chromium to the page painted (the table drawn, every figure in or near view drawn, the
+head section there), from opening the page's link in a fresh browser context (which includes Streamlit's own start
+of the page: its code loaded and run, the WebSocket opened) and from choosing the set again on the open page after
+pasting was chosen (the median of 5); and sorting the page's table of 5,000
 sentences (the first 5,000 of Multi30k's training set, pasted) ≤ 0.5 s in Chromium, from a click on a column header
 to the new order shown (the median of 6 clicks; the ``sort`` part, not run by default). Prints a table and one
 verdict line per target; asserts nothing. ``--smoke`` runs the tiny random model on a few made-up sentences.
@@ -47,13 +49,15 @@ PAINTED_JS = """(heading) => !document.querySelector('[data-testid="stStatusWidg
 HEADS_HEADING = "What each head does over the set"  # the page's last section
 
 
-def reopen_in_browser(model_dir, size: int, tmp: Path) -> float:
-    """Seconds from opening the Corpus page's link to the page painted (the table drawn, every figure in or near view
-    drawn, the head section there), in a fresh browser context, for a set the server analysed before: the link
-    is opened once first, and that analysis waited for."""
+def reopen_in_browser(model_dir, size: int, tmp: Path) -> tuple[float, float]:
+    """Seconds to the page painted (the table drawn, every figure in or near view drawn, the head section there) for
+    a set the server analysed before (its link opened once first, and that analysis waited for): from opening the
+    page's link in a fresh browser context (Streamlit's own start included); and, the median of REOPENS, from
+    choosing the set again on the page, after another choice of input (pasting) has taken its place."""
     from playwright.sync_api import sync_playwright
 
     from harness.browser import BROWSER_ARGS, CHROMIUM, ROOT, app_env, serve
+    from views.corpus import SETS
 
     link = f"/corpus?set=multi30k&n={min(size, 1000)}"
     with serve(ROOT / "app.py", tmp / "server.log", app_env(model_dir)) as server, sync_playwright() as p:
@@ -67,9 +71,23 @@ def reopen_in_browser(model_dir, size: int, tmp: Path) -> float:
             t0 = time.perf_counter()
             page.goto(server.url + link)
             page.wait_for_function(PAINTED_JS, arg=HEADS_HEADING, timeout=120_000, polling="raf")
-            return time.perf_counter() - t0
+            fresh = time.perf_counter() - t0
+            again = []
+            for _ in range(REOPENS):
+                page.locator("label").filter(has_text=SETS["paste"]).click()
+                page.locator(".st-key-corpus_paste textarea").wait_for(timeout=60_000)
+                page.wait_for_function(IDLE_JS, timeout=60_000)
+                t0 = time.perf_counter()
+                page.locator("label").filter(has_text=SETS["multi30k"]).click()
+                page.wait_for_function(PAINTED_JS, arg=HEADS_HEADING, timeout=120_000, polling="raf")
+                again.append(time.perf_counter() - t0)
+            return fresh, sorted(again)[len(again) // 2]
         finally:
             browser.close()
+
+
+REOPENS = 5
+IDLE_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
 
 
 SORT_ROWS = 5_000
@@ -164,6 +182,11 @@ def print_verdicts(results: dict[str, float], n_heads: int) -> None:
         ("cached reopen ≤ 1 s (page run)", "page run reopening the cached set (AppTest)", REOPEN_TARGET_S),
         ("cached reopen ≤ 1 s to painted", "page reopening the cached set, to painted (Chromium)", REOPEN_TARGET_S),
         (
+            "cached set chosen again ≤ 1 s to painted",
+            "  chosen again on the page, to painted (Chromium)",
+            REOPEN_TARGET_S,
+        ),
+        (
             f"sorting {SORT_ROWS:,} rows ≤ 0.5 s",
             f"sorting the table of {SORT_ROWS:,} sentences (Chromium)",
             SORT_TARGET_S,
@@ -235,7 +258,9 @@ def main() -> None:
     if "page" in parts and not a.smoke and Path(data_dir).is_dir():
         report("page run reopening the cached set (AppTest)", reopen_in_apptest(model_dir, data_dir, len(pairs)))
     if "browser" in parts and not a.smoke and Path(data_dir).is_dir():
-        report("page reopening the cached set, to painted (Chromium)", reopen_in_browser(model_dir, len(pairs), tmp))
+        fresh, again = reopen_in_browser(model_dir, len(pairs), tmp)
+        report("page reopening the cached set, to painted (Chromium)", fresh)
+        report("  chosen again on the page, to painted (Chromium)", again)
     if "sort" in parts and not a.smoke and Path(data_dir).is_dir():
         from model.train.data import read_multi30k
 

@@ -15,6 +15,7 @@ import io
 import random
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,17 +100,28 @@ def bundled(name: str, size: int, data_dir: str) -> tuple[bytes, str]:
     return text.encode(), f"{name}.tsv"
 
 
+def from_url(key: str, param: str, options, default, parse: Callable = str) -> None:
+    """The widget ``key`` starts at the link's ``param`` (``default`` when it is not one of ``options``) and keeps
+    the user's choice after: given by its key, not by an index or value that a link's changing parameter would
+    make a new widget of (which swallowed the first click after each change)."""
+    if key in st.session_state:
+        return
+    try:
+        value = parse(st.query_params.get(param, default))
+    except ValueError:
+        value = default
+    st.session_state[key] = value if value in options else default
+
+
 def choose_input() -> tuple[bytes | None, str, str]:
     """The set's bytes and name, or None and a sentence saying why there is none ("" when the user has yet to
     give one)."""
-    kind = st.query_params.get("set", "multi30k")
-    kind = kind if kind in SETS else "multi30k"
-    kind = st.radio("Set", list(SETS), index=list(SETS).index(kind), format_func=SETS.get, horizontal=True)
+    from_url("corpus_set", "set", SETS, "multi30k")
+    kind = st.radio("Set", list(SETS), format_func=SETS.get, horizontal=True, key="corpus_set")
     st.query_params["set"] = kind
     if kind in ("multi30k", "tatoeba"):
-        size = st.query_params.get("n", str(DEFAULT_SIZE))
-        size = int(size) if size.isdigit() and int(size) in SIZES else DEFAULT_SIZE
-        size = st.select_slider("Sentences in the sample", options=list(SIZES), value=size)
+        from_url("corpus_n", "n", SIZES, DEFAULT_SIZE, int)
+        size = st.select_slider("Sentences in the sample", options=list(SIZES), key="corpus_n")
         st.query_params["n"] = str(size)
         root = data.default_data_dir()
         if not root.is_dir():
@@ -131,9 +143,9 @@ def choose_input() -> tuple[bytes | None, str, str]:
 
 
 def decoding_choice() -> DecodeOptions:
-    beam = st.query_params.get("beam", "1")
-    beam = int(beam) if beam.isdigit() and 1 <= int(beam) <= MAX_BEAM else 1
-    beam = st.select_slider("Beam width (1 = greedy)", options=list(range(1, MAX_BEAM + 1)), value=beam)
+    beams = range(1, MAX_BEAM + 1)
+    from_url("corpus_beam", "beam", beams, 1, int)
+    beam = st.select_slider("Beam width (1 = greedy)", options=list(beams), key="corpus_beam")
     if beam == 1:
         st.query_params.pop("beam", None)
     else:
@@ -410,9 +422,8 @@ def render_heads(result, opts: DecodeOptions, model: str) -> None:
         f"Over the first {heads['sentences']:,} sentences, teacher-forced on {heads['target']}. "
         + " ".join(f"**{k}**: {md(v)}." for k, v in STATS.items())
     )
-    stat = st.query_params.get("hstat", "loss_increase")
-    stat = stat if stat in STATS else "loss_increase"
-    stat = st.selectbox("Statistic coloured", list(STATS), index=list(STATS).index(stat))
+    from_url("corpus_hstat", "hstat", STATS, "loss_increase")
+    stat = st.selectbox("Statistic coloured", list(STATS), key="corpus_hstat")
     st.query_params["hstat"] = stat
     tabs = st.tabs([KINDS[k].capitalize() for k in KINDS])
     by_kind = {}

@@ -213,3 +213,29 @@ def test_the_bar_follows_each_parts_time():
     assert small < large  # a small set's time is mostly its head table; a large one's, its rows
     steps = [done_share(d, 1000, p, 1000) for p in parts[:2] for d in (0, 500, 1000)]
     assert steps == sorted(steps)
+
+
+def test_every_choice_follows_each_click_and_a_link_sets_where_they_start(tiny_model_dir, tmp_path):
+    """The set, the sample's size, the beam and the head statistic: each click changes the page at once (a widget
+    made anew from the link's changed parameter swallowed the first click after each change), the URL follows, and
+    a link's value that is not offered starts the widget at its default."""
+    at = open_corpus(tiny_model_dir, tmp_path / "none", set="multi30k", n="200", beam="9999")
+    assert at.radio[0].value == "multi30k" and at.select_slider[0].value == 200
+    assert at.select_slider[1].value == 1 and "beam" not in at.query_params
+    for kind in ("paste", "multi30k", "tatoeba", "paste", "upload"):
+        at.radio[0].set_value(kind).run()
+        assert not at.exception, at.exception
+        assert at.radio[0].value == kind and at.query_params["set"] == kind
+    at.radio[0].set_value("multi30k").run()
+    for n in (50, 1000, 100):
+        at.select_slider[0].set_value(n).run()
+        assert at.select_slider[0].value == n and at.query_params["n"] == str(n)
+    for beam in (3, 1, 2):
+        at.select_slider[1].set_value(beam).run()
+        assert at.select_slider[1].value == beam and at.query_params.get("beam", "1") == str(beam)
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", hstat="nonsense"), PAIRS[0][0])
+    stats = at.selectbox(key="corpus_hstat")
+    assert stats.value == "loss_increase"
+    for stat in list(stats.options)[1:3] + ["loss_increase"]:
+        at.selectbox(key="corpus_hstat").set_value(stat).run()
+        assert at.selectbox(key="corpus_hstat").value == stat and at.query_params["hstat"] == stat
