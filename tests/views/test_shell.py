@@ -69,3 +69,12 @@ def test_the_middleware_answers_pages_and_passes_the_rest_on():
     start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
     assert start["status"] == 200 and body.decode() == shell()
     assert (b"cache-control", b"no-cache") in start["headers"]
+
+
+def test_under_a_base_path_the_same_paths_are_pages(monkeypatch):
+    from streamlit import config
+
+    real = config.get_option
+    monkeypatch.setattr(config, "get_option", lambda k: "lens" if k == "server.baseUrlPath" else real(k))
+    assert is_page(request("/lens/")) and is_page(request("/lens/class"))
+    assert not is_page(request("/lens/_stcore/health")) and not is_page(request("/lens/static/js/index.js"))
