@@ -20,7 +20,7 @@ from starlette.responses import FileResponse
 from starlette.routing import Route
 
 from views.net import no_nagle
-from views.plot import PLOT_JS, PLOT_JS_ROUTE, PLOTLY_JS, PLOTLY_ROUTE
+from views.routes import PLOT_JS, PLOT_JS_ROUTE, PLOTLY_JS, PLOTLY_ROUTE
 from views.shell import ShellMiddleware
 
 PAGE = Path(__file__).resolve().parent / "views" / "main.py"

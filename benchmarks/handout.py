@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness.browser import DEFAULT_MODEL
 from harness.handout import handout_args
-from views.plot import PLOTLY_JS
+from views.routes import PLOTLY_JS
 from views.stepping import handout_bytes
 
 SENTENCE = (

@@ -20,7 +20,8 @@ from viz.handout import HandoutFigure, HandoutPosition, handout_html
 
 from . import stages
 from .common import show_token
-from .plot import PLOTLY_JS, figure_item
+from .plot import figure_item
+from .routes import PLOTLY_JS
 from .stages import ALL, by_id
 from .stages.context import StageContext
 

@@ -38,7 +38,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -47,10 +46,8 @@ import streamlit as st
 import viz as viz_module
 from viz.common import describe_heatmap, figure_json, figure_parts
 
-PLOTLY_JS = Path(__file__).resolve().parents[1] / "assets" / "vendor" / "plotly-cartesian.min.js"
-PLOTLY_ROUTE = f"/vendor/{PLOTLY_JS.name}"
-PLOT_JS_ROUTE = "/vendor/decoder-lens-plot.js"
-PLOT_JS = Path(__file__).with_name("plot.js")
+from .routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
+
 # Sent with every element (on several lines: one line would be taken for a file path): starts loading Plotly's
 # bundle and plot.js side by side, once per page, then hands each render to plot.js.
 LOADER = f"""export default function (args) {{

@@ -19,7 +19,7 @@ from starlette.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from streamlit import config
 
-from views.plot import PLOT_JS_ROUTE, PLOTLY_ROUTE
+from views.routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
 
 INDEX = Path(streamlit.__file__).parent / "static" / "index.html"
 # Streamlit's own paths (its files, WebSocket, health, media, components) and ours: never the page shell

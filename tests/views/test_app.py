@@ -889,7 +889,7 @@ def test_the_served_plotly_bundle_is_plotly_s_own_and_draws_every_trace_the_figu
     writes figures for, and hold every trace type that ``viz/`` and the pages build."""
     from plotly.offline import get_plotlyjs_version
 
-    from views.plot import PLOTLY_JS
+    from views.routes import PLOTLY_JS
 
     bundle = PLOTLY_JS.read_text(encoding="utf-8")
     assert re.search(r"plotly\.js \(cartesian - minified\) v([\d.]+)", bundle[:300]).group(1) == get_plotlyjs_version()

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from views.plot import PLOT_JS_ROUTE, PLOTLY_ROUTE
+from views.routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
 from views.shell import INDEX, ShellMiddleware, is_page, shell
 
 HTML = [(b"accept", b"text/html,application/xhtml+xml,*/*;q=0.8")]
