@@ -926,3 +926,16 @@ def test_the_page_script_sends_its_first_elements_before_importing_torch():
     probe = f"import sys; {'; '.join(f'import {m}' for m in names)}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], cwd=Path(APP).parents[1], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "False", (names, out.stdout, out.stderr)
+
+
+@pytest.mark.slow
+def test_the_server_starts_without_the_figure_builders_or_pandas():
+    """What ``app.py`` imports is what the server loads before it answers its health check: Streamlit and the served
+    files' paths (``views/routes.py``), not the figure builders and pandas (~0.35 s), which the warm start brings."""
+    import subprocess
+    import sys
+
+    root = Path(APP).parents[1]
+    probe = "import sys, app; print(sorted(m for m in ('pandas', 'viz', 'views.plot', 'torch') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr[-2000:])
