@@ -84,14 +84,14 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     for m in msgs:
         st.warning(md(m))
     try:
-        body(lm, view)
+        body(lm, limits, view)
     finally:
         qp = to_query(view)
         if st.query_params.to_dict() != qp:
             st.query_params.from_dict(qp)
 
 
-def body(lm: LoadedModel, view) -> None:
+def body(lm: LoadedModel, limits, view) -> None:
     cfg, tok = lm.cfg, lm.tokenizer
     src_a = prepare_source(view.source, tok, cfg.eos_id, cfg.max_len)
     src_b = prepare_source(view.source_b, tok, cfg.eos_id, cfg.max_len)
@@ -123,7 +123,20 @@ def body(lm: LoadedModel, view) -> None:
         tr_b = get_trace(lm, src_b.ids, [i for i in res_b.ids if i != cfg.eos_id], True)
         outputs(lm, ch, res_a, res_b, tr_a, tr_b)
         stage_pair(lm, view, tr_a, tr_b)
-    patching(lm, view, src_a.ids, out_a, None if tr_b is None else src_b.ids, tr_a)
+    patching_part(lm, limits, view, src_a.ids, out_a, None if tr_b is None else src_b.ids, tr_a)
+
+
+@st.fragment
+def patching_part(lm, limits, view, src_a, out_a, src_b, tr_a) -> None:
+    """The patching section, a fragment: a step, the map's site, the noise and the contrast rerun it alone (none of
+    them changes the decodes or the stage compared above it), and it writes the URL itself then."""
+    v = session.fragment_view(view, limits)
+    try:
+        patching(lm, v, src_a, out_a, src_b, tr_a)
+    finally:
+        qp = to_query(v)
+        if st.query_params.to_dict() != qp:
+            st.query_params.from_dict(qp)
 
 
 def outputs(lm, ch, res_a, res_b, tr_a, tr_b) -> None:
