@@ -47,6 +47,7 @@ PAINTED_JS = """(heading) => !document.querySelector('[data-testid="stStatusWidg
     && document.querySelectorAll('.js-plotly-plot').length > 0
     && document.querySelector('[data-testid="stDataFrame"] canvas') !== null"""
 HEADS_HEADING = "What each head does over the set"  # the page's last section
+REOPENS = 5  # times the cached set is chosen again on the open page: the median is reported
 
 
 def reopen_in_browser(model_dir, size: int, tmp: Path) -> tuple[float, float]:
@@ -56,7 +57,7 @@ def reopen_in_browser(model_dir, size: int, tmp: Path) -> tuple[float, float]:
     choosing the set again on the page, after another choice of input (pasting) has taken its place."""
     from playwright.sync_api import sync_playwright
 
-    from harness.browser import BROWSER_ARGS, CHROMIUM, ROOT, app_env, serve
+    from harness.browser import BROWSER_ARGS, CHROMIUM, IDLE_JS, ROOT, app_env, serve
     from views.corpus import SETS
 
     link = f"/corpus?set=multi30k&n={min(size, 1000)}"
@@ -84,10 +85,6 @@ def reopen_in_browser(model_dir, size: int, tmp: Path) -> tuple[float, float]:
             return fresh, sorted(again)[len(again) // 2]
         finally:
             browser.close()
-
-
-REOPENS = 5
-IDLE_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
 
 
 SORT_ROWS = 5_000

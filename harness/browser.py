@@ -35,6 +35,9 @@ BROWSER_ARGS = [
 ]
 VIEWPORT = {"width": 1400, "height": 1000}
 DEFAULT_MODEL = ROOT / "assets" / "models" / "en-fr"
+# The script run is over: no "Running…" status, no element left stale by the last run.
+IDLE_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]') &&
+  !document.querySelector('[data-stale="true"]')"""
 TIMEOUT_MS = 300_000  # generous: a loaded 2-core machine can take minutes for a first page
 
 # True once the page is idle and every plot is drawn and shows ``step``. A plot "shows" a position

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from classroom.store import FINAL, QUESTIONS, Answer, Store
 from harness import audit
+from harness.browser import IDLE_JS
 from model.io.checkpoint import ENV_MODEL
 
 APP = str(Path(__file__).resolve().parent.parent / "views" / "main.py")
@@ -104,8 +105,6 @@ def shown_page(at: AppTest) -> str:
 
 
 # Browser waits: each waits for a state of the page, never for a fixed time.
-IDLE_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]') &&
-  !document.querySelector('[data-stale="true"]')"""
 STILL_MS = 300  # a state counts as reached once it has held this long (a rerun starts within it after an input)
 
 

@@ -29,7 +29,6 @@ from .state import (
     SITES,
     STAGE_LABELS,
     prepare_source,
-    to_query,
 )
 from .stepping import stepper
 
@@ -86,9 +85,7 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     try:
         body(lm, limits, view)
     finally:
-        qp = to_query(view)
-        if st.query_params.to_dict() != qp:
-            st.query_params.from_dict(qp)
+        session.sync_url(view)
 
 
 def body(lm: LoadedModel, limits, view) -> None:
@@ -134,9 +131,7 @@ def patching_part(lm, limits, view, src_a, out_a, src_b, tr_a) -> None:
     try:
         patching(lm, v, src_a, out_a, src_b, tr_a)
     finally:
-        qp = to_query(v)
-        if st.query_params.to_dict() != qp:
-            st.query_params.from_dict(qp)
+        session.sync_url(v)
 
 
 def outputs(lm, ch, res_a, res_b, tr_a, tr_b) -> None:

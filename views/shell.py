@@ -39,7 +39,11 @@ def is_page(scope: Scope) -> bool:
     if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
         return False
     base = (config.get_option("server.baseUrlPath") or "").strip("/")
-    path = scope["path"].strip("/").removeprefix(base).strip("/")
+    path = scope["path"].strip("/")
+    if base:
+        if path != base and not path.startswith(base + "/"):
+            return False
+        path = path[len(base) :].strip("/")
     if path.split("/")[0] in NOT_PAGES or "." in path.rsplit("/", 1)[-1]:
         return False
     return b"text/html" in dict(scope["headers"]).get(b"accept", b"")

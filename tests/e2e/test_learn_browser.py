@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from harness.browser import DRAWN_JS, serve
+from harness.browser import DRAWN_JS, IDLE_JS, serve
 from harness.legibility import violations
 from model.io.checkpoint import ENV_MODEL
 from model.lesson.learn import CHAPTER_KEYS
@@ -188,10 +188,6 @@ def test_a_chapter_read_then_turned_shows_its_figure_drawn_ahead_and_back_the_on
 
 
 # What only a browser shows of the rough edges a careful student meets: every wait is for a condition.
-IDLE_JS = (
-    "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "
-    "!document.querySelector('[data-stale=\"true\"]')"
-)
 # two animation frames: the page behaviour's MutationObserver (views/page.js) has named what the last run drew
 FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 BEAM = {"src": "The cat is sleeping on the sofa.", "strategy": "beam", "beam": "3", "max_len": "10"}

@@ -78,3 +78,11 @@ def test_under_a_base_path_the_same_paths_are_pages(monkeypatch):
     monkeypatch.setattr(config, "get_option", lambda k: "lens" if k == "server.baseUrlPath" else real(k))
     assert is_page(request("/lens/")) and is_page(request("/lens/class"))
     assert not is_page(request("/lens/_stcore/health")) and not is_page(request("/lens/static/js/index.js"))
+
+
+def test_outside_the_base_path_nothing_is_a_page(monkeypatch):
+    from streamlit import config
+
+    real = config.get_option
+    monkeypatch.setattr(config, "get_option", lambda k: "lens" if k == "server.baseUrlPath" else real(k))
+    assert not is_page(request("/lensfoo/class")) and not is_page(request("/other"))
