@@ -155,6 +155,9 @@ def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_n
             assert waiting >= 5, waiting  # most of the page is out of view
             last = deferred.nth(waiting - 1)
             assert 1 not in last.evaluate(SHOWN_JS)  # not redrawn yet
+            # ... nor laid out or painted: the browser skips a graph out of view, and renders one in view
+            skipped = "e => !e.querySelector('.main-svg').checkVisibility({contentVisibilityAuto: true})"
+            assert last.evaluate(skipped) and not plots.nth(0).evaluate(skipped)
             tracked = [i for i in range(n) if plots.nth(i).evaluate(SHOWN_JS)]
             drawn = [i for i in tracked if plots.nth(i).get_attribute("data-deferred") is None]
             assert drawn and all(plots.nth(i).evaluate(SHOWN_JS) == [1] for i in drawn)
