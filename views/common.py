@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import gc
 import logging
 import re
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from model.core.constants import MAX_BEAM
 from model.decode.decoding import decode
@@ -21,7 +18,7 @@ from model.decode.trace import teacher_forced_trace
 from model.io.checkpoint import LoadedModel, load_model_dir, set_threads
 
 from .cache import SessionCache
-from .plot import Drawing, build_all_ahead, plot
+from .plot import Drawing, plot
 from .state import MEAN_HEADS, Choices
 
 log = logging.getLogger("decoder_lens")
@@ -71,46 +68,11 @@ def show(fig, key: str, ahead: tuple[Drawing, str] | None = None, pick: bool = F
     browser meanwhile when the server has it built. In a thread that collects figures (``figures``: a list, the
     handout's), the figure is added to it instead. ``pick``: the first ``customdata`` value of the point last
     clicked, or None, is returned."""
-    into = getattr(threading.current_thread(), "figures", None)
-    if into is not None:
-        into.append((key, fig))
+    collected = getattr(threading.current_thread(), "figures", None)
+    if collected is not None:
+        collected.append((key, fig))
         return None
     return plot(fig, key, _config(key), None if ahead is None else (ahead[0], ahead[1], _config(ahead[1])), pick)
-
-
-class _NoContextWarnings(logging.Filter):
-    """Streamlit warns at each of its calls made outside a page run; in a thread collecting figures that is the
-    point."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return getattr(threading.current_thread(), "figures", None) is None
-
-
-@functools.cache  # once per process
-def _quiet() -> None:
-    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_NoContextWarnings())
-
-
-def collected(render: Callable[[], object]) -> list[tuple[str, Drawing]]:
-    """The figures ``render()`` shows, as (key, figure) in order, none of them built or sent: called in a thread
-    of its own (the handout's, the one working ahead), where Streamlit's calls draw nothing (there is no page run to
-    draw into) and ``show`` adds each figure to the thread's ``figures`` instead."""
-    if get_script_run_ctx(suppress_warning=True) is not None:
-        raise RuntimeError("collected() draws on the page when called in a page run; call it in a thread of its own")
-    _quiet()
-    thread = threading.current_thread()
-    thread.figures = []  # type: ignore[attr-defined]
-    try:
-        render()
-        return thread.figures  # type: ignore[attr-defined]
-    finally:
-        thread.figures = None  # type: ignore[attr-defined]
-
-
-def show_ahead(render: Callable[[], object]) -> None:
-    """Build, in the background after this run, the figures ``render()`` would show (the next position's, which the
-    reader most likely asks for next), so that they are sent from the cache when asked for."""
-    build_all_ahead(lambda: [fig for _, fig in collected(render)])
 
 
 def _config(key: str) -> dict:

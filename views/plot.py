@@ -303,34 +303,14 @@ def build_ahead(fig: Drawing) -> Future | None:
     return ahead(_build_into_cache, fig, digest)
 
 
-def _build_into_cache(fig: Drawing, digest: str | None) -> None:
+def _build_into_cache(fig: Drawing, digest: str) -> None:
     cache = figure_cache()
-    if digest is None or cache.peek(digest) is not None:
+    if cache.peek(digest) is not None:
         return
     try:
         cache.put(digest, serialised(fig.figure()))
     except Exception:  # the reader's own run builds it again and shows what went wrong
         logging.getLogger("decoder_lens").exception("Building a figure ahead failed")
-
-
-# Work ahead that waited longer than this for the thread (a busy server, many readers) is dropped: by then its reader
-# has most likely moved on, and building it would only take time from the runs waiting now.
-AHEAD_STALE_S = 1.0
-
-
-def build_all_ahead(figures: Callable[[], list]) -> Future:
-    """Build into the figure cache, on the thread working ahead, the drawings that ``figures()`` gives (the next
-    position's, which ▶ asks for next; called there too) that it does not hold yet."""
-    asked = time.monotonic()
-
-    def job():
-        if time.monotonic() - asked > AHEAD_DELAY_S + AHEAD_STALE_S:
-            return
-        for fig in figures():
-            if isinstance(fig, Drawing):
-                _build_into_cache(fig, fig.digest())
-
-    return ahead(job)
 
 
 def preload() -> None:

@@ -28,7 +28,6 @@ from .common import (
     lazy_panel,
     md,
     path_labels,
-    show_ahead,
     show_token,
     shown_labels,
     token_texter,
@@ -166,9 +165,6 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
         _clear_forced_and_rerun()
 
     stages.render(ctx, stage)
-    if step + 1 < n and stages.is_decoder(stage):  # ▶ is the likeliest next click; explanations compute more
-        following = partial(stage_context, lm, v, ch, res, line, step + 1, src, src_tokens)
-        show_ahead(lambda: stages.render(following(), stage))
 
     live_table = None
     if res.beam_steps is not None and stages.shows(stage, "output"):

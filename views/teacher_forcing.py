@@ -12,7 +12,7 @@ from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
 from . import export, session, stages
-from .common import fail, get_trace, lazy_panel, md, show_ahead, show_token
+from .common import fail, get_trace, lazy_panel, md, show_token
 from .stages import numbered
 from .stages.context import StageContext, TeacherForced
 from .state import MEAN_HEADS, Limits, View
@@ -63,16 +63,21 @@ def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None
         st.subheader(numbered("inputs", "Shifted inputs, labels and the loss"))
         st.latex(LOSS)
         st.dataframe(table, hide_index=True, key="tf_table", width="stretch")
-    choices = v.choices(str(lm.path))
-
-    def context(at: int) -> StageContext:  # what the stages draw with query position ``at`` outlined
-        run = TeacherForced(lm, choices, shown, src_ids, at)
-        tokens = (shown.dec_input_tokens, shown.label_tokens, src_tokens)
-        return StageContext(lm, v, run, shown.arrays, *tokens, at, incremental=False, causal=not v.no_mask, key="tf")
-
-    stages.render(context(pos), stage)
-    if pos + 1 < T and stages.is_decoder(stage):  # ▶ is the likeliest next click
-        show_ahead(lambda: stages.render(context(pos + 1), stage))
+    run = TeacherForced(lm, v.choices(str(lm.path)), shown, src_ids, pos)
+    ctx = StageContext(
+        lm,
+        v,
+        run,
+        shown.arrays,
+        shown.dec_input_tokens,
+        shown.label_tokens,
+        src_tokens,
+        pos,
+        incremental=False,
+        causal=not v.no_mask,
+        key="tf",
+    )
+    stages.render(ctx, stage)
 
     if panel := lazy_panel(export.LABEL, "export_open"):
         with panel:

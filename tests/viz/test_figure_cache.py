@@ -87,63 +87,6 @@ def test_stepping_back_sends_the_same_figures_from_the_cache(tiny_model_dir, mon
     assert again == first
 
 
-@pytest.mark.parametrize(("stage", "view"), [("all", {}), ("ffn", {}), ("all", {"tab": "tf", "ref": "Bonjour."})])
-def test_the_next_position_is_built_ahead_and_sent_from_the_cache(tiny_model_dir, monkeypatch, stage, view):
-    """After a run of the step view (or of teacher forcing), the figures of the next position are built in the
-    background, so ▶ builds none of them."""
-    import views.plot as plot
-
-    cache = FigureCache(max_bytes=2**26)
-    monkeypatch.setattr(plot, "figure_cache", lambda: cache)
-    at = open_app(tiny_model_dir, monkeypatch, stage=stage, step="1", **view)
-    plot._ahead().submit(lambda: None).result()  # the one thread working ahead has done what it was given
-    misses, hits = cache.misses, cache.hits
-    at.button(key="next").click().run()
-    assert cache.misses == misses and cache.hits - hits >= len(titles(at)) > 0
-
-
-def test_an_explanation_stage_is_not_worked_ahead(tiny_model_dir, monkeypatch):
-    import views.plot as plot
-
-    asked = []
-    monkeypatch.setattr(plot, "ahead", lambda fn, *args: asked.append(fn))
-    open_app(tiny_model_dir, monkeypatch, stage="self", step="1")
-    assert asked  # the decoder stage is
-    asked.clear()
-    open_app(tiny_model_dir, monkeypatch, stage="lens", step="1")
-    assert not asked
-
-
-def test_work_ahead_that_waited_too_long_for_the_thread_is_dropped(monkeypatch):
-    import views.plot as plot
-
-    asked: list[int] = []
-    monkeypatch.setattr(plot, "AHEAD_STALE_S", -1.0)  # every job has waited too long when it starts
-    plot.build_all_ahead(lambda: asked.append(1) or []).result()
-    assert not asked
-    monkeypatch.setattr(plot, "AHEAD_STALE_S", 1.0)
-    plot.build_all_ahead(lambda: asked.append(1) or []).result()
-    assert asked
-
-
-def test_collected_gathers_the_figures_shown_without_drawing_them():
-    import threading
-
-    from views.common import collected, show
-
-    d1, d2 = drawing(np.eye(2)), drawing(np.ones((2, 2)))
-    out: dict = {}
-
-    def job():
-        out["figures"] = collected(lambda: (show(d1, "one"), show(d2, "two")))
-        out["after"] = getattr(threading.current_thread(), "figures", None)
-
-    t = threading.Thread(target=job)
-    t.start()
-    t.join()
-    assert out["figures"] == [("one", d1), ("two", d2)] and out["after"] is None
-
-
 @pytest.mark.parametrize("stage", ["inputs", "cross", "output"])
 def test_a_cached_figure_is_what_building_it_sends(tiny_model_dir, monkeypatch, stage):
     """The page's figures at a position, sent from the cache after stepping away and back, are byte for byte the

@@ -177,12 +177,6 @@ def shows(chosen: str, stage: str) -> bool:
     return chosen == stage or (chosen == ALL and by_id(stage).decoder)
 
 
-def is_decoder(chosen: str) -> bool:
-    """Whether the selector's choice ``chosen`` draws decoder stages only (All stages, or one of them): none of the
-    explanations, which compute more than figures of the recorded decode."""
-    return chosen == ALL or by_id(chosen).decoder
-
-
 def render(ctx, chosen: str) -> None:
     """Every stage the selector's choice ``chosen`` draws, in the registry's order."""
     header = None
