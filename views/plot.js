@@ -222,11 +222,12 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   div.__alt = data.alt || null;
   div.__pick = data.pick ? setStateValue : null;
   frame(parentElement, figure);
-  div.style.minHeight = (figure.layout.height || 450) + "px"; // the space the new figure takes, drawn or waiting
+  const height = figure.layout.height || 450; // Plotly's default
+  div.style.minHeight = height + "px"; // the space the new figure takes, drawn or waiting
   // Out of view, the browser neither lays out nor paints the graph (hundreds of SVG nodes): each step's updates to
   // the page above would otherwise lay out every figure of All stages again. It keeps its place and height.
   div.style.contentVisibility = "auto";
-  div.style.containIntrinsicSize = `auto ${figure.layout.height || 450}px`;
+  div.style.containIntrinsicSize = `auto ${height}px`;
   div.__fixed = Boolean(figure.layout.width);
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
   div.style.minWidth = !div.__fixed && needsMinWidth(figure) ? STRETCH_MIN_W + "px" : "";
