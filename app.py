@@ -28,20 +28,22 @@ PAGE = Path(__file__).resolve().parent / "views" / "main.py"
 
 def warm_start() -> None:
     """Prepare what the first page run needs, in the caches every session shares: the model
-    (``views.common.load_model``), its step decoder (``views.common.lean_decoder``), the page modules, and plotly's
-    figure classes (their first figure imports ~40 ms of validators)."""
+    (``views.common.load_model``), its step decoder (``views.common.lean_decoder``), Explore's modules and plotly's
+    figure classes (their first figure imports ~40 ms of validators); then the other pages' modules and SQLAlchemy,
+    which no Explore page needs (~0.5 s more that a first Explore page would otherwise wait behind)."""
     try:
-        from views.common import lean_decoder, load_model
+        from views.common import database_imported, lean_decoder, load_model
         from views.state import offered_model_dirs
 
         lean_decoder(load_model(str(offered_model_dirs()[0])))
         import plotly.graph_objects as go
 
-        import views.about
-        import views.explore
-        import views.learn  # noqa: F401 - imported for the page script
+        import views.explore  # noqa: F401 - imported for the page script
 
         go.Figure(go.Heatmap(z=[[0.0]]), layout={"title": {"text": "warm"}})
+        database_imported()
+        import views.about
+        import views.learn  # noqa: F401 - imported for the page script
     except Exception as e:  # the page loads it again and says what is wrong
         logging.getLogger("decoder_lens").warning("warm start: %s", str(e).splitlines()[0] if str(e) else e)
 
@@ -49,10 +51,6 @@ def warm_start() -> None:
 @asynccontextmanager
 async def lifespan(_app):
     no_nagle()  # the server's socket is bound and listening; it serves no one before the lifespan has started
-    # SQLAlchemy imported here, before any page runs: imported for the first time by two threads at once (the warm
-    # start's Learn and a first Class page), its circular imports leave a half-made module in every session
-    import classroom.store  # noqa: F401
-
     threading.Thread(target=warm_start, name="warm-start", daemon=True).start()
     yield
 

@@ -61,6 +61,7 @@ class Page:
     icon: str
     explores: bool = False
     choices: bool = True  # False: the page holds no choice, so its link is the page alone
+    database: bool = False  # True: the page keeps or reads a class's answers (SQLAlchemy)
 
     @property
     def path(self) -> str:
@@ -69,11 +70,12 @@ class Page:
 
 # The navigation's order; the first is the default, at the site's root. A new page: one module, one line.
 PAGES = (
-    Page("Learn", "learn", ":material/school:"),
+    Page("Learn", "learn", ":material/school:", database=True),
     Page("Explore", "explore", ":material/frame_inspect:", True),
     Page("Compare", "compare", ":material/compare:", True),
     Page("Corpus", "corpus", ":material/table_chart:"),
-    Page("Class", "teacher", ":material/groups:"),  # a teacher's class: made here, its dashboard by the teacher link
+    # a teacher's class: made here, its dashboard by the teacher link
+    Page("Class", "teacher", ":material/groups:", database=True),
     Page("About", "about", ":material/info:", choices=False),
 )
 PAGE_ALIASES = {"Lesson": "Learn"}  # older links
@@ -83,7 +85,7 @@ OPENED = "session_opened"  # set on a session's first run: a link's page is chos
 def show(page: Page) -> None:
     """Run ``page``: the model (the sidebar may offer others), then the page's module."""
     from model.io.checkpoint import ModelDirError
-    from views.common import load_model, md
+    from views.common import database_imported, load_model, md
     from views.state import offered_model_dirs
 
     # the sidebar holds the exploring pages' choices ("auto": shown, but not over a phone's page); the others close it
@@ -97,6 +99,8 @@ def show(page: Page) -> None:
         lm = load_model(model_dir)
     except ModelDirError as e:
         error = f"Cannot load the model: {e}"
+    if page.database:
+        database_imported()
     render = import_module(f"views.{page.module}").render
     if not page.choices:
         st.query_params.clear()

@@ -9,9 +9,9 @@ import functools
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from model.core.constants import IMPOSSIBLE
@@ -34,6 +34,9 @@ from .common import (
 )
 from .stages.context import Decoded, StageContext
 from .state import STAGE_LABELS, STAGES, Limits, View, clamp_view, prepare_source
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts may be missing), tooltip
     ("first", ":material/skip_previous:", "⏮ first position"),
@@ -229,6 +232,8 @@ def stage_context(lm: LoadedModel, v: View, ch, res, line: Line, step: int, src,
 
 def position_table(res, line: Line, step: int, reads, predicts, user_forced) -> pd.DataFrame:
     """The decoder-input table of positions 0..step along the line (shown, and exported as CSV and JSON)."""
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "position": np.arange(step + 1),

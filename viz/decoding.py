@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 
 from .common import (
@@ -25,6 +24,9 @@ from .common import (
     unique_labels,
 )
 from .heatmap import AXIS_TITLE, colorbar_dict, colorbar_px
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STATUS_STYLE = {
     # status: marker symbol, size, outline colour, outline width
@@ -174,6 +176,8 @@ def loss_table(
     With only ``label_probs`` the loss is -log p; with only ``losses``, p = exp(-loss). Text is kept
     raw (tables are not rendered as HTML).
     """
+    import pandas as pd  # imported by the first table, not with the figures: a page without one never waits for it
+
     inp, lab = as_tokens(dec_input_tokens, "dec_input_tokens"), as_tokens(label_tokens, "label_tokens")
     if len(inp) != len(lab):
         raise ValueError(f"{len(inp)} decoder inputs but {len(lab)} labels: they must align position by position")
@@ -571,6 +575,8 @@ def beam_table(
     Placeholder rows of beam search (log-prob at or below ``impossible``, the decoder's placeholder score) are
     dropped.
     """
+    import pandas as pd  # as in loss_table
+
     rows: list[dict[str, Any]] = []
     for row, h in enumerate(live_hypotheses):
         lp, score = float(h.logprob), float(h.score)

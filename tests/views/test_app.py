@@ -939,3 +939,79 @@ def test_the_server_starts_without_the_figure_builders_or_pandas():
     probe = "import sys, app; print(sorted(m for m in ('pandas', 'viz', 'views.plot', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr[-2000:])
+
+
+# Run in a fresh interpreter: what a first Explore page imports, from the page script's own imports to its run.
+FIRST_EXPLORE_IMPORTS = """
+import sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(sys.argv[1], default_timeout=60)
+at.query_params.update({"stage": "self", "max_len": "8"})
+at.run()
+assert not at.exception, at.exception
+assert any("Position 0" in m.value for m in at.markdown), "not the step view"
+print(sorted(m for m in ("pandas", "sqlalchemy") if m in sys.modules))
+"""
+
+
+def _python(code: str, *args: str, env: dict[str, str]) -> str:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(APP).parents[1]
+    run = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root), **env},
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout.strip().splitlines()[-1]
+
+
+def test_a_first_explore_page_imports_neither_pandas_nor_sqlalchemy(tiny_model_dir):
+    """pandas (~0.3 s) comes with the first table and SQLAlchemy (~0.4 s) with the first page that keeps a class's
+    answers: a fresh server's first Explore page, which shows neither, does not wait for them."""
+    assert _python(FIRST_EXPLORE_IMPORTS, APP, env={ENV_MODEL: str(tiny_model_dir)}) == "[]"
+
+
+def _imports(module: str, seen: set[str]) -> set[str]:
+    """The modules ``module`` (one of views/) imports at its top level, following views/ modules (read, not run)."""
+    import ast
+
+    root = Path(APP).parents[1]
+    path = root / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = path.with_suffix("") / "__init__.py"
+    if module in seen or not path.exists():
+        return set()
+    seen.add(module)
+    found: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.parse(path.read_text()).body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            head = ".".join(x for x in (base, node.module or "") if x)
+            names = [head] + [f"{head}.{a.name}" for a in node.names]
+        for name in names:
+            found.add(name)
+            if name.startswith("views."):
+                found |= _imports(name, seen)
+    return found
+
+
+def test_the_pages_that_import_the_database_are_the_ones_that_say_so():
+    """A page whose module imports ``classroom`` (SQLAlchemy) says ``database=True``: its first run then imports it
+    through ``views.common.database_imported``, the one way in that the warm start takes too (two threads entering
+    SQLAlchemy by different modules at once each get a half-made module), and no other page waits for it."""
+    from views.main import PAGES
+
+    uses = {p.name: any(m.split(".")[0] == "classroom" for m in _imports(f"views.{p.module}", set())) for p in PAGES}
+    assert uses == {p.name: p.database for p in PAGES}
+    assert uses["Learn"] and uses["Class"] and not uses["Explore"]

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from model.core import keys
 from model.core.keys import Records
@@ -22,6 +22,9 @@ from model.io.checkpoint import LoadedModel
 from ..common import get_decode, head_label, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS, Choices, View
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TOP_SHOWN = 10  # bars in the next-token chart / alternatives offered in the what-if box
 
