@@ -9,14 +9,18 @@ picks another model.
 
 from __future__ import annotations
 
+import functools
+import gzip
 import logging
 import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import streamlit as st
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
-from starlette.responses import FileResponse
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from views.net import no_nagle
@@ -64,11 +68,26 @@ def script(path: Path, cache: str):
     return serve
 
 
+@functools.cache
+def gzipped(path: Path) -> bytes:
+    return gzip.compress(path.read_bytes(), compresslevel=9, mtime=0)
+
+
+async def plotly_bundle(request: Request) -> Response:
+    """Plotly's bundle (1.5 MB; 0.5 MB gzipped), compressed once per server rather than for every browser that loads
+    it (~60 ms of the server's time, in the first seconds of every new visitor's page)."""
+    headers = {"Cache-Control": "public, max-age=86400", "Vary": "Accept-Encoding"}
+    if "gzip" not in request.headers.get("accept-encoding", ""):
+        return FileResponse(PLOTLY_JS, media_type="text/javascript", headers=headers)
+    body = await run_in_threadpool(gzipped, PLOTLY_JS)
+    return Response(body, media_type="text/javascript", headers={**headers, "Content-Encoding": "gzip"})
+
+
 app = st.App(
     PAGE,
     lifespan=lifespan,
     routes=[
-        Route(PLOTLY_ROUTE, script(PLOTLY_JS, "public, max-age=86400")),  # plotly.js, its cartesian bundle
+        Route(PLOTLY_ROUTE, plotly_bundle),  # plotly.js, its cartesian bundle
         Route(PLOT_JS_ROUTE, script(PLOT_JS, "no-cache")),  # ours: revalidated, so an update is picked up
     ],
     middleware=[Middleware(ShellMiddleware)],  # the page's shell starts loading Plotly with Streamlit's own code

@@ -1015,3 +1015,32 @@ def test_the_pages_that_import_the_database_are_the_ones_that_say_so():
     uses = {p.name: any(m.split(".")[0] == "classroom" for m in _imports(f"views.{p.module}", set())) for p in PAGES}
     assert uses == {p.name: p.database for p in PAGES}
     assert uses["Learn"] and uses["Class"] and not uses["Explore"]
+
+
+def test_plotly_s_bundle_is_compressed_once_per_server_not_per_browser(monkeypatch):
+    """Every new visitor loads Plotly's bundle: gzipped once, then the same bytes for each; a browser that takes no
+    gzip gets the file itself."""
+    import gzip
+
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    import app
+    from views.routes import PLOTLY_JS, PLOTLY_ROUTE
+
+    calls = []
+    real = gzip.compress
+    monkeypatch.setattr(gzip, "compress", lambda *a, **k: calls.append(1) or real(*a, **k))
+    app.gzipped.cache_clear()
+    client = TestClient(Starlette(routes=[Route(PLOTLY_ROUTE, app.plotly_bundle)]))
+    raw = PLOTLY_JS.read_bytes()
+    for _ in range(3):
+        r = client.get(PLOTLY_ROUTE, headers={"Accept-Encoding": "gzip, deflate"})
+        assert r.status_code == 200 and r.headers["content-encoding"] == "gzip"
+        assert r.content == raw  # the client decodes it
+        assert int(r.headers["content-length"]) < len(raw) / 2
+    assert len(calls) == 1
+    plain = client.get(PLOTLY_ROUTE, headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers and plain.content == raw
+    app.gzipped.cache_clear()
