@@ -3,6 +3,7 @@ itself is counted against what the students were told.
 
     python benchmarks/class_answers.py [--students 100] [--database URL] [--configs sqlite,postgres] [--think 2]
                                        [--chapters 14] [--first-paint 300] [--model DIR] [--json OUT] [--smoke]
+                                       [--no-faults]
 
 Each student (``harness/learner.py``) is one websocket speaking the browser's protocol to the Learn page, opened
 from the class's student link: it joins with a nickname, answers the opening check, goes through the chapters
@@ -25,6 +26,9 @@ postgresql:// for the second; then the database restart is not tried: it is not 
 - the database restarted mid-class, when two thirds are in (postgres): stopped at once (as a crash), down for
   ``--down`` seconds, started again; the pages must go on working, and an answer given meanwhile is either stored
   once the database is back (the app sends it again) or the student is told it was not.
+
+``--no-faults`` leaves the replica and the database alone (answers are still sent twice): the load's own times, for
+the answer and refresh targets, apart from the faults'.
 
 After the class every student looks at its page once more (a student who reloads), then the answers are counted
 in the database (the ``answers`` table, by student and question): **sent** (answers given), **acknowledged**
@@ -345,6 +349,7 @@ def run_config(name: str, args, model: Path, tmp: Path) -> dict:
     servers = Servers(name, model, db_url, run_dir)
     tally = Tally()
     out: dict = {"config": name, "database": store.describe(), "students": args.students}
+    out["faults_made"] = name == "postgres" and not args.no_faults
     out["loadavg_before"] = os.getloadavg()  # the machine's other work: on a shared machine times are upper bounds
     try:
         dash = Dashboard(servers.url, cls.id, cls.secret, tally)
@@ -438,7 +443,7 @@ def faulting(
     name: str, servers: Servers, pg, tally: Tally, args, threads, students: list[LearnStudent]
 ) -> list[threading.Thread]:
     """The replica kill and the database restart, each once its share of the expected answers is in."""
-    if name != "postgres":
+    if name != "postgres" or args.no_faults:
         return []
     expected = args.students * (ANSWERS_PER_STUDENT_MIN + args.chapters)
 
@@ -622,6 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, metavar="OUT", help="write every figure and answer as strict JSON")
     ap.add_argument("--recount", type=Path, metavar="OUT", help="count OUT's answers again in --database, and stop")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 4 students, 3 chapters")
+    ap.add_argument("--no-faults", action="store_true", help="postgres: no replica killed, no database restart")
     args = ap.parse_args(argv)
     if args.recount:
         if not args.database:

@@ -232,7 +232,7 @@ def stage_context(lm: LoadedModel, v: View, ch, res, line: Line, step: int, src,
 
 def position_table(res, line: Line, step: int, reads, predicts, user_forced) -> pd.DataFrame:
     """The decoder-input table of positions 0..step along the line (shown, and exported as CSV and JSON)."""
-    import pandas as pd
+    import pandas as pd  # with the first table, as in viz.decoding.loss_table
 
     return pd.DataFrame(
         {

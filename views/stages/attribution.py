@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from model.core.positions import POSITION_AXIS
@@ -183,8 +184,6 @@ def _source_maps(ctx: StageContext, attr, valid: int, method: str) -> tuple[np.n
 
 def _agreement(ctx: StageContext, attr, attn: np.ndarray, who: str, valid: int) -> None:
     """Where attention and attribution agree, row by row, with each number defined."""
-    import pandas as pd
-
     from model.interpret.attribution import agreement
 
     rows = ctx.rows[:valid]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from model.interpret.explain import lens_problem, logit_lens
@@ -24,8 +25,6 @@ def render(ctx: StageContext) -> None:
     """Reads the run's ``dec.{l}.norm3.out`` (T, D) of every layer and the token chosen (or the label) at each
     position, -1 where there is none; a decode's ``steps.output_record`` of the same positions, if there is one (the
     last layer is then read from it)."""
-    import pandas as pd
-
     lm, chosen_ids = ctx.lm, ctx.run.chosen_ids
     st.subheader("Logit lens — what each layer would predict")
     problem = lens_problem(lm.cfg)
