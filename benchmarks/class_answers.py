@@ -391,6 +391,7 @@ def run_config(name: str, args, model: Path, tmp: Path) -> dict:
         out["refresh_p50_s"], out["refresh_p95_s"] = median(dash.refreshes), p95(dash.refreshes)
         out["refreshes"] = len(dash.refreshes)
         out["reconnects"] = tally.reconnects
+        out["reconnect_causes"] = Counter(tally.reconnect_causes).most_common()
         out["waiting_at_end"] = sorted(waiting)
         out["problems"] = tally.problems + dash.problems
         out["dashboard_during_outage"] = dash.outage
@@ -590,6 +591,8 @@ def report(results: list[dict]) -> None:
             f"still waiting at the end: {len(r['waiting_at_end'])}; machine load average "
             f"{r['loadavg_before'][0]:.1f} → {r['loadavg_after'][0]:.1f}"
         )
+        for cause, n in r["reconnect_causes"][:SHOWN]:
+            print(f"  reconnected {n}x after: {cause}")
         for p in r["problems"][:SHOWN]:
             print(f"  {p}")
         if len(r["problems"]) > SHOWN:

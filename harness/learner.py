@@ -60,6 +60,7 @@ class Tally:
     runs: list[tuple[str, float]] = field(default_factory=list)  # (kind, server seconds)
     problems: list[str] = field(default_factory=list)
     reconnects: int = 0
+    reconnect_causes: list[str] = field(default_factory=list)  # why each reconnecting run failed
     fault: str = ""
     faults_at: dict[str, float] = field(default_factory=dict)  # when each fault began (time.monotonic())
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -189,7 +190,9 @@ class LearnStudent:
         """A run whose server may die under it: None when no answer came back (the student then reconnects)."""
         try:
             return self.run(kind, states, fragment)
-        except Exception:
+        except Exception as e:
+            cause = f"{self.tally.fault or 'no fault'}, {kind}: {type(e).__name__}: {e}"
+            self.tally.add("reconnect_causes", cause[:200])
             self.reconnect()
             return None
 
