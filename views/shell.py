@@ -6,12 +6,16 @@ rendered them (~2 s on a fresh teacher's dashboard), and then waits for Plotly's
 here preloads Plotly and the figures' module from its ``<head>``, beside Streamlit's own code: both are in the
 browser's cache when the page's first element (``views.plot.preload``) asks for them, and Plotly runs while the
 browser waits for the server's first figures. (Running it from the shell, as an ``async`` script, was no faster:
-it then holds back Streamlit's own start, the WebSocket opening ~0.3 s later.)
+it then holds back Streamlit's own start, the WebSocket opening ~0.3 s later.) The elements that ask for them are
+Streamlit components, whose own code Streamlit fetches only when the first one arrives, from a server then busy with
+the page's run: the shell preloads that code too, so the first element mounts, and Plotly runs, while the page's
+run goes on rather than after it.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import streamlit
@@ -22,15 +26,38 @@ from streamlit import config
 from views.routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
 
 INDEX = Path(streamlit.__file__).parent / "static" / "index.html"
+STATIC_JS = INDEX.parent / "static" / "js"
+# Streamlit's code for the elements the app draws with (its components v2: every figure, the page's behaviour), which
+# it fetches only once the first such element has arrived, by then beside the page's run on a busy server: preloaded
+# from the shell, with the modules it imports.
+COMPONENT_CHUNK = "BidiComponent.*.js"
+STATIC_IMPORT = re.compile(r'(?:from|import)\s*"\./([\w.-]+\.js)"')
 # Streamlit's own paths (its files, WebSocket, health, media, components) and ours: never the page shell
 NOT_PAGES = ("_stcore", "static", "media", "component", "vendor", "app", "auth", "oauth2callback", "favicon.png")
 
 
+def module_graph(name: str) -> list[str]:
+    """``name`` (a file of Streamlit's ``static/js``) and every module it imports statically, transitively."""
+    seen: list[str] = []
+    todo = [name]
+    while todo:
+        module = todo.pop()
+        if module not in seen and (STATIC_JS / module).is_file():
+            seen.append(module)
+            todo += STATIC_IMPORT.findall((STATIC_JS / module).read_text(encoding="utf-8"))
+    return seen
+
+
 @functools.cache
 def shell() -> str:
-    """``index.html`` with our two tags at the end of its ``<head>`` (paths relative, as Streamlit's own are)."""
+    """``index.html`` with our tags at the end of its ``<head>`` (paths relative, as Streamlit's own are): Plotly, the
+    figures' module, and Streamlit's components code with what it imports that the page does not preload already."""
     tags = f'<link rel="preload" as="script" href=".{PLOTLY_ROUTE}"><link rel="modulepreload" href=".{PLOT_JS_ROUTE}">'
     html = INDEX.read_text(encoding="utf-8")
+    for chunk in sorted(STATIC_JS.glob(COMPONENT_CHUNK))[:1]:
+        for module in module_graph(chunk.name):
+            if f"/{module}" not in html:
+                tags += f'<link rel="modulepreload" crossorigin href="./static/js/{module}">'
     return html.replace("</head>", tags + "</head>", 1)
 
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from views.routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
-from views.shell import INDEX, ShellMiddleware, is_page, shell
+from views.shell import INDEX, STATIC_JS, ShellMiddleware, is_page, shell
 
 HTML = [(b"accept", b"text/html,application/xhtml+xml,*/*;q=0.8")]
 
@@ -25,6 +25,23 @@ def test_the_shell_is_streamlit_s_page_with_plotly_and_the_figures_module_preloa
     # nothing of Streamlit's own page is lost or changed
     assert page.replace(head, "") == index.replace(index.split("</head>")[0], "")
     assert head.startswith(index.split("</head>")[0])
+
+
+def test_the_shell_preloads_streamlit_s_components_code_and_what_it_imports():
+    """The figures are Streamlit components (v2): the shell preloads Streamlit's code for them and each module it
+    imports, so that it is not fetched only once the page's first element has arrived. Fails when Streamlit renames
+    that code (the glob finds nothing) or imports a module the page loads neither way."""
+    import re
+
+    page = shell()
+    head = page.split("</head>")[0]
+    preloaded = set(re.findall(r'<link rel="modulepreload" crossorigin href="\./static/js/([^"]+)"', head))
+    chunk = [p.name for p in STATIC_JS.glob("BidiComponent.*.js")]
+    assert len(chunk) == 1 and chunk[0] in preloaded
+    assert all((STATIC_JS / name).is_file() for name in preloaded)
+    for name in preloaded:  # every static import of a preloaded module is preloaded or loaded by the page itself
+        for imported in re.findall(r'(?:from|import)\s*"\./([\w.-]+\.js)"', (STATIC_JS / name).read_text()):
+            assert imported in preloaded or f"/{imported}" in head, (name, imported)
 
 
 @pytest.mark.parametrize("path", ["/", "/learn", "/class", "/corpus", "/explore/"])
