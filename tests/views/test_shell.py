@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from views.routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
-from views.shell import INDEX, STATIC_JS, ShellMiddleware, is_page, shell
+from views.shell import INDEX, STATIC_IMPORT, STATIC_JS, ShellMiddleware, is_page, shell
 
 HTML = [(b"accept", b"text/html,application/xhtml+xml,*/*;q=0.8")]
 
@@ -40,7 +40,7 @@ def test_the_shell_preloads_streamlit_s_components_code_and_what_it_imports():
     assert len(chunk) == 1 and chunk[0] in preloaded
     assert all((STATIC_JS / name).is_file() for name in preloaded)
     for name in preloaded:  # every static import of a preloaded module is preloaded or loaded by the page itself
-        for imported in re.findall(r'(?:from|import)\s*"\./([\w.-]+\.js)"', (STATIC_JS / name).read_text()):
+        for imported in STATIC_IMPORT.findall((STATIC_JS / name).read_text()):
             assert imported in preloaded or f"/{imported}" in head, (name, imported)
 
 
