@@ -24,7 +24,6 @@ from model.core import keys
 from model.core.ablation import Ablation
 from model.core.constants import BATCH_SIZE, MAX_BEAM, NEG
 from model.core.transformer import LayerCache, Transformer, head_masks
-from model.decode import fused
 from model.decode.lean import LeanDecoder
 
 TOP = 20  # alternatives kept per step for display
@@ -387,6 +386,8 @@ def beam_search(cfg, opts: DecodeOptions) -> Policy:
     """transformers' vectorised beam search (batch of one). The bookkeeping of the 2k candidates is numpy float32,
     as transformers' is torch float32: the same numbers, a few microseconds per operation rather than several.
     Returns the n-best and, recorded, every step's BeamStep."""
+    from model.decode import fused  # numba (~0.25 s): imported by the first beam search, not by every import of this
+
     k, lp = opts.beam, opts.length_penalty
     max_len = min(opts.max_len, cfg.max_len - 1)
     n_return = min(opts.n_best or k, k)

@@ -15,7 +15,8 @@ runs the encoder for it, equal to Transformer.encode to float rounding (the modu
 sentence). The nn.Module classes stay the readable
 reference (``decoding.ModuleDecoder`` steps them behind this interface), and the teacher-forced trace runs through
 them. The model is never modified. Ablated heads (``model.core.ablation.Ablation``) belong to one decode, so they
-travel in its cache, not on the decoder.
+travel in its cache, not on the decoder. ``model.decode.fused`` (numba, ~0.25 s to import) is imported by the first
+call that runs compiled code: a recorded greedy decode, a fresh server's first page, runs none.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from model.core import keys
 from model.core.ablation import Ablation
 from model.core.keys import prefixed
 from model.core.transformer import Transformer
-from model.decode import fused
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -86,6 +86,8 @@ class LeanCache:
         rows, t = np.asarray(rows, np.int64), self.t
         if len(rows) == self.rows:  # a beam step: only the rows that take another row's place are copied
             KV = self.KV
+            from model.decode import fused
+
             fused.reorder(KV, rows, t)
         else:
             KV = np.empty((self.KV.shape[0], len(rows), *self.KV.shape[2:]), np.float32)
@@ -231,7 +233,6 @@ class LeanDecoder:
         self.sqrt_dk = np.float32(math.sqrt(self.d_k))
         self.fold_max = cfg.d_model  # the largest R·H·S whose cross-attention start folds: M, N no larger than W_Q
         self.act = cfg.activation
-        self.act_code = fused.ACTIVATION_CODES[cfg.activation]
 
     @functools.cached_property
     def compiled(self) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], np.ndarray] | None:
@@ -259,6 +260,9 @@ class LeanDecoder:
         x = (self.embed[ids] + self.src_pe[:S]).reshape(B * S, D)
         ctx = np.empty((B * S, D), np.float32)
         scores_mask = np.zeros((1, S), np.float32) if mask is None else np.ascontiguousarray(mask.reshape(B, S))
+        from model.decode import fused
+
+        act = fused.ACTIVATION_CODES[self.act]
         for i, w in enumerate(self.encoder):
             # the products in BLAS (MKL: several rows), what lies between them compiled (model.decode.fused)
             fused.encoder_attention(w["qkv"](x), B, H, scores_mask, ctx)  # (B·S, D): heads side by side
@@ -269,7 +273,7 @@ class LeanDecoder:
                 per_head += fill
             fused.add_norm(x, w["o"](ctx), *w["norms"][0], self.eps, x)
             hidden = w["w1"](x)
-            fused.activate(hidden, self.act_code)
+            fused.activate(hidden, act)
             fused.add_norm(x, w["w2"](hidden), *w["norms"][1], self.eps, x)
         return x.reshape(B, S, D), mask
 
@@ -403,6 +407,8 @@ class LeanDecoder:
             M = N = np.empty((0, 0, 0, 0), np.float32)
             c = np.empty((0, 0, 0), np.float32)
         logits = np.empty((len(tokens), W[-1].shape[0]), np.float32)
+        from model.decode import fused
+
         fused.step(
             tokens.astype(np.int64, copy=False),
             cache.t,
@@ -412,7 +418,7 @@ class LeanDecoder:
             b,
             norms,
             self.eps,
-            self.act_code,
+            fused.ACTIVATION_CODES[self.act],
             cache.KV,
             folded,
             M,
