@@ -10,6 +10,7 @@ picks another model.
 from __future__ import annotations
 
 import functools
+import gc
 import gzip
 import logging
 import threading
@@ -34,7 +35,10 @@ def warm_start() -> None:
     """Prepare what the first page run needs, in the caches every session shares: the model
     (``views.common.load_model``), its step decoder (``views.common.lean_decoder``), Explore's modules and plotly's
     figure classes (their first figure imports ~40 ms of validators); then the other pages' modules and SQLAlchemy,
-    which no Explore page needs (~0.5 s more that a first Explore page would otherwise wait behind)."""
+    which no Explore page needs (~0.5 s more that a first Explore page would otherwise wait behind). Without the
+    garbage collector meanwhile: each of its full collections walks every object made so far, and torch's import makes
+    ~250k (~0.3 s of collections, the first page's wait); frozen after, later collections skip them."""
+    gc.disable()
     try:
         from views.common import database_imported, lean_decoder, load_model
         from views.state import offered_model_dirs
@@ -50,6 +54,9 @@ def warm_start() -> None:
         import views.learn  # noqa: F401 - imported for the page script
     except Exception as e:  # the page loads it again and says what is wrong
         logging.getLogger("decoder_lens").warning("warm start: %s", str(e).splitlines()[0] if str(e) else e)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 @asynccontextmanager

@@ -860,7 +860,10 @@ def test_attribution_of_a_prefix_is_the_whole_outputs_cut(tiny_model, tiny_token
 
 def test_the_server_loads_the_first_page_s_model_before_any_browser(tiny_model_dir, monkeypatch):
     """``streamlit run app.py`` serves an st.App (its lifespan starts ``warm_start``), and ``warm_start`` fills the
-    very cache entry the first page reads: the page finds the model loaded."""
+    very cache entry the first page reads: the page finds the model loaded. The garbage collector is off meanwhile
+    (its full collections would walk torch's objects again and again) and on again after, those objects frozen."""
+    import gc
+
     from streamlit.web.server.app_discovery import discover_asgi_app
 
     import app
@@ -870,18 +873,20 @@ def test_the_server_loads_the_first_page_s_model_before_any_browser(tiny_model_d
     assert Path(APP) == app.PAGE
     loads, leans = [], []
     real, real_lean = views.common.load_model_dir, views.common.LeanDecoder
-    monkeypatch.setattr(views.common, "load_model_dir", lambda p: loads.append(p) or real(p))
+    monkeypatch.setattr(views.common, "load_model_dir", lambda p: loads.append((p, gc.isenabled())) or real(p))
     monkeypatch.setattr(views.common, "LeanDecoder", lambda *a, **k: leans.append(a) or real_lean(*a, **k))
     monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
     views.common._load_model.clear()
     views.common._lean_decoder.clear()
+    frozen = gc.get_freeze_count()
     app.warm_start()
-    assert loads == [str(tiny_model_dir)] and len(leans) == 1
+    assert loads == [(str(tiny_model_dir), False)] and len(leans) == 1
+    assert gc.isenabled() and gc.get_freeze_count() > frozen
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params.update({"max_len": "8"})
     at.run()
     ok(at)
-    assert loads == [str(tiny_model_dir)] and len(leans) == 1  # the page's load and decoder were cache hits
+    assert len(loads) == 1 and len(leans) == 1  # the page's load and decoder were cache hits
 
 
 def test_the_served_plotly_bundle_is_plotly_s_own_and_draws_every_trace_the_figures_use():
