@@ -13,8 +13,13 @@ const BUSY = [
   "[role=radiogroup]", "[role=tab]", "[role=menu]", "[role=menuitem]", "[role=grid]", "[role=gridcell]",
 ].join(",");
 
+// The page's elements with a key are Streamlit's element and block containers: looked for by their class first, a
+// whole page's SVG nodes (every figure's) never read as text.
+const KEYED = '.stElementContainer[class*="st-key-"]';
+const CHAPTERS = '.stVerticalBlock[class*="st-key-learn_chapter_"]';
+
 function name(root) {
-  for (const el of root.querySelectorAll('[class*="st-key-"]')) {
+  for (const el of root.querySelectorAll(KEYED)) {
     for (const c of el.classList) {
       const m = c.match(STEP_KEY);
       if (!m) continue;
@@ -28,7 +33,7 @@ let chapterShown = null;
 
 function toChapter(root) {
   // the first chapter a page shows stays where the browser put it; a chapter that replaces it starts at its top
-  for (const el of root.querySelectorAll('[class*="st-key-learn_chapter_"]')) {
+  for (const el of root.querySelectorAll(CHAPTERS)) {
     const m = [...el.classList].map((c) => c.match(CHAPTER_KEY)).find(Boolean);
     if (!m || m[1] === chapterShown) continue;
     if (chapterShown !== null) el.scrollIntoView({ block: "start" });
@@ -39,7 +44,8 @@ function toChapter(root) {
 function reachable(root) {
   // A displayed equation or a block of code wider than the column scrolls sideways in its own frame: the keyboard
   // reaches it.
-  for (const el of root.querySelectorAll(":is(.katex-display, pre):not([tabindex])")) el.tabIndex = 0;
+  for (const selector of [".katex-display:not([tabindex])", "pre:not([tabindex])"])
+    for (const el of root.querySelectorAll(selector)) el.tabIndex = 0;
 }
 
 function shown(el) {
