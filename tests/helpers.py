@@ -49,6 +49,18 @@ def n_chips(at: AppTest) -> int:
     return n
 
 
+def headings(at: AppTest) -> list[str]:
+    """The page's subheadings in page order: ``st.subheader``'s, and the heading a section's Markdown element opens
+    with (``views.common.heading``: a heading and its equation as one element)."""
+    out = []
+    for e in at:
+        if e.type == "subheader":
+            out.append(e.value)
+        elif e.type == "markdown" and str(e.value).startswith("### "):
+            out.append(e.value[4:].split("\n", 1)[0])
+    return out
+
+
 def frame(at: AppTest, column: str):
     return next(d.value for d in at.dataframe if column in d.value.columns)
 

@@ -21,6 +21,7 @@ from tests.helpers import (
     chip_markdown,
     figure,
     frame,
+    headings,
     n_chips,
     ok,
     open_app,
@@ -107,7 +108,7 @@ def test_loads_and_shows_every_stage(app):
     assert app.segmented_control(key="stage").value == DEFAULT_STAGE == "self"  # a step redraws one figure
     assert [t.split(",")[0] for t in step_figures(app)] == ["Attention weights α"]
     show_stage(app, "all")
-    headers = [h.value for h in app.subheader]
+    headers = headings(app)
     order = [
         "1 · Decoder inputs",
         "2 · Token embeddings",
@@ -126,7 +127,8 @@ def test_loads_and_shows_every_stage(app):
     assert panels.index(WHATIF_LABEL) < panels.index(export.LABEL), panels  # then What if? and Export, closed
     assert not app.get("download_button") and not [s for s in app.selectbox if s.key == "whatif_pick"]
     assert len(specs(app)) >= 20
-    assert len(app.get("latex")) >= 10  # the formulas beside the panels
+    formulas = [e for e in app if e.type == "latex" or (e.type == "markdown" and "$$" in str(e.value))]
+    assert len(formulas) >= 10  # the formulas beside the panels, alone or under their heading
     assert frame(app, "reads (decoder input)")["reads (decoder input)"].tolist() == ["<s>"]
 
 
@@ -193,7 +195,7 @@ def test_layer_head_and_all_heads(app):
     app.selectbox(key="layer").set_value(1).run()
     app.selectbox(key="head").set_value(2).run()
     ok(app)
-    headers = [h.value for h in app.subheader]
+    headers = headings(app)
     assert any(h.startswith("3 · Masked self-attention — layer 1, head 2") for h in headers)
     assert qp(app, "layer") == "1" and qp(app, "head") == "2"
     n = len(specs(app))
@@ -230,7 +232,7 @@ def test_stage_selector_shows_each_group_and_every_stage_is_reachable(tiny_model
         assert all(any(t.startswith(e) for t in titles(app)) for e in ENCODER)
         seen[stage] = step_figures(app)
         assert app.session_state["step"] == 1 and n_chips(app) == 1  # changing the stage keeps the step
-        headers = [h.value for h in app.subheader]
+        headers = headings(app)
         for want in STAGE_HEADERS.get(stage, ()):
             assert any(h.startswith(want) for h in headers), (stage, want, headers)
     for stage, want in STAGE_FIGURES.items():
@@ -430,7 +432,7 @@ def test_teacher_forcing_and_the_mask_toggle(app):
     assert float(metrics["Attention on future tokens"].rstrip("%")) > 0
     assert np.isfinite(frame(app, "loss, no mask")["loss, no mask"]).all()
     # every text about the view says the mask is gone
-    headers = [h.value for h in app.subheader]
+    headers = headings(app)
     assert any("WITHOUT the causal mask" in h for h in headers)
     assert not any(h.startswith("3 · Masked self-attention") for h in headers)
     assert any(t.startswith("Attention weights α without the mask") for t in titles(app))

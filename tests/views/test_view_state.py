@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 import views.session
 from model.decode.decoding import DecodeOptions
 from model.io.checkpoint import ENV_MODEL
+from tests.helpers import headings
 from views.stages import REGISTRY, SECTIONS, numbered
 from views.state import CHOICES, DEFAULT_STAGE, QUERY_KEYS, STAGE_LABELS, STAGES, WIDGETS, View, to_query
 
@@ -76,7 +77,7 @@ def test_the_stage_registry_drives_the_selector_and_the_numbering(tiny_model_dir
     at.query_params.update({"max_len": "8", "page": "Explore", "strategy": "beam", "beam": "3", "stage": "all"})
     at.run()
     assert not at.exception and not at.error
-    numbers = [int(m.group(1)) for h in at.subheader if (m := re.match(r"(\d+) · ", h.value))]
+    numbers = [int(m.group(1)) for h in headings(at) if (m := re.match(r"(\d+) · ", h))]
     assert numbers == list(range(1, len(SECTIONS) + 1))  # All stages: every numbered section once, in order
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import streamlit as st
-
-from ..common import show
+from ..common import heading, show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 from .context import StageContext
@@ -12,10 +10,10 @@ from .context import StageContext
 
 def render(ctx: StageContext, n: int, what: str) -> None:
     title = f"Add & Norm {n} — after {what}"
-    st.subheader(numbered("add_norm", title) if n == 1 else title)  # the first opens its section
-    st.latex(
+    heading(
+        numbered("add_norm", title) if n == 1 else title,  # the first opens its section
         r"\operatorname{LayerNorm}(x + \text{Sublayer}(x)) = \gamma \odot "
-        r"\frac{x + \text{Sublayer}(x) - \mu}{\sigma} + \beta"
+        r"\frac{x + \text{Sublayer}(x) - \mu}{\sigma} + \beta",
     )
     a = ctx.arrays
     show(

@@ -9,7 +9,7 @@ import streamlit as st
 from model.core.constants import IMPOSSIBLE
 from model.decode.steps import Line
 
-from ..common import show, show_token
+from ..common import heading, show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 
@@ -30,8 +30,9 @@ def render(res, line: Line, step: int, token_text, stream_text, on_pick) -> None
     """``line`` is the followed line; ``token_text`` labels one token (the tree's nodes), ``stream_text`` a
     hypothesis's tokens together (the tables); ``on_pick(row)`` is called when a live row is selected in the table
     (to follow that hypothesis)."""
-    st.subheader(numbered("beam", "Beam search"))
-    st.latex(r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}")
+    heading(
+        numbered("beam", "Beam search"), r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}"
+    )
     show(
         viz.beam_tree_figure(
             res.beam_steps[: step + 1],

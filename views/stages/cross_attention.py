@@ -6,7 +6,7 @@ import streamlit as st
 
 from model.decode.steps import mean_weights, sharpest_head
 
-from ..common import show
+from ..common import heading, show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from . import add_norm, numbered
@@ -18,11 +18,11 @@ SOURCE = "source token (key)"
 
 def render(ctx: StageContext) -> None:
     a, i = ctx.arrays, ctx.layer
-    st.subheader(numbered("cross", f"Cross-attention to the source — layer {ctx.layer}"))
-    st.latex(
+    heading(
+        numbered("cross", f"Cross-attention to the source — layer {ctx.layer}"),
         r"\operatorname{Attention}(Q_{\text{dec}}, K_{\text{enc}}, V_{\text{enc}}) = "
         r"\operatorname{softmax}\!\left(\frac{Q_{\text{dec}} K_{\text{enc}}^{\top}}{\sqrt{d_k}}\right)"
-        r" V_{\text{enc}}"
+        r" V_{\text{enc}}",
     )
     st.markdown(
         "Each row is one decoder position, labelled *token it reads → token it predicts*; each column is a "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..common import show
+from ..common import heading, show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import add_norm, numbered
 from .context import RunMatrix, StageContext, dimensions
@@ -14,9 +14,11 @@ ACTIVATIONS = {"relu": r"\max(0,\, x W_1 + b_1)", "gelu": r"\operatorname{GELU}(
 
 def render(ctx: StageContext) -> None:
     cfg = ctx.cfg
-    st.subheader(numbered("ffn", f"Feed-forward network — layer {ctx.layer}"))
     act = ACTIVATIONS.get(cfg.activation, r"\operatorname{swish}(x W_1 + b_1)")
-    st.latex(r"\operatorname{FFN}(x) = " + act + r"\, W_2 + b_2")
+    heading(
+        numbered("ffn", f"Feed-forward network — layer {ctx.layer}"),
+        r"\operatorname{FFN}(x) = " + act + r"\, W_2 + b_2",
+    )
     hidden = ctx.arrays.ffn(ctx.layer, "hidden")
     sp = viz.ffn_sparsity(hidden)
     row = viz.ffn_sparsity(hidden[ctx.current])

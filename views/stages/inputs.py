@@ -6,7 +6,7 @@ import streamlit as st
 
 from model.core.positions import POSITION_AXIS
 
-from ..common import show
+from ..common import heading, show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 from .context import RunMatrix, StageContext, dimensions
@@ -24,8 +24,10 @@ def render(ctx: StageContext) -> None:
         )
         st.dataframe(ctx.run.table(), hide_index=True, key="shifted_table", width="stretch")
     cfg, a = ctx.cfg, ctx.arrays
-    st.subheader(numbered("embeddings", "Token embeddings + positional encoding"))
-    st.latex(r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if cfg.scale_embedding else r"X = E[y] + PE")
+    heading(
+        numbered("embeddings", "Token embeddings + positional encoding"),
+        r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if cfg.scale_embedding else r"X = E[y] + PE",
+    )
     st.caption(
         f"One row per decoder position ({cfg.d_model} dimensions each). Zoom into a figure (drag a box) "
         "to read single dimensions; hover shows the exact value."

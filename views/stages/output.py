@@ -6,17 +6,12 @@ import numpy as np
 import streamlit as st
 
 from .. import session
-from ..common import md, show, show_token, shown_labels, token_texter
+from ..common import heading, md, show, show_token, shown_labels, token_texter
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import beam, kv_cache, numbered
 from .context import TOP_SHOWN, NextTokens, StageContext
 
-
-def formula() -> None:
-    st.latex(
-        r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top} + b),\qquad "
-        r"H = -\sum_v p_v \log p_v"
-    )
+FORMULA = r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top} + b),\qquad H = -\sum_v p_v \log p_v"
 
 
 def render(ctx: StageContext) -> None:
@@ -24,8 +19,7 @@ def render(ctx: StageContext) -> None:
     search, the hypotheses."""
     run, token_text = ctx.run, token_texter(ctx.lm)
     nt = run.next_tokens()
-    st.subheader(numbered("output", nt.heading))
-    formula()
+    heading(numbered("output", nt.heading), FORMULA)
     bars(token_text, nt)
     if ctx.incremental:
         kv_cache.render(ctx.cfg, ctx.reads, ctx.current)

@@ -37,8 +37,9 @@ def render_qkv(ctx: StageContext) -> None:
         )
     group = ctx.cfg.d_k if ctx.head == MEAN_HEADS else None
     dim = "head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension"
-    for name, tex in zip("QKV", (r"Q = X W_Q", r"K = X W_K", r"V = X W_V")):
-        st.latex(tex)
+    # one element for the three equations: each figure's title repeats its own
+    st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
+    for name in "QKV":
         show(
             viz.matrix_figure(
                 ctx.per_head(a.self_attn(i, name)),
