@@ -3,7 +3,10 @@
 // Streamlit calls it again only for a figure that changed. An update to a figure out of view waits until it
 // scrolls near the viewport. The figure's element carries data-deferred="1" while an update waits and
 // data-drawing="1" while Plotly draws it. Plotly's bundle is loaded by the element's loader (views/plot.py).
+// A figure in view is drawn at once; one only near it is drawn in the first idle moment after, so that a step
+// paints what the reader sees first and the figures just below are ready before a scroll reaches them.
 const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
+const NEAR_WAIT_MS = 300; // the longest a near figure waits for an idle moment
 // A full-width heatmap (matrices, every head side by side) is drawn at least this wide: on a phone it scrolls
 // inside its frame rather than squeezing its cells and panel titles together; a tablet's column (~700 px) holds it.
 // Bars and curves squeeze well.
@@ -112,7 +115,12 @@ function frame(el, figure) {
   // A figure wider than the column (square cells on a phone) scrolls inside its own frame, not the page; the frame
   // is reached by the keyboard (Tab, then the arrow keys scroll it) and named after its figure's title.
   const html = String(figure.layout.title?.text ?? figure.layout.title ?? "").replace(/<br\s*\/?>/gi, " ");
-  const title = new DOMParser().parseFromString(html, "text/html").body.textContent.trim(); // text, never markup
+  if (el.__titleHtml === html) return; // framed already, under this title
+  el.__titleHtml = html;
+  // Text, never markup: parsed into an inert template (no script runs, nothing loads), far cheaper than a document.
+  const parser = (window.__decoderLensTitleParser ??= document.createElement("template"));
+  parser.innerHTML = html;
+  const title = parser.content.textContent.trim();
   el.style.maxWidth = "100%";
   el.style.overflowX = "auto";
   el.style.overflowY = "hidden"; // never the scroller that scroller() looks for: that is the page's
@@ -179,19 +187,45 @@ function scroller(el) {
   return null; // not scrolling yet (a short page): look again at the next render
 }
 
+function soon(div) {
+  // Drawn in the browser's next idle moment (or after NEAR_WAIT_MS at the latest), unless drawn before.
+  if (div.__soon) return;
+  div.__soon = true;
+  (window.requestIdleCallback || ((f) => setTimeout(f, 50)))(
+    () => {
+      div.__soon = false;
+      if (div.isConnected && div.__near) draw(div);
+    },
+    { timeout: NEAR_WAIT_MS },
+  );
+}
+
 function watcher(root) {
+  // Two observers of each figure: one reports whether it is in view (drawn at once), one whether it is near.
   const watchers = (window.__decoderLensWatchers = window.__decoderLensWatchers || new Map());
   if (!watchers.has(root)) {
-    const io = new IntersectionObserver(
+    const near = new IntersectionObserver(
       (entries) => {
         for (const e of entries) {
           e.target.__near = e.isIntersecting;
-          if (e.isIntersecting) draw(e.target);
+          if (e.isIntersecting) soon(e.target);
         }
       },
       { root, rootMargin: NEAR },
     );
-    watchers.set(root, io);
+    const seen = new IntersectionObserver(
+      (entries) => {
+        for (const e of entries) {
+          e.target.__seen = e.isIntersecting;
+          if (e.isIntersecting) draw(e.target);
+        }
+      },
+      { root },
+    );
+    watchers.set(root, {
+      observe: (div) => (near.observe(div), seen.observe(div)),
+      unobserve: (div) => (near.unobserve(div), seen.unobserve(div)),
+    });
   }
   return watchers.get(root);
 }
@@ -216,7 +250,8 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   const figure = withPageFont(data.figure);
   const adopted = !div && data.id ? take(data.id) : null; // this very figure, kept drawn: put back, not drawn
   if (!div) {
-    div = adopted || Object.assign(document.createElement("div"), { className: "decoder-lens-plot", __near: false });
+    div = adopted || document.createElement("div");
+    Object.assign(div, adopted ? {} : { className: "decoder-lens-plot", __near: false, __seen: false });
     parentElement.appendChild(div);
   }
   div.__alt = data.alt || null;
@@ -244,9 +279,13 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
     div.removeAttribute("data-deferred");
     drawAhead(data.ahead, parentElement);
   }
-  // Drawn now: in or near view, or never drawn and laid out (so the page's first paint has every figure); not in a
-  // closed expander (its content keeps a layout in Chromium): opening it brings the figure into view, and draws it.
-  else if (div.__near || (!div._fullLayout && div.offsetWidth > 0 && !div.closest("details:not([open])"))) draw(div);
-  else div.setAttribute("data-deferred", "1");
+  // Drawn now: in view, or never drawn and laid out (so the page's first paint has every figure); not in a closed
+  // expander (its content keeps a layout in Chromium): opening it brings the figure into view, and draws it. Near
+  // the view: in the first idle moment.
+  else if (div.__seen || (!div._fullLayout && div.offsetWidth > 0 && !div.closest("details:not([open])"))) draw(div);
+  else {
+    div.setAttribute("data-deferred", "1");
+    if (div.__near) soon(div);
+  }
   return cleanup;
 }
