@@ -23,11 +23,13 @@ postgresql:// for the second; then the database restart is not tried: it is not 
 - one replica killed (SIGKILL) while its students answer, when a third of the answers are in (postgres): its
   students reconnect through nginx to the survivor, reopen their page from its URL and go on; an answer whose reply
   never came is either stored or shown as not saved when the page comes back;
+- the one server killed (SIGKILL) at the same moment (sqlite) and started again a second later on the same port and
+  database file, as a supervisor restarts it: every student reconnects to it, and the same rule holds;
 - the database restarted mid-class, when two thirds are in (postgres): stopped at once (as a crash), down for
   ``--down`` seconds, started again; the pages must go on working, and an answer given meanwhile is either stored
   once the database is back (the app sends it again) or the student is told it was not.
 
-``--no-faults`` leaves the replica and the database alone (answers are still sent twice): the load's own times, for
+``--no-faults`` leaves the servers and the database alone (answers are still sent twice): the load's own times, for
 the answer and refresh targets, apart from the faults'.
 
 After the class every student looks at its page once more (a student who reloads), then the answers are counted
@@ -79,7 +81,6 @@ from harness.browser import (
     p95,
     require_chromium,
     row,
-    serve,
 )
 from harness.learner import TEACHER_PATH, LearnStudent, Sent, Tally
 from harness.pgserver import TempPostgres
@@ -166,15 +167,15 @@ def count(sent: list[Sent], rows: list[tuple[str, str, str]]) -> dict:
 
 
 class Servers:
-    """The app (one server, or replicas behind nginx) on ``url``, the database on ``db_url``."""
+    """The app (one server, or replicas behind nginx) on ``url``, the database on ``db_url``; each server as
+    ``deploy/serve.py`` runs it, so that it can be killed and started again."""
 
     def __init__(self, name: str, model: Path, db_url: str, run_dir: Path):
-        self.name, self.replicas, self.nginx, self._ctx = name, [], None, None
+        self.name, self.nginx = name, None
         env = {"DATABASE_URL": db_url, "DECODER_LENS_MODEL": str(model)}
         if name == "sqlite":
-            self._ctx = serve(ROOT / "app.py", run_dir / "streamlit.log", env)
-            self.url = self._ctx.__enter__().url
-            self.logs = [run_dir / "streamlit.log"]
+            self.replicas = start_replicas([free_port()], run_dir, model, env)
+            self.url, self.logs = self.replicas[0].url, [self.replicas[0].log]
             return
         ports = []
         while len(ports) < REPLICAS:
@@ -198,8 +199,6 @@ class Servers:
         return sum(t.count("Traceback") for t in texts), "\n".join(first.splitlines()[:40])
 
     def stop(self) -> None:
-        if self._ctx:
-            self._ctx.__exit__(None, None, None)
         if self.nginx:
             self.nginx.stop()
         for r in self.replicas:
@@ -349,7 +348,7 @@ def run_config(name: str, args, model: Path, tmp: Path) -> dict:
     servers = Servers(name, model, db_url, run_dir)
     tally = Tally()
     out: dict = {"config": name, "database": store.describe(), "students": args.students}
-    out["faults_made"] = name == "postgres" and not args.no_faults
+    out["faults_made"] = not args.no_faults
     out["loadavg_before"] = os.getloadavg()  # the machine's other work: on a shared machine times are upper bounds
     try:
         dash = Dashboard(servers.url, cls.id, cls.secret, tally)
@@ -443,8 +442,9 @@ def busiest(servers: Servers, students: list[LearnStudent]):
 def faulting(
     name: str, servers: Servers, pg, tally: Tally, args, threads, students: list[LearnStudent]
 ) -> list[threading.Thread]:
-    """The replica kill and the database restart, each once its share of the expected answers is in."""
-    if name != "postgres" or args.no_faults:
+    """The replica kill and the database restart (postgres), or the server's kill and restart (sqlite), each once its
+    share of the expected answers is in."""
+    if args.no_faults:
         return []
     expected = args.students * (ANSWERS_PER_STUDENT_MIN + args.chapters)
 
@@ -458,8 +458,15 @@ def faulting(
     def kill() -> None:
         if when(KILL_AT):
             tally.fault, tally.faults_at["replica"] = "replica", time.monotonic()
-            busiest(servers, students).kill()
-            time.sleep(5.0)
+            if name == "sqlite":  # the only server: down a second, then started again where it was
+                (server,) = servers.replicas
+                server.kill()
+                time.sleep(1.0)
+                server.start()
+                server.wait_healthy()
+            else:
+                busiest(servers, students).kill()
+                time.sleep(5.0)
             tally.fault = ""
 
     def restart() -> None:
@@ -630,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, metavar="OUT", help="write every figure and answer as strict JSON")
     ap.add_argument("--recount", type=Path, metavar="OUT", help="count OUT's answers again in --database, and stop")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 4 students, 3 chapters")
-    ap.add_argument("--no-faults", action="store_true", help="postgres: no replica killed, no database restart")
+    ap.add_argument("--no-faults", action="store_true", help="no server killed, no database restart")
     args = ap.parse_args(argv)
     if args.recount:
         if not args.database:

@@ -177,6 +177,8 @@ class Replica:
             "--browser.gatherUsageStats",
             "false",
         ]
+        if self._log:  # started again after a kill
+            self._log.close()
         self._log = open(self.log, "a")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
 
