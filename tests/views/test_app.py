@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -984,6 +985,34 @@ def test_a_first_explore_page_imports_none_of_what_it_does_not_show(tiny_model_d
     answers and numba (~0.25 s) with the first compiled decode (a beam search, an untraced one): a fresh server's first
     Explore page, which needs none of them, does not wait for them."""
     assert _python(FIRST_EXPLORE_IMPORTS, APP, env={ENV_MODEL: str(tiny_model_dir)}) == "[]"
+
+
+AFTER_WARM_START_IMPORTS = """
+import json
+import sys
+import app
+from streamlit.testing.v1 import AppTest
+app.warm_start()
+at = AppTest.from_file(sys.argv[1], default_timeout=60)
+at.query_params.update({"stage": "self", "max_len": "8"})
+before = set(sys.modules)
+at.run()
+assert not at.exception, at.exception
+ours = ("streamlit", "plotly", "model", "viz")
+print(json.dumps(sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ours)))
+"""
+
+
+def test_after_the_warm_start_a_first_explore_page_imports_nothing_of_the_model_the_figures_or_streamlit_s_tables(
+    tiny_model_dir,
+):
+    """The warm start imports what the first Explore page's run would otherwise import under a waiting browser: the
+    model's and the figures' modules, plotly's, and Streamlit's emoji table that ``st.set_page_config`` checks the
+    page's icon against (~35 ms); Streamlit's own small modules of a first run (its material icon names, ~2 ms, and
+    what AppTest alone loads) aside."""
+    own = {"streamlit.material_icon_names", "streamlit.components.v2.manifest_scanner"}  # ~2 ms; AppTest's own
+    new = json.loads(_python(AFTER_WARM_START_IMPORTS, APP, env={ENV_MODEL: str(tiny_model_dir)}))
+    assert sorted(set(new) - own) == [], new
 
 
 def _imports(module: str, seen: set[str]) -> set[str]:
