@@ -3,10 +3,12 @@
 // Streamlit calls it again only for a figure that changed. An update to a figure out of view waits until it
 // scrolls near the viewport. The figure's element carries data-deferred="1" while an update waits and
 // data-drawing="1" while Plotly draws it. Plotly's bundle is loaded by the element's loader (views/plot.py).
-// A figure in view is drawn at once; one only near it is drawn in the first idle moment after, so that a step
-// paints what the reader sees first and the figures just below are ready before a scroll reaches them.
+// A figure in view is drawn at once; one only near it once the page's update is over (no figure changed for
+// QUIET_MS) and the browser is idle, so that a step paints what the reader sees first, and stepping on and on keeps
+// that up to date, while the figures just below are ready before a scroll reaches them.
 const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
-const NEAR_WAIT_MS = 300; // the longest a near figure waits for an idle moment
+const QUIET_MS = 120; // a near figure is drawn once the page has had no figure to update for this long
+const NEAR_WAIT_MS = 300; // and then the longest it waits for an idle moment
 // A full-width heatmap (matrices, every head side by side) is drawn at least this wide: on a phone it scrolls
 // inside its frame rather than squeezing its cells and panel titles together; a tablet's column (~700 px) holds it.
 // Bars and curves squeeze well.
@@ -188,16 +190,26 @@ function scroller(el) {
 }
 
 function soon(div) {
-  // Drawn in the browser's next idle moment (or after NEAR_WAIT_MS at the latest), unless drawn before.
-  if (div.__soon) return;
-  div.__soon = true;
-  (window.requestIdleCallback || ((f) => setTimeout(f, 50)))(
-    () => {
-      div.__soon = false;
-      if (div.isConnected && div.__near) draw(div);
-    },
-    { timeout: NEAR_WAIT_MS },
-  );
+  // Drawn once no figure of the page has changed for QUIET_MS (the step's last elements have arrived), in the
+  // browser's next idle moment then (or after NEAR_WAIT_MS at the latest), unless drawn before.
+  (window.__decoderLensSoon ??= new Set()).add(div);
+  settle();
+}
+
+function settle() {
+  // Another figure changed: the page's update is not over, and figures waiting to be drawn near the view wait on.
+  clearTimeout(window.__decoderLensQuiet);
+  if (!window.__decoderLensSoon?.size) return;
+  window.__decoderLensQuiet = setTimeout(() => {
+    (window.requestIdleCallback || ((f) => setTimeout(f, 0)))(
+      () => {
+        const waiting = [...window.__decoderLensSoon];
+        window.__decoderLensSoon.clear();
+        for (const div of waiting) if (div.isConnected && div.__near) draw(div);
+      },
+      { timeout: NEAR_WAIT_MS },
+    );
+  }, QUIET_MS);
 }
 
 function watcher(root) {
@@ -247,6 +259,7 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   };
   const data = JSON.parse(text);
   if (data.preload) return; // its loader has started loading Plotly
+  settle();
   const figure = withPageFont(data.figure);
   const adopted = !div && data.id ? take(data.id) : null; // this very figure, kept drawn: put back, not drawn
   if (!div) {

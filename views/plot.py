@@ -5,14 +5,14 @@ a second pass for the theme): ~90 ms a figure, for every figure after every ▶.
 updates it in place with ``Plotly.react`` (Streamlit renders it again only when the figure changed); a figure out
 of view is updated only when it scrolls near the viewport (in the "All stages" view most of ~25 figures are), and
 its element carries ``data-deferred="1"`` until then; after a step, a figure in view is drawn at once and one just
-below it in the browser's next idle moment, so the step paints what the reader sees first. A graph taken off the
-page (another chapter, another stage) is kept drawn, off the page, under its figure's id (``plot``: its digest and
-key), and put back instead of drawn again when that figure returns; an element can carry the figure most likely
-shown next (the lesson's next chapter), which the browser draws off the page in an idle moment and keeps the same
-way. ``app.py`` serves the component's code (``PLOT_JS_ROUTE``) and Plotly's cartesian bundle (``PLOTLY_ROUTE``);
-each element carries only a short loader and its figure, as JSON bytes (no re-parsing). A figure whose points can
-be picked (the Corpus page's scatters) hands the point clicked back to the server as its element's state, so no
-page needs ``st.plotly_chart`` and its own, full Plotly bundle.
+below it once the page's update is over and the browser is idle, so the step paints what the reader sees first. A
+graph taken off the page (another chapter, another stage) is kept drawn, off the page, under its figure's id
+(``plot``: its digest and key), and put back instead of drawn again when that figure returns; an element can carry
+the figure most likely shown next (the lesson's next chapter), which the browser draws off the page in an idle
+moment and keeps the same way. ``app.py`` serves the component's code (``PLOT_JS_ROUTE``) and Plotly's cartesian
+bundle (``PLOTLY_ROUTE``); each element carries only a short loader and its figure, as JSON bytes (no re-parsing).
+A figure whose points can be picked (the Corpus page's scatters) hands the point clicked back to the server as its
+element's state, so no page needs ``st.plotly_chart`` and its own, full Plotly bundle.
 
 Building a figure and serialising it is most of a step's server time, so the views draw through ``builders``
 (``viz`` whose figure builders return a ``Drawing``: the builder and its arguments): ``plot`` hashes the arguments

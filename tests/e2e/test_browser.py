@@ -175,8 +175,8 @@ def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_n
 
 def test_a_step_draws_the_figures_in_view_at_once_and_those_just_below_in_the_next_idle_moment(server):
     """After ▶ in "All stages", a figure in the window is drawn at once (never marked waiting), and one just below it
-    (within the page's drawing margin, out of the window) waits, marked ``data-deferred``, and is drawn in the
-    browser's next idle moment without any scrolling: the step paints what the reader sees first."""
+    (within the page's drawing margin, out of the window) waits, marked ``data-deferred``, and is drawn once the
+    page's update is over, without any scrolling: the step paints what the reader sees first."""
     from playwright.sync_api import sync_playwright
 
     from harness.browser import PAINTED_JS, SHOWN_JS
