@@ -7,14 +7,17 @@
 
 - ▶ (next step) to painted: from the click until the page is idle and every figure is drawn and shows
   the new step (its outlined row, or "step N" / "position N" in its title; see ``harness.browser.PAINTED_JS``),
-  in the app's default view (the stage selector's default stage);
+  in the app's default view (the stage selector's default stage), with the step buttons scrolled to the top of the
+  window so that the view's figure is in the window below them, as a student reading it sees it (a figure below the
+  window is updated once the step's update is over, views/plot.js, and this measure would not time it);
 - bytes received per ▶ step: the websocket frames' payloads between the click and the paint;
 - the same two in the "All stages" view (every figure of every stage on the page), with the step buttons
   scrolled to the top of the window: a figure out of view is updated when it scrolls near (views/plot.js),
   so "painted" there means every figure in view (and within its margin) shows the new step and the others
   wait, marked as waiting; and how long scrolling down to the end then takes, a window at a time, each time
   until the figures in view are up to date;
-- new sentence to painted: from committing a new sentence (Ctrl+Enter) to every figure at position 0;
+- new sentence to painted: from committing a new sentence (Ctrl+Enter; the page scrolled as for ▶) to every figure
+  at position 0;
 - cold start: from launching the streamlit process to the first page idle with every figure drawn (the Explore
   page, opened by a link with one of its parameters; a link without any opens Learn);
 - Learn: chapter to painted, from the *Next* or *Previous* button to the new chapter's header shown and its own
@@ -53,9 +56,11 @@ from harness.browser import (
     DEFAULT_MODEL,
     DRAWN_JS,
     FIGURES_JS,
+    IN_VIEW_JS,
     PAGE_STATE_JS,
     PAINTED_JS,
     SCROLLED_JS,
+    SHOWN_JS,
     TIMEOUT_MS,
     TITLES_JS,
     TO_STEPPER_JS,
@@ -229,9 +234,19 @@ def scroll_through(page) -> tuple[float, int]:
 
 
 def submit(page, text: str):
-    box = page.locator(".st-key-source textarea")
-    box.fill(text)
-    return lambda: box.press("Control+Enter")  # commits the text area, as blurring it would
+    """Type ``text`` in the sentence box, then scroll the step buttons to the top of the window, as for stepping
+    (filling the box scrolls it into view): returns the commit, Ctrl+Enter in the box (as blurring it would)."""
+    page.locator(".st-key-source textarea").fill(text)
+    page.evaluate(TO_STEPPER_JS)
+    return lambda: page.keyboard.press("Control+Enter")
+
+
+def in_view(page) -> int:
+    """How many figures following the step are in the window (a figure out of it is updated after the step)."""
+    plots = "[...document.querySelectorAll('.js-plotly-plot')]"
+    return page.evaluate(
+        f"() => {plots}.filter({IN_VIEW_JS.strip()}).filter(e => ({SHOWN_JS.strip()})(e).length).length"
+    )
 
 
 def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
@@ -251,6 +266,8 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
         act()
         page.locator('[data-testid="stText"]', has_text=STEP_SENTENCE).first.wait_for()
         painted(page, 0, tracking)
+        if in_view(page) < tracking:  # a figure below the window would be drawn after the step, not timed
+            raise RuntimeError("the default view's figure is not in the window with the step buttons at its top")
         n_steps = state(page)["n"]
         if n_steps < 2:
             raise RuntimeError(f"the decode of {STEP_SENTENCE!r} has {n_steps} step(s): nothing to step through")
