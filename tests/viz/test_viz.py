@@ -293,6 +293,19 @@ def test_positional_curves():
     assert [t.name for t in viz.positional_curves(pe[3:], [0], title="").data] == ["dim 0"]  # not from position 0
 
 
+def test_a_figure_that_squeezes_to_a_phone_wraps_its_title_to_the_phone_s_column():
+    """The positional curves squeeze to a phone's column (they keep no width of their own): each line of their title
+    fits it (Plotly neither wraps a title nor shows what is wider than the figure), and the plot starts below."""
+    from viz.common import PAD, PHONE_WIDTH, TITLE_FONT, text_px
+
+    title = "The model's positional encoding (sin/cos interleaved); the dashed line marks position 12"
+    fig = viz.positional_curves(np.zeros((20, 8)), [0, 1], title=title, mark_position=12)
+    lines = fig.layout.title.text.split("<br>")
+    assert " ".join(lines) == title and len(lines) >= 2
+    assert max(text_px(line, TITLE_FONT) for line in lines) <= PHONE_WIDTH - 2 * PAD, lines
+    assert fig.layout.margin.t >= len(lines) * TITLE_FONT  # the plot starts below the title's lines
+
+
 def test_addnorm_figure():
     rng = np.random.default_rng(3)
     res = rng.normal(size=(5, 8))
