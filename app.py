@@ -35,10 +35,10 @@ def warm_start() -> None:
     """Prepare what the first page run needs, in the caches every session shares: the model
     (``views.common.load_model``), its step decoder (``views.common.lean_decoder``), Explore's modules, the emoji
     table ``st.set_page_config`` checks the page's icon against, and plotly's figure classes (their first figure
-    imports ~40 ms of validators); then the other pages' modules and SQLAlchemy,
-    which no Explore page needs (~0.5 s more that a first Explore page would otherwise wait behind). Without the
-    garbage collector meanwhile: each of its full collections walks every object made so far, and torch's import makes
-    ~250k (~0.3 s of collections, the first page's wait); frozen after, later collections skip them."""
+    imports ~40 ms of validators); then the other pages' modules and SQLAlchemy, which no Explore page needs (~0.5 s
+    more that a first Explore page would otherwise wait behind). Without the garbage collector meanwhile: each of its
+    full collections walks every object made so far, and torch's import makes ~250k (~0.3 s of collections, the
+    first page's wait); frozen after, later collections skip them."""
     gc.disable()
     try:
         from views.common import database_imported, lean_decoder, load_model

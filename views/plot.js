@@ -263,8 +263,9 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   const figure = withPageFont(data.figure);
   const adopted = !div && data.id ? take(data.id) : null; // this very figure, kept drawn: put back, not drawn
   if (!div) {
-    div = adopted || document.createElement("div");
-    Object.assign(div, adopted ? {} : { className: "decoder-lens-plot", __near: false, __seen: false });
+    div =
+      adopted ||
+      Object.assign(document.createElement("div"), { className: "decoder-lens-plot", __near: false, __seen: false });
     parentElement.appendChild(div);
   }
   div.__alt = data.alt || null;
@@ -294,7 +295,7 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   }
   // Drawn now: in view, or never drawn and laid out (so the page's first paint has every figure); not in a closed
   // expander (its content keeps a layout in Chromium): opening it brings the figure into view, and draws it. Near
-  // the view: in the first idle moment.
+  // the view: once the page's update is over.
   else if (div.__seen || (!div._fullLayout && div.offsetWidth > 0 && !div.closest("details:not([open])"))) draw(div);
   else {
     div.setAttribute("data-deferred", "1");

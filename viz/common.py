@@ -28,7 +28,7 @@ FONT = 12  # base text size
 TICK_FONT = 11  # tick labels, colour-bar ticks, cell values: the smallest text in any figure
 TITLE_FONT = 15
 MIN_WIDTH = 860  # the narrowest container a figure is drawn in (the app's main column at 1366 x 768)
-PHONE_WIDTH = 340  # a phone's column (390 px less the page's margins): a figure that squeezes to it wraps its title so
+PHONE_WIDTH = 340  # a phone's column (390 px less the page's margins), to which a squeezing figure wraps its title
 MODEBAR_W = 310  # Plotly's toolbar, top-right: up to about 300 px wide ...
 MODEBAR_H = 28  # ... and 25 px high
 PAD = 10
@@ -170,10 +170,10 @@ def layout_defaults(
     """Shared look as a plain layout dict: tiny template, 11 px minimum text, escaped title clear of the modebar.
 
     ``width`` set: the figure is drawn exactly that wide (render it ``width="content"``); None: it fills its
-    container (``width="stretch"``), assumed at least ``MIN_WIDTH`` px, or, when it ``squeezes`` to a phone's column
-    (lines and curves do; heatmaps keep a width of their own and scroll in their frame), its title wrapped to
-    ``PHONE_WIDTH`` (Plotly does not wrap a title, and cuts a line wider than the figure). ``cells`` goes to
-    ``layout.meta``.
+    container (``width="stretch"``), its title wrapped for one at least ``MIN_WIDTH`` px wide, or, when it
+    ``squeezes`` to a phone's column (lines and curves do; heatmaps keep a width of their own and scroll in their
+    frame), for ``PHONE_WIDTH`` (Plotly neither wraps a title nor shows what is wider than the figure). ``cells``
+    goes to ``layout.meta``.
     """
     block, top = title_block(title, width or (PHONE_WIDTH if squeezes else MIN_WIDTH))
     out = dict(

@@ -6,6 +6,7 @@ CI (.ci/run) installs chromium; a missing browser is a failure, never a skip.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -126,108 +127,106 @@ def test_browser_end_to_end(server):
     assert dialogs == []
 
 
+@contextmanager
+def all_stages_at_the_stepper(server):
+    """A page of the "All stages" view at 1366 × 768, drawn, the step buttons scrolled to the top of the window."""
+    from playwright.sync_api import sync_playwright
+
+    from harness.browser import PAINTED_JS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{server}/?max_len=12&stage=all&src=I+like+pizza.")
+            page.wait_for_function(PAINTED_JS, arg=[0, 10, None])
+            page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+            yield page
+        finally:
+            browser.close()
+
+
 def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_near(server):
     """Every figure keeps its graph between steps (updated in place, not rebuilt); after ▶ in "All stages" the
     figures far below the window wait, marked ``data-deferred``, still showing the previous position, and are
     brought up to date when they scroll near."""
-    from playwright.sync_api import sync_playwright
-
     from harness.browser import PAINTED_JS, SHOWN_JS
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(f"{server}/?max_len=12&stage=all&src=I+like+pizza.")
-            page.wait_for_function(PAINTED_JS, arg=[0, 10, None])
-            page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
-            plots = page.locator(".decoder-lens-plot")
-            n = plots.count()
-            assert n >= 20, n
-            page.evaluate("() => document.querySelectorAll('.decoder-lens-plot').forEach((e, i) => e.__mark = i)")
-            page.locator(".st-key-next button").first.click()
-            page.wait_for_function(PAINTED_JS, arg=[1, 10, None])
-            marks = page.evaluate("() => [...document.querySelectorAll('.decoder-lens-plot')].map(e => e.__mark)")
-            assert marks == list(range(n))  # the same elements: each graph was updated where it was
-            deferred = page.locator(".decoder-lens-plot[data-deferred]")
-            waiting = deferred.count()
-            assert waiting >= 5, waiting  # most of the page is out of view
-            last = deferred.nth(waiting - 1)
-            assert 1 not in last.evaluate(SHOWN_JS)  # not redrawn yet
-            # ... nor laid out or painted: the browser skips a graph out of view, and renders one in view
-            skipped = "e => !e.querySelector('.main-svg').checkVisibility({contentVisibilityAuto: true})"
-            assert last.evaluate(skipped) and not plots.nth(0).evaluate(skipped)
-            tracked = [i for i in range(n) if plots.nth(i).evaluate(SHOWN_JS)]
-            drawn = [i for i in tracked if plots.nth(i).get_attribute("data-deferred") is None]
-            assert drawn and all(plots.nth(i).evaluate(SHOWN_JS) == [1] for i in drawn)
-            target = tracked[-1]
-            plots.nth(target).evaluate("e => e.scrollIntoView({block: 'center'})")
-            page.wait_for_function(
-                "([i]) => { const e = document.querySelectorAll('.decoder-lens-plot')[i]; "
-                "return !e.hasAttribute('data-deferred') && !e.hasAttribute('data-drawing'); }",
-                arg=[target],
-            )
-            assert plots.nth(target).evaluate(SHOWN_JS) == [1]
-        finally:
-            browser.close()
+    with all_stages_at_the_stepper(server) as page:
+        plots = page.locator(".decoder-lens-plot")
+        n = plots.count()
+        assert n >= 20, n
+        page.evaluate("() => document.querySelectorAll('.decoder-lens-plot').forEach((e, i) => e.__mark = i)")
+        page.locator(".st-key-next button").first.click()
+        page.wait_for_function(PAINTED_JS, arg=[1, 10, None])
+        marks = page.evaluate("() => [...document.querySelectorAll('.decoder-lens-plot')].map(e => e.__mark)")
+        assert marks == list(range(n))  # the same elements: each graph was updated where it was
+        deferred = page.locator(".decoder-lens-plot[data-deferred]")
+        waiting = deferred.count()
+        assert waiting >= 5, waiting  # most of the page is out of view
+        last = deferred.nth(waiting - 1)
+        assert 1 not in last.evaluate(SHOWN_JS)  # not redrawn yet
+        # ... nor laid out or painted: the browser skips a graph out of view, and renders one in view
+        skipped = "e => !e.querySelector('.main-svg').checkVisibility({contentVisibilityAuto: true})"
+        assert last.evaluate(skipped) and not plots.nth(0).evaluate(skipped)
+        tracked = [i for i in range(n) if plots.nth(i).evaluate(SHOWN_JS)]
+        drawn = [i for i in tracked if plots.nth(i).get_attribute("data-deferred") is None]
+        assert drawn and all(plots.nth(i).evaluate(SHOWN_JS) == [1] for i in drawn)
+        target = tracked[-1]
+        plots.nth(target).evaluate("e => e.scrollIntoView({block: 'center'})")
+        page.wait_for_function(
+            "([i]) => { const e = document.querySelectorAll('.decoder-lens-plot')[i]; "
+            "return !e.hasAttribute('data-deferred') && !e.hasAttribute('data-drawing'); }",
+            arg=[target],
+        )
+        assert plots.nth(target).evaluate(SHOWN_JS) == [1]
 
 
-def test_a_step_draws_the_figures_in_view_at_once_and_those_just_below_in_the_next_idle_moment(server):
+def test_a_step_draws_the_figures_in_view_at_once_and_those_just_below_once_its_update_is_over(server):
     """After ▶ in "All stages", a figure in the window is drawn at once (never marked waiting), and one just below it
     (within the page's drawing margin, out of the window) waits, marked ``data-deferred``, and is drawn once the
     page's update is over, without any scrolling: the step paints what the reader sees first."""
-    from playwright.sync_api import sync_playwright
-
     from harness.browser import PAINTED_JS, SHOWN_JS
 
     margin = 600  # views/plot.js NEAR
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(f"{server}/?max_len=12&stage=all&src=I+like+pizza.")
-            page.wait_for_function(PAINTED_JS, arg=[0, 10, None])
-            page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
-            page.wait_for_timeout(500)
-            # where each figure is: in the window, or below it well within the margin (a step lengthens the page)
-            places = page.evaluate(
-                """(reach) => [...document.querySelectorAll('.decoder-lens-plot')].map(e => {
-                  const r = e.getBoundingClientRect();
-                  return r.top < innerHeight && r.bottom > 0 ? 'seen' : r.top < innerHeight + reach ? 'near' : 'far';
-                })""",
-                margin // 2,
-            )
-            plots = page.locator(".decoder-lens-plot")
-            tracking = [plots.nth(i).evaluate(SHOWN_JS) == [0] for i in range(len(places))]  # redrawn by a step
-            seen = [i for i, w in enumerate(places) if w == "seen" and tracking[i]]
-            near = [i for i, w in enumerate(places) if w == "near" and tracking[i]]
-            assert seen and near, (places, tracking)
-            page.evaluate(
-                """() => {
-                  window.__waited = new Set();
-                  const plots = [...document.querySelectorAll('.decoder-lens-plot')];
-                  new MutationObserver((records) => records.forEach((m) => {
-                    if (m.target.hasAttribute('data-deferred')) window.__waited.add(plots.indexOf(m.target));
-                  })).observe(document.body, {attributes: true, attributeFilter: ['data-deferred'], subtree: true});
-                }"""
-            )
-            page.locator(".st-key-next button").first.click()
-            page.wait_for_function(PAINTED_JS, arg=[1, 10, None])
-            page.wait_for_function(  # the figures just below follow without a scroll
-                """(near) => near.every((i) => {
-                  const e = document.querySelectorAll('.decoder-lens-plot')[i];
-                  return !e.hasAttribute('data-deferred') && !e.hasAttribute('data-drawing');
-                })""",
-                arg=near,
-            )
-            waited = set(page.evaluate("() => [...window.__waited]"))
-            assert not waited & set(seen), (waited, seen)  # in the window: drawn at once
-            assert set(near) <= waited, (waited, near)  # just below: waited for an idle moment first
-            assert all(plots.nth(i).evaluate(SHOWN_JS) == [1] for i in seen + near)
-        finally:
-            browser.close()
+    with all_stages_at_the_stepper(server) as page:
+        page.wait_for_timeout(500)
+        # where each figure is: in the window, or below it well within the margin (a step lengthens the page)
+        places = page.evaluate(
+            """(reach) => [...document.querySelectorAll('.decoder-lens-plot')].map(e => {
+              const r = e.getBoundingClientRect();
+              return r.top < innerHeight && r.bottom > 0 ? 'seen' : r.top < innerHeight + reach ? 'near' : 'far';
+            })""",
+            margin // 2,
+        )
+        plots = page.locator(".decoder-lens-plot")
+        tracking = [plots.nth(i).evaluate(SHOWN_JS) == [0] for i in range(len(places))]  # redrawn by a step
+        seen = [i for i, w in enumerate(places) if w == "seen" and tracking[i]]
+        near = [i for i, w in enumerate(places) if w == "near" and tracking[i]]
+        assert seen and near, (places, tracking)
+        page.evaluate(
+            """() => {
+              window.__waited = new Set();
+              const plots = [...document.querySelectorAll('.decoder-lens-plot')];
+              new MutationObserver((records) => records.forEach((m) => {
+                if (m.target.hasAttribute('data-deferred')) window.__waited.add(plots.indexOf(m.target));
+              })).observe(document.body, {attributes: true, attributeFilter: ['data-deferred'], subtree: true});
+            }"""
+        )
+        page.locator(".st-key-next button").first.click()
+        page.wait_for_function(PAINTED_JS, arg=[1, 10, None])
+        page.wait_for_function(  # the figures just below follow without a scroll
+            """(near) => near.every((i) => {
+              const e = document.querySelectorAll('.decoder-lens-plot')[i];
+              return !e.hasAttribute('data-deferred') && !e.hasAttribute('data-drawing');
+            })""",
+            arg=near,
+        )
+        waited = set(page.evaluate("() => [...window.__waited]"))
+        assert not waited & set(seen), (waited, seen)  # in the window: drawn at once
+        assert set(near) <= waited, (waited, near)  # just below: waited for the step's update to be over
+        assert all(plots.nth(i).evaluate(SHOWN_JS) == [1] for i in seen + near)
 
 
 def test_plotly_is_fetched_with_the_page_not_after_its_first_figure(server):
