@@ -70,13 +70,18 @@ def specs(at: AppTest) -> list[dict]:
     return audit.figures(at)  # not the empty element that preloads Plotly; each checked against Plotly's schema
 
 
+def title(spec: dict) -> str:
+    """A figure's title as it reads: its lines (wrapped to the figure's width, ``<br>``) joined by spaces."""
+    return (spec["layout"].get("title", {}).get("text") or "").replace("<br>", " ")
+
+
 def titles(at: AppTest) -> list[str]:
     """The titles of the Plotly figures on the page, in page order."""
-    return [s["layout"].get("title", {}).get("text") or "" for s in specs(at)]
+    return [title(s) for s in specs(at)]
 
 
 def figure(at: AppTest, start: str) -> dict:
-    return next(s for s in specs(at) if (s["layout"].get("title", {}).get("text") or "").startswith(start))
+    return next(s for s in specs(at) if title(s).startswith(start))
 
 
 def plotly_array(z) -> np.ndarray:

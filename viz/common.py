@@ -128,20 +128,23 @@ def wrap_text(text: str, max_px: float, size: float) -> list[str]:
     return [line.replace("\u00a0", " ") for line in lines] or [""]
 
 
-def title_block(title: str | None, width: float) -> tuple[dict, int]:
+def title_block(title: str | None, width: float, narrowest: float | None = None) -> tuple[dict, int]:
     """Layout title (escaped, left-aligned) and the y, in px from the top, where the content below may start.
 
     The modebar (Plotly's toolbar) sits in the top-right corner; a title short enough to end before it
-    shares its line, a longer one is wrapped to the full width on the lines below it.
+    shares its line, a longer one is wrapped to the full width on the lines below it. A figure that may be drawn
+    ``narrowest`` px wide (a phone's column) wraps its title to that width: Plotly neither wraps a title nor shows
+    what is wider than the figure.
     """
     if not title:
         return dict(text=None), MODEBAR_H + 4
     text = safe_label(title)
     line_h = int(TITLE_FONT * 1.4)
-    if text_px(text, TITLE_FONT) <= width - MODEBAR_W - 2 * PAD:
+    wrap = min(width, narrowest or width) - 2 * PAD - 10
+    if text_px(text, TITLE_FONT) <= min(width - MODEBAR_W - 2 * PAD, wrap):
         lines, top = [text], 3
     else:
-        lines, top = wrap_text(text, width - 2 * PAD - 10, TITLE_FONT), MODEBAR_H
+        lines, top = wrap_text(text, wrap, TITLE_FONT), MODEBAR_H
     # Plotly draws the text about 3.5 px above pad.t, and a multi-line title another 10.5 px higher
     pad_t = top + 4 + (11 if len(lines) > 1 else 0)
     block = dict(
@@ -170,12 +173,11 @@ def layout_defaults(
     """Shared look as a plain layout dict: tiny template, 11 px minimum text, escaped title clear of the modebar.
 
     ``width`` set: the figure is drawn exactly that wide (render it ``width="content"``); None: it fills its
-    container (``width="stretch"``), its title wrapped for one at least ``MIN_WIDTH`` px wide, or, when it
-    ``squeezes`` to a phone's column (lines and curves do; heatmaps keep a width of their own and scroll in their
-    frame), for ``PHONE_WIDTH`` (Plotly neither wraps a title nor shows what is wider than the figure). ``cells``
-    goes to ``layout.meta``.
+    container (``width="stretch"``), assumed at least ``MIN_WIDTH`` px, or, when it ``squeezes`` to a phone's column
+    (bars, lines and curves do; heatmaps and figures with ``meta.min_width`` keep 600 px and scroll in their frame,
+    ``views/plot.js``), its title wrapped to ``PHONE_WIDTH``. ``cells`` goes to ``layout.meta``.
     """
-    block, top = title_block(title, width or (PHONE_WIDTH if squeezes else MIN_WIDTH))
+    block, top = title_block(title, width or MIN_WIDTH, PHONE_WIDTH if squeezes and not width else None)
     out = dict(
         template=copy.deepcopy(TEMPLATE),  # a figure may change its own
         title=block,

@@ -67,7 +67,7 @@ def sentence_scatter(
                 marker=dict(color=color, size=7, opacity=0.7),
             )
         )
-    layout = layout_defaults(title, height=380, legend=True)
+    layout = layout_defaults(title, height=380, legend=True, squeezes=True)
     layout.update(
         xaxis=dict(title=dict(text=safe_label(x_title)), zeroline=False, gridcolor="#eee"),
         yaxis=dict(title=dict(text=safe_label(y_title)), zeroline=False, gridcolor="#eee"),
@@ -105,7 +105,7 @@ def bar_figure(
             hovertemplate=f"%{{y}}: %{{text}}<extra>{safe_label(x_title)}</extra>",
         )
     ]
-    layout = layout_defaults(title, height=BAR_H * len(names) + 110)
+    layout = layout_defaults(title, height=BAR_H * len(names) + 110, squeezes=True)
     layout.update(
         xaxis=dict(title=dict(text=safe_label(x_title)), gridcolor="#eee", automargin=True),
         yaxis=dict(autorange="reversed", tickfont=dict(size=TICK_FONT)),

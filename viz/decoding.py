@@ -138,7 +138,7 @@ def topk_figure(
         hovertemplate="token: %{y}<br>p = %{x:.4g}<br>log p = %{customdata[1]}<br>%{customdata[0]}<extra></extra>",
     )
     xmax = float(p.max()) if p.size else 1.0
-    layout = layout_defaults(title, height=0)
+    layout = layout_defaults(title, height=0, squeezes=True)
     top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
     layout.update(
         height=top + max(len(tokens), 2) * BAR_PX + bottom,

@@ -162,7 +162,7 @@ def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str
             )
         ]
     )
-    layout = layout_defaults(title, height=0)
+    layout = layout_defaults(title, height=0, squeezes=True)
     top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
     left = PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0))
     y_title = "position: reads → predicts"

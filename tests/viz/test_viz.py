@@ -294,16 +294,29 @@ def test_positional_curves():
 
 
 def test_a_figure_that_squeezes_to_a_phone_wraps_its_title_to_the_phone_s_column():
-    """The positional curves squeeze to a phone's column (they keep no width of their own): each line of their title
-    fits it (Plotly neither wraps a title nor shows what is wider than the figure), and the plot starts below."""
+    """Bars and curves squeeze to a phone's column (they keep no width of their own): each line of their title fits
+    it (Plotly neither wraps a title nor shows what is wider than the figure), and the plot starts below; a short
+    title keeps its line beside the toolbar."""
     from viz.common import PAD, PHONE_WIDTH, TITLE_FONT, text_px
+    from viz.corpus import bar_figure, sentence_scatter
 
-    title = "The model's positional encoding (sin/cos interleaved); the dashed line marks position 12"
-    fig = viz.positional_curves(np.zeros((20, 8)), [0, 1], title=title, mark_position=12)
-    lines = fig.layout.title.text.split("<br>")
-    assert " ".join(lines) == title and len(lines) >= 2
-    assert max(text_px(line, TITLE_FONT) for line in lines) <= PHONE_WIDTH - 2 * PAD, lines
-    assert fig.layout.margin.t >= len(lines) * TITLE_FONT  # the plot starts below the title's lines
+    long = "the dashed line marks position 12, and the reference loss change per position without layer 0 head 3"
+    figures = {
+        "curves": lambda t: viz.positional_curves(np.zeros((20, 8)), [0, 1], title=t, mark_position=12),
+        "top-k": lambda t: viz.topk_figure(["a", "b"], [0.6, 0.4], 0, title=t),
+        "loss": lambda t: viz.loss_delta_figure(["a", "b"], np.array([0.1, -0.2]), title=t),
+        "bars": lambda t: bar_figure(["a", "b"], [1, 2], title=t, x_title="sentences"),
+        "scatter": lambda t: sentence_scatter(
+            [1.0, 2.0], [2.0, 1.0], ["s", "t"], ["u", "v"], [False, True], x_title="x", y_title="y", title=t
+        ),
+    }
+    for name, build in figures.items():
+        fig = build(long)
+        lines = fig.layout.title.text.split("<br>")
+        assert " ".join(lines) == long and len(lines) >= 2, name
+        assert max(text_px(line, TITLE_FONT) for line in lines) <= PHONE_WIDTH - 2 * PAD, (name, lines)
+        assert fig.layout.margin.t >= len(lines) * TITLE_FONT, name  # the plot starts below the title's lines
+        assert build("Top 10 next tokens").layout.title.text == "Top 10 next tokens", name
 
 
 def test_addnorm_figure():
