@@ -28,7 +28,7 @@ def add_model_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help=f"cpu or cuda (default: ${ENV_DEVICE}, else cpu)")
 
 
-# Long on purpose: every command's options in one table-like list, the --help a user reads, in the README's order.
+# Long on purpose: every command's options in one table-like list, the --help a user reads, in docs/cli.md's order.
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m model", description="Decoder Lens model tools")
     sub = ap.add_subparsers(dest="command", required=True)

@@ -55,7 +55,7 @@ def head_label(head) -> str:
 
 def heading(title: str, equation: str) -> None:
     """A section's heading (a subheader's ``###``) and the equation it opens with (``st.latex``'s display math) as one
-    element: a step of All stages redraws every element of the step view, ~2 ms each in the browser."""
+    element: a step of All stages redraws every element of the step view, so fewer elements paint sooner."""
     st.markdown(f"### {title}\n\n$$\n{equation}\n$$")
 
 

@@ -5,8 +5,8 @@ Streamlit's bundle has run, the WebSocket has opened, the page's script has sent
 rendered them (~2 s on a fresh teacher's dashboard), and then waits for Plotly's 1.5 MB to load. The shell served
 here preloads Plotly and the figures' module from its ``<head>``, beside Streamlit's own code: both are in the
 browser's cache when the page's first element (``views.plot.preload``) asks for them, and Plotly runs while the
-browser waits for the server's first figures. (Running it from the shell, as an ``async`` script, was no faster:
-it then holds back Streamlit's own start, the WebSocket opening ~0.3 s later.) The elements that ask for them are
+browser waits for the server's first figures (run from the shell instead, it would hold back Streamlit's own
+start). The elements that ask for them are
 Streamlit components, whose own code Streamlit fetches only when the first one arrives, from a server then busy with
 the page's run: the shell preloads that code too, so the first element mounts, and Plotly runs, while the page's
 run goes on rather than after it.

@@ -3,7 +3,7 @@
 A record of a layer is named side.layer.block.quantity (``dec.1.cross.weights``: decoder layer 1, cross-attention,
 its softmax weights), a side's embedding side.quantity (``dec.pe``), and what belongs to the whole model one word
 (``memory``, ``logits``). The modules record their own stages under the quantity's name alone (``weights``) and
-their callers prefix them (``prefixed``), so the names below are every name a trace holds (README, "Trace keys").
+their callers prefix them (``prefixed``), so the names below are every name a trace holds (docs/cli.md, "Trace keys").
 Every other module asks this one for a key (``dec(1, "cross", "weights")``) or reads it through ``Records``
 (``records.cross_weights(1)``); a test fails on a key spelled by hand anywhere else.
 """

@@ -21,7 +21,7 @@ from model.decode.decoding import DecodeOptions, decode, prepare_ids, to_numpy
 
 @dataclass(frozen=True)
 class Trace:
-    """Arrays without the batch axis, keyed by the stable names listed in the README."""
+    """Arrays without the batch axis, keyed by the stable names listed in docs/cli.md."""
 
     src_tokens: list[str]
     dec_input_tokens: list[str]  # <s> y1 ... yn  (target shifted right)

@@ -213,7 +213,7 @@ def report(
     position: int | None = None,
     steps: int | None = None,
 ) -> dict[str, np.ndarray]:
-    """Why X rather than Y as named arrays (the README lists the keys): both attributions, the lens of the
+    """Why X rather than Y as named arrays (docs/cli.md lists the keys): both attributions, the lens of the
     difference, and the patching maps measured on it (A corrupted by noise)."""
     from model.interpret.patching import activation_patching
 

@@ -47,7 +47,7 @@ MAX_SENTENCES = 5_000  # lines beyond are skipped
 HEAD_SENTENCES = 200  # the head table reads the set's first sentences
 COLUMNS = ("english", "french")  # a CSV's columns (a header row names them)
 
-# The flags, each one line (the page and the README show these definitions).
+# The flags, each one line (the page and docs/cli.md show these definitions).
 HALLUCINATION_SHARE = 0.35
 DROPPED_COVERAGE = 0.1
 UNTRANSLATED_SHARE = 0.5
@@ -670,7 +670,7 @@ def head_rows(table: dict) -> list[dict]:
 
 
 def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: str) -> dict:
-    """Everything as JSON-ready values (write it with model.core.jsonio: NaN becomes null); the README lists the
+    """Everything as JSON-ready values (write it with model.core.jsonio: NaN becomes null); docs/cli.md lists the
     keys."""
     decoding = {"strategy": opts.strategy, "beam": opts.beam if opts.strategy == "beam" else 1, "max_len": opts.max_len}
     out = {

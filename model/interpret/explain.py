@@ -344,7 +344,7 @@ def head_importance(model: Transformer, src_ids, tgt_ids, mode: str = "zero") ->
 
 
 # Long on purpose: the report's sections (translation, lens, importance, ablation, attribution) in the order of
-# the README's key table, each a few lines that name its keys.
+# docs/cli.md's key table, each a few lines that name its keys.
 def report(
     model: Transformer,
     tokenizer,
@@ -356,7 +356,7 @@ def report(
     steps: int | None = None,
     k: int = 10,
 ) -> dict[str, np.ndarray]:
-    """The explanation of one sentence as named arrays (the README lists the keys): the greedy translation; the
+    """The explanation of one sentence as named arrays (docs/cli.md lists the keys): the greedy translation; the
     logit lens and the head-importance map on the pair (source, ``target_ids``, or the translation when there is
     no target); with ``heads``, the translation decoded again without them (``mode`` zero or mean, means from the
     same pair) and the loss change per position; with ``method`` ("ig" or "ixg"), the attribution of each label

@@ -360,7 +360,7 @@ def activation_patching(
 
 
 def report(tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
-    """The maps of one patching run as named arrays (the README lists the keys), for the command line and downloads."""
+    """The maps of one patching run as named arrays (docs/cli.md lists the keys), for the command line and downloads."""
     P = r.position + 1
     out = {
         keys.TOKENS_SRC: np.array(tokenizer.tokens(p.src.tolist())),

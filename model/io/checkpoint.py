@@ -226,7 +226,7 @@ def load_model_dir(path: str | Path | None = None, device: str | None = None) ->
             f"{path} is a file, not a model directory (a directory holding {CONFIG}, {WEIGHTS} and {TOKENIZER})"
         )
     if not path.is_dir():
-        hint = " (the bundled model is not built yet: see README, 'Train')" if path == default_model_dir() else ""
+        hint = " (the bundled model is not built yet: see docs/training.md)" if path == default_model_dir() else ""
         raise ModelDirError(f"model directory {path} does not exist{hint}")
     for name in (CONFIG, WEIGHTS, TOKENIZER):
         if not (path / name).is_file():

@@ -2,7 +2,7 @@
 
     python -m model.train --out assets/models/en-fr --state-dir runs/en-fr --minutes 45 --device cpu
 
-(the bundled model's full command is in the README and its model card)
+(the bundled model's full command is in docs/training.md and its model card)
 
 - Length-bucketed batches by token count, AdamW, linear warm-up then inverse-sqrt decay or
   (``--decay none --cooldown F``) the peak held and a linear cooldown to 0 over the last F of the

@@ -1,5 +1,5 @@
 """The trace's key names live in model/core/keys.py alone: the names it gives are the names a trace holds and the
-README lists, and no other module of the product spells a key by hand (an f-string or a literal)."""
+docs/cli.md lists, and no other module of the product spells a key by hand (an f-string or a literal)."""
 
 from __future__ import annotations
 
@@ -163,8 +163,9 @@ def test_records_read_a_trace_by_layer_block_and_quantity(tiny_model, tiny_token
     assert np.array_equal(back.cross_weights(0), a.cross_weights(0))
 
 
-def _readme_table(title: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+def _docs_table(title: str) -> list[str]:
+    """The rows of the table under ``title`` in docs/cli.md, where the command line's key tables live."""
+    text = (ROOT / "docs" / "cli.md").read_text()
     section = text[text.index(title) :]
     section = section[: section.index("\n#", 1)]
     return [line for line in section.splitlines() if line.startswith("| `")]
@@ -182,20 +183,20 @@ def _expand(pattern: str) -> list[str]:
     return [pattern]
 
 
-def test_the_readme_lists_every_trace_key_and_no_other():
+def test_the_docs_list_every_trace_key_and_no_other():
     listed = []
-    for row in _readme_table("### Trace keys"):
+    for row in _docs_table("## Trace keys"):
         first = row.split("|")[1]
         listed += [k for name in re.findall(r"`([^`]+)`", first) for k in _expand(name)]
     tokens = [keys.TOKENS_SRC, keys.TOKENS_DEC_INPUT, keys.TOKENS_LABEL, keys.CAUSAL]
     assert sorted(listed) == sorted([*keys.trace_keys(1, 1), *tokens])
 
 
-@pytest.mark.parametrize("title", ["### Explain keys", "### Patching keys"])
+@pytest.mark.parametrize("title", ["## Explain keys", "## Patching keys"])
 def test_the_other_tables_name_trace_records_as_a_trace_does(title):
     """The explain and patching files carry some of a trace's records (tokens, ids, loss) under the trace's names."""
     traced = [*keys.trace_keys(1, 1), keys.TOKENS_SRC, keys.TOKENS_DEC_INPUT, keys.TOKENS_LABEL]
-    listed = {k for row in _readme_table(title) for k in re.findall(r"`([^`]+)`", row.split("|")[1])}
+    listed = {k for row in _docs_table(title) for k in re.findall(r"`([^`]+)`", row.split("|")[1])}
     shared = listed & set(traced)
     assert {keys.TOKENS_SRC, keys.SRC_IDS} <= shared
     own = {k for k in listed - shared if k.startswith("tokens.") or k.endswith("_ids") and "." not in k}
