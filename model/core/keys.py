@@ -22,6 +22,12 @@ BLOCKS: dict[str, dict[str, tuple[str, ...]]] = {
     "dec": {"self": ATTENTION, "norm1": NORM, "cross": ATTENTION, "norm2": NORM, "ffn": FFN, "norm3": NORM},
 }
 SIDES = tuple(BLOCKS)
+# quantities only some of the family records: a pre-norm block's Norm(x), what its sublayer reads (its residual and
+# out are then the stream itself, mean and std those of x); T5's relative position bias, added to the scores
+NORM_PRE = ("normed",)
+ATTENTION_RELATIVE = ("position_bias",)
+OPTIONAL: dict[tuple[str, ...], tuple[str, ...]] = {NORM: NORM_PRE, ATTENTION: ATTENTION_RELATIVE}
+FINAL_NORM = "final_norm"  # a side's own record: the output of its stack's final norm (the pre-norm models)
 ATTENTION_KV = ("K", "V")  # the projections of the keys' positions (a cache, in a step's records)
 ATTENTION_MAPS = ("scores", "mask", "masked_scores", "weights")  # a query row over every key position
 
@@ -37,7 +43,8 @@ def _check(side: str, block: str | None = None, quantity: str | None = None) -> 
         raise KeyError(f"no side {side!r}: {SIDES}")
     if block is not None and block not in BLOCKS[side]:
         raise KeyError(f"no block {block!r} in {side}: {tuple(BLOCKS[side])}")
-    if quantity is not None and block is not None and quantity not in BLOCKS[side][block]:
+    known = () if block is None else BLOCKS[side][block] + OPTIONAL.get(BLOCKS[side][block], ())
+    if quantity is not None and block is not None and quantity not in known:
         raise KeyError(f"no quantity {quantity!r} in {side}.{block}: {BLOCKS[side][block]}")
 
 
@@ -63,7 +70,7 @@ def enc(i: int, block: str | None = None, quantity: str | None = None) -> str:
 
 def local(block: str, quantity: str) -> str:
     """The name a layer records a block's quantity under, before its caller prefixes the layer: ``self.weights``."""
-    if not any(quantity in blocks.get(block, ()) for blocks in BLOCKS.values()):
+    if not any(quantity in blocks.get(block, ()) + OPTIONAL.get(blocks.get(block, ()), ()) for blocks in BLOCKS.values()):
         raise KeyError(f"no quantity {quantity!r} in a {block!r} block")
     return join(block, quantity)
 
@@ -74,6 +81,12 @@ def embedding(side: str, quantity: str) -> str:
     if quantity not in EMBEDDING:
         raise KeyError(f"no embedding quantity {quantity!r}: {EMBEDDING}")
     return join(side, quantity)
+
+
+def final_norm(side: str) -> str:
+    """``final_norm("dec")`` → ``dec.final_norm``: the output of the side's final norm (pre-norm models have one)."""
+    _check(side)
+    return join(side, FINAL_NORM)
 
 
 def layer_output(i: int) -> str:

@@ -1,4 +1,8 @@
-"""The encoder-decoder Transformer of "Attention Is All You Need", one class per box of its figure.
+"""The encoder-decoder Transformer of "Attention Is All You Need", one class per box of its figure, and the
+family that grew from it (Marian, BART, mBART, M2M100/NLLB, T5) as settings of the same boxes: where the norm sits
+(``AddNorm``: after the sublayer, or before it), LayerNorm or RMSNorm, the positions (a sinusoidal or learned table
+added to the embeddings, or ``RelativePositionBias`` added to the self-attention scores), an embedding LayerNorm, a
+final norm after each stack, a gated FFN, biases, the attention scale (``ModelConfig``).
 
 Every forward takes ``record``: when true it also returns a dict of every intermediate
 tensor (the trace). Nothing is stored on the modules; the trace is a returned value. Encoder and decoder
@@ -50,11 +54,21 @@ def sinusoidal_table(n_pos: int, d_model: int, layout: str = "interleaved") -> T
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(same angle).
 
     ``interleaved`` puts sin/cos in alternating columns (the paper); ``half`` puts all sines
-    first and all cosines after (Marian, fairseq). Computed on the CPU even when the model is built on the meta
-    device for its shapes (the table is not a weight; meta sin/cos would cost a 1.2 s import).
+    first and all cosines after (Marian); ``fairseq`` is ``half`` with the angles of tensor2tensor,
+    pos / 10000^(i/(D/2 − 1)) for i < D/2 (M2M100, NLLB), and a zero last column when D is odd. Computed on the CPU
+    even when the model is built on the meta device for its shapes (the table is not a weight; meta sin/cos would
+    cost a 1.2 s import).
     """
     cpu = torch.device("cpu")
     pos = torch.arange(n_pos, dtype=torch.float64, device=cpu)[:, None]  # (P, 1)
+    if layout == "fairseq":
+        half = d_model // 2
+        step = math.log(10000) / max(half - 1, 1)
+        inv = torch.exp(torch.arange(half, dtype=torch.float32, device=cpu) * -step)  # (D/2,) in float32, as fairseq
+        angle32 = pos.float() * inv  # (P, D/2)
+        pe32 = torch.zeros(n_pos, d_model, device=cpu)
+        pe32[:, :half], pe32[:, half : 2 * half] = torch.sin(angle32), torch.cos(angle32)
+        return pe32
     inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64, device=cpu) / d_model)  # (ceil(D/2),)
     angle = pos * inv_freq  # (P, ceil(D/2))
     pe = torch.empty(n_pos, d_model, dtype=torch.float64, device=cpu)
@@ -69,16 +83,46 @@ def sinusoidal_table(n_pos: int, d_model: int, layout: str = "interleaved") -> T
     return pe.float()
 
 
-class InputEmbedding(nn.Module):
-    """Token embedding × sqrt(d_model) + positional encoding, then dropout."""
+def make_norm(cfg: ModelConfig) -> nn.Module:
+    """LayerNorm: (x − mean) / sqrt(var + eps) · g + b; RMSNorm (T5): x / sqrt(mean(x²) + eps) · g."""
+    if cfg.norm_kind == "rms":
+        return nn.RMSNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
 
-    pe: Tensor  # (max_len, D), a buffer
+
+def norm_stats(norm: nn.Module, z: Tensor) -> tuple[Tensor, Tensor]:
+    """What ``norm`` subtracts and divides by, per position (B, T) each: the mean and the std (LayerNorm), or 0 and
+    the root mean square (RMSNorm, which subtracts nothing)."""
+    eps = cast(float, norm.eps)
+    if isinstance(norm, nn.RMSNorm):
+        return torch.zeros_like(z[..., 0]), torch.sqrt(z.pow(2).mean(-1) + eps)
+    var, mean = torch.var_mean(z, -1, unbiased=False)  # (B, T) each
+    return mean, torch.sqrt(var + eps)
+
+
+def position_table(cfg: ModelConfig) -> Tensor:
+    """PE (max_len, D) of positions 0..max_len − 1: rows ``position_offset``.. of the model's sinusoidal table (zeros
+    for relative positions, which add nothing to the embeddings)."""
+    if cfg.positions == "relative":
+        return torch.zeros(cfg.max_len, cfg.d_model, device=torch.device("cpu"))
+    return sinusoidal_table(cfg.max_len + cfg.position_offset, cfg.d_model, cfg.pe_layout)[cfg.position_offset :]
+
+
+class InputEmbedding(nn.Module):
+    """Token embedding × sqrt(d_model) + positional encoding (a fixed or a learned table; none with relative
+    positions), LayerNorm'd where the model normalises its embeddings (BART), then dropout."""
+
+    pe: Tensor  # (max_len, D): a buffer, or a learned parameter (positions="learned")
 
     def __init__(self, cfg: ModelConfig, embed: nn.Embedding):
         super().__init__()
         self.embed = embed
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
-        self.register_buffer("pe", sinusoidal_table(cfg.max_len, cfg.d_model, cfg.pe_layout), persistent=False)
+        if cfg.positions == "learned":
+            self.pe = nn.Parameter(torch.empty(cfg.max_len, cfg.d_model))
+        else:
+            self.register_buffer("pe", position_table(cfg), persistent=False)
+        self.norm = make_norm(cfg) if cfg.embed_norm else None
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, ids: Tensor, offset: int = 0, record: bool = False) -> tuple[Tensor, Record | None]:
@@ -88,20 +132,60 @@ class InputEmbedding(nn.Module):
         tok = self.embed(ids) * self.scale  # (B, T, D)
         pe = self.pe[offset : offset + T]  # (T, D)
         x = tok + pe  # (B, T, D)
+        if self.norm is not None:
+            x = self.norm(x)  # (B, T, D)
         rec = {"embed": tok, "pe": pe, "input": x} if record else None
         return self.dropout(x), rec
 
 
+def relative_bucket(rel: Tensor, bidirectional: bool, n_buckets: int, max_distance: int) -> Tensor:
+    """T5's bucket of each relative distance key − query (Tq, Tk): half the buckets (bidirectional: per direction)
+    hold one distance each, the rest logarithmically wider bins up to ``max_distance``; the decoder's keys are never
+    ahead of its query, so it has one direction."""
+    buckets = torch.zeros_like(rel)
+    if bidirectional:
+        n_buckets //= 2
+        buckets += (rel > 0).long() * n_buckets
+        dist = rel.abs()
+    else:
+        dist = -torch.clamp(rel, max=0)
+    exact = n_buckets // 2
+    log_bin = exact + (
+        torch.log(dist.float() / exact) / math.log(max_distance / exact) * (n_buckets - exact)
+    ).long()  # distance 0 is exact: its log is never used
+    return buckets + torch.where(dist < exact, dist, torch.clamp(log_bin, max=n_buckets - 1))
+
+
+class RelativePositionBias(nn.Module):
+    """T5's positions: no positional encoding; a learned bias per head and bucket of relative distance, added to
+    every self-attention layer's scores of its stack (computed once per stack)."""
+
+    def __init__(self, cfg: ModelConfig, bidirectional: bool):
+        super().__init__()
+        self.bidirectional, self.n_buckets, self.max_distance = bidirectional, cfg.relative_buckets, cfg.relative_max_distance
+        self.bias = nn.Embedding(cfg.relative_buckets, cfg.n_heads)
+
+    def forward(self, Tq: int, Tk: int, offset: int = 0) -> Tensor:
+        """(1, H, Tq, Tk): the bias of queries at positions offset.. over keys at 0..Tk − 1."""
+        device = self.bias.weight.device
+        q = torch.arange(offset, offset + Tq, device=device)[:, None]
+        k = torch.arange(Tk, device=device)[None, :]
+        bucket = relative_bucket(k - q, self.bidirectional, self.n_buckets, self.max_distance)  # (Tq, Tk)
+        return self.bias(bucket).permute(2, 0, 1)[None]  # (1, H, Tq, Tk)
+
+
 class MultiHeadAttention(nn.Module):
-    """softmax(Q Kᵀ / sqrt(d_k) + mask) V per head, heads concatenated, then W_O."""
+    """softmax(Q Kᵀ / sqrt(d_k) + bias + mask) V per head, heads concatenated, then W_O. T5 leaves QKᵀ unscaled
+    and adds its relative position bias; the others add no bias."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.n_heads, self.d_k = cfg.n_heads, cfg.d_k
-        self.W_Q = nn.Linear(cfg.d_model, cfg.d_model)
-        self.W_K = nn.Linear(cfg.d_model, cfg.d_model)
-        self.W_V = nn.Linear(cfg.d_model, cfg.d_model)
-        self.W_O = nn.Linear(cfg.d_model, cfg.d_model)
+        self.n_heads, self.d_k, self.scaled = cfg.n_heads, cfg.d_k, cfg.scale_attention
+        inner = cfg.n_heads * cfg.d_k  # d_model, unless the model sets its own head width (T5's d_kv)
+        self.W_Q = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
+        self.W_K = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
+        self.W_V = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
+        self.W_O = nn.Linear(inner, cfg.d_model, bias=cfg.bias)
 
     def split(self, x: Tensor) -> Tensor:
         B, T, _ = x.shape
@@ -119,24 +203,33 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None,  # additive 0/-inf, broadcastable to (B, H, Tq, Tk)
         record: bool = False,
         heads: HeadMask | None = None,  # heads to switch off
+        position_bias: Tensor | None = None,  # (1, H, Tq, Tk): T5's relative position bias
     ) -> tuple[Tensor, Record | None]:
-        B, Tq, D = x_q.shape
+        B, Tq, _ = x_q.shape
+        HD = self.n_heads * self.d_k
         Q = self.split(self.W_Q(x_q))  # (B, H, Tq, d_k)
         if not record:
-            context = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)  # (B, H, Tq, d_k)
+            attn_mask = mask if position_bias is None else position_bias if mask is None else position_bias + mask
+            scale = None if self.scaled else 1.0  # None: SDPA's own 1/sqrt(d_k)
+            context = F.scaled_dot_product_attention(Q, K, V, attn_mask=attn_mask, scale=scale)  # (B, H, Tq, d_k)
             if heads is not None:
                 context = context * heads.keep.to(context) + heads.fill.to(context)
-            return self.W_O(context.transpose(1, 2).reshape(B, Tq, D)), None
-        scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, Tq, Tk)
+            return self.W_O(context.transpose(1, 2).reshape(B, Tq, HD)), None
+        scores = Q @ K.transpose(-2, -1)  # (B, H, Tq, Tk)
+        if self.scaled:
+            scores = scores / math.sqrt(self.d_k)
+        if position_bias is not None:
+            scores = scores + position_bias
         full_mask = torch.zeros_like(scores) if mask is None else mask.expand_as(scores)
         masked_scores = scores + full_mask  # (B, H, Tq, Tk)
         weights = masked_scores.softmax(dim=-1)  # (B, H, Tq, Tk): an ablated head still attends; its output is dropped
         context = weights @ V  # (B, H, Tq, d_k)
         if heads is not None:
             context = context * heads.keep.to(context) + heads.fill.to(context)
-        concat = context.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
+        concat = context.transpose(1, 2).reshape(B, Tq, HD)  # (B, Tq, H·d_k)
         out = self.W_O(concat)  # (B, Tq, D)
-        rec = {
+        rec: Record = {} if position_bias is None else {"position_bias": position_bias[0].expand(-1, Tq, -1)}
+        rec |= {
             "Q": Q,
             "K": K,
             "V": V,
@@ -152,36 +245,59 @@ class MultiHeadAttention(nn.Module):
 
 
 class AddNorm(nn.Module):
-    """LayerNorm(x + dropout(Sublayer(x))), the post-norm residual of the paper."""
+    """Post-norm (the paper): Norm(x + dropout(Sublayer(x))). Pre-norm: x + dropout(Sublayer(Norm(x))): Norm →
+    sublayer → add, the residual stream itself never normalised. ``sublayer_input`` is what the sublayer reads."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.pre = cfg.norm_position == "pre"
+        self.norm = make_norm(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
+
+    def sublayer_input(self, x: Tensor) -> Tensor:
+        return self.norm(x) if self.pre else x  # (B, T, D)
 
     def forward(self, x: Tensor, sublayer_out: Tensor, record: bool = False) -> tuple[Tensor, Record | None]:
         residual = x + self.dropout(sublayer_out)  # (B, T, D)
-        out = self.norm(residual)  # (B, T, D)
+        out = residual if self.pre else self.norm(residual)  # (B, T, D)
         if not record:
             return out, None
-        var, mean = torch.var_mean(residual, -1, unbiased=False)  # (B, T) each
-        std = torch.sqrt(var + self.norm.eps)  # (B, T)
+        if self.pre:  # mean and std of the norm's input x; what it gave the sublayer
+            mean, std = norm_stats(self.norm, x)
+            return out, {"residual": residual, "mean": mean, "std": std, "out": out, "normed": self.norm(x)}
+        mean, std = norm_stats(self.norm, residual)  # (B, T) each
         return out, {"residual": residual, "mean": mean, "std": std, "out": out}
 
 
+def _gelu_tanh(x: Tensor) -> Tensor:
+    return F.gelu(x, approximate="tanh")
+
+
+ACTIVATION_FNS: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": F.relu,
+    "swish": F.silu,
+    "silu": F.silu,
+    "gelu": F.gelu,
+    "gelu_new": _gelu_tanh,
+}
+
+
 class FeedForward(nn.Module):
-    """FFN(x) = act(x W_1 + b_1) W_2 + b_2, applied to each position separately."""
+    """FFN(x) = act(x W_1 + b_1) W_2 + b_2, applied to each position separately; gated (T5 v1.1):
+    (act(x W_1) ⊙ x W_3) W_2."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.W_1 = nn.Linear(cfg.d_model, cfg.d_ff)
-        self.W_2 = nn.Linear(cfg.d_ff, cfg.d_model)
-        acts: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "swish": F.silu, "silu": F.silu, "gelu": F.gelu}
-        self.act = acts[cfg.activation]
+        self.W_1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
+        self.W_3 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias) if cfg.gated_ffn else None
+        self.W_2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+        self.act = ACTIVATION_FNS[cfg.activation]
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, record: bool = False) -> tuple[Tensor, Record | None]:
         hidden = self.act(self.W_1(x))  # (B, T, d_ff)
+        if self.W_3 is not None:
+            hidden = hidden * self.W_3(x)  # (B, T, d_ff)
         out = self.W_2(self.dropout(hidden))  # (B, T, D)
         return out, ({"hidden": hidden, "out": out} if record else None)
 
@@ -198,12 +314,18 @@ class EncoderLayer(nn.Module):
         self.ffn, self.norm2 = FeedForward(cfg), AddNorm(cfg)
 
     def forward(
-        self, x: Tensor, src_mask: Tensor | None, record: bool = False, heads: HeadMask | None = None
+        self,
+        x: Tensor,  # (B, S, D)
+        src_mask: Tensor | None,
+        record: bool = False,
+        heads: HeadMask | None = None,
+        position_bias: Tensor | None = None,  # (1, H, S, S)
     ) -> tuple[Tensor, Record]:
-        K, V = self.self_attn.project_kv(x)
-        a, r1 = self.self_attn(x, K, V, src_mask, record, heads)
+        h = self.norm1.sublayer_input(x)  # x itself (post-norm) or Norm(x) (pre-norm)
+        K, V = self.self_attn.project_kv(h)
+        a, r1 = self.self_attn(h, K, V, src_mask, record, heads, position_bias)
         x, r2 = self.norm1(x, a, record)
-        f, r3 = self.ffn(x, record)
+        f, r3 = self.ffn(self.norm2.sublayer_input(x), record)
         x, r4 = self.norm2(x, f, record)
         return x, {**prefixed("self", r1), **prefixed("norm1", r2), **prefixed("ffn", r3), **prefixed("norm2", r4)}
 
@@ -241,8 +363,10 @@ class DecoderLayer(nn.Module):
         record: bool = False,
         self_heads: HeadMask | None = None,
         cross_heads: HeadMask | None = None,
+        position_bias: Tensor | None = None,  # (1, H, T, t + T)
     ) -> tuple[Tensor, LayerCache, Record]:
-        K_new, V_new = self.self_attn.project_kv(y)  # (B, H, T, d_k)
+        h = self.norm1.sublayer_input(y)  # y itself (post-norm) or Norm(y) (pre-norm)
+        K_new, V_new = self.self_attn.project_kv(h)  # (B, H, T, d_k)
         if cache is None:
             K, V = K_new, V_new
             cross_K, cross_V = self.cross_attn.project_kv(memory)  # (B, H, S, d_k)
@@ -250,11 +374,11 @@ class DecoderLayer(nn.Module):
             K = torch.cat([cache.self_K, K_new], dim=2)  # (B, H, t + T, d_k)
             V = torch.cat([cache.self_V, V_new], dim=2)
             cross_K, cross_V = cache.cross_K, cache.cross_V
-        a, r1 = self.self_attn(y, K, V, causal_mask, record, self_heads)
+        a, r1 = self.self_attn(h, K, V, causal_mask, record, self_heads, position_bias)
         y, r2 = self.norm1(y, a, record)
-        c, r3 = self.cross_attn(y, cross_K, cross_V, src_mask, record, cross_heads)
+        c, r3 = self.cross_attn(self.norm2.sublayer_input(y), cross_K, cross_V, src_mask, record, cross_heads)
         y, r4 = self.norm2(y, c, record)
-        f, r5 = self.ffn(y, record)
+        f, r5 = self.ffn(self.norm3.sublayer_input(y), record)
         y, r6 = self.norm3(y, f, record)
         rec = {
             **prefixed("self", r1),
@@ -284,6 +408,10 @@ def causal_mask(T: int, offset: int = 0, device=None) -> Tensor:
 
 class Transformer(nn.Module):
     final_logits_bias: Tensor | None  # (V,), a buffer (Marian's), or None
+    enc_bias: RelativePositionBias | None  # T5's relative positions, one per stack
+    dec_bias: RelativePositionBias | None
+    enc_norm: nn.Module | None  # the pre-norm models' norm after each stack's last layer
+    dec_norm: nn.Module | None
 
     def __init__(self, cfg: ModelConfig, init: bool = True):
         """``init=False`` leaves the weights uninitialised (for a model whose weights are loaded next, or one built on
@@ -301,6 +429,11 @@ class Transformer(nn.Module):
         self.tgt_embed = InputEmbedding(cfg, self.embed)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        relative = cfg.positions == "relative"
+        self.enc_bias = RelativePositionBias(cfg, bidirectional=True) if relative else None
+        self.dec_bias = RelativePositionBias(cfg, bidirectional=False) if relative else None
+        self.enc_norm = make_norm(cfg) if cfg.final_norm else None
+        self.dec_norm = make_norm(cfg) if cfg.final_norm else None
         self.out_proj = None if cfg.tie_output else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.final_logits_bias:
             self.register_buffer("final_logits_bias", torch.zeros(cfg.vocab_size))
@@ -343,9 +476,15 @@ class Transformer(nn.Module):
         x, rec = self.src_embed(src_ids, record=record)
         trace = prefixed("enc", rec)
         heads = heads or {}
+        S = src_ids.shape[1]
+        bias = None if self.enc_bias is None else self.enc_bias(S, S)  # (1, H, S, S)
         for i, layer in enumerate(self.encoder_stack):
-            x, r = layer(x, src_mask, record, heads.get(keys.enc(i, "self")))
+            x, r = layer(x, src_mask, record, heads.get(keys.enc(i, "self")), bias)
             trace.update(prefixed(keys.enc(i), r))
+        if self.enc_norm is not None:
+            x = self.enc_norm(x)  # (B, S, D)
+            if record:
+                trace[keys.final_norm("enc")] = x
         if record:
             trace[keys.MEMORY] = x
         return x, src_mask, trace
@@ -356,6 +495,11 @@ class Transformer(nn.Module):
         return self.embed.weight if self.out_proj is None else self.out_proj.weight
 
     def logits(self, y: Tensor) -> Tensor:
+        """The final linear layer on the decoder's output y (B, T, D), after its final norm where it has one."""
+        if self.dec_norm is not None:
+            y = self.dec_norm(y)
+        if self.cfg.output_scale != 1.0:
+            y = y * self.cfg.output_scale
         logits = y @ self.W_out.T  # (B, T, V)
         return logits if self.final_logits_bias is None else logits + self.final_logits_bias
 
@@ -377,6 +521,7 @@ class Transformer(nn.Module):
         trace = prefixed("dec", rec)
         # a single newest query may see every cached key: no mask needed unless it is to be recorded
         mask = causal_mask(T, offset, y.device) if causal and (T > 1 or record) else None
+        bias = None if self.dec_bias is None else self.dec_bias(T, offset + T, offset)  # (1, H, T, t + T)
         new_cache, heads = [], heads or {}
         for i, layer in enumerate(self.decoder_stack):
             y, c, r = layer(
@@ -388,11 +533,14 @@ class Transformer(nn.Module):
                 record,
                 heads.get(keys.dec(i, "self")),
                 heads.get(keys.dec(i, "cross")),
+                bias,
             )
             new_cache.append(c)
             trace.update(prefixed(keys.dec(i), r))
         logits = self.logits(y)
         if record:
+            if self.dec_norm is not None:
+                trace[keys.final_norm("dec")] = self.dec_norm(y)
             trace[keys.LOGITS] = logits
         return logits, new_cache, trace
 
