@@ -66,8 +66,9 @@ def check_config_dict(data: dict) -> None:
         )
     if get("n_heads") * get("d_kv") > SIZE_BOUNDS["d_model"][1]:
         raise ValueError(f"n_heads={h} × d_kv={get('d_kv')} is outside the sane range of attention widths")
-    if not -1 <= get("forced_bos_id") < get("vocab_size"):
-        raise ValueError(f"forced_bos_id={get('forced_bos_id')} is outside the vocabulary (vocab_size={get('vocab_size')})")
+    for key in ("forced_bos_id", "source_prefix_id"):
+        if not -1 <= get(key) < get("vocab_size"):
+            raise ValueError(f"{key}={get(key)} is outside the vocabulary (vocab_size={get('vocab_size')}; -1: none)")
     if not 0 < get("output_scale") <= 1e4:
         raise ValueError(f"output_scale={get('output_scale')} is outside the sane range (0, 10000]")
     for key in SPECIAL_IDS:
@@ -118,6 +119,7 @@ class ModelConfig:
     output_scale: float = 1.0  # the decoder output × this before the output projection (T5 tied: d_model^-0.5)
     d_kv: int = 0  # width of a head; 0: d_model / n_heads (T5 sets its own)
     forced_bos_id: int = -1  # the first generated token, forced (a target-language code: mBART-50, NLLB); -1: none
+    source_prefix_id: int = -1  # a token read before every source (its language code: mBART-50, NLLB); -1: none
 
     def __post_init__(self):
         if not self.d_kv and self.d_model % self.n_heads:

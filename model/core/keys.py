@@ -70,7 +70,8 @@ def enc(i: int, block: str | None = None, quantity: str | None = None) -> str:
 
 def local(block: str, quantity: str) -> str:
     """The name a layer records a block's quantity under, before its caller prefixes the layer: ``self.weights``."""
-    if not any(quantity in blocks.get(block, ()) + OPTIONAL.get(blocks.get(block, ()), ()) for blocks in BLOCKS.values()):
+    kinds = [blocks.get(block, ()) for blocks in BLOCKS.values()]
+    if not any(quantity in qs + OPTIONAL.get(qs, ()) for qs in kinds):
         raise KeyError(f"no quantity {quantity!r} in a {block!r} block")
     return join(block, quantity)
 

@@ -150,9 +150,9 @@ def relative_bucket(rel: Tensor, bidirectional: bool, n_buckets: int, max_distan
     else:
         dist = -torch.clamp(rel, max=0)
     exact = n_buckets // 2
-    log_bin = exact + (
-        torch.log(dist.float() / exact) / math.log(max_distance / exact) * (n_buckets - exact)
-    ).long()  # distance 0 is exact: its log is never used
+    log_bin = (
+        exact + (torch.log(dist.float() / exact) / math.log(max_distance / exact) * (n_buckets - exact)).long()
+    )  # distance 0 is exact: its log is never used
     return buckets + torch.where(dist < exact, dist, torch.clamp(log_bin, max=n_buckets - 1))
 
 
@@ -162,7 +162,8 @@ class RelativePositionBias(nn.Module):
 
     def __init__(self, cfg: ModelConfig, bidirectional: bool):
         super().__init__()
-        self.bidirectional, self.n_buckets, self.max_distance = bidirectional, cfg.relative_buckets, cfg.relative_max_distance
+        self.bidirectional = bidirectional
+        self.n_buckets, self.max_distance = cfg.relative_buckets, cfg.relative_max_distance
         self.bias = nn.Embedding(cfg.relative_buckets, cfg.n_heads)
 
     def forward(self, Tq: int, Tk: int, offset: int = 0) -> Tensor:

@@ -25,6 +25,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -34,6 +35,9 @@ from model.core import keys
 from model.core.ablation import Ablation
 from model.core.keys import prefixed
 from model.core.transformer import Transformer
+
+if TYPE_CHECKING:
+    from model.decode.decoding import ModuleDecoder
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -165,6 +169,26 @@ def _affine(add_norm) -> tuple[np.ndarray, np.ndarray]:
     return _np(add_norm.norm.weight).copy(), _np(add_norm.norm.bias).copy()
 
 
+def lean_covers(cfg) -> bool:
+    """Whether the numpy step and its compiled twin compute ``cfg``'s model: the paper's post-norm LayerNorm stack
+    with biases, scaled attention, an ungated FFN and a positional table added to the embeddings (the bundled model,
+    Marian, and any post-norm model without an embedding norm, sinusoidal or learned positions alike). The rest of
+    the family (BART and mBART: embedding LayerNorm; mBART, M2M100, NLLB: pre-norm and final norms; T5: RMSNorm,
+    relative position bias, unscaled attention, no biases, gated FFN) steps through the model's own modules
+    (``decoding.ModuleDecoder``), the traced step without its record."""
+    return (
+        cfg.norm_position == "post"
+        and cfg.norm_kind == "layer"
+        and not (cfg.final_norm or cfg.embed_norm or cfg.gated_ffn)
+        and cfg.positions != "relative"
+        and cfg.bias
+        and cfg.scale_attention
+        and cfg.output_scale == 1.0
+        and cfg.n_heads * cfg.d_k == cfg.d_model
+        and cfg.activation in ("relu", "swish", "silu", "gelu")  # model.decode.fused.ACTIVATION_CODES
+    )
+
+
 class LeanDecoder:
     """The model's decoder as numpy arrays, for step-by-step decoding, and its encoder, for untraced decoding.
     Build it once per loaded model (~30 ms for this project's model; it copies the weights, ~50 MB with the compiled
@@ -173,12 +197,22 @@ class LeanDecoder:
     the fewest weights a matrix needs to be prepacked by oneDNN, ``mkl_min`` to be multiplied by MKL (see _Linear;
     0 takes all, as the tests do on their tiny models; by default MKL multiplies several rows on an Intel CPU,
     matrices of 0.1 M weights or more, and oneDNN prepacks matrices of 0.2 M weights or more elsewhere).
+    A model this step does not cover (``lean_covers``) is stepped by its own modules behind the same methods
+    (``fallback``).
     """
+
+    fallback: ModuleDecoder | None
 
     def __init__(self, model: Transformer, rows: int = 1, pack_min: int | None = None, mkl_min: int = 100_000):
         if pack_min is None and not intel_mkl():
             pack_min = 200_000
         cfg = self.cfg = model.cfg
+        self.fallback = None
+        if not lean_covers(cfg):
+            from model.decode.decoding import ModuleDecoder  # decoding imports this module
+
+            self.fallback = ModuleDecoder(model)
+            return
         self.H, self.d_k, self.D = cfg.n_heads, cfg.d_k, cfg.d_model
         with torch.no_grad():
 
@@ -249,6 +283,8 @@ class LeanDecoder:
         """Transformer.encode without its record, in numpy: source ids (B, S) -> memory (B, S, D) and the additive
         padding mask (B, 1, 1, S), None without padding; the same numbers to float rounding. The encoder heads of
         ``ablation`` are switched off."""
+        if self.fallback is not None:
+            return cast(Any, self.fallback.encode(src_ids, ablation))
         ids = np.asarray(src_ids)
         B, S = ids.shape
         H, d_k, D = self.H, self.d_k, self.D
@@ -282,6 +318,8 @@ class LeanDecoder:
         projects the cross-attention K, V once. A memory of one row serves any number of rows (beam search repeats
         it with select). The decoder heads of ``ablation`` are switched off at every step of this cache (encoder
         heads: pass the ablation to ``encode``, or to Transformer.encode through ``transformer.head_masks``)."""
+        if self.fallback is not None:
+            return cast(Any, self.fallback.start(memory, src_mask, ablation))
         R, S, _ = memory.shape
         L, H, d_k, D = len(self.layers), self.H, self.d_k, self.D
         kv = self.ckv(_array(memory).reshape(R * S, D)).reshape(R, S, L, 2, H, d_k)
@@ -325,6 +363,8 @@ class LeanDecoder:
         """Feed each row its newest token (R,): logits (R, V), the cache (updated in place, position t filled),
         and, with ``record``, every stage as Transformer.decode(record=True) names and shapes them (read-only
         arrays, leading axis R, the logits left out)."""
+        if self.fallback is not None:
+            return cast(Any, self.fallback.step(tokens, cache, record))
         tokens = np.asarray(tokens)
         R, t, H, d_k, D = len(tokens), cache.t, self.H, self.d_k, self.D
         if R != cache.rows:

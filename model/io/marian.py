@@ -25,8 +25,8 @@ import torch
 from model.core.config import ModelConfig
 from model.core.jsonio import write as write_json
 from model.core.tokenizer import Tokenizer
-from model.core.transformer import Transformer, sinusoidal_table
-from model.io.checkpoint import ModelDirError, load_model_dir, save_model_dir
+from model.io.checkpoint import load_model_dir
+from model.io.family import FamilyError, bart_like_map, import_model
 
 # MarianConfig's defaults (transformers 5.x): config.json written by save_pretrained lists only the
 # values that differ from these.
@@ -54,42 +54,12 @@ ACTIVATIONS = {"swish": "swish", "silu": "silu", "gelu": "gelu", "relu": "relu"}
 MISSING_PIECE_PENALTY = 1000.0  # vocab.json pieces the spm model lacks score this far below its rarest piece
 
 
-class MarianError(ModelDirError):
-    """A Marian directory that cannot be imported, or a model that cannot be exported; one sentence."""
-
-
-# --------------------------------------------------------------------------------------------- weights
-
-
-def _attn_pairs(ours: str, hf: str) -> list[tuple[str, str]]:
-    names = (("W_Q", "q_proj"), ("W_K", "k_proj"), ("W_V", "v_proj"), ("W_O", "out_proj"))
-    return [(f"{ours}.{o}.{p}", f"{hf}.{h}.{p}") for o, h in names for p in ("weight", "bias")]
-
-
-def _affine_pairs(ours: str, hf: str) -> list[tuple[str, str]]:
-    return [(f"{ours}.{p}", f"{hf}.{p}") for p in ("weight", "bias")]
+MarianError = FamilyError  # a Marian directory that cannot be imported, or a model that cannot be exported
 
 
 def weight_map(cfg: ModelConfig) -> list[tuple[str, str]]:
     """(our parameter name, MarianMTModel parameter name) for every tensor except the embeddings."""
-    pairs = []
-    for i in range(cfg.n_encoder_layers):
-        o, h = f"encoder_layers.{i}", f"model.encoder.layers.{i}"
-        pairs += _attn_pairs(f"{o}.self_attn", f"{h}.self_attn")
-        pairs += _affine_pairs(f"{o}.norm1.norm", f"{h}.self_attn_layer_norm")
-        pairs += _affine_pairs(f"{o}.ffn.W_1", f"{h}.fc1") + _affine_pairs(f"{o}.ffn.W_2", f"{h}.fc2")
-        pairs += _affine_pairs(f"{o}.norm2.norm", f"{h}.final_layer_norm")
-    for i in range(cfg.n_decoder_layers):
-        o, h = f"decoder_layers.{i}", f"model.decoder.layers.{i}"
-        pairs += _attn_pairs(f"{o}.self_attn", f"{h}.self_attn")
-        pairs += _affine_pairs(f"{o}.norm1.norm", f"{h}.self_attn_layer_norm")
-        pairs += _attn_pairs(f"{o}.cross_attn", f"{h}.encoder_attn")
-        pairs += _affine_pairs(f"{o}.norm2.norm", f"{h}.encoder_attn_layer_norm")
-        pairs += _affine_pairs(f"{o}.ffn.W_1", f"{h}.fc1") + _affine_pairs(f"{o}.ffn.W_2", f"{h}.fc2")
-        pairs += _affine_pairs(f"{o}.norm3.norm", f"{h}.final_layer_norm")
-    if not cfg.tie_output:
-        pairs.append(("out_proj.weight", "lm_head.weight"))
-    return pairs
+    return bart_like_map(cfg, "marian")
 
 
 def half_order(d_model: int) -> torch.Tensor:
@@ -126,53 +96,12 @@ def permute_residual(state: dict[str, torch.Tensor], cfg: ModelConfig, order: to
     return out
 
 
-def _read_safetensors(hf_dir: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    single, index = hf_dir / "model.safetensors", hf_dir / "model.safetensors.index.json"
-    if single.is_file():
-        files = [single]
-    elif index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        files = [hf_dir / s for s in shards]
-    else:
-        pickles = [p.name for p in hf_dir.glob("*.bin")] + [p.name for p in hf_dir.glob("*.pt*")]
-        if pickles:
-            raise MarianError(
-                f"{hf_dir} has only pickled weights ({', '.join(sorted(pickles))}), which are never loaded because "
-                "unpickling can run arbitrary code; convert them to model.safetensors first "
-                "(e.g. MarianMTModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True) "
-                "in an environment you trust)"
-            )
-        raise MarianError(f"{hf_dir / 'model.safetensors'} is missing")
-    state = {}
-    for f in files:
-        try:
-            state.update(load_file(str(f)))
-        except Exception as e:  # safetensors raises its own error type or OSError
-            raise MarianError(f"{f} is unreadable or truncated ({e})") from None
-    return {k: v.float() for k, v in state.items()}
-
-
-def _read_marian_config(hf_dir: Path) -> dict:
-    path = hf_dir / "config.json"
-    if not path.is_file():
-        raise MarianError(f"{path} is missing")
-    try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise MarianError(f"{path} is not valid JSON ({e})") from None
-    if raw.get("model_type") != "marian":
-        raise MarianError(f"{path} describes model_type={raw.get('model_type')!r}, not a Marian model")
-    return {**MARIAN_DEFAULTS, **raw}
-
-
 def marian_to_config(hf: dict, unk_id: int) -> ModelConfig:
     """Our ModelConfig for a Marian config dict (defaults already filled in)."""
 
     def require(ok: bool, what: str):
         if not ok:
-            raise MarianError(f"unsupported Marian config: {what}")
+            raise MarianError(f"unsupported MarianMTModel config: {what}")
 
     require(hf["share_encoder_decoder_embeddings"], "share_encoder_decoder_embeddings must be true")
     require(hf["decoder_vocab_size"] in (None, hf["vocab_size"]), "decoder_vocab_size differs from vocab_size")
@@ -216,51 +145,6 @@ def marian_to_config(hf: dict, unk_id: int) -> ModelConfig:
         unk_id=unk_id,
         decoder_start_id=start,
     )
-
-
-def _first(state: dict, *names: str) -> torch.Tensor | None:
-    return next((state[n] for n in names if n in state), None)
-
-
-def marian_state_to_ours(state: dict[str, torch.Tensor], cfg: ModelConfig, where: Path) -> dict[str, torch.Tensor]:
-    """A MarianMTModel state dict (safetensors keys) -> our parameter names (embedding aliases not repeated)."""
-    if not any(k.startswith("model.") for k in state):  # a MarianModel without the LM head
-        state = {f"model.{k}": v for k, v in state.items()}
-    names = ["model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"]
-    embed = _first(state, *names, *(["lm_head.weight"] if cfg.tie_output else []))
-    if embed is None:
-        raise MarianError(f"{where} has no token embedding (model.shared.weight)")
-    if tuple(embed.shape) != (cfg.vocab_size, cfg.d_model):
-        raise MarianError(f"{where}: embedding is {tuple(embed.shape)}, config says ({cfg.vocab_size}, {cfg.d_model})")
-    ours = {"embed.weight": embed}
-    for o, h in weight_map(cfg):
-        if h not in state:
-            raise MarianError(f"{where} lacks {h} (needed for {o})")
-        ours[o] = state[h]
-    bias = state.get("final_logits_bias")
-    ours["final_logits_bias"] = torch.zeros(cfg.vocab_size) if bias is None else bias.reshape(-1)
-    table = sinusoidal_table(cfg.max_len, cfg.d_model, "half")
-    for side in ("encoder", "decoder"):  # older checkpoints store the (fixed) tables; transformers loads them
-        stored = state.get(f"model.{side}.embed_positions.weight")
-        if stored is not None and (stored.shape != table.shape or not torch.allclose(stored, table, atol=1e-4)):
-            raise MarianError(
-                f"{where}: model.{side}.embed_positions.weight is not the sinusoidal sin | cos table, "
-                "which our model computes and cannot store"
-            )
-    return ours
-
-
-def _model_from_state(cfg: ModelConfig, ours: dict[str, torch.Tensor], where: Path) -> Transformer:
-    model = Transformer(cfg)
-    own = model.state_dict()
-    full = {k: ours["embed.weight"] if k.endswith("embed.weight") else ours.get(k) for k in own}
-    for k, v in full.items():
-        if v is None:
-            raise MarianError(f"{where} gives no value for {k}")
-        if v.shape != own[k].shape:
-            raise MarianError(f"{where}: {k} has shape {tuple(v.shape)}, expected {tuple(own[k].shape)}")
-    model.load_state_dict(full, strict=True)
-    return model.eval()
 
 
 # ------------------------------------------------------------------------------------------- tokenizer
@@ -326,13 +210,8 @@ def spm_to_tokenizer(spm_path: str | Path, vocab: dict[str, int]):
     return hf, len([p for p in by_id if p not in scores and p not in ("<pad>", "<s>", "</s>", "<unk>")])
 
 
-def _import_tokenizer(hf_dir: Path) -> tuple[Tokenizer, str]:
-    """The directory's tokenizer.json if present, else source.spm + vocab.json converted."""
-    if (hf_dir / "tokenizer.json").is_file():
-        try:
-            return Tokenizer.load(hf_dir / "tokenizer.json"), "copied from tokenizer.json"
-        except Exception as e:
-            raise MarianError(f"{hf_dir / 'tokenizer.json'} is not a valid tokenizer file: {e}") from None
+def marian_tokenizer(hf_dir: Path) -> tuple[Tokenizer, str]:
+    """source.spm + vocab.json converted (a Marian directory without tokenizer.json)."""
     missing = [n for n in ("source.spm", "vocab.json") if not (hf_dir / n).is_file()]
     if missing:
         raise MarianError(f"{hf_dir} has no tokenizer.json and no MarianTokenizer files ({', '.join(missing)} missing)")
@@ -355,39 +234,11 @@ def _import_tokenizer(hf_dir: Path) -> tuple[Tokenizer, str]:
 
 
 def import_marian(hf_dir: str | Path, out_dir: str | Path) -> Path:
-    """Convert a transformers MarianMTModel directory into a Decoder Lens model directory.
-
-    Reads config.json, model.safetensors (pickled weights are refused) and the tokenizer
-    (tokenizer.json, or source.spm + vocab.json); writes config.json, model.safetensors,
-    tokenizer.json and MODEL_CARD.md to ``out_dir``. Returns ``out_dir``.
-    """
-    hf_dir, out_dir = Path(hf_dir), Path(out_dir)
-    if not hf_dir.is_dir():
-        raise MarianError(f"Marian directory {hf_dir} does not exist")
-    hf = _read_marian_config(hf_dir)
-    state = _read_safetensors(hf_dir)
-    tokenizer, tok_note = _import_tokenizer(hf_dir)
-    unk = tokenizer.token_to_id("<unk>")
-    cfg = marian_to_config(hf, 0 if unk is None else unk)
-    if tokenizer.vocab_size > cfg.vocab_size:
-        raise MarianError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model only {cfg.vocab_size}")
-    model = _model_from_state(cfg, marian_state_to_ours(state, cfg, hf_dir), hf_dir)
-    name = hf.get("_name_or_path") or hf_dir.name
-    card = [
-        f"# {name} (imported from Marian)\n",
-        f"Converted by `model.io.marian.import_marian` from the transformers MarianMTModel directory `{hf_dir}`"
-        + (f" (transformers {hf['transformers_version']})" if hf.get("transformers_version") else "")
-        + ".",
-        f'Weights copied one to one; positional encoding in Marian\'s sin | cos halves (`pe_layout="half"`); '
-        f"decoding starts from token {cfg.decoder_start_id} (`{tokenizer.id_to_token(cfg.decoder_start_id)}`); "
-        f"tokenizer {tok_note}.",
-        "Dropout is set to 0 (inference only). The original license and terms of the model apply.",
-    ]
-    readme = hf_dir / "README.md"
-    if readme.is_file():
-        card += ["\n## Original model card\n", readme.read_text(encoding="utf-8", errors="replace")]
-    save_model_dir(model, tokenizer, out_dir, card="\n".join(card).rstrip() + "\n")
-    return out_dir
+    """Convert a transformers MarianMTModel directory into a Decoder Lens model directory (``family.import_model``
+    for Marian alone): config.json, model.safetensors (pickled weights are refused) and the tokenizer (tokenizer.json,
+    or source.spm + vocab.json) become config.json, model.safetensors, tokenizer.json and MODEL_CARD.md in
+    ``out_dir``. Returns ``out_dir``."""
+    return import_model(hf_dir, out_dir, expect="marian")
 
 
 def export_marian(model_dir: str | Path, hf_dir: str | Path) -> Path:
@@ -401,6 +252,12 @@ def export_marian(model_dir: str | Path, hf_dir: str | Path) -> Path:
 
     loaded = load_model_dir(model_dir)
     cfg, model, hf_dir = loaded.cfg, loaded.model, Path(hf_dir)
+    marian_like = cfg.norm_position == "post" and cfg.norm_kind == "layer" and cfg.positions == "sinusoidal"
+    marian_like &= cfg.pe_layout in ("interleaved", "half") and not cfg.position_offset and cfg.bias
+    marian_like &= not (cfg.final_norm or cfg.embed_norm or cfg.gated_ffn) and cfg.scale_attention
+    marian_like &= cfg.output_scale == 1.0 and cfg.n_heads * cfg.d_k == cfg.d_model and cfg.activation != "gelu_new"
+    if not marian_like:
+        raise MarianError(f"only a post-norm model with the paper's positions exports as Marian, not: {cfg.family}")
     if not math.isclose(cfg.layer_norm_eps, 1e-5):
         raise MarianError(f"Marian's LayerNorm eps is fixed at 1e-5; this model uses {cfg.layer_norm_eps}")
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
