@@ -1,4 +1,4 @@
-"""`python -m model`: translate, trace, explain, patch, corpus, lesson, import-marian, export-marian.
+"""`python -m model`: translate, trace, explain, patch, corpus, lesson, import, import-marian, export-marian.
 
 Every failure the user can cause ends in one line on stderr and exit status 2, never a traceback.
 """
@@ -115,6 +115,16 @@ def parser() -> argparse.ArgumentParser:
     le = sub.add_parser("lesson", help="a published 3-dimensional worked example of masked self-attention, recomputed")
     le.add_argument("--json", action="store_true")
 
+    fam = sub.add_parser(
+        "import",
+        help="convert a transformers encoder-decoder directory: Marian, BART, mBART, M2M100 / NLLB or T5 (from its "
+        "config.json)",
+    )
+    fam.add_argument("hf_dir", type=Path)
+    fam.add_argument("out_dir", type=Path)
+    fam.add_argument("--src-lang", help="source language code (mBART-50 en_XX, M2M100 en, NLLB eng_Latn)")
+    fam.add_argument("--tgt-lang", help="target language code, forced as the first generated token (fr_XX, fra_Latn)")
+
     im = sub.add_parser("import-marian", help="convert a transformers MarianMTModel directory")
     im.add_argument("hf_dir", type=Path)
     im.add_argument("out_dir", type=Path)
@@ -167,7 +177,7 @@ def source_ids(tokenizer, cfg, text: str, where: str = "TEXT") -> list[int]:
             f"{where} has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
             f"only the first {cfg.max_len - 1} are used"
         )
-    return prepare_ids(ids, cfg.eos_id, cfg.max_len)
+    return prepare_ids(ids, cfg.eos_id, cfg.max_len, cfg.source_prefix_id)
 
 
 def result_json(lm, text: str, res) -> dict:
@@ -357,7 +367,7 @@ def _target_ids(lm, source: list[int], target: str | None) -> list[int]:
             f"--target has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
             f"only the first {cfg.max_len - 1} are used"
         )
-    return prepare_ids(ids, cfg.eos_id, cfg.max_len)
+    return prepare_ids(ids, cfg.eos_id, cfg.max_len, cfg.source_prefix_id)
 
 
 def _position(lm, position: int | None, out: list[int]) -> None:
@@ -569,6 +579,14 @@ def cmd_import(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_family(a: argparse.Namespace) -> int:
+    from model.io.family import import_model
+
+    out = import_model(a.hf_dir, a.out_dir, a.src_lang, a.tgt_lang)
+    print(f"imported into {out}")
+    return 0
+
+
 def cmd_export(a: argparse.Namespace) -> int:
     from model.io.marian import export_marian
 
@@ -583,6 +601,7 @@ COMMANDS = {
     "patch": cmd_patch,
     "corpus": cmd_corpus,
     "lesson": cmd_lesson,
+    "import": cmd_import_family,
     "import-marian": cmd_import,
     "export-marian": cmd_export,
 }

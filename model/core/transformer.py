@@ -229,7 +229,7 @@ class MultiHeadAttention(nn.Module):
             context = context * heads.keep.to(context) + heads.fill.to(context)
         concat = context.transpose(1, 2).reshape(B, Tq, HD)  # (B, Tq, H·d_k)
         out = self.W_O(concat)  # (B, Tq, D)
-        rec: Record = {} if position_bias is None else {"position_bias": position_bias[0].expand(-1, Tq, -1)}
+        rec: Record = {} if position_bias is None else {"position_bias": position_bias.expand(B, -1, Tq, -1)}
         rec |= {
             "Q": Q,
             "K": K,

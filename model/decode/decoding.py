@@ -178,10 +178,13 @@ def filter_logits(logits: torch.Tensor, temperature: float, top_k: int, top_p: f
     return logits
 
 
-def prepare_ids(body: Sequence[int], eos_id: int, max_len: int) -> list[int]:
+def prepare_ids(body: Sequence[int], eos_id: int, max_len: int, first: int = -1) -> list[int]:
     """What a model of ``max_len`` positions reads for a token sequence: its first max_len − 1 tokens, then </s>.
-    Sources are prepared so (and teacher-forced labels); the body was cut when the result is not longer than it."""
-    return [*body[: max(1, max_len - 1)], eos_id]
+    Sources are prepared so (and teacher-forced labels); the body was cut when the result, ``first`` left out, is
+    not longer than it. ``first``: a token read before the body (``ModelConfig.source_prefix_id``, a source-language
+    code: mBART-50, NLLB); -1: none."""
+    head = [first] if first >= 0 else []
+    return [*head, *body[: max(1, max_len - 1 - len(head))], eos_id]
 
 
 def length_batches(items: Sequence[Sized], batch_size: int) -> Iterator[list[int]]:
@@ -318,9 +321,14 @@ def search(decoder, cache, policy: Policy, cfg, opts: DecodeOptions) -> tuple[li
         logp = log_softmax(logits)
         held = logp[:, forbidden].copy() if opts.record else None  # (R, F) before suppress
         logp = suppress(logp, forbidden)
-        forced = t < len(opts.prefix)
+        forced_tok = opts.prefix[t] if t < len(opts.prefix) else None
+        if forced_tok is None and t == 0 and cfg.forced_bos_id >= 0:  # the model's own first token (a language
+            forced_tok = cfg.forced_bos_id  # code), as transformers forces it: the only token, log-probability 0
+            logp[:] = -np.inf
+            logp[:, forced_tok] = 0.0
+        forced = forced_tok is not None
         summary = step_summary(torch.from_numpy(logp)) if opts.record else None
-        rows, nxt, chosen, done = policy.send((t, logits, logp, opts.prefix[t] if forced else None, summary))
+        rows, nxt, chosen, done = policy.send((t, logits, logp, forced_tok, summary))
         if opts.record:
             assert held is not None and summary is not None  # both made when recording
             rank, own = own_view(logits, logp, held, forbidden, chosen)
@@ -574,7 +582,7 @@ def translate_batch(
     sentence otherwise (``length_penalty`` as DecodeOptions')."""
     cfg = model.cfg
     lean = lean or step_decoder(model, rows=beam if beam > 1 else min(batch_size, len(texts)))
-    srcs = [prepare_ids(tokenizer.encode(t), cfg.eos_id, cfg.max_len) for t in texts]
+    srcs = [prepare_ids(tokenizer.encode(t), cfg.eos_id, cfg.max_len, cfg.source_prefix_id) for t in texts]
     if beam <= 1:
         ids: list[list[int]] = [[] for _ in srcs]
         for chunk in length_batches(srcs, batch_size):

@@ -15,7 +15,7 @@ import numpy as np
 
 from model.core import keys
 from model.core.constants import IMPOSSIBLE
-from model.core.keys import ATTENTION_MAPS, Records
+from model.core.keys import ATTENTION_MAPS, ATTENTION_RELATIVE, Records
 from model.decode.decoding import DecodeResult
 
 # ---------------------------------------------------------------------------
@@ -95,9 +95,11 @@ def stack_view(steps, rows: Sequence[int], step: int, keep: Callable[[str], bool
             out[key] = last[key][r_last]  # a full record: the cache itself, (H, t+1, d_k)
         elif kind == "self":
             out[key] = np.concatenate([r[key][row][:, -1:] for r, row in zip(recs, rows)], axis=1)
-        elif name.layer is not None and name.block == "self" and name.quantity in ATTENTION_MAPS:
+        elif name.layer is not None and name.block == "self" and name.quantity in ATTENTION_MAPS + ATTENTION_RELATIVE:
             per = [r[key][row][:, 0, :] for r, row in zip(recs, rows)]  # each (H, i+1)
             out[key] = np.stack([lower_rows([p[h] for p in per]) for h in range(per[0].shape[0])])
+            if name.quantity in ATTENTION_RELATIVE:  # a decoder's bias of a future key is that of distance 0
+                out[key] = np.where(np.isinf(out[key]), np.diagonal(out[key], axis1=1, axis2=2)[..., None], out[key])
         else:
             x = [r[key][row] for r, row in zip(recs, rows)]  # (H, 1, d) | (1, D) | (1,)
             out[key] = np.concatenate(x, axis=1 if x[0].ndim == 3 else 0)
@@ -131,18 +133,25 @@ def output_record(steps, rows: Sequence[int], step: int) -> OutputRecord | None:
     )
 
 
-def prefix_scores(Q: np.ndarray, K: np.ndarray, causal: bool = True) -> dict[str, np.ndarray]:
+def prefix_scores(
+    Q: np.ndarray, K: np.ndarray, causal: bool = True, scaled: bool = True, bias: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Self-attention of a whole prefix from its queries (H, T, d_k) and keys (H, T, d_k), future included.
 
     A KV-cached step computes only the newest query row against the keys so far, so the future cells of the
-    scores matrix never exist there; this computes them for display: ``scores`` = QKᵀ/√d_k (every cell),
+    scores matrix never exist there; this computes them for display: ``scores`` = QKᵀ/√d_k (every cell; unscaled
+    where ``scaled`` is false, plus ``bias``, T5's relative position bias (H, T, T), where given),
     ``mask`` (0, or −inf on the future), ``masked_scores`` and ``weights`` (softmax over the unmasked cells).
     """
     Q, K = np.asarray(Q, dtype=np.float32), np.asarray(K, dtype=np.float32)
     if Q.ndim != 3 or Q.shape != K.shape:
         raise ValueError(f"Q and K must both be (H, T, d_k), got {Q.shape} and {K.shape}")
     T, d_k = Q.shape[1], Q.shape[2]
-    scores = Q @ K.transpose(0, 2, 1) / np.float32(math.sqrt(d_k))  # (H, T, T)
+    scores = Q @ K.transpose(0, 2, 1)  # (H, T, T)
+    if scaled:  # T5 leaves its dot products unscaled
+        scores = scores / np.float32(math.sqrt(d_k))
+    if bias is not None:  # T5's relative position bias (H, T, T)
+        scores = scores + np.asarray(bias, dtype=np.float32)
     future = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else np.zeros((T, T), dtype=bool)
     mask = np.broadcast_to(np.where(future, -np.inf, 0.0).astype(np.float32), scores.shape)
     masked = scores + mask

@@ -62,8 +62,8 @@ def teacher_forced_trace(
     """
     cfg = model.cfg
     src_body = as_ids(source, tokenizer)
-    src = prepare_ids(src_body, cfg.eos_id, cfg.max_len)
-    truncated = len(src) <= len(src_body)
+    src = prepare_ids(src_body, cfg.eos_id, cfg.max_len, cfg.source_prefix_id)
+    truncated = len(src) - (cfg.source_prefix_id >= 0) <= len(src_body)
     if target is None:
         opts = DecodeOptions(max_len=cfg.max_len - 1, ablation=ablation)
         y = [i for i in decode(model, src, opts).ids if i != cfg.eos_id]

@@ -219,6 +219,8 @@ def t5_config(hf: dict, unk_id: int, own_head: bool) -> ModelConfig:
     eos, pad = _one_eos(hf, "t5"), hf["pad_token_id"]
     start = pad if hf["decoder_start_token_id"] is None else hf["decoder_start_token_id"]
     tied = hf["tie_word_embeddings"] is not False and not own_head
+    scaled = hf.get("scale_decoder_outputs")  # transformers 5 writes it; older configs say it by tie_word_embeddings
+    scaled = hf["tie_word_embeddings"] is not False if scaled is None else bool(scaled)
     return ModelConfig(
         vocab_size=hf["vocab_size"],
         d_model=hf["d_model"],
@@ -247,7 +249,7 @@ def t5_config(hf: dict, unk_id: int, own_head: bool) -> ModelConfig:
         gated_ffn=gated,
         bias=False,
         scale_attention=False,
-        output_scale=hf["d_model"] ** -0.5 if hf["tie_word_embeddings"] is not False else 1.0,
+        output_scale=hf["d_model"] ** -0.5 if scaled else 1.0,
         d_kv=hf["d_kv"],
     )
 

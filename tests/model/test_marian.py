@@ -69,16 +69,17 @@ def marian_vocab(sp: spm.SentencePieceProcessor) -> dict[str, int]:
     return {p: i for i, p in enumerate(order)}
 
 
-def neutral_generation(pad: int, eos: int, **kw):
-    """No logits processor beyond bad_words_ids=[[pad]]: every default that could add one is made neutral."""
+def neutral_generation(pad: int, eos: int, start: int | None = None, **kw):
+    """No logits processor beyond bad_words_ids=[[pad]]: every default that could add one is made neutral. Decoding
+    starts from ``start`` (default: <pad>, as Marian's)."""
     from transformers import GenerationConfig
 
     return GenerationConfig(
-        decoder_start_token_id=pad,
+        decoder_start_token_id=pad if start is None else start,
         pad_token_id=pad,
         eos_token_id=eos,
         bos_token_id=None,
-        forced_bos_token_id=None,
+        forced_bos_token_id=kw.pop("forced_bos_token_id", None),
         forced_eos_token_id=None,
         min_length=0,
         min_new_tokens=None,

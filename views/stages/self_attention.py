@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from model.core import keys
 from model.core.keys import ATTENTION_MAPS
 from model.core.positions import POSITION_AXIS
 from model.decode.steps import prefix_scores, sharpest_head
@@ -59,7 +60,8 @@ def maps(ctx: StageContext) -> dict[str, np.ndarray]:
     future cells of the scores, so they are recomputed here from the recorded Q and K for display."""
     a, i = ctx.arrays, ctx.layer
     if ctx.incremental:
-        return prefix_scores(a.self_attn(i, "Q"), a.self_attn(i, "K"), causal=True)
+        bias = a.get(keys.dec(i, "self", "position_bias"))  # T5's relative position bias, else None
+        return prefix_scores(a.self_attn(i, "Q"), a.self_attn(i, "K"), True, ctx.cfg.scale_attention, bias)
     return {k: a.self_attn(i, k) for k in ATTENTION_MAPS}
 
 

@@ -1,0 +1,327 @@
+"""Parity with transformers for every family the importer reads: BART, mBART, M2M100 (NLLB), T5 and a gated T5
+with wide heads (Flan-T5's settings); Marian's is tests/model/test_marian.py. Each model is a seeded random one that
+transformers builds from a tiny config and saves; ours is imported from that directory by ``python -m model import``.
+Every recorded stage that transformers exposes (or computes with its own modules) must agree within 1e-4, and
+``generate()`` greedy and beam 4 must give the same tokens."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from model.core import keys
+from model.decode.decoding import DecodeOptions, ModuleDecoder, decode, prepare_ids
+from model.decode.lean import LeanDecoder
+from model.decode.trace import teacher_forced_trace
+from model.io.checkpoint import ModelDirError, load_model_dir
+from model.io.family import FamilyError, import_model
+from model.testing import make_model
+from tests.model.family_models import EOS, FAMILIES, PAD, family_tokenizer, save_family
+from tests.model.test_marian import neutral_generation
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+
+SOURCES = ["I like the cat.", "Hello world.", "The man is on the beach tomorrow.", "Nous aimons le chat bleu."]
+TARGET = "Le chat dort sur le canapé."
+N_NEW = 12  # max_new_tokens
+ATOL = 1e-4
+EXPECTED = {  # what each family's config.json becomes
+    "bart": dict(norm_position="post", embed_norm=True, final_norm=False, positions="learned", position_offset=2),
+    "mbart": dict(norm_position="pre", embed_norm=True, final_norm=True, positions="learned", position_offset=2),
+    "m2m_100": dict(
+        norm_position="pre", final_norm=True, positions="sinusoidal", pe_layout="fairseq", position_offset=1
+    ),
+    "t5": dict(norm_kind="rms", positions="relative", bias=False, scale_attention=False, output_scale=32**-0.5),
+    "t5_gated": dict(norm_kind="rms", gated_ffn=True, activation="gelu_new", d_kv=16, output_scale=1.0),
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return family_tokenizer()
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def fam(request, tok, tmp_path_factory):
+    """(family, transformers directory, transformers' model with eager attention, our imported model)."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    family = request.param
+    hf_dir = save_family(family, tmp_path_factory.mktemp(family) / "hf", tok)
+    hf = AutoModelForSeq2SeqLM.from_pretrained(hf_dir, attn_implementation="eager").eval()
+    from model.cli import main
+
+    assert main(["import", str(hf_dir), str(hf_dir.parent / "ours")]) == 0
+    return family, hf_dir, hf, load_model_dir(hf_dir.parent / "ours")
+
+
+def _src(tok, text: str) -> list[int]:
+    return [*tok.encode(text), EOS]
+
+
+def _close(ours, theirs, what: str) -> None:
+    theirs = theirs.detach().numpy() if isinstance(theirs, torch.Tensor) else theirs
+    np.testing.assert_allclose(np.asarray(ours), theirs, atol=ATOL, rtol=0, err_msg=what)
+
+
+def test_config_names_the_family(fam):
+    family, _, _, ours = fam
+    cfg = ours.cfg
+    for key, value in EXPECTED[family].items():
+        assert getattr(cfg, key) == pytest.approx(value) if isinstance(value, float) else getattr(cfg, key) == value
+    assert cfg.family in ours.card and "imported from" in ours.card
+
+
+def _hf_blocks(family: str, hf, side: str, i: int):
+    """transformers' own modules of layer i: (self-attention, its norm, cross-attention, its norm) and q, k, v's
+    attribute names."""
+    if family.startswith("t5"):
+        layer = getattr(hf, side).block[i].layer
+        cross = (layer[1].EncDecAttention, layer[1].layer_norm) if side == "decoder" else (None, None)
+        return layer[0].SelfAttention, layer[0].layer_norm, *cross, ("q", "k", "v")
+    layer = getattr(hf.model, side).layers[i]
+    cross = (layer.encoder_attn, layer.encoder_attn_layer_norm) if side == "decoder" else (None, None)
+    return layer.self_attn, layer.self_attn_layer_norm, *cross, ("q_proj", "k_proj", "v_proj")
+
+
+def _split(x: torch.Tensor, H: int) -> np.ndarray:
+    T = x.shape[1]
+    return x[0].view(T, H, -1).transpose(0, 1).numpy()  # (H, T, d_k)
+
+
+# Long on purpose: one teacher-forced pass, every stage held to transformers' in the order the model computes them.
+def test_every_stage_matches_transformers(fam, tok):
+    family, _, hf, ours = fam
+    cfg, H = ours.cfg, ours.cfg.n_heads
+    pre = cfg.norm_position == "pre"
+    for source in SOURCES[:2]:
+        src, tgt = _src(tok, source), tok.encode(TARGET)
+        dec_in = [cfg.decoder_start_id, *tgt]
+        with torch.no_grad():
+            out = hf(
+                input_ids=torch.tensor([src]),
+                decoder_input_ids=torch.tensor([dec_in]),
+                output_attentions=True,
+                output_hidden_states=True,
+            )
+        a = teacher_forced_trace(ours.model, ours.tokenizer, src[:-1], tgt).arrays
+        _close(a[keys.LOGITS], out.logits[0], "logits")
+        _close(a[keys.PROBS], out.logits[0].softmax(-1), "probs")
+        _close(a[keys.MEMORY], out.encoder_last_hidden_state[0], "memory")
+        for side, hidden in (("enc", out.encoder_hidden_states), ("dec", out.decoder_hidden_states)):
+            L = len(hidden) - 1
+            _close(a[keys.embedding(side, "input")], hidden[0][0], f"{side}: embeddings + positions")
+            last = "norm2" if side == "enc" else "norm3"
+            for i in range(L - 1):  # what each layer hands on (the last one's: after the final norm, if any)
+                _close(a[keys.layer(side, i, last, "out")], hidden[i + 1][0], f"{side}.{i} output")
+            final = keys.final_norm(side) if cfg.final_norm else keys.layer(side, L - 1, last, "out")
+            _close(a[final], hidden[L][0], f"{side} last hidden state")
+        for i in range(cfg.n_decoder_layers):
+            for ours_key, theirs in (
+                (keys.enc(i, "self", "weights"), out.encoder_attentions),
+                (keys.dec(i, "self", "weights"), out.decoder_attentions),
+                (keys.dec(i, "cross", "weights"), out.cross_attentions),
+            ):
+                _close(a[ours_key], theirs[i][0], ours_key)
+            # Q, K, V and the norms through transformers' own modules, on transformers' own hidden states
+            self_attn, norm1, cross_attn, norm2, (q, k, v) = _hf_blocks(family, hf, "decoder", i)
+            y = out.decoder_hidden_states[i]
+            with torch.no_grad():
+                h = norm1(y) if pre else y
+                if pre:
+                    _close(a[keys.dec(i, "norm1", "normed")], h[0], f"dec.{i} norm1 (before self-attention)")
+                for name, proj in (("Q", q), ("K", k), ("V", v)):
+                    _close(a[keys.dec(i, "self", name)], _split(getattr(self_attn, proj)(h), H), f"dec.{i}.self.{name}")
+                memory = out.encoder_last_hidden_state
+                for name, proj in (("K", k), ("V", v)):
+                    theirs = _split(getattr(cross_attn, proj)(memory), H)
+                    _close(a[keys.dec(i, "cross", name)], theirs, f"dec.{i}.cross.{name}")
+            if family.startswith("t5"):  # the relative position bias of each stack, from transformers' own table
+                enc_attn = hf.encoder.block[0].layer[0].SelfAttention
+                S, T = len(src), len(dec_in)
+                with torch.no_grad():
+                    _close(a[keys.enc(i, "self", "position_bias")], enc_attn.compute_bias(S, S)[0], "enc bias")
+                    _close(
+                        a[keys.dec(i, "self", "position_bias")],
+                        hf.decoder.block[0].layer[0].SelfAttention.compute_bias(T, T)[0],  # layer 0's, shared
+                        "dec bias",
+                    )
+                    scores = a[keys.dec(i, "self", "Q")] @ a[keys.dec(i, "self", "K")].transpose(0, 2, 1)
+                    _close(a[keys.dec(i, "self", "scores")], scores + a[keys.dec(i, "self", "position_bias")], "scores")
+
+
+def _generated(seq: torch.Tensor, cfg) -> list[int]:
+    """A generated sequence without its start token, up to its first </s> (transformers pads a finished beam
+    hypothesis, here with </s>), padding left out."""
+    ids = [t for t in seq[1:].tolist() if t != cfg.pad_id]
+    return ids[: ids.index(cfg.eos_id) + 1] if cfg.eos_id in ids else ids
+
+
+def _generation(cfg, **kw):
+    return neutral_generation(cfg.pad_id, cfg.eos_id, start=cfg.decoder_start_id, max_new_tokens=N_NEW, **kw)
+
+
+def test_greedy_and_beam_match_generate(fam, tok):
+    _, _, hf, ours = fam
+    cfg, k = ours.cfg, 4
+    outputs = set()
+    for source in SOURCES:
+        src = _src(tok, source)
+        gen = hf.generate(torch.tensor([src]), generation_config=_generation(cfg))
+        mine = decode(ours.model, src, DecodeOptions(strategy="greedy", max_len=N_NEW))
+        assert list(mine.ids) == _generated(gen[0], cfg), source
+        recorded = decode(ours.model, src, DecodeOptions(strategy="greedy", max_len=N_NEW, record=True))
+        assert recorded.ids == mine.ids and keys.dec(0, "cross", "weights") in recorded.steps[0].arrays
+        outputs.add(mine.ids)
+        beam = hf.generate(
+            torch.tensor([src]),
+            generation_config=_generation(
+                cfg,
+                num_beams=k,
+                num_return_sequences=k,
+                early_stopping=False,
+                output_scores=True,
+                return_dict_in_generate=True,
+            ),
+        )
+        theirs = [_generated(seq, cfg) for seq in beam.sequences]
+        opts = DecodeOptions(strategy="beam", beam=k, n_best=k, max_len=N_NEW)
+        mine_beam = decode(ours.model, src, opts)
+        assert [list(h.ids) for h in mine_beam.n_best] == theirs, source
+        np.testing.assert_allclose([h.score for h in mine_beam.n_best], beam.sequences_scores.numpy(), atol=1e-4)
+    assert len(outputs) > 1  # the sources do not all decode alike
+
+
+@pytest.mark.parametrize("family, codes", [("mbart", ("en_XX", "fr_XX")), ("m2m_100", ("eng_Latn", "fra_Latn"))])
+def test_language_codes_match_generate(tok, tmp_path, family, codes):
+    """mBART-50 and NLLB read the source's language code first and force the target's as the first token."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    hf_dir = save_family(family, tmp_path / "hf", tok)
+    (hf_dir / "tokenizer_config.json").write_text(json.dumps({"src_lang": codes[0], "tgt_lang": codes[1]}))
+    ours = load_model_dir(import_model(hf_dir, tmp_path / "ours"))
+    cfg = ours.cfg
+    src_code, tgt_code = (tok.token_to_id(c) for c in codes)
+    assert (cfg.source_prefix_id, cfg.forced_bos_id) == (src_code, tgt_code)
+    hf = AutoModelForSeq2SeqLM.from_pretrained(hf_dir).eval()
+    for source in SOURCES[:3]:
+        src = prepare_ids(tok.encode(source), cfg.eos_id, cfg.max_len, cfg.source_prefix_id)
+        assert src[0] == src_code and src[-1] == cfg.eos_id
+        for beam in (1, 4):
+            extra = dict(num_beams=beam, num_return_sequences=beam, early_stopping=False) if beam > 1 else {}
+            gen = hf.generate(
+                torch.tensor([src]), generation_config=_generation(cfg, forced_bos_token_id=tgt_code, **extra)
+            )
+            opts = DecodeOptions(strategy="beam" if beam > 1 else "greedy", beam=beam, n_best=beam, max_len=N_NEW)
+            mine = decode(ours.model, src, opts)
+            theirs = [_generated(seq, cfg) for seq in gen]
+            assert [list(h.ids) for h in mine.n_best] == theirs, (source, beam)
+            assert mine.ids[0] == tgt_code
+
+
+def test_fast_step_covers_the_paper_family_and_steps_the_rest_through_the_modules(fam):
+    """The numpy / compiled step covers post-norm LayerNorm models with a positional table (the bundled model,
+    Marian); every other family steps through its own modules, and decoding says so by its decoder."""
+    _, _, _, ours = fam
+    assert isinstance(LeanDecoder(ours.model).fallback, ModuleDecoder)
+    assert LeanDecoder(make_model(60, seed=1)).fallback is None
+    assert LeanDecoder(make_model(60, seed=1, pe_layout="half", final_logits_bias=True)).fallback is None
+
+
+def _refused(capsys, argv: list[str], out) -> str:
+    from model.cli import main
+
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert not out.exists()  # nothing written
+    return err
+
+
+def test_bad_directories_are_refused_in_one_line(tok, tmp_path, capsys):
+    from transformers import GPT2Config
+
+    gpt = tmp_path / "gpt2"
+    GPT2Config(n_layer=1, n_embd=16, n_head=2).save_pretrained(gpt)
+    assert "decoder-only" in _refused(capsys, ["import", str(gpt), str(tmp_path / "o1")], tmp_path / "o1")
+
+    hf_dir = save_family("bart", tmp_path / "bart", tok)
+    conf = json.loads((hf_dir / "config.json").read_text())
+    for change, message in (
+        ({"encoder_layers": 1}, "contradicts the weights: config.json has no place for model.encoder.layers.1"),
+        ({"d_model": 64}, "contradicts the weights: the embedding is"),
+        ({"decoder_layers": 3}, "lacks model.decoder.layers.2"),
+    ):
+        (hf_dir / "config.json").write_text(json.dumps({**conf, **change}))
+        assert message in _refused(capsys, ["import", str(hf_dir), str(tmp_path / "o2")], tmp_path / "o2")
+    (hf_dir / "config.json").write_text(json.dumps({**conf, "eos_token_id": 3}))
+    assert "puts </s> at id 2" in _refused(capsys, ["import", str(hf_dir), str(tmp_path / "o3")], tmp_path / "o3")
+    (hf_dir / "config.json").write_text(json.dumps({**conf, "vocab_size": tok.vocab_size - 10}))
+    bigger = _refused(capsys, ["import", str(hf_dir), str(tmp_path / "o4")], tmp_path / "o4")
+    assert "does not match the vocabulary" in bigger or "contradicts" in bigger
+    (hf_dir / "config.json").write_text(json.dumps(conf))
+    err = _refused(capsys, ["import", str(hf_dir), str(tmp_path / "o5"), "--src-lang", "xx"], tmp_path / "o5")
+    assert "has no language codes" in err
+
+
+def test_tokenizer_smaller_than_the_vocabulary_check(tok, tmp_path):
+    """A tokenizer.json with more tokens than the model's vocabulary is refused before anything is written."""
+    from tokenizers import AddedToken
+
+    hf_dir = save_family("m2m_100", tmp_path / "hf", tok)
+    bigger = family_tokenizer()
+    bigger.hf.add_tokens([AddedToken(f"extra{i}") for i in range(5)])
+    bigger.save(hf_dir / "tokenizer.json")
+    with pytest.raises(FamilyError, match="does not match the vocabulary: it has .* tokens but the model only"):
+        import_model(hf_dir, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"norm_position": "middle"}, "norm_position must be one of"),
+        ({"positions": "relative", "position_offset": 2}, "position_offset applies to a positional table"),
+        ({"relative_max_distance": 2, "positions": "relative", "relative_buckets": 32}, "must exceed half"),
+        ({"d_kv": 100_000}, "d_kv=100000 is outside the sane range"),
+        ({"forced_bos_id": 10**6}, "forced_bos_id=1000000 is outside the vocabulary"),
+        ({"gated_ffn": "yes"}, "gated_ffn must be true or false"),
+        ({"rope": True}, "unknown config keys: rope"),
+    ],
+)
+def test_config_json_stays_strict(fam, tmp_path, change, message):
+    import shutil
+
+    _, _, _, ours = fam
+    d = tmp_path / "m"
+    shutil.copytree(ours.path, d)
+    conf = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**conf, **change}))
+    with pytest.raises(ModelDirError, match=message) as e:
+        load_model_dir(d)
+    assert "\n" not in str(e.value)
+
+
+def test_translate_and_trace_on_an_imported_model(fam, tmp_path, capsys):
+    from model.cli import main
+
+    _, _, _, ours = fam
+    capsys.readouterr()
+    assert main(["translate", "--model", str(ours.path), "--beam", "2", "Hello world."]) == 0
+    assert main(["trace", "--model", str(ours.path), "Hello world.", "--out", str(tmp_path / "t.npz")]) == 0
+    saved = np.load(tmp_path / "t.npz")
+    assert keys.dec(0, "cross", "weights") in saved.files
+    assert (keys.final_norm("dec") in saved.files) == ours.cfg.final_norm
+    assert PAD not in ours.tokenizer.encode("Hello world.")
