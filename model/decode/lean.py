@@ -364,7 +364,7 @@ class LeanDecoder:
         and, with ``record``, every stage as Transformer.decode(record=True) names and shapes them (read-only
         arrays, leading axis R, the logits left out)."""
         if self.fallback is not None:
-            return cast(Any, self.fallback.step(tokens, cache, record))
+            return cast(Any, self.fallback.step(tokens, cast(Any, cache), record))
         tokens = np.asarray(tokens)
         R, t, H, d_k, D = len(tokens), cache.t, self.H, self.d_k, self.D
         if R != cache.rows:

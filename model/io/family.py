@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 
@@ -54,7 +55,7 @@ BART_DEFAULTS = {
     "forced_bos_token_id": None,
     "tie_word_embeddings": True,
 }
-DEFAULTS = {
+DEFAULTS: dict[str, dict[str, Any]] = {
     "bart": BART_DEFAULTS,
     "mbart": {**BART_DEFAULTS, "decoder_start_token_id": None},
     "m2m_100": {**BART_DEFAULTS, "vocab_size": 128112, "activation_function": "relu", "scale_embedding": True},
@@ -317,7 +318,8 @@ def bart_like_map(cfg: ModelConfig, kind: str) -> Pairs:
 def t5_map(cfg: ModelConfig) -> Pairs:
     """(our name, transformers' name) of every T5 tensor but the embedding."""
     attn = (("W_Q", "q"), ("W_K", "k"), ("W_V", "v"), ("W_O", "o"))
-    ffn = (("W_1", "wi_0"), ("W_3", "wi_1"), ("W_2", "wo")) if cfg.gated_ffn else (("W_1", "wi"), ("W_2", "wo"))
+    gated = (("ffn.W_1", "DenseReluDense.wi_0"), ("ffn.W_3", "DenseReluDense.wi_1"), ("ffn.W_2", "DenseReluDense.wo"))
+    ffn = gated if cfg.gated_ffn else (("ffn.W_1", "DenseReluDense.wi"), ("ffn.W_2", "DenseReluDense.wo"))
     pairs: Pairs = []
     for side, n in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)):
         blocks = [("self_attn", "SelfAttention")] + ([("cross_attn", "EncDecAttention")] if side == "decoder" else [])
@@ -327,7 +329,7 @@ def t5_map(cfg: ModelConfig) -> Pairs:
                 pairs += _pairs(f"{o}.{ours_attn}", f"{h}.{j}.{hf_attn}", attn, ("weight",))
                 pairs.append((f"{o}.norm{j + 1}.norm.weight", f"{h}.{j}.layer_norm.weight"))
             j = len(blocks)
-            pairs += _pairs(f"{o}.ffn", f"{h}.{j}.DenseReluDense", ffn, ("weight",))
+            pairs += _pairs(o, f"{h}.{j}", ffn, ("weight",))
             pairs.append((f"{o}.norm{j + 1}.norm.weight", f"{h}.{j}.layer_norm.weight"))
         short = side[:3]
         table = f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"  # shared by the stack
@@ -549,13 +551,13 @@ def import_model(
     lang_note = ""
     if kind in ("mbart", "m2m_100"):
         src, tgt = languages(hf_dir, src_lang, tgt_lang)
-        changes = {}
+        changes: dict[str, int] = {}
         if src:
             changes["source_prefix_id"] = language_id(tokenizer, src, hf_dir)
         if tgt:
             changes["forced_bos_id"] = language_id(tokenizer, tgt, hf_dir)
         if changes:
-            cfg = replace(cfg, **changes)
+            cfg = replace(cfg, **cast(dict[str, Any], changes))
             lang_note = f" Languages: source {src or 'none'} (read before every source), target {tgt or 'none'} "
             lang_note += "(forced as the first generated token)."
     elif src_lang or tgt_lang:

@@ -319,8 +319,9 @@ def test_translate_and_trace_on_an_imported_model(fam, tmp_path, capsys):
 
     _, _, _, ours = fam
     capsys.readouterr()
-    assert main(["translate", "--model", str(ours.path), "--beam", "2", "Hello world."]) == 0
-    assert main(["trace", "--model", str(ours.path), "Hello world.", "--out", str(tmp_path / "t.npz")]) == 0
+    assert main(["translate", "--model", str(ours.path), "--beam", "2", "--max-len", "6", "Hello world."]) == 0
+    out = str(tmp_path / "t.npz")
+    assert main(["trace", "--model", str(ours.path), "Hello world.", "--target", "Bonjour.", "--out", out]) == 0
     saved = np.load(tmp_path / "t.npz")
     assert keys.dec(0, "cross", "weights") in saved.files
     assert (keys.final_norm("dec") in saved.files) == ours.cfg.final_norm
