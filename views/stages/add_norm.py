@@ -1,6 +1,9 @@
-"""Add & Norm: LayerNorm(x + Sublayer(x))."""
+"""Add & Norm: LayerNorm(x + Sublayer(x)) (post-norm, the paper); pre-norm models: Norm → sublayer → add,
+x + Sublayer(Norm(x)). RMSNorm (T5) subtracts no mean and has no β."""
 
 from __future__ import annotations
+
+import streamlit as st
 
 from ..common import heading, show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
@@ -8,13 +11,27 @@ from . import numbered
 from .context import StageContext
 
 
+def equation(pre: bool, rms: bool) -> str:
+    """The block's equation: where the norm sits, and what it computes (LayerNorm, or RMSNorm without μ and β)."""
+    norm = r"\operatorname{RMSNorm}" if rms else r"\operatorname{LayerNorm}"
+    z = "x" if pre else r"x + \text{Sublayer}(x)"
+    inner = rf"\gamma \odot \frac{{{z}}}{{\sigma}}" if rms else rf"\gamma \odot \frac{{{z} - \mu}}{{\sigma}} + \beta"
+    if pre:
+        return rf"x + \text{{Sublayer}}\big({norm}(x)\big),\quad {norm}(x) = {inner}"
+    return rf"{norm}({z}) = {inner}"
+
+
 def render(ctx: StageContext, n: int, what: str) -> None:
-    title = f"Add & Norm {n} — after {what}"
-    heading(
-        numbered("add_norm", title) if n == 1 else title,  # the first opens its section
-        r"\operatorname{LayerNorm}(x + \text{Sublayer}(x)) = \gamma \odot "
-        r"\frac{x + \text{Sublayer}(x) - \mu}{\sigma} + \beta",
-    )
+    pre, rms = ctx.cfg.norm_position == "pre", ctx.cfg.norm_kind == "rms"
+    name = f"Norm → {what} → add {n}" if pre else f"Add & Norm {n} — after {what}"
+    heading(numbered("add_norm", name) if n == 1 else name, equation(pre, rms))  # the first opens its section
+    if pre:
+        st.caption(
+            "Pre-norm: the norm is applied to the sublayer's input, and the sublayer's output is added to the "
+            "residual stream x, which is never normalised itself. Below: x + Sublayer(Norm(x)) (the residual and "
+            "what the block hands on, the same), and the mean and std of x that the norm used"
+            + (" (RMSNorm: μ is 0, σ the root mean square)." if rms else ".")
+        )
     a = ctx.arrays
     show(
         viz.addnorm_figure(
@@ -24,7 +41,7 @@ def render(ctx: StageContext, n: int, what: str) -> None:
             a.norm(ctx.layer, n, "out"),
             ctx.rows,
             highlight_row=ctx.current,
-            title=f"Add & Norm {n} (layer {ctx.layer})",
+            title=f"{'Norm → sublayer → add' if pre else 'Add & Norm'} {n} (layer {ctx.layer})",
         ),
         f"{ctx.key}_norm{n}",
     )

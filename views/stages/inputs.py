@@ -24,38 +24,56 @@ def render(ctx: StageContext) -> None:
         )
         st.dataframe(ctx.run.table(), hide_index=True, key="shifted_table", width="stretch")
     cfg, a = ctx.cfg, ctx.arrays
-    heading(
-        numbered("embeddings", "Token embeddings + positional encoding"),
-        r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if cfg.scale_embedding else r"X = E[y] + PE",
-    )
+    relative = cfg.positions == "relative"
+    x = (r"E[y]\,\sqrt{d_{\text{model}}}" if cfg.scale_embedding else "E[y]") + ("" if relative else " + PE")
+    x = rf"\operatorname{{LayerNorm}}({x})" if cfg.embed_norm else x
+    heading(numbered("embeddings", "Token embeddings" + ("" if relative else " + positional encoding")), "X = " + x)
+    if relative:
+        st.caption(
+            "This model adds no positional encoding to its embeddings: a learned bias per relative distance is "
+            "added to the self-attention scores instead (see masked self-attention, its bias B as a heatmap)."
+        )
+    elif cfg.embed_norm:
+        st.caption("This model normalises embedding + PE with a LayerNorm before the first layer (X below).")
     st.caption(
         f"One row per decoder position ({cfg.d_model} dimensions each). Zoom into a figure (drag a box) "
         "to read single dimensions; hover shows the exact value."
     )
     hl = ctx.current
-    for key, title in (
-        ("embed", "Token embeddings E[y]·√d_model"),
-        ("pe", "Positional encoding PE"),
-        ("input", "Sum X = embedding + PE"),
-    ):
+    embed_title = "Token embeddings E[y]·√d_model" if cfg.scale_embedding else "Token embeddings E[y]"
+    shown = [("embed", embed_title)] if relative else [("embed", embed_title), ("pe", "Positional encoding PE")]
+    if not relative:
+        shown.append(("input", "X = LayerNorm(embedding + PE)" if cfg.embed_norm else "Sum X = embedding + PE"))
+    for key, title in shown:
         show(
             viz.matrix_figure(a.embedding("dec", key), ctx.rows, title=title, highlight_row=hl, token_label=ROWS),
             f"{ctx.key}_{key}",
         )
+    if relative:
+        return
     pe = ctx.pe_table
     n_pos = int(min(pe.shape[0], max(50, len(ctx.reads))))
     D = pe.shape[1]
     dims = sorted({0, 1, 6, 7, D // 2, D // 2 + 1} & set(range(D)))
-    layout = "sin/cos interleaved" if cfg.pe_layout == "interleaved" else "sin | cos halves"
-    st.latex(
-        r"PE_{(pos,2i)} = \sin\!\left(pos / 10000^{2i/d_{\text{model}}}\right),\quad "
-        r"PE_{(pos,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{\text{model}}}\right)"
-    )
+    layout = {"interleaved": "sin/cos interleaved", "half": "sin | cos halves", "fairseq": "fairseq's sin | cos"}
+    layout_name = "a learned table" if cfg.positions == "learned" else layout[cfg.pe_layout]
+    if cfg.positions == "learned":
+        st.caption(f"PE is a learned table: row pos + {cfg.position_offset} of the model's position embeddings.")
+    elif cfg.pe_layout == "fairseq":
+        st.latex(
+            r"PE_{(pos,i)} = \sin\!\left(p / 10000^{i/(d/2-1)}\right),\quad "
+            r"PE_{(pos,d/2+i)} = \cos\!\left(p / 10000^{i/(d/2-1)}\right),\quad p = pos + " + str(cfg.position_offset)
+        )
+    else:
+        st.latex(
+            r"PE_{(pos,2i)} = \sin\!\left(pos / 10000^{2i/d_{\text{model}}}\right),\quad "
+            r"PE_{(pos,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{\text{model}}}\right)"
+        )
     show(
         viz.positional_curves(
             pe[:n_pos],
             dims,
-            title=f"The model's positional encoding ({layout}); the dashed line marks position {hl}",
+            title=f"The model's positional encoding ({layout_name}); the dashed line marks position {hl}",
             mark_position=hl,
         ),
         f"{ctx.key}_pe_curves",

@@ -59,10 +59,18 @@ def maps(ctx: StageContext) -> dict[str, np.ndarray]:
     """scores, mask, masked scores and weights (H, T, T) of the shown view. A KV-cached step never computes the
     future cells of the scores, so they are recomputed here from the recorded Q and K for display."""
     a, i = ctx.arrays, ctx.layer
+    bias = a.get(keys.dec(i, "self", "position_bias"))  # T5's relative position bias (H, T, T), else None
     if ctx.incremental:
-        bias = a.get(keys.dec(i, "self", "position_bias"))  # T5's relative position bias, else None
-        return prefix_scores(a.self_attn(i, "Q"), a.self_attn(i, "K"), True, ctx.cfg.scale_attention, bias)
-    return {k: a.self_attn(i, k) for k in ATTENTION_MAPS}
+        out = prefix_scores(a.self_attn(i, "Q"), a.self_attn(i, "K"), True, ctx.cfg.scale_attention, bias)
+    else:
+        out = {k: a.self_attn(i, k) for k in ATTENTION_MAPS}
+    return out if bias is None else {**out, "position_bias": bias}
+
+
+def score_tex(ctx: StageContext) -> str:
+    """The raw scores' formula of this model: QKᵀ/√d_k (T5: unscaled QKᵀ, plus its relative position bias B)."""
+    qk = r"\frac{Q K^{\top}}{\sqrt{d_k}}" if ctx.cfg.scale_attention else r"Q K^{\top}"
+    return qk + (" + B" if ctx.cfg.positions == "relative" else "")
 
 
 def render_scores(ctx: StageContext) -> None:
@@ -81,12 +89,20 @@ def render_scores(ctx: StageContext) -> None:
             "Here the future cells are recomputed from the recorded Q and K for display: a KV-cached step "
             "never needs them, since it computes only the newest query row against the keys so far."
         )
+    qk = score_tex(ctx)
+    raw = "QKᵀ/√d_k" if ctx.cfg.scale_attention else "QKᵀ (unscaled)"
+    bias_panel = (
+        "position_bias",
+        r"B_{ij} = b_h\big(\text{bucket}(j - i)\big)",
+        "No positional encoding: a learned bias B per head and bucket of relative distance j − i, added to the scores",
+    )
     panels = (
-        ("scores", r"\text{scores} = \frac{Q K^{\top}}{\sqrt{d_k}}", "Raw scores QKᵀ/√d_k, every cell"),
+        *((bias_panel,) if "position_bias" in m else ()),
+        ("scores", r"\text{scores} = " + qk, f"Raw scores {raw}{' + B' if 'position_bias' in m else ''}, every cell"),
         ("mask", mask_tex, "Causal mask M (grey = −∞)" if ctx.causal else "No mask: every cell may be attended"),
         (
             "masked_scores",
-            r"\text{masked} = \frac{Q K^{\top}}{\sqrt{d_k}} + M" if ctx.causal else r"\frac{Q K^{\top}}{\sqrt{d_k}}",
+            r"\text{masked} = " + qk + " + M" if ctx.causal else qk,
             "Masked scores (grey = −∞)" if ctx.causal else "Scores without a mask (nothing is −∞)",
         ),
     )
@@ -102,7 +118,7 @@ def render_scores(ctx: StageContext) -> None:
                 m[kind][h],
                 ctx.rows,
                 ctx.keys,
-                kind=kind,
+                kind="scores" if kind == "position_bias" else kind,
                 highlight_row=ctx.current,
                 title=f"{title}, {'the same for every head' if kind == 'mask' else which} (layer {ctx.layer})",
                 q_title=ROWS,
@@ -121,7 +137,7 @@ def render_scores(ctx: StageContext) -> None:
 def render_weights(ctx: StageContext) -> None:
     m = maps(ctx)
     mask = " + M" if ctx.causal else ""
-    st.latex(r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}}" + mask + r"\right)")
+    st.latex(r"\alpha = \operatorname{softmax}\!\left(" + score_tex(ctx) + mask + r"\right)")
     if ctx.causal:
         st.markdown(
             ctx.reading + " Row *i* spreads its attention over positions 0…*i* (each row sums to 1); the "
