@@ -145,7 +145,7 @@ def model_section(lm: LoadedModel) -> None:
     st.markdown("Model directory (under the server's model folder, or the one it was started with):")
     st.code(lm.path.name, language=None)
     st.markdown(
-        f"An encoder-decoder Transformer with **{count_parameters(lm.model):,} parameters**: "
+        f"An encoder-decoder Transformer with **{count_parameters(lm.model):,} parameters** ({cfg.family}): "
         f"{cfg.n_encoder_layers} encoder and {cfg.n_decoder_layers} decoder layers, d_model {cfg.d_model}, "
         f"{cfg.n_heads} attention heads of {cfg.d_k} dimensions, feed-forward width {cfg.d_ff}, a vocabulary of "
         f"{cfg.vocab_size:,} subword tokens, at most {cfg.max_len - 1} tokens per sentence: the configuration's "

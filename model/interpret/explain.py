@@ -37,12 +37,11 @@ MAX_LOGITS = 50_000_000
 def lens_problem(cfg) -> str | None:
     """One sentence saying why the logit lens would misread this configuration, or None when it reads it right.
 
-    ``ModelConfig`` describes post-norm models only (the Transformer here has no pre-norm variant and no final
-    norm, and the Marian import takes post-norm Marian models only), so every ModelConfig passes; a configuration
-    that declares pre-norm (``normalize_before``, fairseq's and transformers' name) or has no decoder layer is
-    refused.
+    A post-norm model's layer output is normalised as the output head reads it. A pre-norm one (``norm_position``
+    "pre": mBART, M2M100, NLLB, T5; ``normalize_before``, fairseq's name) hands on an unnormalised residual, and a
+    configuration without a decoder layer has nothing to read: both are refused.
     """
-    if getattr(cfg, "normalize_before", False):
+    if getattr(cfg, "normalize_before", False) or getattr(cfg, "norm_position", "post") == "pre":
         return (
             "this model normalises before each sublayer (pre-norm), so a layer's output is an unnormalised "
             "residual that the output head only reads after the final LayerNorm"

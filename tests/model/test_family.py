@@ -230,6 +230,14 @@ def test_language_codes_match_generate(tok, tmp_path, family, codes):
             assert mine.ids[0] == tgt_code
 
 
+def test_logit_lens_refuses_pre_norm_models(fam):
+    """A pre-norm layer hands on an unnormalised residual that the output head only reads after the final norm."""
+    from model.interpret.explain import lens_problem
+
+    _, _, _, ours = fam
+    assert (lens_problem(ours.cfg) is not None) == (ours.cfg.norm_position == "pre")
+
+
 def test_fast_step_covers_the_paper_family_and_steps_the_rest_through_the_modules(fam):
     """The numpy / compiled step covers post-norm LayerNorm models with a positional table (the bundled model,
     Marian); every other family steps through its own modules, and decoding says so by its decoder."""
