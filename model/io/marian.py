@@ -26,29 +26,18 @@ from model.core.config import ModelConfig
 from model.core.jsonio import write as write_json
 from model.core.tokenizer import Tokenizer
 from model.io.checkpoint import load_model_dir
-from model.io.family import FamilyError, bart_like_map, import_model
+from model.io.family import BART_DEFAULTS, FamilyError, bart_like_map, import_model
 
-# MarianConfig's defaults (transformers 5.x): config.json written by save_pretrained lists only the
-# values that differ from these.
+# MarianConfig's defaults (transformers 5.x) where they differ from BART's: an old config.json may leave them out
 MARIAN_DEFAULTS = {
+    **BART_DEFAULTS,
     "vocab_size": 58101,
     "decoder_vocab_size": None,
-    "max_position_embeddings": 1024,
-    "encoder_layers": 12,
-    "encoder_ffn_dim": 4096,
-    "encoder_attention_heads": 16,
-    "decoder_layers": 12,
-    "decoder_ffn_dim": 4096,
-    "decoder_attention_heads": 16,
-    "activation_function": "gelu",
-    "d_model": 1024,
     "decoder_start_token_id": 58100,
-    "scale_embedding": False,
     "pad_token_id": 58100,
     "eos_token_id": 0,
     "bos_token_id": None,
     "share_encoder_decoder_embeddings": True,
-    "tie_word_embeddings": True,
 }
 ACTIVATIONS = {"swish": "swish", "silu": "silu", "gelu": "gelu", "relu": "relu"}  # Marian name -> ours
 MISSING_PIECE_PENALTY = 1000.0  # vocab.json pieces the spm model lacks score this far below its rarest piece

@@ -20,7 +20,7 @@ from model.io.checkpoint import ModelDirError, load_model_dir
 from model.io.family import FamilyError, import_model
 from model.testing import make_model
 from tests.model.family_models import EOS, FAMILIES, PAD, family_tokenizer, save_family
-from tests.model.test_marian import neutral_generation
+from tests.model.test_marian import neutral_generation, one_thread  # noqa: F401  (one_thread: autouse)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 
@@ -37,14 +37,6 @@ EXPECTED = {  # what each family's config.json becomes
     "t5": dict(norm_kind="rms", positions="relative", bias=False, scale_attention=False, output_scale=32**-0.5),
     "t5_gated": dict(norm_kind="rms", gated_ffn=True, activation="gelu_new", d_kv=16, output_scale=1.0),
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")
