@@ -169,8 +169,9 @@ def _one_eos(hf: dict, kind: str) -> int:
 
 
 def bart_like_config(kind: str, hf: dict, unk_id: int) -> ModelConfig:
-    """BART (post-norm, learned positions, embedding LayerNorm), mBART (the same, pre-norm with final norms) and
-    M2M100 / NLLB (pre-norm, final norms, fairseq's sinusoidal positions from row pad + 1)."""
+    """Marian (the paper's post-norm model, sinusoidal sin | cos positions), BART (post-norm, learned positions,
+    embedding LayerNorm), mBART (the same, pre-norm with final norms) and M2M100 / NLLB (pre-norm, final norms,
+    fairseq's sinusoidal positions from row pad + 1)."""
     for side in ("attention_heads", "ffn_dim"):
         enc, dec = hf[f"encoder_{side}"], hf[f"decoder_{side}"]
         _require(enc == dec, kind, f"encoder_{side}={enc} != decoder_{side}={dec}")
@@ -179,8 +180,8 @@ def bart_like_config(kind: str, hf: dict, unk_id: int) -> ModelConfig:
     _require(hf["pad_token_id"] is not None, kind, "pad_token_id is not set")
     eos, pad = _one_eos(hf, kind), hf["pad_token_id"]
     start = hf["decoder_start_token_id"]
-    start = eos if start is None else start  # mBART-50 and NLLB start from </s>
-    pre = kind in ("mbart", "m2m_100")
+    start = (pad if kind == "marian" else eos) if start is None else start  # mBART-50, NLLB: from </s>
+    pre, sinusoidal = kind in ("mbart", "m2m_100"), kind in ("marian", "m2m_100")
     return ModelConfig(
         vocab_size=hf["vocab_size"],
         d_model=hf["d_model"],
@@ -194,7 +195,7 @@ def bart_like_config(kind: str, hf: dict, unk_id: int) -> ModelConfig:
         activation=ACTIVATIONS[act],
         scale_embedding=bool(hf["scale_embedding"]),
         tie_output=bool(hf["tie_word_embeddings"]),
-        final_logits_bias=kind != "m2m_100",
+        final_logits_bias=kind != "m2m_100",  # Marian's, BART's and mBART's output bias
         layer_norm_eps=1e-5,
         pad_id=pad,
         bos_id=start if hf["bos_token_id"] is None else hf["bos_token_id"],
@@ -204,8 +205,8 @@ def bart_like_config(kind: str, hf: dict, unk_id: int) -> ModelConfig:
         norm_position="pre" if pre else "post",
         final_norm=pre,
         embed_norm=kind in ("bart", "mbart"),
-        positions="sinusoidal" if kind == "m2m_100" else "learned",
-        position_offset=pad + 1 if kind == "m2m_100" else LEARNED_OFFSET,
+        positions="sinusoidal" if sinusoidal else "learned",
+        position_offset=0 if kind == "marian" else pad + 1 if kind == "m2m_100" else LEARNED_OFFSET,
         forced_bos_id=-1 if hf.get("forced_bos_token_id") is None else hf["forced_bos_token_id"],
     )
 

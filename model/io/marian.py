@@ -26,7 +26,7 @@ from model.core.config import ModelConfig
 from model.core.jsonio import write as write_json
 from model.core.tokenizer import Tokenizer
 from model.io.checkpoint import load_model_dir
-from model.io.family import BART_DEFAULTS, FamilyError, bart_like_map, import_model
+from model.io.family import BART_DEFAULTS, FamilyError, bart_like_config, bart_like_map, import_model
 
 # MarianConfig's defaults (transformers 5.x) where they differ from BART's: an old config.json may leave them out
 MARIAN_DEFAULTS = {
@@ -39,7 +39,6 @@ MARIAN_DEFAULTS = {
     "bos_token_id": None,
     "share_encoder_decoder_embeddings": True,
 }
-ACTIVATIONS = {"swish": "swish", "silu": "silu", "gelu": "gelu", "relu": "relu"}  # Marian name -> ours
 MISSING_PIECE_PENALTY = 1000.0  # vocab.json pieces the spm model lacks score this far below its rarest piece
 
 
@@ -94,46 +93,7 @@ def marian_to_config(hf: dict, unk_id: int) -> ModelConfig:
 
     require(hf["share_encoder_decoder_embeddings"], "share_encoder_decoder_embeddings must be true")
     require(hf["decoder_vocab_size"] in (None, hf["vocab_size"]), "decoder_vocab_size differs from vocab_size")
-    require(
-        hf["encoder_attention_heads"] == hf["decoder_attention_heads"],
-        f"encoder_attention_heads={hf['encoder_attention_heads']} != decoder_attention_heads="
-        f"{hf['decoder_attention_heads']}",
-    )
-    require(
-        hf["encoder_ffn_dim"] == hf["decoder_ffn_dim"],
-        f"encoder_ffn_dim={hf['encoder_ffn_dim']} != decoder_ffn_dim={hf['decoder_ffn_dim']}",
-    )
-    act = hf["activation_function"]
-    require(act in ACTIVATIONS, f"activation_function={act!r} (supported: {', '.join(ACTIVATIONS)})")
-    eos = hf["eos_token_id"]
-    if isinstance(eos, list):
-        require(len(eos) == 1, f"several eos_token_id values {eos}")
-        eos = eos[0]
-    require(hf["pad_token_id"] is not None, "pad_token_id is not set")
-    start = hf["decoder_start_token_id"]
-    start = hf["pad_token_id"] if start is None else start
-    bos = hf["bos_token_id"] if hf["bos_token_id"] is not None else start
-    return ModelConfig(
-        vocab_size=hf["vocab_size"],
-        d_model=hf["d_model"],
-        n_heads=hf["encoder_attention_heads"],
-        d_ff=hf["encoder_ffn_dim"],
-        n_encoder_layers=hf["encoder_layers"],
-        n_decoder_layers=hf["decoder_layers"],
-        max_len=hf["max_position_embeddings"],
-        dropout=0.0,
-        pe_layout="half",
-        activation=ACTIVATIONS[act],
-        scale_embedding=bool(hf["scale_embedding"]),
-        tie_output=bool(hf["tie_word_embeddings"]),
-        final_logits_bias=True,
-        layer_norm_eps=1e-5,
-        pad_id=hf["pad_token_id"],
-        bos_id=bos,
-        eos_id=eos,
-        unk_id=unk_id,
-        decoder_start_id=start,
-    )
+    return bart_like_config("marian", hf, unk_id)  # the checks every family of this layout shares
 
 
 # ------------------------------------------------------------------------------------------- tokenizer

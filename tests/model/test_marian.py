@@ -370,7 +370,7 @@ def test_unsupported_configs_are_refused(tmp_path, marian_dir):
     for change, message in [
         ({"share_encoder_decoder_embeddings": False}, "share_encoder_decoder_embeddings"),
         ({"decoder_attention_heads": 2}, "decoder_attention_heads"),
-        ({"activation_function": "gelu_new"}, "activation_function"),
+        ({"activation_function": "quick_gelu"}, "activation_function"),
     ]:
         with pytest.raises(MarianError, match=message):
             marian_to_config({**full, **change}, unk_id=1)
