@@ -29,7 +29,7 @@ def test_all_stages_draw_on_every_family(family_dir, monkeypatch, tab):
     text = " ".join(str(m.value) for m in at.markdown) + " ".join(str(c.value) for c in at.caption)
     if family.startswith("t5"):
         assert "Token embeddings" in shown and "positional encoding" not in shown.lower()
-        assert "a learned bias per relative distance" in text
+        assert "a learned bias per relative distance" in text  # the inputs stage says where the positions went
     if family != "bart":  # the pre-norm models say Norm → sublayer → add
         assert "Norm → " in shown, shown
     else:

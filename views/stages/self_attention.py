@@ -94,7 +94,7 @@ def render_scores(ctx: StageContext) -> None:
     bias_panel = (
         "position_bias",
         r"B_{ij} = b_h\big(\text{bucket}(j - i)\big)",
-        "No positional encoding: a learned bias B per head and bucket of relative distance j − i, added to the scores",
+        "Relative position bias B, learned per head and distance j − i (no positional encoding)",
     )
     panels = (
         *((bias_panel,) if "position_bias" in m else ()),
