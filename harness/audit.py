@@ -188,6 +188,7 @@ def check_beam_tree(at, figs: list, s: Shown, rep: Report, at_: str) -> None:
 def audit_page(at, lm, rep: Report, where: str) -> Shown:
     """Check one state of the step view; returns what it shows."""
     from model.core import keys
+    from model.core.keys import Records
     from model.decode.decoding import decode
     from model.decode.steps import follow_line
     from views import export
@@ -248,7 +249,7 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
     rep.check(list(npz[keys.TOKENS_DEC_INPUT]) == reads, f"{at_}: NPZ tokens / the page's")
     rep.check(show_token(str(npz[keys.TOKENS_DEC_INPUT][-1])) == s.reads, f"{at_}: NPZ last input / header reads")
     layer = at.session_state["layer"]
-    w = npz[keys.dec(layer, "self", "weights")]  # (H, T, T)
+    w = Records(npz).self_weights(layer)  # (H, T, T)
     rep.check(bool(np.isfinite(w).all()) and np.allclose(w.sum(-1), 1, atol=1e-4), f"{at_}: NPZ weights rows")
     rep.check(float(np.abs(np.triu(w, 1)).max(initial=0)) == 0.0, f"{at_}: NPZ weights on the future")
     for fig in figs:

@@ -50,8 +50,8 @@ def _rows(trace) -> list[str]:
 def _chosen_p(trace, n: int) -> np.ndarray:
     """(n,) the probability of the token chosen at each of the run's n positions (a label </s> the decode never
     chose, when it stopped at the length limit, is left out)."""
-    labels = trace.arrays["label_ids"][:n]
-    return trace.arrays["probs"][np.arange(n), labels]
+    labels = trace.arrays.label_ids[:n]
+    return trace.arrays.probs[np.arange(n), labels]
 
 
 def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
