@@ -90,10 +90,8 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
     limit = lm.cfg.max_len - 1
     max_len, _ = number(st.session_state.get("learn_max_len", DEFAULTS.max_len), int, DEFAULTS.max_len)
     max_len = min(max(max_len, 1), limit)
-    greedy = get_decode(lm, Choices(str(lm.path), src.text, max_len=max_len), src.ids)
-    beam = get_decode(
-        lm, Choices(str(lm.path), src.text, strategy="beam", beam=DEFAULTS.beam, max_len=max_len), src.ids
-    )
+    greedy = get_decode(lm, Choices(str(lm.path), src.text, replace(DEFAULTS, max_len=max_len)), src.ids)
+    beam = get_decode(lm, Choices(str(lm.path), src.text, replace(DEFAULTS, strategy="beam", max_len=max_len)), src.ids)
     target = tuple(i for i in greedy.ids if i != lm.cfg.eos_id)
     tr = get_trace(lm, src.ids, target, causal=True)
     nc = get_trace(lm, src.ids, target, causal=False)
