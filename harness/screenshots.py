@@ -13,12 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from playwright.sync_api import ViewportSize
+
 from classroom.db import URL_ENV
 from classroom.store import FINAL, QUESTIONS, Answer, Store
 from harness.browser import BROWSER_ARGS, CHROMIUM, DEFAULT_MODEL, DRAWN_JS, IDLE_JS, ROOT, app_env, serve
 
 OUT = ROOT / "assets" / "screenshots"
-VIEWPORT = {"width": 1366, "height": 900}
+VIEWPORT = ViewportSize(width=1366, height=900)
 TIMEOUT_MS = 300_000
 SENTENCE = "The little girl is reading a book in the garden."
 CORPUS_SET = (
