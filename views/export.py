@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +14,11 @@ import streamlit as st
 
 from model.core import keys
 from model.core.jsonio import dump_bytes
+from model.decode.decoding import DecodeResult
 from model.decode.steps import prefix_scores, stack_view, summary_dict
 from model.decode.trace import teacher_forced_trace
+
+from .state import Choices
 
 LABEL = "Export: summary (JSON), records (NPZ), tables (CSV), handout (HTML)"
 JSON, NPZ, CSV, HTML = "application/json", "application/octet-stream", "text/csv", "text/html"
@@ -76,11 +79,23 @@ def trace_bytes(lm, res) -> bytes:
     return save_to_bytes(tr.save_npz)
 
 
-def render_decode(
-    lm, ch, res, rows, step: int, reads, src_tokens, table, token_text, live_table=None, handout=None
-) -> None:
+@dataclass(frozen=True)
+class Position:
+    """The followed line at the position shown, as its downloads are built from it: the choices (``ch``), the
+    decode, the line's beam rows up to ``step``, what each position reads, and the source's tokens."""
+
+    ch: Choices
+    res: DecodeResult
+    rows: list[int]
+    step: int
+    reads: list[str]
+    src_tokens: list[str]
+
+
+def render_decode(lm, at: Position, table, token_text, live_table=None, handout=None) -> None:
     """Downloads are built on click (``table``: a function that returns the decoder-input table; ``handout``: one
     that returns the handout's HTML): the NPZ files hold every layer."""
+    ch, res, rows, step, reads, src_tokens = at.ch, at.res, at.rows, at.step, at.reads, at.src_tokens
 
     def summary() -> bytes:
         return summary_bytes(ch, res, rows, step, src_tokens, token_text, table())

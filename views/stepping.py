@@ -189,7 +189,8 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     if panel := lazy_panel(export.LABEL, "export_open"):
         with panel:
             make = partial(handout_bytes, lm, v, ch, res, line, src, src_tokens, stage)
-            export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table, make)
+            at = export.Position(ch, res, list(rows), step, list(reads), list(src_tokens))
+            export.render_decode(lm, at, table, tok_text, live_table, make)
 
 
 def handout_inputs(lm: LoadedModel, raw: dict) -> tuple:
