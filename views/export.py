@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -34,11 +35,12 @@ def downloads(files: list[tuple[str, Callable[[], bytes | str], str, str, str]])
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
-    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    np.savez_compressed(buf, allow_pickle=False, **{k: np.asarray(v) for k, v in arrays.items()})
     return buf.getvalue()
 
 
-def save_to_bytes(save: Callable[[io.BytesIO], None]) -> bytes:
+def save_to_bytes(save: Callable[[Any], None]) -> bytes:
+    """What ``save`` writes to a file, as bytes (it is given an in-memory one)."""
     buf = io.BytesIO()
     save(buf)
     return buf.getvalue()

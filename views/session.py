@@ -197,7 +197,7 @@ def follow(ids: tuple[int, ...]) -> None:
 
 def follow_pick(ids_by_option: dict[str, tuple[int, ...]]) -> None:
     s = st.session_state
-    s["follow"] = ids_by_option.get(s.get("follow_pick"), s.get("follow", ()))
+    s["follow"] = ids_by_option.get(str(s.get("follow_pick")), s.get("follow", ()))
 
 
 def force(prefix: tuple[int, ...], user: frozenset[int], keep_user: frozenset[int], base: Choices) -> None:
