@@ -46,9 +46,11 @@ def warm_start() -> None:
 
         lean_decoder(load_model(str(offered_model_dirs()[0])))
         import plotly.graph_objects as go
-        import streamlit.emojis  # noqa: F401 - the page's icon is checked against it (~35 ms: a set of every emoji)
 
         import views.explore  # noqa: F401 - imported for the page script
+        from views.streamlit_private import import_emojis
+
+        import_emojis()  # the table the page's icon is checked against
 
         go.Figure(go.Heatmap(z=[[0.0]]), layout={"title": {"text": "warm"}})
         database_imported()

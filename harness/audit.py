@@ -33,7 +33,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "views" / "main.py")
 SENTENCES = ("The cat is sleeping on the sofa.", "I like pizza.", "Two dogs are playing in the snow.")
-STRATEGIES = (
+STRATEGIES: tuple[tuple[str, dict[str, str]], ...] = (
     ("greedy", {}),
     ("beam 3", {"strategy": "beam", "beam": "3"}),
     ("beam 5", {"strategy": "beam", "beam": "5"}),
@@ -42,6 +42,11 @@ STRATEGIES = (
 PLACES = ("first", "middle", "last")
 BADGE = re.compile(r":(\w+)-badge\[((?:\\.|[^\]\\])*)\]")
 P_TOL = 5e-4  # numbers are shown to 3 decimals
+
+
+def close(a: float | None, b: float | None) -> bool:
+    """Two probabilities shown equal (to the 3 decimals shown); a missing one equals nothing."""
+    return a is not None and b is not None and abs(a - b) <= P_TOL
 
 
 def unescape(s: str) -> str:
@@ -89,11 +94,19 @@ def _p(text: str) -> float | None:
     return float(text) if re.fullmatch(r"[0-9.]+", text or "") else None
 
 
+def groups(pattern: str, text: str) -> tuple[str, ...]:
+    """The groups of ``pattern`` matched at the start of ``text``; a page that shows something else is an error."""
+    m = re.match(pattern, text)
+    if m is None:
+        raise ValueError(f"the page shows {text[:80]!r}, which {pattern!r} does not read")
+    return m.groups()
+
+
 def read_step_view(at) -> Shown:
     head = next(m.value for m in at.markdown if m.value.startswith("**Position"))
-    t, last = (int(x) for x in re.match(r"\*\*Position (\d+)\*\* of 0–(\d+)", head).groups())
+    t, last = (int(x) for x in groups(r"\*\*Position (\d+)\*\* of 0–(\d+)", head))
     (_, reads), (_, pred) = badges(head)[-2:]
-    label, p, _note = re.fullmatch(r"(.*) \(p = ([0-9.]*)\)(.*)", pred).groups()
+    label, p, _note = groups(r"(.*) \(p = ([0-9.]*)\)(.*)$", pred)
     chip_md = next(m.value for m in at.markdown if m.value.startswith("**Generated so far"))
     chips = []
     for colour, inner in badges(chip_md):
@@ -150,7 +163,7 @@ def check_position_table(at, s: Shown, rep: Report, at_: str) -> None:
     if table is not None:
         rep.check(len(table) == s.step + 1, f"{at_}: the table has {len(table)} rows")
         rep.check(table["predicts (chosen next token)"].iloc[-1] == s.predicts, f"{at_}: table/header token")
-        rep.check(abs(float(table["p(predicted)"].iloc[-1]) - s.p) <= P_TOL, f"{at_}: table p / header p")
+        rep.check(close(float(table["p(predicted)"].iloc[-1]), s.p), f"{at_}: table p / header p")
         for i, (name, p) in enumerate(s.chips):
             rep.check(table["predicts (chosen next token)"].iloc[i] == name, f"{at_}: chip {i} / table token")
             rep.check(
@@ -188,6 +201,7 @@ def check_beam_tree(at, figs: list, s: Shown, rep: Report, at_: str) -> None:
 def audit_page(at, lm, rep: Report, where: str) -> Shown:
     """Check one state of the step view; returns what it shows."""
     from model.core import keys
+    from model.core.keys import Records
     from model.decode.decoding import decode
     from model.decode.steps import follow_line
     from views import export
@@ -209,13 +223,13 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
     if s.followed is not None:
         whole = " ".join(show_token(t) for t in path_labels(lm, line.ids)) or "<s>"
         rep.check(s.followed == whole, f"{at_}: the caption follows {s.followed!r}, the line is {whole!r}")
-        rep.check(all(abs(p - q) <= P_TOL for (_, p), q in zip(s.chips, line.probs)), f"{at_}: chips p / line")
+        rep.check(all(close(p, q) for (_, p), q in zip(s.chips, line.probs)), f"{at_}: chips p / line")
     rep.check(s.p is not None, f"{at_}: the header shows no p")
     check_position_table(at, s, rep, at_)
     # the output stage: bars and metrics
     metrics = {m.label: m.value for m in at.metric}
     if "p(chosen token)" in metrics:
-        rep.check(abs(float(metrics["p(chosen token)"]) - s.p) <= P_TOL, f"{at_}: metric p / header p")
+        rep.check(close(float(metrics["p(chosen token)"]), s.p), f"{at_}: metric p / header p")
         rep.check(unescape(metrics["Chosen token"]) == s.predicts, f"{at_}: metric token / header token")
     figs = figures(at)
     for fig in figs:
@@ -224,11 +238,11 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
             xs = plotly_array(bar["x"]).ravel() if isinstance(bar["x"], dict) else np.asarray(bar["x"], float)
             named = [i for i, y in enumerate(bar["y"]) if y == s.predicts]
             if named:
-                rep.check(abs(xs[named[0]] - s.p) <= P_TOL, f"{at_}: bar {xs[named[0]]:.4f} / header p {s.p}")
+                rep.check(close(float(xs[named[0]]), s.p), f"{at_}: bar {xs[named[0]]:.4f} / header p {s.p}")
         rows = [html.unescape(str(r)) for r in (fig["layout"].get("yaxis") or {}).get("ticktext") or []]
         if rows and " → " in str(rows[0]) and len(rows) > s.step:
-            want = f"{s.reads} → {s.predicts}"
-            rep.check(str(rows[s.step]).endswith(want), f"{at_}: figure {title(fig)!r} row {rows[s.step]!r}")
+            row = f"{s.reads} → {s.predicts}"
+            rep.check(str(rows[s.step]).endswith(row), f"{at_}: figure {title(fig)!r} row {rows[s.step]!r}")
     check_beam_tree(at, figs, s, rep, at_)
     # the downloads, built as the page builds them
     user = at.session_state["user_forced"]
@@ -239,16 +253,16 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
     )
     rep.check(os.sep not in summary["choices"]["model_dir"], f"{at_}: the summary holds a path")
     js = summary["followed_positions"]
-    rep.check(abs(js[-1]["p(predicted)"] - s.p) <= P_TOL, f"{at_}: summary p {js[-1]['p(predicted)']} / header")
+    rep.check(close(js[-1]["p(predicted)"], s.p), f"{at_}: summary p {js[-1]['p(predicted)']} / header")
     for i, (_, p) in enumerate(s.chips):
         rep.check(p is not None and abs(js[i]["p(predicted)"] - p) <= P_TOL, f"{at_}: summary / chip {i}")
     csv = pd.read_csv(io.StringIO(tab.to_csv(index=False)))
-    rep.check(abs(float(csv["p(predicted)"].iloc[-1]) - s.p) <= P_TOL, f"{at_}: CSV p / header p")
+    rep.check(close(float(csv["p(predicted)"].iloc[-1]), s.p), f"{at_}: CSV p / header p")
     npz = np.load(io.BytesIO(export.record_bytes(lm, res, list(line.rows[: s.step + 1]), s.step, reads, src_tokens)))
     rep.check(list(npz[keys.TOKENS_DEC_INPUT]) == reads, f"{at_}: NPZ tokens / the page's")
     rep.check(show_token(str(npz[keys.TOKENS_DEC_INPUT][-1])) == s.reads, f"{at_}: NPZ last input / header reads")
     layer = at.session_state["layer"]
-    w = npz[keys.dec(layer, "self", "weights")]  # (H, T, T)
+    w = Records(npz).self_weights(layer)  # (H, T, T)
     rep.check(bool(np.isfinite(w).all()) and np.allclose(w.sum(-1), 1, atol=1e-4), f"{at_}: NPZ weights rows")
     rep.check(float(np.abs(np.triu(w, 1)).max(initial=0)) == 0.0, f"{at_}: NPZ weights on the future")
     for fig in figs:

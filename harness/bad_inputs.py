@@ -33,6 +33,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "views" / "main.py")
@@ -94,7 +95,7 @@ class Case:
 
 # The cases are a table, one case to a line or two, as it reads best (fmt: off keeps it so).
 # fmt: off
-CASES = (
+CASES: tuple[Case, ...] = (
     Case("empty text", "", cli=("error", "empty"), app=("info", "empty")),
     Case("spaces only", "     ", cli=("error", "empty"), app=("info", "empty")),
     Case("newlines only", "\n\n\n", cli=("error", "empty"), app=("info", "empty"), smoke=True),
@@ -211,7 +212,10 @@ CASES += MODEL_DIR_CASES
 def _edit_config(d: Path, edit: str) -> None:
     """``key=value`` (a Python literal; ``nan`` for NaN) or ``key*2``, ``key+1``, ``key-1`` on config.json."""
     cfg = json.loads((d / "config.json").read_text())
-    key, op, value = re.fullmatch(r"(\w+)([=*+-])(.+)", edit).groups()
+    m = re.fullmatch(r"(\w+)([=*+-])(.+)", edit)
+    if m is None:
+        raise ValueError(f"not a config edit: {edit!r}")
+    key, op, value = m.groups()
     if op == "=":
         cfg[key] = float("nan") if value == "nan" else ast.literal_eval(value)
     else:
@@ -427,20 +431,29 @@ def check_cli(case: Case, model_dir: Path, work: Path, timeout: float, use_subpr
 # ------------------------------------------------------------------------------------------- app
 
 
+MODEL_ATTR = "bad_inputs_model"
+
+
 def app_test(model_dir: Path, url: dict | None = None, timeout: float = 60):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(APP, default_timeout=timeout)
     at.query_params.update({**URL_DEFAULTS, **(url or {})})
-    at.bad_inputs_model = str(model_dir)
+    on_model(at, model_dir)
     return at
+
+
+def on_model(at, model_dir: Path) -> None:
+    """The model a session's runs read (``run``), kept on the session itself: a broken model's session is given
+    a good one to show it still works."""
+    setattr(at, MODEL_ATTR, str(model_dir))  # AppTest has no field of its own for it
 
 
 def run(at):
     """Rerun a session on its own model (the app reads $DECODER_LENS_MODEL on every run)."""
     from model.io.checkpoint import ENV_MODEL
 
-    os.environ[ENV_MODEL] = at.bad_inputs_model
+    os.environ[ENV_MODEL] = getattr(at, MODEL_ATTR)
     return at.run()
 
 
@@ -479,6 +492,8 @@ def input_warnings(at) -> list[str]:
 
 
 def check_app_case(at, case: Case) -> tuple[Outcome, str]:
+    if case.app is None:
+        return Outcome("n/a"), ""
     got = app_outcome(at)
     want, needle = case.app
     needle_l = needle.lower()
@@ -553,7 +568,7 @@ def check_app(
                     if at.exception or not any(h.value == "Common mistakes to avoid" for h in at.subheader):
                         problem = "app afterwards: the Learn page failed"
                 if not problem and every:  # and the same session translates once a good model is given
-                    at.bad_inputs_model = str(model_dir)
+                    on_model(at, model_dir)
                     at.query_params["page"] = "Explore"
                     run(at)
                     problem = still_usable(at)
@@ -592,7 +607,7 @@ def run_matrix(
     """One row per case: ``case``, ``cli``/``app`` (Outcome) and ``cli_problem``/``app_problem`` ("" = as expected)."""
     with tempfile.TemporaryDirectory(prefix="bad-inputs-") as tmp:
         work = Path(tmp)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for case in cases:
             t0 = time.perf_counter()
             got, problem = check_cli(case, model_dir, work, timeout, use_subprocess)

@@ -109,6 +109,19 @@ class LearnStudent:
 
     # -- the connection -----------------------------------------------------
 
+    @property
+    def connection(self) -> Connection:
+        if self.conn is None:
+            raise RuntimeError(f"{self.nickname} has not connected")
+        return self.conn
+
+    @property
+    def page(self) -> Run:
+        """The last run: the page as the student sees it now."""
+        if self.last is None:
+            raise RuntimeError(f"{self.nickname} has no page yet")
+        return self.last
+
     def connect(self, query: str) -> Run:
         if not self.cookie:
             self.cookie = route_cookie(self.base_url, query, STUDENT_PATH, timeout=TIMEOUT_S)
@@ -116,7 +129,7 @@ class LearnStudent:
         return self.run("open", [])
 
     def run(self, kind: str, states: list[WidgetState], fragment: str = "") -> Run:
-        run = self.conn.run(states, fragment)
+        run = self.connection.run(states, fragment)
         self.tally.add("runs", (kind, run.seconds))
         who = f"{self.nickname} ({kind})"
         for e in run.exceptions:
@@ -128,8 +141,8 @@ class LearnStudent:
 
     def reconnect(self) -> Run:
         """The server went away: a new websocket through the same address and cookie, the page from its URL."""
-        query = self.conn.query
-        self.conn.close()
+        query = self.connection.query
+        self.connection.close()
         deadline = time.monotonic() + TIMEOUT_S
         while True:
             try:
@@ -147,24 +160,31 @@ class LearnStudent:
 
     def widget(self, key: str) -> tuple[str, str] | None:
         """A widget of the last run (the page as the student sees it now, not the chapters before)."""
-        return self.last.widgets.get(key)
+        return self.page.widgets.get(key)
 
     def widget_with(self, prefix: str) -> list[tuple[str, tuple[str, str]]]:
         """The last run's widgets whose key starts with ``prefix`` (the lesson's keys end with the sentence's
         digest)."""
-        return sorted((k, v) for k, v in self.last.widgets.items() if k.startswith(prefix))
+        return sorted((k, v) for k, v in self.page.widgets.items() if k.startswith(prefix))
 
     def element(self, widget_id: str):
-        return next((el for _, el, _ in self.last.elements.values() if getattr(el, "id", "") == widget_id), None)
+        return next((el for _, el, _ in self.page.elements.values() if getattr(el, "id", "") == widget_id), None)
 
     def pause(self) -> None:
         time.sleep(self.think * self.rng.uniform(0.5, 1.5))
 
     # -- the lesson ---------------------------------------------------------
 
+    def needed(self, key: str) -> tuple[str, str]:
+        """A widget the page must show now (its id and fragment)."""
+        found = self.widget(key)
+        if found is None:
+            raise RuntimeError(f"{self.nickname}: no widget {key!r} on the page")
+        return found
+
     def join_states(self) -> tuple[list[WidgetState], str]:
-        wid, frag = self.widget(NICK_KEY)
-        jid, _ = self.widget(JOIN_KEY)
+        wid, frag = self.needed(NICK_KEY)
+        jid, _ = self.needed(JOIN_KEY)
         return [WidgetState(id=wid, string_value=self.nickname), WidgetState(id=jid, trigger_value=True)], frag
 
     def lesson(self, chapters: int) -> None:
@@ -243,7 +263,12 @@ class LearnStudent:
 
         def build():
             submit = next(
-                (el.id for _, el, _ in self.last.elements.values() if getattr(el, "label", "") == CHECK_LABEL), ""
+                (
+                    getattr(el, "id", "")
+                    for _, el, _ in self.page.elements.values()
+                    if getattr(el, "label", "") == CHECK_LABEL
+                ),
+                "",
             )
             states = [WidgetState(id=wid, string_value=picks[key]) for key, (wid, _) in self.widget_with(prefix)]
             return [*states, WidgetState(id=submit, trigger_value=True)], self.widget_with(prefix)[0][1][1]

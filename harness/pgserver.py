@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 USER = "postgres"  # the Debian package's system user, who runs the server when we are root
 DATABASE = "decoder_lens"
@@ -55,7 +56,9 @@ class TempPostgres:
         self.url = f"postgresql+psycopg://{ROLE}@127.0.0.1:{self.port}/{DATABASE}"
 
     def _run(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-        kw = {"user": USER, "group": pwd.getpwnam(USER).pw_gid, "extra_groups": []} if self.as_root else {}
+        kw: dict[str, Any] = (
+            {"user": USER, "group": pwd.getpwnam(USER).pw_gid, "extra_groups": []} if self.as_root else {}
+        )
         proc = subprocess.run([str(self.bin / cmd[0]), *cmd[1:]], cwd=self.root, capture_output=True, text=True, **kw)
         if check and proc.returncode:
             raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-400:]}")

@@ -19,6 +19,10 @@ import runpy
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyinstrument.session import Session
 
 ENV_DIR = "DECODER_LENS_PROFILE_DIR"
 IDLE = "-"
@@ -71,7 +75,7 @@ class PhaseProfiles:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.lock = threading.Lock()
-        self.sessions: dict[str, object] = {}
+        self.sessions: dict[str, Session] = {}
         self.runs: dict[str, int] = {}
         threading.Thread(target=self._watch, name="profile-writer", daemon=True).start()
 
@@ -141,5 +145,5 @@ def run_profiled(script: Path) -> None:
             def _run_script(self, rerun_data):
                 return profiles.profiled(original, self, rerun_data)
 
-            ScriptRunner._run_script = _run_script
+            ScriptRunner._run_script = _run_script  # type: ignore[method-assign]  # every script run profiled
     runpy.run_path(str(script), run_name="__main__")

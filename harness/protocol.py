@@ -26,7 +26,9 @@ import random
 import re
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import websocket
@@ -57,7 +59,7 @@ class Run:
     """What one script run sent back."""
 
     seconds: float  # from the request to script_finished
-    elements: dict[tuple[int, ...], tuple[str, object, str]]  # delta path -> (element type, element, fragment id)
+    elements: dict[tuple[int, ...], tuple[str, Any, str]]  # delta path -> (element type, element, fragment id)
     blocks: dict[str, tuple[int, ...]]  # widget key of a keyed container -> its delta path
     widgets: dict[str, tuple[str, str]]  # widget key -> (widget id, fragment id)
     query: str | None  # the URL's new query, when the server changed it
@@ -128,14 +130,18 @@ class Connection:
         self.page = ""  # the page the server last ran (its script hash), as a browser sends it back; "" at first
         self.widgets: dict[str, tuple[str, str]] = {}
 
-    def run(self, changed: list[WidgetState] = (), fragment: str = "") -> Run:
+    def run(self, changed: Sequence[WidgetState] = (), fragment: str = "") -> Run:
         msg = BackMsg()
         rerun = msg.rerun_script
         rerun.query_string, rerun.page_script_hash, rerun.fragment_id = self.query, self.page, fragment
         if not self.page:
             rerun.page_name = self.path
         rerun.widget_states.widgets.extend(changed)
-        elements, blocks, widgets, exceptions, errors = {}, {}, {}, [], []
+        elements: dict[tuple[int, ...], tuple[str, Any, str]] = {}
+        blocks: dict[str, tuple[int, ...]] = {}
+        widgets: dict[str, tuple[str, str]] = {}
+        exceptions: list[str] = []
+        errors: list[str] = []
         query, received = None, 0
         t0 = time.perf_counter()
         self.ws.send_binary(msg.SerializeToString())
@@ -162,6 +168,8 @@ class Connection:
                     blocks[key_of(d.add_block.id)] = path
                 elif d.WhichOneof("type") == "new_element":
                     ek = d.new_element.WhichOneof("type")
+                    if ek is None:
+                        continue
                     el = getattr(d.new_element, ek)
                     elements[path] = (ek, el, d.fragment_id)
                     if ek == "exception":
@@ -240,6 +248,12 @@ class Student:
     def ref(self) -> dict:
         return self.references[self.sentence]
 
+    @property
+    def connection(self) -> Connection:
+        if self.conn is None:
+            raise RuntimeError(f"student {self.index} has not opened the page")
+        return self.conn
+
     def open(self) -> Outcome:
         query = urlencode({"src": self.sentence})
         self.conn = Connection(self.base_url, query, route_cookie(self.base_url, query))
@@ -260,18 +274,18 @@ class Student:
             choice = "next" if self.step < last else "prev"
         if choice == "sentence" and len(self.references) < 2:
             choice = "jump"
-        w = self.conn.widgets
+        w = self.connection.widgets
         if choice in ("next", "prev", "jump"):
             key = choice if choice != "jump" else ("first" if self.step > last / 2 else "last")
             self.step = {"first": 0, "last": last, "next": self.step + 1, "prev": self.step - 1}[key]
             wid, frag = w[key]
-            return self._checked(KINDS[choice], self.conn.run([WidgetState(id=wid, trigger_value=True)], frag))
+            return self._checked(KINDS[choice], self.connection.run([WidgetState(id=wid, trigger_value=True)], frag))
         if choice == "stage":  # the selector is in the step view's fragment: that part of the page reruns alone
             self.stage = stage or rng.choice([x for x in self.stages if x != self.stage])
             wid, frag = w["stage"]
             state = WidgetState(id=wid)
             state.string_array_value.data.append(STAGE_LABELS[self.stage])
-            return self._checked(choice, self.conn.run([state], frag), full=not frag)
+            return self._checked(choice, self.connection.run([state], frag), full=not frag)
         if choice == "layer":
             self.layer = rng.choice([x for x in range(self.n_layers) if x != self.layer])
             state = WidgetState(id=w["layer"][0], string_value=str(self.layer))
@@ -279,7 +293,7 @@ class Student:
             self.sentence = rng.choice([x for x in self.references if x != self.sentence])
             self.step = 0
             state = WidgetState(id=w["source"][0], string_value=self.sentence)
-        return self._checked(choice, self.conn.run([state]), full=True)
+        return self._checked(choice, self.connection.run([state]), full=True)
 
     def _checked(self, kind: str, run: Run, full: bool = False) -> Outcome:
         out = Outcome(kind, run.seconds, self.stage, received_bytes=run.received_bytes)
@@ -296,8 +310,8 @@ class Student:
                 out.problems.append(f"{who}: the answer has no {key}")
             elif shown[key] != value:
                 out.crosstalk.append(f"{who} {key}: shows {str(shown[key])[:80]!r}, expected {str(value)[:80]!r}")
-        if full and parse_qs(self.conn.query).get("src") != [self.sentence]:
-            out.crosstalk.append(f"{who}: URL query {self.conn.query[:80]!r} does not name its sentence")
+        if full and parse_qs(self.connection.query).get("src") != [self.sentence]:
+            out.crosstalk.append(f"{who}: URL query {self.connection.query[:80]!r} does not name its sentence")
         if shown["step"] is not None:
             self.step = shown["step"]  # go on from what the page shows
         return out

@@ -13,12 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from playwright.sync_api import ViewportSize
+
 from classroom.db import URL_ENV
 from classroom.store import FINAL, QUESTIONS, Answer, Store
 from harness.browser import BROWSER_ARGS, CHROMIUM, DEFAULT_MODEL, DRAWN_JS, IDLE_JS, ROOT, app_env, serve
 
 OUT = ROOT / "assets" / "screenshots"
-VIEWPORT = {"width": 1366, "height": 900}
+VIEWPORT = ViewportSize(width=1366, height=900)
 TIMEOUT_MS = 300_000
 SENTENCE = "The little girl is reading a book in the garden."
 CORPUS_SET = (
@@ -126,16 +128,19 @@ def take(model: Path, out: Path) -> list[tuple[str, int]]:
                 page.wait_for_function(DRAWN_JS, arg=shot.figures)
                 if shot.action:
                     shot.action(page)
-                if shot.anchor:
-                    page.locator(shot.anchor).first.evaluate(SCROLL_JS, shot.above)
+                anchors = [shot.anchor] * 2 if shot.anchor else []  # again once the figures it showed are drawn
+                for anchor in anchors:
+                    page.locator(anchor).first.evaluate(SCROLL_JS, shot.above)
                     page.wait_for_function(DRAWN_JS, arg=shot.figures)
+                    page.wait_for_timeout(500)  # the last figures' transitions
                 page.wait_for_function(IDLE_JS)
-                page.wait_for_timeout(500)  # the last figures' transitions
                 target = out / f"{shot.name}.png"
                 page.screenshot(path=str(target))
                 sizes.append((target.name, quantised(target)))
                 page.close()
             browser.close()
+            if server.tracebacks():  # a picture of a page that failed somewhere is no picture of the app
+                raise SystemExit(f"the app logged a traceback:\n{server.log.read_text()[-3000:]}")
     return sizes
 
 

@@ -14,6 +14,7 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from harness.browser import PAGE_STATE_JS, TITLES_JS, VIEW_PAINTED_JS, VIEWPORT, base_path_probe
@@ -78,7 +79,7 @@ class Action:
 class Session:
     index: int
     sentence: str
-    page: object = None
+    page: Any = None  # Playwright's Page, once open_session has opened it
     expected: dict = field(default_factory=dict)  # english, french, source, n, chips at the last step
     step: int = 0
     stage: str = DEFAULT_STAGE

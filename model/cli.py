@@ -262,7 +262,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
     if trace.truncated:
         note(f"the source or target was cut to this model's limit of {lm.cfg.max_len - 1} tokens")
     trace.save_npz(a.out)
-    loss = float(trace.arrays["loss"].mean())
+    loss = float(trace.arrays.loss.mean())
     print(
         f"wrote {len(trace.arrays) + 3} arrays to {a.out} (target {len(trace.label_tokens)} tokens, "
         f"mean loss {loss:.4f}{', causal mask removed' if a.no_mask else ''})"

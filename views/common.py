@@ -7,6 +7,7 @@ import logging
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -23,7 +24,7 @@ from .state import MEAN_HEADS, Choices
 
 log = logging.getLogger("decoder_lens")
 # No "Share chart…" (plotly.js offers uploading the figure to its cloud by default): an offline classroom tool.
-PLOTLY_CONFIG = {
+PLOTLY_CONFIG: dict[str, Any] = {
     "displaylogo": False,
     "showSendToCloud": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},
@@ -120,7 +121,7 @@ def as_read(tokens: list[str]) -> str:
 
 def dir_stamp(path: str) -> tuple:
     """The model files' sizes and times: a rebuilt model directory loads afresh."""
-    out = []
+    out: list[tuple[str, int | None, int | None]] = []
     for name in ("config.json", "model.safetensors", "tokenizer.json", "MODEL_CARD.md"):
         try:
             st_ = (Path(path) / name).stat()

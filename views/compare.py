@@ -50,8 +50,8 @@ def _rows(trace) -> list[str]:
 def _chosen_p(trace, n: int) -> np.ndarray:
     """(n,) the probability of the token chosen at each of the run's n positions (a label </s> the decode never
     chose, when it stopped at the length limit, is left out)."""
-    labels = trace.arrays["label_ids"][:n]
-    return trace.arrays["probs"][np.arange(n), labels]
+    labels = trace.arrays.label_ids[:n]
+    return trace.arrays.probs[np.arange(n), labels]
 
 
 def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
@@ -101,7 +101,7 @@ def body(lm: LoadedModel, limits, view) -> None:
                 f"Sentence {name} is longer than this model reads ({MAX_CHARS} characters, "
                 f"{cfg.max_len - 1} tokens); only its beginning is used."
             )
-    ch = replace(view.choices(str(lm.path)), prefix=())
+    ch = view.choices(str(lm.path)).unforced()
     res_a = get_decode(lm, ch, src_a.ids)
     out_a = list(res_a.ids)
     tr_a = get_trace(lm, src_a.ids, [i for i in out_a if i != cfg.eos_id], True)

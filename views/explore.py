@@ -105,9 +105,9 @@ def translation(lm: LoadedModel, src, src_tokens: list[str], ch, res) -> None:
         tok = lm.tokenizer
         read = tok.decode(src.ids[:-1]) if tok.byte_fallback else as_read(src_tokens[:-1])
         if " ".join(read.split()) != " ".join(src.text.split()):
-            why = ["cut to its limit"] if src.truncated else []
-            why += [] if tok.byte_fallback else ["unknown pieces as <unk>"]
-            why = f" ({', '.join(why)})" if why else ""
+            reasons = ["cut to its limit"] if src.truncated else []
+            reasons += [] if tok.byte_fallback else ["unknown pieces as <unk>"]
+            why = f" ({', '.join(reasons)})" if reasons else ""
             st.markdown(f"**As the model reads it**{why}".replace("<", "\\<"))
             st.text(read)
     with c2:

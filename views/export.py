@@ -6,16 +6,20 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import streamlit as st
 
 from model.core import keys
 from model.core.jsonio import dump_bytes
+from model.decode.decoding import DecodeResult
 from model.decode.steps import prefix_scores, stack_view, summary_dict
 from model.decode.trace import teacher_forced_trace
+
+from .state import Choices
 
 LABEL = "Export: summary (JSON), records (NPZ), tables (CSV), handout (HTML)"
 JSON, NPZ, CSV, HTML = "application/json", "application/octet-stream", "text/csv", "text/html"
@@ -31,11 +35,12 @@ def downloads(files: list[tuple[str, Callable[[], bytes | str], str, str, str]])
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
-    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    np.savez_compressed(buf, allow_pickle=False, **{k: np.asarray(v) for k, v in arrays.items()})
     return buf.getvalue()
 
 
-def save_to_bytes(save: Callable[[io.BytesIO], None]) -> bytes:
+def save_to_bytes(save: Callable[[Any], None]) -> bytes:
+    """What ``save`` writes to a file, as bytes (it is given an in-memory one)."""
     buf = io.BytesIO()
     save(buf)
     return buf.getvalue()
@@ -76,11 +81,23 @@ def trace_bytes(lm, res) -> bytes:
     return save_to_bytes(tr.save_npz)
 
 
-def render_decode(
-    lm, ch, res, rows, step: int, reads, src_tokens, table, token_text, live_table=None, handout=None
-) -> None:
+@dataclass(frozen=True)
+class Position:
+    """The followed line at the position shown, as its downloads are built from it: the choices (``ch``), the
+    decode, the line's beam rows up to ``step``, what each position reads, and the source's tokens."""
+
+    ch: Choices
+    res: DecodeResult
+    rows: list[int]
+    step: int
+    reads: list[str]
+    src_tokens: list[str]
+
+
+def render_decode(lm, at: Position, table, token_text, live_table=None, handout=None) -> None:
     """Downloads are built on click (``table``: a function that returns the decoder-input table; ``handout``: one
     that returns the handout's HTML): the NPZ files hold every layer."""
+    ch, res, rows, step, reads, src_tokens = at.ch, at.res, at.rows, at.step, at.reads, at.src_tokens
 
     def summary() -> bytes:
         return summary_bytes(ch, res, rows, step, src_tokens, token_text, table())

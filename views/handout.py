@@ -24,6 +24,7 @@ from .plot import figure_item
 from .routes import PLOTLY_JS
 from .stages import ALL, by_id
 from .stages.context import StageContext
+from .streamlit_private import SCRIPT_RUN_CONTEXT_LOGGER
 
 THREAD = "handout-figures"
 MIME = "text/html"
@@ -38,7 +39,7 @@ class _NoContextWarnings(logging.Filter):
 
 @functools.cache  # once per process
 def _quiet() -> None:
-    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_NoContextWarnings())
+    logging.getLogger(SCRIPT_RUN_CONTEXT_LOGGER).addFilter(_NoContextWarnings())
 
 
 def handout_stage(chosen: str) -> str:

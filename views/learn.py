@@ -90,16 +90,14 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
     limit = lm.cfg.max_len - 1
     max_len, _ = number(st.session_state.get("learn_max_len", DEFAULTS.max_len), int, DEFAULTS.max_len)
     max_len = min(max(max_len, 1), limit)
-    greedy = get_decode(lm, Choices(str(lm.path), src.text, max_len=max_len), src.ids)
-    beam = get_decode(
-        lm, Choices(str(lm.path), src.text, strategy="beam", beam=DEFAULTS.beam, max_len=max_len), src.ids
-    )
+    greedy = get_decode(lm, Choices(str(lm.path), src.text, replace(DEFAULTS, max_len=max_len)), src.ids)
+    beam = get_decode(lm, Choices(str(lm.path), src.text, replace(DEFAULTS, strategy="beam", max_len=max_len)), src.ids)
     target = tuple(i for i in greedy.ids if i != lm.cfg.eos_id)
     tr = get_trace(lm, src.ids, target, causal=True)
     nc = get_trace(lm, src.ids, target, causal=False)
 
     def compute():
-        labels = [int(i) for i in tr.arrays["label_ids"]]
+        labels = [int(i) for i in tr.arrays.label_ids]
         problem = lens_problem(lm.cfg)
         L, T = lm.cfg.n_decoder_layers, len(labels)
         lens = None if problem else logit_lens(lm.model, tr.arrays, labels, k=TOP, lean=lean_decoder(lm))
@@ -353,7 +351,7 @@ def _ahead(key: str, learn: Learn, data: dict):
 
 def cheat(data: dict) -> None:
     """The loss with and without the causal mask, on the live model."""
-    on, off = float(data["trace"].arrays["loss"].mean()), float(data["nomask"].arrays["loss"].mean())
+    on, off = float(data["trace"].arrays.loss.mean()), float(data["nomask"].arrays.loss.mean())
     c1, c2 = st.columns(2)
     c1.metric("Mean loss with the causal mask", f"{on:.3f}")
     c2.metric("Mean loss without it", f"{off:.3f}", delta=f"{off - on:+.3f}", delta_color="inverse")
@@ -431,7 +429,7 @@ def _by_hand_figure():
 
 def _tokens_figure(d: _Drawn):
     a, rows = d.a, d.rows
-    p = a["probs"][np.arange(len(rows)), a["label_ids"]]
+    p = a.probs[np.arange(len(rows)), a.label_ids]
     return viz.layer_position_figure(
         p[None, :],
         rows,
@@ -545,9 +543,9 @@ def _ffn_figure(d: _Drawn):
 
 def _output_figure(d: _Drawn):
     a, f = d.a, d.f
-    probs = a["probs"][f]
+    probs = a.probs[f]
     order = np.argsort(-probs, kind="stable")[:TOP]
-    label = int(a["label_ids"][f])
+    label = int(a.label_ids[f])
     chosen = [int(i) for i in order].index(label) if label in order else None
     text = token_texter(d.data["lm"])
     return viz.topk_figure(

@@ -42,7 +42,7 @@ def choose_model(dirs: list[Path]) -> tuple[str, list[str]]:
                 f"The link asks for the model {wanted!r}, which this server does not have; showing "
                 f"{Path(options[0]).name!r} instead, so the view may differ from the link's."
             )
-        s["model_dir"] = by_name.get(wanted, options[0])
+        s["model_dir"] = by_name.get(wanted or "", options[0])
     if s["model_dir"] not in options:
         s["model_dir"] = options[0]
     if len(options) > 1:

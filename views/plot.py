@@ -228,13 +228,15 @@ def serialised(fig) -> tuple[str, str | None]:
 
 def figure_item(fig) -> tuple[str, str | None]:
     """``serialised(fig)`` (a figure, or a ``Drawing``, built only if the cache does not hold it)."""
-    digest = fig.digest() if isinstance(fig, Drawing) else None
-    cache = figure_cache() if digest else None
-    item = cache.get(digest) if cache else None
+    if not isinstance(fig, Drawing):
+        return serialised(fig)
+    digest, cache = fig.digest(), figure_cache()
+    if digest is None:  # an argument that is not plain data: built every time
+        return serialised(fig.figure())
+    item = cache.get(digest)
     if item is None:
-        item = serialised(fig.figure() if isinstance(fig, Drawing) else fig)
-        if cache:
-            cache.put(digest, item)
+        item = serialised(fig.figure())
+        cache.put(digest, item)
     return item
 
 

@@ -5,8 +5,6 @@ follows renders it."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 
 from .common import log
@@ -16,12 +14,14 @@ from .state import (
     Choices,
     Limits,
     View,
+    choice,
     clamp_step,
     clamp_view,
     from_query,
     move,
     number,
     to_query,
+    with_choices,
 )
 
 LOADED = "url_loaded"  # set once the session has read its URL
@@ -66,7 +66,7 @@ def load(limits: Limits, model_dir: str, model_name: str) -> tuple[View, list[st
     view, more = clamp_view(raw, limits)
     view = _keep_forced(view, model_dir)
     for name in VIEW_FIELDS:
-        value = getattr(view, name)
+        value = choice(view, name)
         if name == "step" and "step" in s:
             continue  # bounded by the decode's length (``at_position``)
         if s.get(name) != value or type(s.get(name)) is not type(value):
@@ -78,14 +78,14 @@ def load(limits: Limits, model_dir: str, model_name: str) -> tuple[View, list[st
 def _keep_forced(view: View, model_dir: str) -> View:
     """A forced prefix belongs to one sentence and one set of decoding choices: dropped when they change."""
     s = st.session_state
-    base = Choices(model_dir=model_dir, source=view.source, decode=replace(view.decode, prefix=()))
-    if not view.forced:
+    base = view.choices(model_dir).unforced()
+    if not view.decode.prefix:
         s.pop("forced_base", None)
     elif s.get("forced_base") is None:  # from the link: it belongs to the link's choices
         s["forced_base"] = base
     elif s["forced_base"] != base:
         clear_forced()
-        return replace(view, forced=(), user_forced=frozenset(), follow=())
+        return with_choices(view, forced=(), user_forced=frozenset(), follow=())
     return view
 
 
@@ -197,7 +197,7 @@ def follow(ids: tuple[int, ...]) -> None:
 
 def follow_pick(ids_by_option: dict[str, tuple[int, ...]]) -> None:
     s = st.session_state
-    s["follow"] = ids_by_option.get(s.get("follow_pick"), s.get("follow", ()))
+    s["follow"] = ids_by_option.get(str(s.get("follow_pick")), s.get("follow", ()))
 
 
 def force(prefix: tuple[int, ...], user: frozenset[int], keep_user: frozenset[int], base: Choices) -> None:

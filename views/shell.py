@@ -1,4 +1,5 @@
-"""The page Streamlit serves before any element (its ``index.html``), with Plotly's bundle loading beside its own.
+"""The page Streamlit serves before any element (its ``index.html``), with Plotly's bundle loading beside its own
+(what it reads of Streamlit's files is named in ``views/streamlit_private.py``).
 
 A fresh page otherwise asks for Plotly (``views/plot.py``) only once its first figure's element is mounted: after
 Streamlit's bundle has run, the WebSocket has opened, the page's script has sent its elements and the browser has
@@ -15,37 +16,16 @@ run goes on rather than after it.
 from __future__ import annotations
 
 import functools
-import re
-from pathlib import Path
 
-import streamlit
+import streamlit as st
 from starlette.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
-from streamlit import config
 
 from views.routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
+from views.streamlit_private import INDEX, ROUTES, component_chunks, module_graph
 
-INDEX = Path(streamlit.__file__).parent / "static" / "index.html"
-STATIC_JS = INDEX.parent / "static" / "js"
-# Streamlit's code for the elements the app draws with (its components v2: every figure, the page's behaviour), which
-# it fetches only once the first such element has arrived, by then beside the page's run on a busy server: preloaded
-# from the shell, with the modules it imports.
-COMPONENT_CHUNK = "BidiComponent.*.js"
-STATIC_IMPORT = re.compile(r'(?:from|import)\s*"\./([\w.-]+\.js)"')
-# Streamlit's own paths (its files, WebSocket, health, media, components) and ours: never the page shell
-NOT_PAGES = ("_stcore", "static", "media", "component", "vendor", "app", "auth", "oauth2callback", "favicon.png")
-
-
-def module_graph(name: str) -> list[str]:
-    """``name`` (a file of Streamlit's ``static/js``) and every module it imports statically, transitively."""
-    seen: list[str] = []
-    todo = [name]
-    while todo:
-        module = todo.pop()
-        if module not in seen and (STATIC_JS / module).is_file():
-            seen.append(module)
-            todo += STATIC_IMPORT.findall((STATIC_JS / module).read_text(encoding="utf-8"))
-    return seen
+# Streamlit's own paths and ours (the figures' code, Plotly's bundle): never the page shell
+NOT_PAGES = (*ROUTES, "vendor")
 
 
 @functools.cache
@@ -54,7 +34,7 @@ def shell() -> str:
     figures' module, and Streamlit's components code with what it imports that the page does not preload already."""
     tags = f'<link rel="preload" as="script" href=".{PLOTLY_ROUTE}"><link rel="modulepreload" href=".{PLOT_JS_ROUTE}">'
     html = INDEX.read_text(encoding="utf-8")
-    for chunk in sorted(STATIC_JS.glob(COMPONENT_CHUNK))[:1]:
+    for chunk in component_chunks()[:1]:
         for module in module_graph(chunk.name):
             if f"/{module}" not in html:
                 tags += f'<link rel="modulepreload" crossorigin href="./static/js/{module}">'
@@ -65,7 +45,7 @@ def is_page(scope: Scope) -> bool:
     """A browser asking for a page (the root or a page's path), not for a file or one of Streamlit's routes."""
     if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
         return False
-    base = (config.get_option("server.baseUrlPath") or "").strip("/")
+    base = (st.get_option("server.baseUrlPath") or "").strip("/")
     path = scope["path"].strip("/")
     if base:
         if path != base and not path.startswith(base + "/"):

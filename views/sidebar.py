@@ -26,10 +26,10 @@ def sidebar(lm: LoadedModel, view: View) -> None:
 
     section(sb, "Decoding")
     sb.radio(**widget("strategy"), options=STRATEGIES, format_func=STRATEGY_LABELS.get, horizontal=True)
-    if view.strategy == "beam":
+    if view.decode.strategy == "beam":
         sb.slider(**widget("beam"))
         sb.number_input(**widget("length_penalty"), step=0.1)
-    elif view.strategy == "sample":
+    elif view.decode.strategy == "sample":
         sb.number_input(**widget("temperature"), step=0.1)
         sb.number_input(**widget("top_k"), step=1)
         sb.slider(**widget("top_p"), step=0.01)

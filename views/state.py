@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from model.core.ablation import MODES, format_heads, parse_heads
@@ -184,68 +184,22 @@ DECODING = ("strategy", "beam", "length_penalty", "temperature", "top_k", "top_p
 ALIASES = {"forced": "prefix"}  # a View's forced tokens are its decode's prefix
 
 
-class HoldsDecode:
-    """A frozen dataclass whose ``decode`` field is the model's ``DecodeOptions``: its decoding choices are read
-    by name (``view.beam``), and given by name to the constructor (``View(beam=3)``, ``replace(view, beam=3)``)."""
-
-    def __init__(self, *args, **given):
-        given.update(zip((f.name for f in fields(self)), args))
-        decode = given.pop("decode", DEFAULTS)
-        changes = {ALIASES.get(k, k): given.pop(k) for k in (*DECODING, *ALIASES, "prefix") if k in given}
-        object.__setattr__(self, "decode", replace(decode, **changes) if changes else decode)
-        for f in fields(self):
-            if f.name == "decode":
-                continue
-            if f.name in given:
-                value = given.pop(f.name)
-            elif f.default is not MISSING:
-                value = f.default
-            elif f.default_factory is not MISSING:
-                value = f.default_factory()
-            else:
-                raise TypeError(f"{type(self).__name__} needs {f.name!r}")
-            object.__setattr__(self, f.name, value)
-        if given:
-            raise TypeError(f"{type(self).__name__} has no field {sorted(given)[0]!r}")
-
-    # the decoding choices (``DECODING``), read from ``decode`` by name
-    decode: DecodeOptions
-
-    @property
-    def strategy(self) -> str:
-        return self.decode.strategy
-
-    @property
-    def beam(self) -> int:
-        return self.decode.beam
-
-    @property
-    def length_penalty(self) -> float:
-        return self.decode.length_penalty
-
-    @property
-    def temperature(self) -> float:
-        return self.decode.temperature
-
-    @property
-    def top_k(self) -> int:
-        return self.decode.top_k
-
-    @property
-    def top_p(self) -> float:
-        return self.decode.top_p
-
-    @property
-    def seed(self) -> int:
-        return self.decode.seed
-
-    @property
-    def max_len(self) -> int:
-        return self.decode.max_len
+def choice(view: View, name: str):
+    """A choice of ``view`` by its name in ``CHOICES``: a decoding choice is read from its ``DecodeOptions``
+    (``forced`` is the decode's prefix)."""
+    if name in DECODING:
+        return getattr(view.decode, name)
+    return view.decode.prefix if name == "forced" else getattr(view, name)
 
 
-@dataclass(frozen=True, init=False)
-class Choices(HoldsDecode):
+def with_choices(view: View, **changes) -> View:
+    """``view`` with choices changed by name, the decoding ones (and ``forced``) in its ``DecodeOptions``."""
+    decoding = {ALIASES.get(k, k): changes.pop(k) for k in (*DECODING, *ALIASES) if k in changes}
+    return replace(view, decode=replace(view.decode, **decoding), **changes) if decoding else replace(view, **changes)
+
+
+@dataclass(frozen=True)
+class Choices:
     """Everything that determines one decode (and so one cache entry)."""
 
     model_dir: str
@@ -259,16 +213,21 @@ class Choices(HoldsDecode):
     def options(self, record: bool = True) -> DecodeOptions:
         return replace(self.decode, record=record)
 
+    def unforced(self) -> Choices:
+        """The same choices without a forced prefix: the decode the forced tokens replace."""
+        return replace(self, decode=replace(self.decode, prefix=()))
+
     def describe(self) -> str:
-        if self.strategy == "beam":
-            return f"beam search (width {self.beam}, length penalty {self.length_penalty:g})"
-        if self.strategy == "sample":
-            extra = [f"temperature {self.temperature:g}"]
-            if self.top_k:
-                extra.append(f"top-k {self.top_k}")
-            if self.top_p < 1:
-                extra.append(f"top-p {self.top_p:g}")
-            return f"sampling ({', '.join(extra)}, seed {self.seed})"
+        d = self.decode
+        if d.strategy == "beam":
+            return f"beam search (width {d.beam}, length penalty {d.length_penalty:g})"
+        if d.strategy == "sample":
+            extra = [f"temperature {d.temperature:g}"]
+            if d.top_k:
+                extra.append(f"top-k {d.top_k}")
+            if d.top_p < 1:
+                extra.append(f"top-p {d.top_p:g}")
+            return f"sampling ({', '.join(extra)}, seed {d.seed})"
         return "greedy decoding"
 
 
@@ -276,8 +235,8 @@ def _default(name: str):
     return field(default=CHOICE[name].default)
 
 
-@dataclass(frozen=True, init=False)
-class View(HoldsDecode):
+@dataclass(frozen=True)
+class View:
     """Every choice that changes what a page shows; ``to_query`` / ``from_query`` round-trip it. The decoding
     choices are the model's own ``DecodeOptions`` (``decode``; its prefix is the forced tokens)."""
 
@@ -301,10 +260,6 @@ class View(HoldsDecode):
     contrast: str = _default("contrast")
     site: str = _default("site")
     noise: bool = _default("noise")
-
-    @property
-    def forced(self) -> tuple[int, ...]:
-        return self.decode.prefix
 
     def choices(self, model_dir: str) -> Choices:
         return Choices(model_dir=model_dir, source=self.source, decode=self.decode)
@@ -357,7 +312,7 @@ def to_query(view: View, keep: tuple[str, ...] = ()) -> dict[str, str]:
     ``keep`` ones (a default chosen on purpose, which the link must say)."""
     out: dict[str, str] = {}
     for c in CHOICES:
-        value = getattr(view, c.name)
+        value = choice(view, c.name)
         if value == c.default and c.name not in ("source", *keep):
             continue
         if c.name == "forced":

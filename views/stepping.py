@@ -138,7 +138,7 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
         followed = " ".join(stream_text(line.ids)) or "<s>"
         if v.follow and tuple(line.ids[: len(v.follow)]) != tuple(v.follow) and line.how not in ("pruned", "stopped"):
             st.warning("The hypothesis in the link is not in this decode; following the translation shown above.")
-        st.caption(md(f"Following: {followed}. {line_story(line, len(res.n_best), ch.beam)}"))
+        st.caption(md(f"Following: {followed}. {line_story(line, len(res.n_best), ch.decode.beam)}"))
     ctx = stage_context(lm, v, ch, res, line, step, src, src_tokens)
     rows, reads, predicts, table = ctx.run.rows, ctx.reads, ctx.predicts, ctx.run.table
     r_now = rows[-1]
@@ -172,7 +172,7 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     live_table = None
     if res.beam_steps is not None and stages.shows(stage, "output"):
         live_table = viz.beam_table(res.beam_steps[step].live, stream_text, impossible=IMPOSSIBLE)
-    base = replace(ch, prefix=())
+    base = ch.unforced()
     keep_user = frozenset(i for i in v.user_forced if i < step)
     if panel := lazy_panel(WHATIF_LABEL, "whatif_open"):
         with panel:
@@ -189,7 +189,8 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     if panel := lazy_panel(export.LABEL, "export_open"):
         with panel:
             make = partial(handout_bytes, lm, v, ch, res, line, src, src_tokens, stage)
-            export.render_decode(lm, ch, res, rows, step, reads, src_tokens, table, tok_text, live_table, make)
+            at = export.Position(ch, res, list(rows), step, list(reads), list(src_tokens))
+            export.render_decode(lm, at, table, tok_text, live_table, make)
 
 
 def handout_inputs(lm: LoadedModel, raw: dict) -> tuple:

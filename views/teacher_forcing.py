@@ -43,14 +43,14 @@ def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None
     st.toggle("Remove the causal mask (let the decoder look at future tokens — “cheating”)", key="no_mask")
     session.sync_url(replace(v, step=pos))
 
-    label_ids = tr.arrays["label_ids"]
+    label_ids = tr.arrays.label_ids
     table = viz.loss_table(
         [show_token(t) for t in tr.dec_input_tokens],
         [show_token(t) for t in tr.label_tokens],
-        tr.arrays["probs"][np.arange(T), label_ids],
-        tr.arrays["loss"],
+        tr.arrays.probs[np.arange(T), label_ids],
+        tr.arrays.loss,
     )
-    mean_loss = float(tr.arrays["loss"].mean())
+    mean_loss = float(tr.arrays.loss.mean())
     shown = tr
     if v.no_mask:
         nc = get_trace(lm, src_ids, reference, causal=False)
@@ -104,10 +104,10 @@ def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None
 def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:
     """The loss and the attention with and without the causal mask, side by side in numbers."""
     T = len(tr.dec_input_tokens)
-    label_ids = tr.arrays["label_ids"]
+    label_ids = tr.arrays.label_ids
     w = nc.arrays.self_weights(v.layer)
     leak = future_weight(w.mean(axis=0) if v.head == MEAN_HEADS else w[int(v.head)])
-    mean_loss, nc_loss = float(tr.arrays["loss"].mean()), float(nc.arrays["loss"].mean())
+    mean_loss, nc_loss = float(tr.arrays.loss.mean()), float(nc.arrays.loss.mean())
     m1, m2, m3 = st.columns(3)
     m1.metric("Mean loss with the mask", f"{mean_loss:.3f}")
     m2.metric(
@@ -115,8 +115,8 @@ def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:
     )
     m3.metric("Attention on future tokens", f"{leak:.1%}", help=md(f"layer {v.layer}, mean over positions"))
     cmp = table.rename(columns={"p(label)": "p(label), masked", "loss": "loss, masked"})
-    cmp["p(label), no mask"] = nc.arrays["probs"][np.arange(T), label_ids]
-    cmp["loss, no mask"] = nc.arrays["loss"]
+    cmp["p(label), no mask"] = nc.arrays.probs[np.arange(T), label_ids]
+    cmp["loss, no mask"] = nc.arrays.loss
     st.subheader(numbered("inputs", "Shifted inputs, labels and the loss, with and without the mask"))
     st.latex(LOSS)
     st.dataframe(cmp, hide_index=True, key="tf_cmp_table", width="stretch")

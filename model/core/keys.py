@@ -108,9 +108,27 @@ def head(side: str, i: int, block: str, h: int) -> str:
     return join(layer(side, i, block), h)
 
 
+def _check_name(key: str) -> None:
+    """Refuse a name that is not one of the above: a side's embedding (``dec.pe``), a block's own record
+    (``self.Q``) or a layer's (``dec.1.self.Q``)."""
+    parts = key.split(".")
+    if len(parts) == 4 and parts[0] in BLOCKS and parts[1].isdigit():
+        _check(parts[0], parts[2], parts[3])
+    elif len(parts) == 2 and parts[0] in BLOCKS:
+        embedding(*parts)
+    elif len(parts) == 2:
+        local(*parts)
+    else:
+        raise KeyError(f"{key!r} is not a record's name")
+
+
 def prefixed(prefix: str, rec: Mapping[str, A] | None) -> dict[str, A]:
-    """A block's or a layer's own records under their full names: ``prefixed("dec.1", {"self.Q": q})``."""
-    return {join(prefix, k): v for k, v in rec.items()} if rec else {}
+    """A block's or a layer's own records under their full names: ``prefixed("dec.1", {"self.Q": q})``; a block
+    or quantity misspelt where the records are made raises KeyError there."""
+    out = {join(prefix, k): v for k, v in rec.items()} if rec else {}
+    for key in out:
+        _check_name(key)
+    return out
 
 
 class Key(NamedTuple):
@@ -246,3 +264,15 @@ class Records(Mapping[str, A], Generic[A]):
     @property
     def loss(self) -> A:
         return self._arrays[LOSS]
+
+    @property
+    def src_ids(self) -> A:
+        return self._arrays[SRC_IDS]
+
+    @property
+    def dec_input_ids(self) -> A:
+        return self._arrays[DEC_INPUT_IDS]
+
+    @property
+    def label_ids(self) -> A:
+        return self._arrays[LABEL_IDS]

@@ -69,11 +69,11 @@ def _affine(x, W, b, out):
                 t2 += a2 * vk
                 t3 += a3 * vk
                 t4 += a4 * vk
-            s = (s0, s1, s2, s3, s4)
-            t = (t0, t1, t2, t3, t4)
+            sums_j = (s0, s1, s2, s3, s4)
+            sums_j2 = (t0, t1, t2, t3, t4)
             for q in range(n):
-                out[r + q, j] = s[q] + b[j]
-                out[r + q, j2] = t[q] + b[j2]
+                out[r + q, j] = sums_j[q] + b[j]
+                out[r + q, j2] = sums_j2[q] + b[j2]
 
 
 @_jit

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from captum.attr import InputXGradient, IntegratedGradients
 from torch import Tensor
 
+from model.core import keys
 from model.core.constants import ATTRIBUTION_METHODS
 from model.core.transformer import Transformer, causal_mask, padding_mask
 
@@ -179,7 +180,7 @@ def attribute(
     steps = (DEFAULT_IG_STEPS if steps is None else int(steps)) if method == "ig" else 0
     if method == "ig" and steps < 1:
         raise ValueError("steps must be at least 1")
-    src = as_ids(src_ids, "src_ids", cfg.vocab_size, model.device)  # (S,)
+    src = as_ids(src_ids, keys.SRC_IDS, cfg.vocab_size, model.device)  # (S,)
     out = as_ids(out_ids, "out_ids", cfg.vocab_size, model.device)  # (T,)
     dec_in = torch.cat([out.new_tensor([cfg.decoder_start_id]), out[:-1]])  # (T,) <s> y1 … y_{T-1}
     S, T = src.numel(), out.numel()

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from model.core import keys
+from model.core.keys import Records
 from model.core.transformer import Transformer
 from model.interpret.attribution import (
     BATCH,
@@ -87,7 +88,7 @@ class ContrastAttribution:
 
 def _check(model: Transformer, src_ids, out_ids, position: int, contrast_id: int):
     cfg = model.cfg
-    src = as_ids(src_ids, "src_ids", cfg.vocab_size, model.device)
+    src = as_ids(src_ids, keys.SRC_IDS, cfg.vocab_size, model.device)
     out = as_ids(out_ids, "out_ids", cfg.vocab_size, model.device)
     if not 0 <= position < out.numel():
         raise ValueError(f"position {position} is beyond the output: it has positions 0 to {out.numel() - 1}")
@@ -180,8 +181,8 @@ def lens_difference(model: Transformer, src_ids, out_ids, position: int, contras
     the output head (post-norm: no extra norm, see ``model.interpret.explain``); the last layer's is the model's own."""
     src, out, dec_in = _check(model, src_ids, out_ids, position, contrast_id)
     memory, src_mask, _ = model.encode(src[None])
-    _, _, rec = model.decode(dec_in[None], memory, src_mask, record=True)
-    h = torch.stack([rec[keys.layer_output(i)][0, -1] for i in range(model.cfg.n_decoder_layers)])  # (L, D)
+    rec = Records(model.decode(dec_in[None], memory, src_mask, record=True)[2])
+    h = torch.stack([rec.layer_output(i)[0, -1] for i in range(model.cfg.n_decoder_layers)])  # (L, D)
     z = model.logits(h[None])[0].double()  # (L, V)
     x, y = int(out[-1]), int(contrast_id)
     p = z.softmax(-1)
@@ -193,7 +194,7 @@ def closest_position(model: Transformer, src_ids, out_ids, contrast_id: int) -> 
     """The position where Y comes closest to the chosen token (the smallest logit X − logit Y, teacher-forced),
     leaving out positions where Y is the chosen token."""
     cfg = model.cfg
-    src = as_ids(src_ids, "src_ids", cfg.vocab_size, model.device)
+    src = as_ids(src_ids, keys.SRC_IDS, cfg.vocab_size, model.device)
     out = as_ids(out_ids, "out_ids", cfg.vocab_size, model.device)
     dec_in = torch.cat([out.new_tensor([cfg.decoder_start_id]), out[:-1]])
     z = model(src[None], dec_in[None])[0]  # (T, V)
@@ -230,7 +231,7 @@ def report(
     r = {
         keys.TOKENS_SRC: np.array(tokenizer.tokens(src.tolist())),
         keys.TOKENS_DEC_INPUT: np.array(tokenizer.tokens(dec_in.tolist())),
-        "src_ids": src.cpu().numpy(),
+        keys.SRC_IDS: src.cpu().numpy(),
         "out_ids": np.asarray(out_ids, np.int64),
         "contrast.position": np.array(t),
         "contrast.chosen": np.array(tokenizer.id_to_token(x)),

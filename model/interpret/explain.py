@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from model.core import keys
 from model.core.ablation import Ablation, Head, format_heads, parse_heads, record_prefix
+from model.core.keys import Records
 from model.core.transformer import HeadMask, Transformer, head_masks
 from model.decode.decoding import DecodeOptions, DecodeResult, decode, forbidden_ids
 from model.decode.lean import LeanDecoder
@@ -70,7 +71,7 @@ def _top_k(x: np.ndarray, k: int) -> np.ndarray:
 @torch.inference_mode()
 def logit_lens(
     model: Transformer,
-    arrays: Mapping[str, np.ndarray],
+    arrays: Records[np.ndarray],
     chosen_ids: Sequence[int],
     k: int = 10,
     lean: LeanDecoder | None = None,
@@ -92,7 +93,7 @@ def logit_lens(
     L = model.cfg.n_decoder_layers
     chosen = np.asarray(chosen_ids, np.int64)  # (T,)
     T = len(chosen)
-    positions = np.shape(arrays[keys.layer_output(L - 1)])[0]
+    positions = np.shape(arrays.layer_output(L - 1))[0]
     if positions != T:
         raise ValueError(f"{T} chosen ids for {positions} positions")
     if record is not None and (record.top_ids.shape[0] != T or k > record.top_ids.shape[1]):
@@ -123,10 +124,10 @@ def _recorded_lens(rec: OutputRecord, forbidden: list[int], chosen: np.ndarray, 
     )
 
 
-def _head_lens(model: Transformer, arrays, L: int, chosen: np.ndarray, k: int, lean) -> LogitLens:
+def _head_lens(model: Transformer, arrays: Records[np.ndarray], L: int, chosen: np.ndarray, k: int, lean) -> LogitLens:
     """Layers 0..L−1 through the output head: (L, T, …)."""
     D = model.cfg.d_model
-    y = np.stack([np.asarray(arrays[keys.layer_output(i)], np.float32) for i in range(L)])  # (L, T, D)
+    y = np.stack([np.asarray(arrays.layer_output(i), np.float32) for i in range(L)])  # (L, T, D)
     T = y.shape[1]
     # Transformer.logits, the lens' main cost: (L·T, D) @ (D, V) + bias. The lean decoder's output head takes the
     # fastest way it has: oneDNN on weights prepacked once when it was built for several rows (1.3 ms for 34 rows
@@ -369,15 +370,15 @@ def report(
     pair = translation if target_ids is None else target_ids
     src, dec_in, _ = _pair(model, src_ids, pair)
     tr = teacher_forced_trace(model, tokenizer, src[:-1], dec_in[1:])  # src ends with </s>, which the trace adds
-    a, labels = tr.arrays, [int(i) for i in tr.arrays[keys.LABEL_IDS]]
+    a, labels = tr.arrays, [int(i) for i in tr.arrays.label_ids]
     lens = logit_lens(model, a, labels, k)
     imp = head_importance(model, src_ids, pair, mode)
     out = {
         keys.TOKENS_SRC: np.array(tr.src_tokens),
         keys.TOKENS_LABEL: np.array(tr.label_tokens),
-        "src_ids": a["src_ids"],
-        keys.LABEL_IDS: a[keys.LABEL_IDS],
-        "loss": a["loss"],
+        keys.SRC_IDS: a.src_ids,
+        keys.LABEL_IDS: a.label_ids,
+        keys.LOSS: a.loss,
         "translation": np.array(tokenizer.decode(translation)),
         "translation_ids": np.array(translation),
         "lens.top_ids": lens.top_ids,

@@ -366,7 +366,7 @@ def report(tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
         keys.TOKENS_SRC: np.array(tokenizer.tokens(p.src.tolist())),
         keys.TOKENS_DEC_INPUT: np.array(tokenizer.tokens(p.dec_in[:P].tolist())),
         keys.TOKENS_LABEL: np.array(tokenizer.tokens(p.out[:P].tolist())),
-        "src_ids": p.src.cpu().numpy(),
+        keys.SRC_IDS: p.src.cpu().numpy(),
         "out_ids": p.out.cpu().numpy(),
         "position": np.array(r.position),
         "target": np.array(tokenizer.id_to_token(r.target_id)),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.core import keys
+from model.core.keys import Records
 from model.core.positions import position_labels
 from model.lesson.lesson import Lesson
 
@@ -132,10 +132,10 @@ def _numbers(values: Sequence[int]) -> tuple[tuple[str, ...], list[int]]:
     return tuple(str(v) for v in uniq), uniq
 
 
-def sharpest_cross_layer(arrays: dict, n_layers: int) -> int:
+def sharpest_cross_layer(arrays: Records[np.ndarray], n_layers: int) -> int:
     """The decoder layer whose cross-attention (mean of heads) puts the most weight on one source token, on
     average over the rows."""
-    peaks = [float(arrays[keys.dec(i, "cross", "weights")].mean(axis=0).max(axis=1).mean()) for i in range(n_layers)]
+    peaks = [float(arrays.dec(i, "cross", "weights").mean(axis=0).max(axis=1).mean()) for i in range(n_layers)]
     return int(np.argmax(peaks))
 
 
@@ -173,8 +173,8 @@ class _Run:
     """What every chapter reads: the recorded values, the tokens as the figures show them, the focus row ``f``,
     the sharpest cross-attention layer ``cl`` (its mean of heads, ``cross``), and ``build``'s other arguments."""
 
-    arrays: dict
-    nomask: dict
+    arrays: Records[np.ndarray]
+    nomask: Records[np.ndarray]
     q: list[str]  # what each position reads
     p_: list[str]  # what each position predicts
     s_: list[str]  # the source tokens
@@ -214,8 +214,8 @@ class _Run:
 
 
 def build(
-    arrays: dict,
-    nomask: dict,
+    arrays: Records[np.ndarray],
+    nomask: Records[np.ndarray],
     reads: Sequence[str],
     predicts: Sequence[str],
     src: Sequence[str],
@@ -245,7 +245,7 @@ def build(
     p_ = [label(t) for t in predicts]
     s_ = [label(t) for t in src]
     cl = sharpest_cross_layer(arrays, n_layers)
-    cross = arrays[keys.dec(cl, "cross", "weights")].mean(axis=0)  # (T, S)
+    cross = arrays.dec(cl, "cross", "weights").mean(axis=0)  # (T, S)
     f = focus_row(cross)
     r = _Run(
         arrays,
@@ -287,8 +287,8 @@ def build(
 def _tokens(r: _Run) -> Chapter:
     """The task, the tokens and teacher forcing."""
     arrays, T, S, q, p_, rows, f, Fr = r.arrays, r.T, r.S, r.q, r.p_, r.rows, r.f, r.Fr
-    p_label = arrays["probs"][np.arange(T), arrays["label_ids"]]
-    loss = arrays["loss"]
+    p_label = arrays.probs[np.arange(T), arrays.label_ids]
+    loss = arrays.loss
     opts, right = _numbers((T, T - 1, T + 1, S))
     return Chapter(
         "tokens",
@@ -320,12 +320,12 @@ def _tokens(r: _Run) -> Chapter:
 def _embed(r: _Run) -> Chapter:
     """Embeddings and positional encoding."""
     arrays, f, fr, scale_embedding = r.arrays, r.f, r.fr, r.scale_embedding
-    emb, pe = arrays[keys.embedding("dec", "embed")], arrays[keys.embedding("dec", "pe")]
+    emb, pe = arrays.embedding("dec", "embed"), arrays.embedding("dec", "pe")
     en, pn = float(np.linalg.norm(emb[f])), float(np.linalg.norm(pe[f]))
     which = "the token embedding" if en > 1.01 * pn else "the positional encoding" if pn > 1.01 * en else "equal"
     scaled = "E[y]·√d_model" if scale_embedding else "E[y]"
     opts_e = (f"the token embedding {scaled}", "the positional encoding PE", "they are about equal")
-    x = arrays[keys.embedding("dec", "input")]
+    x = arrays.embedding("dec", "input")
     j = int(np.argmax(np.abs(x[f])))
     return Chapter(
         "embed",
@@ -355,10 +355,10 @@ def _embed(r: _Run) -> Chapter:
 def _qkv(r: _Run) -> Chapter:
     """Q, K, V."""
     arrays, T, f, fr, h = r.arrays, r.T, r.f, r.fr, r.h
-    Q = arrays[keys.dec(SELF_LAYER, "self", "Q")][h]
+    Q = arrays.dec(SELF_LAYER, "self", "Q")[h]
     d_k = Q.shape[1]
-    D = arrays[keys.embedding("dec", "input")].shape[1]
-    H = arrays[keys.dec(SELF_LAYER, "self", "Q")].shape[0]
+    D = arrays.embedding("dec", "input").shape[1]
+    H = arrays.dec(SELF_LAYER, "self", "Q").shape[0]
     shape = f"{Q.shape[0]} × {Q.shape[1]}"
     opts_q, r_q = _shuffled("qkv", (shape, f"{T} × {D}", f"{d_k} × {T}", f"{T} × {T}"), shape)
     jq = int(np.argmax(np.abs(Q[f])))
@@ -387,8 +387,8 @@ def _qkv(r: _Run) -> Chapter:
 def _scores(r: _Run) -> Chapter:
     """Scaled scores."""
     arrays, T, q, f, fr, Fr, h = r.arrays, r.T, r.q, r.f, r.fr, r.Fr, r.h
-    sc = arrays[keys.dec(SELF_LAYER, "self", "scores")][h]  # (T, T), every cell
-    d_k = arrays[keys.dec(SELF_LAYER, "self", "Q")].shape[2]
+    sc = arrays.dec(SELF_LAYER, "self", "scores")[h]  # (T, T), every cell
+    d_k = arrays.dec(SELF_LAYER, "self", "Q").shape[2]
     key_label = r.key_label
     opts_s, r_s = _ranked("scores", sc[f], key_label)
     top = int(np.argmax(sc[f]))
@@ -418,13 +418,13 @@ def _scores(r: _Run) -> Chapter:
 def _mask(r: _Run) -> Chapter:
     """The causal mask, and the cheat without it."""
     arrays, nomask, T, f, fr, h, rows = r.arrays, r.nomask, r.T, r.f, r.fr, r.h, r.rows
-    ms = arrays[keys.dec(SELF_LAYER, "self", "masked_scores")][h]
-    loss = arrays["loss"]
+    ms = arrays.dec(SELF_LAYER, "self", "masked_scores")[h]
+    loss = arrays.loss
     n_inf = int(np.isinf(ms[f]).sum())
     opts_m, vals_m = _numbers((n_inf, f, T - f, T - 1))
-    loss_on, loss_off = float(loss.mean()), float(nomask["loss"].mean())
-    leak = float(np.triu(nomask[keys.dec(SELF_LAYER, "self", "weights")].mean(axis=0), k=1).sum(axis=1).mean())
-    ph, pr, peek = peek_of(nomask[keys.dec(SELF_LAYER, "self", "weights")])
+    loss_on, loss_off = float(loss.mean()), float(nomask.loss.mean())
+    leak = float(np.triu(nomask.dec(SELF_LAYER, "self", "weights").mean(axis=0), k=1).sum(axis=1).mean())
+    ph, pr, peek = peek_of(nomask.dec(SELF_LAYER, "self", "weights"))
     moved = "rises" if loss_off > loss_on else "falls"
     why = (
         f": unmasked, the rows of layer {SELF_LAYER} put {leak:.0%} of their weight (mean of heads) on future "
@@ -470,7 +470,7 @@ def _softmax(r: _Run) -> Chapter:
     """Softmax weights."""
     arrays, T, q, f, fr, Fr, h = r.arrays, r.T, r.q, r.f, r.fr, r.Fr, r.h
     key_label = r.key_label
-    w = arrays[keys.dec(SELF_LAYER, "self", "weights")][h]
+    w = arrays.dec(SELF_LAYER, "self", "weights")[h]
     opts_w, r_w = _ranked("softmax", np.where(np.arange(T) <= f, w[f], -np.inf), key_label)
     tw = int(np.argmax(w[f]))
     return Chapter(
@@ -498,10 +498,10 @@ def _softmax(r: _Run) -> Chapter:
 def _output_proj(r: _Run) -> Chapter:
     """α·V and W_O."""
     arrays, T, f, fr, h = r.arrays, r.T, r.f, r.fr, r.h
-    H, _, d_k = arrays[keys.dec(SELF_LAYER, "self", "Q")].shape  # (H, T, d_k)
-    w = arrays[keys.dec(SELF_LAYER, "self", "weights")][h]
-    V = arrays[keys.dec(SELF_LAYER, "self", "V")][h]
-    ctx = arrays[keys.dec(SELF_LAYER, "self", "context")][h]
+    H, _, d_k = arrays.dec(SELF_LAYER, "self", "Q").shape  # (H, T, d_k)
+    w = arrays.dec(SELF_LAYER, "self", "weights")[h]
+    V = arrays.dec(SELF_LAYER, "self", "V")[h]
+    ctx = arrays.dec(SELF_LAYER, "self", "context")[h]
     cand = {
         "row 0 of V": V[0],
         "the mean of V's rows": V.mean(axis=0),
@@ -511,7 +511,7 @@ def _output_proj(r: _Run) -> Chapter:
     dist = {k: float(np.abs(ctx[0] - v).max()) for k, v in cand.items()}
     best = min(dist, key=dist.__getitem__)
     opts_o, r_o = _shuffled("output_proj", list(cand), best)
-    out = arrays[keys.dec(SELF_LAYER, "self", "out")]
+    out = arrays.dec(SELF_LAYER, "self", "out")
     return Chapter(
         "output_proj",
         CHAPTER_TITLES["output_proj"],
@@ -539,11 +539,11 @@ def _output_proj(r: _Run) -> Chapter:
 def _addnorm(r: _Run) -> Chapter:
     """Add & Norm."""
     arrays, rows, f, fr = r.arrays, r.rows, r.f, r.fr
-    std = arrays[keys.dec(SELF_LAYER, "norm1", "std")]
+    std = arrays.dec(SELF_LAYER, "norm1", "std")
     row_label = lambda i: f"row {i} ({rows[i]})"  # noqa: E731
     opts_n, r_n = _ranked("addnorm", std, row_label)
     big = int(np.argmax(std))
-    mu = arrays[keys.dec(SELF_LAYER, "norm1", "mean")]
+    mu = arrays.dec(SELF_LAYER, "norm1", "mean")
     return Chapter(
         "addnorm",
         CHAPTER_TITLES["addnorm"],
@@ -600,7 +600,7 @@ def _cross(r: _Run) -> Chapter:
 def _ffn(r: _Run) -> Chapter:
     """FFN."""
     arrays, f, fr, activation = r.arrays, r.f, r.fr, r.activation
-    hid = arrays[keys.dec(SELF_LAYER, "ffn", "hidden")]
+    hid = arrays.dec(SELF_LAYER, "ffn", "hidden")
     relu = activation == "relu"
     share = float((hid[f] == 0).mean() if relu else (hid[f] < 0).mean())
     band = min(int(share * 4), 3)
@@ -632,7 +632,7 @@ def _ffn(r: _Run) -> Chapter:
 def _output(r: _Run) -> Chapter:
     """The output distribution."""
     arrays, p_, f, fr, label, token_text, tie_output = r.arrays, r.p_, r.f, r.fr, r.label, r.token_text, r.tie_output
-    probs = arrays["probs"][f]
+    probs = arrays.probs[f]
     top_ids = np.argsort(-probs, kind="stable")[:4]
     second = int(top_ids[1]) if len(top_ids) > 1 else int(top_ids[0])
     names = {int(i): f"‘{label(token_text(int(i)))}’" for i in top_ids}
@@ -651,7 +651,7 @@ def _output(r: _Run) -> Chapter:
             else r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_{\text{out}} + b),\qquad "
         )
         + r"H = -\textstyle\sum_v p_v \log p_v",
-        f"At {fr} the label ‘{p_[f]}’ has probability {probs[int(arrays['label_ids'][f])]:.1%}, the second "
+        f"At {fr} the label ‘{p_[f]}’ has probability {probs[int(arrays.label_ids[f])]:.1%}, the second "
         f"choice {names[second]} {probs[second]:.1%}, and the entropy is {ent:.2f} nats.",
         f"Top {len(top_ids)} at row {f}: " + ", ".join(f"{names[int(i)]} {probs[i]:.1%}" for i in top_ids) + ".",
         Question(
@@ -759,11 +759,11 @@ def _pre(arrays, q, p_, s_, cross, r: int, beam_text: str, g_text: str) -> tuple
     T = len(q)
     i, j = (0, 1) if T > 1 else (0, 0)
     cells = [(i, j), (j, i), (T - 1, T - 1), (T - 1, 0)]
-    m = arrays[keys.dec(SELF_LAYER, "self", "mask")][SELF_HEAD]
+    m = arrays.dec(SELF_LAYER, "self", "mask")[SELF_HEAD]
     inf = [c for c in cells if np.isinf(m[c])]
     cell_opts = [f"row {a}, column {b}" for a, b in dict.fromkeys(cells)] + ["none of these"]
     right = f"row {inf[0][0]}, column {inf[0][1]}" if inf else "none of these"
-    w = arrays[keys.dec(SELF_LAYER, "self", "weights")][SELF_HEAD]
+    w = arrays.dec(SELF_LAYER, "self", "weights")[SELF_HEAD]
     total = float(w[r].sum())
     sums = dict.fromkeys(("0", "1", str(r + 1), str(T)))
     right_sum = min(sums, key=lambda s: abs(float(s) - total))
@@ -813,10 +813,10 @@ def _pre(arrays, q, p_, s_, cross, r: int, beam_text: str, g_text: str) -> tuple
 
 def _post(arrays, q, p_, s_, cross, r: int, beam: tuple[str, float], greedy: tuple[str, float]):
     T = len(q)
-    m = arrays[keys.dec(SELF_LAYER, "self", "mask")][SELF_HEAD]
+    m = arrays.dec(SELF_LAYER, "self", "mask")[SELF_HEAD]
     n_inf = int(np.isinf(m).sum())
     opts_m, vals_m = _numbers((n_inf, T * (T + 1) // 2, T * T, T - 1))
-    w00 = float(arrays[keys.dec(SELF_LAYER, "self", "weights")][SELF_HEAD][0, 0])
+    w00 = float(arrays.dec(SELF_LAYER, "self", "weights")[SELF_HEAD][0, 0])
     w_opts = {"1": 1.0, "0": 0.0, "0.5": 0.5, f"1/{T}": 1 / T}
     right_w = min(w_opts, key=lambda s: abs(w_opts[s] - w00))
     a = int(np.argmax(cross[r]))

@@ -36,6 +36,17 @@ ASSEMBLED = [
 ]
 
 
+# The model's own records are one word each ("loss", "probs", "label_ids"), so LITERAL's dotted pattern misses them
+# spelled by hand. viz/ holds no trace: its "probs" and "loss" are a figure's own arguments and a table's columns.
+WHOLE = {keys.MEMORY, keys.LOGITS, keys.PROBS, keys.LOSS, keys.CAUSAL, keys.SRC_IDS, keys.DEC_INPUT_IDS, keys.LABEL_IDS}
+WHOLE_SCANNED = ("model", "views", "harness", "benchmarks")
+BLOCK_NAMES = {b for blocks in keys.BLOCKS.values() for b in blocks}
+# the Add & Norm blocks' names are nothing but key names; "self", "cross" and "ffn" also name chapters and kinds
+NORM_NAMES = {b for b in BLOCK_NAMES if b.startswith("norm")}
+# a key function or constant whose value, as the index of a read, is one record: read it through Records instead
+RECORD_KEYS = {"embedding", "layer_output", *(k for k in WHOLE if k != keys.CAUSAL)}
+
+
 def _docstrings(tree: ast.AST) -> set[int]:
     found = set()
     for node in ast.walk(tree):
@@ -54,8 +65,75 @@ def _shape(node: ast.JoinedStr) -> str:
     return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
 
 
+def _is_record_key(node: ast.expr) -> bool:
+    """``keys.dec(i, block, quantity)`` (a layer's record, not a block), ``keys.embedding(…)``,
+    ``keys.layer_output(i)``, ``keys.PROBS`` …: an expression that names one record."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_keys(node.func.value):
+        name = node.func.attr
+        return (
+            name in RECORD_KEYS
+            or name in ("dec", "enc")
+            and len(node.args) == 3
+            or name == "layer"
+            and len(node.args) == 4
+        )
+    return isinstance(node, ast.Attribute) and _is_keys(node.value) and node.attr.lower() in RECORD_KEYS
+
+
+def _is_keys(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "keys"
+
+
+def _read_indices(tree: ast.AST) -> list[ast.expr]:
+    """What records are read by: the index of every subscript that is read (not written) and the first argument
+    of every ``.get``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            found.append(node.slice)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            found.extend(node.args[:1])
+    return found
+
+
+def _whole_names(tree: ast.AST, skip: set[int]) -> list[ast.Constant]:
+    """Every literal that is a whole-model record's name, but for a table's column written (``df["loss"] = …``)
+    or renamed (``columns={"loss": …}``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            skip.add(id(node.slice))
+        if isinstance(node, ast.keyword) and node.arg == "columns":
+            skip.update(id(n) for n in ast.walk(node.value))
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in WHOLE and id(n) not in skip
+    ]
+
+
+def hand_read_records(tree: ast.AST, whole: bool, skip: set[int]) -> list[tuple[int, str]]:
+    """(line, text) of every record read or named by hand: a whole-model name spelled (with ``whole``), an Add &
+    Norm block's name as what something is read by, any block's name joined into a key with ``+``, a record's key
+    read by subscript."""
+    found = [(n.lineno, repr(n.value)) for n in _whole_names(tree, set(skip))] if whole else []
+    joined = [
+        s for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) for s in (n.left, n.right)
+    ]
+    for node in _read_indices(tree):
+        if isinstance(node, ast.Constant) and node.value in NORM_NAMES:
+            found.append((node.lineno, f"block {node.value!r}"))
+        elif _is_record_key(node):
+            found.append((node.lineno, f"[{ast.unparse(node)}]: read it through keys.Records"))
+    found += [
+        (n.lineno, f"block {n.value!r} joined")
+        for n in joined
+        if isinstance(n, ast.Constant) and n.value in BLOCK_NAMES
+    ]
+    return found
+
+
 def hand_built_keys(root: Path) -> list[str]:
-    """``path:line: text`` of every key assembled or spelled outside the key module."""
+    """``path:line: text`` of every key assembled or spelled outside the key module, and every record read by hand."""
     found = []
     for top in SCANNED:
         for path in sorted((root / top).rglob("*.py")):
@@ -64,6 +142,7 @@ def hand_built_keys(root: Path) -> list[str]:
                 continue
             tree = ast.parse(path.read_text())
             docs, inside = _docstrings(tree), set()
+            found += [f"{rel}:{line}: {text}" for line, text in hand_read_records(tree, top in WHOLE_SCANNED, docs)]
             for node in ast.walk(tree):
                 if isinstance(node, ast.JoinedStr):
                     text = _shape(node)
@@ -94,6 +173,16 @@ def test_no_module_spells_a_key_by_hand():
         'out = arrays[f"{k}.out"]\n',
         'x = arrays["dec.input"]\n',
         'ok = key.endswith(".norm3.out")\n',
+        'loss = tr.arrays["loss"].mean()\n',
+        'p = probs_of(arrays, "probs")\n',
+        'ids = a.get("label_ids")\n',
+        'out = {"src_ids": ids}\n',
+        'n = rec["norm1"]\n',
+        'n = rec.get("norm3")\n',
+        'k = "cross" + suffix\n',
+        'w = arrays[keys.dec(0, "self", "weights")]\n',
+        "p = arrays[keys.PROBS]\n",
+        "y = rec.get(keys.layer_output(1))\n",
     ],
 )
 def test_the_check_finds_a_key_planted_in_a_module(tmp_path, line):
@@ -110,6 +199,13 @@ def test_the_check_leaves_other_dotted_names_alone(tmp_path):
         'pairs = [(f"{o}.norm1.norm", f"{h}.self_attn_layer_norm"), (f"{o}.ffn.W_1", f"{h}.fc1")]\n'
         'key = keys.dec(1, "cross", "weights")\n'
         'version = f"{major}.{minor}"\n'
+        'df["loss"] = loss\n'
+        'table = table.rename(columns={"loss": "loss, masked"})\n'
+        'mask = heads[keys.dec(1, "cross")]\n'
+        'titles = {"cross": "Cross-attention", "ffn": "The FFN"}\n'
+        'title, width = TITLES["cross"], size["ffn"]\n'
+        'w = arrays.cross_weights(1) if kind == "cross" else arrays.dec(0, "norm1", "out")\n'
+        "arrays[keys.PROBS] = probs\n"
     )
     assert hand_built_keys(tmp_path) == []
 
@@ -135,6 +231,20 @@ def test_the_names_and_their_checks():
         keys.head("dec", 0, "ffn", 1)
 
 
+@pytest.mark.parametrize(
+    "prefix,rec",
+    [("norm4", {"out": 0}), ("self", {"weight": 0}), ("dec", {"embedding": 0}), ("dec.0", {"crosss.Q": 0})],
+)
+def test_records_made_under_a_misspelt_name_are_refused_where_they_are_made(prefix, rec):
+    with pytest.raises(KeyError):
+        keys.prefixed(prefix, rec)
+
+
+def test_records_made_under_their_names_pass():
+    assert keys.prefixed("dec.1", keys.prefixed("norm3", {"out": 1})) == {"dec.1.norm3.out": 1}
+    assert keys.prefixed("enc", {"pe": 2}) == {"enc.pe": 2} and keys.prefixed("self", None) == {}
+
+
 def test_a_trace_holds_exactly_the_names_the_module_gives(tiny_model, tiny_tokenizer, tmp_path):
     cfg = tiny_model.cfg
     tr = teacher_forced_trace(tiny_model, tiny_tokenizer, "the cat sat", "le chat")
@@ -156,6 +266,7 @@ def test_records_read_a_trace_by_layer_block_and_quantity(tiny_model, tiny_token
     assert a.enc_weights(0) is a.enc(0, "self", "weights")
     assert a.embedding("dec", "pe") is a["dec.pe"]
     assert a.probs is a["probs"] and a.loss is a["loss"] and a.logits is a["logits"] and a.memory is a["memory"]
+    assert a.label_ids is a["label_ids"] and a.src_ids is a["src_ids"] and a.dec_input_ids is a["dec_input_ids"]
     with pytest.raises(KeyError):
         a.cross_weights(last + 1)
     back = pickle.loads(pickle.dumps(a))

@@ -200,7 +200,7 @@ def test_summary_is_strict_json_and_flags(tiny_model, tiny_tokenizer):
     res = beam_decode(tiny_model, tiny_tokenizer, k=3, max_len=4)
     from views.state import Choices
 
-    ch = Choices(model_dir="m", source="x", strategy="beam", beam=3, max_len=4, prefix=(5,))
+    ch = Choices("m", "x", DecodeOptions(strategy="beam", beam=3, max_len=4, prefix=(5,)))
     d = summary_dict(ch, res, tiny_tokenizer.id_to_token, ["a"], 1)
     text = json.dumps(d, allow_nan=False)  # raises on NaN / infinity
     assert json.loads(text)["choices"]["prefix"] == [5]

@@ -173,7 +173,7 @@ def test_app_summary_export_with_a_forced_suppressed_token(tiny_model, tiny_toke
     src = [*tiny_tokenizer.encode("I am a student."), tiny_model.cfg.eos_id]
     res = decode(tiny_model, src, DecodeOptions(max_len=4, prefix=(tiny_model.cfg.pad_id,), record=True))
     assert res.n_best[0].logprob == -math.inf
-    ch = Choices(model_dir="m", source="I am a student.", strategy="greedy", max_len=4, prefix=(0,))
+    ch = Choices("m", "I am a student.", DecodeOptions(strategy="greedy", max_len=4, prefix=(0,)))
     d = summary_dict(ch, res, tiny_tokenizer.id_to_token, ["a"], 1, extra={"followed_rows": [0], "x": float("nan")})
     assert export.dump_bytes is dump_bytes  # the export writes through the one helper
     back = strict(export.dump_bytes(d))

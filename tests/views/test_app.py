@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +51,7 @@ from views.state import (
     move,
     prepare_source,
     to_query,
+    with_choices,
 )
 from views.stepping import WHATIF_LABEL
 
@@ -646,7 +646,9 @@ FIELD_VALUES = {  # a non-default value for every View field
 
 @pytest.mark.parametrize("name", list(FIELD_VALUES))
 def test_each_view_field_round_trips_through_the_url(name):
-    view = replace(View(), **{name: FIELD_VALUES[name]}, **({"forced": (5, 6, 7)} if name == "user_forced" else {}))
+    view = with_choices(
+        View(), **{name: FIELD_VALUES[name]}, **({"forced": (5, 6, 7)} if name == "user_forced" else {})
+    )
     query = to_query(view)
     assert all(isinstance(v, str) for v in query.values())
     raw, msgs = from_query(query)
@@ -657,7 +659,7 @@ def test_each_view_field_round_trips_through_the_url(name):
 
 def test_default_view_has_a_short_url_and_decoding_defaults_come_from_decode_options():
     assert to_query(View()) == {"src": View().source}
-    assert (View().beam, View().max_len, View().length_penalty) == (
+    assert View().decode == DEFAULTS and (View().decode.beam, View().decode.max_len, View().decode.length_penalty) == (
         DEFAULTS.beam,
         DEFAULTS.max_len,
         DEFAULTS.length_penalty,
@@ -679,7 +681,8 @@ def test_clamp_view_bounds_every_number():
         "step": "-3",
     }
     v, msgs = clamp_view(raw, LIMITS)
-    assert (v.strategy, v.beam, v.temperature, v.top_k, v.top_p, v.seed, v.max_len) == (
+    d = v.decode
+    assert (d.strategy, d.beam, d.temperature, d.top_k, d.top_p, d.seed, d.max_len) == (
         "greedy",
         8,
         1.0,
@@ -688,10 +691,10 @@ def test_clamp_view_bounds_every_number():
         2**31 - 1,
         1,
     )
-    assert v.layer == 1 and v.head == 3 and v.forced == () and v.step == 0
+    assert v.layer == 1 and v.head == 3 and d.prefix == () and v.step == 0
     assert len(msgs) == 10
     DecodeOptions(
-        **{k: getattr(v, k) for k in ("strategy", "beam", "temperature", "top_k", "top_p", "seed", "max_len")}
+        **{k: getattr(d, k) for k in ("strategy", "beam", "temperature", "top_k", "top_p", "seed", "max_len")}
     )  # always valid
     assert [move(2, a, 5) for a in ("first", "prev", "next", "last")] == [0, 1, 3, 4]
     assert move(4, "next", 5) == 4 and move(0, "prev", 5) == 0

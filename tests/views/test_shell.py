@@ -8,7 +8,8 @@ import asyncio
 import pytest
 
 from views.routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
-from views.shell import INDEX, STATIC_IMPORT, STATIC_JS, ShellMiddleware, is_page, shell
+from views.shell import ShellMiddleware, is_page, shell
+from views.streamlit_private import INDEX, STATIC_IMPORT, STATIC_JS
 
 HTML = [(b"accept", b"text/html,application/xhtml+xml,*/*;q=0.8")]
 
@@ -89,17 +90,17 @@ def test_the_middleware_answers_pages_and_passes_the_rest_on():
 
 
 def test_under_a_base_path_the_same_paths_are_pages(monkeypatch):
-    from streamlit import config
+    import streamlit as st
 
-    real = config.get_option
-    monkeypatch.setattr(config, "get_option", lambda k: "lens" if k == "server.baseUrlPath" else real(k))
+    real = st.get_option
+    monkeypatch.setattr(st, "get_option", lambda k: "lens" if k == "server.baseUrlPath" else real(k))
     assert is_page(request("/lens/")) and is_page(request("/lens/class"))
     assert not is_page(request("/lens/_stcore/health")) and not is_page(request("/lens/static/js/index.js"))
 
 
 def test_outside_the_base_path_nothing_is_a_page(monkeypatch):
-    from streamlit import config
+    import streamlit as st
 
-    real = config.get_option
-    monkeypatch.setattr(config, "get_option", lambda k: "lens" if k == "server.baseUrlPath" else real(k))
+    real = st.get_option
+    monkeypatch.setattr(st, "get_option", lambda k: "lens" if k == "server.baseUrlPath" else real(k))
     assert not is_page(request("/lensfoo/class")) and not is_page(request("/other"))

@@ -4,7 +4,6 @@ fragment alone), from the one choice table; the stage registry drives the select
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,18 @@ from model.decode.decoding import DecodeOptions
 from model.io.checkpoint import ENV_MODEL
 from tests.helpers import headings
 from views.stages import REGISTRY, SECTIONS, numbered
-from views.state import CHOICES, DEFAULT_STAGE, QUERY_KEYS, STAGE_LABELS, STAGES, WIDGETS, View, to_query
+from views.state import (
+    CHOICES,
+    DEFAULT_STAGE,
+    QUERY_KEYS,
+    STAGE_LABELS,
+    STAGES,
+    WIDGETS,
+    View,
+    choice,
+    to_query,
+    with_choices,
+)
 
 APP = str(Path(__file__).resolve().parents[2] / "views" / "main.py")
 
@@ -59,11 +69,11 @@ def test_the_choice_table_is_the_one_source():
     assert set(QUERY_KEYS.values()) == {c.name for c in CHOICES} and len(QUERY_KEYS) == len(CHOICES)
     base = View()
     for c in CHOICES:  # every default is the table's, and the decoding ones DecodeOptions'
-        assert getattr(base, c.name) == c.default
-    assert base.decode == DecodeOptions() and isinstance(replace(base, beam=3).decode, DecodeOptions)
-    assert replace(base, beam=3, forced=(4, 5)).decode == DecodeOptions(beam=3, prefix=(4, 5))
+        assert choice(base, c.name) == c.default
+    assert base.decode == DecodeOptions() and isinstance(with_choices(base, beam=3).decode, DecodeOptions)
+    assert with_choices(base, beam=3, forced=(4, 5)).decode == DecodeOptions(beam=3, prefix=(4, 5))
     assert {"beam", "stage", "step", "source"} <= set(WIDGETS) and "forced" not in WIDGETS
-    assert to_query(replace(base, beam=3, stage="ffn")) == {"src": base.source, "beam": "3", "stage": "ffn"}
+    assert to_query(with_choices(base, beam=3, stage="ffn")) == {"src": base.source, "beam": "3", "stage": "ffn"}
 
 
 def test_the_stage_registry_drives_the_selector_and_the_numbering(tiny_model_dir, monkeypatch):
@@ -123,10 +133,11 @@ def test_readability_counts_characters_not_tokens(tiny_tokenizer):
 def test_the_summary_keeps_its_flat_choices():
     from dataclasses import asdict
 
+    from model.decode.decoding import DecodeOptions
     from model.decode.steps import _flat
     from views.state import Choices
 
-    ch = Choices(model_dir="m", source="x", strategy="beam", beam=3, max_len=4, prefix=(5,))
+    ch = Choices("m", "x", DecodeOptions(strategy="beam", beam=3, max_len=4, prefix=(5,)))
     assert list(_flat(asdict(ch))) == [
         "model_dir",
         "source",
@@ -142,11 +153,12 @@ def test_the_summary_keeps_its_flat_choices():
     ]
 
 
-def test_every_decoding_choice_is_read_from_the_decode_by_a_declared_property():
-    from views.state import DECODING, Choices, HoldsDecode
+def test_every_decoding_choice_is_read_from_and_changed_in_the_views_decode_options():
+    from views.state import DECODING, choice, with_choices
 
     given = dict(strategy="beam", beam=3, length_penalty=0.5, temperature=0.7, top_k=4, top_p=0.9, seed=7, max_len=9)
     assert set(given) == set(DECODING)
-    assert {n for n, a in vars(HoldsDecode).items() if isinstance(a, property)} == set(DECODING)
-    for held in (View(**given), Choices("m", "s", **given)):
-        assert {n: getattr(held, n) for n in DECODING} == given == {n: getattr(held.decode, n) for n in DECODING}
+    view = with_choices(View(), **given, forced=(4, 5), step=2)
+    assert {n: getattr(view.decode, n) for n in DECODING} == given == {n: choice(view, n) for n in DECODING}
+    assert view.decode.prefix == choice(view, "forced") == (4, 5) and view.step == choice(view, "step") == 2
+    assert not any(isinstance(a, property) for a in vars(View).values())  # a plain dataclass: nothing forwarded

@@ -157,7 +157,7 @@ class TeacherForced:
 
     @property
     def chosen_ids(self) -> list[int]:
-        return [int(i) for i in self.trace.arrays[keys.LABEL_IDS]]
+        return [int(i) for i in self.trace.arrays.label_ids]
 
     @property
     def base_ids(self) -> tuple[int, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from model.core import keys
+from model.core.keys import Records
 from model.decode.steps import mean_weights
 
 from ..common import head_label, show, show_token
@@ -14,26 +14,25 @@ def render(lm, res, src_tokens: list[str], view: View) -> None:
     """``res``: the page's decode (its ``encoder`` records)."""
     cfg = lm.cfg
     layer = min(view.layer, cfg.n_encoder_layers - 1)
-    w = res.encoder.get(keys.enc(layer, "self", "weights"))
-    mem = res.encoder.get("memory")
+    if not res.encoder:  # an unrecorded decode keeps no encoder records
+        return
+    enc = Records(res.encoder)
+    w, mem = enc.enc_weights(layer)[0], enc.memory[0]
     rows = [show_token(t) for t in src_tokens]
-    if w is not None:
-        w = w[0]
-        show(
-            viz.attention_figure(
-                mean_weights(w) if view.head == MEAN_HEADS else w[int(view.head)],
-                rows,
-                rows,
-                title=f"Encoder self-attention, layer {layer}, {head_label(view.head)}",
-                q_title="source token (query)",
-                k_title="source token (key)",
-            ),
-            "enc_self",
-        )
-    if mem is not None:
-        show(
-            viz.matrix_figure(
-                mem[0], rows, title="Encoder output (memory) read by cross-attention", token_label="source token"
-            ),
-            "enc_memory",
-        )
+    show(
+        viz.attention_figure(
+            mean_weights(w) if view.head == MEAN_HEADS else w[int(view.head)],
+            rows,
+            rows,
+            title=f"Encoder self-attention, layer {layer}, {head_label(view.head)}",
+            q_title="source token (query)",
+            k_title="source token (key)",
+        ),
+        "enc_self",
+    )
+    show(
+        viz.matrix_figure(
+            mem, rows, title="Encoder output (memory) read by cross-attention", token_label="source token"
+        ),
+        "enc_memory",
+    )

@@ -9,7 +9,7 @@ from .. import session
 from ..common import heading, md, show, show_token, shown_labels, token_texter
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import beam, kv_cache, numbered
-from .context import TOP_SHOWN, NextTokens, StageContext
+from .context import TOP_SHOWN, Decoded, NextTokens, StageContext
 
 FORMULA = r"p(y_{t+1} \mid y_{\le t}, x) = \operatorname{softmax}(h_t W_E^{\top} + b),\qquad H = -\sum_v p_v \log p_v"
 
@@ -23,7 +23,7 @@ def render(ctx: StageContext) -> None:
     bars(token_text, nt)
     if ctx.incremental:
         kv_cache.render(ctx.cfg, ctx.reads, ctx.current)
-    if run.beam_steps is not None:
+    if isinstance(run, Decoded) and run.beam_steps is not None:
         live = run.beam_steps[ctx.current].live
         beam.render(
             run.res,
