@@ -239,6 +239,11 @@ class Records(Mapping[str, A], Generic[A]):
     def self_weights(self, i: int) -> A:
         return self.self_attn(i, "weights")
 
+    def position_bias(self, i: int) -> A | None:
+        """Decoder layer ``i``'s relative position bias (H, T, T) added to its self-attention scores (T5); None for
+        a model whose positions are not relative."""
+        return self._arrays.get(dec(i, "self", "position_bias"))
+
     def cross_weights(self, i: int) -> A:
         return self.cross(i, "weights")
 

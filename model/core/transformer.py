@@ -362,8 +362,7 @@ class DecoderLayer(nn.Module):
         causal_mask: Tensor | None,  # (T, t + T)
         cache: LayerCache | None,
         record: bool = False,
-        self_heads: HeadMask | None = None,
-        cross_heads: HeadMask | None = None,
+        heads: tuple[HeadMask | None, HeadMask | None] = (None, None),  # switched off in (self, cross)
         position_bias: Tensor | None = None,  # (1, H, T, t + T)
     ) -> tuple[Tensor, LayerCache, Record]:
         h = self.norm1.sublayer_input(y)  # y itself (post-norm) or Norm(y) (pre-norm)
@@ -375,6 +374,7 @@ class DecoderLayer(nn.Module):
             K = torch.cat([cache.self_K, K_new], dim=2)  # (B, H, t + T, d_k)
             V = torch.cat([cache.self_V, V_new], dim=2)
             cross_K, cross_V = cache.cross_K, cache.cross_V
+        self_heads, cross_heads = heads
         a, r1 = self.self_attn(h, K, V, causal_mask, record, self_heads, position_bias)
         y, r2 = self.norm1(y, a, record)
         c, r3 = self.cross_attn(self.norm2.sublayer_input(y), cross_K, cross_V, src_mask, record, cross_heads)
@@ -532,8 +532,7 @@ class Transformer(nn.Module):
                 mask,
                 None if cache is None else cache[i],
                 record,
-                heads.get(keys.dec(i, "self")),
-                heads.get(keys.dec(i, "cross")),
+                (heads.get(keys.dec(i, "self")), heads.get(keys.dec(i, "cross"))),
                 bias,
             )
             new_cache.append(c)

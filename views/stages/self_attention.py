@@ -59,7 +59,7 @@ def maps(ctx: StageContext) -> dict[str, np.ndarray]:
     """scores, mask, masked scores and weights (H, T, T) of the shown view. A KV-cached step never computes the
     future cells of the scores, so they are recomputed here from the recorded Q and K for display."""
     a, i = ctx.arrays, ctx.layer
-    bias = a.get(keys.dec(i, "self", "position_bias"))  # T5's relative position bias (H, T, T), else None
+    bias = a.position_bias(i)
     if ctx.incremental:
         out = prefix_scores(a.self_attn(i, "Q"), a.self_attn(i, "K"), True, ctx.cfg.scale_attention, bias)
     else:
