@@ -22,7 +22,7 @@ import gzip
 import math
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,15 +205,21 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(table(items, flags, {"dev": dev, "held-out": test, "all": range(len(items))})))
     for kind, (p_min, r_min) in TARGETS.items():
         s = score(items, flags, kind, test)
-        print(f"{FLAG_OF[kind]} (held out): precision {s.precision:.2f} (target ≥ {p_min}), recall {s.recall:.2f} "
-              f"(target ≥ {r_min}): {'meets' if s.precision >= p_min and s.recall >= r_min else 'misses'}")
+        print(
+            f"{FLAG_OF[kind]} (held out): precision {s.precision:.2f} (target ≥ {p_min}), recall {s.recall:.2f} "
+            f"(target ≥ {r_min}): {'meets' if s.precision >= p_min and s.recall >= r_min else 'misses'}"
+        )
     clean, n = fine_clean(items, flags, test)
-    print(f"fine sentences without a flag (held out): {clean}/{n} (target ≥ {FINE_TARGET:.0%}): "
-          f"{'meets' if clean >= FINE_TARGET * n else 'misses'}")
+    print(
+        f"fine sentences without a flag (held out): {clean}/{n} (target ≥ {FINE_TARGET:.0%}): "
+        f"{'meets' if clean >= FINE_TARGET * n else 'misses'}"
+    )
     if a.json:
         from model.core.jsonio import write
 
-        write(a.json, [{"where": it.where, "labels": it.labels, **s, "flags": f} for it, s, f in zip(items, sigs, flags)])
+        write(
+            a.json, [{"where": it.where, "labels": it.labels, **s, "flags": f} for it, s, f in zip(items, sigs, flags)]
+        )
     return 0
 
 

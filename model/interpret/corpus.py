@@ -36,7 +36,7 @@ from model.core.constants import BATCH_SIZE
 from model.core.transformer import HeadMask, Transformer, causal_mask, padding_mask
 from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids
 from model.decode.lean import LeanDecoder
-from model.decode.steps import LOW_CONFIDENCE
+from model.interpret import faithful
 
 # ---------------------------------------------------------------------------
 # Reading a set: one clear sentence for what cannot be read, the rest analysed, skipped lines counted by reason.
@@ -45,21 +45,22 @@ MAX_BYTES = 20_000_000  # a larger upload is refused rather than read (the page 
 MAX_CHARS = 1_000  # a longer line is skipped: no sentence is that long, and its decode would cut at max_len
 MAX_SENTENCES = 5_000  # lines beyond are skipped
 HEAD_SENTENCES = 200  # the head table reads the set's first sentences
+FAITHFUL_CHUNK = 256  # sentences erased together between two progress reports
 COLUMNS = ("english", "french")  # a CSV's columns (a header row names them)
 
-# The flags, each one line (the page and docs/cli.md show these definitions).
-HALLUCINATION_SHARE = 0.35
-DROPPED_COVERAGE = 0.1
-UNTRANSLATED_SHARE = 0.5
+# The flags, each one line (the page and docs/cli.md show these definitions); thresholds in model.interpret.faithful,
+# chosen on half of a labelled set of the model's own translations (benchmarks/corpus_flags.py).
 FLAGS = {
-    "possible hallucination": f"less than {HALLUCINATION_SHARE:.0%} of the translation's attribution comes from the "
-    "source (the rest from the French already written)",
-    "dropped words": f"a source word of 3 letters or more receives less than {DROPPED_COVERAGE:.0%} of an even share "
-    "of the last decoder layer's cross-attention, summed over the translation",
-    "untranslated": f"at least {UNTRANSLATED_SHARE:.0%} of the translation's words (3 letters or more, names and "
-    "numbers aside) are the source's own words",
+    "dropped words": "a source content word (numbers and names included, function words out) whose erasure from the "
+    f"source lowers no token the model wrote with p ≥ {faithful.CONFIDENT} by {faithful.DROPPED_NATS} nat or more",
+    "invented content": "a content word written more often than the source word it depends on (by erasure), or one "
+    "the model writes as readily without the source: log p(y|x) − log p(y|empty source) below "
+    f"{faithful.INVENTED_NATS}",
+    "untranslated": "a source word copied (case-insensitive) that French does not use: wordfreq finds it at least "
+    f"{10**faithful.COPY_ZIPF_GAP:.0f}× more often in English (names inside the sentence, quoted words, numbers aside)",
+    "wrong word": f"a content word written (not copied) with probability below {faithful.WRONG_PROB}, or one that is "
+    f"not French (wordfreq Zipf below {faithful.NONWORD_ZIPF}) written with probability below {faithful.NONWORD_PROB}",
     "cut off": "the translation reached the maximum length without </s>",
-    "low confidence": f"the mean probability of the chosen tokens is below {LOW_CONFIDENCE}",
 }
 
 
@@ -200,33 +201,11 @@ def names_and_numbers(source: str) -> list[str]:
     return [w for i, w in enumerate(words) if _NUMBER.search(w) or (i > 0 and w[:1].isupper() and w != "I")]
 
 
-def copied_share(source: str, output: str) -> float:
-    """The share of the output's words of 3 letters or more (the source's capitalised words and numbers aside: names
-    are meant to be copied) that are words of the source (case-insensitive); NaN when it has none."""
-    keep = {w.lower() for w in _WORD.findall(source) if _NUMBER.search(w) or w[:1].isupper()}
-    src = {w.lower() for w in _WORD.findall(source)}
-    out = [w.lower() for w in _WORD.findall(output) if len(w) >= 3 and w.lower() not in keep]
-    return sum(w in src for w in out) / len(out) if out else float("nan")
-
-
-def word_coverage(coverage: np.ndarray, tokens: Sequence[str]) -> list[tuple[float, str]]:
-    """(coverage, word) of each source word of 3 letters or more: its pieces joined (a piece starting with ▁ starts
-    a word), covered as much as its best-covered piece."""
-    words: list[tuple[float, str]] = []
-    for c, t in zip(coverage, tokens):
-        if t.startswith("▁") or not words:
-            words.append((float(c), t.lstrip("▁")))
-        else:
-            words[-1] = (max(words[-1][0], float(c)), words[-1][1] + t)
-    return [(c, w) for c, w in words if sum(ch.isalpha() for ch in w) >= 3]
-
-
 @dataclass(frozen=True)
 class Pair:
     """The teacher-forced signals of one (source, translation) pair."""
 
     token_probs: np.ndarray  # (T,) probability of each chosen token (</s> included when it ended)
-    coverage: np.ndarray  # (S - 1,) last layer's cross-attention mass per source token over the output, 1 = even
     source_share: float  # share of the attribution magnitude on the source tokens
 
 
@@ -277,12 +256,12 @@ def _batch(model: Transformer, srcs, outs):
 @torch.inference_mode(False)
 @torch.enable_grad()
 def pair_signals(model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequence[Sequence[int]]) -> list[Pair]:
-    """Token probabilities, source coverage and the share from the source of each (source ids with </s>, output ids)
-    pair, in one batched teacher-forced pass and one backward pass (Input × Gradient of each pair's summed
-    log-probability: rows do not interact, so the batch's sum has each row's own gradient)."""
+    """Token probabilities and the share from the source of each (source ids with </s>, output ids) pair, in one
+    batched teacher-forced pass and one backward pass (Input × Gradient of each pair's summed log-probability: rows
+    do not interact, so the batch's sum has each row's own gradient)."""
     src, dec_in, labels, valid = _batch(model, srcs, outs)
     src_tok, tgt_tok = _embed(model, src), _embed(model, dec_in)
-    y, weights = _forward(model, src, dec_in, src_tok, tgt_tok, record=True)
+    y, _ = _forward(model, src, dec_in, src_tok, tgt_tok, record=False)
     logp = model.logits(y).float().log_softmax(-1)  # (B, T, V)
     chosen = logp.gather(-1, labels[..., None])[..., 0] * valid  # (B, T)
     chosen.sum().backward()
@@ -291,17 +270,12 @@ def pair_signals(model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequen
         raise RuntimeError("no gradient reached the token embeddings")
     raw_src = (src_tok * g_src).sum(-1).detach().abs()  # (B, S)
     raw_tgt = (tgt_tok * g_tgt).sum(-1).detach().abs() * valid  # (B, T)
-    # the last layer's heads, averaged: there the weights align output with source (earlier layers attend broadly)
-    cross = weights[keys.dec(model.cfg.n_decoder_layers - 1, "cross")].mean(1)  # (B, T, S)
     out = []
     for i, (s, o) in enumerate(zip(srcs, outs)):
         S, T = len(s), len(o)
-        mass = cross[i, :T, : S - 1].sum(0).numpy()  # (S - 1,) </s> aside: heads park weight there
-        total = mass.sum()
-        coverage = mass * (S - 1) / total if total > 0 else np.zeros(S - 1)
         a_src, a_tgt = float(raw_src[i, :S].sum()), float(raw_tgt[i, :T].sum())
         share = a_src / (a_src + a_tgt) if a_src + a_tgt > 0 else float("nan")
-        out.append(Pair(chosen[i, :T].detach().exp().numpy(), coverage, share))
+        out.append(Pair(chosen[i, :T].detach().exp().numpy(), share))
     return out
 
 
@@ -311,23 +285,39 @@ COLUMN_HELP = {
     "mean_prob": "mean probability of the chosen tokens",
     "min_prob": "lowest probability of a chosen token (the token in min_prob_token)",
     "source_share": "share of the translation's Input × Gradient attribution that comes from the source tokens",
-    "min_coverage": "lowest coverage of a source word of 3 letters or more: the last decoder layer's cross-attention "
-    "(mean of its heads) it receives, summed over the translation; 1 = an even share (the word in min_coverage_word)",
+    "min_support": "lowest support of a source content word: the largest drop in log p of a token written with "
+    f"p ≥ {faithful.CONFIDENT} when the word is erased from the source, in nats (the word in min_support_word)",
+    "min_word_prob": "lowest probability of a content word written (not copied), its pieces' product (the word in "
+    "min_word_prob_word)",
+    "min_sensitivity": "lowest source sensitivity of a content word written: log p(word | source) − log p(word | "
+    "empty source), in nats (the word in min_sensitivity_word)",
     "length_ratio": "translation words ÷ source words",
     "names_numbers": "names and numbers in the source (digits, capitalised words after the first)",
     "names_numbers_copied": "of those, how many appear verbatim in the translation",
-    "copied": "share of the translation's words that are the source's own (names and numbers aside)",
     "cut_off": "the translation reached the maximum length without </s>",
 }
+FLAG_WORDS_HELP = "each flag raised, with the words concerned"
+
+
+def readable(token: str) -> str:
+    """A token as a reader writes it: the word-start mark ▁ dropped (a lone ▁ is a space)."""
+    return token.replace("▁", " ").strip() or ("␣" if token else "")
 
 
 def row_of(
-    i: int, source: str, translation: str, reference: str | None, pair: Pair, src_tokens, out_tokens, ended: bool
+    i: int,
+    source: str,
+    translation: str,
+    reference: str | None,
+    pair: Pair,
+    signals: dict,
+    out_tokens: Sequence[str],
+    ended: bool,
 ) -> dict:
-    """One sentence's row: every column of ``COLUMN_HELP`` and its flags."""
+    """One sentence's row: every column of ``COLUMN_HELP``, the faithfulness signals, and its flags with the words
+    concerned (``flag_words``)."""
     from sacrebleu.metrics import BLEU, CHRF
 
-    low = min(word_coverage(pair.coverage, src_tokens), default=(float("nan"), ""))
     names = names_and_numbers(source)
     src_words, out_words = len(_WORD.findall(source)), len(_WORD.findall(translation))
     probs = pair.token_probs
@@ -343,30 +333,30 @@ def row_of(
         else BLEU(effective_order=True).sentence_score(translation, [reference]).score,
         "mean_prob": float(probs.mean()) if probs.size else float("nan"),
         "min_prob": float(probs[lowest]) if probs.size else float("nan"),
-        "min_prob_token": out_tokens[lowest] if probs.size else "",
+        "min_prob_token": readable(out_tokens[lowest]) if probs.size else "",
         "source_share": pair.source_share,
-        "min_coverage": float(low[0]),
-        "min_coverage_word": low[1],
+        **signals,
         "length_ratio": out_words / src_words if src_words else float("nan"),
         "names_numbers": len(names),
         "names_numbers_copied": sum(bool(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", translation)) for w in names),
-        "copied": copied_share(source, translation),
         "cut_off": not ended,
     }
-    row["flags"] = flags_of(row)
+    row["flag_words"] = flag_words(row)
+    row["flags"] = list(row["flag_words"])
     return row
 
 
-def flags_of(row: dict) -> list[str]:
-    """The flags (``FLAGS``) a row raises, in their order."""
-    checks = {
-        "possible hallucination": row["source_share"] < HALLUCINATION_SHARE,
-        "dropped words": row["min_coverage"] < DROPPED_COVERAGE,
-        "untranslated": row["copied"] >= UNTRANSLATED_SHARE,
-        "cut off": row["cut_off"],
-        "low confidence": row["mean_prob"] < LOW_CONFIDENCE,
-    }
-    return [f for f in FLAGS if checks[f]]  # NaN compares False: an empty signal raises nothing
+def flag_words(row: dict) -> dict[str, list[str]]:
+    """The flags (``FLAGS``) a row raises, in their order, each with the words concerned."""
+    found = faithful.flagged_words(row)
+    if row["cut_off"]:
+        found["cut off"] = []
+    return {f: found[f] for f in FLAGS if f in found}
+
+
+def flags_text(row: dict) -> str:
+    """The row's flags as one line: "dropped words (surfing), wrong word (humide)"."""
+    return ", ".join(f"{f} ({', '.join(w)})" if w else f for f, w in row["flag_words"].items())
 
 
 Progress = Callable[[int, int, str], None]  # (done, total, what is being done)
@@ -432,12 +422,18 @@ def analyse(
     scored = [p for p in pairs if p is not None]
     if len(scored) != len(srcs):
         raise RuntimeError("a sentence was left unscored")
+    sigs = []
+    for b in range(0, len(srcs), FAITHFUL_CHUNK):
+        found = faithful.faithfulness(model, tokenizer, srcs[b : b + FAITHFUL_CHUNK], outs[b : b + FAITHFUL_CHUNK])
+        sigs += [faithful.signals(f, src) for f, src in zip(found, corpus.sources[b : b + FAITHFUL_CHUNK])]
+        if progress:
+            progress(len(sigs), len(srcs), "erasing source words")
     rows = []
-    for i, (s, o, p) in enumerate(zip(srcs, outs, scored)):
+    for i, (o, p, sig) in enumerate(zip(outs, scored, sigs)):
         ended = o[-1] == cfg.eos_id
         text = tokenizer.decode([t for t in o if t != cfg.eos_id])
         ref = None if corpus.references is None else corpus.references[i]
-        rows.append(row_of(i, corpus.sources[i], text, ref, p, tokenizer.tokens(s), tokenizer.tokens(o), ended))
+        rows.append(row_of(i, corpus.sources[i], text, ref, p, sig, tokenizer.tokens(o), ended))
     clock["rows"] = time.perf_counter() - t0
     table = None
     if heads:
@@ -682,7 +678,7 @@ def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: 
         "notes": list(corpus.notes),
         "attribution": ATTRIBUTION,
         "flags": dict(FLAGS),
-        "columns": dict(COLUMN_HELP),
+        "columns": {**COLUMN_HELP, "flag_words": FLAG_WORDS_HELP},
         "rows": analysis.rows,
     }
     if analysis.heads is not None:
@@ -695,21 +691,21 @@ def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: 
     return out
 
 
+def _cell(v) -> object:
+    """A CSV cell: lists joined by "; ", a flag → words map as ``flags_text`` writes it, NaN and None empty."""
+    if isinstance(v, dict):
+        return flags_text({"flag_words": v})
+    if isinstance(v, list):
+        return "; ".join(map(str, v))
+    return "" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
 def write_csv(rows: list[dict], stream) -> None:
-    """Rows as CSV (lists joined by "; ", NaN and None empty)."""
+    """Rows as CSV (see ``_cell``)."""
     w = csv.DictWriter(stream, fieldnames=list(rows[0]))
     w.writeheader()
     for r in rows:
-        w.writerow(
-            {
-                k: "; ".join(map(str, v))
-                if isinstance(v, list)
-                else ""
-                if v is None or (isinstance(v, float) and not math.isfinite(v))
-                else v
-                for k, v in r.items()
-            }
-        )
+        w.writerow({k: _cell(v) for k, v in r.items()})
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:

@@ -26,9 +26,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.core.transformer import Transformer
+from model.core.transformer import Transformer, causal_mask
 from model.decode.decoding import length_batches
 
+# Thresholds, chosen on half of a labelled set of the model's own translations (benchmarks/corpus_flags.py prints
+# how, and what they reach on the other half).
+CONFIDENT = 0.2  # a source word supports only output tokens the model wrote with at least this probability
+DROPPED_NATS = 1.0  # a content word whose support is below this is dropped
+WRONG_PROB = 0.05  # an output content word (not copied from the source) below this probability is a wrong word
+NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
+NONWORD_PROB = 0.5
+COPY_ZIPF_GAP = 1.0  # a copied source word is untranslated when English uses it this much more (Zipf) than French
+STEM = 5  # two output words with the same first STEM letters are the same word ("piéton", "piétons")
+INVENTED_NATS = 0.0  # an output content word whose source sensitivity is below this is invented
 ROWS_PER_PASS = 96  # (source variant, translation) rows teacher-forced together
 
 # Function words: never content. Numbers (digits or words) and names are content.
@@ -88,8 +98,15 @@ def words_of(tokens: Sequence[str], function: frozenset[str]) -> list[Word]:
     return out
 
 
-def teacher_forced(model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequence[Sequence[int]]) -> list[np.ndarray]:
-    """log p(out[t] | src, out[:t]) (T,) of each (source ids with </s>, output ids) row, batched by length."""
+def teacher_forced(
+    model: Transformer,
+    srcs: Sequence[Sequence[int]],
+    outs: Sequence[Sequence[int]],
+    positions: Sequence[Sequence[int] | None] | None = None,
+) -> list[np.ndarray]:
+    """log p(out[t] | src, out[:t]) (T,) of each (source ids with </s>, output ids) row, batched by length; with
+    ``positions``, a row's other positions are NaN and skip the output layer (its (V, D) product is most of the
+    cost)."""
     cfg = model.cfg
     result: list[np.ndarray] = [np.zeros(0)] * len(srcs)
     with torch.inference_mode():
@@ -97,15 +114,26 @@ def teacher_forced(model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequ
             S, T = max(len(srcs[i]) for i in chunk), max(len(outs[i]) for i in chunk)
             src = torch.full((len(chunk), S), cfg.pad_id, dtype=torch.long)
             dec_in = torch.full((len(chunk), T), cfg.pad_id, dtype=torch.long)
-            labels = torch.full((len(chunk), T), cfg.pad_id, dtype=torch.long)
+            want = torch.zeros((len(chunk), T), dtype=torch.bool)
             for b, i in enumerate(chunk):
                 s, o = list(srcs[i]), list(outs[i])
                 src[b, : len(s)] = torch.tensor(s)
                 dec_in[b, : len(o)] = torch.tensor([cfg.decoder_start_id, *o[:-1]])
-                labels[b, : len(o)] = torch.tensor(o)
-            logp = model(src, dec_in).float().log_softmax(-1).gather(-1, labels[..., None])[..., 0]  # (B, T)
-            for b, i in enumerate(chunk):
-                result[i] = logp[b, : len(outs[i])].cpu().numpy().astype(np.float64)
+                keep = range(len(o)) if positions is None or positions[i] is None else positions[i]
+                want[b, list(keep)] = True
+            memory, src_mask, _ = model.encode(src)
+            y, _ = model.tgt_embed(dec_in)  # (B, T, D)
+            mask = causal_mask(T, device=y.device)
+            for layer in model.decoder_layers:
+                y, _, _ = layer(y, memory, src_mask, mask, None)
+            rows, cols = want.nonzero(as_tuple=True)  # (N,)
+            labels = torch.tensor([outs[chunk[int(r)]][int(c)] for r, c in zip(rows, cols)], dtype=torch.long)
+            logp = model.logits(y[rows, cols][:, None])[:, 0].float().log_softmax(-1)  # (N, V)
+            picked = logp.gather(1, labels[:, None])[:, 0].cpu().numpy().astype(np.float64)  # (N,)
+            for i in chunk:
+                result[i] = np.full(len(outs[i]), np.nan)
+            for (r, c), v in zip(zip(rows.tolist(), cols.tolist()), picked):
+                result[chunk[r]][c] = v
     return result
 
 
@@ -116,7 +144,7 @@ class Faithfulness:
     src_words: list[Word]  # the source's words (content and function)
     out_words: list[Word]  # the translation's words
     logp: np.ndarray  # (T,) log-probability of each output token given the source
-    drops: np.ndarray  # (K, T) log p with the source − log p with word k erased
+    drops: np.ndarray  # (K, T) log p with the source − log p with word k erased (0 where p < CONFIDENT)
     sensitivity: np.ndarray  # (T,) log p with the source − log p with the empty source, per token
 
     @property
@@ -131,45 +159,37 @@ def _erased(src: Sequence[int], words: list[Word], texts: set[str]) -> list[int]
 
 
 def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], outs: Sequence[Sequence[int]]):
-    """The signals of each (source ids with </s>, output ids) pair: the translation teacher-forced on the source,
-    on the empty source and on each source with one content word erased, all in batched passes."""
+    """The signals of each (source ids with </s>, output ids) pair: the translation teacher-forced on the source and
+    on the empty source, then on each source with one content word erased (only at the positions written with at
+    least CONFIDENT probability: the only ones support reads), all in batched passes."""
     eos = model.cfg.eos_id
-    rows_src, rows_out, owner = [], [], []  # every variant row, and whose: (pair, "full" | "empty" | k)
-    per_pair = []
+    src_words = [words_of(tokenizer.tokens(list(s)), EN_FUNCTION) for s in srcs]
+    out_words = [words_of(tokenizer.tokens(list(o)), FR_FUNCTION) for o in outs]
+    base = teacher_forced(model, [*srcs, *[[eos]] * len(srcs)], [*outs, *outs])
+    full, empty = base[: len(srcs)], base[len(srcs) :]
+    rows_src, rows_out, rows_at, owner = [], [], [], []
     for i, (s, o) in enumerate(zip(srcs, outs)):
-        sw = words_of(tokenizer.tokens(list(s)), EN_FUNCTION)
-        ow = words_of(tokenizer.tokens(list(o)), FR_FUNCTION)
-        content = [w for w in sw if w.content]
-        per_pair.append((sw, ow, content))
-        variants: list[tuple[object, list[int]]] = [("full", list(s)), ("empty", [eos])]
-        variants += [(k, _erased(s, content, {w.text.lower()})) for k, w in enumerate(content)]
-        for key, v in variants:
-            rows_src.append(v or [eos])
+        content = [w for w in src_words[i] if w.content]
+        sure = np.flatnonzero(np.exp(full[i]) >= CONFIDENT).tolist()
+        for w in content:
+            rows_src.append(_erased(s, content, {w.text.lower()}) or [eos])
             rows_out.append(list(o))
-            owner.append((i, key))
-    logps = teacher_forced(model, rows_src, rows_out)
-    got: list[dict] = [{} for _ in srcs]
-    for (i, key), lp in zip(owner, logps):
-        got[i][key] = lp
+            rows_at.append(sure)
+            owner.append(i)
+    erased = teacher_forced(model, rows_src, rows_out, rows_at) if rows_src else []
+    per: list[list[np.ndarray]] = [[] for _ in srcs]
+    for i, lp in zip(owner, erased):
+        per[i].append(np.nan_to_num(full[i] - lp, nan=0.0))
     out = []
-    for i, (sw, ow, content) in enumerate(per_pair):
-        full, T = got[i]["full"], len(outs[i])
-        drops = np.array([full - got[i][k] for k in range(len(content))]).reshape(len(content), T)  # (K, T)
-        out.append(Faithfulness(sw, ow, full, drops, full - got[i]["empty"]))
+    for i in range(len(srcs)):
+        drops = np.array(per[i]).reshape(len(per[i]), len(outs[i]))  # (K, T)
+        out.append(Faithfulness(src_words[i], out_words[i], full[i], drops, full[i] - empty[i]))
     return out
 
 
 # ---------------------------------------------------------------------------
-# From the signals to the words concerned. Thresholds are chosen on half of the labelled set
-# (benchmarks/corpus_flags.py prints how they were chosen and what they reach on the other half).
+# From the signals to the words concerned.
 
-CONFIDENT = 0.2  # a source word supports only output tokens the model wrote with at least this probability
-DROPPED_NATS = 1.0  # a content word whose support is below this is dropped
-WRONG_PROB = 0.05  # an output content word (not copied from the source) below this probability is a wrong word
-NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
-NONWORD_PROB = 0.5
-COPY_ZIPF_GAP = 1.0  # a copied source word is untranslated when English uses it this much more (Zipf) than French
-STEM = 5  # two output words with the same first STEM letters are the same word ("piéton", "piétons")
 EN_PARTICLES = frozenset({"one", "away", "like", "please"})  # rendered inside another word ("one" as "un")
 
 
@@ -196,11 +216,8 @@ def _quoted(source: str) -> set[str]:
 
 def support(f: Faithfulness) -> np.ndarray:
     """(K,) each source content word's support: the largest drop in log p, over the output tokens written with at
-    least CONFIDENT probability, when the word is erased (0 when there is none)."""
-    if not f.drops.size:
-        return np.zeros(len(f.content_src))
-    sure = np.exp(f.logp) >= CONFIDENT  # (T,)
-    return np.where(sure[None], f.drops, 0.0).max(1)
+    least CONFIDENT probability (drops are 0 elsewhere), when the word is erased (0 when there is none)."""
+    return f.drops.max(1) if f.drops.size else np.zeros(len(f.content_src))
 
 
 def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
@@ -234,9 +251,8 @@ def signals(f: Faithfulness, source: str) -> dict:
     probs = [(float(np.exp(f.logp[list(w.pieces)].sum())), bare(w.text)) for w in own]
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
     repeated = _repeated(f, out)
-    keep = _quoted(source) | {
-        bare(w.text).lower() for i, w in enumerate(f.src_words) if i > 0 and w.text[:1].isupper() and not w.text.isupper()
-    }
+    names = [w.text for i, w in enumerate(f.src_words) if i > 0 and w.text[:1].isupper() and not w.text.isupper()]
+    keep = _quoted(source) | {bare(w).lower() for w in names}
     copied = [
         bare(w.text)
         for w in f.out_words
@@ -259,7 +275,6 @@ def signals(f: Faithfulness, source: str) -> dict:
     }
 
 
-INVENTED_NATS = 0.0  # an output content word whose source sensitivity is below this is invented
 FLAG_WORDS = ("dropped words", "invented content", "untranslated", "wrong word")
 
 
@@ -270,7 +285,6 @@ def flagged_words(sig: dict) -> dict[str, list[str]]:
         "invented content": sig["repeated"]
         + ([sig["min_sensitivity_word"]] if sig["min_sensitivity"] < INVENTED_NATS else []),
         "untranslated": sig["untranslated_words"],
-        "wrong word": sig["non_words"]
-        or ([sig["min_word_prob_word"]] if sig["min_word_prob"] < WRONG_PROB else []),
+        "wrong word": sig["non_words"] or ([sig["min_word_prob_word"]] if sig["min_word_prob"] < WRONG_PROB else []),
     }
     return {k: v for k, v in found.items() if v}
