@@ -520,7 +520,17 @@ def emit(a: argparse.Namespace, r: dict, as_text) -> int:
 
 def cmd_corpus(a: argparse.Namespace) -> int:
     from model.core.jsonio import write
-    from model.interpret.corpus import HEAD_SENTENCES, analyse, read_corpus, report, write_csv
+    from model.interpret.corpus import (
+        BOOTSTRAP,
+        HEAD_SENTENCES,
+        SIGNALS,
+        analyse,
+        flags_text,
+        read_corpus,
+        report,
+        sentences,
+        write_csv,
+    )
 
     if a.limit is not None and a.limit < 1:
         raise ValueError(f"--limit must be at least 1, not {a.limit}")
@@ -544,13 +554,25 @@ def cmd_corpus(a: argparse.Namespace) -> int:
             with open(a.csv.with_suffix(".heads.csv"), "w", newline="", encoding="utf-8") as f:
                 write_csv(r["heads"]["rows"], f)
     flagged = sum(bool(row["flags"]) for row in r["rows"])
-    print(f"{len(r['rows']):,} sentences analysed, {flagged:,} flagged", end="")
+    print(f"{sentences(len(r['rows']))} analysed, {flagged:,} flagged", end="")
     if "heads" in r:
         print(f"; head table over the first {min(HEAD_SENTENCES, len(r['rows'])):,}", end="")
     print(f" ({', '.join(f'{k} {v:.1f} s' for k, v in res.seconds.items())})")
+    for name, sc in (r["corpus"] or {}).items():
+        print(
+            f"{name.upper() if name == 'bleu' else 'chrF'} {sc['score']:.2f}, 95 % bootstrap interval "
+            f"{sc['low']:.2f}–{sc['high']:.2f} ({BOOTSTRAP:,} resamples; mean {sc['mean']:.2f} ± {sc['ci']:.2f})  "
+            f"{sc['signature']}"
+        )
+    print("flags: " + ", ".join(f"{f} {n:,}" for f, n in r["flag_counts"].items()))
+    if r["correlations"]:
+        print(
+            "Spearman ρ with sentence chrF: "
+            + ", ".join(f"{SIGNALS[k]} {v:+.2f}" for k, v in r["correlations"].items())
+        )
     if a.json is None and a.csv is None:
         for row in r["rows"]:
-            print(f"{row['index']}\t{row['translation']}\t{', '.join(row['flags'])}")
+            print(f"{row['index']}\t{row['translation']}\t{flags_text(row)}")
     return 0
 
 

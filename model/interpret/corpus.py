@@ -76,7 +76,7 @@ class Corpus:
     def summary(self) -> str:
         """One line: what was read and what was left out."""
         refs = "with references" if self.references is not None else "without references"
-        out = f"{len(self.sources):,} sentences {refs}"
+        out = f"{sentences(len(self.sources))} {refs}"
         if self.skipped:
             out += "; skipped: " + ", ".join(f"{n:,} {why}" for why, n in self.skipped.items())
         return out
@@ -665,6 +665,62 @@ def head_rows(table: dict) -> list[dict]:
     return rows
 
 
+BOOTSTRAP = 1_000  # resamples of the corpus scores' bootstrap interval
+SIGNALS = {  # the per-sentence signals whose rank correlation with chrF the page and the CLI show
+    "mean_prob": "mean probability",
+    "min_prob": "lowest token probability",
+    "source_share": "share from the source",
+    "min_support": "lowest source-word support",
+    "min_word_prob": "lowest word probability",
+    "min_sensitivity": "lowest source sensitivity",
+    "length_ratio": "length ratio",
+    "bleu": "sentence BLEU",
+}
+
+
+def corpus_scores(rows: list[dict], n_bootstrap: int = BOOTSTRAP) -> dict | None:
+    """Corpus BLEU and chrF of the rows' translations against their references, as papers report them: sacrebleu's
+    default settings, its signature, and its bootstrap 95 % interval over ``n_bootstrap`` resamples of the sentences
+    (``mean`` ± ``ci``: the resamples' mean and the larger distance from it to the 2.5th or 97.5th percentile).
+    None without references."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if not rows or any(r["reference"] is None for r in rows):
+        return None
+    hyps, refs = [r["translation"] for r in rows], [[r["reference"] for r in rows]]
+    out = {}
+    for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
+        s = metric.corpus_score(hyps, refs, n_bootstrap=n_bootstrap)
+        mean, ci = getattr(s, "_mean", s.score), getattr(s, "_ci", 0.0)
+        out[name] = {
+            "score": s.score,
+            "mean": mean,
+            "ci": ci,
+            "low": mean - ci,
+            "high": mean + ci,
+            "signature": str(metric.get_signature()),
+        }
+    return out
+
+
+def flag_counts(rows: list[dict]) -> dict[str, int]:
+    """Sentences raising each flag (every flag listed, in FLAGS' order)."""
+    return {f: sum(f in r["flags"] for r in rows) for f in FLAGS}
+
+
+def correlations(rows: list[dict]) -> dict[str, float]:
+    """Spearman's ρ of each signal (SIGNALS) with sentence chrF; empty without references."""
+    if not rows or rows[0]["chrf"] is None:
+        return {}
+    chrf = [r["chrf"] for r in rows]
+    return {k: spearman([r[k] for r in rows], chrf) for k in SIGNALS}
+
+
+def sentences(n: int) -> str:
+    """'1 sentence', '2 sentences'."""
+    return f"{n:,} sentence{'' if n == 1 else 's'}"
+
+
 def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: str) -> dict:
     """Everything as JSON-ready values (write it with model.core.jsonio: NaN becomes null); docs/cli.md lists the
     keys."""
@@ -679,6 +735,9 @@ def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: 
         "attribution": ATTRIBUTION,
         "flags": dict(FLAGS),
         "columns": {**COLUMN_HELP, "flag_words": FLAG_WORDS_HELP},
+        "corpus": corpus_scores(analysis.rows),
+        "flag_counts": flag_counts(analysis.rows),
+        "correlations": correlations(analysis.rows),
         "rows": analysis.rows,
     }
     if analysis.heads is not None:
