@@ -41,7 +41,7 @@ from model.interpret import faithful
 # ---------------------------------------------------------------------------
 # Reading a set: one clear sentence for what cannot be read, the rest analysed, skipped lines counted by reason.
 
-MAX_BYTES = 20_000_000  # a larger upload is refused rather than read (the page and the CLI alike)
+MAX_BYTES = 20 * 2**20  # a larger file is refused (the CLI; the page's uploader: .streamlit/config.toml, in MB)
 MAX_CHARS = 1_000  # a longer line is skipped: no sentence is that long, and its decode would cut at max_len
 MAX_SENTENCES = 5_000  # lines beyond are skipped
 HEAD_SENTENCES = 200  # the head table reads the set's first sentences
@@ -92,7 +92,7 @@ def _decode_lines(data: bytes, what: str) -> tuple[list[str], int]:
     if not data.strip():
         raise CorpusError(f"the {what} is empty")
     if len(data) > MAX_BYTES:
-        raise CorpusError(f"the {what} is {len(data) / 1e6:.1f} MB; files up to {MAX_BYTES // 1_000_000} MB are read")
+        raise CorpusError(f"the {what} is {len(data) / 2**20:.1f} MB; files up to {MAX_BYTES // 2**20} MB are read")
     if b"\x00" in data[:65536]:
         raise CorpusError(f"the {what} looks binary (it holds NUL bytes), not text with one sentence a line")
     lines, recoded = [], 0
@@ -143,17 +143,22 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
                 skip("rows with too few columns")
             else:
                 pairs.append((row[en], None if fr is None else row[fr]))
-    elif "\t" in first:
-        for ln in lines:
+    elif 2 * (tabbed := sum("\t" in ln for ln in lines)) > sum(bool(ln.strip()) for ln in lines):
+        for ln in lines:  # a TSV by most of its lines: a line without a tab has no reference
             cols = ln.split("\t")
             if not ln.strip():
                 skip("blank lines")
             elif len(cols) < 2:
-                skip("lines without a tab")
+                skip("lines without a tab (no reference)")
             else:
                 pairs.append((cols[0], cols[1]))
     else:
-        pairs = [(ln, None) for ln in lines]
+        pairs = [(ln.split("\t")[0], None) for ln in lines]
+        if tabbed:
+            notes.append(
+                f"{tabbed:,} of {sum(bool(ln.strip()) for ln in lines):,} lines hold a tab, too few for a TSV: read "
+                "as plain lines without references (the text after the tab left out)"
+            )
     if refs is not None:
         if any(r is not None for _, r in pairs):
             raise CorpusError("the file already holds references (two columns): give no separate references")

@@ -77,8 +77,20 @@ def test_mismatched_refs_and_missing_french_column_analyse_without_references():
     assert c.references is None and "has 1 lines for 2 sentences" in c.notes[0]
     c = C.read_corpus(b"english,notes\none,x\n", "a.csv")
     assert c.sources == ["one"] and c.references is None and "no 'french' column" in c.notes[0]
-    c = C.read_corpus(b"one\tun\ntwo\n", "a.tsv")
-    assert c.sources == ["one"] and c.skipped == {"lines without a tab": 1}
+    c = C.read_corpus(b"one\tun\ntwo\tdeux\nthree\n", "a.tsv")
+    assert c.sources == ["one", "two"] and c.skipped == {"lines without a tab (no reference)": 1}
+
+
+def test_a_tsv_is_recognised_by_most_of_its_lines():
+    c = C.read_corpus(b"a header without a tab\none\tun\ntwo\tdeux\n", "a.txt")
+    assert c.sources == ["one", "two"] and c.references == ["un", "deux"]
+    assert c.skipped == {"lines without a tab (no reference)": 1}
+    c = C.read_corpus(b"one\ntwo\nthree\tdeux\n", "a.txt")  # a tab in a minority of lines: plain lines
+    assert c.sources == ["one", "two", "three"] and c.references is None
+    assert c.notes == [
+        "1 of 3 lines hold a tab, too few for a TSV: read as plain lines without references (the text "
+        "after the tab left out)"
+    ]
 
 
 # ---------------------------------------------------------------------------
