@@ -389,6 +389,14 @@ def translate_ids(model: Transformer, srcs: list[list[int]], opts: DecodeOptions
     return outs
 
 
+def translations(model: Transformer, tokenizer, sources: Sequence[str], opts: DecodeOptions) -> list[str]:
+    """Each source's translation as ``analyse`` decodes it (for a second run of a set, where only its text counts)."""
+    cfg = model.cfg
+    model.eval()
+    srcs = [prepare_ids(tokenizer.encode(s), cfg.eos_id, cfg.max_len) for s in sources]
+    return [tokenizer.decode([t for t in o if t != cfg.eos_id]) for o in translate_ids(model, srcs, opts)]
+
+
 @dataclass(frozen=True)
 class Analysis:
     rows: list[dict]  # one per sentence, in input order (COLUMN_HELP, plus index, texts and flags)

@@ -362,3 +362,39 @@ def test_cli_prints_scores_flag_counts_and_correlations(tiny_model_dir, tmp_path
     assert re.search(r"^chrF [\d.]+, .*nrefs:1\|bs:1000", out, re.M)
     assert re.search(r"^flags: dropped words \d+, invented content \d+, untranslated \d+, wrong word \d+", out, re.M)
     assert "Spearman ρ with sentence chrF: mean probability" in out and "3 sentences analysed" in out
+
+
+def test_two_runs_paired_bootstrap_equals_sacrebleu_cli(tmp_path):
+    from model.interpret.runs import compare_runs
+
+    refs = ["le chat est assis sur le tapis", "un chien court", "Tom a 3 pommes rouges à Paris", "salut"] * 6
+    a = ["le chat est assis sur le tapis", "un chien court vite", "Tom a trois pommes", "bonjour"] * 6
+    b = ["le chat est assis sur un tapis", "un chien court", "Tom a 3 pommes rouges", "bonjour"] * 6
+    got = compare_runs([f"s{i}" for i in range(len(refs))], refs, a, b, ("greedy", "beam 5"))
+    for name, lines in (("r", refs), ("a", a), ("b", b)):
+        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "sacrebleu", str(tmp_path / "r.txt"), "-i", str(tmp_path / "a.txt")]
+    cmd += [str(tmp_path / "b.txt"), "-m", "bleu", "chrf", "--paired-bs", "--paired-bs-n", str(C.BOOTSTRAP)]
+    out = subprocess.run([*cmd, "-w", "4", "-f", "text"], capture_output=True, text=True, check=True).stdout
+    p_bleu, p_chrf = (float(p) for p in re.findall(r"\(p = ([\d.]+)\)", out))
+    assert round(got["corpus"]["bleu"]["p_value"], 4) == p_bleu and round(got["corpus"]["chrf"]["p_value"], 4) == p_chrf
+    assert got["corpus"]["bleu"]["difference"] == pytest.approx(
+        got["corpus"]["bleu"]["beam 5"] - got["corpus"]["bleu"]["greedy"]
+    )
+    assert got["better"] == 12 and got["worse"] == 6 and len(got["chrf_difference"]) == 24
+    moved = [c["difference"] for c in got["changed_most"]]
+    assert moved == sorted(moved, key=abs, reverse=True) and len(moved) == 10
+
+
+def test_cli_two_runs_side_by_side(tiny_model_dir, tmp_path, capsys):
+    f, out = tmp_path / "set.tsv", tmp_path / "out.json"
+    f.write_text("".join(f"{s}\t{r}\n" for s, r in zip(SOURCES, REFS)), encoding="utf-8")
+    args = ["corpus", str(f), "--model", str(tiny_model_dir), "--no-heads", "--versus-beam", "3", "--json", str(out)]
+    assert cli(args) == 0
+    vs = json.loads(out.read_text())["versus"]
+    assert vs["runs"] == [f"{tiny_model_dir.name} greedy", f"{tiny_model_dir.name} beam 3"]
+    assert "beam 3 against" in capsys.readouterr().out and 0.0 <= vs["corpus"]["chrf"]["p_value"] <= 1.0
+    plain = tmp_path / "en.txt"
+    plain.write_text("\n".join(SOURCES), encoding="utf-8")
+    assert cli(["corpus", str(plain), "--model", str(tiny_model_dir), "--versus-beam", "2"]) == 2
+    assert "comparing two runs needs references" in capsys.readouterr().err
