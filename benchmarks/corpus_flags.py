@@ -8,7 +8,7 @@ the translation that was labelled and its labels (dropped, invented, untranslate
 words concerned. The flags are computed on the labelled translation (teacher-forced), so that a later decoder change
 cannot move the target.
 
-Thresholds are chosen on the even rows (dev: the best F1 of each flag over a grid) and reported on the odd rows
+Thresholds are chosen on the even rows (dev: the best F0.5 of each flag over a grid) and reported on the odd rows
 (held out) and on all rows; the shipped constants are printed beside the dev choice. A flag is right on a sentence
 when the sentence carries that label. Prints the table; asserts nothing (``tests/model/test_corpus_flags.py`` holds
 the shipped thresholds to what they reach).
@@ -37,6 +37,8 @@ FLAG_OF = {
 }
 TARGETS = {"dropped": (0.8, 0.7), "invented": (0.8, 0.7)}  # (precision, recall)
 FINE_TARGET = 0.9  # share of the sentences labelled fine that raise no flag
+BETA = 0.5  # thresholds maximise F0.5 on dev: a flag an engineer trusts is precise first (targets: precision 0.8,
+# recall 0.7, and no flag on 90 % of fine sentences)
 
 
 @dataclass(frozen=True)
@@ -125,10 +127,10 @@ class Score:
     def recall(self) -> float:
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else math.nan
 
-    @property
-    def f1(self) -> float:
+    def f(self, beta: float = BETA) -> float:
+        """F-beta: beta < 1 weighs precision more."""
         p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r > 0 else 0.0
+        return (1 + beta**2) * p * r / (beta**2 * p + r) if beta**2 * p + r > 0 else 0.0
 
 
 def score(items: list[Item], flags: list[dict], kind: str, rows) -> Score:
@@ -153,10 +155,10 @@ GRIDS = {  # kind -> (faithful's constant, candidate values)
 
 
 def choose(items: list[Item], sigs: list[dict], rows) -> dict[str, float]:
-    """Each grid's value with the best F1 on ``rows`` (ties: the first, the most conservative)."""
+    """Each grid's value with the best F-beta (BETA) on ``rows`` (ties: the first, the most conservative)."""
     chosen = {}
     for kind, (name, grid) in GRIDS.items():
-        best = max(grid, key=lambda v: score(items, [raised(s, **{name: v}) for s in sigs], kind, rows).f1)
+        best = max(grid, key=lambda v: score(items, [raised(s, **{name: v}) for s in sigs], kind, rows).f())
         chosen[name] = best
     return chosen
 
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"{len(items)} labelled sentences ({len(dev)} dev, {len(test)} held out); signals in {seconds:.1f} s")
     for name, v in chosen.items():
-        print(f"  {name}: best F1 on dev at {v}; shipped {getattr(faithful, name)}")
+        print(f"  {name}: best F{BETA} on dev at {v}; shipped {getattr(faithful, name)}")
     flags = [raised(s) for s in sigs]
     print("\n".join(table(items, flags, {"dev": dev, "held-out": test, "all": range(len(items))})))
     for kind, (p_min, r_min) in TARGETS.items():

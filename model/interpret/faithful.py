@@ -32,7 +32,7 @@ from model.decode.decoding import length_batches
 # Thresholds, chosen on half of a labelled set of the model's own translations (benchmarks/corpus_flags.py prints
 # how, and what they reach on the other half).
 CONFIDENT = 0.2  # a source word supports only output tokens the model wrote with at least this probability
-DROPPED_NATS = 1.0  # a content word whose support is below this is dropped
+DROPPED_NATS = 0.75  # a content word whose support is below this is dropped
 WRONG_PROB = 0.05  # an output content word (not copied from the source) below this probability is a wrong word
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
 NONWORD_PROB = 0.5
@@ -88,9 +88,9 @@ def words_of(tokens: Sequence[str], function: frozenset[str]) -> list[Word]:
         else:
             groups.append([i])
             texts.append(body)
-    out = []
+    out: list[Word] = []
     for g, w in zip(groups, texts):
-        low = w.lower()
+        low = _head(w)  # "d'un" is "un", "street." is "street"
         content = bool(_DIGIT.search(w)) or (sum(c.isalpha() for c in w) >= 2 and low not in function)
         if low == "train" and out and out[-1].text.lower() == "en":  # "en train de": the progressive, not a train
             content = False
@@ -119,8 +119,8 @@ def teacher_forced(
                 s, o = list(srcs[i]), list(outs[i])
                 src[b, : len(s)] = torch.tensor(s)
                 dec_in[b, : len(o)] = torch.tensor([cfg.decoder_start_id, *o[:-1]])
-                keep = range(len(o)) if positions is None or positions[i] is None else positions[i]
-                want[b, list(keep)] = True
+                at = None if positions is None else positions[i]
+                want[b, list(range(len(o)) if at is None else at)] = True
             memory, src_mask, _ = model.encode(src)
             y, _ = model.tgt_embed(dec_in)  # (B, T, D)
             mask = causal_mask(T, device=y.device)

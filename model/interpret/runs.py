@@ -8,6 +8,7 @@ share of resamples where the difference is at least as far from the resamples' m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -45,12 +46,12 @@ def compare_runs(
     signatures, results = test()
     corpus = {}
     for key, name in zip(("bleu", "chrf"), [k for k in results if k != "System"]):  # keyed by sacrebleu's names
-        first, second = results[name]
+        first, second = (r for r in results[name] if not isinstance(r, str))
         corpus[key] = {
             names[0]: float(first.score),
             names[1]: float(second.score),
             "difference": float(second.score - first.score),
-            "p_value": float(second.p_value),
+            "p_value": float(second.p_value if second.p_value is not None else math.nan),
             "signature": str(signatures[name]),
         }
     chrf = CHRF()
