@@ -527,9 +527,7 @@ def emit(a: argparse.Namespace, r: dict, as_text) -> int:
 def cmd_corpus(a: argparse.Namespace) -> int:
     from model.core.jsonio import write
     from model.interpret.corpus import (
-        BOOTSTRAP,
         HEAD_SENTENCES,
-        SIGNALS,
         analyse,
         flags_text,
         read_corpus,
@@ -544,7 +542,8 @@ def cmd_corpus(a: argparse.Namespace) -> int:
     corpus = read_corpus(a.file.read_bytes(), a.file.name, None if a.refs is None else a.refs.read_bytes())
     if a.limit is not None:
         refs = None if corpus.references is None else corpus.references[: a.limit]
-        corpus = type(corpus)(corpus.sources[: a.limit], refs, corpus.skipped, corpus.notes)
+        domains = None if corpus.domains is None else corpus.domains[: a.limit]
+        corpus = type(corpus)(corpus.sources[: a.limit], refs, corpus.skipped, corpus.notes, domains)
     for msg in corpus.notes:
         note(msg)
     note(corpus.summary())
@@ -566,18 +565,7 @@ def cmd_corpus(a: argparse.Namespace) -> int:
     if "heads" in r:
         print(f"; head table over the first {min(HEAD_SENTENCES, len(r['rows'])):,}", end="")
     print(f" ({', '.join(f'{k} {v:.1f} s' for k, v in res.seconds.items())})")
-    for name, sc in (r["corpus"] or {}).items():
-        print(
-            f"{name.upper() if name == 'bleu' else 'chrF'} {sc['score']:.2f}, 95 % bootstrap interval "
-            f"{sc['low']:.2f}–{sc['high']:.2f} ({BOOTSTRAP:,} resamples; mean {sc['mean']:.2f} ± {sc['ci']:.2f})  "
-            f"{sc['signature']}"
-        )
-    print("flags: " + ", ".join(f"{f} {n:,}" for f, n in r["flag_counts"].items()))
-    if r["correlations"]:
-        print(
-            "Spearman ρ with sentence chrF: "
-            + ", ".join(f"{SIGNALS[k]} {v:+.2f}" for k, v in r["correlations"].items())
-        )
+    print_summary(r)
     if a.versus_beam is not None or a.versus_model is not None:
         r["versus"] = versus(a, lm, corpus, opts, [row["translation"] for row in r["rows"]])
         if a.json is not None:
@@ -586,6 +574,27 @@ def cmd_corpus(a: argparse.Namespace) -> int:
         for row in r["rows"]:
             print(f"{row['index']}\t{row['translation']}\t{flags_text(row)}")
     return 0
+
+
+def print_summary(r: dict) -> None:
+    """The corpus scores with their interval and signature, the flag counts, the correlations and the slices."""
+    from model.interpret.corpus import BOOTSTRAP, SIGNALS
+
+    for name, sc in (r["corpus"] or {}).items():
+        print(
+            f"{name.upper() if name == 'bleu' else 'chrF'} {sc['score']:.2f}, 95 % bootstrap interval "
+            f"{sc['low']:.2f}–{sc['high']:.2f} ({BOOTSTRAP:,} resamples; mean {sc['mean']:.2f} ± {sc['ci']:.2f})  "
+            f"{sc['signature']}"
+        )
+    print("flags: " + ", ".join(f"{f} {n:,}" for f, n in r["flag_counts"].items()))
+    if r["correlations"]:
+        rho = ", ".join(f"{SIGNALS[k]} {v:+.2f}" for k, v in r["correlations"].items())
+        print(f"Spearman ρ with sentence chrF: {rho}")
+    print("slices (sentences, BLEU, chrF, share flagged):")
+    for sl in r["slices"]:
+        scores = "" if sl["chrf"] is None else f", BLEU {sl['bleu']:.1f}, chrF {sl['chrf']:.1f}"
+        flagged = "" if sl["flagged"] is None else f", {sl['flagged']:.0%} flagged"
+        print(f"  by {sl['by']}: {sl['slice']}: {sl['sentences']:,}{scores}{flagged}")
 
 
 def run_name(opts: DecodeOptions, model: str) -> str:

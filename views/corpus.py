@@ -52,6 +52,7 @@ from model.interpret.corpus import (
     read_corpus,
     report,
     sentences,
+    slices,
     write_csv,
 )
 from model.io.checkpoint import LoadedModel
@@ -416,6 +417,7 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str, dige
     refs = corpus.references is not None
     st.header("Over the set")
     render_scores(result)
+    render_slices(result, corpus)
     counts = flag_counts(rows)
     show(
         viz.bar_figure(
@@ -497,6 +499,27 @@ def render_scores(result) -> None:
             f"95 % bootstrap interval {sc['low']:.2f}–{sc['high']:.2f} ({BOOTSTRAP:,} resamples of the sentences; "
             f"their mean {sc['mean']:.2f} ± {sc['ci']:.2f}). sacrebleu signature: `{sc['signature']}`"
         )
+
+
+def render_slices(result, corpus: Corpus) -> None:
+    """The scores per slice: by source length, by flag, by the file's domain column."""
+    st.subheader("Slices")
+    st.caption(
+        "The set cut by the source's length in words, by flag, and by domain (a TSV's third column or a CSV's "
+        "domain column, when the file gives one): corpus BLEU and chrF of each slice, and the share flagged."
+    )
+    df = pd.DataFrame(slices(result.rows, corpus.domains))
+    num = st.column_config.NumberColumn
+    st.dataframe(
+        df,
+        hide_index=True,
+        key="corpus_slices",
+        column_config={
+            "bleu": num("BLEU", format="%.1f"),
+            "chrf": num("chrF", format="%.1f"),
+            "flagged": st.column_config.ProgressColumn("flagged", min_value=0.0, max_value=1.0, format="percent"),
+        },
+    )
 
 
 def render_heads(result, opts: DecodeOptions, model: str) -> None:

@@ -47,6 +47,7 @@ MAX_SENTENCES = 5_000  # lines beyond are skipped
 HEAD_SENTENCES = 200  # the head table reads the set's first sentences
 FAITHFUL_CHUNK = 256  # sentences erased together between two progress reports
 COLUMNS = ("english", "french")  # a CSV's columns (a header row names them)
+DOMAIN = "domain"  # a CSV's column of each sentence's domain (a TSV's third column), for the slices
 
 # The flags, each one line (the page and docs/cli.md show these definitions); thresholds in model.interpret.faithful,
 # chosen on half of a labelled set of the model's own translations (benchmarks/corpus_flags.py).
@@ -72,6 +73,7 @@ class Corpus:
     references: list[str] | None
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> lines
     notes: list[str] = field(default_factory=list)  # sentences about the file as a whole
+    domains: list[str] | None = None  # each sentence's domain: a TSV's third column, a CSV's "domain" column
 
     def summary(self) -> str:
         """One line: what was read and what was left out."""
@@ -128,6 +130,7 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
 
     first = next((ln for ln in lines if ln.strip()), "")
     pairs: list[tuple[str, str | None]] = []
+    domain: dict[int, str] = {}  # pair index -> its domain, when the file gives one
     if _is_csv(name, first):
         rows = list(csv.reader(io.StringIO("\n".join(lines))))
         header = [c.strip().lower() for c in rows[0]] if rows else []
@@ -138,10 +141,13 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
         en, fr = header.index(COLUMNS[0]), header.index(COLUMNS[1]) if COLUMNS[1] in header else None
         if fr is None:
             notes.append("the CSV has no 'french' column: analysed without references")
+        dom = header.index(DOMAIN) if DOMAIN in header else None
         for row in rows[1:]:
             if len(row) <= max(en, fr or 0):
                 skip("rows with too few columns")
             else:
+                if dom is not None and len(row) > dom:
+                    domain[len(pairs)] = row[dom].strip()
                 pairs.append((row[en], None if fr is None else row[fr]))
     elif 2 * (tabbed := sum("\t" in ln for ln in lines)) > sum(bool(ln.strip()) for ln in lines):
         for ln in lines:  # a TSV by most of its lines: a line without a tab has no reference
@@ -151,6 +157,8 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
             elif len(cols) < 2:
                 skip("lines without a tab (no reference)")
             else:
+                if len(cols) > 2:
+                    domain[len(pairs)] = cols[2].strip()
                 pairs.append((cols[0], cols[1]))
     else:
         pairs = [(ln.split("\t")[0], None) for ln in lines]
@@ -173,7 +181,8 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
     has_refs = any(r is not None for _, r in pairs)
     sources: list[str] = []
     references: list[str] = []
-    for src, ref in pairs:
+    domains: list[str] = []
+    for i, (src, ref) in enumerate(pairs):
         src, ref = src.strip(), (ref or "").strip()
         if not src:
             skip("blank lines")
@@ -186,10 +195,11 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
         else:
             sources.append(src)
             references.append(ref)
+            domains.append(domain.get(i, ""))
     if not sources:
         why = "; ".join(f"{n:,} {w}" for w, n in skipped.items()) or "no line"
         raise CorpusError(f"no sentence to analyse in the file ({why})")
-    return Corpus(sources, references if has_refs else None, skipped, notes)
+    return Corpus(sources, references if has_refs else None, skipped, notes, domains if domain else None)
 
 
 # ---------------------------------------------------------------------------
@@ -729,6 +739,43 @@ def correlations(rows: list[dict]) -> dict[str, float]:
     return {k: spearman([r[k] for r in rows], chrf) for k in SIGNALS}
 
 
+LENGTHS = ((1, 8), (9, 15), (16, 25), (26, None))  # source words: the slices by length
+
+
+def slices(rows: list[dict], domains: Sequence[str] | None = None) -> list[dict]:
+    """The set cut three ways, each slice with its sentences, corpus BLEU and chrF (sacrebleu, without
+    references: None) and the share flagged: by source length in words (LENGTHS), by flag (each flag, and none), and
+    by domain when the file gives one."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    cuts: list[tuple[str, str, list[int]]] = []
+    n_words = [len(_WORD.findall(r["source"])) for r in rows]
+    for lo, hi in LENGTHS:
+        name = f"{lo}–{hi} words" if hi else f"{lo}+ words"
+        cuts.append(("length", name, [i for i, n in enumerate(n_words) if n >= lo and (hi is None or n <= hi)]))
+    for f in FLAGS:
+        cuts.append(("flag", f, [i for i, r in enumerate(rows) if f in r["flags"]]))
+    cuts.append(("flag", "no flag", [i for i, r in enumerate(rows) if not r["flags"]]))
+    for d in sorted(set(domains or [])):
+        cuts.append(("domain", d or "(none)", [i for i, x in enumerate(domains or []) if x == d]))
+    refs = bool(rows) and rows[0]["reference"] is not None
+    out = []
+    for by, name, idx in cuts:
+        hyps, ref = [rows[i]["translation"] for i in idx], [[rows[i]["reference"] for i in idx]]
+        score = refs and bool(idx)
+        out.append(
+            {
+                "by": by,
+                "slice": name,
+                "sentences": len(idx),
+                "bleu": BLEU().corpus_score(hyps, ref).score if score else None,
+                "chrf": CHRF().corpus_score(hyps, ref).score if score else None,
+                "flagged": sum(bool(rows[i]["flags"]) for i in idx) / len(idx) if idx else None,
+            }
+        )
+    return out
+
+
 def sentences(n: int) -> str:
     """'1 sentence', '2 sentences'."""
     return f"{n:,} sentence{'' if n == 1 else 's'}"
@@ -751,6 +798,7 @@ def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: 
         "corpus": corpus_scores(analysis.rows),
         "flag_counts": flag_counts(analysis.rows),
         "correlations": correlations(analysis.rows),
+        "slices": slices(analysis.rows, corpus.domains),
         "rows": analysis.rows,
     }
     if analysis.heads is not None:

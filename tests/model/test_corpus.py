@@ -398,3 +398,29 @@ def test_cli_two_runs_side_by_side(tiny_model_dir, tmp_path, capsys):
     plain.write_text("\n".join(SOURCES), encoding="utf-8")
     assert cli(["corpus", str(plain), "--model", str(tiny_model_dir), "--versus-beam", "2"]) == 2
     assert "comparing two runs needs references" in capsys.readouterr().err
+
+
+def test_slices_by_length_flag_and_domain():
+    from sacrebleu.metrics import CHRF
+
+    c = C.read_corpus(
+        b"a dog runs\tun chien court\tpets\nthe cat sleeps on the warm mat today\tle chat\tpets\n"
+        b"two men talk\tdeux hommes parlent\tpeople\n",
+        "a.tsv",
+    )
+    assert c.domains == ["pets", "pets", "people"]
+    assert C.read_corpus(b"english,french,domain\none,un,x\n", "a.csv").domains == ["x"]
+    assert C.read_corpus(b"one\tun\n", "a.tsv").domains is None
+    hyps = ["un chien court", "le chat dort", "deux hommes"]
+    rows = [
+        {"source": s, "translation": h, "reference": r, "flags": f}
+        for s, h, r, f in zip(c.sources, hyps, c.references, [[], ["dropped words"], []])
+    ]
+    got = {(s["by"], s["slice"]): s for s in C.slices(rows, c.domains)}
+    assert got[("length", "1–8 words")]["sentences"] == 3 and got[("length", "9–15 words")]["sentences"] == 0
+    assert got[("length", "9–15 words")]["chrf"] is None
+    assert got[("flag", "dropped words")]["sentences"] == 1 and got[("flag", "no flag")]["sentences"] == 2
+    pets = got[("domain", "pets")]
+    assert pets["sentences"] == 2 and pets["flagged"] == 0.5
+    assert pets["chrf"] == pytest.approx(CHRF().corpus_score(hyps[:2], [c.references[:2]]).score)
+    assert all(s["bleu"] is None for s in C.slices([{**r, "reference": None} for r in rows]))

@@ -95,7 +95,11 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
     for flag in ("dropped words", "invented content", "untranslated", "wrong word", "cut off"):
         assert f"*{flag}*" in shown
     assert "input × gradient" in "\n".join(c.value for c in at.caption).lower()
-    assert len(at.dataframe) == 4  # the sentences, then one head table per kind
+    assert len(at.dataframe) == 5  # the sentences, the slices, then one head table per kind
+    sliced = at.dataframe[1].value
+    want = json.loads(out.read_text())["slices"]
+    assert list(sliced["slice"]) == [s["slice"] for s in want]
+    assert list(sliced["chrf"]) == pytest.approx([s["chrf"] for s in want], nan_ok=True)
     assert [b.proto.label for b in at.get("download_button")] == [
         "Download JSON (rows and heads)",
         "Download CSV (rows)",
@@ -149,7 +153,7 @@ def test_flag_filter_and_head_links_come_from_and_go_to_the_url(tiny_model_dir, 
     every = at.dataframe[0].value
     flag = (flag_names(every["flags"][0]) or ["cut off"])[0]
     at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", flag=flag), text)
-    shown = at.dataframe[0].value if len(at.dataframe) == 4 else None
+    shown = at.dataframe[0].value if len(at.dataframe) == 5 else None
     want = [f for f in every["flags"] if flag in flag_names(f)]
     assert (list(shown["flags"]) if shown is not None else []) == want
     assert at.query_params["flag"] in (flag, [flag])
