@@ -558,7 +558,7 @@ def render_heads(result, opts: DecodeOptions, model: str) -> None:
                     for r in by_kind[kind]
                 ]
             hdf["first example"] = [sources[r["examples"][0]] for r in by_kind[kind]]
-            hdf = hdf.drop(columns=["kind", "examples"] + ([] if kind == "cross" else ["agreement"]))
+            hdf = hdf.drop(columns=["kind", "examples"] + ([] if kind == "cross" else ["agreement", "agreement_lift"]))
             if kind == "self":
                 hdf = hdf.drop(columns=["eos"])
             cfg = {

@@ -481,36 +481,53 @@ STATS = {
     "first": "attention to the first token",
     "eos": "attention to the source's </s> (none for decoder self-attention)",
     "entropy": "entropy of the attention row, in nats",
+    "spread": "the row's entropy over the log of the keys it can see: 0 all weight on one key, 1 an even spread",
     "agreement": "cross-attention only: share of positions where the head's top source token is the "
     "attribution's top source token (Input × Gradient per token, </s> aside)",
+    "agreement_lift": "cross-attention only: agreement minus chance (one over the source tokens, </s> aside)",
     "loss_increase": "mean cross-entropy increase when the head alone is removed (its output zeroed)",
 }
-ROLE_MIN = 0.4  # a head's role is its largest share among the roles below when it reaches this; "broad" otherwise
-ROLES = {
+# Roles from measured quantities; thresholds set from the bundled model's heads over 200 held-out sentences
+# (docs/cli.md gives the measured values they separate).
+ROLE_MIN = 0.4  # diagonal, previous token, sink: the head's share there reaches this
+ALIGN_LIFT = 0.15  # alignment: the head's top source token is the attribution's this much more often than chance
+SHARP_SPREAD = 0.5  # otherwise sharp when its spread is at most this, broad above
+ROLES = {  # role -> the statistic that shows it (its sentences with the highest values are its examples)
+    "alignment": "agreement_lift",
     "diagonal": "same",
     "previous token": "previous",
     "sink": ("first", "eos"),
-    "alignment": "agreement",
+    "sharp": "spread",  # the lowest spread
+    "broad": "spread",
 }
 
 
 def role_of(stats: dict[str, float]) -> str:
-    """The head's dominant role: diagonal (same position), previous token, sink (first token + </s>), alignment
-    (cross-attention agreeing with attribution), the largest when it reaches ROLE_MIN; broad otherwise."""
+    """The head's role: alignment (cross-attention whose top source token agrees with the attribution's ALIGN_LIFT
+    above chance); else diagonal, previous token or sink (first token + </s>), the largest share when it reaches
+    ROLE_MIN; else sharp (spread at most SHARP_SPREAD) or broad."""
+    lift = stats.get("agreement_lift")
+    if lift is not None and math.isfinite(lift) and lift >= ALIGN_LIFT:
+        return "alignment"
     score = {}
-    for role, names in ROLES.items():
+    for role in ("diagonal", "previous token", "sink"):
+        names = ROLES[role]
         found = [stats.get(k) for k in ((names,) if isinstance(names, str) else names)]
         vals = [v for v in found if v is not None and math.isfinite(v)]
         if vals:
             score[role] = sum(vals)
     best = max(score, key=score.__getitem__, default=None)
-    return best if best is not None and score[best] >= ROLE_MIN else "broad"
+    if best is not None and score[best] >= ROLE_MIN:
+        return best
+    return "sharp" if stats.get("spread", math.inf) <= SHARP_SPREAD else "broad"
 
 
 def _row_stats(w: torch.Tensor, q_len: int, k_len: int, eos: bool) -> dict[str, torch.Tensor]:
-    """Per head (H,) means over the q_len query rows of one sentence's weights (H, Tq, Tk)."""
+    """Per head (H,) means over the q_len query rows of one sentence's weights (H, Tq, Tk); without ``eos`` (decoder
+    self-attention) row q sees keys 0..q only."""
     w = w[:, :q_len, :k_len].double()  # (H, q, k)
     q = torch.arange(q_len)
+    seen = torch.full((q_len,), k_len, dtype=torch.float64) if eos else (q + 1).double()  # (q,) keys each row sees
     same = torch.where(q < k_len, w[:, q, q.clamp(max=k_len - 1)], 0.0)  # (H, q)
     prev = torch.where((q >= 1) & (q - 1 < k_len), w[:, q, (q - 1).clamp(0, k_len - 1)], 0.0)
     ent = -(w * torch.where(w > 0, w.log(), 0.0)).sum(-1)  # (H, q)
@@ -520,6 +537,7 @@ def _row_stats(w: torch.Tensor, q_len: int, k_len: int, eos: bool) -> dict[str, 
         "first": w[:, :, 0].mean(1),
         "eos": w[:, :, k_len - 1].mean(1) if eos else torch.full((w.shape[0],), float("nan")),
         "entropy": ent.mean(1),
+        "spread": torch.where(seen > 1, ent / seen.clamp(min=2).log(), 0.0).mean(1),
     }
 
 
@@ -612,9 +630,9 @@ def head_table(
     on_references: bool = True,
 ) -> dict:
     """Every head's statistics (STATS) averaged over the pairs (source ids with </s>, target ids with </s>), its
-    role (``role_of``) and its three example sentences (the highest value of its role's statistic; for broad heads,
-    of its entropy): ``{kind: {stat: (L, H), "role": (L, H) of str, "examples": (L, H, 3) of sentence index}}``,
-    with ``"sentences"`` (how many) and ``"target"`` (references or the model's outputs)."""
+    role (``role_of``) and its three example sentences (where its role's statistic (ROLES) is highest; for sharp
+    heads, the spread lowest): ``{kind: {stat: (L, H), "role": (L, H) of str, "examples": (L, H, 3) of sentence
+    index}}``, with ``"sentences"`` (how many) and ``"target"`` (references or the model's outputs)."""
     cfg = model.cfg
     n_layers = {"enc": cfg.n_encoder_layers, "self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
     per = {k: {s: np.full((len(srcs), n, cfg.n_heads), np.nan) for s in STATS} for k, n in n_layers.items()}
@@ -636,7 +654,9 @@ def head_table(
                 if kind == "cross" and S > 1:
                     top_attr = attr[b, :T, : S - 1].argmax(-1)  # (T,)
                     top_head = w[b, :, :T, : S - 1].argmax(-1)  # (H, T)
-                    per[kind]["agreement"][i, int(li)] = (top_head == top_attr).double().mean(1).numpy()
+                    agree = (top_head == top_attr).double().mean(1).numpy()
+                    per[kind]["agreement"][i, int(li)] = agree
+                    per[kind]["agreement_lift"][i, int(li)] = agree - 1 / (S - 1)
             for kind in n_layers:
                 per[kind]["loss_increase"][i] = losses[kind][b]
         done += len(chunk)
@@ -653,9 +673,9 @@ def head_table(
         examples = np.zeros((L, H, 3), dtype=np.int64)
         for li in range(L):
             for h in range(H):
-                key = ROLES.get(roles[li, h], "entropy")
+                key = ROLES[roles[li, h]]
                 names = (key,) if isinstance(key, str) else key
-                score = np.nansum([stats[k][:, li, h] for k in names], 0)
+                score = np.nansum([stats[k][:, li, h] for k in names], 0) * (-1 if roles[li, h] == "sharp" else 1)
                 examples[li, h] = np.argsort(-score, kind="stable")[:3].tolist() + [0] * max(0, 3 - len(score))
         table[kind] = {**means, "role": roles, "examples": examples}
     return table

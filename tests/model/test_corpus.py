@@ -151,22 +151,30 @@ def test_head_statistics_by_brute_force(tiny_model, tiny_tokenizer):
         assert table[kind]["previous"][1, 0] == pytest.approx(
             np.mean([w[i, i - 1] if i - 1 < k else 0 for i in range(1, q)]), abs=1e-6
         )
-        ent = -(w * np.log(np.where(w > 0, w, 1))).sum(1).mean()
-        assert table[kind]["entropy"][1, 0] == pytest.approx(ent, abs=1e-5)
+        rows = -(w * np.log(np.where(w > 0, w, 1))).sum(1)  # (q,)
+        assert table[kind]["entropy"][1, 0] == pytest.approx(rows.mean(), abs=1e-5)
+        seen = np.arange(1, q + 1) if kind == "self" else np.full(q, k)  # the keys each row can see
+        spread = np.where(seen > 1, rows / np.log(np.maximum(seen, 2)), 0.0).mean()
+        assert table[kind]["spread"][1, 0] == pytest.approx(spread, abs=1e-5)
         if kind == "self":
             assert math.isnan(table[kind]["eos"][1, 0])
         else:
             assert table[kind]["eos"][1, 0] == pytest.approx(w[:, -1].mean(), abs=1e-6)
-    assert set(np.unique(table["cross"]["role"])) <= {*C.ROLES, "broad"}
+    assert set(np.unique(table["cross"]["role"])) <= set(C.ROLES)
+    lift = table["cross"]["agreement_lift"] - table["cross"]["agreement"]
+    np.testing.assert_allclose(lift, -1 / (len(src) - 1))  # one sentence: chance is one over its tokens
     assert table["cross"]["examples"].shape == (m.cfg.n_decoder_layers, m.cfg.n_heads, 3)
 
 
 def test_roles():
-    assert C.role_of({"same": 0.7, "previous": 0.1, "first": 0.1, "eos": 0.0}) == "diagonal"
-    assert C.role_of({"same": 0.1, "previous": 0.6, "first": 0.1, "eos": 0.0}) == "previous token"
-    assert C.role_of({"same": 0.1, "previous": 0.1, "first": 0.25, "eos": 0.25}) == "sink"
-    assert C.role_of({"same": 0.1, "previous": 0.1, "first": 0.1, "eos": 0.1, "agreement": 0.8}) == "alignment"
-    assert C.role_of({"same": 0.2, "previous": 0.2, "first": 0.1, "eos": float("nan")}) == "broad"
+    low = {"same": 0.1, "previous": 0.1, "first": 0.1, "eos": 0.1, "spread": 0.9}
+    assert C.role_of({**low, "same": 0.7}) == "diagonal"
+    assert C.role_of({**low, "previous": 0.6}) == "previous token"
+    assert C.role_of({**low, "first": 0.25, "eos": 0.25}) == "sink"
+    assert C.role_of({**low, "agreement_lift": C.ALIGN_LIFT, "same": 0.9}) == "alignment"  # alignment comes first
+    assert C.role_of({**low, "agreement_lift": C.ALIGN_LIFT - 0.01}) == "broad"
+    assert C.role_of({**low, "spread": C.SHARP_SPREAD}) == "sharp"
+    assert C.role_of({**low, "eos": float("nan"), "spread": C.SHARP_SPREAD + 0.01}) == "broad"
 
 
 def test_rows_columns(tiny_model, tiny_tokenizer):
