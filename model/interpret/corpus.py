@@ -115,19 +115,9 @@ def _is_csv(name: str, first: str) -> bool:
     )
 
 
-def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpus:
-    """A set from a file's bytes: plain lines of English, TSV ``english<TAB>french`` (further columns ignored), or
-    CSV with the columns ``english`` and ``french`` (a header row); ``refs``: a file of French references, one a
-    line, for plain lines. Raises CorpusError when nothing can be analysed."""
-    lines, recoded = _decode_lines(data, "file")
-    skipped: dict[str, int] = {}
-    notes = []
-    if recoded:
-        notes.append(f"{recoded:,} lines were not UTF-8 and were read as Windows-1252")
-
-    def skip(why: str, n: int = 1) -> None:
-        skipped[why] = skipped.get(why, 0) + n
-
+def _pairs(lines: list[str], name: str, skip: Callable[[str], None], notes: list[str]):
+    """(source, reference or None) pairs of a file's lines, as CSV, TSV (most lines hold a tab) or plain lines, and
+    each pair's domain where the file gives one (pair index -> domain)."""
     first = next((ln for ln in lines if ln.strip()), "")
     pairs: list[tuple[str, str | None]] = []
     domain: dict[int, str] = {}  # pair index -> its domain, when the file gives one
@@ -167,6 +157,23 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
                 f"{tabbed:,} of {sum(bool(ln.strip()) for ln in lines):,} lines hold a tab, too few for a TSV: read "
                 "as plain lines without references (the text after the tab left out)"
             )
+    return pairs, domain
+
+
+def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpus:
+    """A set from a file's bytes: plain lines of English, TSV ``english<TAB>french[<TAB>domain]`` (further columns
+    ignored), or CSV with the columns ``english``, ``french`` and optionally ``domain`` (a header row); ``refs``:
+    a file of French references, one a line, for plain lines. Raises CorpusError when nothing can be analysed."""
+    lines, recoded = _decode_lines(data, "file")
+    skipped: dict[str, int] = {}
+    notes = []
+    if recoded:
+        notes.append(f"{recoded:,} lines were not UTF-8 and were read as Windows-1252")
+
+    def skip(why: str, n: int = 1) -> None:
+        skipped[why] = skipped.get(why, 0) + n
+
+    pairs, domain = _pairs(lines, name, skip, notes)
     if refs is not None:
         if any(r is not None for _, r in pairs):
             raise CorpusError("the file already holds references (two columns): give no separate references")
