@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,11 @@ def parser() -> argparse.ArgumentParser:
         "--beam", type=int, metavar="K", help=f"beam search with K hypotheses, 1 to {MAX_BEAM} (default: greedy)"
     )
     co.add_argument("--limit", type=int, metavar="N", help="the first N sentences only")
+    vs = co.add_mutually_exclusive_group()
+    vs.add_argument(
+        "--versus-beam", type=int, metavar="K", help="compare with a second run decoded with beam K (1: greedy)"
+    )
+    vs.add_argument("--versus-model", type=Path, metavar="DIR", help="compare with a second run by this model")
     co.add_argument("--no-heads", action="store_true", help="leave out the head table")
     fmt = co.add_mutually_exclusive_group()
     fmt.add_argument("--json", type=Path, metavar="OUT", help="write rows and head table as strict JSON")
@@ -530,7 +536,15 @@ def emit(a: argparse.Namespace, r: dict, as_text) -> int:
 
 def cmd_corpus(a: argparse.Namespace) -> int:
     from model.core.jsonio import write
-    from model.interpret.corpus import HEAD_SENTENCES, analyse, read_corpus, report, write_csv
+    from model.interpret.corpus import (
+        HEAD_SENTENCES,
+        analyse,
+        flags_text,
+        read_corpus,
+        report,
+        sentences,
+        write_csv,
+    )
 
     if a.limit is not None and a.limit < 1:
         raise ValueError(f"--limit must be at least 1, not {a.limit}")
@@ -538,10 +552,13 @@ def cmd_corpus(a: argparse.Namespace) -> int:
     corpus = read_corpus(a.file.read_bytes(), a.file.name, None if a.refs is None else a.refs.read_bytes())
     if a.limit is not None:
         refs = None if corpus.references is None else corpus.references[: a.limit]
-        corpus = type(corpus)(corpus.sources[: a.limit], refs, corpus.skipped, corpus.notes)
+        domains = None if corpus.domains is None else corpus.domains[: a.limit]
+        corpus = type(corpus)(corpus.sources[: a.limit], refs, corpus.skipped, corpus.notes, domains)
     for msg in corpus.notes:
         note(msg)
     note(corpus.summary())
+    if (a.versus_beam is not None or a.versus_model is not None) and corpus.references is None:
+        raise ValueError("comparing two runs needs references (a TSV, a CSV with a french column, or --refs)")
     lm = load_model_dir(a.model)
     res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=not a.no_heads)
     r = report(res, corpus, opts, lm.path.name)
@@ -554,14 +571,74 @@ def cmd_corpus(a: argparse.Namespace) -> int:
             with open(a.csv.with_suffix(".heads.csv"), "w", newline="", encoding="utf-8") as f:
                 write_csv(r["heads"]["rows"], f)
     flagged = sum(bool(row["flags"]) for row in r["rows"])
-    print(f"{len(r['rows']):,} sentences analysed, {flagged:,} flagged", end="")
+    print(f"{sentences(len(r['rows']))} analysed, {flagged:,} flagged", end="")
     if "heads" in r:
         print(f"; head table over the first {min(HEAD_SENTENCES, len(r['rows'])):,}", end="")
     print(f" ({', '.join(f'{k} {v:.1f} s' for k, v in res.seconds.items())})")
+    print_summary(r)
+    if a.versus_beam is not None or a.versus_model is not None:
+        r["versus"] = versus(a, lm, corpus, opts, [row["translation"] for row in r["rows"]])
+        if a.json is not None:
+            write(a.json, r)
     if a.json is None and a.csv is None:
         for row in r["rows"]:
-            print(f"{row['index']}\t{row['translation']}\t{', '.join(row['flags'])}")
+            print(f"{row['index']}\t{row['translation']}\t{flags_text(row)}")
     return 0
+
+
+def print_summary(r: dict) -> None:
+    """The corpus scores with their interval and signature, the flag counts, the correlations and the slices."""
+    from model.interpret.corpus import BOOTSTRAP, SIGNALS
+
+    for name, sc in (r["corpus"] or {}).items():
+        print(
+            f"{name.upper() if name == 'bleu' else 'chrF'} {sc['score']:.2f}, 95 % bootstrap interval "
+            f"{sc['low']:.2f}–{sc['high']:.2f} ({BOOTSTRAP:,} resamples; mean {sc['mean']:.2f} ± {sc['ci']:.2f})  "
+            f"{sc['signature']}"
+        )
+    print("flags: " + ", ".join(f"{f} {n:,}" for f, n in r["flag_counts"].items()))
+    if r["correlations"]:
+        rho = ", ".join(f"{SIGNALS[k]} {v:+.2f}" for k, v in r["correlations"].items())
+        print(f"Spearman ρ with sentence chrF: {rho}")
+    print("slices (sentences, BLEU, chrF, share flagged):")
+    for sl in r["slices"]:
+        scores = "" if sl["chrf"] is None else f", BLEU {sl['bleu']:.1f}, chrF {sl['chrf']:.1f}"
+        flagged = "" if sl["flagged"] is None else f", {sl['flagged']:.0%} flagged"
+        print(f"  by {sl['by']}: {sl['slice']}: {sl['sentences']:,}{scores}{flagged}")
+
+
+def run_name(opts: DecodeOptions, model: str) -> str:
+    return f"{model} {'greedy' if opts.strategy == 'greedy' else f'beam {opts.beam}'}"
+
+
+def versus(a: argparse.Namespace, lm, corpus, opts: DecodeOptions, first: list[str]) -> dict:
+    """The second run of ``corpus`` (``--versus-beam`` or ``--versus-model``) against the first (its translations
+    ``first``): printed, and returned for the JSON."""
+    from model.interpret.corpus import translations
+    from model.interpret.runs import compare_runs
+
+    other = lm if a.versus_model is None else load_model_dir(a.versus_model)
+    k = a.versus_beam if a.versus_beam is not None else (opts.beam if opts.strategy == "beam" else 1)
+    opts_b = DecodeOptions() if k == 1 else DecodeOptions(strategy="beam", beam=k)
+    names = (run_name(opts, lm.path.name), run_name(opts_b, other.path.name))
+    if names[0] == names[1]:
+        names = (f"{names[0]} (A)", f"{names[1]} (B)")
+    t0 = time.perf_counter()
+    second = translations(other.model, other.tokenizer, corpus.sources, opts_b)
+    out = compare_runs(corpus.sources, corpus.references, first, second, names)
+    print(
+        f"{names[1]} against {names[0]} ({time.perf_counter() - t0:.1f} s; paired bootstrap, {out['bootstrap']:,} "
+        f"resamples): chrF better on {out['better']:,} sentences, worse on {out['worse']:,}"
+    )
+    for key, label in (("bleu", "BLEU"), ("chrf", "chrF")):
+        c = out["corpus"][key]
+        print(
+            f"  {label} {c[names[0]]:.2f} → {c[names[1]]:.2f} ({c['difference']:+.2f}, p = {c['p_value']:.4f})  "
+            f"{c['signature']}"
+        )
+    for ch in out["changed_most"]:
+        print(f"  #{ch['index']} chrF {ch['chrf'][0]:.1f} → {ch['chrf'][1]:.1f}: {ch[names[0]]} ⇒ {ch[names[1]]}")
+    return out
 
 
 def cmd_lesson(a: argparse.Namespace) -> int:

@@ -53,9 +53,9 @@ HOW_TO = f"""
   that one?": the logit difference attributed to the words, read after each layer, and patched. From **What
   if?**, a link opens this for the alternative you picked.
 - **Corpus**: a whole set of sentences (a file you give, or a sample of a bundled test set) translated and
-  scored, one row per sentence with flags for possible hallucinations, dropped words, untranslated or cut-off
-  output and low confidence, plots over the set, and what each attention head does across it; each sentence opens
-  in Explore.
+  scored (corpus BLEU and chrF with their bootstrap interval), one row per sentence with flags for dropped words,
+  invented content, untranslated words, wrong words and cut-off output (each with the words concerned), plots over
+  the set, and what each attention head does across it; each sentence opens in Explore.
 - **Links**: the page address holds the sentence, the settings, the stage, the layer, the head and the
   step, so copying it gives a link that reopens the same view.
 - **Figures**: hover for exact values, drag to zoom, double-click to zoom back out; the camera button in a

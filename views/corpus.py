@@ -31,19 +31,28 @@ from model.core.jsonio import dumps
 from model.decode.decoding import DecodeOptions
 from model.interpret.corpus import (
     ATTRIBUTION,
+    BOOTSTRAP,
     COLUMN_HELP,
+    FLAG_WORDS_HELP,
     FLAGS,
     HEAD_SENTENCES,
     KINDS,
+    MAX_BYTES,
+    SIGNALS,
     STATS,
     Analysis,
     Corpus,
     CorpusError,
     analyse,
+    corpus_scores,
+    correlations,
+    flag_counts,
+    flags_text,
     head_rows,
     read_corpus,
     report,
-    spearman,
+    sentences,
+    slices,
     write_csv,
 )
 from model.io.checkpoint import LoadedModel
@@ -63,15 +72,9 @@ SIZES = (50, 100, 200, 500, 1000)
 DEFAULT_SIZE = 100
 PROGRESS_S = 0.5  # the progress bar of a running analysis is read again this often
 SAMPLE_SEED = 0  # the bundled samples: the same sentences for everyone
-CACHE_ENTRIES = 8  # analysed sets kept by the server (each a few MB)
-SIGNALS = {  # the per-sentence signals whose correlation with chrF the page shows
-    "mean_prob": "mean probability",
-    "min_prob": "lowest token probability",
-    "source_share": "share from the source",
-    "min_coverage": "lowest coverage",
-    "length_ratio": "length ratio",
-    "bleu": "sentence BLEU",
-}
+CACHE_ENTRIES = 8  # analysed sets kept by the server (each a few MB), and uploaded or pasted sets by digest
+KEPT = "kept_"  # prefix of the session keys that keep a widget's value across pages
+DIGEST_CHARS = 16  # of a set's SHA-256, in the page's link
 CREDITS = (
     "Bundled sets: Multi30k (Elliott et al., 2016; Flickr30k captions, research use) and the Tatoeba Project "
     "(CC-BY 2.0 (France); www.manythings.org/anki and tatoeba.org)."
@@ -101,27 +104,56 @@ def bundled(name: str, size: int, data_dir: str) -> tuple[bytes, str]:
 
 
 def from_url(key: str, param: str, options, default, parse: Callable = str) -> None:
-    """The widget ``key`` starts at the link's ``param`` (``default`` when it is not one of ``options``) and keeps
-    the user's choice after: given by its key, not by an index or value that a link's changing parameter would
-    make a new widget of (which swallowed the first click after each change)."""
+    """The widget ``key`` starts at the value kept from this session's last visit to the page (``keep``), else at
+    the link's ``param`` (``default`` when it is not one of ``options``), and keeps the user's choice after: given
+    by its key, not by an index or value that a link's changing parameter would make a new widget of (which
+    swallowed the first click after each change)."""
     if key in st.session_state:
         return
+    kept = st.session_state.get(KEPT + key)
     try:
-        value = parse(st.query_params.get(param, default))
+        value = kept if kept is not None else parse(st.query_params.get(param, default))
     except ValueError:
         value = default
     st.session_state[key] = value if value in options else default
 
 
+def keep(key: str) -> None:
+    """Copy a widget's value where it outlives the page: Streamlit forgets a widget's state when a run does not draw
+    it (another page was open), and a pasted set would be lost."""
+    st.session_state[KEPT + key] = st.session_state.get(key)
+
+
+@st.cache_resource(show_spinner=False)
+def kept_sets() -> OrderedDict:
+    """Uploaded and pasted sets by digest (the link's ``digest``), so that the page's link reopens the same set on
+    this server, most recent last (bounded by CACHE_ENTRIES)."""
+    return OrderedDict()
+
+
+def remember(raw: bytes, name: str) -> None:
+    digest = hashlib.sha256(raw).hexdigest()[:DIGEST_CHARS]
+    store = kept_sets()
+    store[digest] = (raw, name)
+    store.move_to_end(digest)
+    while len(store) > CACHE_ENTRIES:
+        store.popitem(last=False)
+    st.query_params["digest"] = digest
+
+
 def choose_input() -> tuple[bytes | None, str, str]:
     """The set's bytes and name, or None and a sentence saying why there is none ("" when the user has yet to
-    give one)."""
+    give one). An uploaded or pasted set stays: in the session (across pages) and on the server by its digest (the
+    link's ``digest``)."""
     from_url("corpus_set", "set", SETS, "multi30k")
     kind = st.radio("Set", list(SETS), format_func=SETS.get, horizontal=True, key="corpus_set")
+    keep("corpus_set")
     st.query_params["set"] = kind
     if kind in ("multi30k", "tatoeba"):
+        st.query_params.pop("digest", None)
         from_url("corpus_n", "n", SIZES, DEFAULT_SIZE, int)
         size = st.select_slider("Sentences in the sample", options=list(SIZES), key="corpus_n")
+        keep("corpus_n")
         st.query_params["n"] = str(size)
         root = data.default_data_dir()
         if not root.is_dir():
@@ -131,21 +163,42 @@ def choose_input() -> tuple[bytes | None, str, str]:
         except OSError:
             return None, "", f"The bundled set {SETS[kind]} cannot be read on this server: upload or paste a set."
         return raw, name, ""
+    linked = kept_sets().get(st.query_params.get("digest", ""))
     if kind == "upload":
         up = st.file_uploader(
-            "A file: one English sentence a line, TSV english⇥french, or CSV with the columns english and french"
+            "A file: one English sentence a line, TSV english⇥french, or CSV with the columns english and french",
+            help=f"Files up to {MAX_BYTES // 2**20} MB.",
         )
-        return (None, "", "") if up is None else (up.getvalue(), up.name, "")
+        st.caption(f"Files up to {MAX_BYTES // 2**20} MB are read.")
+        if up is not None:
+            st.session_state[KEPT + "upload"] = (up.getvalue(), up.name)
+        got = st.session_state.get(KEPT + "upload") or linked
+        if got is None:
+            return None, "", ""
+        if up is None:
+            st.caption(md(f"The set kept from before: {got[1]} ({len(got[0]):,} bytes). Upload another to replace it."))
+        remember(*got)
+        return got[0], got[1], ""
+    if "corpus_paste" not in st.session_state:
+        st.session_state["corpus_paste"] = st.session_state.get(KEPT + "corpus_paste") or (
+            linked[0].decode("utf-8", errors="replace") if linked else ""
+        )
     text = st.text_area(
         "Sentences: one a line; english⇥french (a tab) adds a reference", height=150, key="corpus_paste"
     )
-    return (text.encode(), "pasted.txt", "") if text.strip() else (None, "", "")
+    keep("corpus_paste")
+    if not text.strip():
+        st.query_params.pop("digest", None)
+        return None, "", ""
+    remember(text.encode(), "pasted.txt")
+    return text.encode(), "pasted.txt", ""
 
 
 def decoding_choice() -> DecodeOptions:
     beams = range(1, MAX_BEAM + 1)
     from_url("corpus_beam", "beam", beams, 1, int)
     beam = st.select_slider("Beam width (1 = greedy)", options=list(beams), key="corpus_beam")
+    keep("corpus_beam")
     if beam == 1:
         st.query_params.pop("beam", None)
     else:
@@ -222,7 +275,7 @@ def _analyse(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, key: tuple, p
 
 # Each part's time per sentence, relative (the bundled model, greedy, 2 threads: 8, 9 and 140 ms), so that the bar
 # and its time left follow the clock: the head table reads at most HEAD_SENTENCES sentences, but each costs most.
-PART_COST = {"translating": 8.0, "scoring": 9.0, "measuring the heads": 140.0}
+PART_COST = {"translating": 8.0, "scoring": 9.0, "erasing source words": 30.0, "measuring the heads": 140.0}
 
 
 def done_share(done: int, total: int, what: str, sentences: int) -> float:
@@ -274,11 +327,11 @@ def compare_link(a: dict, b: dict, opts: DecodeOptions, model: str) -> str:
 
 def table(rows: list[dict], opts: DecodeOptions, model: str, refs: bool) -> pd.DataFrame:
     df = pd.DataFrame(rows)
-    df["flags"] = df["flags"].map(", ".join)
+    df["flags"] = [flags_text(r) for r in rows]
     df["explore"] = [explore_link(r, opts, model) for r in rows]
     cols = ["index", "flags", "source", "translation", "reference", "chrf", "bleu", "mean_prob", "min_prob"]
-    cols += ["min_prob_token", "source_share", "min_coverage", "min_coverage_word", "length_ratio"]
-    cols += ["names_numbers", "names_numbers_copied", "copied", "cut_off", "explore"]
+    cols += ["min_prob_token", "min_support", "min_support_word", "min_word_prob", "min_word_prob_word"]
+    cols += ["source_share", "length_ratio", "names_numbers", "names_numbers_copied", "cut_off", "explore"]
     if not refs:
         cols = [c for c in cols if c not in ("reference", "chrf", "bleu")]
     return df[cols]
@@ -291,7 +344,9 @@ def column_config() -> dict:
     )
     return {
         "index": num("#", help="the sentence's line in the set (from 0)", width="small"),
-        "flags": st.column_config.TextColumn("flags", help="; ".join(f"{k}: {v}" for k, v in FLAGS.items())),
+        "flags": st.column_config.TextColumn(
+            "flags", help=FLAG_WORDS_HELP + ". " + "; ".join(f"{k}: {v}" for k, v in FLAGS.items()), width="large"
+        ),
         "source": st.column_config.TextColumn("source", width="medium"),
         "translation": st.column_config.TextColumn("translation", width="medium"),
         "reference": st.column_config.TextColumn("reference", width="medium"),
@@ -300,13 +355,14 @@ def column_config() -> dict:
         "mean_prob": prob("mean p", "mean_prob"),
         "min_prob": prob("lowest p", "min_prob"),
         "min_prob_token": st.column_config.TextColumn("lowest-p token"),
+        "min_support": num("lowest support", help=COLUMN_HELP["min_support"], format="%.2f"),
+        "min_support_word": st.column_config.TextColumn("least-supported word"),
+        "min_word_prob": prob("lowest word p", "min_word_prob"),
+        "min_word_prob_word": st.column_config.TextColumn("least likely word"),
         "source_share": prob("from source", "source_share"),
-        "min_coverage": num("lowest coverage", help=COLUMN_HELP["min_coverage"], format="%.2f"),
-        "min_coverage_word": st.column_config.TextColumn("least-covered word"),
         "length_ratio": num("length ratio", help=COLUMN_HELP["length_ratio"], format="%.2f"),
         "names_numbers": num("names/numbers", help=COLUMN_HELP["names_numbers"]),
         "names_numbers_copied": num("copied verbatim", help=COLUMN_HELP["names_numbers_copied"]),
-        "copied": num("source words", help=COLUMN_HELP["copied"], format="%.2f"),
         "cut_off": st.column_config.CheckboxColumn("cut off", help=COLUMN_HELP["cut_off"]),
         "explore": st.column_config.LinkColumn("open", help="open this sentence in Explore", display_text="Explore"),
     }
@@ -360,9 +416,16 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str, dige
     rows = result.rows
     refs = corpus.references is not None
     st.header("Over the set")
-    counts = [sum(f in r["flags"] for r in rows) for f in FLAGS]
+    render_scores(result)
+    render_slices(result, corpus)
+    counts = flag_counts(rows)
     show(
-        viz.bar_figure(list(FLAGS), counts, title=f"Sentences per flag (of {len(rows):,})", x_title="sentences"),
+        viz.bar_figure(
+            list(counts),
+            list(counts.values()),
+            title=f"Sentences per flag (of {sentences(len(rows))})",
+            x_title="sentences",
+        ),
         "corpus_flag_counts",
     )
     col = lambda k: [r[k] if r[k] is not None else np.nan for r in rows]  # noqa: E731
@@ -396,8 +459,8 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str, dige
                 f"[open it in Explore]({explore_link(rows[i], opts, model)})"
             )
     if refs:
-        names = [n for k, n in SIGNALS.items()]
-        rho = [spearman(col(k), col("chrf")) for k in SIGNALS]
+        rho_of = correlations(rows)
+        names, rho = [SIGNALS[k] for k in rho_of], list(rho_of.values())
         st.caption(
             "Which signal to trust on this model: the closer ρ is to 1, the better it ranks the sentences as chrF does."
         )
@@ -413,6 +476,50 @@ def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str, dige
         )
     else:
         st.caption("Correlations with chrF need references.")
+
+
+@st.cache_data(show_spinner="Bootstrapping the corpus scores…", max_entries=CACHE_ENTRIES)
+def scores_of(pairs: tuple[tuple[str, str | None], ...]) -> dict | None:
+    """``corpus_scores`` of (translation, reference) pairs, kept: 1,000 resamples take a second or two."""
+    return corpus_scores([{"translation": t, "reference": r} for t, r in pairs])
+
+
+def render_scores(result) -> None:
+    """Corpus BLEU and chrF as papers report them: the score, its bootstrap 95 % interval and sacrebleu's
+    signature."""
+    scores = scores_of(tuple((r["translation"], r["reference"]) for r in result.rows))
+    if scores is None:
+        st.caption("Corpus BLEU and chrF need references.")
+        return
+    cols = st.columns(2)
+    for c, (name, label) in zip(cols, (("bleu", "BLEU"), ("chrf", "chrF"))):
+        sc = scores[name]
+        c.metric(f"Corpus {label}", f"{sc['score']:.2f}")
+        c.caption(
+            f"95 % bootstrap interval {sc['low']:.2f}–{sc['high']:.2f} ({BOOTSTRAP:,} resamples of the sentences; "
+            f"their mean {sc['mean']:.2f} ± {sc['ci']:.2f}). sacrebleu signature: `{sc['signature']}`"
+        )
+
+
+def render_slices(result, corpus: Corpus) -> None:
+    """The scores per slice: by source length, by flag, by the file's domain column."""
+    st.subheader("Slices")
+    st.caption(
+        "The set cut by the source's length in words, by flag, and by domain (a TSV's third column or a CSV's "
+        "domain column, when the file gives one): corpus BLEU and chrF of each slice, and the share flagged."
+    )
+    df = pd.DataFrame(slices(result.rows, corpus.domains))
+    num = st.column_config.NumberColumn
+    st.dataframe(
+        df,
+        hide_index=True,
+        key="corpus_slices",
+        column_config={
+            "bleu": num("BLEU", format="%.1f"),
+            "chrf": num("chrF", format="%.1f"),
+            "flagged": st.column_config.ProgressColumn("flagged", min_value=0.0, max_value=1.0, format="percent"),
+        },
+    )
 
 
 def render_heads(result, opts: DecodeOptions, model: str) -> None:
@@ -451,7 +558,7 @@ def render_heads(result, opts: DecodeOptions, model: str) -> None:
                     for r in by_kind[kind]
                 ]
             hdf["first example"] = [sources[r["examples"][0]] for r in by_kind[kind]]
-            hdf = hdf.drop(columns=["kind", "examples"] + ([] if kind == "cross" else ["agreement"]))
+            hdf = hdf.drop(columns=["kind", "examples"] + ([] if kind == "cross" else ["agreement", "agreement_lift"]))
             if kind == "self":
                 hdf = hdf.drop(columns=["eos"])
             cfg = {

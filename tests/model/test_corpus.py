@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -75,8 +77,20 @@ def test_mismatched_refs_and_missing_french_column_analyse_without_references():
     assert c.references is None and "has 1 lines for 2 sentences" in c.notes[0]
     c = C.read_corpus(b"english,notes\none,x\n", "a.csv")
     assert c.sources == ["one"] and c.references is None and "no 'french' column" in c.notes[0]
-    c = C.read_corpus(b"one\tun\ntwo\n", "a.tsv")
-    assert c.sources == ["one"] and c.skipped == {"lines without a tab": 1}
+    c = C.read_corpus(b"one\tun\ntwo\tdeux\nthree\n", "a.tsv")
+    assert c.sources == ["one", "two"] and c.skipped == {"lines without a tab (no reference)": 1}
+
+
+def test_a_tsv_is_recognised_by_most_of_its_lines():
+    c = C.read_corpus(b"a header without a tab\none\tun\ntwo\tdeux\n", "a.txt")
+    assert c.sources == ["one", "two"] and c.references == ["un", "deux"]
+    assert c.skipped == {"lines without a tab (no reference)": 1}
+    c = C.read_corpus(b"one\ntwo\nthree\tdeux\n", "a.txt")  # a tab in a minority of lines: plain lines
+    assert c.sources == ["one", "two", "three"] and c.references is None
+    assert c.notes == [
+        "1 of 3 lines hold a tab, too few for a TSV: read as plain lines without references (the text "
+        "after the tab left out)"
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -96,9 +110,6 @@ def test_pair_signals_match_trace_and_captum(tiny_model, tiny_tokenizer):
         ref = attribute(m, s, o, "ixg")  # Captum, one copy per position: the per-position raw attributions
         a_src, a_tgt = np.abs(ref.raw_src.sum(0)).sum(), np.abs(ref.raw_tgt.sum(0)).sum()
         assert p.source_share == pytest.approx(a_src / (a_src + a_tgt), rel=1e-3)
-        w = tr.arrays.cross_weights(m.cfg.n_decoder_layers - 1).mean(0)[: len(o), :-1]  # (T, S - 1)
-        mass = w.sum(0)
-        np.testing.assert_allclose(p.coverage, mass * (len(s) - 1) / mass.sum(), rtol=1e-4)
 
 
 def test_per_token_attribution_matches_captum(tiny_model, tiny_tokenizer):
@@ -140,22 +151,30 @@ def test_head_statistics_by_brute_force(tiny_model, tiny_tokenizer):
         assert table[kind]["previous"][1, 0] == pytest.approx(
             np.mean([w[i, i - 1] if i - 1 < k else 0 for i in range(1, q)]), abs=1e-6
         )
-        ent = -(w * np.log(np.where(w > 0, w, 1))).sum(1).mean()
-        assert table[kind]["entropy"][1, 0] == pytest.approx(ent, abs=1e-5)
+        rows = -(w * np.log(np.where(w > 0, w, 1))).sum(1)  # (q,)
+        assert table[kind]["entropy"][1, 0] == pytest.approx(rows.mean(), abs=1e-5)
+        seen = np.arange(1, q + 1) if kind == "self" else np.full(q, k)  # the keys each row can see
+        spread = np.where(seen > 1, rows / np.log(np.maximum(seen, 2)), 0.0).mean()
+        assert table[kind]["spread"][1, 0] == pytest.approx(spread, abs=1e-5)
         if kind == "self":
             assert math.isnan(table[kind]["eos"][1, 0])
         else:
             assert table[kind]["eos"][1, 0] == pytest.approx(w[:, -1].mean(), abs=1e-6)
-    assert set(np.unique(table["cross"]["role"])) <= {*C.ROLES, "broad"}
+    assert set(np.unique(table["cross"]["role"])) <= set(C.ROLES)
+    lift = table["cross"]["agreement_lift"] - table["cross"]["agreement"]
+    np.testing.assert_allclose(lift, -1 / (len(src) - 1))  # one sentence: chance is one over its tokens
     assert table["cross"]["examples"].shape == (m.cfg.n_decoder_layers, m.cfg.n_heads, 3)
 
 
 def test_roles():
-    assert C.role_of({"same": 0.7, "previous": 0.1, "first": 0.1, "eos": 0.0}) == "diagonal"
-    assert C.role_of({"same": 0.1, "previous": 0.6, "first": 0.1, "eos": 0.0}) == "previous token"
-    assert C.role_of({"same": 0.1, "previous": 0.1, "first": 0.25, "eos": 0.25}) == "sink"
-    assert C.role_of({"same": 0.1, "previous": 0.1, "first": 0.1, "eos": 0.1, "agreement": 0.8}) == "alignment"
-    assert C.role_of({"same": 0.2, "previous": 0.2, "first": 0.1, "eos": float("nan")}) == "broad"
+    low = {"same": 0.1, "previous": 0.1, "first": 0.1, "eos": 0.1, "spread": 0.9}
+    assert C.role_of({**low, "same": 0.7}) == "diagonal"
+    assert C.role_of({**low, "previous": 0.6}) == "previous token"
+    assert C.role_of({**low, "first": 0.25, "eos": 0.25}) == "sink"
+    assert C.role_of({**low, "agreement_lift": C.ALIGN_LIFT, "same": 0.9}) == "alignment"  # alignment comes first
+    assert C.role_of({**low, "agreement_lift": C.ALIGN_LIFT - 0.01}) == "broad"
+    assert C.role_of({**low, "spread": C.SHARP_SPREAD}) == "sharp"
+    assert C.role_of({**low, "eos": float("nan"), "spread": C.SHARP_SPREAD + 0.01}) == "broad"
 
 
 def test_rows_columns(tiny_model, tiny_tokenizer):
@@ -169,7 +188,7 @@ def test_rows_columns(tiny_model, tiny_tokenizer):
         assert row["bleu"] == pytest.approx(BLEU(effective_order=True).sentence_score(hyp, [ref]).score)
         assert row["length_ratio"] == pytest.approx(len(re.findall(r"\w+", hyp)) / len(src.split()))
         assert 0.0 <= row["min_prob"] <= row["mean_prob"] <= 1.0
-        assert row["flags"] == C.flags_of(row)
+        assert row["flags"] == list(C.flag_words(row)) and set(row["flags"]) <= set(C.FLAGS)
     tom = res.rows[2]
     assert tom["names_numbers"] == 2  # "3" and "Paris" ("Tom" opens the sentence)
     assert tom["names_numbers_copied"] == sum(w in tom["translation"].split() for w in ("3", "Paris"))
@@ -183,24 +202,38 @@ def test_rows_columns(tiny_model, tiny_tokenizer):
 
 
 def test_each_flag_from_its_signal():
-    clean = {"source_share": 0.7, "min_coverage": 0.5, "copied": 0.0, "cut_off": False, "mean_prob": 0.8}
-    assert C.flags_of(clean) == []
-    for flag, change in (
-        ("possible hallucination", {"source_share": C.HALLUCINATION_SHARE - 0.01}),
-        ("dropped words", {"min_coverage": C.DROPPED_COVERAGE - 0.01}),
-        ("untranslated", {"copied": C.UNTRANSLATED_SHARE}),
-        ("cut off", {"cut_off": True}),
-        ("low confidence", {"mean_prob": 0.3}),
+    from model.interpret import faithful as F
+
+    clean = {
+        "min_support": 5.0,
+        "min_support_word": "dog",
+        "repeated": [],
+        "min_sensitivity": 3.0,
+        "min_sensitivity_word": "chien",
+        "min_word_prob": 0.9,
+        "min_word_prob_word": "chien",
+        "non_words": [],
+        "untranslated_words": [],
+        "cut_off": False,
+    }
+    assert C.flag_words(clean) == {}
+    for flag, change, words in (
+        ("dropped words", {"min_support": F.DROPPED_NATS - 0.01}, ["dog"]),
+        ("invented content", {"repeated": ["rue"]}, ["rue"]),
+        ("invented content", {"min_sensitivity": F.INVENTED_NATS - 0.01}, ["chien"]),
+        ("untranslated", {"untranslated_words": ["HORSE"]}, ["HORSE"]),
+        ("wrong word", {"min_word_prob": F.WRONG_PROB - 0.001}, ["chien"]),
+        ("wrong word", {"non_words": ["bloquier"]}, ["bloquier"]),
+        ("cut off", {"cut_off": True}, []),
     ):
-        assert C.flags_of({**clean, **change}) == [flag]
-    assert C.flags_of({**clean, "source_share": float("nan"), "copied": float("nan")}) == []
+        row = {**clean, **change}
+        assert C.flag_words(row) == {flag: words}, flag
+    assert C.flags_text({"flag_words": {"dropped words": ["dog"], "cut off": []}}) == "dropped words (dog), cut off"
+    assert C.flag_words({**clean, "min_support": float("nan"), "min_word_prob": float("nan")}) == {}
 
 
-def test_copied_share_and_names():
+def test_names_and_numbers():
     assert C.names_and_numbers("Tom met Mary at 7:45 in Paris") == ["Mary", "7", "45", "Paris"]
-    assert C.copied_share("Tom loves Mary", "Tom aime Mary") == 0.0  # names are meant to be copied
-    assert C.copied_share("the table is red", "the table is red") == 1.0
-    assert math.isnan(C.copied_share("hello", "ok"))
 
 
 def test_spearman_against_pandas():
@@ -242,11 +275,9 @@ def test_planted_cases_flagged_by_their_flag(bundled):
     own = C.analyse(bundled.model, bundled.tokenizer, C.Corpus(PLANT_SOURCES, None), heads=False).rows
     assert all(r["flags"] == [] for r in own), [(r["translation"], r["flags"]) for r in own]
     for r in planted(bundled, DROPPED):
-        assert "dropped words" in r["flags"] and "possible hallucination" not in r["flags"], r
+        assert "dropped words" in r["flags"] and "untranslated" not in r["flags"], r
     for r in planted(bundled, PLANT_SOURCES):  # copied untranslated
-        assert "untranslated" in r["flags"] and "possible hallucination" not in r["flags"], r
-    for r in planted(bundled, [r["translation"] + MORE for r in own]):  # going on past the source
-        assert "possible hallucination" in r["flags"] and "untranslated" not in r["flags"], r
+        assert "untranslated" in r["flags"], r
     cut = C.analyse(
         bundled.model, bundled.tokenizer, C.Corpus(PLANT_SOURCES, None), DecodeOptions(max_len=4), heads=False
     ).rows
@@ -308,3 +339,96 @@ def test_cli_bad_input_exits_2(tiny_model_dir, tmp_path, capsys, content, args, 
 def test_cli_missing_file_exits_2(tmp_path, capsys):
     assert cli(["corpus", str(tmp_path / "nope.txt")]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_corpus_scores_equal_sacrebleu_cli(tmp_path):
+    """Corpus BLEU and chrF, their signatures and bootstrap intervals, as the sacrebleu command prints them."""
+    hyps = ["le chat est assis sur le tapis", "un chien court vite", "Tom a trois pommes", "bonjour"] * 5
+    refs = ["le chat est assis sur le tapis", "un chien court", "Tom a 3 pommes rouges à Paris", "salut"] * 5
+    rows = [{"translation": h, "reference": r} for h, r in zip(hyps, refs)]
+    got = C.corpus_scores(rows)
+    (tmp_path / "h.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "sacrebleu", str(tmp_path / "r.txt"), "-i", str(tmp_path / "h.txt")]
+    cmd += ["-m", "bleu", "chrf", "--confidence", "--confidence-n", str(C.BOOTSTRAP), "-f", "json", "-w", "4"]
+    want = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    for name, w in zip(("bleu", "chrf"), want):
+        g = got[name]
+        assert g["signature"] == w["signature"] and f"bs:{C.BOOTSTRAP}" in g["signature"]
+        assert round(g["score"], 4) == w["score"]
+        assert round(g["mean"], 4) == w["confidence_mean"] and round(g["ci"], 4) == w["confidence_var"]
+        assert g["low"] < g["score"] < g["high"]
+    assert C.corpus_scores([{"translation": "a", "reference": None}]) is None
+
+
+def test_cli_prints_scores_flag_counts_and_correlations(tiny_model_dir, tmp_path, capsys):
+    f = tmp_path / "set.tsv"
+    f.write_text("".join(f"{s}\t{r}\n" for s, r in zip(SOURCES, REFS)), encoding="utf-8")
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--no-heads"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^BLEU [\d.]+, 95 % bootstrap interval [\d.]+–[\d.]+ \(1,000 resamples", out, re.M)
+    assert re.search(r"^chrF [\d.]+, .*nrefs:1\|bs:1000", out, re.M)
+    assert re.search(r"^flags: dropped words \d+, invented content \d+, untranslated \d+, wrong word \d+", out, re.M)
+    assert "Spearman ρ with sentence chrF: mean probability" in out and "3 sentences analysed" in out
+
+
+def test_two_runs_paired_bootstrap_equals_sacrebleu_cli(tmp_path):
+    from model.interpret.runs import compare_runs
+
+    refs = ["le chat est assis sur le tapis", "un chien court", "Tom a 3 pommes rouges à Paris", "salut"] * 6
+    a = ["le chat est assis sur le tapis", "un chien court vite", "Tom a trois pommes", "bonjour"] * 6
+    b = ["le chat est assis sur un tapis", "un chien court", "Tom a 3 pommes rouges", "bonjour"] * 6
+    got = compare_runs([f"s{i}" for i in range(len(refs))], refs, a, b, ("greedy", "beam 5"))
+    for name, lines in (("r", refs), ("a", a), ("b", b)):
+        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "sacrebleu", str(tmp_path / "r.txt"), "-i", str(tmp_path / "a.txt")]
+    cmd += [str(tmp_path / "b.txt"), "-m", "bleu", "chrf", "--paired-bs", "--paired-bs-n", str(C.BOOTSTRAP)]
+    out = subprocess.run([*cmd, "-w", "4", "-f", "text"], capture_output=True, text=True, check=True).stdout
+    p_bleu, p_chrf = (float(p) for p in re.findall(r"\(p = ([\d.]+)\)", out))
+    assert round(got["corpus"]["bleu"]["p_value"], 4) == p_bleu and round(got["corpus"]["chrf"]["p_value"], 4) == p_chrf
+    assert got["corpus"]["bleu"]["difference"] == pytest.approx(
+        got["corpus"]["bleu"]["beam 5"] - got["corpus"]["bleu"]["greedy"]
+    )
+    assert got["better"] == 12 and got["worse"] == 6 and len(got["chrf_difference"]) == 24
+    moved = [c["difference"] for c in got["changed_most"]]
+    assert moved == sorted(moved, key=abs, reverse=True) and len(moved) == 10
+
+
+def test_cli_two_runs_side_by_side(tiny_model_dir, tmp_path, capsys):
+    f, out = tmp_path / "set.tsv", tmp_path / "out.json"
+    f.write_text("".join(f"{s}\t{r}\n" for s, r in zip(SOURCES, REFS)), encoding="utf-8")
+    args = ["corpus", str(f), "--model", str(tiny_model_dir), "--no-heads", "--versus-beam", "3", "--json", str(out)]
+    assert cli(args) == 0
+    vs = json.loads(out.read_text())["versus"]
+    assert vs["runs"] == [f"{tiny_model_dir.name} greedy", f"{tiny_model_dir.name} beam 3"]
+    assert "beam 3 against" in capsys.readouterr().out and 0.0 <= vs["corpus"]["chrf"]["p_value"] <= 1.0
+    plain = tmp_path / "en.txt"
+    plain.write_text("\n".join(SOURCES), encoding="utf-8")
+    assert cli(["corpus", str(plain), "--model", str(tiny_model_dir), "--versus-beam", "2"]) == 2
+    assert "comparing two runs needs references" in capsys.readouterr().err
+
+
+def test_slices_by_length_flag_and_domain():
+    from sacrebleu.metrics import CHRF
+
+    c = C.read_corpus(
+        b"a dog runs\tun chien court\tpets\nthe cat sleeps on the warm mat today\tle chat\tpets\n"
+        b"two men talk\tdeux hommes parlent\tpeople\n",
+        "a.tsv",
+    )
+    assert c.domains == ["pets", "pets", "people"]
+    assert C.read_corpus(b"english,french,domain\none,un,x\n", "a.csv").domains == ["x"]
+    assert C.read_corpus(b"one\tun\n", "a.tsv").domains is None
+    hyps = ["un chien court", "le chat dort", "deux hommes"]
+    rows = [
+        {"source": s, "translation": h, "reference": r, "flags": f}
+        for s, h, r, f in zip(c.sources, hyps, c.references, [[], ["dropped words"], []])
+    ]
+    got = {(s["by"], s["slice"]): s for s in C.slices(rows, c.domains)}
+    assert got[("length", "1–8 words")]["sentences"] == 3 and got[("length", "9–15 words")]["sentences"] == 0
+    assert got[("length", "9–15 words")]["chrf"] is None
+    assert got[("flag", "dropped words")]["sentences"] == 1 and got[("flag", "no flag")]["sentences"] == 2
+    pets = got[("domain", "pets")]
+    assert pets["sentences"] == 2 and pets["flagged"] == 0.5
+    assert pets["chrf"] == pytest.approx(CHRF().corpus_score(hyps[:2], [c.references[:2]]).score)
+    assert all(s["bleu"] is None for s in C.slices([{**r, "reference": None} for r in rows]))

@@ -17,18 +17,22 @@ from streamlit.testing.v1 import AppTest
 
 from model.cli import main as cli
 from model.decode.decoding import DecodeOptions
+from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text
 from views.corpus import PART_COST, analysis_jobs, done_share
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
 
 
 def corpus_script(model_dir, data_dir):
+    import streamlit as st
+
     from model.io.checkpoint import load_model_dir
     from model.train import data
     from views.corpus import render
 
     data.default_data_dir = lambda: __import__("pathlib").Path(data_dir)
-    render(load_model_dir(model_dir), None)
+    if not st.session_state.get("other_page"):  # a test opens "another page" by drawing nothing
+        render(load_model_dir(model_dir), None)
 
 
 def settled(at: AppTest) -> AppTest:
@@ -53,6 +57,11 @@ def plain(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text)
 
 
+def flag_names(text: str) -> list[str]:
+    """The flags named in a row's flags cell ("dropped words (dog), cut off")."""
+    return [f for f in FLAGS if re.search(rf"(^|, ){re.escape(f)}( \(|,|$)", text)]
+
+
 def paste(at: AppTest, text: str) -> AppTest:
     at.text_area(key="corpus_paste").input(text).run()
     assert not at.exception, at.exception
@@ -69,17 +78,29 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
     assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert list(table["translation"]) == [r["translation"] for r in rows]
-    for key in ("chrf", "bleu", "mean_prob", "min_prob", "source_share", "min_coverage", "length_ratio"):
-        assert list(table[key]) == pytest.approx([r[key] for r in rows]), key
-    assert list(table["flags"]) == [", ".join(r["flags"]) for r in rows]
+    for key in ("chrf", "bleu", "mean_prob", "min_prob", "source_share", "min_support", "min_word_prob"):
+        assert list(table[key]) == pytest.approx([r[key] for r in rows], nan_ok=True), key
+    assert list(table["flags"]) == [flags_text(r) for r in rows]
+    scores = json.loads(out.read_text())["corpus"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics == {"Corpus BLEU": f"{scores['bleu']['score']:.2f}", "Corpus chrF": f"{scores['chrf']['score']:.2f}"}
+    captions = "\n".join(c.value for c in at.caption)
+    for sc in scores.values():
+        assert f"95 % bootstrap interval {sc['low']:.2f}–{sc['high']:.2f} (1,000 resamples" in captions
+        assert f"`{sc['signature']}`" in captions
     link = urlparse(table["explore"][0])
     assert link.path == "/explore" and parse_qs(link.query)["src"] == [PAIRS[0][0]]
     assert parse_qs(link.query)["ref"] == [PAIRS[0][1]]
     shown = "\n".join(m.value for m in at.markdown)
-    for flag in ("possible hallucination", "dropped words", "untranslated", "cut off", "low confidence"):
+    for flag in ("dropped words", "invented content", "untranslated", "wrong word", "cut off"):
         assert f"*{flag}*" in shown
     assert "input × gradient" in "\n".join(c.value for c in at.caption).lower()
-    assert len(at.dataframe) == 4  # the sentences, then one head table per kind
+    assert len(at.dataframe) == 5  # the sentences, the slices, then one head table per kind
+    sliced = at.dataframe[1].value
+    want = json.loads(out.read_text())["slices"]
+    assert list(sliced["slice"]) == [s["slice"] for s in want]
+    nan = float("nan")
+    assert list(sliced["chrf"]) == pytest.approx([nan if s["chrf"] is None else s["chrf"] for s in want], nan_ok=True)
     assert [b.proto.label for b in at.get("download_button")] == [
         "Download JSON (rows and heads)",
         "Download CSV (rows)",
@@ -115,14 +136,14 @@ def test_absent_data_directory_says_so(tiny_model_dir, tmp_path):
     "text, message",
     [
         ("x" * 10_000, "No sentence to analyse in the file (1 lines longer than 1,000 characters)."),
-        ("one\tun\n" + "two\n", None),
+        ("one\tun\n" + "two\n" + "three\tdeux\n", None),
     ],
 )
 def test_bad_input_is_one_sentence(tiny_model_dir, tmp_path, text, message):
     at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
     if message is None:  # the line without a tab is skipped and counted, the rest analysed
-        assert len(at.dataframe[0].value) == 1
-        assert any("skipped: 1 lines without a tab" in plain(c.value) for c in at.caption)
+        assert len(at.dataframe[0].value) == 2
+        assert any("skipped: 1 lines without a tab (no reference)" in plain(c.value) for c in at.caption)
     else:
         assert [plain(e.value) for e in at.error] == [message] and not at.dataframe
 
@@ -131,10 +152,10 @@ def test_flag_filter_and_head_links_come_from_and_go_to_the_url(tiny_model_dir, 
     text = "".join(f"{en}\t{fr}\n" for en, fr in PAIRS)
     at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
     every = at.dataframe[0].value
-    flag = every["flags"][0].split(", ")[0] or "cut off"
+    flag = (flag_names(every["flags"][0]) or ["cut off"])[0]
     at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", flag=flag), text)
-    shown = at.dataframe[0].value if len(at.dataframe) == 4 else None
-    want = [f for f in every["flags"] if flag in f.split(", ")]
+    shown = at.dataframe[0].value if len(at.dataframe) == 5 else None
+    want = [f for f in every["flags"] if flag in flag_names(f)]
     assert (list(shown["flags"]) if shown is not None else []) == want
     assert at.query_params["flag"] in (flag, [flag])
     heads = at.dataframe[-1].value  # cross-attention's heads
@@ -239,3 +260,33 @@ def test_every_choice_follows_each_click_and_a_link_sets_where_they_start(tiny_m
     for stat in list(stats.options)[1:3] + ["loss_increase"]:
         at.selectbox(key="corpus_hstat").set_value(stat).run()
         assert at.selectbox(key="corpus_hstat").value == stat and at.query_params["hstat"] == stat
+
+
+def test_a_pasted_set_stays_across_pages_and_in_the_link(tiny_model_dir, tmp_path):
+    """Leaving the page drops its widgets' state (Streamlit forgets a widget that a run does not draw): the set's
+    choice and the pasted text come back from the session; the link's digest reopens the same set elsewhere."""
+    text = "".join(f"{en}\t{fr}\n" for en, fr in PAIRS)
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
+    digest = at.query_params["digest"]
+    assert digest == hashlib.sha256(text.encode()).hexdigest()[:16]
+    at.session_state["other_page"] = True  # a run that draws another page: the widgets' state goes
+    at.query_params.clear()
+    at.run()
+    assert "corpus_paste" not in at.session_state and not at.radio
+    at.session_state["other_page"] = False
+    settled(at)
+    assert at.radio[0].value == "paste" and at.text_area(key="corpus_paste").value == text
+    assert list(at.dataframe[0].value["source"]) == [en for en, _ in PAIRS]
+    other = open_corpus(tiny_model_dir, tmp_path / "none", set="paste", digest=digest)
+    assert other.text_area(key="corpus_paste").value == text
+    assert list(other.dataframe[0].value["source"]) == [en for en, _ in PAIRS]
+
+
+def test_the_upload_limit_is_the_one_the_code_reads(tiny_model_dir, tmp_path):
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).parents[2] / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] * 2**20 == MAX_BYTES  # Streamlit's MB are 2**20 bytes
+    at = open_corpus(tiny_model_dir, tmp_path / "none", set="upload")
+    assert f"Files up to {MAX_BYTES // 2**20} MB are read." in [c.value for c in at.caption]

@@ -1,0 +1,290 @@
+"""Whether a translation says what its source says, read from the model by erasure: which source words the
+translation depends on, which translated words depend on the source at all, and which were copied untranslated.
+
+Everything here is teacher-forced on the (source, translation) pair, with no gradient:
+
+- **Support of a source word** k: the largest drop, over the translation's tokens, of log p(y_t | x, y_<t) when
+  word k (every occurrence of it, all its pieces) is erased from the source. A word that the translation renders
+  makes some token much less likely without it; a dropped word changes little. This is an alignment read from the
+  model (erasure, as in leave-one-out attribution), not cross-attention mass.
+- **Source sensitivity of an output word**: log p(word | x, y_<t) − log p(word | x′, y_<t) summed over its pieces,
+  with x′ the empty source (only </s>): how much the source, rather than the French already written, chose it.
+  An invented word is one that the model would write as readily without the source.
+- **Copied words**: output words that are source words (case-insensitive) and that French does not use: wordfreq's
+  French frequency at least COPY_ZIPF_GAP below its English frequency ("man", "horse"), so that cognates and
+  loanwords ("taxi", "jazz", "piano") and names (capitalised inside a mixed-case source) are allowed.
+
+Shapes: K source content words, T output tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.core.transformer import Transformer, causal_mask
+from model.decode.decoding import length_batches
+
+# Thresholds, chosen on half of a labelled set of the model's own translations (benchmarks/corpus_flags.py prints
+# how, and what they reach on the other half).
+CONFIDENT = 0.2  # a source word supports only output tokens the model wrote with at least this probability
+DROPPED_NATS = 0.75  # a content word whose support is below this is dropped
+WRONG_PROB = 0.05  # an output content word (not copied from the source) below this probability is a wrong word
+NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
+NONWORD_PROB = 0.5
+COPY_ZIPF_GAP = 1.0  # a copied source word is untranslated when English uses it this much more (Zipf) than French
+STEM = 5  # two output words with the same first STEM letters are the same word ("piéton", "piétons")
+INVENTED_NATS = 0.0  # an output content word whose source sensitivity is below this is invented
+ROWS_PER_PASS = 96  # (source variant, translation) rows teacher-forced together
+
+# Function words: never content. Numbers (digits or words) and names are content.
+EN_FUNCTION = frozenset(
+    """a an the of in on at to for from by with without into onto over under above below up down out off about
+    across through toward towards near next beside behind between along around against during while as than then
+    and or but nor so yet if because that which who whom whose what where when how this these those there here
+    it its it's his her hers their theirs them they he she him i me my mine we us our you your is are was were be
+    been being am has have had having do does did doing will would can could shall should may might must not no
+    some any each every all both either neither one's someone something another other others very too also just
+    only even still own same such more most much many few several lot lots kind sort front top side middle part
+    s t re ve ll d m o""".split()
+)
+FR_FUNCTION = frozenset(
+    """le la les l un une des du de d au aux à a en dans sur sous par pour avec sans chez vers entre devant
+    derrière près loin contre pendant depuis après avant et ou mais ni donc car que qu qui quoi dont où quand
+    comme si ce cet cette ces c ça celui celle ceux celles il elle ils elles on se s sa son ses leur leurs lui
+    eux me m te t moi toi nous vous y ne n pas plus est sont était étaient être été a ont avait avaient avoir fait
+    font faire en-dessous dessus dessous au-dessus côté autre autres tout tous toute toutes même quelque
+    quelques chaque plusieurs certains certaines très trop aussi ainsi bien
+    """.split()
+)
+_ALNUM = re.compile(r"\w", re.UNICODE)
+_DIGIT = re.compile(r"\d")
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str  # the word as written (pieces joined, ▁ dropped)
+    pieces: tuple[int, ...]  # its token positions
+    content: bool  # not a function word and not punctuation
+
+
+def words_of(tokens: Sequence[str], function: frozenset[str]) -> list[Word]:
+    """The words of a token sequence: a piece starting with ▁ starts a word; a piece continues the previous word
+    when both hold a letter or digit (so "l'" and "-" split words); special tokens (<s>, </s>) are left out."""
+    groups: list[list[int]] = []
+    texts: list[str] = []
+    for i, t in enumerate(tokens):
+        if t.startswith("<") and t.endswith(">") and len(t) > 2:
+            continue
+        body = t.lstrip("▁")
+        joins = groups and not t.startswith("▁") and _ALNUM.search(body) and _ALNUM.search(texts[-1][-1:] or "")
+        if joins and groups[-1][-1] == i - 1:
+            groups[-1].append(i)
+            texts[-1] += body
+        else:
+            groups.append([i])
+            texts.append(body)
+    out: list[Word] = []
+    for g, w in zip(groups, texts):
+        low = _head(w)  # "d'un" is "un", "street." is "street"
+        content = bool(_DIGIT.search(w)) or (sum(c.isalpha() for c in w) >= 2 and low not in function)
+        if low == "train" and out and out[-1].text.lower() == "en":  # "en train de": the progressive, not a train
+            content = False
+        out.append(Word(w, tuple(g), content))
+    return out
+
+
+def teacher_forced(
+    model: Transformer,
+    srcs: Sequence[Sequence[int]],
+    outs: Sequence[Sequence[int]],
+    positions: Sequence[Sequence[int] | None] | None = None,
+) -> list[np.ndarray]:
+    """log p(out[t] | src, out[:t]) (T,) of each (source ids with </s>, output ids) row, batched by length; with
+    ``positions``, a row's other positions are NaN and skip the output layer (its (V, D) product is most of the
+    cost)."""
+    cfg = model.cfg
+    result: list[np.ndarray] = [np.zeros(0)] * len(srcs)
+    with torch.inference_mode():
+        for chunk in length_batches([list(s) + list(o) for s, o in zip(srcs, outs)], ROWS_PER_PASS):
+            S, T = max(len(srcs[i]) for i in chunk), max(len(outs[i]) for i in chunk)
+            src = torch.full((len(chunk), S), cfg.pad_id, dtype=torch.long)
+            dec_in = torch.full((len(chunk), T), cfg.pad_id, dtype=torch.long)
+            want = torch.zeros((len(chunk), T), dtype=torch.bool)
+            for b, i in enumerate(chunk):
+                s, o = list(srcs[i]), list(outs[i])
+                src[b, : len(s)] = torch.tensor(s)
+                dec_in[b, : len(o)] = torch.tensor([cfg.decoder_start_id, *o[:-1]])
+                at = None if positions is None else positions[i]
+                want[b, list(range(len(o)) if at is None else at)] = True
+            memory, src_mask, _ = model.encode(src)
+            y, _ = model.tgt_embed(dec_in)  # (B, T, D)
+            mask = causal_mask(T, device=y.device)
+            for layer in model.decoder_layers:
+                y, _, _ = layer(y, memory, src_mask, mask, None)
+            rows, cols = want.nonzero(as_tuple=True)  # (N,)
+            labels = torch.tensor([outs[chunk[int(r)]][int(c)] for r, c in zip(rows, cols)], dtype=torch.long)
+            logp = model.logits(y[rows, cols][:, None])[:, 0].float().log_softmax(-1)  # (N, V)
+            picked = logp.gather(1, labels[:, None])[:, 0].cpu().numpy().astype(np.float64)  # (N,)
+            for i in chunk:
+                result[i] = np.full(len(outs[i]), np.nan)
+            for (r, c), v in zip(zip(rows.tolist(), cols.tolist()), picked):
+                result[chunk[r]][c] = v
+    return result
+
+
+@dataclass(frozen=True)
+class Faithfulness:
+    """The erasure signals of one (source, translation) pair."""
+
+    src_words: list[Word]  # the source's words (content and function)
+    out_words: list[Word]  # the translation's words
+    logp: np.ndarray  # (T,) log-probability of each output token given the source
+    drops: np.ndarray  # (K, T) log p with the source − log p with word k erased (0 where p < CONFIDENT)
+    sensitivity: np.ndarray  # (T,) log p with the source − log p with the empty source, per token
+
+    @property
+    def content_src(self) -> list[Word]:
+        return [w for w in self.src_words if w.content]
+
+
+def _erased(src: Sequence[int], words: list[Word], texts: set[str]) -> list[int]:
+    """The source ids without every occurrence (case-insensitive) of the content words ``texts``, all pieces."""
+    gone = {p for w in words if w.text.lower() in texts for p in w.pieces}
+    return [t for i, t in enumerate(src) if i not in gone]
+
+
+def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], outs: Sequence[Sequence[int]]):
+    """The signals of each (source ids with </s>, output ids) pair: the translation teacher-forced on the source and
+    on the empty source, then on each source with one content word erased (only at the positions written with at
+    least CONFIDENT probability: the only ones support reads), all in batched passes."""
+    eos = model.cfg.eos_id
+    src_words = [words_of(tokenizer.tokens(list(s)), EN_FUNCTION) for s in srcs]
+    out_words = [words_of(tokenizer.tokens(list(o)), FR_FUNCTION) for o in outs]
+    base = teacher_forced(model, [*srcs, *[[eos]] * len(srcs)], [*outs, *outs])
+    full, empty = base[: len(srcs)], base[len(srcs) :]
+    rows_src, rows_out, rows_at, owner = [], [], [], []
+    for i, (s, o) in enumerate(zip(srcs, outs)):
+        content = [w for w in src_words[i] if w.content]
+        sure = np.flatnonzero(np.exp(full[i]) >= CONFIDENT).tolist()
+        for w in content:
+            rows_src.append(_erased(s, content, {w.text.lower()}) or [eos])
+            rows_out.append(list(o))
+            rows_at.append(sure)
+            owner.append(i)
+    erased = teacher_forced(model, rows_src, rows_out, rows_at) if rows_src else []
+    per: list[list[np.ndarray]] = [[] for _ in srcs]
+    for i, lp in zip(owner, erased):
+        per[i].append(np.nan_to_num(full[i] - lp, nan=0.0))
+    out = []
+    for i in range(len(srcs)):
+        drops = np.array(per[i]).reshape(len(per[i]), len(outs[i]))  # (K, T)
+        out.append(Faithfulness(src_words[i], out_words[i], full[i], drops, full[i] - empty[i]))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# From the signals to the words concerned.
+
+EN_PARTICLES = frozenset({"one", "away", "like", "please"})  # rendered inside another word ("one" as "un")
+
+
+def bare(word: str) -> str:
+    """The word without surrounding punctuation."""
+    return re.sub(r"^\W+|\W+$", "", word)
+
+
+def _head(word: str) -> str:
+    """The part after an elision, lowercased: "l'objectif" -> "objectif"."""
+    return bare(word).split("'")[-1].split("’")[-1].lower()
+
+
+def _zipf(word: str, lang: str) -> float:
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(word, lang)
+
+
+def _quoted(source: str) -> set[str]:
+    """The source's words inside quotation marks: meant to be carried over as written."""
+    return {w.lower() for q in re.findall(r"[\"“«](.*?)[\"”»]", source) for w in re.findall(r"\w+", q)}
+
+
+def support(f: Faithfulness) -> np.ndarray:
+    """(K,) each source content word's support: the largest drop in log p, over the output tokens written with at
+    least CONFIDENT probability (drops are 0 elsewhere), when the word is erased (0 when there is none)."""
+    return f.drops.max(1) if f.drops.size else np.zeros(len(f.content_src))
+
+
+def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
+    """Output content words written more often than the source word they depend on most (by erasure) occurs."""
+    stems: dict[str, list[Word]] = {}
+    for w in out:
+        if len(_head(w.text)) >= 3:
+            stems.setdefault(_head(w.text)[:STEM], []).append(w)
+    src = [bare(w.text).lower() for w in f.src_words]
+    found = []
+    for ws in stems.values():
+        if len(ws) < 2:
+            continue
+        times = 1
+        if f.drops.size:
+            aligned = {int(f.drops[:, list(w.pieces)].sum(1).argmax()) for w in ws}
+            times = max(src.count(bare(f.content_src[k].text).lower()) for k in aligned)
+        if len(ws) > max(1, times):
+            found.append(bare(ws[0].text))
+    return found
+
+
+def signals(f: Faithfulness, source: str) -> dict:
+    """One sentence's faithfulness signals and the words concerned (JSON-ready values)."""
+    src_low = {bare(w.text).lower() for w in f.src_words}
+    sup = support(f)
+    words = [(float(s), bare(w.text)) for w, s in zip(f.content_src, sup) if _head(w.text) not in EN_PARTICLES]
+    weakest = min(words, default=(float("nan"), ""))
+    out = [w for w in f.out_words if w.content and bare(w.text)]
+    own = [w for w in out if bare(w.text).lower() not in src_low]  # written, not copied from the source
+    probs = [(float(np.exp(f.logp[list(w.pieces)].sum())), bare(w.text)) for w in own]
+    sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
+    repeated = _repeated(f, out)
+    names = [w.text for i, w in enumerate(f.src_words) if i > 0 and w.text[:1].isupper() and not w.text.isupper()]
+    keep = _quoted(source) | {bare(w).lower() for w in names}
+    copied = [
+        bare(w.text)
+        for w in f.out_words
+        if w.content
+        and bare(w.text).lower() in src_low
+        and bare(w.text).lower() not in keep
+        and not _DIGIT.search(w.text)
+        and _zipf(bare(w.text).lower(), "en") - _zipf(bare(w.text).lower(), "fr") >= COPY_ZIPF_GAP
+    ]
+    return {
+        "min_support": weakest[0],
+        "min_support_word": weakest[1],
+        "repeated": repeated,
+        "min_sensitivity": min(sens, default=(float("nan"), ""))[0],
+        "min_sensitivity_word": min(sens, default=(float("nan"), ""))[1],
+        "min_word_prob": min(probs, default=(float("nan"), ""))[0],
+        "min_word_prob_word": min(probs, default=(float("nan"), ""))[1],
+        "non_words": [w for p, w in probs if p < NONWORD_PROB and _zipf(_head(w), "fr") < NONWORD_ZIPF],
+        "untranslated_words": copied,
+    }
+
+
+FLAG_WORDS = ("dropped words", "invented content", "untranslated", "wrong word")
+
+
+def flagged_words(sig: dict) -> dict[str, list[str]]:
+    """The faithfulness flags a sentence raises, each with the words concerned (none raised: empty)."""
+    found = {
+        "dropped words": [sig["min_support_word"]] if sig["min_support"] < DROPPED_NATS else [],
+        "invented content": sig["repeated"]
+        + ([sig["min_sensitivity_word"]] if sig["min_sensitivity"] < INVENTED_NATS else []),
+        "untranslated": sig["untranslated_words"],
+        "wrong word": sig["non_words"] or ([sig["min_word_prob_word"]] if sig["min_word_prob"] < WRONG_PROB else []),
+    }
+    return {k: v for k, v in found.items() if v}
