@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from model.core import keys
 from model.core.keys import ATTENTION_MAPS
 from model.core.positions import POSITION_AXIS
 from model.decode.steps import prefix_scores, sharpest_head
