@@ -265,15 +265,21 @@ def quiz(questions: tuple[Question, ...], name: str, sid: str) -> None:
 
 def feedback(q: Question, chosen: str | None, prefix: str = "") -> None:
     right = q.options[q.answer]
-    where = f"See {q.where}: {q.why.rstrip('.')}."
+    where = ended(f"See {q.where}: {q.why}")
     if chosen == right:
-        st.success(md(f"{prefix}Right: {right}. {where}"), icon=":material/check_circle:")
+        st.success(md(f"{prefix}Right: {ended(right)} {where}"), icon=":material/check_circle:")
     elif chosen is None:
-        st.info(md(f"{prefix}No answer chosen. The answer is {right}. {where}"), icon=":material/info:")
+        st.info(md(f"{prefix}No answer chosen. The answer is {ended(right)} {where}"), icon=":material/info:")
     else:
         st.warning(
-            md(f"{prefix}Not quite: you chose {chosen}; the answer is {right}. {where}"), icon=":material/close:"
+            md(f"{prefix}Not quite: you chose {chosen}; the answer is {ended(right)} {where}"), icon=":material/close:"
         )
+
+
+def ended(text: str) -> str:
+    """``text`` as one sentence: a full stop unless it ends with one already, inside a closing quote too
+    (“… voisins.” rather than “… voisins.”.)."""
+    return text if text.rstrip("”’)").endswith((".", "?", "!")) else f"{text}."
 
 
 def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) -> None:
