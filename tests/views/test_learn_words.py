@@ -14,8 +14,6 @@ from model.core import keys
 from model.io.checkpoint import load_model_dir
 from model.lesson.learn import SELF_HEAD, SELF_LAYER
 from tests.views.test_learn import SENTENCES, built_lesson
-from views.class_link import answers
-from views.learn import ended
 from viz.figures import ffn_figure
 
 
@@ -83,9 +81,13 @@ def test_the_ffn_title_reads_as_words():
     ],
 )
 def test_feedback_ends_with_one_full_stop(text, want):
+    from views.learn import ended
+
     out = ended(text)
     assert out.endswith(want) and not out.endswith(("”.", ".."))
 
 
 def test_the_class_counts_answers_in_words():
+    from views.class_link import answers
+
     assert [answers(n) for n in (0, 1, 2)] == ["0 answers", "1 answer", "2 answers"]
