@@ -67,10 +67,17 @@ function needsMinWidth(figure) {
   return (figure?.data || []).some((t) => t.type === "heatmap") || Boolean(figure?.layout?.meta?.min_width);
 }
 
+// A figure's own least width (layout.meta.min_width in px: a beam tree whose labels need a desktop's column), else
+// STRETCH_MIN_W.
+function minWidth(figure) {
+  const own = figure?.layout?.meta?.min_width;
+  return typeof own === "number" ? own : STRETCH_MIN_W;
+}
+
 function drawAhead(ahead, column) {
   // In an idle moment, off the page: in a shadow root (no selector of the page sees it) of an element out of view,
   // as wide as it will be drawn in ``column`` (the element's frame); then detached and kept.
-  const width = column && Math.max(column.clientWidth, needsMinWidth(ahead?.figure) ? STRETCH_MIN_W : 0);
+  const width = column && Math.max(column.clientWidth, needsMinWidth(ahead?.figure) ? minWidth(ahead?.figure) : 0);
   if (!ahead?.id || kept().has(ahead.id) || !width) return;
   const run = () => {
     if (kept().has(ahead.id)) return;
@@ -126,6 +133,7 @@ function frame(el, figure) {
   el.style.maxWidth = "100%";
   el.style.overflowX = "auto";
   el.style.overflowY = "hidden"; // never the scroller that scroller() looks for: that is the page's
+  el.style.scrollbarColor = "#8a8a8a #ececec"; // a visible scrollbar says there is more to the right (a phone)
   el.tabIndex = 0;
   el.setAttribute("role", "group");
   el.setAttribute("aria-label", title ? `Figure: ${title}` : "Figure");
@@ -279,7 +287,7 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   div.style.containIntrinsicSize = `auto ${height}px`;
   div.__fixed = Boolean(figure.layout.width);
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
-  div.style.minWidth = !div.__fixed && needsMinWidth(figure) ? STRETCH_MIN_W + "px" : "";
+  div.style.minWidth = !div.__fixed && needsMinWidth(figure) ? minWidth(figure) + "px" : "";
   const job = { figure, config: { ...data.config, responsive: !figure.layout.width }, ahead: data.ahead };
   div.__id = data.id;
   div.__job = adopted ? null : job;

@@ -17,6 +17,7 @@ from model.lesson.learn import CHAPTER_KEYS, mistakes
 from model.lesson.lesson import build_lesson
 from tests.helpers import APP, ok, specs
 from views.common import md
+from viz.common import MIN_WIDTH, text_px
 
 MAX_LEN = 8
 TEXT = "A man in a blue shirt is standing on a ladder."
@@ -94,6 +95,28 @@ def test_the_beam_chapter_draws_the_answer_s_path_in_view_with_the_list_under_it
     q.set_value(q.options[0]).run()
     check(at, "decoding")
     assert any("the first candidate in the list under it" in t for t in judged(at)), judged(at)
+
+
+def test_a_long_beam_tree_fits_a_desktop_column_with_its_labels_cut_to_their_columns(tiny_model_dir, monkeypatch):
+    """Fifteen positions: the tree is no wider than the narrowest desktop column (the answer's end, its star and the
+    colour bar in view without scrolling), never squeezed below it (a phone scrolls it in its frame), and every
+    node's label fits the room before the next column (the hover has the token whole)."""
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params.update(chapter=str(CHAPTER_KEYS.index("decoding") + 1), src=TEXT, max_len="16")
+    at.run()
+    ok(at)
+    (tree,) = [s for s in specs(at) if s["layout"]["title"]["text"].startswith("Beam search")]
+    layout = tree["layout"]
+    assert layout.get("width") is None or layout["width"] <= MIN_WIDTH, layout.get("width")
+    assert layout["meta"]["min_width"] == MIN_WIDTH
+    lo, hi = layout["xaxis"]["range"]
+    xs = [x for t in tree["data"] for x in t["x"] if x is not None]
+    assert lo <= min(xs) and max(xs) < hi and max(xs) >= 14, (lo, hi, max(xs))
+    plot_w = MIN_WIDTH - layout["margin"]["l"] - layout["margin"]["r"]
+    column = plot_w / (hi - lo)
+    labels = [x for t in tree["data"] for x in (t.get("text") or []) if x]
+    assert labels and max(text_px(x) for x in labels) <= column, (column, max(labels, key=text_px))
 
 
 def test_the_worked_example_s_question_has_one_right_option_and_reads_as_a_sentence(tiny_model_dir, monkeypatch):
