@@ -48,6 +48,38 @@ function reachable(root) {
     for (const el of root.querySelectorAll(selector)) el.tabIndex = 0;
 }
 
+// A figure whose drawing is of the run before (its element not yet sent again: Streamlit marks it stale) or whose
+// new data waits to be drawn (views/plot.js: data-drawing, data-deferred) shows the previous position's numbers:
+// faded at once and busy for a screen reader until drawn, never read beside the new position's line.
+const REDRAWN = '.decoder-lens-plot[aria-busy="true"] { opacity: 0.12 !important; transition: none !important; }';
+
+// The step view's position line (views/stepping.py): a figure drawn for another position (plot.js: data-at) is too.
+const LINE = ".st-key-next_chip p";
+const LINE_AT = /^Position (\d+) of/;
+
+function linePosition(root) {
+  for (const p of root.querySelectorAll(LINE)) {
+    const m = p.textContent.match(LINE_AT);
+    if (m) return m[1];
+  }
+  return null;
+}
+
+function mark(root) {
+  const at = linePosition(root);
+  for (const div of root.querySelectorAll(".decoder-lens-plot")) {
+    const other = at !== null && div.hasAttribute("data-at") && div.getAttribute("data-at") !== at;
+    const busy =
+      other ||
+      div.hasAttribute("data-drawing") ||
+      div.hasAttribute("data-deferred") ||
+      Boolean(div.closest('[data-stale="true"]'));
+    if (busy === (div.getAttribute("aria-busy") === "true")) continue;
+    if (busy) div.setAttribute("aria-busy", "true");
+    else div.removeAttribute("aria-busy");
+  }
+}
+
 function shown(el) {
   return el.checkVisibility() && el.getBoundingClientRect().width > 0;
 }
@@ -68,8 +100,10 @@ export default function () {
   if (window.__decoderLensPage) return;
   window.__decoderLensPage = true;
   document.addEventListener("keydown", onKey);
+  document.head.appendChild(Object.assign(document.createElement("style"), { textContent: REDRAWN }));
   let queued = false;
   new MutationObserver(() => {
+    mark(document); // before the browser paints the change: never a frame with old numbers unmarked
     if (queued) return;
     queued = true;
     requestAnimationFrame(() => {
@@ -78,7 +112,13 @@ export default function () {
       toChapter(document);
       reachable(document);
     });
-  }).observe(document.body, { childList: true, subtree: true });
+  }).observe(document.body, {
+    childList: true,
+    subtree: true,
+    attributes: true,
+    attributeFilter: ["data-stale", "data-drawing", "data-deferred", "data-at"],
+    characterData: true,
+  });
   name(document);
   toChapter(document);
   reachable(document);

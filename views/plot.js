@@ -155,6 +155,8 @@ function draw(div) {
     })
     .catch((err) => console.error("Decoder Lens figure:", err))
     .finally(() => {
+      if (div.__seq === seq && job.at != null) div.setAttribute("data-at", job.at); // drawn: of this position now
+      else if (div.__seq === seq) div.removeAttribute("data-at");
       if (div.__seq === seq) div.removeAttribute("data-drawing");
       if (div.__seq === seq && job.ahead) drawAhead(job.ahead, div.parentElement);
     });
@@ -267,6 +269,14 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   };
   const data = JSON.parse(text);
   if (data.preload) return; // its loader has started loading Plotly
+  // The position a figure is of (views/plot.py's tagged) comes last: a figure that only changed position is not
+  // drawn again, its drawing is of the new position as it is.
+  const cut = data.at == null ? -1 : text.lastIndexOf(', "at": ');
+  const same = cut >= 0 && div && div.__text === text.slice(0, cut) && !div.__job && !div.hasAttribute("data-drawing");
+  if (same) {
+    div.setAttribute("data-at", data.at);
+    return cleanup;
+  }
   settle();
   const figure = withPageFont(data.figure);
   const adopted = !div && data.id ? take(data.id) : null; // this very figure, kept drawn: put back, not drawn
@@ -288,7 +298,8 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   div.__fixed = Boolean(figure.layout.width);
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
   div.style.minWidth = !div.__fixed && needsMinWidth(figure) ? minWidth(figure) + "px" : "";
-  const job = { figure, config: { ...data.config, responsive: !figure.layout.width }, ahead: data.ahead };
+  const job = { figure, config: { ...data.config, responsive: !figure.layout.width }, ahead: data.ahead, at: data.at };
+  div.__text = cut >= 0 ? text.slice(0, cut) : null;
   div.__id = data.id;
   div.__job = adopted ? null : job;
   if (div.__watcher) div.__watcher.unobserve(div);

@@ -29,6 +29,7 @@ times as fast, which a fresh page waits for.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -254,12 +255,29 @@ def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = 
         held = figure_cache().peek(d) if d else None
         if held is not None:
             parts.append(f'"ahead": {{{_payload(held, next_config, f"{d}:{next_key}")}}}')
+    if pick:
+        parts.append('"pick": true')
+    at = getattr(threading.current_thread(), AT, None)
+    if at is not None:  # last: plot.js tells a figure that only changed position from one that changed
+        parts.append(f'"at": {json.dumps(at)}')
+    data = f"{{{', '.join(parts)}}}".encode()
     if not pick:
-        _component()(data=f"{{{', '.join(parts)}}}".encode(), key=key)
+        _component()(data=data, key=key)
         return None
-    parts.append('"pick": true')
-    picked = _component()(data=f"{{{', '.join(parts)}}}".encode(), key=key, on_picked_change=_nothing)
-    return picked.get("picked")
+    return _component()(data=data, key=key, on_picked_change=_nothing).get("picked")
+
+
+@contextlib.contextmanager
+def tagged(at: str):
+    """The figures shown inside are of the position ``at`` (the step view's): the browser marks one whose drawing is
+    of another position than the page's position line shows, until it is drawn (plot.js, page.js)."""
+    thread = threading.current_thread()
+    before = getattr(thread, AT, None)
+    setattr(thread, AT, at)
+    try:
+        yield
+    finally:
+        setattr(thread, AT, before)
 
 
 def _nothing() -> None:
@@ -273,6 +291,8 @@ def _payload(item: tuple[str, str | None], config: dict, fid: str | None) -> str
         out += f', "alt": {json.dumps(alt)}'
     return out + (f', "id": {json.dumps(fid)}' if fid else "")
 
+
+AT = "plot_at"  # the thread's attribute naming the position its figures are of (``tagged``)
 
 # Started this long after it is asked for: by then the run that asked has finished and its messages are out, so
 # that the build never holds Python's lock while that run's last elements are sent.

@@ -18,6 +18,7 @@ from model.core.constants import IMPOSSIBLE
 from model.decode.steps import Line, chips, follow_line, layer_keep, live_rows, stack_view
 from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
+from views.plot import tagged
 
 from . import export, handout, session, stages, whatif
 from .common import (
@@ -167,7 +168,8 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     if ch.prefix and st.button("Clear forced tokens", key="clear_forced"):
         _clear_forced_and_rerun()
 
-    stages.render(ctx, stage)
+    with tagged(str(step)):  # a figure still drawn for the position before is marked until drawn (page.js)
+        stages.render(ctx, stage)
 
     live_table = None
     if res.beam_steps is not None and stages.shows(stage, "output"):
