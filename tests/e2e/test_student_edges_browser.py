@@ -98,3 +98,33 @@ def test_after_a_step_no_figure_shows_the_previous_position_unmarked(server, pag
         page.evaluate("() => getComputedStyle(document.querySelector('.st-key-dec_topk .decoder-lens-plot')).opacity")
         == "1"
     )
+
+
+# The contrast ratio of an element's text with what is behind it (WCAG 2): its colour over the first opaque
+# background up its ancestors, translucent ones composed on the way.
+CONTRAST_JS = """(el) => {
+  const rgba = (c) => c.match(/[\\d.]+/g).map(Number).concat([1]).slice(0, 4);
+  const layers = [];
+  for (let e = el; e; e = e.parentElement) {
+    const c = rgba(getComputedStyle(e).backgroundColor);
+    if (c[3] > 0) layers.push(c);
+    if (c[3] === 1) break;
+  }
+  let bg = [255, 255, 255];
+  for (const [r, g, b, a] of layers.reverse()) bg = [r * a + bg[0] * (1 - a), g * a + bg[1] * (1 - a), b * a + bg[2] * (1 - a)];
+  const [r, g, b, a] = rgba(getComputedStyle(el).color);
+  const fg = [r * a + bg[0] * (1 - a), g * a + bg[1] * (1 - a), b * a + bg[2] * (1 - a)];
+  const lum = (c) => c.map((v) => v / 255).map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4))
+    .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}"""
+
+
+def test_the_selected_stage_reads_at_aa_contrast(server, page):
+    page.goto(f"{server}/explore")
+    page.wait_for_function("() => window.__decoderLensPage === true")
+    selected = page.locator('.st-key-stage button[aria-checked="true"]')
+    selected.wait_for()
+    ratio = selected.locator("p").first.evaluate(CONTRAST_JS)
+    assert ratio >= 4.5, f"the selected stage's text reads {ratio:.2f}:1"
