@@ -110,10 +110,10 @@ CONTRAST_JS = """(el) => {
     if (c[3] > 0) layers.push(c);
     if (c[3] === 1) break;
   }
+  const over = ([r, g, b, a], u) => [r * a + u[0] * (1 - a), g * a + u[1] * (1 - a), b * a + u[2] * (1 - a)];
   let bg = [255, 255, 255];
-  for (const [r, g, b, a] of layers.reverse()) bg = [r * a + bg[0] * (1 - a), g * a + bg[1] * (1 - a), b * a + bg[2] * (1 - a)];
-  const [r, g, b, a] = rgba(getComputedStyle(el).color);
-  const fg = [r * a + bg[0] * (1 - a), g * a + bg[1] * (1 - a), b * a + bg[2] * (1 - a)];
+  for (const c of layers.reverse()) bg = over(c, bg);
+  const fg = over(rgba(getComputedStyle(el).color), bg);
   const lum = (c) => c.map((v) => v / 255).map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4))
     .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
   const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
