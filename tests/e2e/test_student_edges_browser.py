@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.browser import IDLE_JS, serve
-from model.io.checkpoint import ENV_MODEL
+from model.io.checkpoint import ENV_MODEL, save_model_dir
+from model.testing import make_model, make_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
@@ -128,3 +130,52 @@ def test_the_selected_stage_reads_at_aa_contrast(server, page):
     selected.wait_for()
     ratio = selected.locator("p").first.evaluate(CONTRAST_JS)
     assert ratio >= 4.5, f"the selected stage's text reads {ratio:.2f}:1"
+
+
+@pytest.fixture(scope="module")
+def stopping_server(tmp_path_factory):
+    """The tiny model made to write </s> now and then (its output bias raised for it): beam search's final candidates
+    end at different positions, as a trained model's do."""
+    tok = make_tokenizer()
+    model = make_model(tok.vocab_size, final_logits_bias=True)
+    with torch.no_grad():
+        model.final_logits_bias[model.cfg.eos_id] = 4.6
+    out = tmp_path_factory.mktemp("stopping")
+    save_model_dir(model, tok, out / "model")
+    with serve(ROOT / "app.py", out / "streamlit.log", {ENV_MODEL: str(out / "model")}) as srv:
+        yield srv.url
+    text = (out / "streamlit.log").read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
+
+
+def slider_value(page) -> str | None:
+    return page.locator(".st-key-step input[type=range]").get_attribute("value")
+
+
+def test_following_a_shorter_line_keeps_the_slider_on_the_position_shown(stopping_server, page):
+    """At position 4 of the translation (positions 0–11), the final candidate that ends at position 8 is picked:
+    the slider stays on 4 with its new range, and ▶ goes to 5."""
+    page.goto(
+        f"{stopping_server}/explore?src=The%20cat%20is%20sleeping%20on%20the%20sofa.&strategy=beam&beam=5"
+        "&max_len=12&stage=output"
+    )
+    at_position(page, 0)
+    for t in range(1, 5):
+        page.locator(".st-key-next button:visible").first.click()
+        at_position(page, t)
+    picker = page.locator(".st-key-follow_pick")
+    picker.get_by_role("combobox").click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    texts = options.all_inner_texts()
+    ends = [len(t.split(" (score")[0].split(": ", 1)[1].split()) for t in texts if t.startswith("final ")]
+    shorter = next(i for i, t in enumerate(texts) if t.startswith("final ") and 5 < ends[i] < 12)
+    options.nth(shorter).click()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('follow') !== null")
+    at_position(page, 4)
+    line = page.locator(".st-key-next_chip").inner_text()
+    assert "of 0–11" not in line, line  # the picked line's own range
+    assert slider_value(page) == "4", (slider_value(page), line)
+    page.locator(".st-key-next button:visible").first.click()
+    at_position(page, 5)
+    assert slider_value(page) == "5"
