@@ -74,6 +74,22 @@ function minWidth(figure) {
   return typeof own === "number" ? own : STRETCH_MIN_W;
 }
 
+// A figure that squeezes to a phone's column carries its title as that column wraps it (viz/common.py's
+// layout_defaults: layout.meta.narrow_title); drawn narrower than a desktop's column, it takes that title and grows by
+// its extra lines, above the plot. A desktop keeps its title on the lines its own width needs.
+const WIDE_W = 860; // viz/common.py's MIN_WIDTH
+
+function fitTitle(figure, width) {
+  const narrow = figure?.layout?.meta?.narrow_title;
+  if (!narrow || !width || width >= WIDE_W) return figure;
+  const layout = figure.layout;
+  layout.title = narrow.title;
+  if (layout.height) layout.height += narrow.grow;
+  layout.margin = { ...layout.margin, t: (layout.margin?.t || 0) + narrow.grow };
+  delete layout.meta.narrow_title; // fitted once
+  return figure;
+}
+
 function drawAhead(ahead, column) {
   // In an idle moment, off the page: in a shadow root (no selector of the page sees it) of an element out of view,
   // as wide as it will be drawn in ``column`` (the element's frame); then detached and kept.
@@ -85,7 +101,7 @@ function drawAhead(ahead, column) {
     host.style.cssText = `position:fixed;left:-100000px;top:0;width:${width}px;visibility:hidden;pointer-events:none`;
     const div = document.createElement("div");
     div.className = "decoder-lens-plot";
-    const figure = withPageFont(ahead.figure);
+    const figure = fitTitle(withPageFont(ahead.figure), width);
     div.style.width = figure.layout.width ? figure.layout.width + "px" : width + "px";
     host.attachShadow({ mode: "open" }).appendChild(div);
     document.body.appendChild(host);
@@ -278,7 +294,7 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
     return cleanup;
   }
   settle();
-  const figure = withPageFont(data.figure);
+  const figure = fitTitle(withPageFont(data.figure), parentElement.clientWidth);
   const adopted = !div && data.id ? take(data.id) : null; // this very figure, kept drawn: put back, not drawn
   if (!div) {
     div =

@@ -175,9 +175,15 @@ def layout_defaults(
     ``width`` set: the figure is drawn exactly that wide (render it ``width="content"``); None: it fills its
     container (``width="stretch"``), assumed at least ``MIN_WIDTH`` px, or, when it ``squeezes`` to a phone's column
     (bars, lines and curves do; heatmaps and figures with ``meta.min_width`` keep 600 px and scroll in their frame,
-    ``views/plot.js``), its title wrapped to ``PHONE_WIDTH``. ``cells`` goes to ``layout.meta``.
+    ``views/plot.js``), its title as wrapped to ``PHONE_WIDTH`` in ``layout.meta.narrow_title``, which the browser
+    draws below MIN_WIDTH (a desktop keeps its title on the lines its width needs). ``cells`` goes to ``layout.meta``.
     """
-    block, top = title_block(title, width or MIN_WIDTH, PHONE_WIDTH if squeezes and not width else None)
+    block, top = title_block(title, width or MIN_WIDTH)
+    meta: dict = {} if cells is None else {"cells": cells}
+    if squeezes and not width:  # the title as a phone's column wraps it, taller by ``grow`` px (plot.js)
+        narrow, narrow_top = title_block(title, MIN_WIDTH, PHONE_WIDTH)
+        if narrow["text"] != block["text"]:
+            meta["narrow_title"] = {"title": narrow, "grow": narrow_top - top}
     out = dict(
         template=copy.deepcopy(TEMPLATE),  # a figure may change its own
         title=block,
@@ -192,8 +198,8 @@ def layout_defaults(
     )
     if width is not None:
         out["width"] = int(width)
-    if cells is not None:
-        out["meta"] = {"cells": cells}
+    if meta:
+        out["meta"] = meta
     return out
 
 

@@ -623,7 +623,7 @@ def positional_curves(
     ]
     bounded = np.all(np.abs(p[:, dims]) <= 1.0 + 1e-6)
     fig_layout = layout_defaults(title, height=380, legend=True, squeezes=True)
-    fig_layout["meta"] = {"cells": None}
+    fig_layout.setdefault("meta", {})["cells"] = None
     fig_layout["legend"].update(x=1.02, xanchor="left", y=1, yanchor="top")
     tick = dict(automargin=True, tickfont=dict(size=TICK_FONT))
     fig_layout["xaxis"] = dict(

@@ -179,3 +179,28 @@ def test_following_a_shorter_line_keeps_the_slider_on_the_position_shown(stoppin
     page.locator(".st-key-next button:visible").first.click()
     at_position(page, 5)
     assert slider_value(page) == "5"
+
+
+TITLE_LINES_JS = """(sel) => {
+  const div = document.querySelector(sel);
+  const title = div.querySelector('.gtitle');
+  const lines = title.querySelectorAll('tspan.line');
+  return [lines.length || 1, title.getBoundingClientRect().right - div.getBoundingClientRect().right];
+}"""
+
+
+@pytest.mark.parametrize(("width", "height", "most"), [(1366, 768, 1), (390, 844, 3)])
+def test_a_bar_chart_s_title_wraps_only_where_the_column_needs_it(server, browser, width, height, most):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{server}/explore?src=I%20like%20pizza.&max_len=8&stage=output&step=3")
+        at_position(page, 3)
+        sel = ".st-key-dec_topk .decoder-lens-plot"
+        page.locator(sel).scroll_into_view_if_needed()
+        page.wait_for_function("s => document.querySelector(s + ' .gtitle')", arg=sel)
+        lines, past = page.evaluate(TITLE_LINES_JS, sel)
+        assert 1 <= lines <= most, lines  # a desktop: "Top 10 next tokens at position 3" on one line
+        assert past <= 0, f"the title runs {past:.0f} px past the figure"
+    finally:
+        page.close()

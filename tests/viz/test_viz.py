@@ -297,7 +297,7 @@ def test_a_figure_that_squeezes_to_a_phone_wraps_its_title_to_the_phone_s_column
     """Bars and curves squeeze to a phone's column (they keep no width of their own): each line of their title fits
     it (Plotly neither wraps a title nor shows what is wider than the figure), and the plot starts below; a short
     title keeps its line beside the toolbar."""
-    from viz.common import PAD, PHONE_WIDTH, TITLE_FONT, text_px
+    from viz.common import MIN_WIDTH, PAD, PHONE_WIDTH, TITLE_FONT, text_px
     from viz.corpus import bar_figure, sentence_scatter
 
     long = "the dashed line marks position 12, and the reference loss change per position without layer 0 head 3"
@@ -312,11 +312,16 @@ def test_a_figure_that_squeezes_to_a_phone_wraps_its_title_to_the_phone_s_column
     }
     for name, build in figures.items():
         fig = build(long)
-        lines = fig.layout.title.text.split("<br>")
-        assert " ".join(lines) == long and len(lines) >= 2, name
+        wide = fig.layout.title.text.split("<br>")  # a desktop's: the lines its width needs, no more
+        assert " ".join(wide) == long and len(wide) == 1 + (text_px(long, TITLE_FONT) > MIN_WIDTH - 2 * PAD - 10)
+        narrow = fig.layout.meta["narrow_title"]  # a phone's: wrapped to its column, taller by its extra lines
+        lines = narrow["title"]["text"].split("<br>")
+        assert " ".join(lines) == long and len(lines) > len(wide), name
         assert max(text_px(line, TITLE_FONT) for line in lines) <= PHONE_WIDTH - 2 * PAD, (name, lines)
-        assert fig.layout.margin.t >= len(lines) * TITLE_FONT, name  # the plot starts below the title's lines
+        assert fig.layout.margin.t + narrow["grow"] >= len(lines) * TITLE_FONT, name  # the plot below the lines
         assert build("Top 10 next tokens").layout.title.text == "Top 10 next tokens", name
+        title = "Top 10 next tokens at position 10"  # fits a desktop's line beside the toolbar: one line there
+        assert build(title).layout.title.text == title, name
 
 
 def test_addnorm_figure():
