@@ -163,3 +163,21 @@ def decode_ids(model_dir) -> list[int]:
     return [
         i for i in decode(lm.model, lm.tokenizer.encode(TEXT) + [eos], DecodeOptions(max_len=MAX_LEN)).ids if i != eos
     ]
+
+
+def test_the_start_page_shows_the_translation_as_plain_french_then_as_tokens(tiny_model_dir, monkeypatch):
+    lm = load_model_dir(tiny_model_dir)
+    eos = lm.cfg.eos_id
+    ids = decode(lm.model, lm.tokenizer.encode(TEXT) + [eos], DecodeOptions(max_len=MAX_LEN)).ids
+    plain = lm.tokenizer.decode([i for i in ids if i != eos])
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(chapter="0", src=TEXT, max_len=str(MAX_LEN))
+    at.run()
+    ok(at)
+    texts = [t.value for t in at.text]
+    said = [m.value for m in at.markdown]
+    i = said.index("**Its translation (the model's own, decoded greedily):**")
+    assert plain and plain in texts, (plain, texts)
+    assert texts[texts.index(plain) + 1].endswith("</s>")  # then its tokens, as the decoder writes them
+    assert said[i + 1].startswith("**The same translation as the decoder writes it")
