@@ -84,7 +84,21 @@ function shown(el) {
   return el.checkVisibility() && el.getBoundingClientRect().width > 0;
 }
 
+// The sentence boxes (Explore's, Compare's A and B) take one sentence: Enter uses it, as in Learn's one-line box,
+// rather than starting a second line that the link would carry as %0A (Streamlit's text area applies on Ctrl+Enter).
+const SENTENCE_BOX = ".st-key-source textarea, .st-key-source_b textarea";
+
+function onEnter(e) {
+  if (e.key !== "Enter" || e.shiftKey || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return false;
+  const box = e.target instanceof Element && e.target.closest(SENTENCE_BOX);
+  if (!box) return false;
+  e.preventDefault();
+  box.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", code: "Enter", ctrlKey: true, bubbles: true }));
+  return true;
+}
+
 function onKey(e) {
+  if (onEnter(e)) return;
   const label = KEYS[e.key];
   if (!label || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
   const t = e.target;

@@ -204,3 +204,15 @@ def test_a_bar_chart_s_title_wraps_only_where_the_column_needs_it(server, browse
         assert past <= 0, f"the title runs {past:.0f} px past the figure"
     finally:
         page.close()
+
+
+def test_enter_in_explore_s_sentence_box_uses_the_sentence(server, page):
+    page.goto(f"{server}/explore?max_len=8")
+    page.wait_for_function("() => window.__decoderLensPage === true")
+    box = page.locator(".st-key-source textarea")
+    box.fill("I like pizza.")
+    box.press("Enter")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('src') === 'I like pizza.'")
+    page.wait_for_function(IDLE_JS)
+    assert box.input_value() == "I like pizza."  # no second line
+    assert "%0A" not in page.url, page.url
