@@ -1128,7 +1128,7 @@ def test_describe_heatmap_names_the_shape_and_the_strongest_cell():
 
 def test_figures_carry_their_text_alternative_with_labels_as_written():
     """What plot() sends with a heatmap: the figure's own title and axis labels, unescaped and without the index
-    prefixes that keep category labels distinct; no line for a figure without a heatmap."""
+    prefixes that keep category labels distinct; a bar chart's bars largest first; no line for a figure of lines."""
     from views.plot import text_alternative
 
     w = np.array([[1.0, -np.inf], [0.3, 0.7]])
@@ -1138,7 +1138,9 @@ def test_figures_carry_their_text_alternative_with_labels_as_written():
     )
     grid = viz.heads_grid(np.stack([w, w[::-1]]), ["r0", "r1"], ["c0", "c1"], title="Every head")
     assert text_alternative(grid).endswith("(the first of 2 panels).")
-    assert text_alternative(go.Figure(go.Bar(x=["a", "b"], y=[0.6, 0.3]))) is None
+    bars = go.Figure(go.Bar(x=["a", "b"], y=[0.3, 0.6]), layout=dict(title="Top 2"))  # bars: largest first
+    assert text_alternative(bars) == "Top 2: 2 bars, largest first: ‘b’ 0.6, ‘a’ 0.3."
+    assert text_alternative(go.Figure(go.Scatter(x=[1, 2], y=[1, 2], mode="lines"))) is None  # no points
 
 
 def test_figure_json_is_plotly_s_own_json():

@@ -7,11 +7,14 @@ from ..plot import builders as viz  # viz, its figures built on first use (cache
 from . import numbered
 from .context import StageContext
 
+AFTER = {2: "cross", 3: "ffn"}  # the section each later Add & Norm closes
+
 
 def render(ctx: StageContext, n: int, what: str) -> None:
     title = f"Add & Norm {n} — after {what}"
     heading(
-        numbered("add_norm", title) if n == 1 else title,  # the first opens its section
+        # the first opens its section; the others close the sublayer's they follow
+        numbered("add_norm", title) if n == 1 else numbered(AFTER[n], title, part=1),
         r"\operatorname{LayerNorm}(x + \text{Sublayer}(x)) = \gamma \odot "
         r"\frac{x + \text{Sublayer}(x) - \mu}{\sigma} + \beta",
     )
