@@ -80,6 +80,21 @@ function mark(root) {
   }
 }
 
+// A displayed equation wider than the column (a phone) is drawn smaller to fit, down to MIN_EQUATION_EM; wider
+// still, it scrolls in its frame. Measured once per column width.
+const MIN_EQUATION_EM = 0.6;
+
+function fitEquations(root) {
+  for (const frame of root.querySelectorAll(".katex-display")) {
+    const math = frame.querySelector(":scope > .katex");
+    const width = frame.clientWidth;
+    if (!math || !width || frame.dataset.fitFor === String(width)) continue;
+    frame.dataset.fitFor = String(width);
+    math.style.fontSize = "";
+    if (frame.scrollWidth > width + 1) math.style.fontSize = `${Math.max(MIN_EQUATION_EM, width / frame.scrollWidth)}em`;
+  }
+}
+
 function shown(el) {
   return el.checkVisibility() && el.getBoundingClientRect().width > 0;
 }
@@ -125,6 +140,7 @@ export default function () {
       name(document);
       toChapter(document);
       reachable(document);
+      fitEquations(document);
     });
   }).observe(document.body, {
     childList: true,
@@ -133,7 +149,9 @@ export default function () {
     attributeFilter: ["data-stale", "data-drawing", "data-deferred", "data-at"],
     characterData: true,
   });
+  window.addEventListener("resize", () => fitEquations(document));
   name(document);
   toChapter(document);
   reachable(document);
+  fitEquations(document);
 }

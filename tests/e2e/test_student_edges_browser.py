@@ -216,3 +216,35 @@ def test_enter_in_explore_s_sentence_box_uses_the_sentence(server, page):
     page.wait_for_function(IDLE_JS)
     assert box.input_value() == "I like pizza."  # no second line
     assert "%0A" not in page.url, page.url
+
+
+PHONE_CUTS_JS = """() => {
+  const out = [];
+  for (const div of document.querySelectorAll('.decoder-lens-plot')) {
+    const t = div.querySelector('.gtitle');
+    if (t && t.getBoundingClientRect().right > div.getBoundingClientRect().right + 1)
+      out.push(`title past its figure: ${t.textContent.slice(0, 60)}`);
+  }
+  for (const k of document.querySelectorAll('.katex-display'))
+    if (k.scrollWidth > k.clientWidth + 2) out.push(`equation ${k.scrollWidth} px in ${k.clientWidth} px`);
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path", ["/?chapter=8&max_len=8", "/explore?max_len=8&src=I%20like%20pizza."])
+def test_on_a_phone_titles_and_equations_fit_and_the_pages_menu_says_so(server, browser, path):
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server + path)
+        page.wait_for_function("() => window.__decoderLensPage === true")
+        page.locator(".decoder-lens-plot").first.scroll_into_view_if_needed()
+        page.wait_for_function("() => document.querySelector('.decoder-lens-plot .gtitle')")
+        page.wait_for_function(IDLE_JS)
+        page.wait_for_function("() => [...document.querySelectorAll('.katex-display')].every(k => k.dataset.fitFor)")
+        assert page.evaluate(PHONE_CUTS_JS) == []
+        menu = page.locator('[data-testid="stExpandSidebarButton"]')
+        assert menu.is_visible()  # the top navigation's links are behind it on a phone, and it says so in words
+        assert "Pages" in menu.evaluate("b => getComputedStyle(b, '::after').content")
+    finally:
+        page.close()

@@ -204,7 +204,7 @@ def test_matrix_figure_rows_are_tokens_columns_are_dims():
     assert fig.layout.xaxis.type == "linear" and "%{x}" in hm.hovertemplate
     assert fig.layout.xaxis.title.text == "dimension" and fig.layout.coloraxis.cmid == 0.0
     assert len(fig.layout.shapes) == 1 and fig.layout.shapes[0].name == "highlight"
-    assert fig.layout.meta == {"cells": "rows"} and fig.layout.width is None  # fills its container
+    assert fig.layout.meta["cells"] == "rows" and fig.layout.width is None  # fills its container
     assert 150 <= fig.layout.height <= 900
 
 
@@ -599,7 +599,7 @@ def square_cells(fig: go.Figure, xa: str = "xaxis", ya: str = "yaxis") -> tuple[
 
 
 def check_square(fig: go.Figure, n_rows: int, n_cols: int, hl: int | None, xa: str = "xaxis", ya: str = "yaxis"):
-    assert fig.layout.meta == {"cells": "square"}
+    assert fig.layout.meta["cells"] == "square"
     cw, ch, vx, vy = square_cells(fig, xa, ya)
     assert abs(cw - ch) < 0.01, (cw, ch)
     assert vx <= n_cols and vy <= n_rows
@@ -643,7 +643,7 @@ def test_alignment_and_kv_cache_cells(T):
 def check_rows_figure(fig: go.Figure, n_rows: int) -> None:
     """A full-width figure: rows of >= 16 px, every column, its labels at least 15 px apart at 860 px."""
     lay = fig.layout
-    assert lay.meta == {"cells": "rows"} and lay.width is None
+    assert lay.meta["cells"] == "rows" and lay.width is None
     lo, hi = span(lay.yaxis)
     assert (lay.height - lay.margin.t - lay.margin.b) / (hi - lo) >= 16
     xs = list(main_heatmaps(fig)[0].x)
@@ -787,7 +787,7 @@ def test_wide_matrices_have_tall_enough_rows(T):
         viz.addnorm_figure(res, res.mean(-1), res.std(-1), res, toks, highlight_row=-1),
     ]
     for fig in figs:
-        assert fig.layout.meta == {"cells": "rows"} and fig.layout.width is None
+        assert fig.layout.meta["cells"] == "rows" and fig.layout.width is None
         lay = fig.layout
         total = lay.height - lay.margin.t - lay.margin.b
         for ya in [k for k in lay.to_plotly_json() if k.startswith("yaxis")]:
