@@ -285,7 +285,7 @@ def ended(text: str) -> str:
 
 
 def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) -> None:
-    st.header(f"{k}. {c.title}")
+    st.header(f"{k}. {c.title}", anchor=False)  # no link beside it: one Tab stop less before the question
     st.markdown(md(c.text))
     st.latex(c.equation)
     try:

@@ -36,7 +36,12 @@ function toChapter(root) {
   for (const el of root.querySelectorAll(CHAPTERS)) {
     const m = [...el.classList].map((c) => c.match(CHAPTER_KEY)).find(Boolean);
     if (!m || m[1] === chapterShown) continue;
-    if (chapterShown !== null) el.scrollIntoView({ block: "start" });
+    if (chapterShown !== null) {
+      el.scrollIntoView({ block: "start" });
+      // the keyboard starts at the chapter's top too: Enter on Next, pressed again, never skips a chapter unseen
+      el.tabIndex = -1;
+      el.focus({ preventScroll: true });
+    }
     chapterShown = m[1];
   }
 }
@@ -44,8 +49,11 @@ function toChapter(root) {
 function reachable(root) {
   // A displayed equation or a block of code wider than the column scrolls sideways in its own frame: the keyboard
   // reaches it.
-  for (const selector of [".katex-display:not([tabindex])", "pre:not([tabindex])"])
-    for (const el of root.querySelectorAll(selector)) el.tabIndex = 0;
+  for (const selector of [".katex-display", "pre"])
+    for (const el of root.querySelectorAll(selector)) {
+      const stop = el.scrollWidth > el.clientWidth + 1 ? 0 : -1; // only a frame that scrolls is a stop
+      if (el.tabIndex !== stop) el.tabIndex = stop;
+    }
 }
 
 // A figure whose drawing is of the run before (its element not yet sent again: Streamlit marks it stale) or whose

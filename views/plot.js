@@ -134,6 +134,12 @@ function describe(div) {
     drawing.setAttribute("aria-hidden", "true");
   }
   for (const layer of layers) layer.setAttribute("aria-hidden", "true");
+  // The keyboard's stops: the toolbar's downloads (its zoom and pan are the mouse's), and the figure's frame only
+  // when it scrolls sideways. A chapter's question is a few Tab stops from its top.
+  for (const b of div.querySelectorAll(".modebar-btn"))
+    if (!/^Download/.test(b.getAttribute("data-title") || "")) b.tabIndex = -1;
+  const frame = div.parentElement;
+  if (frame) frame.tabIndex = frame.scrollWidth > frame.clientWidth + 1 ? 0 : -1;
 }
 
 function frame(el, figure) {

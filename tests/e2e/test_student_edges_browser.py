@@ -248,3 +248,26 @@ def test_on_a_phone_titles_and_equations_fit_and_the_pages_menu_says_so(server, 
         assert "Pages" in menu.evaluate("b => getComputedStyle(b, '::after').content")
     finally:
         page.close()
+
+
+def test_after_next_the_keyboard_starts_at_the_chapter_s_top_a_few_stops_from_its_question(server, page):
+    page.goto(f"{server}/?chapter=2&max_len=8")
+    page.wait_for_function("() => window.__decoderLensPage === true")
+    page.wait_for_function("() => (document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent")
+    page.wait_for_function(IDLE_JS)
+    page.locator(".st-key-learn_next button").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent?.startsWith('3. ')"
+    )
+    page.wait_for_function("() => document.activeElement?.matches('[class*=\"st-key-learn_chapter_3\"]')")
+    top = page.evaluate("() => document.activeElement.getBoundingClientRect().top")
+    assert 0 <= top < 768, top  # the focus is where the reader is: the new chapter's top, in the window
+    page.keyboard.press("Enter")  # pressed again: nothing is skipped
+    page.wait_for_function(IDLE_JS)
+    assert page.evaluate("() => document.querySelector('[data-testid=\"stHeading\"] h2').textContent").startswith("3. ")
+    stops = 0
+    while not page.evaluate("() => !!document.activeElement?.closest('[class*=\"st-key-learn_q_qkv_\"]')"):
+        page.keyboard.press("Tab")
+        stops += 1
+        assert stops <= 8, "the question is more than 8 Tab stops from the chapter's top"
