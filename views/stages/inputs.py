@@ -6,7 +6,7 @@ import streamlit as st
 
 from model.core.positions import POSITION_AXIS
 
-from ..common import heading, show
+from ..common import caption, equation, heading, show, subheading
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 from .context import RunMatrix, StageContext, dimensions
@@ -16,8 +16,8 @@ ROWS = POSITION_AXIS
 
 def render(ctx: StageContext) -> None:
     if ctx.run.table is not None:  # the step view's decoder inputs (teacher forcing shows its loss table instead)
-        st.subheader(numbered("inputs", "Decoder inputs (the output shifted right)"))
-        st.caption(
+        subheading(numbered("inputs", "Decoder inputs (the output shifted right)"))
+        caption(
             "Each position reads the token the previous position predicted; position 0 starts from <s>.".replace(
                 "<", "\\<"
             )
@@ -28,7 +28,7 @@ def render(ctx: StageContext) -> None:
         numbered("embeddings", "Token embeddings + positional encoding"),
         r"X = E[y]\,\sqrt{d_{\text{model}}} + PE" if cfg.scale_embedding else r"X = E[y] + PE",
     )
-    st.caption(
+    caption(
         f"One row per decoder position ({cfg.d_model} dimensions each). Zoom into a figure (drag a box) "
         "to read single dimensions; hover shows the exact value."
     )
@@ -47,7 +47,7 @@ def render(ctx: StageContext) -> None:
     D = pe.shape[1]
     dims = sorted({0, 1, 6, 7, D // 2, D // 2 + 1} & set(range(D)))
     layout = "sin/cos interleaved" if cfg.pe_layout == "interleaved" else "sin | cos halves"
-    st.latex(
+    equation(
         r"PE_{(pos,2i)} = \sin\!\left(pos / 10000^{2i/d_{\text{model}}}\right),\quad "
         r"PE_{(pos,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{\text{model}}}\right)"
     )
