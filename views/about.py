@@ -56,6 +56,9 @@ HOW_TO = f"""
   scored, one row per sentence with flags for possible hallucinations, dropped words, untranslated or cut-off
   output and low confidence, plots over the set, and what each attention head does across it; each sentence opens
   in Explore.
+- **Class**: a teacher creates a class and shares its link; each student who joins takes the lesson with a
+  nickname, and each answer is saved as it is given; the teacher's dashboard shows the class's answers, question by
+  question.
 - **Links**: the page address holds the sentence, the settings, the stage, the layer, the head and the
   step, so copying it gives a link that reopens the same view.
 - **Figures**: hover for exact values, drag to zoom, double-click to zoom back out; the camera button in a
