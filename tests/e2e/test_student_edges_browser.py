@@ -14,6 +14,7 @@ import torch
 from harness.browser import IDLE_JS, serve
 from model.io.checkpoint import ENV_MODEL, save_model_dir
 from model.testing import make_model, make_tokenizer
+from tests.e2e.test_learn_browser import at_position  # the step view shows a position, its run over
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
@@ -61,16 +62,6 @@ def page(browser):
     page.set_default_timeout(TIMEOUT_MS)
     yield page
     page.close()
-
-
-def at_position(page, step: int) -> None:
-    page.wait_for_function(
-        "t => [...document.querySelectorAll('.st-key-next_chip p')].some(p => p.textContent.startsWith("
-        "`Position ${t} of`))",
-        arg=step,
-        timeout=TIMEOUT_MS,
-    )
-    page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
 
 
 def test_after_a_step_no_figure_shows_the_previous_position_unmarked(server, page):
