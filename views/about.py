@@ -56,6 +56,9 @@ HOW_TO = f"""
   scored (corpus BLEU and chrF with their bootstrap interval), one row per sentence with flags for dropped words,
   invented content, untranslated words, wrong words and cut-off output (each with the words concerned), plots over
   the set, and what each attention head does across it; each sentence opens in Explore.
+- **Class**: a teacher creates a class and shares its link; each student who joins takes the lesson with a
+  nickname, and each answer is saved as it is given; the teacher's dashboard shows the class's answers, question by
+  question.
 - **Links**: the page address holds the sentence, the settings, the stage, the layer, the head and the
   step, so copying it gives a link that reopens the same view.
 - **Figures**: hover for exact values, drag to zoom, double-click to zoom back out; the camera button in a

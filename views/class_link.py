@@ -245,7 +245,7 @@ def flush() -> None:
         try:
             store.answer(queue[0])
         except DatabaseError as e:
-            problem = f"Not saved: {e} {len(queue)} answer(s) kept here and sent again with your next step."
+            problem = f"Not saved: {e} {answers(len(queue))} kept here and sent again with your next step."
             break
         except (Closed, NotFound, BadInput) as e:
             problem = f"Not saved: {e}"
@@ -257,12 +257,16 @@ def flush() -> None:
         sent += 1
         s["class_saved"] = s.get("class_saved", 0) + 1
     if queue and store is None:
-        problem = f"Not saved: the class's database cannot be reached. {len(queue)} answer(s) kept here and sent again."
+        problem = f"Not saved: the class's database cannot be reached. {answers(len(queue))} kept here and sent again."
     total = s.get("class_saved", 0)
     with st.container(key="class_ack"):
         if problem:
             st.warning(md(problem), icon=":material/sync_problem:")
         elif sent:
-            st.caption(md(f"Saved to the class “{m.class_name}”: {sent} answer(s) just now, {total} in all."))
+            st.caption(md(f"Saved to the class “{m.class_name}”: {answers(sent)} just now, {total} in all."))
         else:
-            st.caption(md(f"In the class “{m.class_name}” as {m.nickname}: {total} answer(s) saved."))
+            st.caption(md(f"In the class “{m.class_name}” as {m.nickname}: {answers(total)} saved."))
+
+
+def answers(n: int) -> str:
+    return f"{n} answer{'' if n == 1 else 's'}"

@@ -54,10 +54,47 @@ def head_label(head) -> str:
     return "mean of heads" if head == MEAN_HEADS else f"head {head}"
 
 
+# what a collecting thread (the handout's) holds beside its figures' keys
+HEADING, EQUATION, NOTE = "\0heading", "\0equation", "\0note"
+
+
+def _collected() -> list | None:
+    """The list a thread that collects the page (the handout's) adds to, else None (a page run)."""
+    return getattr(threading.current_thread(), "figures", None)
+
+
 def heading(title: str, equation: str) -> None:
     """A section's heading (a subheader's ``###``) and the equation it opens with (``st.latex``'s display math) as one
-    element: a step of All stages redraws every element of the step view, so fewer elements paint sooner."""
+    element: a step of All stages redraws every element of the step view, so fewer elements paint sooner. A collecting
+    thread (the handout's) keeps them, in order with the figures."""
+    if (collected := _collected()) is not None:
+        collected.append((HEADING, (title, equation)))
+        return
     st.markdown(f"### {title}\n\n$$\n{equation}\n$$")
+
+
+def subheading(title: str) -> None:
+    """A section's heading without an equation of its own (``st.subheader``); a collecting thread keeps it."""
+    if (collected := _collected()) is not None:
+        collected.append((HEADING, (title, None)))
+        return
+    st.subheader(title)
+
+
+def equation(tex: str) -> None:
+    """A displayed equation (``st.latex``); a collecting thread keeps it under the section's heading."""
+    if (collected := _collected()) is not None:
+        collected.append((EQUATION, tex))
+        return
+    st.latex(tex)
+
+
+def caption(text: str) -> None:
+    """A stage's sentence on what the reader sees (a caption); a collecting thread keeps it for the handout."""
+    if (collected := _collected()) is not None:
+        collected.append((NOTE, text))
+        return
+    st.caption(text)
 
 
 def lazy_panel(label: str, key: str):
@@ -75,8 +112,7 @@ def show(fig, key: str, ahead: tuple[Drawing, str] | None = None, pick: bool = F
     browser meanwhile when the server has it built. In a thread that collects figures (``figures``: a list, the
     handout's), the figure is added to it instead. ``pick``: the first ``customdata`` value of the point last
     clicked, or None, is returned."""
-    collected = getattr(threading.current_thread(), "figures", None)
-    if collected is not None:
+    if (collected := _collected()) is not None:
         collected.append((key, fig))
         return None
     return plot(fig, key, _config(key), None if ahead is None else (ahead[0], ahead[1], _config(ahead[1])), pick)

@@ -23,11 +23,13 @@ from . import session, stages
 from .common import cached, get_decode, get_trace, md, session_cache, show, show_token
 from .sidebar import sidebar
 from .stages.attribution import METHOD_LABELS
+from .state import DEFAULT_STAGE as APP_STAGE
 from .state import (
     MAX_CHARS,
     SITE_LABELS,
     SITES,
     STAGE_LABELS,
+    View,
     prepare_source,
 )
 from .stepping import stepper
@@ -40,6 +42,8 @@ PRESETS = (
 )
 STAGES = tuple(s.id for s in stages.compared())  # the stages that declare one matrix per run
 DEFAULT_STAGE = "cross"
+STAGE_CHOSEN = "compare_stage_chosen"  # set once the reader picks a stage here: from then on it stays
+PATCH_PAIR = "patching_opened_for"  # the pair whose patching opened: a new pair opens where its outputs part
 COLUMN_GAP = 16  # px between Streamlit's columns
 
 
@@ -118,9 +122,23 @@ def body(lm: LoadedModel, limits, view) -> None:
     else:
         res_b = get_decode(lm, replace(ch, source=view.source_b), src_b.ids)
         tr_b = get_trace(lm, src_b.ids, [i for i in res_b.ids if i != cfg.eos_id], True)
-        outputs(lm, ch, res_a, res_b, tr_a, tr_b)
+        view = open_where_they_part(view, src_a.ids, src_b.ids, outputs(lm, ch, res_a, res_b, tr_a, tr_b))
         stage_pair(lm, view, tr_a, tr_b)
     patching_part(lm, limits, view, src_a.ids, out_a, None if tr_b is None else src_b.ids, tr_a)
+
+
+def open_where_they_part(view: View, src_a, src_b, first: int | None) -> View:
+    """A pair's patching opens at the position where the outputs first differ (at the same position both runs
+    agree and the map shows nothing), unless the link names a position; later the reader's position stays."""
+    s = st.session_state
+    pair = (tuple(src_a), tuple(src_b))
+    if s.get(PATCH_PAIR) == pair:
+        return view
+    s[PATCH_PAIR] = pair
+    if s.pop("step_from_link", False) or first is None:
+        return view
+    s["step"] = first
+    return replace(view, step=first)
 
 
 @st.fragment
@@ -134,7 +152,9 @@ def patching_part(lm, limits, view, src_a, out_a, src_b, tr_a) -> None:
         session.sync_url(v)
 
 
-def outputs(lm, ch, res_a, res_b, tr_a, tr_b) -> None:
+def outputs(lm, ch, res_a, res_b, tr_a, tr_b) -> int | None:
+    """Both translations and their tokens side by side; returns the first position where they differ (None: the
+    same translation)."""
     tok = lm.tokenizer
     c1, c2 = st.columns(2)
     for col, name, res in ((c1, "A", res_a), (c2, "B", res_b)):
@@ -164,12 +184,27 @@ def outputs(lm, ch, res_a, res_b, tr_a, tr_b) -> None:
         table, hide_index=True, key="compare_table", width="stretch", column_config={"p (A)": number, "p (B)": number}
     )
     st.caption("p: the model's probability of the token each run chose there, teacher-forced on that run's output.")
+    return differ[0] if differ else None
+
+
+def _stage_chosen() -> None:
+    st.session_state[STAGE_CHOSEN] = True
 
 
 def stage_pair(lm, view, tr_a, tr_b) -> None:
-    if view.stage not in STAGES:  # the Explore page's stages without one matrix per run
-        st.session_state["stage"] = DEFAULT_STAGE
-    stage = st.selectbox("Stage to compare", STAGES, key="stage", format_func=STAGE_LABELS.get)
+    s = st.session_state
+    # the Explore page's stages without one matrix per run, or the app's default stage nobody chose: the page opens
+    # where two sentences differ most visibly, the bridge to each English sentence
+    unchosen = view.stage == APP_STAGE and "stage" not in st.query_params and not s.get(STAGE_CHOSEN)
+    if view.stage not in STAGES or unchosen:
+        s["stage"] = DEFAULT_STAGE
+    stage = st.selectbox(
+        "Stage to compare",
+        STAGES,
+        key="stage",
+        format_func=STAGE_LABELS.get,
+        on_change=_stage_chosen,
+    )
     st.caption(md("Not compared here: " + "; ".join(f"{s.label} ({s.not_compared})" for s in stages.left_out()) + "."))
     layer, head = min(view.layer, lm.cfg.n_decoder_layers - 1), view.head
     a, b = (stages.by_id(stage).run_matrix(tr, layer, head) for tr in (tr_a, tr_b))

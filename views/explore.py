@@ -83,7 +83,9 @@ def inputs(msgs: list[str]) -> None:
     with st.container(horizontal=True, key="examples"):
         for i, ex in enumerate(EXAMPLES):
             st.button(ex, key=f"example_{i}", on_click=session.set_source, args=(ex,))
-    st.text_area("English sentence", key="source", height=80, placeholder="Type an English sentence…")
+    st.text_area(
+        "English sentence (press Enter to use it)", key="source", height=80, placeholder="Type an English sentence…"
+    )
     st.text_input(
         "Reference French translation (optional — turns on the teacher-forcing view)",
         key="reference",

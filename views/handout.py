@@ -12,14 +12,15 @@ import hashlib
 import html
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from viz.handout import HandoutFigure, HandoutPosition, handout_html
+from viz.handout import HandoutFigure, HandoutPosition, HandoutSection, handout_html
 
 from . import stages
-from .common import show_token
+from .common import EQUATION, HEADING, NOTE, show_token
 from .plot import figure_item
 from .routes import PLOTLY_JS
 from .stages import ALL, by_id
@@ -27,6 +28,7 @@ from .stages.context import StageContext
 from .streamlit_private import SCRIPT_RUN_CONTEXT_LOGGER
 
 THREAD = "handout-figures"
+TEXT = (HEADING, EQUATION, NOTE)  # what the collecting thread holds beside the figures' keys
 MIME = "text/html"
 
 
@@ -61,7 +63,8 @@ class _Collector(threading.Thread):
             for step in range(self.n):
                 ctx, self.figures = self.context(step), []
                 stages.render(ctx, self.chosen)
-                self.positions.append((ctx, [(key, *figure_item(fig)) for key, fig in self.figures]))
+                items = [(key, x) if key in TEXT else (key, *figure_item(x)) for key, x in self.figures]
+                self.positions.append((ctx, items))
         except BaseException as e:  # raised again in the page's thread, which shows it
             self.error = e
 
@@ -70,6 +73,44 @@ def _title(figure: str) -> str:
     title = json.loads(figure).get("layout", {}).get("title") or ""
     title = title.get("text", "") if isinstance(title, dict) else title
     return html.unescape(str(title).replace("<br>", " ")).strip()
+
+
+def _sections(items: list, t: int, table: dict[str, str]) -> tuple[HandoutSection, ...]:
+    """A position's stages as lecture notes: each heading the stages drew opens a section holding the equations,
+    sentences and figures that follow it (figures go into ``table`` once, by their digest)."""
+    out: list[dict] = []
+
+    def current() -> dict:
+        if not out:
+            out.append({"title": "", "equations": [], "notes": [], "figures": []})
+        return out[-1]
+
+    for key, *rest in items:
+        if key == HEADING:
+            title, tex = rest[0]
+            out.append({"title": title, "equations": [mathml(tex)] if tex else [], "notes": [], "figures": []})
+        elif key == EQUATION:
+            current()["equations"].append(mathml(rest[0]))
+        elif key == NOTE:
+            current()["notes"].append(re.sub(r"\\(.)", r"\1", rest[0]))  # as written for Markdown: unescaped
+        else:
+            figure, alt = rest
+            ref = hashlib.blake2b(figure.encode(), digest_size=8).hexdigest()
+            table.setdefault(ref, figure)
+            current()["figures"].append(HandoutFigure(ref, alt or _title(figure) or key, f"position{t}_{key}"))
+    return tuple(HandoutSection(d["title"], tuple(d["equations"]), tuple(d["notes"]), tuple(d["figures"])) for d in out)
+
+
+@functools.cache
+def mathml(tex: str) -> str:
+    """A displayed equation as MathML (the browser draws it, offline and in print), or its LaTeX as text when the
+    converter cannot read it."""
+    from latex2mathml.converter import convert
+
+    try:
+        return convert(tex, display="block")
+    except Exception:  # an equation the converter does not know: its source, still readable
+        return f"<pre>{html.escape(tex)}</pre>"
 
 
 def page(
@@ -89,16 +130,13 @@ def page(
         raise job.error
     table: dict[str, str] = {}
     positions = []
-    for ctx, figures in job.positions:
+    for ctx, items in job.positions:
         t = ctx.current
-        shown = []
-        for key, figure, alt in figures:
-            ref = hashlib.blake2b(figure.encode(), digest_size=8).hexdigest()
-            table.setdefault(ref, figure)
-            shown.append(HandoutFigure(ref, alt or _title(figure) or key, f"position{t}_{key}"))
+        sections = _sections(items, t, table)
         reads, predicts = show_token(ctx.reads[t]), show_token(ctx.predicts[t])
         heading = f"Position {t}: reads {reads} → predicts {predicts} (p = {probs[t]:.3f})"
-        positions.append(HandoutPosition(heading, tuple(shown)))
+        shown = tuple(f for sec in sections for f in sec.figures)
+        positions.append(HandoutPosition(heading, shown, sections))
     stage = "All stages" if job.chosen == ALL else by_id(job.chosen).label
     return handout_html(
         "Decoder Lens handout",

@@ -208,6 +208,8 @@ def start(learn: Learn, data: dict, sid: str) -> None:
     st.markdown("**The sentence the model reads:**")
     st.text(data["src"].text)
     st.markdown("**Its translation (the model's own, decoded greedily):**")
+    st.text(_text(data["lm"], [int(i) for i in tr.arrays["label_ids"]]) or "(empty)")
+    st.markdown("**The same translation as the decoder writes it, one token at a time:**")
     st.text(" ".join(show_token(t) for t in tr.label_tokens))
     st.header("Before you start: five questions")
     st.caption("Answer what you can; the same five ideas come back, with other items, at the end.")
@@ -263,19 +265,25 @@ def quiz(questions: tuple[Question, ...], name: str, sid: str) -> None:
 
 def feedback(q: Question, chosen: str | None, prefix: str = "") -> None:
     right = q.options[q.answer]
-    where = f"See {q.where}: {q.why.rstrip('.')}."
+    where = ended(f"See {q.where}: {q.why}")
     if chosen == right:
-        st.success(md(f"{prefix}Right: {right}. {where}"), icon=":material/check_circle:")
+        st.success(md(f"{prefix}Right: {ended(right)} {where}"), icon=":material/check_circle:")
     elif chosen is None:
-        st.info(md(f"{prefix}No answer chosen. The answer is {right}. {where}"), icon=":material/info:")
+        st.info(md(f"{prefix}No answer chosen. The answer is {ended(right)} {where}"), icon=":material/info:")
     else:
         st.warning(
-            md(f"{prefix}Not quite: you chose {chosen}; the answer is {right}. {where}"), icon=":material/close:"
+            md(f"{prefix}Not quite: you chose {chosen}; the answer is {ended(right)} {where}"), icon=":material/close:"
         )
 
 
+def ended(text: str) -> str:
+    """``text`` as one sentence: a full stop unless it ends with one already, inside a closing quote too
+    (“… voisins.” rather than “… voisins.”.)."""
+    return text if text.rstrip("”’)").endswith((".", "?", "!")) else f"{text}."
+
+
 def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) -> None:
-    st.header(f"{k}. {c.title}")
+    st.header(f"{k}. {c.title}", anchor=False)  # no link beside it: one Tab stop less before the question
     st.markdown(md(c.text))
     st.latex(c.equation)
     try:

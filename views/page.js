@@ -36,7 +36,12 @@ function toChapter(root) {
   for (const el of root.querySelectorAll(CHAPTERS)) {
     const m = [...el.classList].map((c) => c.match(CHAPTER_KEY)).find(Boolean);
     if (!m || m[1] === chapterShown) continue;
-    if (chapterShown !== null) el.scrollIntoView({ block: "start" });
+    if (chapterShown !== null) {
+      el.scrollIntoView({ block: "start" });
+      // the keyboard starts at the chapter's top too: Enter on Next, pressed again, never skips a chapter unseen
+      el.tabIndex = -1;
+      el.focus({ preventScroll: true });
+    }
     chapterShown = m[1];
   }
 }
@@ -44,15 +49,79 @@ function toChapter(root) {
 function reachable(root) {
   // A displayed equation or a block of code wider than the column scrolls sideways in its own frame: the keyboard
   // reaches it.
-  for (const selector of [".katex-display:not([tabindex])", "pre:not([tabindex])"])
-    for (const el of root.querySelectorAll(selector)) el.tabIndex = 0;
+  for (const selector of [".katex-display", "pre"])
+    for (const el of root.querySelectorAll(selector)) {
+      const stop = el.scrollWidth > el.clientWidth + 1 ? 0 : -1; // only a frame that scrolls is a stop
+      if (el.tabIndex !== stop) el.tabIndex = stop;
+    }
+}
+
+// A figure whose drawing is of the run before (its element not yet sent again: Streamlit marks it stale) or whose
+// new data waits to be drawn (views/plot.js: data-drawing, data-deferred) shows the previous position's numbers:
+// faded at once and busy for a screen reader until drawn, never read beside the new position's line.
+const REDRAWN = '.decoder-lens-plot[aria-busy="true"] { opacity: 0.12 !important; transition: none !important; }';
+
+// The step view's position line (views/stepping.py): a figure drawn for another position (plot.js: data-at) is too.
+const LINE = ".st-key-next_chip p";
+const LINE_AT = /^Position (\d+) of/;
+
+function linePosition(root) {
+  for (const p of root.querySelectorAll(LINE)) {
+    const m = p.textContent.match(LINE_AT);
+    if (m) return m[1];
+  }
+  return null;
+}
+
+function mark(root) {
+  const at = linePosition(root);
+  for (const div of root.querySelectorAll(".decoder-lens-plot")) {
+    const other = at !== null && div.hasAttribute("data-at") && div.getAttribute("data-at") !== at;
+    const busy =
+      other ||
+      div.hasAttribute("data-drawing") ||
+      div.hasAttribute("data-deferred") ||
+      Boolean(div.closest('[data-stale="true"]'));
+    if (busy === (div.getAttribute("aria-busy") === "true")) continue;
+    if (busy) div.setAttribute("aria-busy", "true");
+    else div.removeAttribute("aria-busy");
+  }
+}
+
+// A displayed equation wider than the column (a phone) is drawn smaller to fit, down to MIN_EQUATION_EM; wider
+// still, it scrolls in its frame. Measured once per column width.
+const MIN_EQUATION_EM = 0.6;
+
+function fitEquations(root) {
+  for (const frame of root.querySelectorAll(".katex-display")) {
+    const math = frame.querySelector(":scope > .katex");
+    const width = frame.clientWidth;
+    if (!math || !width || frame.dataset.fitFor === String(width)) continue;
+    frame.dataset.fitFor = String(width);
+    math.style.fontSize = "";
+    if (frame.scrollWidth > width + 1) math.style.fontSize = `${Math.max(MIN_EQUATION_EM, width / frame.scrollWidth)}em`;
+  }
 }
 
 function shown(el) {
   return el.checkVisibility() && el.getBoundingClientRect().width > 0;
 }
 
+// The sentence boxes (Explore's, Compare's A and B) take one sentence: Enter uses it, as in Learn's one-line box,
+// rather than starting a second line that the link would carry as %0A (Streamlit's text area applies on Ctrl+Enter).
+const SENTENCE_BOX = ".st-key-source textarea, .st-key-source_b textarea";
+
+function onEnter(e) {
+  if (e.key !== "Enter" || e.shiftKey || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return false;
+  const box = e.target instanceof Element && e.target.closest(SENTENCE_BOX);
+  if (!box) return false;
+  e.preventDefault();
+  box.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", code: "Enter", ctrlKey: true, bubbles: true }));
+  return true;
+}
+
 function onKey(e) {
+  if (onEnter(e)) return;
   const label = KEYS[e.key];
   if (!label || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
   const t = e.target;
@@ -68,8 +137,10 @@ export default function () {
   if (window.__decoderLensPage) return;
   window.__decoderLensPage = true;
   document.addEventListener("keydown", onKey);
+  document.head.appendChild(Object.assign(document.createElement("style"), { textContent: REDRAWN }));
   let queued = false;
   new MutationObserver(() => {
+    mark(document); // before the browser paints the change: never a frame with old numbers unmarked
     if (queued) return;
     queued = true;
     requestAnimationFrame(() => {
@@ -77,9 +148,18 @@ export default function () {
       name(document);
       toChapter(document);
       reachable(document);
+      fitEquations(document);
     });
-  }).observe(document.body, { childList: true, subtree: true });
+  }).observe(document.body, {
+    childList: true,
+    subtree: true,
+    attributes: true,
+    attributeFilter: ["data-stale", "data-drawing", "data-deferred", "data-at"],
+    characterData: true,
+  });
+  window.addEventListener("resize", () => fitEquations(document));
   name(document);
   toChapter(document);
   reachable(document);
+  fitEquations(document);
 }

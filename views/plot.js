@@ -67,10 +67,33 @@ function needsMinWidth(figure) {
   return (figure?.data || []).some((t) => t.type === "heatmap") || Boolean(figure?.layout?.meta?.min_width);
 }
 
+// A figure's own least width (layout.meta.min_width in px: a beam tree whose labels need a desktop's column), else
+// STRETCH_MIN_W.
+function minWidth(figure) {
+  const own = figure?.layout?.meta?.min_width;
+  return typeof own === "number" ? own : STRETCH_MIN_W;
+}
+
+// A figure that squeezes to a phone's column carries its title as that column wraps it (viz/common.py's
+// layout_defaults: layout.meta.narrow_title); drawn narrower than a desktop's column, it takes that title and grows by
+// its extra lines, above the plot. A desktop keeps its title on the lines its own width needs.
+const WIDE_W = 860; // viz/common.py's MIN_WIDTH
+
+function fitTitle(figure, width) {
+  const narrow = figure?.layout?.meta?.narrow_title;
+  if (!narrow || !width || width >= WIDE_W) return figure;
+  const layout = figure.layout;
+  layout.title = narrow.title;
+  if (layout.height) layout.height += narrow.grow;
+  layout.margin = { ...layout.margin, t: (layout.margin?.t || 0) + narrow.grow };
+  delete layout.meta.narrow_title; // fitted once
+  return figure;
+}
+
 function drawAhead(ahead, column) {
   // In an idle moment, off the page: in a shadow root (no selector of the page sees it) of an element out of view,
   // as wide as it will be drawn in ``column`` (the element's frame); then detached and kept.
-  const width = column && Math.max(column.clientWidth, needsMinWidth(ahead?.figure) ? STRETCH_MIN_W : 0);
+  const width = column && Math.max(column.clientWidth, needsMinWidth(ahead?.figure) ? minWidth(ahead?.figure) : 0);
   if (!ahead?.id || kept().has(ahead.id) || !width) return;
   const run = () => {
     if (kept().has(ahead.id)) return;
@@ -78,7 +101,7 @@ function drawAhead(ahead, column) {
     host.style.cssText = `position:fixed;left:-100000px;top:0;width:${width}px;visibility:hidden;pointer-events:none`;
     const div = document.createElement("div");
     div.className = "decoder-lens-plot";
-    const figure = withPageFont(ahead.figure);
+    const figure = fitTitle(withPageFont(ahead.figure), width);
     div.style.width = figure.layout.width ? figure.layout.width + "px" : width + "px";
     host.attachShadow({ mode: "open" }).appendChild(div);
     document.body.appendChild(host);
@@ -111,6 +134,12 @@ function describe(div) {
     drawing.setAttribute("aria-hidden", "true");
   }
   for (const layer of layers) layer.setAttribute("aria-hidden", "true");
+  // The keyboard's stops: the toolbar's downloads (its zoom and pan are the mouse's), and the figure's frame only
+  // when it scrolls sideways. A chapter's question is a few Tab stops from its top.
+  for (const b of div.querySelectorAll(".modebar-btn"))
+    if (!/^Download/.test(b.getAttribute("data-title") || "")) b.tabIndex = -1;
+  const frame = div.parentElement;
+  if (frame) frame.tabIndex = frame.scrollWidth > frame.clientWidth + 1 ? 0 : -1;
 }
 
 function frame(el, figure) {
@@ -126,6 +155,7 @@ function frame(el, figure) {
   el.style.maxWidth = "100%";
   el.style.overflowX = "auto";
   el.style.overflowY = "hidden"; // never the scroller that scroller() looks for: that is the page's
+  el.style.scrollbarColor = "#8a8a8a #ececec"; // a visible scrollbar says there is more to the right (a phone)
   el.tabIndex = 0;
   el.setAttribute("role", "group");
   el.setAttribute("aria-label", title ? `Figure: ${title}` : "Figure");
@@ -147,6 +177,8 @@ function draw(div) {
     })
     .catch((err) => console.error("Decoder Lens figure:", err))
     .finally(() => {
+      if (div.__seq === seq && job.at != null) div.setAttribute("data-at", job.at); // drawn: of this position now
+      else if (div.__seq === seq) div.removeAttribute("data-at");
       if (div.__seq === seq) div.removeAttribute("data-drawing");
       if (div.__seq === seq && job.ahead) drawAhead(job.ahead, div.parentElement);
     });
@@ -259,8 +291,16 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   };
   const data = JSON.parse(text);
   if (data.preload) return; // its loader has started loading Plotly
+  // The position a figure is of (views/plot.py's tagged) comes last: a figure that only changed position is not
+  // drawn again, its drawing is of the new position as it is.
+  const cut = data.at == null ? -1 : text.lastIndexOf(', "at": ');
+  const same = cut >= 0 && div && div.__text === text.slice(0, cut) && !div.__job && !div.hasAttribute("data-drawing");
+  if (same) {
+    div.setAttribute("data-at", data.at);
+    return cleanup;
+  }
   settle();
-  const figure = withPageFont(data.figure);
+  const figure = fitTitle(withPageFont(data.figure), parentElement.clientWidth);
   const adopted = !div && data.id ? take(data.id) : null; // this very figure, kept drawn: put back, not drawn
   if (!div) {
     div =
@@ -279,8 +319,9 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
   div.style.containIntrinsicSize = `auto ${height}px`;
   div.__fixed = Boolean(figure.layout.width);
   div.style.width = div.__fixed ? figure.layout.width + "px" : "100%";
-  div.style.minWidth = !div.__fixed && needsMinWidth(figure) ? STRETCH_MIN_W + "px" : "";
-  const job = { figure, config: { ...data.config, responsive: !figure.layout.width }, ahead: data.ahead };
+  div.style.minWidth = !div.__fixed && needsMinWidth(figure) ? minWidth(figure) + "px" : "";
+  const job = { figure, config: { ...data.config, responsive: !figure.layout.width }, ahead: data.ahead, at: data.at };
+  div.__text = cut >= 0 ? text.slice(0, cut) : null;
   div.__id = data.id;
   div.__job = adopted ? null : job;
   if (div.__watcher) div.__watcher.unobserve(div);

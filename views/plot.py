@@ -29,10 +29,13 @@ times as fast, which a fresh page waits for.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import html
 import json
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -81,17 +84,56 @@ def _component():
 
 
 def text_alternative(fig) -> str | None:
-    """The line a screen reader reads for a heatmap figure (``viz.common.describe_heatmap`` of its first value
-    trace; the grey overlay of masked cells is not one); None for other figures."""
+    """The line a screen reader reads for a figure: a heatmap's (``viz.common.describe_heatmap`` of its first value
+    trace; the grey overlay of masked cells is not one), a bar chart's bars largest first, or the points of a
+    scatter drawing (a beam tree) counted by kind; None for other figures."""
     traces, layout = figure_parts(fig)  # without building Plotly's objects
-    panels = [t for t in traces if t.get("type") == "heatmap" and t.get("name") != "masked"]
-    if not panels:
-        return None
-    t = panels[0]
     title = layout.get("title")
     title = title.get("text") if isinstance(title, dict) else title
+    title = " ".join(str(title or "Figure").split("<br>"))
+    panels = [t for t in traces if t.get("type") == "heatmap" and t.get("name") != "masked"]
+    if not panels:
+        return _bars_alternative(title, traces) or _points_alternative(title, traces)
+    t = panels[0]
     line = describe_heatmap(t["z"], list(t["y"]), list(t["x"]), title, t.get("name") or "value")
     return line if len(panels) == 1 else f"{line.removesuffix('.')} (the first of {len(panels)} panels)."
+
+
+ALT_BARS = 5  # bars a bar chart's text alternative names
+
+
+def _bars_alternative(title: str, traces: list[dict]) -> str | None:
+    """ "Title: 10 bars, largest first: ‘a’ 10.3%, ‘b’ 2.1%, …" from the first bar trace (its shown values)."""
+    bars = next((t for t in traces if t.get("type") == "bar"), None)
+    if bars is None:
+        return None
+    flat = bars.get("orientation") == "h"
+    labels, values = (bars.get("y"), bars.get("x")) if flat else (bars.get("x"), bars.get("y"))
+    labels, values = list(labels if labels is not None else []), list(values if values is not None else [])
+    texts, template = bars.get("text"), re.fullmatch(r"%\{[xy]:([^}]*)\}", str(bars.get("texttemplate") or ""))
+    if isinstance(texts, list | tuple):
+        shown = [str(t) for t in texts]
+    else:  # as Plotly writes them: a plain number format ("%{x:.1%}") reads the same in Python's
+        shown = [format(float(v), template[1] if template else ".3g") for v in values]
+    order = sorted(range(len(values)), key=lambda i: -float(values[i]))[:ALT_BARS]
+    named = ", ".join(f"‘{html.unescape(str(labels[i]))}’ {shown[i]}" for i in order)
+    more = ", …" if len(values) > ALT_BARS else ""
+    return f"{html.unescape(title)}: {len(values)} bars, largest first: {named}{more}."
+
+
+def _points_alternative(title: str, traces: list[dict]) -> str | None:
+    """ "Title: 5 kept, 2 finished and 12 pruned points" from the marker traces that carry points."""
+    counts = [
+        (sum(x is not None for x in ([] if t.get("x") is None else t["x"])), str(t.get("name") or "points"))
+        for t in traces
+        if t.get("type") == "scatter" and "markers" in str(t.get("mode", "")) and t.get("showlegend") is not True
+    ]
+    counts = [(n, name) for n, name in counts if n]
+    if not counts:
+        return None
+    parts = [f"{n} {html.unescape(name)}" for n, name in counts]
+    said = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return f"{html.unescape(title)}: {said} points."
 
 
 @dataclass(frozen=True)
@@ -256,12 +298,29 @@ def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = 
         held = figure_cache().peek(d) if d else None
         if held is not None:
             parts.append(f'"ahead": {{{_payload(held, next_config, f"{d}:{next_key}")}}}')
+    if pick:
+        parts.append('"pick": true')
+    at = getattr(threading.current_thread(), AT, None)
+    if at is not None:  # last: plot.js tells a figure that only changed position from one that changed
+        parts.append(f'"at": {json.dumps(at)}')
+    data = f"{{{', '.join(parts)}}}".encode()
     if not pick:
-        _component()(data=f"{{{', '.join(parts)}}}".encode(), key=key)
+        _component()(data=data, key=key)
         return None
-    parts.append('"pick": true')
-    picked = _component()(data=f"{{{', '.join(parts)}}}".encode(), key=key, on_picked_change=_nothing)
-    return picked.get("picked")
+    return _component()(data=data, key=key, on_picked_change=_nothing).get("picked")
+
+
+@contextlib.contextmanager
+def tagged(at: str):
+    """The figures shown inside are of the position ``at`` (the step view's): the browser marks one whose drawing is
+    of another position than the page's position line shows, until it is drawn (plot.js, page.js)."""
+    thread = threading.current_thread()
+    before = getattr(thread, AT, None)
+    setattr(thread, AT, at)
+    try:
+        yield
+    finally:
+        setattr(thread, AT, before)
 
 
 def _nothing() -> None:
@@ -275,6 +334,8 @@ def _payload(item: tuple[str, str | None], config: dict, fid: str | None) -> str
         out += f', "alt": {json.dumps(alt)}'
     return out + (f', "id": {json.dumps(fid)}' if fid else "")
 
+
+AT = "plot_at"  # the thread's attribute naming the position its figures are of (``tagged``)
 
 # Started this long after it is asked for: by then the run that asked has finished and its messages are out, so
 # that the build never holds Python's lock while that run's last elements are sent.

@@ -18,6 +18,7 @@ from model.core.constants import IMPOSSIBLE
 from model.decode.steps import Line, chips, follow_line, layer_keep, live_rows, stack_view
 from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
+from views.plot import tagged
 
 from . import export, handout, session, stages, whatif
 from .common import (
@@ -47,6 +48,7 @@ STEP_BUTTONS = (  # key, icon (material icons ship with Streamlit; emoji fonts m
 
 
 WHATIF_LABEL = "What if? Force another token here, and re-decode"
+SLIDER_RANGE = "step_slider_positions"  # the number of positions the Position slider was last drawn with
 PICK_CHARS = 90  # characters of a hypothesis in the picker's labels
 POSITION_HELP = "Position 0 reads <s>; position t reads the token chosen at position t − 1 and predicts the next one."
 
@@ -167,7 +169,8 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     if ch.prefix and st.button("Clear forced tokens", key="clear_forced"):
         _clear_forced_and_rerun()
 
-    stages.render(ctx, stage)
+    with tagged(str(step)):  # a figure still drawn for the position before is marked until drawn (page.js)
+        stages.render(ctx, stage)
 
     live_table = None
     if res.beam_steps is not None and stages.shows(stage, "output"):
@@ -253,10 +256,16 @@ def fmt_p(p: float | None) -> str:
 
 def stepper(n: int, help: str = POSITION_HELP) -> None:
     """The step buttons and the position slider (the step view and the teacher-forcing view share them)."""
+    s = st.session_state
     with st.container(horizontal=True, key="stepper", vertical_alignment="bottom"):
         for key, icon, tip in STEP_BUTTONS:
             st.button("", key=key, icon=icon, on_click=session.step_to, args=(key, n), help=tip)
         if n > 1:
+            if s.get(SLIDER_RANGE) != n and "step" in s:
+                # another range is another slider to the browser, which would show (and send back) 0 unless told
+                # the position: a followed line that ends elsewhere keeps the position shown
+                s["step"] = s["step"]
+            s[SLIDER_RANGE] = n
             st.slider("Position", 0, n - 1, key="step", width=420, help=help)
 
 

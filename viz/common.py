@@ -29,6 +29,7 @@ TICK_FONT = 11  # tick labels, colour-bar ticks, cell values: the smallest text 
 TITLE_FONT = 15
 MIN_WIDTH = 860  # the narrowest container a figure is drawn in (the app's main column at 1366 x 768)
 PHONE_WIDTH = 340  # a phone's column (390 px less the page's margins), to which a squeezing figure wraps its title
+STRETCH_MIN_W = 600  # the least width of a stretching figure that does not squeeze (views/plot.js): a phone scrolls it
 MODEBAR_W = 310  # Plotly's toolbar, top-right: up to about 300 px wide ...
 MODEBAR_H = 28  # ... and 25 px high
 PAD = 10
@@ -175,9 +176,16 @@ def layout_defaults(
     ``width`` set: the figure is drawn exactly that wide (render it ``width="content"``); None: it fills its
     container (``width="stretch"``), assumed at least ``MIN_WIDTH`` px, or, when it ``squeezes`` to a phone's column
     (bars, lines and curves do; heatmaps and figures with ``meta.min_width`` keep 600 px and scroll in their frame,
-    ``views/plot.js``), its title wrapped to ``PHONE_WIDTH``. ``cells`` goes to ``layout.meta``.
+    ``views/plot.js``), its title as wrapped to ``PHONE_WIDTH`` (else to ``STRETCH_MIN_W``) in
+    ``layout.meta.narrow_title``, which the browser draws below MIN_WIDTH (a desktop keeps its title on the lines
+    its width needs). ``cells`` goes to ``layout.meta``.
     """
-    block, top = title_block(title, width or MIN_WIDTH, PHONE_WIDTH if squeezes and not width else None)
+    block, top = title_block(title, width or MIN_WIDTH)
+    meta: dict = {} if cells is None else {"cells": cells}
+    if not width:  # the title as a phone draws the figure (its column, or STRETCH_MIN_W), taller by ``grow`` px
+        narrow, narrow_top = title_block(title, MIN_WIDTH, PHONE_WIDTH if squeezes else STRETCH_MIN_W)
+        if narrow["text"] != block["text"]:
+            meta["narrow_title"] = {"title": narrow, "grow": narrow_top - top}
     out = dict(
         template=copy.deepcopy(TEMPLATE),  # a figure may change its own
         title=block,
@@ -192,8 +200,8 @@ def layout_defaults(
     )
     if width is not None:
         out["width"] = int(width)
-    if cells is not None:
-        out["meta"] = {"cells": cells}
+    if meta:
+        out["meta"] = meta
     return out
 
 

@@ -41,6 +41,7 @@ TREE_ROW_PX = 18  # px between two hypotheses of one step: room for an 11 px lab
 MAX_PRUNED = 3  # pruned candidates drawn per node of the beam tree (the best ones)
 MIN_COLUMN_PX = 40  # px between two positions of the beam tree
 LABEL_GAP_PX = 26  # a node's marker, the gap before its label, and the gap after it
+MARKER_GAP_PX = 14  # a node's marker and the gap before its label (a cut label ends at the next column)
 # the paths drawn over the beam tree's edges: colour, width, dash
 PATH_STYLES = (("#2ca02c", 5.0, "solid"), (HIGHLIGHT_COLOR, 3.0, "dash"))
 LEGEND_ROW = 26
@@ -390,13 +391,12 @@ def _tree_figure(
     x_hi = x_max + 1.0  # room right of the last column for its labels
     # from half a column before the first one in view: no node's marker is cut in half at the left edge
     x_lo = max(x_min - 0.5, math.floor(x_hi - columns) + 0.5)
-    fig_w = None
-    if whole:
+    label_px = None
+    if whole:  # every column in a desktop's column, its answer and colour bar in view; a label cut to its column
         x_lo = x_min - 0.5
-        need = math.ceil((x_hi - x_lo) * col_px)  # every column with room for its label
-        fig_w = margin["l"] + need + margin["r"] if need > plot_w else None  # wider: it scrolls in its frame
+        label_px = max(plot_w / (x_hi - x_lo) - MARKER_GAP_PX, 0.0)
     statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
-    traces += _node_traces(nodes, statuses, cmin, x_lo)
+    traces += _node_traces(nodes, statuses, cmin, x_lo, label_px)
     shown = x_hi - x_lo
     dtick = _nice_step(shown / max(plot_w / 48, 1))
     ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
@@ -423,8 +423,8 @@ def _tree_figure(
     layout = layout_defaults(title, height=0, legend=True)
     top = layout["margin"]["t"] + LEGEND_ROW
     margin.update(t=top)
-    if fig_w is not None:
-        layout["width"] = fig_w
+    if whole:
+        layout["meta"] = {"min_width": MIN_WIDTH}  # plot.js: on a phone it scrolls in its frame, labels readable
     layout.update(
         height=top + plot_h + margin["b"],
         margin=margin,
@@ -489,9 +489,19 @@ def _path_traces(nodes: list[dict], paths: Mapping) -> list[dict]:
     return traces
 
 
-def _node_traces(nodes: list[dict], statuses: list[str], cmin: float, x_lo: float) -> list[dict]:
+def fit_label(text: str, px: float | None) -> str:
+    """``text`` as a safe label at most ``px`` wide: cut with "…" when it is wider (the hover holds it whole)."""
+    cut = text
+    while cut and px is not None and text_px(safe_label(cut if cut == text else cut + "…")) > px:
+        cut = cut[:-1]
+    return safe_label(cut if cut == text else cut + "…") if cut else ""
+
+
+def _node_traces(
+    nodes: list[dict], statuses: list[str], cmin: float, x_lo: float, label_px: float | None = None
+) -> list[dict]:
     """The nodes, one trace per status (its symbol; coloured by cumulative log-prob on the colour axis, labelled
-    with their tokens where in view), then a plain legend swatch per status."""
+    with their tokens where in view, each cut to ``label_px``), then a plain legend swatch per status."""
     traces: list[dict] = []
     legend = []
     for status in ["start", *statuses]:
@@ -512,7 +522,7 @@ def _node_traces(nodes: list[dict], statuses: list[str], cmin: float, x_lo: floa
                 symbol=symbol, size=size, color=LEGEND_COLOR, line=dict(color=outline or LEGEND_COLOR, width=width)
             )
         # labels of the positions in view (a panned-in node is read on hover: Plotly clips text, not its box)
-        labels = ["" if status == "pruned" or nd["x"] < x_lo + 0.25 else safe_label(nd["token"]) for nd in sel]
+        labels = ["" if status == "pruned" or nd["x"] < x_lo + 0.25 else fit_label(nd["token"], label_px) for nd in sel]
         traces.append(
             dict(
                 type="scatter",

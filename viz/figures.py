@@ -623,7 +623,7 @@ def positional_curves(
     ]
     bounded = np.all(np.abs(p[:, dims]) <= 1.0 + 1e-6)
     fig_layout = layout_defaults(title, height=380, legend=True, squeezes=True)
-    fig_layout["meta"] = {"cells": None}
+    fig_layout.setdefault("meta", {})["cells"] = None
     fig_layout["legend"].update(x=1.02, xanchor="left", y=1, yanchor="top")
     tick = dict(automargin=True, tickfont=dict(size=TICK_FONT))
     fig_layout["xaxis"] = dict(
@@ -843,7 +843,10 @@ def addnorm_figure(
     return new_figure(traces, layout)
 
 
-def ffn_sparsity(hidden: np.ndarray, *, tol: float = 1e-6) -> dict[str, float]:
+NEAR_ZERO, NEAR_ZERO_TEXT = 1e-6, "10⁻⁶"  # an FFN unit this close to 0 counts as switched off (the title says so)
+
+
+def ffn_sparsity(hidden: np.ndarray, *, tol: float = NEAR_ZERO) -> dict[str, float]:
     """Fractions of FFN hidden activations that are exactly 0, at most ``tol`` in magnitude, and negative.
 
     ReLU gives exact zeros and no negatives; GELU / Swish give small negatives and almost no exact zeros.
@@ -877,7 +880,10 @@ def ffn_figure(
     """
     h = as_2d(hidden, "hidden")
     s = ffn_sparsity(h)
-    sub = f"{title} — exact zeros {s['zero']:.1%}, |h| ≤ 1e-6 {s['near_zero']:.1%}, negative {s['negative']:.1%}"
+    sub = (
+        f"{title} — exactly 0: {s['zero']:.1%}, within {NEAR_ZERO_TEXT} of 0: {s['near_zero']:.1%}, "
+        f"negative: {s['negative']:.1%}"
+    )
     return matrix_figure(
         h,
         tokens,

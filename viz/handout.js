@@ -138,4 +138,43 @@
   }
 
   for (const button of document.querySelectorAll("button.zip")) button.addEventListener("click", () => download(button));
+
+  // For print, every figure as an image (SVG: it prints sharp), made one after another from the page's load, each
+  // distinct figure once; the Print button waits until all are there. The print stylesheet shows the images in
+  // place of the interactive figures, a position to a page.
+  const images = new Map(); // ref -> Promise of its image's URL
+  function imageOf(ref) {
+    if (!images.has(ref)) {
+      const fig = figure(ref);
+      images.set(ref, Plotly.toImage({ data: fig.data, layout: fig.layout }, { format: "svg", ...size(fig) }));
+    }
+    return images.get(ref);
+  }
+
+  const state = document.querySelector(".print-state");
+  async function forPrint() {
+    const divs = [...document.querySelectorAll(".plot")];
+    let done = 0;
+    for (const div of divs) {
+      const img = Object.assign(document.createElement("img"), { className: "print-figure", alt: "" }); // the caption says it
+      try {
+        img.src = await imageOf(div.dataset.ref);
+        await img.decode();
+      } catch (err) {
+        console.error("Handout print image:", err);
+      }
+      div.closest(".frame").after(img);
+      done += 1;
+      if (state && done % 20 === 0) state.textContent = `${done} of ${divs.length} figures ready to print`;
+      if (done % 10 === 0) await new Promise((r) => setTimeout(r, 0)); // the page stays responsive meanwhile
+    }
+    if (state) state.textContent = `All ${divs.length} figures are ready to print.`;
+    document.documentElement.dataset.printReady = String(divs.length);
+  }
+  const printable = forPrint();
+  document.querySelector("button.print")?.addEventListener("click", async () => {
+    if (state && !document.documentElement.dataset.printReady) state.textContent = "Drawing every figure for the print…";
+    await printable;
+    window.print();
+  });
 })();

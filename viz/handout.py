@@ -1,5 +1,7 @@
 """The handout: one self-contained HTML page of a followed line (the sentence, its translation, and for every position
-its figures, each with its one-line description) that opens offline and can be put on a course site.
+each stage under its heading with its equations and what the step view says of it, then its figures, each with its
+one-line description) that opens offline, can be put on a course site and prints as lecture notes (a page per
+position, every figure drawn as an image for the print).
 
 Plotly's bundle is inlined once; each distinct figure's JSON once (a figure that does not change from one position to
 the next is written once and drawn wherever it appears). The page draws a figure when it scrolls near, offers each
@@ -22,6 +24,15 @@ h1 { font-size: 1.8rem; margin: 0.5rem 0; } h2 { font-size: 1.3rem; margin-top: 
 .meta, figcaption { color: #4a4d59; } figure { margin: 1.5rem 0; }
 .frame { overflow-x: auto; max-width: 100%; } .plot { min-height: 120px; }
 button { font: inherit; padding: 0.3rem 0.8rem; cursor: pointer; }
+h3 { font-size: 1.1rem; margin: 2rem 0 0.5rem; } .stage math { font-size: 1.15rem; margin: 0.6rem 0; }
+.stage pre { white-space: pre-wrap; } img.print-figure { display: none; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 11pt; }
+  section { break-before: page; } section:first-of-type { break-before: auto; }
+  h2, h3 { break-after: avoid; } figure { break-inside: avoid; margin: 0.8rem 0; }
+  button, .screen-only, .print-state { display: none; }
+  .frame { display: none; } img.print-figure { display: block; width: 100%; height: auto; }
+}
 """
 
 
@@ -33,9 +44,30 @@ class HandoutFigure:
 
 
 @dataclass(frozen=True)
+class HandoutSection:
+    """One stage at one position, as lecture notes: its heading, its equations (MathML, or LaTeX as text), the
+    sentences the step view says of it, then its figures."""
+
+    title: str
+    equations: tuple[str, ...]
+    notes: tuple[str, ...]
+    figures: tuple[HandoutFigure, ...]
+
+
+@dataclass(frozen=True)
 class HandoutPosition:
     heading: str  # "Position 3: reads … → predicts …"
-    figures: tuple[HandoutFigure, ...]
+    figures: tuple[HandoutFigure, ...]  # every figure of the position, in order
+    sections: tuple[HandoutSection, ...] = ()  # the same figures under their stages' headings (when given)
+
+
+def _figure(f: HandoutFigure) -> str:
+    e = html.escape
+    return (
+        f'<figure><div class="frame" tabindex="0" role="group" aria-label="{e(f.description, quote=True)}">'
+        f'<div class="plot" data-ref="{e(f.ref, quote=True)}" data-name="{e(f.name, quote=True)}"></div></div>'
+        f"<figcaption>{e(f.description)}</figcaption></figure>"
+    )
 
 
 def handout_html(
@@ -58,8 +90,11 @@ def handout_html(
     body = [f"<h1>{e(title)}</h1>"]
     body += [f'<p class="meta"><strong>{e(label)}:</strong> {e(text)}</p>' for label, text in lines]
     body.append(
-        '<p class="meta">Each figure\'s toolbar (top right, on hover) saves it as PNG (camera) or SVG; each '
-        "position's button saves all its figures, both ways, as one ZIP file.</p>"
+        '<p class="meta screen-only">Each figure\'s toolbar (top right, on hover) saves it as PNG (camera) or SVG; '
+        "each position's button saves all its figures, both ways, as one ZIP file. To print, use the button "
+        "below: it waits until every figure is drawn for the page (each position starts a new page).</p>"
+        '<p><button type="button" class="print">Print these notes (every figure drawn first)</button> '
+        '<span class="print-state" role="status"></span></p>'
     )
     for k, p in enumerate(positions):
         body.append(f'<section aria-labelledby="p{k}"><h2 id="p{k}">{e(p.heading)}</h2>')
@@ -67,12 +102,14 @@ def handout_html(
             f'<button type="button" class="zip" data-position="{k}">Download all figures of this position '
             f"(ZIP: SVG and PNG)</button>"
         )
-        for f in p.figures:
-            body.append(
-                f'<figure><div class="frame" tabindex="0" role="group" aria-label="{e(f.description, quote=True)}">'
-                f'<div class="plot" data-ref="{e(f.ref, quote=True)}" data-name="{e(f.name, quote=True)}"></div></div>'
-                f"<figcaption>{e(f.description)}</figcaption></figure>"
-            )
+        for s in p.sections or (HandoutSection("", (), (), p.figures),):
+            body.append('<div class="stage">')
+            if s.title:
+                body.append(f"<h3>{e(s.title)}</h3>")
+            body += list(s.equations)  # MathML made from the stage's own LaTeX (views/handout.py)
+            body += [f"<p>{e(n)}</p>" for n in s.notes]
+            body += [_figure(f) for f in s.figures]
+            body.append("</div>")
         body.append("</section>")
     if credit:
         body.append(f'<p class="meta">{e(credit)}</p>')

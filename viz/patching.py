@@ -131,8 +131,9 @@ def aligned_difference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, str | 
 
 
 def _both(a: str, b: str) -> str:
-    """A label of the difference: A's and B's token at one index, once when they agree."""
-    return a if a == b else f"{a} | {b}"
+    """A label of the difference: A's and B's token at one index, once when they agree, else each named by its run
+    (never read as one token)."""
+    return a if a == b else f"A: {a} · B: {b}"
 
 
 def pair_figures(

@@ -17,7 +17,7 @@ import numpy as np
 
 from model.core.keys import Records
 from model.core.positions import position_labels
-from model.lesson.lesson import Lesson
+from model.lesson.lesson import EXAMPLE_SOURCE, Lesson
 
 READ_S = 50  # reading time of one chapter, question included
 CHECK_S = 60  # one five-question check
@@ -361,7 +361,7 @@ def _qkv(r: _Run) -> Chapter:
     H = arrays.dec(SELF_LAYER, "self", "Q").shape[0]
     shape = f"{Q.shape[0]} × {Q.shape[1]}"
     opts_q, r_q = _shuffled("qkv", (shape, f"{T} × {D}", f"{d_k} × {T}", f"{T} × {T}"), shape)
-    jq = int(np.argmax(np.abs(Q[f])))
+    jq, jm = int(np.argmax(Q[f])), int(np.argmin(Q[f]))
     return Chapter(
         "qkv",
         CHAPTER_TITLES["qkv"],
@@ -370,8 +370,9 @@ def _qkv(r: _Run) -> Chapter:
         f"{H} heads at once, each with its own matrices of d_k = d_model / heads = {d_k} columns.",
         r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V,\qquad "
         r"W_Q, W_K, W_V \in \mathbb{R}^{d_{\text{model}} \times d_k}",
-        f"In layer {SELF_LAYER}, head {h}, Q has one row per position and {d_k} columns; {fr} has its largest "
-        f"query value {Q[f, jq]:+.2f} at column {jq}, and the query's length is {np.linalg.norm(Q[f]):.2f}.",
+        f"In layer {SELF_LAYER}, head {h}, Q has one row per position and {d_k} columns; {fr}'s query values go "
+        f"from {Q[f, jm]:+.2f} (column {jm}) to {Q[f, jq]:+.2f} (column {jq}), and the query's length is "
+        f"{np.linalg.norm(Q[f]):.2f}.",
         f"Q of head {h}: {Q.shape[0]} rows × {Q.shape[1]} columns, values from {Q.min():.2f} to {Q.max():.2f}.",
         Question(
             "qkv",
@@ -486,7 +487,7 @@ def _softmax(r: _Run) -> Chapter:
         f"row 0 puts {w[0, 0]:.2f} on itself.",
         Question(
             "softmax",
-            f"Which earlier token gets the most weight in {fr}?",
+            f"Which token gets the most weight in {fr}: its own, or one before it?",
             opts_w,
             r_w,
             f"row {f}, column {tw} of the figure",
@@ -520,18 +521,18 @@ def _output_proj(r: _Run) -> Chapter:
         "position.",
         r"\text{head}_h = \alpha_h V_h,\qquad \text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, "
         r"\text{head}_H)\, W_O",
-        f"Row 0 can only see <s> (weight {w[0, 0]:.2f}), so its output is row 0 of V (largest difference "
-        f"{dist['row 0 of V']:.1e}); {fr} mixes {f + 1} value rows. {H} heads × {d_k} = {H * d_k} numbers per "
+        f"Row 0 can only see <s> (weight {w[0, 0]:.2f}), so its output is row 0 of V ({_gap(dist['row 0 of V'])}); "
+        f"{fr} mixes {f + 1} value rows. {H} heads × {d_k} = {H * d_k} numbers per "
         f"row go into W_O and {out.shape[1]} come out.",
-        f"α·V, layer {SELF_LAYER}, head {h}: {ctx.shape[0]} rows × {ctx.shape[1]} dimensions; row 0 differs "
-        f"from row 0 of V by at most {dist['row 0 of V']:.1e}; values from {ctx.min():.2f} to {ctx.max():.2f}.",
+        f"α·V, layer {SELF_LAYER}, head {h}: {ctx.shape[0]} rows × {ctx.shape[1]} dimensions; row 0 and row 0 of "
+        f"V: {_gap(dist['row 0 of V'])}; values from {ctx.min():.2f} to {ctx.max():.2f}.",
         Question(
             "output_proj",
             f"Row 0 of α·V (layer {SELF_LAYER}, head {h}) equals…",
             opts_o,
             r_o,
             "row 0 of the figure",
-            f"largest difference from {best}: {dist[best]:.1e}",
+            f"{best}: {_gap(dist[best])}",
         ),
     )
 
@@ -755,6 +756,11 @@ def _quote(text: str) -> str:
     return f"“{text}”"
 
 
+def _gap(d: float) -> str:
+    """The largest difference of two vectors in words: "equal" rather than 0.0e+00."""
+    return "equal in every dimension" if d == 0 else f"largest difference {d:.1e}"
+
+
 def _pre(arrays, q, p_, s_, cross, r: int, beam_text: str, g_text: str) -> tuple[Question, ...]:
     T = len(q)
     i, j = (0, 1) if T > 1 else (0, 0)
@@ -903,10 +909,11 @@ def by_hand(example: Lesson) -> Chapter:
     return Chapter(
         "by_hand",
         CHAPTER_TITLES["by_hand"],
-        "A published worked example runs masked self-attention with d_model = 3 and one head, small enough to "
-        "check with a calculator. Every matrix below is recomputed from its inputs and compared with the printed "
-        "one, cell by cell, to the printed precision. Where the printed numbers do not follow from the formulas, "
-        "the computation shows which mistake produces them: they are common mistakes to avoid.",
+        f"A worked example, published by {EXAMPLE_SOURCE}, runs masked self-attention with d_model = 3 and one "
+        "head, small enough to check with a calculator. Every matrix below is recomputed from its inputs and "
+        "compared with the printed one, cell by cell, to the printed precision. Where the printed numbers do not "
+        "follow from the formulas, the computation shows which mistake produces them: they are common mistakes "
+        "to avoid.",
         r"\alpha = \operatorname{softmax}\!\left(\frac{QK^{\top}}{\sqrt{3}} + M\right),\quad "
         r"\text{Output} = \alpha V,\quad \text{Final} = \text{Output}\,W_O",
         f"{n_ok} of the {len(checked)} computed steps match the printed numbers; the first that does not is "

@@ -29,6 +29,10 @@ from model.core.jsonio import dumps
 
 # ---------------------------------------------------------------------------
 # The example's printed numbers (a blog post on the decoder's forward pass in training).
+EXAMPLE_SOURCE = (
+    "Vikas Srinivasa in “Transformer Decoder: Forward Pass Mechanism and Key Insights” (part 5 of his blog series "
+    "on the Transformer)"
+)
 
 EXAMPLE_TOKENS = (
     "<start>",
@@ -725,7 +729,8 @@ def _matrix_text(a: np.ndarray, decimals: int, hidden: str = "·") -> str:
 
 def format_lesson(lesson: Lesson) -> str:
     """A readable report: each stage's formula, our matrix, the printed one, and the verdict."""
-    out = ["Decoder Lens: a published 3-d masked self-attention example, recomputed", ""]
+    out = ["Decoder Lens: a published 3-d masked self-attention example, recomputed"]
+    out += [f"Published by {EXAMPLE_SOURCE}.", ""]
     out.append(f"Positional encoding found: {lesson.pe_formula}")
     out.append(
         "A cell matches when |ours - printed| <= half a unit of the last printed decimal "

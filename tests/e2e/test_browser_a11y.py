@@ -234,6 +234,7 @@ AXE_PAGES = {
     "learn-chapter-7": (f"/?chapter=7&{SRC}", 1, None),
     "learn-chapter-13": (f"/?chapter=13&{SRC}", 1, None),
     "explore": (f"/explore?max_len=8&{SRC}", 1, None),
+    "explore-default": ("/explore", 1, None),  # what a student sees first: the selected stage's button included
     "explore-all-stages": (f"/explore?max_len=8&{SRC}&stage=all", 10, None),
     "explore-what-if": (f"/explore?max_len=8&{SRC}", 1, WHATIF_LABEL),
     "compare": (f"/compare?{SRC}&srcb=I+like+pasta.", 1, None),

@@ -49,3 +49,39 @@ def test_the_handout_opens_offline_without_errors_and_saves_a_positions_figures(
         assert not [(v["id"], len(v["nodes"])) for v in found if v["impact"] in ("critical", "serious")], found
     finally:
         page.close()
+
+
+def test_the_handout_prints_as_lecture_notes_with_every_figure_drawn(tiny_model_dir, browser, tmp_path):
+    """Each position a page, each stage under its heading with its equation (MathML) before its figures; printed to
+    PDF in Chromium, every figure is drawn (as an image in the print), none left blank."""
+    import re
+
+    n_positions = 4
+    path = tmp_path / "handout.html"
+    path.write_bytes(handout_of(tiny_model_dir, source="I like pizza.", max_len=n_positions, stage="all"))
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        sections = page.locator("section")
+        assert sections.count() == n_positions
+        first = sections.first
+        assert first.locator(".stage h3").count() >= 5 and first.locator(".stage math").count() >= 5
+        headings = first.locator(".stage h3").all_inner_texts()
+        assert any("Masked self-attention" in h or "Self-attention" in h for h in headings), headings
+        figures = page.locator(".plot").count()
+        page.wait_for_function("() => document.documentElement.dataset.printReady", timeout=300_000)
+        page.emulate_media(media="print")
+        drawn = page.evaluate(
+            "() => [...document.querySelectorAll('img.print-figure')].filter(i => i.complete && i.naturalWidth > 0"
+            " && i.checkVisibility() && i.getBoundingClientRect().height > 20).length"
+        )
+        hidden = page.evaluate("() => [...document.querySelectorAll('.frame')].filter(f => f.checkVisibility()).length")
+        assert drawn == figures and hidden == 0, (drawn, figures, hidden)
+        pdf = page.pdf(format="A4", print_background=True)
+        pages = len(re.findall(rb"/Type\s*/Page\b", pdf))
+        assert pages >= n_positions, pages  # a page per position at least
+        assert not errors, errors
+    finally:
+        page.close()

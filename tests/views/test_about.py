@@ -107,3 +107,9 @@ def test_about_with_the_bundled_model():
 def test_card_sections():
     intro, sections = card_sections("# Title\n\nFirst words.\n\n## Scores\n| a |\n\n## Limits\n- b\n")
     assert intro == "First words." and sections == {"Scores": "| a |", "Limits": "- b"}
+
+
+def test_about_names_every_page(tiny_model_dir):
+    text = page_text(run_about(tiny_model_dir))
+    for name in ("Learn", "Explore", "Compare", "Corpus", "Class"):
+        assert f"**{name}**" in text or f"{name}:" in text or f"**{name}" in text, name

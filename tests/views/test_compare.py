@@ -9,13 +9,15 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from harness import audit
 from model.decode.decoding import DecodeOptions, decode
 from model.interpret.contrast import contrast_token
 from model.interpret.patching import activation_patching
-from model.io.checkpoint import ENV_MODEL, load_model_dir
+from model.io.checkpoint import ENV_MODEL, load_model_dir, save_model_dir
+from model.testing import make_model, make_tokenizer
 from tests.helpers import shown_page
 from views.state import Limits, View, clamp_view, from_query, to_query
 
@@ -212,3 +214,37 @@ def test_the_measured_position_steps_with_the_step_buttons(tiny_model_dir, monke
     assert at.session_state["step"] == 0 and "at position 0 (" in markdown(at)
     at.button(key="last").click().run()
     assert at.session_state["step"] == at.slider(key="step").max > 2
+
+
+@pytest.fixture(scope="module")
+def parting_model_dir(tmp_path_factory):
+    """The tiny model with another seed: its translations of A and B agree at first, then part (position 3)."""
+    tok = make_tokenizer()
+    return save_model_dir(make_model(tok.vocab_size, seed=9), tok, tmp_path_factory.mktemp("models") / "parting")
+
+
+def test_a_pair_opens_where_its_outputs_part_on_cross_attention_with_each_run_s_rows_named(
+    parting_model_dir, monkeypatch
+):
+    """Patching opens at the first position where the two translations differ (where they agree the map shows
+    nothing), unless the link names one; the stage compared is cross-attention until the reader picks another; the
+    A − B figure's rows name each run's tokens by their run."""
+    lm = load_model_dir(parting_model_dir)
+    tok, eos = lm.tokenizer, lm.cfg.eos_id
+    out_a, out_b = (list(decode(lm.model, tok.encode(x) + [eos], DecodeOptions(max_len=6)).ids) for x in (A, B))
+    first = next(i for i, (x, y) in enumerate(zip(out_a, out_b)) if x != y)
+    assert first > 0  # the pair agrees at position 0: opening there would show an empty map
+    at = open_compare(parting_model_dir, monkeypatch, src=A, srcb=B)
+    assert at.session_state["step"] == first and at.slider(key="step").value == first
+    assert f"at position {first} (" in markdown(at)
+    assert at.selectbox(key="stage").value == "cross"
+    diff = next(f for t, f in figures(at).items() if t.startswith("A − B: "))
+    labels = [str(y) for y in diff["data"][0]["y"]] + [str(y) for y in diff["layout"]["yaxis"].get("ticktext") or []]
+    mixed = [x for x in labels if " | " in x]
+    assert not mixed, mixed
+    assert any("A: " in x and " · B: " in x for x in labels), labels
+    at.selectbox(key="stage").set_value("self").run()  # the reader's choice stays
+    ok(at)
+    assert at.selectbox(key="stage").value == "self"
+    at = open_compare(parting_model_dir, monkeypatch, src=A, srcb=B, step="0", stage="self")  # a link's choices stay
+    assert at.session_state["step"] == 0 and at.selectbox(key="stage").value == "self"

@@ -246,15 +246,16 @@ def test_without_a_model_the_hand_sized_example_still_works(tmp_path, monkeypatc
         assert f"**{md(m.title)}.** {md(m.computation)}" in shown, m.title
 
 
-def test_ten_to_fourteen_chapters_in_at_most_a_quarter_of_an_hour(lm):
+def built_lesson(lm, text: str):
+    """``model.lesson.learn.build`` on ``text``'s greedy translation, as the Learn page calls it."""
     from model.interpret.explain import logit_lens
-    from model.lesson.learn import READ_S, build
+    from model.lesson.learn import build
 
-    ref = Reference(lm, SENTENCES[0])
+    ref = Reference(lm, text)
     nc = teacher_forced_trace(
         lm.model,
         lm.tokenizer,
-        lm.tokenizer.encode(SENTENCES[0]),
+        lm.tokenizer.encode(text),
         [int(i) for i in ref.a["label_ids"][:-1]],
         causal=False,
     )
@@ -273,6 +274,13 @@ def test_ten_to_fourteen_chapters_in_at_most_a_quarter_of_an_hour(lm):
         greedy=(ref.text(ref.greedy.ids), ref.greedy.n_best[0].score),
         example=build_lesson(),
     )
+    return learn, ref
+
+
+def test_ten_to_fourteen_chapters_in_at_most_a_quarter_of_an_hour(lm):
+    from model.lesson.learn import READ_S
+
+    learn, _ = built_lesson(lm, SENTENCES[0])
     assert 10 <= len(learn.chapters) <= 14 and learn.minutes <= 15
     assert learn.minutes >= len(learn.chapters) * READ_S / 60
     for c in learn.chapters:  # 2–5 plain sentences each, one right answer among distinct options

@@ -17,6 +17,7 @@ from model.lesson.learn import CHAPTER_KEYS, mistakes
 from model.lesson.lesson import build_lesson
 from tests.helpers import APP, ok, specs
 from views.common import md
+from viz.common import MIN_WIDTH, text_px
 
 MAX_LEN = 8
 TEXT = "A man in a blue shirt is standing on a ladder."
@@ -96,6 +97,28 @@ def test_the_beam_chapter_draws_the_answer_s_path_in_view_with_the_list_under_it
     assert any("the first candidate in the list under it" in t for t in judged(at)), judged(at)
 
 
+def test_a_long_beam_tree_fits_a_desktop_column_with_its_labels_cut_to_their_columns(tiny_model_dir, monkeypatch):
+    """Fifteen positions: the tree is no wider than the narrowest desktop column (the answer's end, its star and the
+    colour bar in view without scrolling), never squeezed below it (a phone scrolls it in its frame), and every
+    node's label fits the room before the next column (the hover has the token whole)."""
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params.update(chapter=str(CHAPTER_KEYS.index("decoding") + 1), src=TEXT, max_len="16")
+    at.run()
+    ok(at)
+    (tree,) = [s for s in specs(at) if s["layout"]["title"]["text"].startswith("Beam search")]
+    layout = tree["layout"]
+    assert layout.get("width") is None or layout["width"] <= MIN_WIDTH, layout.get("width")
+    assert layout["meta"]["min_width"] == MIN_WIDTH
+    lo, hi = layout["xaxis"]["range"]
+    xs = [x for t in tree["data"] for x in t["x"] if x is not None]
+    assert lo <= min(xs) and max(xs) < hi and max(xs) >= 14, (lo, hi, max(xs))
+    plot_w = MIN_WIDTH - layout["margin"]["l"] - layout["margin"]["r"]
+    column = plot_w / (hi - lo)
+    labels = [x for t in tree["data"] for x in (t.get("text") or []) if x]
+    assert labels and max(text_px(x) for x in labels) <= column, (column, max(labels, key=text_px))
+
+
 def test_the_worked_example_s_question_has_one_right_option_and_reads_as_a_sentence(tiny_model_dir, monkeypatch):
     """The mistakes are listed in two kinds; the question asks for the first of the numbers that do not follow from
     their formula, which is the first of that list, and says that set-up mistakes do not count."""
@@ -140,3 +163,21 @@ def decode_ids(model_dir) -> list[int]:
     return [
         i for i in decode(lm.model, lm.tokenizer.encode(TEXT) + [eos], DecodeOptions(max_len=MAX_LEN)).ids if i != eos
     ]
+
+
+def test_the_start_page_shows_the_translation_as_plain_french_then_as_tokens(tiny_model_dir, monkeypatch):
+    lm = load_model_dir(tiny_model_dir)
+    eos = lm.cfg.eos_id
+    ids = decode(lm.model, lm.tokenizer.encode(TEXT) + [eos], DecodeOptions(max_len=MAX_LEN)).ids
+    plain = lm.tokenizer.decode([i for i in ids if i != eos])
+    monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(chapter="0", src=TEXT, max_len=str(MAX_LEN))
+    at.run()
+    ok(at)
+    texts = [t.value for t in at.text]
+    said = [m.value for m in at.markdown]
+    i = said.index("**Its translation (the model's own, decoded greedily):**")
+    assert plain and plain in texts, (plain, texts)
+    assert texts[texts.index(plain) + 1].endswith("</s>")  # then its tokens, as the decoder writes them
+    assert said[i + 1].startswith("**The same translation as the decoder writes it")

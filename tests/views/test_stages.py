@@ -112,3 +112,25 @@ def test_a_stage_declares_compare_s_matrix_or_why_there_is_none():
         Stage("x", "X", "x")
     with pytest.raises(ValueError, match="compared"):
         Stage("x", "X", "x", compared="compared", not_compared="both")
+
+
+def test_the_top_ten_bars_and_the_hypothesis_tree_have_text_alternatives(tiny_model_dir, monkeypatch):
+    """As the heatmaps do: the bars read largest first with the values they show, the chosen token's among them;
+    the tree reads its points by kind."""
+    from views.plot import payload
+
+    at = open_app(tiny_model_dir, monkeypatch, src="I like pizza.", strategy="beam", beam="3", stage="output", step="2")
+    ok(at)
+    sent = [payload(c.proto.bytes) for c in at.get("bidi_component")]
+    alts = {
+        html.unescape(p["figure"]["layout"]["title"]["text"]).split(" at ")[0]: p.get("alt")
+        for p in sent
+        if "figure" in p
+    }
+    top = next(a for t, a in alts.items() if t.startswith("Top 10 next tokens"))
+    tree = next(a for t, a in alts.items() if t.startswith("Hypothesis tree"))
+    assert top and re.search(r": 10 bars, largest first: ‘.+?’ [\d.]+%", top), top
+    line = next(m.value for m in at.markdown if m.value.startswith("**Position 2**"))
+    p = re.search(r"p \\= ([\d\\.]+)", line)[1].replace("\\", "")
+    assert f"{float(p):.1%}" in top, (p, top)  # the number the position line shows, in the bars' words
+    assert tree and re.search(r"\d+ kept.* points\.$", tree), tree

@@ -89,6 +89,11 @@ def test_the_stage_registry_drives_the_selector_and_the_numbering(tiny_model_dir
     assert not at.exception and not at.error
     numbers = [int(m.group(1)) for h in headings(at) if (m := re.match(r"(\d+) · ", h))]
     assert numbers == list(range(1, len(SECTIONS) + 1))  # All stages: every numbered section once, in order
+    # every heading of a stage numbered, Add & Norm 2 and 3 as the closing part of the sublayer they follow
+    unnumbered = [h for h in headings(at) if "Add & Norm" in h and not re.match(r"\d+(\.\d+)? · ", h)]
+    assert not unnumbered, unnumbered
+    parts = [h for h in headings(at) if re.match(r"\d+\.1 · Add & Norm [23] ", h)]
+    assert [h.split(" · ")[0] for h in parts] == [f"{SECTIONS.index(s) + 1}.1" for s in ("cross", "ffn")], parts
 
 
 # ---------------------------------------------------------------------------

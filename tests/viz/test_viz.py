@@ -204,7 +204,7 @@ def test_matrix_figure_rows_are_tokens_columns_are_dims():
     assert fig.layout.xaxis.type == "linear" and "%{x}" in hm.hovertemplate
     assert fig.layout.xaxis.title.text == "dimension" and fig.layout.coloraxis.cmid == 0.0
     assert len(fig.layout.shapes) == 1 and fig.layout.shapes[0].name == "highlight"
-    assert fig.layout.meta == {"cells": "rows"} and fig.layout.width is None  # fills its container
+    assert fig.layout.meta["cells"] == "rows" and fig.layout.width is None  # fills its container
     assert 150 <= fig.layout.height <= 900
 
 
@@ -297,7 +297,7 @@ def test_a_figure_that_squeezes_to_a_phone_wraps_its_title_to_the_phone_s_column
     """Bars and curves squeeze to a phone's column (they keep no width of their own): each line of their title fits
     it (Plotly neither wraps a title nor shows what is wider than the figure), and the plot starts below; a short
     title keeps its line beside the toolbar."""
-    from viz.common import PAD, PHONE_WIDTH, TITLE_FONT, text_px
+    from viz.common import MIN_WIDTH, PAD, PHONE_WIDTH, TITLE_FONT, text_px
     from viz.corpus import bar_figure, sentence_scatter
 
     long = "the dashed line marks position 12, and the reference loss change per position without layer 0 head 3"
@@ -312,11 +312,16 @@ def test_a_figure_that_squeezes_to_a_phone_wraps_its_title_to_the_phone_s_column
     }
     for name, build in figures.items():
         fig = build(long)
-        lines = fig.layout.title.text.split("<br>")
-        assert " ".join(lines) == long and len(lines) >= 2, name
+        wide = fig.layout.title.text.split("<br>")  # a desktop's: the lines its width needs, no more
+        assert " ".join(wide) == long and len(wide) == 1 + (text_px(long, TITLE_FONT) > MIN_WIDTH - 2 * PAD - 10)
+        narrow = fig.layout.meta["narrow_title"]  # a phone's: wrapped to its column, taller by its extra lines
+        lines = narrow["title"]["text"].split("<br>")
+        assert " ".join(lines) == long and len(lines) > len(wide), name
         assert max(text_px(line, TITLE_FONT) for line in lines) <= PHONE_WIDTH - 2 * PAD, (name, lines)
-        assert fig.layout.margin.t >= len(lines) * TITLE_FONT, name  # the plot starts below the title's lines
+        assert fig.layout.margin.t + narrow["grow"] >= len(lines) * TITLE_FONT, name  # the plot below the lines
         assert build("Top 10 next tokens").layout.title.text == "Top 10 next tokens", name
+        title = "Top 10 next tokens at position 10"  # fits a desktop's line beside the toolbar: one line there
+        assert build(title).layout.title.text == title, name
 
 
 def test_addnorm_figure():
@@ -594,7 +599,7 @@ def square_cells(fig: go.Figure, xa: str = "xaxis", ya: str = "yaxis") -> tuple[
 
 
 def check_square(fig: go.Figure, n_rows: int, n_cols: int, hl: int | None, xa: str = "xaxis", ya: str = "yaxis"):
-    assert fig.layout.meta == {"cells": "square"}
+    assert fig.layout.meta["cells"] == "square"
     cw, ch, vx, vy = square_cells(fig, xa, ya)
     assert abs(cw - ch) < 0.01, (cw, ch)
     assert vx <= n_cols and vy <= n_rows
@@ -638,7 +643,7 @@ def test_alignment_and_kv_cache_cells(T):
 def check_rows_figure(fig: go.Figure, n_rows: int) -> None:
     """A full-width figure: rows of >= 16 px, every column, its labels at least 15 px apart at 860 px."""
     lay = fig.layout
-    assert lay.meta == {"cells": "rows"} and lay.width is None
+    assert lay.meta["cells"] == "rows" and lay.width is None
     lo, hi = span(lay.yaxis)
     assert (lay.height - lay.margin.t - lay.margin.b) / (hi - lo) >= 16
     xs = list(main_heatmaps(fig)[0].x)
@@ -782,7 +787,7 @@ def test_wide_matrices_have_tall_enough_rows(T):
         viz.addnorm_figure(res, res.mean(-1), res.std(-1), res, toks, highlight_row=-1),
     ]
     for fig in figs:
-        assert fig.layout.meta == {"cells": "rows"} and fig.layout.width is None
+        assert fig.layout.meta["cells"] == "rows" and fig.layout.width is None
         lay = fig.layout
         total = lay.height - lay.margin.t - lay.margin.b
         for ya in [k for k in lay.to_plotly_json() if k.startswith("yaxis")]:
@@ -1123,7 +1128,7 @@ def test_describe_heatmap_names_the_shape_and_the_strongest_cell():
 
 def test_figures_carry_their_text_alternative_with_labels_as_written():
     """What plot() sends with a heatmap: the figure's own title and axis labels, unescaped and without the index
-    prefixes that keep category labels distinct; no line for a figure without a heatmap."""
+    prefixes that keep category labels distinct; a bar chart's bars largest first; no line for a figure of lines."""
     from views.plot import text_alternative
 
     w = np.array([[1.0, -np.inf], [0.3, 0.7]])
@@ -1133,7 +1138,9 @@ def test_figures_carry_their_text_alternative_with_labels_as_written():
     )
     grid = viz.heads_grid(np.stack([w, w[::-1]]), ["r0", "r1"], ["c0", "c1"], title="Every head")
     assert text_alternative(grid).endswith("(the first of 2 panels).")
-    assert text_alternative(go.Figure(go.Bar(x=["a", "b"], y=[0.6, 0.3]))) is None
+    bars = go.Figure(go.Bar(x=["a", "b"], y=[0.3, 0.6]), layout=dict(title="Top 2"))  # bars: largest first
+    assert text_alternative(bars) == "Top 2: 2 bars, largest first: ‘b’ 0.6, ‘a’ 0.3."
+    assert text_alternative(go.Figure(go.Scatter(x=[1, 2], y=[1, 2], mode="lines"))) is None  # no points
 
 
 def test_figure_json_is_plotly_s_own_json():

@@ -38,7 +38,7 @@ def test_layer_position_is_full_width_with_tall_layer_rows(T, L):
     pos = [f"{i}:▁tok → ▁x" for i in range(T)]
     fig = viz.layer_position_figure(np.full((L, T), 0.25), pos, title="p", highlight_col=T - 1)
     lay = fig.layout
-    assert lay.meta == {"cells": "rows"} and lay.width is None
+    assert lay.meta["cells"] == "rows" and lay.width is None
     assert (lay.height - lay.margin.t - lay.margin.b) / L >= 22
     assert span(lay.xaxis) == (-0.5, T - 0.5)  # every position
     (col,) = [s for s in lay.shapes if s.name == "highlight_col"]

@@ -90,7 +90,7 @@ def test_pair_shares_one_scale_and_aligns_by_position():
     assert fa.layout.coloraxis.cmin == fb.layout.coloraxis.cmin == 0.0
     assert fa.layout.coloraxis.cmax == fb.layout.coloraxis.cmax == 2.0
     np.testing.assert_allclose(np.asarray(fd.data[0].z, dtype=float), a - b[:2])
-    assert list(fd.layout.yaxis.ticktext) == ["0:x", "1:y | z"]
+    assert list(fd.layout.yaxis.ticktext) == ["0:x", "1:A: y · B: z"]  # each run named
     d, note = viz.aligned_difference(a, b)
     assert d.shape == (2, 2) and "position by position" in note and "first 2 × 2" in note
     assert viz.aligned_difference(a, a)[1] is None

@@ -167,9 +167,11 @@ def teaching(chapter: str) -> tuple[Stage, ...]:
     return tuple(s for s in REGISTRY if chapter in s.chapters)
 
 
-def numbered(section: str, title: str) -> str:
-    """A section's heading, numbered by its place in the registry ("3 · Masked self-attention")."""
-    return f"{SECTIONS.index(section) + 1} · {title}"
+def numbered(section: str, title: str, part: int | None = None) -> str:
+    """A section's heading, numbered by its place in the registry ("3 · Masked self-attention"), or a ``part`` of
+    it ("7.1 · Add & Norm 2 — after cross-attention")."""
+    n = f"{SECTIONS.index(section) + 1}" + ("" if part is None else f".{part}")
+    return f"{n} · {title}"
 
 
 def shows(chosen: str, stage: str) -> bool:

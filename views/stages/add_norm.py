@@ -3,12 +3,12 @@ x + Sublayer(Norm(x)). RMSNorm (T5) subtracts no mean and has no β."""
 
 from __future__ import annotations
 
-import streamlit as st
-
-from ..common import heading, show
+from ..common import caption, heading, show
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 from .context import StageContext
+
+AFTER = {2: "cross", 3: "ffn"}  # the section each later Add & Norm closes
 
 
 def equation(pre: bool, rms: bool) -> str:
@@ -24,9 +24,10 @@ def equation(pre: bool, rms: bool) -> str:
 def render(ctx: StageContext, n: int, what: str) -> None:
     pre, rms = ctx.cfg.norm_position == "pre", ctx.cfg.norm_kind == "rms"
     name = f"Norm → {what} → add {n}" if pre else f"Add & Norm {n} — after {what}"
-    heading(numbered("add_norm", name) if n == 1 else name, equation(pre, rms))  # the first opens its section
+    # the first opens its section; the others close the sublayer's they follow
+    heading(numbered("add_norm", name) if n == 1 else numbered(AFTER[n], name, part=1), equation(pre, rms))
     if pre:
-        st.caption(
+        caption(
             "Pre-norm: the norm is applied to the sublayer's input, and the sublayer's output is added to the "
             "residual stream x, which is never normalised itself. Below: x + Sublayer(Norm(x)) (the residual and "
             "what the block hands on, the same), and the mean and std of x that the norm used"

@@ -6,7 +6,7 @@ import streamlit as st
 
 from model.core.positions import POSITION_AXIS
 
-from ..common import heading, show
+from ..common import caption, equation, heading, show, subheading
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 from .context import RunMatrix, StageContext, dimensions
@@ -16,8 +16,8 @@ ROWS = POSITION_AXIS
 
 def render(ctx: StageContext) -> None:
     if ctx.run.table is not None:  # the step view's decoder inputs (teacher forcing shows its loss table instead)
-        st.subheader(numbered("inputs", "Decoder inputs (the output shifted right)"))
-        st.caption(
+        subheading(numbered("inputs", "Decoder inputs (the output shifted right)"))
+        caption(
             "Each position reads the token the previous position predicted; position 0 starts from <s>.".replace(
                 "<", "\\<"
             )
@@ -29,13 +29,13 @@ def render(ctx: StageContext) -> None:
     x = rf"\operatorname{{LayerNorm}}({x})" if cfg.embed_norm else x
     heading(numbered("embeddings", "Token embeddings" + ("" if relative else " + positional encoding")), "X = " + x)
     if relative:
-        st.caption(
+        caption(
             "This model adds no positional encoding to its embeddings: a learned bias per relative distance is "
             "added to the self-attention scores instead (see masked self-attention, its bias B as a heatmap)."
         )
     elif cfg.embed_norm:
-        st.caption("This model normalises embedding + PE with a LayerNorm before the first layer (X below).")
-    st.caption(
+        caption("This model normalises embedding + PE with a LayerNorm before the first layer (X below).")
+    caption(
         f"One row per decoder position ({cfg.d_model} dimensions each). Zoom into a figure (drag a box) "
         "to read single dimensions; hover shows the exact value."
     )
@@ -58,14 +58,14 @@ def render(ctx: StageContext) -> None:
     layout = {"interleaved": "sin/cos interleaved", "half": "sin | cos halves", "fairseq": "fairseq's sin | cos"}
     layout_name = "a learned table" if cfg.positions == "learned" else layout[cfg.pe_layout]
     if cfg.positions == "learned":
-        st.caption(f"PE is a learned table: row pos + {cfg.position_offset} of the model's position embeddings.")
+        caption(f"PE is a learned table: row pos + {cfg.position_offset} of the model's position embeddings.")
     elif cfg.pe_layout == "fairseq":
-        st.latex(
+        equation(
             r"PE_{(pos,i)} = \sin\!\left(p / 10000^{i/(d/2-1)}\right),\quad "
             r"PE_{(pos,d/2+i)} = \cos\!\left(p / 10000^{i/(d/2-1)}\right),\quad p = pos + " + str(cfg.position_offset)
         )
     else:
-        st.latex(
+        equation(
             r"PE_{(pos,2i)} = \sin\!\left(pos / 10000^{2i/d_{\text{model}}}\right),\quad "
             r"PE_{(pos,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{\text{model}}}\right)"
         )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..common import show, show_token
+from ..common import show, show_token, subheading
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 
 
 def render(cfg, reads: list[str], step: int) -> None:
-    st.subheader(numbered("kv_cache", "What the KV cache holds"))
+    subheading(numbered("kv_cache", "What the KV cache holds"))
     show(
         viz.kv_cache_figure(
             step, 1, [show_token(t) for t in reads], title=f"Position {step}: K, V rows reused vs computed now"

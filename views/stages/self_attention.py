@@ -9,7 +9,7 @@ from model.core.keys import ATTENTION_MAPS
 from model.core.positions import POSITION_AXIS
 from model.decode.steps import prefix_scores, sharpest_head
 
-from ..common import head_label, show
+from ..common import caption, equation, head_label, show, subheading
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from . import add_norm, numbered
@@ -21,7 +21,7 @@ KEYS = "key position (token it reads)"
 
 def header(ctx: StageContext) -> None:
     what = "Masked self-attention" if ctx.causal else "Self-attention WITHOUT the causal mask"
-    st.subheader(numbered("self", f"{what} — layer {ctx.layer}, {ctx.hname}"))
+    subheading(numbered("self", f"{what} — layer {ctx.layer}, {ctx.hname}"))
 
 
 def _heads_note(ctx: StageContext) -> str:
@@ -31,14 +31,14 @@ def _heads_note(ctx: StageContext) -> str:
 def render_qkv(ctx: StageContext) -> None:
     a, i = ctx.arrays, ctx.layer
     if ctx.incremental:
-        st.caption(
+        caption(
             "With the KV cache a step computes Q, K and V only for the newest position (outlined); the "
             "K and V rows of earlier positions are reused from earlier steps."
         )
     group = ctx.cfg.d_k if ctx.head == MEAN_HEADS else None
     dim = "head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension"
     # one element for the three equations: each figure's title repeats its own
-    st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
+    equation(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
     for name in "QKV":
         show(
             viz.matrix_figure(
@@ -84,7 +84,7 @@ def render_scores(ctx: StageContext) -> None:
         "sets the future to −∞ so that the softmax gives it weight 0."
     )
     if ctx.incremental:
-        st.caption(
+        caption(
             "Here the future cells are recomputed from the recorded Q and K for display: a KV-cached step "
             "never needs them, since it computes only the newest query row against the keys so far."
         )
@@ -111,7 +111,7 @@ def render_scores(ctx: StageContext) -> None:
     else:
         h, which = int(ctx.head), ctx.hname
     for kind, tex, title in panels:
-        st.latex(tex)
+        equation(tex)
         show(
             viz.attention_figure(
                 m[kind][h],
@@ -127,7 +127,7 @@ def render_scores(ctx: StageContext) -> None:
             f"{ctx.key}_{kind}",
         )
     if ctx.head == MEAN_HEADS:
-        st.caption(
+        caption(
             f"With *mean of heads* chosen, the scores above are head {h}'s, the head whose attention weights are "
             "the most concentrated; pick a head in the sidebar, or switch on the grid to see every head's weights."
         )
@@ -136,7 +136,7 @@ def render_scores(ctx: StageContext) -> None:
 def render_weights(ctx: StageContext) -> None:
     m = maps(ctx)
     mask = " + M" if ctx.causal else ""
-    st.latex(r"\alpha = \operatorname{softmax}\!\left(" + score_tex(ctx) + mask + r"\right)")
+    equation(r"\alpha = \operatorname{softmax}\!\left(" + score_tex(ctx) + mask + r"\right)")
     if ctx.causal:
         st.markdown(
             ctx.reading + " Row *i* spreads its attention over positions 0…*i* (each row sums to 1); the "
@@ -181,7 +181,7 @@ def render_weights(ctx: StageContext) -> None:
 
 def render_output(ctx: StageContext) -> None:
     a, i = ctx.arrays, ctx.layer
-    st.latex(r"\text{head}_h = \alpha_h V_h")
+    equation(r"\text{head}_h = \alpha_h V_h")
     show(
         viz.matrix_figure(
             ctx.per_head(a.self_attn(i, "context")),
@@ -194,7 +194,7 @@ def render_output(ctx: StageContext) -> None:
         ),
         f"{ctx.key}_context",
     )
-    st.latex(r"\text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_O")
+    equation(r"\text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_O")
     show(
         viz.matrix_figure(
             a.self_attn(i, "out"),

@@ -1,0 +1,221 @@
+"""Every control a student uses, timed in a real browser against the floor page's rerun, and the CLI's one-sentence
+commands against ``python -c "import torch"``.
+
+    python benchmarks/controls_latency.py [--model DIR] [--runs 3] [--smoke]
+
+``streamlit run app.py`` on a free localhost port, driven by Playwright and Debian's Chromium, Explore opened on a
+sentence in beam search: each control from its click (or key) until the page shows what it asked for and is idle
+with every figure in view drawn (a download: until the file is handed over): open *What if?*, force a token, Clear,
+open *Export*, the position's records (NPZ), the handout, change stage, layer, head, beam, the Follow-hypothesis
+pick, and the pages switched Learn → Explore → Compare → Corpus → back. The floor is ``benchmarks/floor_app.py``'s
+rerun (a button that redraws one heatmap), measured in the same run (``app_latency.measure_floor``). Then the CLI's
+``translate``, ``trace`` and ``explain`` of one sentence, each from a fresh process, against ``python -c "import
+torch"``. Prints a table (median of ``--runs``) and a verdict per target: every control ≤ 3 × the floor's rerun, a
+page switch ≤ 2 s, each CLI command ≤ 2 × the import. The machine's load is the caller's to say.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.app_latency import measure_floor
+from harness.browser import (
+    BROWSER_ARGS,
+    CHROMIUM,
+    DEFAULT_MODEL,
+    DRAWN_JS,
+    IDLE_JS,
+    ROOT,
+    app_env,
+    build_smoke_model,
+    require_chromium,
+    serve,
+)
+
+SENTENCE = "The little girl is reading a book in the garden."
+QUERY = "src=The%20little%20girl%20is%20reading%20a%20book%20in%20the%20garden.&strategy=beam&beam=3&max_len=12"
+TIMEOUT_MS = 90_000
+MAX_CONTROL_RATIO, MAX_SWITCH_S, MAX_CLI_RATIO = 3.0, 2.0, 2.0
+URL_HAS = (  # the link's parameter k is v (None: absent)
+    "([k, v]) => { const got = new URL(location.href).searchParams.get(k);"
+    " return v === null ? got === null : got === v; }"
+)
+
+
+def settled(page) -> None:
+    """The run is over and every figure in view is drawn."""
+    page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
+    page.wait_for_function(DRAWN_JS, arg=0, timeout=TIMEOUT_MS)
+
+
+def timed(page, act: Callable[[], None], done: Callable[[], None]) -> float:
+    t0 = time.perf_counter()
+    act()
+    done()
+    settled(page)
+    return time.perf_counter() - t0
+
+
+def url_is(page, key: str, value: str | None) -> Callable[[], None]:
+    return lambda: page.wait_for_function(URL_HAS, arg=[key, value], timeout=TIMEOUT_MS)
+
+
+def url_set(page, key: str) -> Callable[[], None]:
+    return lambda: page.wait_for_function(
+        "k => new URL(location.href).searchParams.get(k) !== null", arg=key, timeout=TIMEOUT_MS
+    )
+
+
+def click(page, key: str) -> Callable[[], None]:
+    return lambda: page.locator(f".st-key-{key} button").first.click()
+
+
+def shows(page, selector: str) -> Callable[[], None]:
+    return lambda: page.locator(selector).first.wait_for(timeout=TIMEOUT_MS)
+
+
+def download(page, key: str) -> float:
+    t0 = time.perf_counter()
+    with page.expect_download(timeout=TIMEOUT_MS) as got:
+        page.locator(f".st-key-{key} button").first.click()
+    got.value.path()
+    return time.perf_counter() - t0
+
+
+def expander(page, label_start: str) -> Callable[[], None]:
+    return lambda: page.get_by_text(label_start).first.click()
+
+
+def pick(page, key: str, option: int | str) -> Callable[[], None]:
+    """Open the select box ``key`` and choose its option at index ``option`` (or named ``option``)."""
+
+    def act() -> None:
+        box = page.locator(f".st-key-{key}").get_by_role("combobox")
+        box.click()
+        if isinstance(option, str):  # typed, as a student filters a long list, then chosen
+            box.fill(option)
+            box.press("Enter")
+            return
+        options = page.get_by_role("option")
+        options.first.wait_for(timeout=TIMEOUT_MS)
+        options.nth(option).click()
+
+    return act
+
+
+def controls(page, url: str) -> dict[str, float]:
+    """One pass over every control, from Explore's view of the sentence."""
+    out: dict[str, float] = {}
+    page.goto(f"{url}/explore?{QUERY}&stage=output&step=2")
+    settled(page)
+    out["open What if?"] = timed(page, expander(page, "What if?"), shows(page, ".st-key-whatif_go"))
+    out["force a token"] = timed(page, click(page, "whatif_go"), url_set(page, "forced"))
+    out["Clear"] = timed(page, click(page, "clear_forced"), url_is(page, "forced", None))
+    out["open Export"] = timed(page, expander(page, "Export:"), shows(page, ".st-key-dl_handout"))
+    out["position's records (NPZ)"] = download(page, "dl_steps")
+    out["handout"] = download(page, "dl_handout")
+    seg = page.locator(".st-key-stage")
+    out["change stage"] = timed(
+        page, lambda: seg.get_by_text("Cross-attention").first.click(), url_is(page, "stage", "cross")
+    )
+    out["change layer"] = timed(page, pick(page, "layer", 1), url_is(page, "layer", "1"))
+    out["change head"] = timed(page, pick(page, "head", "head 1"), url_is(page, "head", "1"))
+    slider = page.locator(".st-key-beam input[type=range]")
+    out["change beam"] = timed(page, lambda: (slider.focus(), slider.press("ArrowRight")), url_is(page, "beam", "4"))
+    out["Follow-hypothesis pick"] = timed(page, pick(page, "follow_pick", 1), url_set(page, "follow"))
+    for name, link, heading in (
+        ("to Learn", "Learn", "Learn"),
+        ("to Explore", "Explore", "Decoder Lens"),
+        ("to Compare", "Compare", "Compare two sentences"),
+        ("to Corpus", "Corpus", "Corpus"),
+        ("back to Explore", "Explore", "Decoder Lens"),
+    ):
+        out[f"switch {name}"] = timed(
+            page,
+            lambda link=link: page.get_by_role("link", name=link, exact=True).first.click(),
+            lambda heading=heading: page.get_by_role("heading", level=1, name=heading, exact=False).first.wait_for(),
+        )
+    return out
+
+
+def cli_times(model: Path, runs: int) -> dict[str, float]:
+    """Median wall seconds of each one-sentence CLI command from a fresh process, and of importing torch."""
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as d:
+        commands = {
+            'python -c "import torch"': [py, "-c", "import torch"],
+            "translate": [py, "-m", "model", "translate", SENTENCE, "--model", str(model)],
+            "trace": [py, "-m", "model", "trace", SENTENCE, "--model", str(model), "--out", f"{d}/t.npz"],
+            "explain": [py, "-m", "model", "explain", SENTENCE, "--model", str(model)],
+        }
+        out = {}
+        for name, cmd in commands.items():
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+                times.append(time.perf_counter() - t0)
+            out[name] = statistics.median(times)
+    return out
+
+
+def report(app: dict[str, list[float]], floor_s: float, cli: dict[str, float]) -> None:
+    print(f"floor page's rerun (median): {floor_s * 1000:.0f} ms")
+    print(f"{'control':<32}{'median':>10}{'× floor':>10}  verdict")
+    for name, times in app.items():
+        m = statistics.median(times)
+        switch = name.startswith("switch")
+        ok = m <= MAX_SWITCH_S if switch else m <= MAX_CONTROL_RATIO * floor_s
+        target = f"≤ {MAX_SWITCH_S:g} s" if switch else f"≤ {MAX_CONTROL_RATIO:g}× floor"
+        print(f"{name:<32}{m * 1000:>8.0f} ms{m / floor_s:>9.1f}×  {'PASS' if ok else 'FAIL'} ({target})")
+    base = cli['python -c "import torch"']
+    print(f'CLI, one sentence, fresh process (python -c "import torch": {base:.2f} s)')
+    for name, secs in cli.items():
+        if name.startswith("python"):
+            continue
+        ok = secs <= MAX_CLI_RATIO * base
+        print(
+            f"{name:<32}{secs:>8.2f} s {secs / base:>8.2f}×  {'PASS' if ok else 'FAIL'} (≤ {MAX_CLI_RATIO:g}× import)"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="the tests' tiny random model, one run")
+    args = ap.parse_args(argv)
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="controls_") as d:
+        tmp = Path(d)
+        model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
+        runs = 1 if args.smoke else args.runs
+        app: dict[str, list[float]] = {}
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+            try:
+                with serve(ROOT / "app.py", tmp / "app.log", app_env(model)) as server:
+                    for _ in range(runs):
+                        page = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
+                        page.set_default_timeout(TIMEOUT_MS)
+                        for name, secs in controls(page, server.url).items():
+                            app.setdefault(name, []).append(secs)
+                        page.close()
+                floor = measure_floor(browser, tmp, (64, 64), max(5, 3 * runs), 1)
+            finally:
+                browser.close()
+        report(app, statistics.median(floor["step"]), cli_times(model, runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

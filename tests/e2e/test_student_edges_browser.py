@@ -1,0 +1,264 @@
+"""What a student still meets only in a browser, each edge checked where it happens: after a step, no figure shows
+the previous position's numbers beside the new position's line (it is marked as being redrawn until it is drawn);
+the selected stage button reads at AA contrast; Follow hypothesis keeps the slider on the position shown.
+
+A missing browser is a failure, never a skip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.browser import IDLE_JS, serve
+from model.io.checkpoint import ENV_MODEL, save_model_dir
+from model.testing import make_model, make_tokenizer
+from tests.e2e.test_learn_browser import at_position  # the step view shows a position, its run over
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_MS = 120_000
+BEAM = "src=The%20cat%20is%20sleeping%20on%20the%20sofa.&strategy=beam&beam=5&max_len=10&stage=output"
+
+# Every animation frame: the position line's position and, for each figure whose title names a position and that is
+# not marked as being redrawn (views/page.js: aria-busy, faded), that position. A frame where they differ is kept.
+WATCH_JS = """() => {
+  window.__disagree = [];
+  window.__frames = 0;
+  const line = () => {
+    const p = [...document.querySelectorAll('.st-key-next_chip p')].map(p => p.textContent.match(/^Position (\\d+) of/))
+      .find(Boolean);
+    return p ? p[1] : null;
+  };
+  const tick = () => {
+    window.__frames++;
+    const at = line();
+    for (const div of document.querySelectorAll('.decoder-lens-plot')) {
+      const title = div.querySelector('.gtitle')?.textContent || '';
+      const m = title.match(/at position (\\d+)|^Position (\\d+)|up to position (\\d+)/);
+      if (!m || at === null) continue;
+      const shows = m[1] || m[2] || m[3];
+      const marked = div.getAttribute('aria-busy') === 'true' && parseFloat(getComputedStyle(div).opacity) < 0.5;
+      if (shows !== at && !marked) window.__disagree.push(`line ${at}, figure ${shows}: ${title}`);
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir, tmp_path_factory):
+    log = tmp_path_factory.mktemp("edges") / "streamlit.log"
+    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
+        yield srv.url
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
+
+
+@pytest.fixture
+def page(browser):
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.set_default_timeout(TIMEOUT_MS)
+    yield page
+    page.close()
+
+
+def test_after_a_step_no_figure_shows_the_previous_position_unmarked(server, page):
+    page.goto(f"{server}/explore?{BEAM}")
+    at_position(page, 0)
+    page.locator(".st-key-dec_topk .decoder-lens-plot").scroll_into_view_if_needed()
+    page.wait_for_function(
+        "() => (document.querySelector('.st-key-dec_topk .gtitle') || {}).textContent?.includes('position 0')"
+    )
+    page.evaluate(WATCH_JS)
+    for t in range(1, 6):
+        page.locator(".st-key-next button:visible").first.click()
+        at_position(page, t)
+        page.wait_for_function(
+            "t => (document.querySelector('.st-key-dec_topk .gtitle') || {}).textContent?.includes(`position ${t}`)",
+            arg=t,
+        )
+    frames, disagree = page.evaluate("() => [window.__frames, window.__disagree]")
+    assert frames > 20, frames  # the watch ran through the steps
+    assert not disagree, disagree[:5]
+    # once drawn, the figures of the position shown are no longer marked
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.decoder-lens-plot')].every(d => d.getAttribute('aria-busy') !== 'true'"
+        " || d.hasAttribute('data-deferred'))"
+    )
+    assert (
+        page.evaluate("() => getComputedStyle(document.querySelector('.st-key-dec_topk .decoder-lens-plot')).opacity")
+        == "1"
+    )
+
+
+# The contrast ratio of an element's text with what is behind it (WCAG 2): its colour over the first opaque
+# background up its ancestors, translucent ones composed on the way.
+CONTRAST_JS = """(el) => {
+  const rgba = (c) => c.match(/[\\d.]+/g).map(Number).concat([1]).slice(0, 4);
+  const layers = [];
+  for (let e = el; e; e = e.parentElement) {
+    const c = rgba(getComputedStyle(e).backgroundColor);
+    if (c[3] > 0) layers.push(c);
+    if (c[3] === 1) break;
+  }
+  const over = ([r, g, b, a], u) => [r * a + u[0] * (1 - a), g * a + u[1] * (1 - a), b * a + u[2] * (1 - a)];
+  let bg = [255, 255, 255];
+  for (const c of layers.reverse()) bg = over(c, bg);
+  const fg = over(rgba(getComputedStyle(el).color), bg);
+  const lum = (c) => c.map((v) => v / 255).map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4))
+    .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}"""
+
+
+def test_the_selected_stage_reads_at_aa_contrast(server, page):
+    page.goto(f"{server}/explore")
+    page.wait_for_function("() => window.__decoderLensPage === true")
+    selected = page.locator('.st-key-stage button[aria-checked="true"]')
+    selected.wait_for()
+    ratio = selected.locator("p").first.evaluate(CONTRAST_JS)
+    assert ratio >= 4.5, f"the selected stage's text reads {ratio:.2f}:1"
+
+
+@pytest.fixture(scope="module")
+def stopping_server(tmp_path_factory):
+    """The tiny model made to write </s> now and then (its output bias raised for it): beam search's final candidates
+    end at different positions, as a trained model's do."""
+    tok = make_tokenizer()
+    model = make_model(tok.vocab_size, final_logits_bias=True)
+    with torch.no_grad():
+        model.final_logits_bias[model.cfg.eos_id] = 4.6
+    out = tmp_path_factory.mktemp("stopping")
+    save_model_dir(model, tok, out / "model")
+    with serve(ROOT / "app.py", out / "streamlit.log", {ENV_MODEL: str(out / "model")}) as srv:
+        yield srv.url
+    text = (out / "streamlit.log").read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
+
+
+def slider_value(page) -> str | None:
+    return page.locator(".st-key-step input[type=range]").get_attribute("value")
+
+
+def test_following_a_shorter_line_keeps_the_slider_on_the_position_shown(stopping_server, page):
+    """At position 4 of the translation (positions 0–11), the final candidate that ends at position 8 is picked:
+    the slider stays on 4 with its new range, and ▶ goes to 5."""
+    page.goto(
+        f"{stopping_server}/explore?src=The%20cat%20is%20sleeping%20on%20the%20sofa.&strategy=beam&beam=5"
+        "&max_len=12&stage=output"
+    )
+    at_position(page, 0)
+    for t in range(1, 5):
+        page.locator(".st-key-next button:visible").first.click()
+        at_position(page, t)
+    picker = page.locator(".st-key-follow_pick")
+    picker.get_by_role("combobox").click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    texts = options.all_inner_texts()
+    ends = [len(t.split(" (score")[0].split(": ", 1)[1].split()) for t in texts if t.startswith("final ")]
+    shorter = next(i for i, t in enumerate(texts) if t.startswith("final ") and 5 < ends[i] < 12)
+    options.nth(shorter).click()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('follow') !== null")
+    at_position(page, 4)
+    line = page.locator(".st-key-next_chip").inner_text()
+    assert "of 0–11" not in line, line  # the picked line's own range
+    assert slider_value(page) == "4", (slider_value(page), line)
+    page.locator(".st-key-next button:visible").first.click()
+    at_position(page, 5)
+    assert slider_value(page) == "5"
+
+
+TITLE_LINES_JS = """(sel) => {
+  const div = document.querySelector(sel);
+  const title = div.querySelector('.gtitle');
+  const lines = title.querySelectorAll('tspan.line');
+  return [lines.length || 1, title.getBoundingClientRect().right - div.getBoundingClientRect().right];
+}"""
+
+
+@pytest.mark.parametrize(("width", "height", "most"), [(1366, 768, 1), (390, 844, 3)])
+def test_a_bar_chart_s_title_wraps_only_where_the_column_needs_it(server, browser, width, height, most):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{server}/explore?src=I%20like%20pizza.&max_len=8&stage=output&step=3")
+        at_position(page, 3)
+        sel = ".st-key-dec_topk .decoder-lens-plot"
+        page.locator(sel).scroll_into_view_if_needed()
+        page.wait_for_function("s => document.querySelector(s + ' .gtitle')", arg=sel)
+        lines, past = page.evaluate(TITLE_LINES_JS, sel)
+        assert 1 <= lines <= most, lines  # a desktop: "Top 10 next tokens at position 3" on one line
+        assert past <= 0, f"the title runs {past:.0f} px past the figure"
+    finally:
+        page.close()
+
+
+def test_enter_in_explore_s_sentence_box_uses_the_sentence(server, page):
+    page.goto(f"{server}/explore?max_len=8")
+    page.wait_for_function("() => window.__decoderLensPage === true")
+    box = page.locator(".st-key-source textarea")
+    box.fill("I like pizza.")
+    box.press("Enter")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('src') === 'I like pizza.'")
+    page.wait_for_function(IDLE_JS)
+    assert box.input_value() == "I like pizza."  # no second line
+    assert "%0A" not in page.url, page.url
+
+
+PHONE_CUTS_JS = """() => {
+  const out = [];
+  for (const div of document.querySelectorAll('.decoder-lens-plot')) {
+    const t = div.querySelector('.gtitle');
+    if (t && t.getBoundingClientRect().right > div.getBoundingClientRect().right + 1)
+      out.push(`title past its figure: ${t.textContent.slice(0, 60)}`);
+  }
+  for (const k of document.querySelectorAll('.katex-display'))
+    if (k.scrollWidth > k.clientWidth + 2) out.push(`equation ${k.scrollWidth} px in ${k.clientWidth} px`);
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path", ["/?chapter=8&max_len=8", "/explore?max_len=8&src=I%20like%20pizza."])
+def test_on_a_phone_titles_and_equations_fit_and_the_pages_menu_says_so(server, browser, path):
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server + path)
+        page.wait_for_function("() => window.__decoderLensPage === true")
+        page.locator(".decoder-lens-plot").first.scroll_into_view_if_needed()
+        page.wait_for_function("() => document.querySelector('.decoder-lens-plot .gtitle')")
+        page.wait_for_function(IDLE_JS)
+        page.wait_for_function("() => [...document.querySelectorAll('.katex-display')].every(k => k.dataset.fitFor)")
+        assert page.evaluate(PHONE_CUTS_JS) == []
+        menu = page.locator('[data-testid="stExpandSidebarButton"]')
+        assert menu.is_visible()  # the top navigation's links are behind it on a phone, and it says so in words
+        assert "Pages" in menu.evaluate("b => getComputedStyle(b, '::after').content")
+    finally:
+        page.close()
+
+
+def test_after_next_the_keyboard_starts_at_the_chapter_s_top_a_few_stops_from_its_question(server, page):
+    page.goto(f"{server}/?chapter=2&max_len=8")
+    page.wait_for_function("() => window.__decoderLensPage === true")
+    page.wait_for_function("() => (document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent")
+    page.wait_for_function(IDLE_JS)
+    page.locator(".st-key-learn_next button").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent?.startsWith('3. ')"
+    )
+    page.wait_for_function("() => document.activeElement?.matches('[class*=\"st-key-learn_chapter_3\"]')")
+    top = page.evaluate("() => document.activeElement.getBoundingClientRect().top")
+    assert 0 <= top < 768, top  # the focus is where the reader is: the new chapter's top, in the window
+    page.keyboard.press("Enter")  # pressed again: nothing is skipped
+    page.wait_for_function(IDLE_JS)
+    assert page.evaluate("() => document.querySelector('[data-testid=\"stHeading\"] h2').textContent").startswith("3. ")
+    stops = 0
+    while not page.evaluate("() => !!document.activeElement?.closest('[class*=\"st-key-learn_q_qkv_\"]')"):
+        page.keyboard.press("Tab")
+        stops += 1
+        assert stops <= 8, "the question is more than 8 Tab stops from the chapter's top"
