@@ -55,7 +55,7 @@ class _Collector(threading.Thread):
         super().__init__(name=THREAD, daemon=True)
         self.context, self.n, self.chosen = context, n, chosen
         self.figures: list = []  # (key, figure) of the position being drawn, as ``views.common.show`` adds them
-        self.positions: list[tuple[StageContext, list[tuple[str, str, str | None]]]] = []
+        self.positions: list[tuple[StageContext, list[tuple]]] = []  # (context, its items: text or figure)
         self.error: BaseException | None = None
 
     def run(self) -> None:

@@ -208,7 +208,7 @@ def start(learn: Learn, data: dict, sid: str) -> None:
     st.markdown("**The sentence the model reads:**")
     st.text(data["src"].text)
     st.markdown("**Its translation (the model's own, decoded greedily):**")
-    st.text(_text(data["lm"], [int(i) for i in tr.arrays["label_ids"]]) or "(empty)")
+    st.text(_text(data["lm"], [int(i) for i in tr.arrays.label_ids]) or "(empty)")
     st.markdown("**The same translation as the decoder writes it, one token at a time:**")
     st.text(" ".join(show_token(t) for t in tr.label_tokens))
     st.header("Before you start: five questions")
