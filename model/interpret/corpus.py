@@ -591,7 +591,7 @@ def removal_losses(model: Transformer, src, dec_in, labels, valid) -> dict[str, 
     def decoder_from(start: int, y, memory, masks: dict) -> torch.Tensor:
         for i in range(start, len(model.decoder_layers)):
             heads = masks.get(keys.dec(i, "self")), masks.get(keys.dec(i, "cross"))
-            y, _, _ = model.decoder_layers[i](y, memory, rep(src_mask), mask, None, False, *heads)
+            y, _, _ = model.decoder_layers[i](y, memory, rep(src_mask), mask, None, False, heads)
         return (_token_loss(model, y, labels, valid).view(H, B) - base).T  # (B, H)
 
     out = {k: np.zeros((B, n, H)) for k, n in (("enc", cfg.n_encoder_layers), ("self", cfg.n_decoder_layers))}
