@@ -1,7 +1,8 @@
 """What a class understood, from its stored answers (pure: no database, no streamlit).
 
 A student's score on a check is the number of its five questions answered right at the first try (a question left
-unanswered counts as wrong). The class's normalised gain is Hake's: g = (⟨post⟩ − ⟨pre⟩) / (max − ⟨pre⟩) over the
+unanswered counts as wrong: a check pressed with it blank is stored as a wrong first try, ``NO_ANSWER``, so the
+answer revealed then and chosen after is a second try), the score the student's own screen showed. The class's normalised gain is Hake's: g = (⟨post⟩ − ⟨pre⟩) / (max − ⟨pre⟩) over the
 students who took both checks, with a percentile bootstrap 95 % interval (students resampled with replacement).
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from classroom.store import FINAL, QUESTIONS, ClassData, StoredAnswer, question_chapter, teaching_chapter
+from classroom.store import FINAL, NO_ANSWER, QUESTIONS, ClassData, StoredAnswer, question_chapter, teaching_chapter
 from model.core.jsonio import dumps
 from model.lesson.learn import CHECK_CONCEPTS
 
@@ -103,7 +104,7 @@ def question_stats(data: ClassData) -> list[QuestionStats]:
     first = _first_by_question(data.answers)
     wrong: dict[str, Counter] = defaultdict(Counter)
     for a in data.answers:
-        if not a.correct:
+        if not a.correct and a.option != NO_ANSWER:  # a check with nothing chosen chose no wrong option
             wrong[a.question][a.option] += 1
     out = []
     for q in QUESTIONS:

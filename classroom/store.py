@@ -2,8 +2,9 @@
 their answers and read a class back for its teacher.
 
 Every write is one transaction. An answer carries an idempotency key chosen by the caller, unique in the database:
-the app derives it from the student, the question and the number of the student's submission of that question, so a
-submission sent again (a retry after an error, a repeated click) is stored once and acknowledged as already stored.
+the app derives it from the student, the question and the number of the student's attempt at that question, so a
+submission sent again (a retry after an error, a repeated click) is stored once and acknowledged as already stored,
+and the same attempt answered with another option (the student's second tab) is a ``Conflict``, never a repeat.
 The teacher's secret (192 random bits) is returned once, at creation, and kept only as its SHA-256; every read of a
 class's answers and every change to the class needs it.
 """
@@ -26,7 +27,16 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from classroom.db import describe, make_engine, migrate
-from classroom.errors import BadInput, ClassError, Closed, DatabaseError, Forbidden, NicknameTaken, NotFound
+from classroom.errors import (
+    BadInput,
+    ClassError,
+    Closed,
+    Conflict,
+    DatabaseError,
+    Forbidden,
+    NicknameTaken,
+    NotFound,
+)
 from classroom.models import (
     KEY_CHARS,
     NAME_CHARS,
@@ -41,6 +51,9 @@ from model.lesson.learn import CHAPTER_KEYS, CHECK_CONCEPTS
 
 FINAL = len(CHAPTER_KEYS) + 1  # the lesson's "chapters": 0 the first check, 1 … 14, 15 the final check
 MAX_OPTIONS = 16
+# a check pressed with nothing chosen: stored as a wrong answer (the reveal that follows makes any later answer to the
+# question a second try), under this option and index
+NO_ANSWER, NO_ANSWER_INDEX = "(no answer)", -1
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
 KEY_RE = re.compile(rf"[A-Za-z0-9_:.-]{{1,{KEY_CHARS}}}")
 NICK_PUNCT = " -_."
@@ -293,18 +306,19 @@ class Store:
                 ),
             )
 
-    def answers_of(self, class_id: str, student_id: str) -> list[tuple[str, str]]:
-        """A student's own answers, (question, option) in the order they were stored: what a new session of that
-        student (another tab, another replica) needs to number the next ones after them. The student's id is the
-        key here (it is random, 128 bits, and only in that student's link); no other student's answers."""
+    def answers_of(self, class_id: str, student_id: str) -> list[tuple[str, str, str]]:
+        """A student's own answers, (question, option, idempotency key) in the order they were stored: what a new
+        session of that student (another tab, another replica) needs to number the next ones after them, and what
+        a page compares with the answers it was told were saved. The student's id is the key here (it is random,
+        128 bits, and only in that student's link); no other student's answers."""
         with self._session() as s:
             _student_row(s, class_id, student_id)
             rows = s.execute(
-                select(AnswerRow.question, AnswerRow.option)
+                select(AnswerRow.question, AnswerRow.option, AnswerRow.idem_key)
                 .where(AnswerRow.class_id == class_id, AnswerRow.student_id == student_id)
                 .order_by(AnswerRow.id)
             )
-            return [(q, o) for q, o in rows]
+            return [(q, o, k) for q, o, k in rows]
 
     def close_class(self, class_id: str, secret: str) -> None:
         """No more students or answers; what is stored stays for the teacher."""
@@ -362,8 +376,10 @@ class Store:
             st.seen_at = _now()
 
     def answer(self, a: Answer) -> Ack:
-        """Store one answer (one transaction): ``Ack.duplicate`` when its key was stored before (nothing new
-        written). ``BadInput`` for a question the lesson does not have, ``Closed``, ``NotFound``, ``DatabaseError``."""
+        """Store one answer (one transaction): ``Ack.duplicate`` when its key was stored before with the same option
+        (nothing new written); ``Conflict`` when it was stored with another option (nothing written: the key names
+        one attempt, and that attempt's stored answer stays). ``BadInput`` for a question the lesson does not have,
+        ``Closed``, ``NotFound``, ``DatabaseError``."""
         return self.answer_many([a])[0]
 
     def answer_many(self, answers: Iterable[Answer]) -> list[Ack]:
@@ -403,6 +419,12 @@ class Store:
             old = s.scalar(select(AnswerRow).where(AnswerRow.idem_key == a.key))
             if old is None or old.student_id != a.student_id or old.question != a.question:
                 raise BadInput("This answer's key belongs to another answer; nothing was saved.")
+            if (old.option, old.option_index) != (a.option, int(a.option_index)):
+                raise Conflict(
+                    f"this attempt was already answered elsewhere (another tab or window) with “{old.option}”; "
+                    "yours was not saved.",
+                    old.option,
+                )
             return Ack(old.id, old.first_try, True)
         s.execute(
             update(StudentRow)
@@ -459,7 +481,10 @@ def _check(a: Answer) -> None:
     question_chapter(a.question)
     if not isinstance(a.option, str) or not 0 < len(a.option) <= OPTION_CHARS:
         raise BadInput("That option is not one the lesson offers; nothing was saved.")
-    if not 0 <= int(a.option_index) < MAX_OPTIONS:
+    if a.option == NO_ANSWER:
+        if int(a.option_index) != NO_ANSWER_INDEX or a.correct:
+            raise BadInput("A check with nothing chosen is a wrong answer without an option; nothing was saved.")
+    elif not 0 <= int(a.option_index) < MAX_OPTIONS:
         raise BadInput("That option is not one the lesson offers; nothing was saved.")
 
 

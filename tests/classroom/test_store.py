@@ -10,9 +10,18 @@ import pytest
 from sqlalchemy import inspect, text
 
 from classroom.db import migrate
-from classroom.errors import BadInput, Closed, DatabaseError, Forbidden, NicknameTaken, NotFound
+from classroom.errors import BadInput, Closed, Conflict, DatabaseError, Forbidden, NicknameTaken, NotFound
 from classroom.models import Base
-from classroom.store import FINAL, QUESTIONS, Answer, Store, question_chapter, teaching_chapter
+from classroom.store import (
+    FINAL,
+    NO_ANSWER,
+    NO_ANSWER_INDEX,
+    QUESTIONS,
+    Answer,
+    Store,
+    question_chapter,
+    teaching_chapter,
+)
 
 
 @pytest.fixture
@@ -142,6 +151,34 @@ def test_a_key_reused_for_another_question_is_refused(store):
     with pytest.raises(BadInput):
         store.answer(Answer(f"{st.id}:k1", cls.id, st.id, "qkv", "x", 0, True))
     assert store.counts(cls.id).answers == 1
+
+
+def test_one_attempt_answered_with_two_options_is_a_conflict_never_a_repeat(store):
+    """Two tabs of one student, each its first attempt at a question (the same key), with two options: the second
+    is refused as a conflict naming the stored option, and the database holds the first only."""
+    cls = store.create_class("A")
+    st = store.join(cls.id, "otter")
+    store.answer(answer(cls, st, question="tokens", option="6", index=0, correct=False))
+    with pytest.raises(Conflict) as e:
+        store.answer(answer(cls, st, question="tokens", option="8", index=1, correct=True))
+    assert e.value.stored == "6" and "“6”" in str(e.value)
+    assert store.answer(answer(cls, st, question="tokens", option="6", index=0, correct=False)).duplicate
+    assert [(q, o) for q, o, _ in store.answers_of(cls.id, st.id)] == [("tokens", "6")]
+    again = store.answer(answer(cls, st, question="tokens", n=2, option="8", index=1, correct=True))
+    assert (again.first_try, again.duplicate) == (False, False)
+
+
+def test_a_check_with_nothing_chosen_is_a_wrong_first_try(store):
+    cls = store.create_class("A")
+    st = store.join(cls.id, "otter")
+    blank = store.answer(answer(cls, st, option=NO_ANSWER, index=NO_ANSWER_INDEX, correct=False))
+    then = store.answer(answer(cls, st, n=2))
+    assert (blank.first_try, then.first_try) == (True, False)
+    with pytest.raises(BadInput):  # "no answer" that is right, or that names an option, is no blank
+        store.answer(answer(cls, st, n=3, option=NO_ANSWER, index=NO_ANSWER_INDEX, correct=True))
+    with pytest.raises(BadInput):
+        store.answer(answer(cls, st, n=3, option=NO_ANSWER, index=0, correct=False))
+    assert store.counts(cls.id).answers == 2
 
 
 @pytest.mark.parametrize(

@@ -266,3 +266,53 @@ def test_the_class_page_without_its_database_says_so_in_one_sentence(tiny_model_
     at = app(tiny_model_dir, monkeypatch, page="Class")
     assert not at.exception and not at.error and len(at.warning) == 1 and "hunter2" not in texts(at)
     assert not [w for w in at.text_input if w.key == "class_name"]
+
+
+def check_all(at: AppTest) -> None:
+    at.button[[b.proto.label for b in at.button].index("Check my answers")].click().run()
+    ok(at)
+
+
+def screen_score(at: AppTest) -> int:
+    (score,) = [m.value for m in at.markdown if m.value.startswith("**Score: ")]
+    return int(score.removeprefix("**Score: ").split(" /")[0])
+
+
+def test_a_blank_check_then_the_revealed_answer_is_not_a_first_try(tiny_model_dir, monkeypatch, db):
+    """The opening check with one question left blank: the screen's score counts it wrong, the page reveals the
+    answer, the student picks it and checks again. The dashboard's opening score is the screen's, and the revealed
+    answer is stored as a second try; the same in a chapter (Check with nothing chosen, then the revealed option)."""
+    from classroom import stats
+    from classroom.store import NO_ANSWER
+
+    cls = db.create_class("Monday")
+    at = join(tiny_model_dir, monkeypatch, cls.id, "ada")
+    for i in range(2, 6):
+        r = radio(at, f"learn_pre_{i}_")
+        r.set_value(r.options[0])
+    check_all(at)
+    shown = screen_score(at)
+    blank = radio(at, "learn_pre_1_")
+    right = next(o for o in blank.options if f"The answer is {o}." in texts(at))
+    blank.set_value(right)
+    check_all(at)
+    assert screen_score(at) == shown and f"checked again, {shown + 1} are right now" in texts(at)
+    data = db.snapshot(cls.id, cls.secret)
+    pre_mask = [(a.option, a.correct, a.first_try) for a in data.answers if a.question == f"pre_{CHECK_CONCEPTS[0]}"]
+    assert pre_mask == [(NO_ANSWER, False, True), (right, True, False)]
+    (scores,) = stats.check_scores(data)
+    assert scores.pre == shown
+    t = app(tiny_model_dir, monkeypatch, page="Class", c=cls.id, t=cls.secret)
+    concept = next(c for c in stats.concept_checks(data) if c.concept == CHECK_CONCEPTS[0])
+    assert concept.pre == 0.0 and not any(NO_ANSWER in str(d.value) for d in t.dataframe)
+    at.button(key="learn_next").click().run()
+    key = CHAPTER_KEYS[0]
+    check(at, key)  # nothing chosen
+    q = radio(at, f"learn_q_{key}_")
+    revealed = next(o for o in q.options if f"The answer is {o}." in texts(at))
+    q.set_value(revealed).run()
+    check(at, key)
+    got = [(a.option, a.correct, a.first_try) for a in db.snapshot(cls.id, cls.secret).answers if a.question == key]
+    assert got == [(NO_ANSWER, False, True), (revealed, True, False)]
+    (row,) = [s for s in stats.question_stats(db.snapshot(cls.id, cls.secret)) if s.question == key]
+    assert row.first_right == 0.0 and row.wrong == ()
