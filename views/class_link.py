@@ -283,6 +283,8 @@ def flush() -> None:
     s = st.session_state
     queue: list[Answer] = s.setdefault(S_QUEUE, [])
     acked: set[str] = s.setdefault(S_ACKED, set())
+    s.setdefault(S_LAST, {})
+    s.setdefault(S_TRIES, {})
     sent, problem = 0, None
     store = class_store()
     lost = _reconcile(store, m, acked) if store is not None and s.get(S_DOWN) else None
@@ -304,7 +306,10 @@ def flush() -> None:
             if not isinstance(e, BadInput):
                 queue.clear()
             continue
-        acked.add(queue.pop(0).key)
+        done = queue.pop(0)
+        acked.add(done.key)
+        s[S_LAST][done.question] = done.option  # the stored answer (the database's own may have been read since)
+        s[S_TRIES][done.question] = max(s[S_TRIES].get(done.question, 0), int(done.key.rsplit(":", 1)[1]))
         sent += 1
         s[S_SAVED] = s.get(S_SAVED, 0) + 1
     if queue and store is None:

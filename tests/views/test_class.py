@@ -316,3 +316,83 @@ def test_a_blank_check_then_the_revealed_answer_is_not_a_first_try(tiny_model_di
     assert got == [(NO_ANSWER, False, True), (revealed, True, False)]
     (row,) = [s for s in stats.question_stats(db.snapshot(cls.id, cls.secret)) if s.question == key]
     assert row.first_right == 0.0 and row.wrong == ()
+
+
+def test_two_tabs_answering_one_attempt_differently_are_told_and_never_both_saved(tiny_model_dir, monkeypatch, db):
+    """One student's link in two tabs, both at chapter 1: tab A answers one option, tab B another for the same
+    attempt. A is saved; B is told it was not saved, naming A's answer; B's Check again stores B's as a new try."""
+    cls = db.create_class("Monday")
+    a = join(tiny_model_dir, monkeypatch, cls.id, "ada")
+    student = a.query_params["student"]
+    b = app(tiny_model_dir, monkeypatch, src=SENTENCE, **{"class": cls.id, "student": student})
+    key = CHAPTER_KEYS[0]
+    for tab in (a, b):
+        tab.button(key="learn_next").click().run()
+    first, second = radio(a, f"learn_q_{key}_").options[:2]
+    radio(a, f"learn_q_{key}_").set_value(first).run()
+    check(a, key)
+    assert "Saved to the class" in texts(a)
+    radio(b, f"learn_q_{key}_").set_value(second).run()
+    check(b, key)
+    assert "Saved to the class" not in texts(b) and "Not saved" in texts(b) and f"“{first}”" in texts(b)
+    assert [(q, o) for q, o, _ in db.answers_of(cls.id, student)] == [(key, first)]
+    check(b, key)  # checked again: a new try, stored
+    assert "Saved to the class “Monday”: 1 answer(s) just now, 2 in all" in texts(b)
+    assert [(o, f) for o, f in ((x.option, x.first_try) for x in db.snapshot(cls.id, cls.secret).answers)] == [
+        (first, True),
+        (second, False),
+    ]
+
+
+def test_a_page_back_after_its_server_died_says_which_chosen_answer_was_not_saved(tiny_model_dir, monkeypatch, db):
+    """The server died between the student's choice and its storing: the browser comes back to a new server with
+    the option still chosen. The new session compares it with the database and says it is not saved (not "saved"),
+    until the student checks it, which stores it."""
+    cls = db.create_class("Monday")
+    at = join(tiny_model_dir, monkeypatch, cls.id, "ada")
+    at.button(key="learn_next").click().run()
+    key = CHAPTER_KEYS[0]
+    r = radio(at, f"learn_q_{key}_")
+    widget, option = r.key, r.options[1]
+    student = at.query_params["student"]
+    back = AppTest.from_file(APP, default_timeout=60)
+    back.query_params.update({"max_len": "8", "src": SENTENCE, "chapter": "1", "class": cls.id, "student": student})
+    back.session_state[widget] = option  # the choice the browser still shows, sent with its first run
+    back.run()
+    ok(back)
+    assert "Not saved" in texts(back) and f"“{option}”" in texts(back) and db.counts(cls.id).answers == 0
+    check(back, key)
+    assert "Saved to the class" in texts(back) and "Not saved" not in texts(back)
+    assert [(q, o) for q, o, _ in db.answers_of(cls.id, student)] == [(key, option)]
+
+
+def test_after_an_outage_an_acknowledged_answer_the_database_lost_is_said(tiny_model_dir, monkeypatch, db):
+    """An answer is saved; the database goes away (the next answer waits in the page) and comes back without the
+    first (a restore from an older copy): the page compares what it was told was saved with what is stored and
+    says which is missing, instead of counting it saved."""
+    from classroom.errors import DatabaseError
+
+    cls = db.create_class("Monday")
+    at = join(tiny_model_dir, monkeypatch, cls.id, "ada")
+    at.button(key="learn_next").click().run()
+    key = CHAPTER_KEYS[0]
+    first, second = radio(at, f"learn_q_{key}_").options[:2]
+    radio(at, f"learn_q_{key}_").set_value(first).run()
+    check(at, key)
+    assert "Saved to the class" in texts(at)
+    real = Store.answer
+
+    def down(self, a):
+        raise DatabaseError("The class's database cannot be reached right now; nothing was saved.")
+
+    monkeypatch.setattr(Store, "answer", down)
+    radio(at, f"learn_q_{key}_").set_value(second).run()
+    check(at, key)
+    assert "Not saved" in texts(at) and "kept here" in texts(at)
+    with db.engine.begin() as c:
+        c.execute(text("DELETE FROM answers"))
+    monkeypatch.setattr(Store, "answer", real)
+    at.button(key="learn_next").click().run()
+    ok(at)
+    assert f"1 answer(s) said to be saved are not in the class's database ({key})" in texts(at)
+    assert [(q, o) for q, o, _ in db.answers_of(cls.id, at.query_params["student"])] == [(key, second)]
