@@ -2,8 +2,9 @@
 
 A student's score on a check is the number of its five questions answered right at the first try (a question left
 unanswered counts as wrong: a check pressed with it blank is stored as a wrong first try, ``NO_ANSWER``, so the
-answer revealed then and chosen after is a second try), the score the student's own screen showed. The class's normalised gain is Hake's: g = (⟨post⟩ − ⟨pre⟩) / (max − ⟨pre⟩) over the
-students who took both checks, with a percentile bootstrap 95 % interval (students resampled with replacement).
+answer revealed then and chosen after is a second try), the score the student's own screen showed. The class's
+normalised gain is Hake's: g = (⟨post⟩ − ⟨pre⟩) / (max − ⟨pre⟩) over the students who took both checks, with a
+percentile bootstrap 95 % interval (students resampled with replacement).
 """
 
 from __future__ import annotations
