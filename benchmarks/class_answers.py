@@ -82,7 +82,7 @@ from harness.browser import (
     require_chromium,
     row,
 )
-from harness.learner import TEACHER_PATH, LearnStudent, Sent, Tally
+from harness.learner import RECONNECT_S, TEACHER_PATH, LearnStudent, Sent, Tally, with_backoff
 from harness.pgserver import TempPostgres
 from harness.protocol import Connection, route_cookie
 from model.core import jsonio
@@ -242,13 +242,14 @@ class Dashboard:
                 run = self.conn.run(fragment=self.fragment)
                 self.refreshes.append(run.seconds)
                 self.said(run)
-            except Exception:  # its server died (the replica fault): the page reconnects, as a browser does
+            except Exception:  # its server died: the page reconnects, as a browser does, waiting for it to be back
                 self.conn.close()
                 try:
-                    self.open()
+                    with_backoff(self.open, stop=self._stop)
                     self.reconnects += 1
                 except Exception as e:
-                    self.problems.append(f"dashboard: no reconnect: {type(e).__name__}")
+                    if not self._stop.is_set():
+                        self.problems.append(f"dashboard: no reconnect in {RECONNECT_S:.0f} s: {type(e).__name__}")
             self._stop.wait(REFRESH_S)
 
     def start(self) -> None:

@@ -35,6 +35,26 @@ CHECK_LABEL = "Check my answers"
 FINAL_CHECK = "The final check"  # the chapter list's last entry
 RETRY_SHARE = 0.3  # of the wrong first picks, tried again with the right option
 TIMEOUT_S = 60.0
+RECONNECT_S = 120.0  # how long a client waits for a restarted server (it loads its model first) before giving up
+BACKOFF_S = (0.25, 4.0)  # the first wait between reconnection attempts, doubled each time up to the second
+
+
+def with_backoff(attempt, deadline_s: float = RECONNECT_S, stop: threading.Event | None = None):
+    """``attempt()`` until it returns, as a browser reconnects to a server that is starting again: the waits between
+    attempts double from ``BACKOFF_S[0]`` up to ``BACKOFF_S[1]``; after ``deadline_s`` (or once ``stop`` is set)
+    the last error is raised."""
+    deadline, wait = time.monotonic() + deadline_s, BACKOFF_S[0]
+    while True:
+        try:
+            return attempt()
+        except Exception:
+            if time.monotonic() + wait > deadline or (stop is not None and stop.is_set()):
+                raise
+            if stop is not None:
+                stop.wait(wait)
+            else:
+                time.sleep(wait)
+            wait = min(2 * wait, BACKOFF_S[1])
 
 
 @dataclass
@@ -130,15 +150,7 @@ class LearnStudent:
         """The server went away: a new websocket through the same address and cookie, the page from its URL."""
         query = self.conn.query
         self.conn.close()
-        deadline = time.monotonic() + TIMEOUT_S
-        while True:
-            try:
-                run = self.connect(query)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        run = with_backoff(lambda: self.connect(query))
         with self.tally.lock:
             self.tally.reconnects += 1
         if self.widget(NICK_KEY):  # the new server does not know this student: join again
