@@ -18,7 +18,7 @@ import secrets
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, delete, exists, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -46,6 +46,7 @@ from classroom.models import (
     AnswerRow,
     ClassRow,
     StudentRow,
+    TeacherSessionRow,
 )
 from model.lesson.learn import CHAPTER_KEYS, CHECK_CONCEPTS
 
@@ -54,6 +55,7 @@ MAX_OPTIONS = 16
 # a check pressed with nothing chosen: stored as a wrong answer (the reveal that follows makes any later answer to the
 # question a second try), under this option and index
 NO_ANSWER, NO_ANSWER_INDEX = "(no answer)", -1
+TEACHER_SESSION = timedelta(days=30)  # how long a teacher's browser stays signed in to its class's dashboard
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
 KEY_RE = re.compile(rf"[A-Za-z0-9_:.-]{{1,{KEY_CHARS}}}")
 NICK_PUNCT = " -_."
@@ -265,12 +267,28 @@ class Store:
         with self._session() as s:
             return _info(self._teacher_row(s, class_id, secret))
 
-    def _teacher_row(self, s: Session, class_id: str, secret: str) -> ClassRow:
+    def _teacher_row(self, s: Session, class_id: str, secret: str, session: bool = True) -> ClassRow:
+        """The class, for its teacher's secret or (``session``) a token of a teacher's session of it that has not
+        ended; ``NotFound`` or ``Forbidden`` otherwise."""
         row = _class_row(s, class_id)
         given = secret_hash(str(secret)) if secret else ""
-        if not hmac.compare_digest(given, row.teacher_hash):
+        if hmac.compare_digest(given, row.teacher_hash):
+            return row
+        held = s.get(TeacherSessionRow, given) if session and given else None
+        if held is None or held.class_id != class_id or _utc(held.expires_at) <= _now():
             raise Forbidden("This teacher link's secret is not this class's: ask for the link given when it was made.")
         return row
+
+    def open_teacher_session(self, class_id: str, secret: str) -> str:
+        """The teacher's secret traded for a new session's token (random, 256 bits; only its hash is kept), which
+        every call that takes the secret takes too, for ``TEACHER_SESSION``: the browser keeps the token, and the
+        secret leaves the address bar."""
+        token, now = secrets.token_urlsafe(32), _now()
+        with self._session() as s:
+            self._teacher_row(s, class_id, secret, session=False)
+            s.add(TeacherSessionRow(token_hash=secret_hash(token), class_id=class_id, created_at=now,
+                                    expires_at=now + TEACHER_SESSION))  # fmt: skip
+        return token
 
     def snapshot(self, class_id: str, secret: str) -> ClassData:
         with self._session() as s:
@@ -331,6 +349,7 @@ class Store:
         """The class, its students and every answer, gone."""
         with self._session() as s:
             self._teacher_row(s, class_id, secret)
+            s.execute(delete(TeacherSessionRow).where(TeacherSessionRow.class_id == class_id))
             s.execute(delete(AnswerRow).where(AnswerRow.class_id == class_id))
             s.execute(delete(StudentRow).where(StudentRow.class_id == class_id))
             s.execute(delete(ClassRow).where(ClassRow.id == class_id))

@@ -1,5 +1,10 @@
 """The Class page (``/class``): a teacher creates a class and gets its two links; the teacher link
-(``/class?c=ID&t=SECRET``) opens the class's dashboard, refreshed while the class works.
+(``/class?c=ID#t=SECRET``) opens the class's dashboard, refreshed while the class works.
+
+The secret is exchanged, not carried: it travels in the address's fragment, which no server receives (so no access
+log holds it); the page's script (``teacher_key.js``) takes it out of the address bar and hands it over once, and it
+is traded for a teacher session's token that the browser keeps as a cookie of the class. An older link's ``t=`` is
+traded the same way and removed from the address bar.
 
 The page only orchestrates: the store (``classroom.store``) reads and writes, ``classroom.stats`` computes every
 number, ``viz.classroom`` draws. Whoever lacks the class's secret sees no class data.
@@ -7,14 +12,18 @@ number, ``viz.classroom`` draws. Whoever lacks the class's secret sees no class 
 
 from __future__ import annotations
 
+import functools
+import json
+import secrets
 from collections import Counter
+from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
 from classroom import stats
-from classroom.errors import ClassError
-from classroom.store import FINAL, ClassData, ClassInfo, Store, teaching_chapter
+from classroom.errors import ClassError, Forbidden
+from classroom.store import FINAL, TEACHER_SESSION, ClassData, ClassInfo, Store, teaching_chapter
 from model.lesson.learn import CHAPTER_KEYS, CHAPTER_TITLES
 from views.plot import builders as viz
 
@@ -24,6 +33,11 @@ from .common import md, show
 STUDENT_ROWS_SHOWN = 40  # more students than this: their one-row-each figure waits in an expander
 REFRESH_S = 5  # the dashboard's live part reruns this often while the page is open
 PATH = "class"  # the page's address (views.main's registry names it "Class")
+HERE = Path(__file__).parent
+COOKIE = "dl_teacher_"  # + a class's id: the cookie of that class's teacher session (its token)
+KEY = "class_teacher_key"  # the element that reads the secret from the address's fragment
+S_TOKENS, S_ASK, S_HANDED = "class_teacher_tokens", "class_key_ask", "class_key_handed"
+NO_KEY = "This page opens a class's dashboard from its teacher link (the one given when the class was made)."
 
 
 def stage_name(chapter: int) -> str:
@@ -57,8 +71,7 @@ def render(lm=None, error: str | None = None) -> None:
     done = st.session_state.pop("class_done", None)
     if done:
         st.info(md(done))
-    qp = st.query_params
-    class_id, secret = qp.get("c"), qp.get("t")
+    class_id = st.query_params.get("c")
     store = class_store()
     if store is None:
         st.info("A class needs its database; the other pages work as usual.")
@@ -67,12 +80,71 @@ def render(lm=None, error: str | None = None) -> None:
         create(store)
         return
     try:
-        info = store.teacher(str(class_id), str(secret or ""))
+        token = teacher_token(store, str(class_id))
+        if token is None:
+            st.caption("Opening the class's dashboard…")
+            return
+        info = store.teacher(str(class_id), token)
     except ClassError as e:
         st.error(md(e))
         st.caption("A new class can be made on this page without a link.")
         return
-    dashboard(store, info, str(secret))
+    dashboard(store, info, token)
+
+
+@functools.cache
+def _key_reader():
+    """Registered once per process (registering the same name again replaces it, with a warning)."""
+    return st.components.v2.component("decoder_lens_teacher_key", js=(HERE / "teacher_key.js").read_text())
+
+
+def _handed() -> None:
+    """The secret the page's script read from the fragment ("" for none), kept for the run it starts."""
+    got = st.session_state.get(KEY) or {}
+    st.session_state[S_HANDED] = got.get("secret") if hasattr(got, "get") else None
+
+
+def teacher_token(store: Store, class_id: str) -> str | None:
+    """This session's key to the class: a teacher session's token, traded for the secret handed over (the link's
+    fragment, or an older link's ``t=``, which leaves the address bar at once) or kept from an earlier visit (this
+    session's, or the browser's cookie). None while the page's script has not yet said whether the address holds
+    a secret; ``Forbidden`` or ``NotFound`` when no key opens the class."""
+    s = st.session_state
+    tokens = s.setdefault(S_TOKENS, {})
+    secret = s.pop(S_HANDED, None)
+    if "t" in st.query_params:
+        secret = str(st.query_params.pop("t"))
+    if secret:
+        tokens[class_id] = store.open_teacher_session(class_id, secret)
+    elif secret is not None:
+        s[S_ASK] = ""  # the script has answered: the address held no secret
+    got = _key_reader()(
+        data=json.dumps(
+            {"ask": s.setdefault(S_ASK, secrets.token_hex(8)), "token": tokens.get(class_id, ""),
+             "cookie": COOKIE + class_id, "max_age": int(TEACHER_SESSION.total_seconds())}
+        ).encode(),
+        key=KEY,
+        on_secret_change=_handed,
+    )  # fmt: skip
+    handed = got.get("secret")
+    if secret is None and handed is not None:  # handed over without its callback
+        if handed:
+            s[S_HANDED] = handed  # traded on the next run
+            st.rerun()
+        s[S_ASK] = ""
+    token = tokens.get(class_id) or _cookies().get(COOKIE + class_id)
+    if token:
+        return token
+    if s.get(S_ASK):
+        return None
+    raise Forbidden(NO_KEY)
+
+
+def _cookies() -> dict:
+    try:
+        return dict(st.context.cookies)
+    except Exception:  # no browser behind this session (a test's)
+        return {}
 
 
 def create(store: Store) -> None:
@@ -106,7 +178,7 @@ def _create(store: Store) -> None:
 def links(class_id: str, name: str, secret: str) -> None:
     base = base_url()
     student = f"{base}/?{urlencode({LINK_KEY: class_id})}"
-    teacher = f"{base}/{PATH}?{urlencode({'c': class_id, 't': secret})}"
+    teacher = f"{base}/{PATH}?{urlencode({'c': class_id})}#{urlencode({'t': secret})}"  # a fragment: sent nowhere
     st.success(md(f"The class “{name}” is ready."), icon=":material/check_circle:")
     st.markdown("**Student link** (share it with the class):")
     st.code(student, language=None)

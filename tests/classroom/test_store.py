@@ -51,7 +51,7 @@ def test_the_migrations_build_the_models_schema(store):
     with store.engine.connect() as c:
         diff = compare_metadata(MigrationContext.configure(c), Base.metadata)
         assert diff == []
-        assert set(inspect(c).get_table_names()) >= {"classes", "students", "answers", "alembic_version"}
+        assert set(inspect(c).get_table_names()) >= {"classes", "students", "answers", "teacher_sessions", "alembic_version"}
     migrate(store.engine)  # again: nothing to do, nothing breaks
 
 
@@ -64,6 +64,26 @@ def test_the_teacher_secret_is_random_and_kept_only_as_its_hash(store):
     assert a.secret not in {str(v) for v in stored.values()}
     assert stored["teacher_hash"] == hashlib.sha256(a.secret.encode()).hexdigest()
     assert store.teacher(a.id, a.secret).name == "Monday's class"
+
+
+def test_the_teacher_secret_is_traded_for_a_session_token_kept_only_as_its_hash(store):
+    cls, other = store.create_class("A"), store.create_class("B")
+    token = store.open_teacher_session(cls.id, cls.secret)
+    assert token != cls.secret and len(token) >= 43
+    assert store.teacher(cls.id, token).name == "A" and store.snapshot(cls.id, token).info.id == cls.id
+    with store.engine.connect() as c:
+        kept = c.execute(text("SELECT token_hash, class_id FROM teacher_sessions")).all()
+    assert kept == [(hashlib.sha256(token.encode()).hexdigest(), cls.id)]
+    with pytest.raises(Forbidden):  # a token opens its own class only
+        store.teacher(other.id, token)
+    with pytest.raises(Forbidden):  # only the secret opens a session, not a token
+        store.open_teacher_session(cls.id, token)
+    with store.engine.begin() as c:  # ended
+        c.execute(text("UPDATE teacher_sessions SET expires_at = created_at"))
+    with pytest.raises(Forbidden):
+        store.teacher(cls.id, token)
+    store.delete_class(cls.id, cls.secret)
+    assert rows(store, "teacher_sessions") == 0
 
 
 @pytest.mark.parametrize("secret", ["wrong", "TRUNCATED", "", "other class's"])

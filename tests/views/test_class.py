@@ -75,7 +75,7 @@ def test_a_teacher_creates_a_class_and_gets_both_links(tiny_model_dir, monkeypat
     at.button(key="class_create").click().run()
     ok(at)
     student, teacher = (c.value for c in at.code)
-    assert "/?class=" in student and "/class?c=" in teacher and "&t=" in teacher
+    assert "/?class=" in student and "/class?c=" in teacher and "#t=" in teacher and "&t=" not in teacher
     class_id = student.rsplit("=", 1)[1]
     secret = teacher.rsplit("t=", 1)[1]
     assert db.teacher(class_id, secret).name == "Monday <b>NLP</b>"  # kept as text
@@ -396,3 +396,19 @@ def test_after_an_outage_an_acknowledged_answer_the_database_lost_is_said(tiny_m
     ok(at)
     assert f"1 answer(s) said to be saved are not in the class's database ({key})" in texts(at)
     assert [(q, o) for q, o, _ in db.answers_of(cls.id, at.query_params["student"])] == [(key, second)]
+
+
+def test_the_teacher_secret_is_traded_for_a_session_and_leaves_the_address_bar(tiny_model_dir, monkeypatch, db):
+    """A teacher link with the secret in its query (as links made before carried it): the first run trades it for
+    a teacher session and removes it from the address; the dashboard stays open on the session's token."""
+    cls = db.create_class("Monday")
+    db.join(cls.id, "otter")
+    t = app(tiny_model_dir, monkeypatch, page="Class", c=cls.id, t=cls.secret)
+    ok(t)
+    assert "t" not in t.query_params and cls.secret not in str(t.query_params)
+    assert [m.value for m in t.metric][0] == "1"
+    with db.engine.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM teacher_sessions")).scalar_one() == 1
+    t.run()
+    ok(t)
+    assert [m.value for m in t.metric][0] == "1" and "t" not in t.query_params
