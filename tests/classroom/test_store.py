@@ -51,7 +51,13 @@ def test_the_migrations_build_the_models_schema(store):
     with store.engine.connect() as c:
         diff = compare_metadata(MigrationContext.configure(c), Base.metadata)
         assert diff == []
-        assert set(inspect(c).get_table_names()) >= {"classes", "students", "answers", "teacher_sessions", "alembic_version"}
+        assert set(inspect(c).get_table_names()) >= {
+            "classes",
+            "students",
+            "answers",
+            "teacher_sessions",
+            "alembic_version",
+        }
     migrate(store.engine)  # again: nothing to do, nothing breaks
 
 
