@@ -33,6 +33,7 @@ S_LINK, S_MEMBER, S_QUEUE, S_TRIES, S_LAST, S_SAID, S_RESUME = (
     "class_link", "class_member", "class_queue", "class_tries", "class_last", "class_said", "class_resume",
 )  # fmt: skip
 S_SAVED, S_ACKED, S_RESUMED, S_DOWN = "class_saved", "class_acked", "class_resumed", "class_down"
+S_BEFORE = "class_before"  # the answers checked on a class link before joining: sent on joining
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def join_panel() -> None:
     with st.container(border=True, key="class_join_box"):
         st.markdown(
             f"**Join the class “{md(info.name)}”**: your teacher then sees your answers, the chapter you reached and "
-            "your sentence, under your nickname."
+            "your sentence, under your nickname. Answers you check before joining are sent when you join."
         )
         with st.form("class_join_form", border=False):
             st.text_input(
@@ -196,6 +197,8 @@ def _join(cid: str, draw: bool) -> None:
             st_ = store.join(cid, s.get("class_nick") or "")
         s[S_MEMBER] = Member(cid, store.class_info(cid).name, st_.id, st_.nickname)
         s[S_QUEUE], s[S_TRIES], s[S_LAST], s[S_SAVED] = [], {}, {}, 0
+        for q, chosen, sentence in s.pop(S_BEFORE, []):  # in the order given: a blank check then its answer stays so
+            submit(q, chosen, sentence)
     except ClassError as e:
         s["class_join_error"] = str(e)
 
@@ -216,10 +219,13 @@ def _join_drawn(store: Store, cid: str):
 def submit(q: Question, chosen: str | None, sentence: str) -> None:
     """Queue the student's answer to ``q`` (nothing for the option last sent for it). A check with nothing chosen is
     a wrong answer (``NO_ANSWER``) when the question has none yet: the answer it reveals is then a second try."""
-    m = member()
-    if m is None or (chosen is not None and chosen not in q.options):
+    m, s = member(), st.session_state
+    if chosen is not None and chosen not in q.options:
         return
-    s = st.session_state
+    if m is None:
+        if s.get(S_LINK):  # not joined yet: carried, and sent on joining
+            s.setdefault(S_BEFORE, []).append((q, chosen, sentence))
+        return
     s.pop(S_RESUMED, None)  # the student acts on this page now: what it sends next is what it says
     last, tries = s.setdefault(S_LAST, {}), s.setdefault(S_TRIES, {})
     if chosen is None and q.key in last:

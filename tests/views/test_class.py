@@ -412,3 +412,27 @@ def test_the_teacher_secret_is_traded_for_a_session_and_leaves_the_address_bar(t
     t.run()
     ok(t)
     assert [m.value for m in t.metric][0] == "1" and "t" not in t.query_params
+
+
+def test_answers_checked_before_joining_are_sent_on_joining(tiny_model_dir, monkeypatch, db):
+    """The opening check answered on the class link before joining: the page says they will be sent, and joining
+    stores them as the screen scored them (first tries), so the student's opening score is on the dashboard."""
+    from classroom import stats
+
+    cls = db.create_class("Monday")
+    at = app(tiny_model_dir, monkeypatch, src=SENTENCE, **{"class": cls.id})
+    ok(at)
+    assert "Answers you check before joining are sent when you join." in texts(at)
+    for i in range(1, 6):
+        r = radio(at, f"learn_pre_{i}_")
+        r.set_value(r.options[i % 2])
+    check_all(at)
+    shown = screen_score(at)
+    assert db.counts(cls.id).answers == 0
+    at.text_input(key="class_nick").set_value("ada")
+    at.button(key="class_join").click().run()
+    ok(at)
+    assert "Saved to the class “Monday”: 5 answer(s) just now, 5 in all" in texts(at)
+    data = db.snapshot(cls.id, cls.secret)
+    assert len(data.answers) == 5 and all(a.first_try for a in data.answers)
+    assert [c.pre for c in stats.check_scores(data)] == [shown]
