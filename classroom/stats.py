@@ -113,14 +113,17 @@ def question_stats(data: ClassData) -> list[QuestionStats]:
         if not firsts:
             continue
         right = sum(a.correct for a in firsts) / len(firsts)
-        ranked = tuple(sorted(wrong[q].items(), key=lambda kv: (-kv[1], kv[0])))
+        ranked = tuple(sorted(wrong[q].items(), key=lambda kv: -kv[1]))  # a tie: the option chosen first, first
         out.append(QuestionStats(q, question_chapter(q), teaching_chapter(q), len(firsts), right, ranked))
     return out
 
 
-def hardest(stats: list[QuestionStats], n: int = HARDEST) -> list[QuestionStats]:
-    """The ``n`` questions with the lowest share right at the first try (more students first on a tie)."""
-    return sorted(stats, key=lambda s: (s.first_right, -s.students, QUESTIONS.index(s.question)))[:n]
+def hardest(stats: list[QuestionStats], n: int = HARDEST, opening: bool = False) -> list[QuestionStats]:
+    """The ``n`` questions with the lowest share right at the first try; on a tie, the one more students answered,
+    then the one asked earlier in the lesson. The opening check's questions only with ``opening``: asked before
+    any teaching, they are the class's before, naturally the lowest."""
+    kept = [s for s in stats if opening or s.chapter != 0]
+    return sorted(kept, key=lambda s: (s.first_right, -s.students, QUESTIONS.index(s.question)))[:n]
 
 
 def check_scores(data: ClassData) -> list[CheckScores]:
@@ -232,10 +235,14 @@ def cell(value):
     return "'" + value if isinstance(value, str) and value.startswith(FORMULA_START) else value
 
 
+CSV_BOM = "\ufeff"  # first in the file: a spreadsheet then reads it as UTF-8 (Excel would garble "Björn" without)
+
+
 def answers_csv(data: ClassData) -> str:
-    """Every answer, one row each, in the order given; text a student typed (a nickname, a sentence) never runs as a
-    spreadsheet formula."""
+    """Every answer, one row each, in the order given, after ``CSV_BOM``; text a student typed (a nickname, a
+    sentence) never runs as a spreadsheet formula."""
     out = io.StringIO()
+    out.write(CSV_BOM)
     w = csv.writer(out)
     w.writerow(CSV_COLUMNS)
     for a in data.answers:

@@ -103,11 +103,13 @@ def _collapsed(text: str, limit: int, what: str, empty: str) -> str:
 
 
 def clean_nickname(text: str) -> str:
-    """A nickname: 1 … 24 letters (any script), digits, spaces and ``- _ .``."""
-    nick = _collapsed(text, NICK_CHARS, "A nickname", "Choose a nickname, or let the app draw one.")
-    if not all(c.isalnum() or c in NICK_PUNCT for c in nick):
+    """A nickname: 1 … 24 letters (any script), digits, spaces and ``- _ .``; the characters are judged before the
+    length, so a nickname refused for its symbols is told so."""
+    text = str(text)
+    shown = " ".join(unicodedata.normalize("NFKC", text[: 4 * NICK_CHARS + 1]).split())
+    if not all(c.isalnum() or c in NICK_PUNCT for c in shown):
         raise BadInput("A nickname holds only letters, digits, spaces and - _ . (no symbols, emoji or markup).")
-    return nick
+    return _collapsed(text, NICK_CHARS, "A nickname", "Choose a nickname, or let the app draw one.")
 
 
 def clean_class_name(text: str) -> str:
@@ -345,6 +347,11 @@ class Store:
             if row.closed_at is None:
                 row.closed_at = _now()
 
+    def reopen_class(self, class_id: str, secret: str) -> None:
+        """A closed class takes students and answers again; nothing stored changes."""
+        with self._session() as s:
+            self._teacher_row(s, class_id, secret).closed_at = None
+
     def delete_class(self, class_id: str, secret: str) -> None:
         """The class, its students and every answer, gone."""
         with self._session() as s:
@@ -371,7 +378,8 @@ class Store:
         try:
             with self._session() as s:
                 _open_class(s, class_id)
-                if s.scalar(select(exists().where(StudentRow.class_id == class_id, StudentRow.nickname == nick))):
+                taken = s.scalars(select(StudentRow.nickname).where(StudentRow.class_id == class_id))
+                if nick.casefold() in {t.casefold() for t in taken}:  # "Ada" and "ada" are one student to a class
                     raise NicknameTaken("Another student of this class has this nickname: choose another.")
                 s.add(row)
         except IntegrityError as e:  # two joined with it at once

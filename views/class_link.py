@@ -17,7 +17,7 @@ import streamlit as st
 
 from classroom.db import database_url
 from classroom.errors import BadInput, ClassError, Closed, Conflict, DatabaseError, NicknameTaken, NotFound
-from classroom.models import SENTENCE_CHARS
+from classroom.models import NICK_CHARS, SENTENCE_CHARS
 from classroom.store import NO_ANSWER, NO_ANSWER_INDEX, Answer, Store, draw_nickname
 from model.lesson.learn import Question
 
@@ -176,6 +176,7 @@ def join_panel() -> None:
                 "Your nickname (letters, digits, spaces, - _ .; not your name if you prefer)",
                 key="class_nick",
                 placeholder="e.g. swift otter",
+                max_chars=NICK_CHARS,
             )
             with st.container(horizontal=True):
                 st.form_submit_button("Join", key="class_join", type="primary", on_click=_join, args=(cid, False))

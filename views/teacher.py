@@ -22,7 +22,8 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 
 from classroom import stats
-from classroom.errors import ClassError, Forbidden
+from classroom.errors import ClassError, DatabaseError, Forbidden
+from classroom.models import NAME_CHARS
 from classroom.store import FINAL, TEACHER_SESSION, ClassData, ClassInfo, Store, teaching_chapter
 from model.lesson.learn import CHAPTER_KEYS, CHAPTER_TITLES
 from views.plot import builders as viz
@@ -37,6 +38,7 @@ HERE = Path(__file__).parent
 COOKIE = "dl_teacher_"  # + a class's id: the cookie of that class's teacher session (its token)
 KEY = "class_teacher_key"  # the element that reads the secret from the address's fragment
 S_TOKENS, S_ASK, S_HANDED = "class_teacher_tokens", "class_key_ask", "class_key_handed"
+HARD_KEY, HARD_QUERY = "class_hard_opening", "hardest"  # the hardest questions with the opening check's: ?hardest=all
 NO_KEY = "This page opens a class's dashboard from its teacher link (the one given when the class was made)."
 
 
@@ -155,7 +157,7 @@ def create(store: Store) -> None:
         "and how far it moved from the first check to the final one."
     )
     with st.form("class_create_form"):
-        st.text_input("Class name", key="class_name", placeholder="e.g. NLP lecture, Monday 9:00")
+        st.text_input("Class name", key="class_name", placeholder="e.g. NLP lecture, Monday 9:00", max_chars=NAME_CHARS)
         st.form_submit_button("Create the class", type="primary", key="class_create", on_click=_create, args=(store,))
     s = st.session_state
     if s.get("class_create_error"):
@@ -209,6 +211,9 @@ def live(store: Store, class_id: str, secret: str) -> None:
     """Everything that changes while the class works, read again every ``REFRESH_S`` seconds."""
     try:
         data = store.snapshot(class_id, secret)
+    except DatabaseError:
+        st.warning(md(OUTAGE), icon=":material/cloud_off:")
+        return
     except ClassError as e:
         st.warning(md(e))
         return
@@ -254,6 +259,11 @@ def live(store: Store, class_id: str, secret: str) -> None:
     checks(data)
 
 
+OUTAGE = (
+    f"The class's database cannot be reached right now: these figures come back by themselves once it can (they "
+    f"are read again every {REFRESH_S} s). Your students' pages keep the answers they could not save and send "
+    "them again."
+)
 GAIN_HELP = (
     "Hake's normalised gain: (mean final-check score − mean first-check score) / (5 − mean first-check score), "
     "over the students who took both checks; the share of the possible improvement the class made."
@@ -280,10 +290,17 @@ def gain_line(gain: stats.Gain) -> str:
 
 
 def hard(questions: list[stats.QuestionStats], data: ClassData) -> None:
-    worst = stats.hardest(questions)
-    if not worst:
+    s = st.session_state
+    if HARD_KEY not in s:  # once per session, from the address
+        s[HARD_KEY] = st.query_params.get(HARD_QUERY) == "all"
+    opening = bool(s[HARD_KEY])
+    worst = stats.hardest(questions, opening=opening)
+    if not worst and not opening:
         return
     st.subheader("The three hardest questions", anchor=False)
+    st.toggle(
+        "Include the first check (asked before any teaching: naturally the lowest)", key=HARD_KEY, on_change=_hard_url
+    )
     sentence = Counter(s.sentence for s in data.students if s.sentence).most_common(1)
     for q in worst:
         k = q.teaches
@@ -293,6 +310,13 @@ def hard(questions: list[stats.QuestionStats], data: ClassData) -> None:
             f"**{md(question_name(q.question))}**: {q.first_right:.0%} of {q.students} right at the first try"
             f"{md(top)}. [Open chapter {k}: {md(stage_name(k).split('. ', 1)[1])}](/?{urlencode(query)})"
         )
+
+
+def _hard_url() -> None:
+    if st.session_state[HARD_KEY]:
+        st.query_params[HARD_QUERY] = "all"
+    else:
+        st.query_params.pop(HARD_QUERY, None)
 
 
 def checks(data: ClassData) -> None:
@@ -355,6 +379,11 @@ def manage(store: Store, info: ClassInfo, secret: str) -> None:
             st.button(
                 "Close the class to new answers", key="class_close", on_click=_act, args=(store, info, secret, "close")
             )
+        else:
+            st.button(
+                "Reopen the class to new students and answers", key="class_reopen", on_click=_act,
+                args=(store, info, secret, "reopen"),
+            )  # fmt: skip
         sure = st.checkbox("I want to delete this class and all its answers", key="class_delete_sure")
         st.button(
             "Delete the class",
@@ -371,6 +400,9 @@ def _act(store: Store, info: ClassInfo, secret: str, what: str) -> None:
         if what == "close":
             store.close_class(info.id, secret)
             s["class_done"] = f"The class “{info.name}” is closed: its answers stay here; it takes no new ones."
+        elif what == "reopen":
+            store.reopen_class(info.id, secret)
+            s["class_done"] = f"The class “{info.name}” is open again: its students can answer, new ones can join."
         else:
             store.delete_class(info.id, secret)
             st.query_params.clear()

@@ -92,6 +92,38 @@ def test_the_teacher_secret_is_traded_for_a_session_token_kept_only_as_its_hash(
     assert rows(store, "teacher_sessions") == 0
 
 
+def test_a_nickname_refused_for_its_symbols_says_so_whatever_its_length(store):
+    cls = store.create_class("A")
+    for nick in ("🐼" * 30, "a" * 20 + " <b>hello</b>"):  # emoji past the length; letters with markup past it
+        with pytest.raises(BadInput, match="only letters, digits") as e:
+            store.join(cls.id, nick)
+        assert "at most" not in str(e.value)
+    with pytest.raises(BadInput, match="at most 24 characters"):
+        store.join(cls.id, "a" * 25)
+
+
+def test_nicknames_differing_only_in_case_are_one_nickname(store):
+    cls = store.create_class("A")
+    store.join(cls.id, "Ada")
+    for same in ("ada", "ADA", "Ａda"):  # the last: a full-width letter, NFKC's "Ada"
+        with pytest.raises(NicknameTaken):
+            store.join(cls.id, same)
+    store.join(cls.id, "Adam")
+    assert rows(store, "students") == 2
+
+
+def test_a_closed_class_can_be_reopened_by_its_teacher(store):
+    cls = store.create_class("A")
+    st = store.join(cls.id, "otter")
+    store.close_class(cls.id, cls.secret)
+    with pytest.raises(Forbidden):
+        store.reopen_class(cls.id, "wrong")
+    with pytest.raises(Closed):
+        store.answer(answer(cls, st))
+    store.reopen_class(cls.id, cls.secret)
+    assert not store.class_info(cls.id).closed and not store.answer(answer(cls, st)).duplicate
+
+
 @pytest.mark.parametrize("secret", ["wrong", "TRUNCATED", "", "other class's"])
 def test_a_wrong_truncated_or_reused_secret_is_refused(store, secret):
     cls, other = store.create_class("A"), store.create_class("B")
