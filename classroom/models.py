@@ -31,6 +31,8 @@ class ClassRow(Base):
     teacher_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # the sentence the teacher chose for the class ("" for none): every student's lesson runs on it
+    sentence: Mapped[str] = mapped_column(String(SENTENCE_CHARS), default="", server_default="")
 
 
 class StudentRow(Base):

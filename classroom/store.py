@@ -120,6 +120,16 @@ def clean_class_name(text: str) -> str:
     return name
 
 
+def clean_sentence(text: str) -> str:
+    """A class's sentence: its runs of spaces collapsed, "" for none, at most ``SENTENCE_CHARS`` characters."""
+    out = " ".join(str(text).split())
+    if len(out) > SENTENCE_CHARS:
+        raise BadInput(f"The class's sentence has at most {SENTENCE_CHARS} characters.")
+    if any(unicodedata.category(c)[0] == "C" for c in out):
+        raise BadInput("The class's sentence cannot hold control or formatting characters.")
+    return out
+
+
 def draw_nickname(rng: secrets.SystemRandom | None = None) -> str:
     r = rng or secrets.SystemRandom()
     return f"{r.choice(WORDS[0])} {r.choice(WORDS[1])} {r.randrange(10, 100)}"
@@ -153,6 +163,7 @@ class ClassInfo:
     name: str
     created_at: datetime
     closed: bool
+    sentence: str = ""  # the one the teacher chose for the class's lesson; "" for none
 
 
 @dataclass(frozen=True)
@@ -256,10 +267,13 @@ class Store:
 
     # -- the teacher ------------------------------------------------------
 
-    def create_class(self, name: str) -> NewClass:
-        name = clean_class_name(name)
+    def create_class(self, name: str, sentence: str = "") -> NewClass:
+        name, sentence = clean_class_name(name), clean_sentence(sentence)
         secret = secrets.token_urlsafe(24)
-        row = ClassRow(id=secrets.token_urlsafe(9), name=name, teacher_hash=secret_hash(secret), created_at=_now())
+        row = ClassRow(
+            id=secrets.token_urlsafe(9), name=name, teacher_hash=secret_hash(secret), created_at=_now(),
+            sentence=sentence,
+        )  # fmt: skip
         with self._session() as s:
             s.add(row)
         return NewClass(row.id, name, secret)
@@ -346,6 +360,14 @@ class Store:
             row = self._teacher_row(s, class_id, secret)
             if row.closed_at is None:
                 row.closed_at = _now()
+
+    def set_sentence(self, class_id: str, secret: str, sentence: str) -> str:
+        """The class's sentence from now on ("" for none: each student their own); the answers given keep the
+        sentence they were asked on."""
+        sentence = clean_sentence(sentence)
+        with self._session() as s:
+            self._teacher_row(s, class_id, secret).sentence = sentence
+        return sentence
 
     def reopen_class(self, class_id: str, secret: str) -> None:
         """A closed class takes students and answers again; nothing stored changes."""
@@ -537,7 +559,7 @@ def _student_row(s: Session, class_id: str, student_id: str) -> StudentRow:
 
 
 def _info(row: ClassRow) -> ClassInfo:
-    return ClassInfo(row.id, row.name, _utc(row.created_at), row.closed_at is not None)
+    return ClassInfo(row.id, row.name, _utc(row.created_at), row.closed_at is not None, row.sentence or "")
 
 
 def _student(r: StudentRow) -> Student:

@@ -34,6 +34,7 @@ S_LINK, S_MEMBER, S_QUEUE, S_TRIES, S_LAST, S_SAID, S_RESUME = (
 )  # fmt: skip
 S_SAVED, S_ACKED, S_RESUMED, S_DOWN = "class_saved", "class_acked", "class_resumed", "class_down"
 S_BEFORE = "class_before"  # the answers checked on a class link before joining: sent on joining
+S_SENTENCE, S_FINAL = "class_sentence", "class_final_taken"  # the class's sentence as last read; the final check taken
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,36 @@ def _sync(store: Store, m: Member) -> list[tuple[str, str, str]]:
     for question, option, _ in given:
         tries[question], last[question] = tries.get(question, 0) + 1, option
     s[S_TRIES], s[S_LAST], s[S_SAVED] = tries, last, len(given)
+    if any(q.startswith("post_") for q in tries):
+        s[S_FINAL] = True
     return given
+
+
+def final_taken() -> None:
+    """The final check was just taken: the sentence box unlocks, on a run of the whole page (the box is outside
+    the lesson's part, which reran alone); the answers queued are sent on that run."""
+    s = st.session_state
+    if s.get(S_LINK) and not s.get(S_FINAL):
+        s[S_FINAL] = True
+        if s.get(S_SENTENCE):
+            st.rerun(scope="app")
+
+
+def class_sentence() -> str | None:
+    """The sentence the class's teacher chose, which the lesson runs on for a student on the class's link until
+    they have taken the final check (then they may try their own); None without one. Read on every run (the
+    teacher may change it); the last one read while the database cannot be reached."""
+    s = st.session_state
+    cid = s.get(S_LINK)
+    if not cid or s.get(S_FINAL):
+        return None
+    store = class_store()
+    if store is not None:
+        try:
+            s[S_SENTENCE] = store.class_info(cid).sentence
+        except ClassError:
+            pass
+    return s.get(S_SENTENCE) or None
 
 
 def join_panel() -> None:

@@ -149,11 +149,17 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         st.info("The chapters need a model; the hand-sized worked example below does not.")
         chapter(None, None, by_hand(worked_example()), N, None)
         return
+    fixed = class_link.class_sentence()  # the teacher's, for the class: everyone discusses the same numbers
+    if fixed and s.get("learn_src") != fixed[:MAX_CHARS]:
+        s["learn_src"] = fixed[:MAX_CHARS]
     st.text_input(
         "English sentence (the whole lesson reads the model on it; press Enter to use another)",
         key="learn_src",
         max_chars=MAX_CHARS,
+        disabled=bool(fixed),
     )
+    if fixed:
+        st.caption("Your teacher chose this sentence for the class; after the final check you can try your own.")
     try:
         got = lesson_for(lm, s["learn_src"])
     except Exception as e:
@@ -260,6 +266,8 @@ def quiz(questions: tuple[Question, ...], name: str, sid: str) -> None:
         s[f"{key}_now"] = now
         for q, c in zip(questions, chosen):
             class_link.submit(q, c, s["learn_src"])
+        if name == "post":
+            class_link.final_taken()
     elif key not in s:
         class_link.unsaved(questions, chosen)
     if key in s:

@@ -26,7 +26,9 @@ from classroom.errors import ClassError, DatabaseError, Forbidden
 from classroom.models import NAME_CHARS
 from classroom.store import FINAL, TEACHER_SESSION, ClassData, ClassInfo, Store, teaching_chapter
 from model.lesson.learn import CHAPTER_KEYS, CHAPTER_TITLES
+from views.learn import SENTENCE
 from views.plot import builders as viz
+from views.state import MAX_CHARS
 
 from .class_link import LINK_KEY, class_store
 from .common import md, show
@@ -39,6 +41,10 @@ COOKIE = "dl_teacher_"  # + a class's id: the cookie of that class's teacher ses
 KEY = "class_teacher_key"  # the element that reads the secret from the address's fragment
 S_TOKENS, S_ASK, S_HANDED = "class_teacher_tokens", "class_key_ask", "class_key_handed"
 HARD_KEY, HARD_QUERY = "class_hard_opening", "hardest"  # the hardest questions with the opening check's: ?hardest=all
+SENTENCE_LABEL = (
+    "The class's sentence (optional): every student's lesson runs on it, so the class discusses the same numbers; "
+    "each may try their own after the final check"
+)
 NO_KEY = "This page opens a class's dashboard from its teacher link (the one given when the class was made)."
 
 
@@ -158,6 +164,7 @@ def create(store: Store) -> None:
     )
     with st.form("class_create_form"):
         st.text_input("Class name", key="class_name", placeholder="e.g. NLP lecture, Monday 9:00", max_chars=NAME_CHARS)
+        st.text_input(SENTENCE_LABEL, key="class_sentence_new", placeholder=f"e.g. {SENTENCE}", max_chars=MAX_CHARS)
         st.form_submit_button("Create the class", type="primary", key="class_create", on_click=_create, args=(store,))
     s = st.session_state
     if s.get("class_create_error"):
@@ -170,7 +177,7 @@ def create(store: Store) -> None:
 def _create(store: Store) -> None:
     s = st.session_state
     try:
-        new = store.create_class(s.get("class_name") or "")
+        new = store.create_class(s.get("class_name") or "", s.get("class_sentence_new") or "")
     except ClassError as e:
         s["class_create_error"] = str(e)
         return
@@ -203,7 +210,22 @@ def dashboard(store: Store, info: ClassInfo, secret: str) -> None:
         )
     )
     live(store, info.id, secret)
+    sentence_form(store, info, secret)
     manage(store, info, secret)
+
+
+def sentence_form(store: Store, info: ClassInfo, secret: str) -> None:
+    """The class's sentence: shown, and changed (or removed) by the teacher at any time."""
+    st.subheader("The class's sentence", anchor=False)
+    st.markdown(
+        f"Every student's lesson runs on **{md(info.sentence)}**"
+        if info.sentence
+        else "None chosen: each student's lesson runs on the sentence they type."
+    )
+    with st.form("class_sentence_form"):
+        st.text_input(SENTENCE_LABEL, value=info.sentence, key="class_sentence_set", max_chars=MAX_CHARS)
+        st.form_submit_button("Use this sentence", key="class_sentence_use", on_click=_act,
+                              args=(store, info, secret, "sentence"))  # fmt: skip
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -257,6 +279,24 @@ def live(store: Store, class_id: str, secret: str) -> None:
             st.markdown("**The wrong options chosen, most common first** (what the class misunderstood):")
             st.dataframe(sorted(wrong, key=lambda r: -r["times chosen"]), hide_index=True, key="class_wrong")
     checks(data)
+    sentences(data)
+
+
+def sentences(data: ClassData) -> None:
+    """Which sentence each answer was given on: the class's own, or a student's."""
+    by = Counter(a.sentence for a in data.answers)
+    if not by:
+        return
+    who: dict[str, set[str]] = {}
+    for a in data.answers:
+        who.setdefault(a.sentence, set()).add(a.student_id)
+    st.subheader("The sentences the answers were given on", anchor=False)
+    rows = [
+        {"sentence": text or "(none)", "class's sentence": "yes" if text and text == data.info.sentence else "",
+         "answers": n, "students": len(who[text])}
+        for text, n in by.most_common()
+    ]  # fmt: skip
+    st.dataframe(rows, hide_index=True, key="class_sentences")
 
 
 OUTAGE = (
@@ -400,6 +440,13 @@ def _act(store: Store, info: ClassInfo, secret: str, what: str) -> None:
         if what == "close":
             store.close_class(info.id, secret)
             s["class_done"] = f"The class “{info.name}” is closed: its answers stay here; it takes no new ones."
+        elif what == "sentence":
+            chosen = store.set_sentence(info.id, secret, s.get("class_sentence_set") or "")
+            s["class_done"] = (
+                f"The class's lessons now run on “{chosen}”."
+                if chosen
+                else "Each student's lesson runs on their own sentence again."
+            )
         elif what == "reopen":
             store.reopen_class(info.id, secret)
             s["class_done"] = f"The class “{info.name}” is open again: its students can answer, new ones can join."

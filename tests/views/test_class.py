@@ -134,7 +134,7 @@ def test_the_wrong_options_chosen_are_listed_most_common_first(tiny_model_dir, m
     _, cls = seed_class(str(db.engine.url), 5)
     t = app(tiny_model_dir, monkeypatch, page="Class", c=cls.id, t=cls.secret)
     ok(t)
-    (table,) = [d.value for d in t.dataframe]
+    (table,) = [d.value for d in t.dataframe if "wrong option" in d.value.columns]
     shown = list(zip(table["question"], table["wrong option"], table["times chosen"]))
     data = db.snapshot(cls.id, cls.secret)
     want = [(question_name(q.question), o, n) for q in stats.question_stats(data) for o, n in q.wrong]
@@ -492,3 +492,47 @@ def test_the_hardest_questions_leave_out_the_opening_check_until_the_toggle_and_
     assert t.query_params[HARD_QUERY] in ("all", ["all"])
     hardest = [m.value for m in t.markdown if "right at the first try" in m.value and m.value.startswith("**")]
     assert any(h.startswith("**first check") for h in hardest), hardest
+
+
+def test_the_teacher_s_sentence_is_every_student_s_until_the_final_check(tiny_model_dir, monkeypatch, db):
+    """A class made with a sentence: a student's lesson runs on it (the box locked, whatever the link said), the
+    answers are stored on it and the dashboard lists it; after the final check the student may type their own. The
+    teacher changes it later, and a student's next run follows."""
+    from views.teacher import SENTENCE_LABEL
+
+    t = app(tiny_model_dir, monkeypatch, page="Class")
+    t.text_input(key="class_name").set_value("Monday")
+    t.text_input(key="class_sentence_new").set_value("The  cat sleeps.")
+    t.button(key="class_create").click().run()
+    ok(t)
+    (info,) = [db.class_info(c) for (c,) in db.engine.connect().execute(text("SELECT id FROM classes"))]
+    assert info.sentence == "The cat sleeps." and SENTENCE_LABEL.startswith("The class's sentence")
+    at = join(tiny_model_dir, monkeypatch, info.id, "ada")  # the link's src is another sentence
+    box = at.text_input(key="learn_src")
+    assert (
+        box.value == "The cat sleeps."
+        and box.disabled
+        and at.query_params["src"] in ("The cat sleeps.", ["The cat sleeps."])
+    )
+    check_all(at)
+    at.selectbox(key="learn_goto").set_value(len(CHAPTER_KEYS) + 1).run()
+    assert at.text_input(key="learn_src").disabled
+    check_all(at)  # the final check, blank
+    ok(at)
+    assert not at.text_input(key="learn_src").disabled
+    secret = None
+    for c in t.code:
+        if "#t=" in c.value:
+            secret = c.value.rsplit("#t=", 1)[1]
+    stored = {a.sentence for a in db.snapshot(info.id, secret).answers}
+    assert stored == {"The cat sleeps."}
+    dash = app(tiny_model_dir, monkeypatch, page="Class", c=info.id, t=secret)
+    ok(dash)
+    (table,) = [d.value for d in dash.dataframe if "sentence" in d.value.columns]
+    assert list(table["sentence"]) == ["The cat sleeps."] and list(table["class's sentence"]) == ["yes"]
+    dash.text_input(key="class_sentence_set").set_value("A dog runs.")
+    dash.button(key="class_sentence_use").click().run()
+    ok(dash)
+    assert db.class_info(info.id).sentence == "A dog runs."
+    other = join(tiny_model_dir, monkeypatch, info.id, "bo")
+    assert other.text_input(key="learn_src").value == "A dog runs."
