@@ -398,20 +398,8 @@ def run_config(name: str, args, model: Path, tmp: Path) -> dict:
                 if times:
                     out[f"answer_p95_{part}_s"], out[f"answers_{part}"] = p95(times), len(times)
         out["answers_timed"] = len(answer_s)
-        out["dashboard_first_s"] = dash.first_s
-        out["refresh_p50_s"], out["refresh_p95_s"] = median(dash.refreshes), p95(dash.refreshes)
-        out["refreshes"] = len(dash.refreshes)
-        out["reconnects"] = tally.reconnects
-        out["reconnect_causes"] = Counter(tally.reconnect_causes).most_common()
         out["waiting_at_end"] = sorted(waiting)
-        out["problems"] = tally.problems + dash.problems
-        out["dashboard_during_outage"] = dash.outage
-        out["dashboard_reconnects"] = dash.reconnects
-        out["two_tabs_told"] = tally.two_tabs  # the second tab's conflicting answer: "refused", never "saved"
-        early = {x.nickname for x in students if x.case == PRE_JOIN}
-        out["pre_join_told"] = [x.status for x in tally.sent if x.student in early and x.question.startswith("pre_")]
-        out["faults"] = tally_faults(tally)
-        out["sent"] = [asdict(s) for s in tally.sent]
+        out |= went_through(tally, dash, students)
         if args.first_paint and out["count"]["rows"]:
             big_id, big_secret = big_class(store, cls.id, cls.secret, args.first_paint)
             out["first_paint_students"] = args.first_paint
@@ -426,6 +414,25 @@ def run_config(name: str, args, model: Path, tmp: Path) -> dict:
         store.close_connections()
         if pg:
             pg.remove()
+    return out
+
+
+def went_through(tally: Tally, dash: Dashboard, students: list[LearnStudent]) -> dict:
+    """What the dashboard and the students went through: refreshes, reconnects, problems, the cases' replies."""
+    out: dict = {}
+    out["dashboard_first_s"] = dash.first_s
+    out["refresh_p50_s"], out["refresh_p95_s"] = median(dash.refreshes), p95(dash.refreshes)
+    out["refreshes"] = len(dash.refreshes)
+    out["reconnects"] = tally.reconnects
+    out["reconnect_causes"] = Counter(tally.reconnect_causes).most_common()
+    out["problems"] = tally.problems + dash.problems
+    out["dashboard_during_outage"] = dash.outage
+    out["dashboard_reconnects"] = dash.reconnects
+    out["two_tabs_told"] = tally.two_tabs  # the second tab's conflicting answer: "refused", never "saved"
+    early = {x.nickname for x in students if x.case == PRE_JOIN}
+    out["pre_join_told"] = [x.status for x in tally.sent if x.student in early and x.question.startswith("pre_")]
+    out["faults"] = tally_faults(tally)
+    out["sent"] = [asdict(s) for s in tally.sent]
     return out
 
 

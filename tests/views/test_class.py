@@ -68,6 +68,19 @@ def join(model_dir, monkeypatch, class_id: str, nick: str | None) -> AppTest:
     return at
 
 
+def first_chapter_answered(model_dir, monkeypatch, db, nick: str):
+    """A class, a student in it who answered chapter 1's question with its first option: the class, the page, the
+    question's key and its first two options."""
+    cls = db.create_class("Monday")
+    at = join(model_dir, monkeypatch, cls.id, nick)
+    at.button(key="learn_next").click().run()
+    key = CHAPTER_KEYS[0]
+    options = radio(at, f"learn_q_{key}_").options[:2]
+    radio(at, f"learn_q_{key}_").set_value(options[0]).run()
+    check(at, key)
+    return cls, at, key, options
+
+
 def test_a_teacher_creates_a_class_and_gets_both_links(tiny_model_dir, monkeypatch, db):
     at = app(tiny_model_dir, monkeypatch, page="Class")
     ok(at)
@@ -233,13 +246,7 @@ def test_a_new_session_on_the_students_link_goes_on_as_that_student(tiny_model_d
     """The page reloaded, or its replica gone and the browser sent to another: the student id in the URL brings the
     same student back (no join form), and a new answer to a question answered before is stored under a key of its
     own, not taken for a repeat of the stored one."""
-    cls = db.create_class("Monday")
-    at = join(tiny_model_dir, monkeypatch, cls.id, "swift otter")
-    at.button(key="learn_next").click().run()
-    key = CHAPTER_KEYS[0]
-    first, second = radio(at, f"learn_q_{key}_").options[:2]
-    radio(at, f"learn_q_{key}_").set_value(first).run()
-    check(at, key)
+    cls, at, key, (first, second) = first_chapter_answered(tiny_model_dir, monkeypatch, db, "swift otter")
     student = at.query_params["student"]
     assert student == db.snapshot(cls.id, cls.secret).students[0].id
     again = app(tiny_model_dir, monkeypatch, src=SENTENCE, chapter="1", **{"class": cls.id, "student": student})
@@ -372,13 +379,7 @@ def test_after_an_outage_an_acknowledged_answer_the_database_lost_is_said(tiny_m
     says which is missing, instead of counting it saved."""
     from classroom.errors import DatabaseError
 
-    cls = db.create_class("Monday")
-    at = join(tiny_model_dir, monkeypatch, cls.id, "ada")
-    at.button(key="learn_next").click().run()
-    key = CHAPTER_KEYS[0]
-    first, second = radio(at, f"learn_q_{key}_").options[:2]
-    radio(at, f"learn_q_{key}_").set_value(first).run()
-    check(at, key)
+    cls, at, key, (first, second) = first_chapter_answered(tiny_model_dir, monkeypatch, db, "ada")
     assert "Saved to the class" in texts(at)
     real = Store.answer
 
