@@ -7,6 +7,7 @@ the revealed answer and checks again. The teacher's dashboard then shows the sco
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,46 @@ def test_a_blank_check_before_joining_is_scored_on_the_dashboard_as_on_the_scree
     first = [(a.option, a.first_try) for a in data.answers if a.question == f"pre_{CHECK_CONCEPTS[0]}"]
     assert scores.pre == shown and first == [(NO_ANSWER, True), (revealed.group(1), False)]
     store.close_connections()
+
+
+def test_an_answer_lost_with_its_frozen_then_killed_server_is_said_not_saved(browser, tiny_model_dir, tmp_path):
+    """The student chooses an option and presses Check while the server is frozen (SIGSTOP); the server is killed
+    and started again; the page reconnects with the option still chosen. It says that answer is not saved (the
+    database holds none), never "saved"; checked again, it is stored."""
+    from deploy.serve import start_replicas
+    from harness.browser import free_port
+
+    url = f"sqlite:///{tmp_path / 'classes.db'}"
+    store = Store.open(url)
+    cls = store.create_class("Monday")
+    run = tmp_path / "run"
+    run.mkdir()
+    (server,) = start_replicas([free_port()], run, tiny_model_dir, {URL_ENV: url})
+    try:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.goto(f"{server.url}/?class={cls.id}&max_len=8")
+        page.get_by_label(re.compile("^Your nickname")).fill("ada")
+        page.get_by_role("button", name="Join", exact=True).click()
+        page.get_by_text("In the class “Monday” as ada").wait_for(timeout=TIMEOUT_MS)
+        page.locator(".st-key-learn_next button").click()
+        page.locator('[class*="st-key-learn_check_"]').wait_for(timeout=TIMEOUT_MS)
+        wait_idle(page, TIMEOUT_MS)
+        option = page.locator('[class*="st-key-learn_q_"] [role="radiogroup"] label').nth(1)
+        chosen = option.inner_text().strip()
+        server.proc.send_signal(signal.SIGSTOP)
+        option.click()
+        page.locator('[class*="st-key-learn_check_"] button').click()
+        page.wait_for_timeout(1500)
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(timeout=15)
+        server.start()
+        server.wait_healthy()
+        page.get_by_text("Not saved: your answer").wait_for(timeout=TIMEOUT_MS)
+        assert f"“{chosen}”" in page.inner_text("body") and store.counts(cls.id).answers == 0
+        page.screenshot(path=str(SHOTS / "walk_not_saved_after_kill.png"), full_page=True)
+        page.locator('[class*="st-key-learn_check_"] button').click()
+        page.get_by_text("Saved to the class “Monday”: 1 answer(s) just now").wait_for(timeout=TIMEOUT_MS)
+        assert store.counts(cls.id).answers == 1
+    finally:
+        server.stop()
+        store.close_connections()
