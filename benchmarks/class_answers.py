@@ -82,7 +82,16 @@ from harness.browser import (
     require_chromium,
     row,
 )
-from harness.learner import TEACHER_PATH, LearnStudent, Sent, Tally
+from harness.learner import (
+    PRE_JOIN,
+    RECONNECT_S,
+    TEACHER_PATH,
+    TWO_TABS,
+    LearnStudent,
+    Sent,
+    Tally,
+    with_backoff,
+)
 from harness.pgserver import TempPostgres
 from harness.protocol import Connection, route_cookie
 from model.core import jsonio
@@ -95,6 +104,7 @@ CONFIGS = ("sqlite", "postgres")
 REPLICAS = 2
 JOIN_S = 0.25  # between two students joining
 RESEND_EVERY = 5  # every fifth student sends one answer twice
+CASES = {1: PRE_JOIN, 2: TWO_TABS}  # students who answer before joining, and who answer in two tabs
 REFRESH_S = 5.0  # the dashboard's refresh period (its fragment's run_every)
 KILL_AT, RESTART_AT = 1 / 3, 2 / 3  # share of the expected answers in when each fault starts
 ANSWERS_PER_STUDENT_MIN = 10  # 5 + 5 checks' answers, at least
@@ -242,13 +252,14 @@ class Dashboard:
                 run = self.conn.run(fragment=self.fragment)
                 self.refreshes.append(run.seconds)
                 self.said(run)
-            except Exception:  # its server died (the replica fault): the page reconnects, as a browser does
+            except Exception:  # its server died: the page reconnects, as a browser does, waiting for it to be back
                 self.conn.close()
                 try:
-                    self.open()
+                    with_backoff(self.open, stop=self._stop)
                     self.reconnects += 1
                 except Exception as e:
-                    self.problems.append(f"dashboard: no reconnect: {type(e).__name__}")
+                    if not self._stop.is_set():
+                        self.problems.append(f"dashboard: no reconnect in {RECONNECT_S:.0f} s: {type(e).__name__}")
             self._stop.wait(REFRESH_S)
 
     def start(self) -> None:
@@ -327,6 +338,7 @@ def make_students(args, url: str, class_id: str, tally: Tally) -> list[LearnStud
             random.Random(args.seed * 100_003 + i),
             args.think,
             resend=i % RESEND_EVERY == 0,
+            case=CASES.get(i, ""),
         )
         for i in range(args.students)
     ]
@@ -386,17 +398,8 @@ def run_config(name: str, args, model: Path, tmp: Path) -> dict:
                 if times:
                     out[f"answer_p95_{part}_s"], out[f"answers_{part}"] = p95(times), len(times)
         out["answers_timed"] = len(answer_s)
-        out["dashboard_first_s"] = dash.first_s
-        out["refresh_p50_s"], out["refresh_p95_s"] = median(dash.refreshes), p95(dash.refreshes)
-        out["refreshes"] = len(dash.refreshes)
-        out["reconnects"] = tally.reconnects
-        out["reconnect_causes"] = Counter(tally.reconnect_causes).most_common()
         out["waiting_at_end"] = sorted(waiting)
-        out["problems"] = tally.problems + dash.problems
-        out["dashboard_during_outage"] = dash.outage
-        out["dashboard_reconnects"] = dash.reconnects
-        out["faults"] = tally_faults(tally)
-        out["sent"] = [asdict(s) for s in tally.sent]
+        out |= went_through(tally, dash, students)
         if args.first_paint and out["count"]["rows"]:
             big_id, big_secret = big_class(store, cls.id, cls.secret, args.first_paint)
             out["first_paint_students"] = args.first_paint
@@ -411,6 +414,25 @@ def run_config(name: str, args, model: Path, tmp: Path) -> dict:
         store.close_connections()
         if pg:
             pg.remove()
+    return out
+
+
+def went_through(tally: Tally, dash: Dashboard, students: list[LearnStudent]) -> dict:
+    """What the dashboard and the students went through: refreshes, reconnects, problems, the cases' replies."""
+    out: dict = {}
+    out["dashboard_first_s"] = dash.first_s
+    out["refresh_p50_s"], out["refresh_p95_s"] = median(dash.refreshes), p95(dash.refreshes)
+    out["refreshes"] = len(dash.refreshes)
+    out["reconnects"] = tally.reconnects
+    out["reconnect_causes"] = Counter(tally.reconnect_causes).most_common()
+    out["problems"] = tally.problems + dash.problems
+    out["dashboard_during_outage"] = dash.outage
+    out["dashboard_reconnects"] = dash.reconnects
+    out["two_tabs_told"] = tally.two_tabs  # the second tab's conflicting answer: "refused", never "saved"
+    early = {x.nickname for x in students if x.case == PRE_JOIN}
+    out["pre_join_told"] = [x.status for x in tally.sent if x.student in early and x.question.startswith("pre_")]
+    out["faults"] = tally_faults(tally)
+    out["sent"] = [asdict(s) for s in tally.sent]
     return out
 
 
@@ -448,8 +470,10 @@ def faulting(
         return []
     expected = args.students * (ANSWERS_PER_STUDENT_MIN + args.chapters)
 
+    cases = sum(s.case == TWO_TABS for s in students)  # the two tabs' conflict is measured before any fault
+
     def when(share: float) -> bool:
-        while len(tally.sent) < share * expected:
+        while len(tally.sent) < share * expected or len(tally.two_tabs) < cases:
             if not any(t.is_alive() for t in threads):
                 return False
             time.sleep(0.2)
@@ -531,6 +555,17 @@ def verdicts(res: dict) -> dict[str, tuple[bool, str]]:
             f"{len(res['problems'])} problems, {res['tracebacks']} tracebacks",
         ),
     }
+    if res["students"] > max(CASES):
+        told = res["two_tabs_told"]
+        out["two tabs: the other answer told not saved"] = (
+            told == ["refused"],
+            f"the second tab's answer to the same attempt was told: {told or 'nothing'}",
+        )
+        early = res["pre_join_told"]
+        out["answers before joining saved on joining"] = (
+            len(early) == 5 and set(early) == {"saved"},
+            f"told: {early or 'nothing'}",
+        )
     if "first_paint_s" in res:
         out["first paint ≤ 2 s"] = (
             res["first_paint_s"] <= TARGET_PAINT_S,

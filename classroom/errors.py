@@ -15,6 +15,15 @@ class NicknameTaken(BadInput):
     """Another student of the class has this nickname."""
 
 
+class Conflict(ClassError):
+    """An answer's idempotency key was stored before with another option (the same student answering the same
+    attempt in two tabs): nothing was written; ``stored`` is the option the database holds."""
+
+    def __init__(self, message: str, stored: str):
+        super().__init__(message)
+        self.stored = stored
+
+
 class NotFound(ClassError):
     """No such class (a wrong link, or a deleted class), or no such student in it."""
 

@@ -31,6 +31,8 @@ class ClassRow(Base):
     teacher_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # the sentence the teacher chose for the class ("" for none): every student's lesson runs on it
+    sentence: Mapped[str] = mapped_column(String(SENTENCE_CHARS), default="", server_default="")
 
 
 class StudentRow(Base):
@@ -66,3 +68,15 @@ class AnswerRow(Base):
     first_try: Mapped[bool] = mapped_column(Boolean)
     sentence: Mapped[str] = mapped_column(String(SENTENCE_CHARS))
     answered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class TeacherSessionRow(Base):
+    """A teacher's session: the teacher link's secret, traded once for a random token that the teacher's browser
+    keeps (a cookie) so the secret leaves the address bar. Only the token's SHA-256 is stored, with its class and
+    when it ends."""
+
+    __tablename__ = "teacher_sessions"
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    class_id: Mapped[str] = mapped_column(String(32), ForeignKey("classes.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

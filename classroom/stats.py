@@ -1,8 +1,10 @@
 """What a class understood, from its stored answers (pure: no database, no streamlit).
 
 A student's score on a check is the number of its five questions answered right at the first try (a question left
-unanswered counts as wrong). The class's normalised gain is Hake's: g = (⟨post⟩ − ⟨pre⟩) / (max − ⟨pre⟩) over the
-students who took both checks, with a percentile bootstrap 95 % interval (students resampled with replacement).
+unanswered counts as wrong: a check pressed with it blank is stored as a wrong first try, ``NO_ANSWER``, so the
+answer revealed then and chosen after is a second try), the score the student's own screen showed. The class's
+normalised gain is Hake's: g = (⟨post⟩ − ⟨pre⟩) / (max − ⟨pre⟩) over the students who took both checks, with a
+percentile bootstrap 95 % interval (students resampled with replacement).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from classroom.store import FINAL, QUESTIONS, ClassData, StoredAnswer, question_chapter, teaching_chapter
+from classroom.store import FINAL, NO_ANSWER, QUESTIONS, ClassData, StoredAnswer, question_chapter, teaching_chapter
 from model.core.jsonio import dumps
 from model.lesson.learn import CHECK_CONCEPTS
 
@@ -103,7 +105,7 @@ def question_stats(data: ClassData) -> list[QuestionStats]:
     first = _first_by_question(data.answers)
     wrong: dict[str, Counter] = defaultdict(Counter)
     for a in data.answers:
-        if not a.correct:
+        if not a.correct and a.option != NO_ANSWER:  # a check with nothing chosen chose no wrong option
             wrong[a.question][a.option] += 1
     out = []
     for q in QUESTIONS:
@@ -111,14 +113,17 @@ def question_stats(data: ClassData) -> list[QuestionStats]:
         if not firsts:
             continue
         right = sum(a.correct for a in firsts) / len(firsts)
-        ranked = tuple(sorted(wrong[q].items(), key=lambda kv: (-kv[1], kv[0])))
+        ranked = tuple(sorted(wrong[q].items(), key=lambda kv: -kv[1]))  # a tie: the option chosen first, first
         out.append(QuestionStats(q, question_chapter(q), teaching_chapter(q), len(firsts), right, ranked))
     return out
 
 
-def hardest(stats: list[QuestionStats], n: int = HARDEST) -> list[QuestionStats]:
-    """The ``n`` questions with the lowest share right at the first try (more students first on a tie)."""
-    return sorted(stats, key=lambda s: (s.first_right, -s.students, QUESTIONS.index(s.question)))[:n]
+def hardest(stats: list[QuestionStats], n: int = HARDEST, opening: bool = False) -> list[QuestionStats]:
+    """The ``n`` questions with the lowest share right at the first try; on a tie, the one more students answered,
+    then the one asked earlier in the lesson. The opening check's questions only with ``opening``: asked before
+    any teaching, they are the class's before, naturally the lowest."""
+    kept = [s for s in stats if opening or s.chapter != 0]
+    return sorted(kept, key=lambda s: (s.first_right, -s.students, QUESTIONS.index(s.question)))[:n]
 
 
 def check_scores(data: ClassData) -> list[CheckScores]:
@@ -230,10 +235,14 @@ def cell(value):
     return "'" + value if isinstance(value, str) and value.startswith(FORMULA_START) else value
 
 
+CSV_BOM = "\ufeff"  # first in the file: a spreadsheet then reads it as UTF-8 (Excel would garble "Björn" without)
+
+
 def answers_csv(data: ClassData) -> str:
-    """Every answer, one row each, in the order given; text a student typed (a nickname, a sentence) never runs as a
-    spreadsheet formula."""
+    """Every answer, one row each, in the order given, after ``CSV_BOM``; text a student typed (a nickname, a
+    sentence) never runs as a spreadsheet formula."""
     out = io.StringIO()
+    out.write(CSV_BOM)
     w = csv.writer(out)
     w.writerow(CSV_COLUMNS)
     for a in data.answers:

@@ -2,8 +2,9 @@
 their answers and read a class back for its teacher.
 
 Every write is one transaction. An answer carries an idempotency key chosen by the caller, unique in the database:
-the app derives it from the student, the question and the number of the student's submission of that question, so a
-submission sent again (a retry after an error, a repeated click) is stored once and acknowledged as already stored.
+the app derives it from the student, the question and the number of the student's attempt at that question, so a
+submission sent again (a retry after an error, a repeated click) is stored once and acknowledged as already stored,
+and the same attempt answered with another option (the student's second tab) is a ``Conflict``, never a repeat.
 The teacher's secret (192 random bits) is returned once, at creation, and kept only as its SHA-256; every read of a
 class's answers and every change to the class needs it.
 """
@@ -17,7 +18,7 @@ import secrets
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, delete, exists, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -26,7 +27,16 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from classroom.db import describe, make_engine, migrate
-from classroom.errors import BadInput, ClassError, Closed, DatabaseError, Forbidden, NicknameTaken, NotFound
+from classroom.errors import (
+    BadInput,
+    ClassError,
+    Closed,
+    Conflict,
+    DatabaseError,
+    Forbidden,
+    NicknameTaken,
+    NotFound,
+)
 from classroom.models import (
     KEY_CHARS,
     NAME_CHARS,
@@ -36,11 +46,16 @@ from classroom.models import (
     AnswerRow,
     ClassRow,
     StudentRow,
+    TeacherSessionRow,
 )
 from model.lesson.learn import CHAPTER_KEYS, CHECK_CONCEPTS
 
 FINAL = len(CHAPTER_KEYS) + 1  # the lesson's "chapters": 0 the first check, 1 … 14, 15 the final check
 MAX_OPTIONS = 16
+# a check pressed with nothing chosen: stored as a wrong answer (the reveal that follows makes any later answer to the
+# question a second try), under this option and index
+NO_ANSWER, NO_ANSWER_INDEX = "(no answer)", -1
+TEACHER_SESSION = timedelta(days=30)  # how long a teacher's browser stays signed in to its class's dashboard
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
 KEY_RE = re.compile(rf"[A-Za-z0-9_:.-]{{1,{KEY_CHARS}}}")
 NICK_PUNCT = " -_."
@@ -88,11 +103,13 @@ def _collapsed(text: str, limit: int, what: str, empty: str) -> str:
 
 
 def clean_nickname(text: str) -> str:
-    """A nickname: 1 … 24 letters (any script), digits, spaces and ``- _ .``."""
-    nick = _collapsed(text, NICK_CHARS, "A nickname", "Choose a nickname, or let the app draw one.")
-    if not all(c.isalnum() or c in NICK_PUNCT for c in nick):
+    """A nickname: 1 … 24 letters (any script), digits, spaces and ``- _ .``; the characters are judged before the
+    length, so a nickname refused for its symbols is told so."""
+    text = str(text)
+    shown = " ".join(unicodedata.normalize("NFKC", text[: 4 * NICK_CHARS + 1]).split())
+    if not all(c.isalnum() or c in NICK_PUNCT for c in shown):
         raise BadInput("A nickname holds only letters, digits, spaces and - _ . (no symbols, emoji or markup).")
-    return nick
+    return _collapsed(text, NICK_CHARS, "A nickname", "Choose a nickname, or let the app draw one.")
 
 
 def clean_class_name(text: str) -> str:
@@ -101,6 +118,16 @@ def clean_class_name(text: str) -> str:
     if any(unicodedata.category(c)[0] == "C" for c in name):
         raise BadInput("A class's name cannot hold control or formatting characters.")
     return name
+
+
+def clean_sentence(text: str) -> str:
+    """A class's sentence: its runs of spaces collapsed, "" for none, at most ``SENTENCE_CHARS`` characters."""
+    out = " ".join(str(text).split())
+    if len(out) > SENTENCE_CHARS:
+        raise BadInput(f"The class's sentence has at most {SENTENCE_CHARS} characters.")
+    if any(unicodedata.category(c)[0] == "C" for c in out):
+        raise BadInput("The class's sentence cannot hold control or formatting characters.")
+    return out
 
 
 def draw_nickname(rng: secrets.SystemRandom | None = None) -> str:
@@ -136,6 +163,7 @@ class ClassInfo:
     name: str
     created_at: datetime
     closed: bool
+    sentence: str = ""  # the one the teacher chose for the class's lesson; "" for none
 
 
 @dataclass(frozen=True)
@@ -239,10 +267,13 @@ class Store:
 
     # -- the teacher ------------------------------------------------------
 
-    def create_class(self, name: str) -> NewClass:
-        name = clean_class_name(name)
+    def create_class(self, name: str, sentence: str = "") -> NewClass:
+        name, sentence = clean_class_name(name), clean_sentence(sentence)
         secret = secrets.token_urlsafe(24)
-        row = ClassRow(id=secrets.token_urlsafe(9), name=name, teacher_hash=secret_hash(secret), created_at=_now())
+        row = ClassRow(
+            id=secrets.token_urlsafe(9), name=name, teacher_hash=secret_hash(secret), created_at=_now(),
+            sentence=sentence,
+        )  # fmt: skip
         with self._session() as s:
             s.add(row)
         return NewClass(row.id, name, secret)
@@ -252,12 +283,28 @@ class Store:
         with self._session() as s:
             return _info(self._teacher_row(s, class_id, secret))
 
-    def _teacher_row(self, s: Session, class_id: str, secret: str) -> ClassRow:
+    def _teacher_row(self, s: Session, class_id: str, secret: str, session: bool = True) -> ClassRow:
+        """The class, for its teacher's secret or (``session``) a token of a teacher's session of it that has not
+        ended; ``NotFound`` or ``Forbidden`` otherwise."""
         row = _class_row(s, class_id)
         given = secret_hash(str(secret)) if secret else ""
-        if not hmac.compare_digest(given, row.teacher_hash):
+        if hmac.compare_digest(given, row.teacher_hash):
+            return row
+        held = s.get(TeacherSessionRow, given) if session and given else None
+        if held is None or held.class_id != class_id or _utc(held.expires_at) <= _now():
             raise Forbidden("This teacher link's secret is not this class's: ask for the link given when it was made.")
         return row
+
+    def open_teacher_session(self, class_id: str, secret: str) -> str:
+        """The teacher's secret traded for a new session's token (random, 256 bits; only its hash is kept), which
+        every call that takes the secret takes too, for ``TEACHER_SESSION``: the browser keeps the token, and the
+        secret leaves the address bar."""
+        token, now = secrets.token_urlsafe(32), _now()
+        with self._session() as s:
+            self._teacher_row(s, class_id, secret, session=False)
+            s.add(TeacherSessionRow(token_hash=secret_hash(token), class_id=class_id, created_at=now,
+                                    expires_at=now + TEACHER_SESSION))  # fmt: skip
+        return token
 
     def snapshot(self, class_id: str, secret: str) -> ClassData:
         with self._session() as s:
@@ -293,18 +340,19 @@ class Store:
                 ),
             )
 
-    def answers_of(self, class_id: str, student_id: str) -> list[tuple[str, str]]:
-        """A student's own answers, (question, option) in the order they were stored: what a new session of that
-        student (another tab, another replica) needs to number the next ones after them. The student's id is the
-        key here (it is random, 128 bits, and only in that student's link); no other student's answers."""
+    def answers_of(self, class_id: str, student_id: str) -> list[tuple[str, str, str]]:
+        """A student's own answers, (question, option, idempotency key) in the order they were stored: what a new
+        session of that student (another tab, another replica) needs to number the next ones after them, and what
+        a page compares with the answers it was told were saved. The student's id is the key here (it is random,
+        128 bits, and only in that student's link); no other student's answers."""
         with self._session() as s:
             _student_row(s, class_id, student_id)
             rows = s.execute(
-                select(AnswerRow.question, AnswerRow.option)
+                select(AnswerRow.question, AnswerRow.option, AnswerRow.idem_key)
                 .where(AnswerRow.class_id == class_id, AnswerRow.student_id == student_id)
                 .order_by(AnswerRow.id)
             )
-            return [(q, o) for q, o in rows]
+            return [(q, o, k) for q, o, k in rows]
 
     def close_class(self, class_id: str, secret: str) -> None:
         """No more students or answers; what is stored stays for the teacher."""
@@ -313,10 +361,24 @@ class Store:
             if row.closed_at is None:
                 row.closed_at = _now()
 
+    def set_sentence(self, class_id: str, secret: str, sentence: str) -> str:
+        """The class's sentence from now on ("" for none: each student their own); the answers given keep the
+        sentence they were asked on."""
+        sentence = clean_sentence(sentence)
+        with self._session() as s:
+            self._teacher_row(s, class_id, secret).sentence = sentence
+        return sentence
+
+    def reopen_class(self, class_id: str, secret: str) -> None:
+        """A closed class takes students and answers again; nothing stored changes."""
+        with self._session() as s:
+            self._teacher_row(s, class_id, secret).closed_at = None
+
     def delete_class(self, class_id: str, secret: str) -> None:
         """The class, its students and every answer, gone."""
         with self._session() as s:
             self._teacher_row(s, class_id, secret)
+            s.execute(delete(TeacherSessionRow).where(TeacherSessionRow.class_id == class_id))
             s.execute(delete(AnswerRow).where(AnswerRow.class_id == class_id))
             s.execute(delete(StudentRow).where(StudentRow.class_id == class_id))
             s.execute(delete(ClassRow).where(ClassRow.id == class_id))
@@ -338,7 +400,8 @@ class Store:
         try:
             with self._session() as s:
                 _open_class(s, class_id)
-                if s.scalar(select(exists().where(StudentRow.class_id == class_id, StudentRow.nickname == nick))):
+                taken = s.scalars(select(StudentRow.nickname).where(StudentRow.class_id == class_id))
+                if nick.casefold() in {t.casefold() for t in taken}:  # "Ada" and "ada" are one student to a class
                     raise NicknameTaken("Another student of this class has this nickname: choose another.")
                 s.add(row)
         except IntegrityError as e:  # two joined with it at once
@@ -362,8 +425,10 @@ class Store:
             st.seen_at = _now()
 
     def answer(self, a: Answer) -> Ack:
-        """Store one answer (one transaction): ``Ack.duplicate`` when its key was stored before (nothing new
-        written). ``BadInput`` for a question the lesson does not have, ``Closed``, ``NotFound``, ``DatabaseError``."""
+        """Store one answer (one transaction): ``Ack.duplicate`` when its key was stored before with the same option
+        (nothing new written); ``Conflict`` when it was stored with another option (nothing written: the key names
+        one attempt, and that attempt's stored answer stays). ``BadInput`` for a question the lesson does not have,
+        ``Closed``, ``NotFound``, ``DatabaseError``."""
         return self.answer_many([a])[0]
 
     def answer_many(self, answers: Iterable[Answer]) -> list[Ack]:
@@ -403,6 +468,12 @@ class Store:
             old = s.scalar(select(AnswerRow).where(AnswerRow.idem_key == a.key))
             if old is None or old.student_id != a.student_id or old.question != a.question:
                 raise BadInput("This answer's key belongs to another answer; nothing was saved.")
+            if (old.option, old.option_index) != (a.option, int(a.option_index)):
+                raise Conflict(
+                    f"this attempt was already answered elsewhere (another tab or window) with “{old.option}”; "
+                    "yours was not saved.",
+                    old.option,
+                )
             return Ack(old.id, old.first_try, True)
         s.execute(
             update(StudentRow)
@@ -459,7 +530,10 @@ def _check(a: Answer) -> None:
     question_chapter(a.question)
     if not isinstance(a.option, str) or not 0 < len(a.option) <= OPTION_CHARS:
         raise BadInput("That option is not one the lesson offers; nothing was saved.")
-    if not 0 <= int(a.option_index) < MAX_OPTIONS:
+    if a.option == NO_ANSWER:
+        if int(a.option_index) != NO_ANSWER_INDEX or a.correct:
+            raise BadInput("A check with nothing chosen is a wrong answer without an option; nothing was saved.")
+    elif not 0 <= int(a.option_index) < MAX_OPTIONS:
         raise BadInput("That option is not one the lesson offers; nothing was saved.")
 
 
@@ -485,7 +559,7 @@ def _student_row(s: Session, class_id: str, student_id: str) -> StudentRow:
 
 
 def _info(row: ClassRow) -> ClassInfo:
-    return ClassInfo(row.id, row.name, _utc(row.created_at), row.closed_at is not None)
+    return ClassInfo(row.id, row.name, _utc(row.created_at), row.closed_at is not None, row.sentence or "")
 
 
 def _student(r: StudentRow) -> Student:

@@ -66,7 +66,9 @@ map $http_upgrade $dl_connection {{
     default upgrade;
     ""      close;
 }}
-log_format {LOG_FORMAT} '$msec $request_time $dl_route "$upstream_addr" $status $request_method "$request_uri"';
+# The path only ($uri), never the query string: it holds the sentences students type, and links made before the
+# teacher's secret moved into the address's fragment carried it there.
+log_format {LOG_FORMAT} '$msec $request_time $dl_route "$upstream_addr" $status $request_method "$uri"';
 
 upstream decoder_lens {{
     # consistent: a replica that stops answering hands its browsers to the next one on the ring (the app reopens

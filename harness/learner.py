@@ -34,7 +34,30 @@ LINES = (SAVED, NOTHING_NEW, NOT_SAVED)
 CHECK_LABEL = "Check my answers"
 FINAL_CHECK = "The final check"  # the chapter list's last entry
 RETRY_SHARE = 0.3  # of the wrong first picks, tried again with the right option
+# a student who answers the opening check before joining (the page carries the answers and sends them on joining);
+# a student with the lesson open in two tabs, who answers one chapter's question differently in each
+PRE_JOIN, TWO_TABS = "pre-join", "two tabs"
 TIMEOUT_S = 60.0
+RECONNECT_S = 120.0  # how long a client waits for a restarted server (it loads its model first) before giving up
+BACKOFF_S = (0.25, 4.0)  # the first wait between reconnection attempts, doubled each time up to the second
+
+
+def with_backoff(attempt, deadline_s: float = RECONNECT_S, stop: threading.Event | None = None):
+    """``attempt()`` until it returns, as a browser reconnects to a server that is starting again: the waits between
+    attempts double from ``BACKOFF_S[0]`` up to ``BACKOFF_S[1]``; after ``deadline_s`` (or once ``stop`` is set)
+    the last error is raised."""
+    deadline, wait = time.monotonic() + deadline_s, BACKOFF_S[0]
+    while True:
+        try:
+            return attempt()
+        except Exception:
+            if time.monotonic() + wait > deadline or (stop is not None and stop.is_set()):
+                raise
+            if stop is not None:
+                stop.wait(wait)
+            else:
+                time.sleep(wait)
+            wait = min(2 * wait, BACKOFF_S[1])
 
 
 @dataclass
@@ -61,6 +84,7 @@ class Tally:
     problems: list[str] = field(default_factory=list)
     reconnects: int = 0
     reconnect_causes: list[str] = field(default_factory=list)  # why each reconnecting run failed
+    two_tabs: list[str] = field(default_factory=list)  # what the second tab's conflicting answer was told
     fault: str = ""
     faults_at: dict[str, float] = field(default_factory=dict)  # when each fault began (time.monotonic())
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -98,9 +122,11 @@ class LearnStudent:
         rng: random.Random,
         think: float,
         resend: bool = False,
+        case: str = "",
     ):
         self.index, self.base_url, self.class_id, self.tally = index, base_url, class_id, tally
         self.rng, self.think, self.resend = rng, think, resend
+        self.case = case  # "": the usual lesson; PRE_JOIN or TWO_TABS (CASES)
         self.nickname = f"student {index:03d}"
         self.cookie = ""
         self.given: dict[str, Sent] = {}  # the last answer given to each question
@@ -143,15 +169,7 @@ class LearnStudent:
         """The server went away: a new websocket through the same address and cookie, the page from its URL."""
         query = self.connection.query
         self.connection.close()
-        deadline = time.monotonic() + TIMEOUT_S
-        while True:
-            try:
-                run = self.connect(query)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        run = with_backoff(lambda: self.connect(query))
         with self.tally.lock:
             self.tally.reconnects += 1
         if self.widget(NICK_KEY):  # the new server does not know this student: join again
@@ -191,20 +209,92 @@ class LearnStudent:
         """Join, the opening check, ``chapters`` chapters, the closing check; then one more look at the page."""
         self.connect(urlencode({"class": self.class_id}))
         self.pause()
-        if self.safely("join", *self.join_states()) is not None and self.widget(NICK_KEY):
-            self.tally.add("problems", f"{self.nickname}: could not join the class")
-            return
-        self.pause()
-        self.quiz("learn_pre_")
-        for _ in range(chapters + 1):
+        if self.case == PRE_JOIN:
+            if not self.quiz_then_join():
+                return
+        else:
+            if self.safely("join", *self.join_states()) is not None and self.widget(NICK_KEY):
+                self.tally.add("problems", f"{self.nickname}: could not join the class")
+                return
+            self.pause()
+            self.quiz("learn_pre_")
+        for k in range(chapters + 1):
             self.next()
             self.pause()
             if self.widget_with("learn_q_"):
-                self.chapter()
+                if k == 0 and self.case == TWO_TABS:
+                    self.two_tabs()
+                else:
+                    self.chapter()
                 self.pause()
         if not self.widget_with("learn_post_"):  # fewer chapters than the lesson's: on to the final check
             self.goto(FINAL_CHECK)
         self.quiz("learn_post_")
+
+    def _picks(self, prefix: str) -> dict[str, str]:
+        return {key: self.rng.choice(list(self.element(wid).options)) for key, (wid, _) in self.widget_with(prefix)}
+
+    def _quiz_states(self, prefix: str, picks: dict[str, str]) -> tuple[list[WidgetState], str]:
+        submit = next(
+            (el.id for _, el, _ in self.page.elements.values() if getattr(el, "label", "") == CHECK_LABEL), ""
+        )
+        states = [WidgetState(id=wid, string_value=picks[key]) for key, (wid, _) in self.widget_with(prefix)]
+        return [*states, WidgetState(id=submit, trigger_value=True)], self.widget_with(prefix)[0][1][1]
+
+    def quiz_then_join(self) -> bool:
+        """The opening check answered on the class link before joining, then the join: what the join's reply says
+        is what the student was told of those answers (the page sends them on joining)."""
+        picks = self._picks("learn_pre_")
+        if not picks:
+            self.tally.add("problems", f"{self.nickname}: no opening check before joining")
+            return False
+        t0, given = time.perf_counter(), time.monotonic()
+        join = self.join_states()  # the join form is outside the lesson's part, which the check reruns alone
+        self.safely("pre-join check", *self._quiz_states("learn_pre_", picks))
+        self.pause()
+        run = self.safely("join", *join)
+        if run is None or self.widget(NICK_KEY):
+            self.tally.add("problems", f"{self.nickname}: could not join the class")
+            return False
+        status = told(run) or "unknown"
+        line = next((t for t in _texts(run).splitlines() if t.startswith(LINES)), "")
+        for key, option in picks.items():
+            q = question_of(key)
+            self.given[q] = Sent(self.nickname, q, option, status, time.perf_counter() - t0, 1, self.tally.fault,
+                                 line[:200], given)  # fmt: skip
+            self.tally.add("sent", self.given[q])
+        return True
+
+    def two_tabs(self) -> None:
+        """The chapter's question answered in a second tab (the same student link, opened from this page's URL)
+        with one option, then here with another: this tab must be told its answer was not saved, never "Saved";
+        checked again, it is saved as a new try. Each tab's answers recorded as the page told them."""
+        other = LearnStudent(self.index, self.base_url, self.class_id, self.tally, self.rng, self.think)
+        other.cookie = self.cookie
+        try:
+            with_backoff(lambda: other.connect(self.connection.query))
+            if not other.widget_with("learn_q_"):
+                self.tally.add("problems", f"{self.nickname}: the second tab shows no chapter question")
+                return
+            key, (wid, _) = other.widget_with("learn_q_")[0]
+            options = list(other.element(wid).options)
+            first, second = self.rng.sample(options, 2)
+
+            def build(tab: LearnStudent, pick: str):
+                (_, (qid, frag)), (_, (cid, _)) = tab.widget_with("learn_q_")[0], tab.widget_with("learn_check_")[0]
+                return [WidgetState(id=qid, string_value=pick), WidgetState(id=cid, trigger_value=True)], frag
+
+            q = question_of(key)
+            other.answer([q], [first], lambda: build(other, first))
+            run = self.answer([q], [second], lambda: build(self, second))
+            if run is not None and told(run) != "refused":
+                self.tally.add("problems", f"{self.nickname}: a second tab's other answer to one attempt not refused")
+            with self.tally.lock:
+                self.tally.two_tabs.append((told(run) if run is not None else None) or "unknown")
+            self.pause()
+            self.answer([q], [second], lambda: build(self, second))  # checked again: a new try, saved
+        finally:
+            other.close()
 
     def safely(self, kind: str, states: list[WidgetState], fragment: str) -> Run | None:
         """A run whose server may die under it: None when no answer came back (the student then reconnects)."""
@@ -255,25 +345,11 @@ class LearnStudent:
 
     def quiz(self, prefix: str) -> None:
         """A check: one option picked for each of its questions, sent with its submit button."""
-        radios = self.widget_with(prefix)
-        if not radios:
+        picks = self._picks(prefix)
+        if not picks:
             self.tally.add("problems", f"{self.nickname}: no {prefix.strip('_')} check on the page")
             return
-        picks = {key: self.rng.choice(list(self.element(wid).options)) for key, (wid, _) in radios}
-
-        def build():
-            submit = next(
-                (
-                    getattr(el, "id", "")
-                    for _, el, _ in self.page.elements.values()
-                    if getattr(el, "label", "") == CHECK_LABEL
-                ),
-                "",
-            )
-            states = [WidgetState(id=wid, string_value=picks[key]) for key, (wid, _) in self.widget_with(prefix)]
-            return [*states, WidgetState(id=submit, trigger_value=True)], self.widget_with(prefix)[0][1][1]
-
-        self.answer([question_of(k) for k in picks], list(picks.values()), build)
+        self.answer([question_of(k) for k in picks], list(picks.values()), lambda: self._quiz_states(prefix, picks))
 
     def chapter(self) -> None:
         """The chapter's question: an option picked and checked; a wrong pick sometimes tried again."""

@@ -147,11 +147,17 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         st.info("The chapters need a model; the hand-sized worked example below does not.")
         chapter(None, None, by_hand(worked_example()), N, None)
         return
+    fixed = class_link.class_sentence()  # the teacher's, for the class: everyone discusses the same numbers
+    if fixed and s.get("learn_src") != fixed[:MAX_CHARS]:
+        s["learn_src"] = fixed[:MAX_CHARS]
     st.text_input(
         "English sentence (the whole lesson reads the model on it; press Enter to use another)",
         key="learn_src",
         max_chars=MAX_CHARS,
+        disabled=bool(fixed),
     )
+    if fixed:
+        st.caption("Your teacher chose this sentence for the class; after the final check you can try your own.")
     try:
         got = lesson_for(lm, s["learn_src"])
     except Exception as e:
@@ -253,12 +259,21 @@ def quiz(questions: tuple[Question, ...], name: str, sid: str) -> None:
             st.radio(f"{i}. {q.prompt}", q.options, index=None, key=f"learn_{name}_{i}_{sid}")
         sent = st.form_submit_button("Check my answers", type="primary")
     s = st.session_state
+    chosen = [s.get(f"learn_{name}_{i}_{sid}") for i in range(1, len(questions) + 1)]
     if sent:
-        s[key] = sum(s.get(f"learn_{name}_{i}_{sid}") == q.options[q.answer] for i, q in enumerate(questions, 1))
-        for i, q in enumerate(questions, 1):
-            class_link.submit(q, s.get(f"learn_{name}_{i}_{sid}"), s["learn_src"])
+        now = sum(c == q.options[q.answer] for c, q in zip(chosen, questions))
+        s.setdefault(key, now)  # the score is the first try's: a check again after the reveal does not raise it
+        s[f"{key}_now"] = now
+        for q, c in zip(questions, chosen):
+            class_link.submit(q, c, s["learn_src"])
+        if name == "post":
+            class_link.final_taken()
+    elif key not in s:
+        class_link.unsaved(questions, chosen)
     if key in s:
         st.markdown(f"**Score: {s[key]} / {len(questions)}**")
+        if s[f"{key}_now"] != s[key]:
+            st.caption(f"The score of your first try; checked again, {s[f'{key}_now']} are right now.")
         for i, q in enumerate(questions, 1):
             feedback(q, s.get(f"learn_{name}_{i}_{sid}"), f"{i}. ")
 
@@ -321,6 +336,8 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
     if st.button("Check", key=f"learn_check_{c.key}_{sid}", type="primary"):
         s[checked] = (s.get(qkey),)
         class_link.submit(q, s.get(qkey), s["learn_src"])
+    elif checked not in s:
+        class_link.unsaved((q,), [s.get(qkey)])
     if checked in s and s[checked] != (s.get(qkey),):
         st.info("You changed your answer: press *Check* to see whether it is right.", icon=":material/info:")
     elif checked in s:

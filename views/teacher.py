@@ -1,5 +1,10 @@
 """The Class page (``/class``): a teacher creates a class and gets its two links; the teacher link
-(``/class?c=ID&t=SECRET``) opens the class's dashboard, refreshed while the class works.
+(``/class?c=ID#t=SECRET``) opens the class's dashboard, refreshed while the class works.
+
+The secret is exchanged, not carried: it travels in the address's fragment, which no server receives (so no access
+log holds it); the page's script (``teacher_key.js``) takes it out of the address bar and hands it over once, and it
+is traded for a teacher session's token that the browser keeps as a cookie of the class. An older link's ``t=`` is
+traded the same way and removed from the address bar.
 
 The page only orchestrates: the store (``classroom.store``) reads and writes, ``classroom.stats`` computes every
 number, ``viz.classroom`` draws. Whoever lacks the class's secret sees no class data.
@@ -7,16 +12,23 @@ number, ``viz.classroom`` draws. Whoever lacks the class's secret sees no class 
 
 from __future__ import annotations
 
+import functools
+import json
+import secrets
 from collections import Counter
+from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
 from classroom import stats
-from classroom.errors import ClassError
-from classroom.store import FINAL, ClassData, ClassInfo, Store, teaching_chapter
+from classroom.errors import ClassError, DatabaseError, Forbidden
+from classroom.models import NAME_CHARS
+from classroom.store import FINAL, TEACHER_SESSION, ClassData, ClassInfo, Store, teaching_chapter
 from model.lesson.learn import CHAPTER_KEYS, CHAPTER_TITLES
+from views.learn import SENTENCE
 from views.plot import builders as viz
+from views.state import MAX_CHARS
 
 from .class_link import LINK_KEY, class_store
 from .common import md, show
@@ -24,6 +36,16 @@ from .common import md, show
 STUDENT_ROWS_SHOWN = 40  # more students than this: their one-row-each figure waits in an expander
 REFRESH_S = 5  # the dashboard's live part reruns this often while the page is open
 PATH = "class"  # the page's address (views.main's registry names it "Class")
+HERE = Path(__file__).parent
+COOKIE = "dl_teacher_"  # + a class's id: the cookie of that class's teacher session (its token)
+KEY = "class_teacher_key"  # the element that reads the secret from the address's fragment
+S_TOKENS, S_ASK, S_HANDED = "class_teacher_tokens", "class_key_ask", "class_key_handed"
+HARD_KEY, HARD_QUERY = "class_hard_opening", "hardest"  # the hardest questions with the opening check's: ?hardest=all
+SENTENCE_LABEL = (
+    "The class's sentence (optional): every student's lesson runs on it, so the class discusses the same numbers; "
+    "each may try their own after the final check"
+)
+NO_KEY = "This page opens a class's dashboard from its teacher link (the one given when the class was made)."
 
 
 def stage_name(chapter: int) -> str:
@@ -57,8 +79,7 @@ def render(lm=None, error: str | None = None) -> None:
     done = st.session_state.pop("class_done", None)
     if done:
         st.info(md(done))
-    qp = st.query_params
-    class_id, secret = qp.get("c"), qp.get("t")
+    class_id = st.query_params.get("c")
     store = class_store()
     if store is None:
         st.info("A class needs its database; the other pages work as usual.")
@@ -67,12 +88,71 @@ def render(lm=None, error: str | None = None) -> None:
         create(store)
         return
     try:
-        info = store.teacher(str(class_id), str(secret or ""))
+        token = teacher_token(store, str(class_id))
+        if token is None:
+            st.caption("Opening the class's dashboard…")
+            return
+        info = store.teacher(str(class_id), token)
     except ClassError as e:
         st.error(md(e))
         st.caption("A new class can be made on this page without a link.")
         return
-    dashboard(store, info, str(secret))
+    dashboard(store, info, token)
+
+
+@functools.cache
+def _key_reader():
+    """Registered once per process (registering the same name again replaces it, with a warning)."""
+    return st.components.v2.component("decoder_lens_teacher_key", js=(HERE / "teacher_key.js").read_text())
+
+
+def _handed() -> None:
+    """The secret the page's script read from the fragment ("" for none), kept for the run it starts."""
+    got = st.session_state.get(KEY) or {}
+    st.session_state[S_HANDED] = got.get("secret") if hasattr(got, "get") else None
+
+
+def teacher_token(store: Store, class_id: str) -> str | None:
+    """This session's key to the class: a teacher session's token, traded for the secret handed over (the link's
+    fragment, or an older link's ``t=``, which leaves the address bar at once) or kept from an earlier visit (this
+    session's, or the browser's cookie). None while the page's script has not yet said whether the address holds
+    a secret; ``Forbidden`` or ``NotFound`` when no key opens the class."""
+    s = st.session_state
+    tokens = s.setdefault(S_TOKENS, {})
+    secret = s.pop(S_HANDED, None)
+    if "t" in st.query_params:
+        secret = str(st.query_params.pop("t"))
+    if secret:
+        tokens[class_id] = store.open_teacher_session(class_id, secret)
+    elif secret is not None:
+        s[S_ASK] = ""  # the script has answered: the address held no secret
+    got = _key_reader()(
+        data=json.dumps(
+            {"ask": s.setdefault(S_ASK, secrets.token_hex(8)), "token": tokens.get(class_id, ""),
+             "cookie": COOKIE + class_id, "max_age": int(TEACHER_SESSION.total_seconds())}
+        ).encode(),
+        key=KEY,
+        on_secret_change=_handed,
+    )  # fmt: skip
+    handed = got.get("secret")
+    if secret is None and handed is not None:  # handed over without its callback
+        if handed:
+            s[S_HANDED] = handed  # traded on the next run
+            st.rerun()
+        s[S_ASK] = ""
+    token = tokens.get(class_id) or _cookies().get(COOKIE + class_id)
+    if token:
+        return token
+    if s.get(S_ASK):
+        return None
+    raise Forbidden(NO_KEY)
+
+
+def _cookies() -> dict:
+    try:
+        return dict(st.context.cookies)
+    except Exception:  # no browser behind this session (a test's)
+        return {}
 
 
 def create(store: Store) -> None:
@@ -83,7 +163,8 @@ def create(store: Store) -> None:
         "and how far it moved from the first check to the final one."
     )
     with st.form("class_create_form"):
-        st.text_input("Class name", key="class_name", placeholder="e.g. NLP lecture, Monday 9:00")
+        st.text_input("Class name", key="class_name", placeholder="e.g. NLP lecture, Monday 9:00", max_chars=NAME_CHARS)
+        st.text_input(SENTENCE_LABEL, key="class_sentence_new", placeholder=f"e.g. {SENTENCE}", max_chars=MAX_CHARS)
         st.form_submit_button("Create the class", type="primary", key="class_create", on_click=_create, args=(store,))
     s = st.session_state
     if s.get("class_create_error"):
@@ -96,7 +177,7 @@ def create(store: Store) -> None:
 def _create(store: Store) -> None:
     s = st.session_state
     try:
-        new = store.create_class(s.get("class_name") or "")
+        new = store.create_class(s.get("class_name") or "", s.get("class_sentence_new") or "")
     except ClassError as e:
         s["class_create_error"] = str(e)
         return
@@ -106,7 +187,7 @@ def _create(store: Store) -> None:
 def links(class_id: str, name: str, secret: str) -> None:
     base = base_url()
     student = f"{base}/?{urlencode({LINK_KEY: class_id})}"
-    teacher = f"{base}/{PATH}?{urlencode({'c': class_id, 't': secret})}"
+    teacher = f"{base}/{PATH}?{urlencode({'c': class_id})}#{urlencode({'t': secret})}"  # a fragment: sent nowhere
     st.success(md(f"The class “{name}” is ready."), icon=":material/check_circle:")
     st.markdown("**Student link** (share it with the class):")
     st.code(student, language=None)
@@ -129,7 +210,22 @@ def dashboard(store: Store, info: ClassInfo, secret: str) -> None:
         )
     )
     live(store, info.id, secret)
+    sentence_form(store, info, secret)
     manage(store, info, secret)
+
+
+def sentence_form(store: Store, info: ClassInfo, secret: str) -> None:
+    """The class's sentence: shown, and changed (or removed) by the teacher at any time."""
+    st.subheader("The class's sentence", anchor=False)
+    st.markdown(
+        f"Every student's lesson runs on **{md(info.sentence)}**"
+        if info.sentence
+        else "None chosen: each student's lesson runs on the sentence they type."
+    )
+    with st.form("class_sentence_form"):
+        st.text_input(SENTENCE_LABEL, value=info.sentence, key="class_sentence_set", max_chars=MAX_CHARS)
+        st.form_submit_button("Use this sentence", key="class_sentence_use", on_click=_act,
+                              args=(store, info, secret, "sentence"))  # fmt: skip
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -137,6 +233,9 @@ def live(store: Store, class_id: str, secret: str) -> None:
     """Everything that changes while the class works, read again every ``REFRESH_S`` seconds."""
     try:
         data = store.snapshot(class_id, secret)
+    except DatabaseError:
+        st.warning(md(OUTAGE), icon=":material/cloud_off:")
+        return
     except ClassError as e:
         st.warning(md(e))
         return
@@ -180,8 +279,31 @@ def live(store: Store, class_id: str, secret: str) -> None:
             st.markdown("**The wrong options chosen, most common first** (what the class misunderstood):")
             st.dataframe(sorted(wrong, key=lambda r: -r["times chosen"]), hide_index=True, key="class_wrong")
     checks(data)
+    sentences(data)
 
 
+def sentences(data: ClassData) -> None:
+    """Which sentence each answer was given on: the class's own, or a student's."""
+    by = Counter(a.sentence for a in data.answers)
+    if not by:
+        return
+    who: dict[str, set[str]] = {}
+    for a in data.answers:
+        who.setdefault(a.sentence, set()).add(a.student_id)
+    st.subheader("The sentences the answers were given on", anchor=False)
+    rows = [
+        {"sentence": text or "(none)", "class's sentence": "yes" if text and text == data.info.sentence else "",
+         "answers": n, "students": len(who[text])}
+        for text, n in by.most_common()
+    ]  # fmt: skip
+    st.dataframe(rows, hide_index=True, key="class_sentences")
+
+
+OUTAGE = (
+    f"The class's database cannot be reached right now: these figures come back by themselves once it can (they "
+    f"are read again every {REFRESH_S} s). Your students' pages keep the answers they could not save and send "
+    "them again."
+)
 GAIN_HELP = (
     "Hake's normalised gain: (mean final-check score − mean first-check score) / (5 − mean first-check score), "
     "over the students who took both checks; the share of the possible improvement the class made."
@@ -208,10 +330,17 @@ def gain_line(gain: stats.Gain) -> str:
 
 
 def hard(questions: list[stats.QuestionStats], data: ClassData) -> None:
-    worst = stats.hardest(questions)
-    if not worst:
+    s = st.session_state
+    if HARD_KEY not in s:  # once per session, from the address
+        s[HARD_KEY] = st.query_params.get(HARD_QUERY) == "all"
+    opening = bool(s[HARD_KEY])
+    worst = stats.hardest(questions, opening=opening)
+    if not worst and not opening:
         return
     st.subheader("The three hardest questions", anchor=False)
+    st.toggle(
+        "Include the first check (asked before any teaching: naturally the lowest)", key=HARD_KEY, on_change=_hard_url
+    )
     sentence = Counter(s.sentence for s in data.students if s.sentence).most_common(1)
     for q in worst:
         k = q.teaches
@@ -221,6 +350,13 @@ def hard(questions: list[stats.QuestionStats], data: ClassData) -> None:
             f"**{md(question_name(q.question))}**: {q.first_right:.0%} of {q.students} right at the first try"
             f"{md(top)}. [Open chapter {k}: {md(stage_name(k).split('. ', 1)[1])}](/?{urlencode(query)})"
         )
+
+
+def _hard_url() -> None:
+    if st.session_state[HARD_KEY]:
+        st.query_params[HARD_QUERY] = "all"
+    else:
+        st.query_params.pop(HARD_QUERY, None)
 
 
 def checks(data: ClassData) -> None:
@@ -283,6 +419,11 @@ def manage(store: Store, info: ClassInfo, secret: str) -> None:
             st.button(
                 "Close the class to new answers", key="class_close", on_click=_act, args=(store, info, secret, "close")
             )
+        else:
+            st.button(
+                "Reopen the class to new students and answers", key="class_reopen", on_click=_act,
+                args=(store, info, secret, "reopen"),
+            )  # fmt: skip
         sure = st.checkbox("I want to delete this class and all its answers", key="class_delete_sure")
         st.button(
             "Delete the class",
@@ -299,6 +440,16 @@ def _act(store: Store, info: ClassInfo, secret: str, what: str) -> None:
         if what == "close":
             store.close_class(info.id, secret)
             s["class_done"] = f"The class “{info.name}” is closed: its answers stay here; it takes no new ones."
+        elif what == "sentence":
+            chosen = store.set_sentence(info.id, secret, s.get("class_sentence_set") or "")
+            s["class_done"] = (
+                f"The class's lessons now run on “{chosen}”."
+                if chosen
+                else "Each student's lesson runs on their own sentence again."
+            )
+        elif what == "reopen":
+            store.reopen_class(info.id, secret)
+            s["class_done"] = f"The class “{info.name}” is open again: its students can answer, new ones can join."
         else:
             store.delete_class(info.id, secret)
             st.query_params.clear()

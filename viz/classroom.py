@@ -4,22 +4,21 @@ options) is escaped."""
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import PAD, layout_defaults, new_figure, safe_label, unique_labels
+from .common import PAD, PHONE_WIDTH, layout_defaults, new_figure, safe_label, unique_labels
 
 BIG = 16  # projector text: axis titles, hovers
 TICKS = 14  # tick labels and the numbers on the bars
-ROW_PX = 30  # px per bar or per student row
+ROW_PX = 46  # px per bar or per student row: its label on one line, its bar below
+BAR_OFFSET, BAR_WIDTH = 0.06, 0.4  # a row's bar, in rows, below the row's line (its label above it)
+DOT_OFFSET = 0.28  # a student's dots, in rows, below the row's line
 TALL_ROWS = 15  # a per-student figure taller than this many rows has its scores' axis on top
 LABEL_CHARS = 34  # a row label is cut beyond this (the hover has it whole)
-# a generous width of a row label's character, in font sizes (capitals and wide letters, the rest): the left margin
-CHAR_EM = {"wide": 0.72, "other": 0.52}
 RIGHT, WRONG, BEFORE, AFTER = "#2b8cbe", "#e4572e", "#9e9e9e", "#2b8cbe"
 
 
@@ -28,13 +27,16 @@ def _n(values: Sequence, labels: Sequence, what: str) -> None:
         raise ValueError(f"{len(values)} {what} but {len(labels)} labels were given")
 
 
-def _layout(title: str, rows: int, x_title: str, y_title: str, labels: Sequence[str], legend: bool = False) -> dict:
-    layout = layout_defaults(title, height=0, legend=legend)
-    layout["meta"] = {"min_width": True}  # plot.js: never squeezed below 600 px (a phone scrolls it in its frame)
+def _layout(
+    title: str, rows: int, x_title: str, y_title: str, labels: Sequence[str], legend: bool = False, at=None
+) -> dict:
+    """A figure of one row per item that squeezes to a phone's column: each row's label written above its bar or
+    dots, inside the plot (no left margin to take the column from the bars), the title wrapped to a phone's width."""
+    layout = layout_defaults(title, height=0, legend=legend, squeezes=True)
     top, bottom = layout["margin"]["t"], PAD + 2 * BIG + TICKS + (2 * BIG if legend else 0)
     layout.update(
         height=top + max(rows, 2) * ROW_PX + bottom,
-        margin=dict(l=_left_margin(labels), r=48, t=top, b=bottom),
+        margin=dict(l=PAD + BIG + 8, r=56, t=top, b=bottom),
         font=dict(size=BIG),
         hoverlabel=dict(namelength=-1, font=dict(size=BIG)),
     )
@@ -48,23 +50,21 @@ def _layout(title: str, rows: int, x_title: str, y_title: str, labels: Sequence[
         tickfont=dict(size=TICKS),
     )
     layout["yaxis"] = dict(
-        title=dict(text=y_title, standoff=6),
+        title=dict(text=y_title, standoff=2),
         type="category",
         autorange="reversed",
         tickfont=dict(size=TICKS),
+        showticklabels=False,
+        ticks="",
     )
+    # each row's label above its bar or dots (BAR_OFFSET, DOT_OFFSET), from the plot's left edge: annotations, not
+    # "inside" tick labels (Plotly hides the count axis's tick labels beneath those)
+    layout["annotations"] = [
+        dict(text=t, x=0, xref="paper", xanchor="left", y=y, yref="y", yanchor="bottom", yshift=-2,
+             showarrow=False, font=dict(size=TICKS))
+        for t, y in zip(labels, labels if at is None else at)
+    ]  # fmt: skip
     return layout
-
-
-def _left_margin(labels: Sequence[str]) -> int:
-    """Room for the row labels (escaped text, measured as shown) and the axis title beside them. Set, not Plotly's
-    automargin: that lays every figure out twice, half the dashboard's drawing time on its first paint."""
-    widest = max((_ems(html.unescape(str(t))) for t in labels), default=1.0)
-    return PAD + 2 * BIG + math.ceil(widest * TICKS) + 8
-
-
-def _ems(text: str) -> float:
-    return sum(CHAR_EM["wide" if c.isupper() or c in "mwMW@%&" or ord(c) > 0x2E7F else "other"] for c in text)
 
 
 def _labels(labels: Sequence[str]) -> list[str]:
@@ -73,6 +73,7 @@ def _labels(labels: Sequence[str]) -> list[str]:
 
 def _bars(x: list, y: list[str], color, text: list[str], hover: str, **more) -> dict:
     """Horizontal bars with their numbers written beside them, in projector-sized text."""
+    more = {"offset": BAR_OFFSET, "width": BAR_WIDTH, "constraintext": "none", **more}  # never shrunk to a thin bar
     return dict(type="bar", orientation="h", x=x, y=y, marker=dict(color=color), text=text, textposition="outside",
                 cliponaxis=False, textfont=dict(size=TICKS), hovertemplate=hover, **more)  # fmt: skip
 
@@ -133,13 +134,14 @@ def checks_figure(
     _n(pre, nicknames, "first-check scores")
     _n(post, nicknames, "final-check scores")
     y = _labels(nicknames)
+    rows = [i + DOT_OFFSET for i in range(len(y))]  # each student's dots below the row's line, the name above it
     a = np.array([np.nan if v is None else v for v in pre], dtype=float)
     b = np.array([np.nan if v is None else v for v in post], dtype=float)
     xs, ys = [], []
-    for name, u, v in zip(y, a, b):
+    for row, u, v in zip(rows, a, b):
         if np.isfinite(u) and np.isfinite(v):
             xs += [float(u), float(v), None]
-            ys += [name, name, None]
+            ys += [row, row, None]
     link = dict(
         type="scatter",
         mode="lines",
@@ -157,16 +159,20 @@ def checks_figure(
             mode="markers",
             name=name,
             x=values[keep].tolist(),
-            y=[n for n, k in zip(y, keep) if k],
+            y=[r for r, k in zip(rows, keep) if k],
+            customdata=[n for n, k in zip(y, keep) if k],
             marker=dict(color=color, size=14, symbol=symbol),
-            hovertemplate=f"%{{y}}<br>{name}: %{{x}} / {max_score}<extra></extra>",
+            hovertemplate=f"%{{customdata}}<br>{name}: %{{x}} / {max_score}<extra></extra>",
         )
 
     traces = [link, dots(a, "first check", BEFORE, "circle"), dots(b, "final check", AFTER, "diamond")]
-    layout = _layout(title, len(y), f"score (of {max_score})", "student", y, legend=True)
+    layout = _layout(title, len(y), f"score (of {max_score})", "student", y, legend=True, at=list(range(len(y))))
     layout["xaxis"].update(range=[-0.3, max_score + 0.3], dtick=1)
     # one row each, no more: autorange pads for the markers' size, 5 % of the rows (16 empty rows above 300 students)
-    layout["yaxis"].update(tickmode="array", tickvals=y, ticktext=y, autorange=False, range=[len(y) - 0.5, -0.5])
+    layout["yaxis"].update(
+        type="linear", tickmode="array", tickvals=list(range(len(y))), ticktext=y, autorange=False,
+        range=[len(y) - 0.5, -0.5], showgrid=False, zeroline=False,
+    )  # fmt: skip
     if len(y) > TALL_ROWS:  # the scores' axis where the reader starts, not a long scroll below; its room moves too
         layout["xaxis"].update(side="top")
         room = 2 * BIG + TICKS
@@ -182,20 +188,22 @@ def concepts_figure(
     _n(post, labels, "final-check shares")
     y = _labels(labels)
 
-    def bars(values, name, color):
+    def bars(values, name, color, offset):
         v = [None if x is None else float(x) for x in values]
         text = ["–" if x is None else f"{x:.0%}" for x in v]
-        return _bars(
-            v, y, color, text, f"%{{y}}<br>{name}: %{{x:.0%}} right at the first try<extra></extra>", name=name
-        )
+        hover = f"%{{y}}<br>{name}: %{{x:.0%}} right at the first try<extra></extra>"
+        return _bars(v, y, color, text, hover, name=name, offset=offset, width=BAR_WIDTH / 2)
 
-    layout = _layout(title, 2 * len(y), "share of students right at their first try", "idea", y, legend=True)
-    layout.update(barmode="group")
+    layout = _layout(title, len(y), "share of students right at their first try", "idea", y, legend=True)
+    layout["height"] += len(y) * ROW_PX // 3  # two bars a row
+    layout.update(barmode="overlay")  # side by side all the same: each at its own offset below the row's label
     layout["xaxis"].update(range=[0, 1.15], tickformat=".0%", tickvals=[0, 0.25, 0.5, 0.75, 1])
-    return new_figure([bars(pre, "first check", BEFORE), bars(post, "final check", AFTER)], layout)
+    first = bars(pre, "first check", BEFORE, BAR_OFFSET)
+    return new_figure([first, bars(post, "final check", AFTER, BAR_OFFSET + BAR_WIDTH / 2 + 0.02)], layout)
 
 
 HOVER_NAMES = 8  # nicknames listed in a cell's hover; the rest counted
+COLORBAR_PX = 64  # the transitions' colour bar with its ticks and title
 
 
 def transitions_figure(
@@ -249,11 +257,16 @@ def transitions_figure(
         hovertemplate=f"first check %{{y}} / {max_score} → final check %{{x}} / {max_score}: %{{z}} students"
         "<br>%{customdata}<extra></extra>",
     )
-    layout = _layout(
-        title, n * 2, f"final-check score (of {max_score})", f"first-check score (of {max_score})", [str(max_score)]
-    )
+    layout = _layout(title, n * 2, f"final-check score (of {max_score})", f"first-check score (of {max_score})", [])
+    # a grid of (max_score + 1)² cells drawn a phone's column wide everywhere: a heatmap is never squeezed
+    m = {**layout["margin"], "l": PAD + 2 * BIG + TICKS + 8, "r": 10}
+    side = PHONE_WIDTH - m["l"] - m["r"] - COLORBAR_PX  # square cells
+    layout.update(width=PHONE_WIDTH, height=m["t"] + side + m["b"], margin=m)
     layout["xaxis"].update(type="linear", dtick=1, range=[-0.5, max_score + 0.5], showgrid=False)
-    layout["yaxis"].update(type="linear", dtick=1, range=[-0.5, max_score + 0.5], autorange=None, showgrid=False)
+    layout["yaxis"].update(
+        type="linear", dtick=1, range=[-0.5, max_score + 0.5], autorange=None, showgrid=False, showticklabels=True,
+        ticks="outside",
+    )  # fmt: skip
     diagonal = dict(
         type="line", x0=-0.5, y0=-0.5, x1=max_score + 0.5, y1=max_score + 0.5, line=dict(color="#888", dash="dot")
     )

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from classroom.stats import (
+    CSV_BOM,
     CSV_COLUMNS,
     answers_csv,
     check_scores,
@@ -100,13 +101,37 @@ def test_the_downloads_are_strict_json_and_every_answer_as_csv():
     summary = loads_strict(summary_json(data))
     assert summary["gain"]["g"] is None and summary["hardest"] == ["tokens"]
     assert summary["questions"][0]["wrong_options"] == [{"option": 'say "=1+1", <b>', "count": 1}]
-    rows = list(csv.reader(io.StringIO(answers_csv(data))))
+    text = answers_csv(data)
+    assert text.startswith(CSV_BOM) and not text.startswith(CSV_BOM * 2)  # Excel reads it as UTF-8
+    rows = list(csv.reader(io.StringIO(text.removeprefix(CSV_BOM))))
     assert rows[0] == list(CSV_COLUMNS) and len(rows) == 3
     assert rows[1][CSV_COLUMNS.index("option")] == 'say "=1+1", <b>'
 
 
 def test_a_csv_cell_that_would_run_as_a_formula_is_written_as_text():
     data = klass({"ana": 1}, [("ana", "tokens", "=HYPERLINK(1)", False), ("ana", "tokens", "-2+3", True)])
-    rows = list(csv.reader(io.StringIO(answers_csv(data))))
+    rows = list(csv.reader(io.StringIO(answers_csv(data).removeprefix(CSV_BOM))))
     assert [r[CSV_COLUMNS.index("option")] for r in rows[1:]] == ["'=HYPERLINK(1)", "'-2+3"]
     assert rows[1][CSV_COLUMNS.index("nickname")] == "ana"
+
+
+def test_the_hardest_leave_out_the_opening_check_unless_asked_and_break_ties_by_count_then_lesson_order():
+    answers = [
+        ("ana", "pre_mask", "x", False),  # the opening check: the lowest, as before any teaching
+        ("bo", "pre_mask", "x", False),
+        ("ana", "softmax", "x", False),  # 0 % of 1
+        ("ana", "mask", "x", False),  # 0 % of 2: more students, first
+        ("bo", "mask", "x", False),
+        ("ana", "tokens", "x", False),  # 0 % of 1, asked before softmax
+        ("ana", "cross", "y", True),
+    ]
+    stats = question_stats(klass({"ana": 9, "bo": 9}, answers))
+    assert [s.question for s in hardest(stats)] == ["mask", "tokens", "softmax"]
+    assert [s.question for s in hardest(stats, opening=True)] == ["pre_mask", "mask", "tokens"]
+
+
+def test_tied_wrong_options_are_listed_in_the_order_first_chosen_not_alphabetically():
+    answers = [("ana", "mask", "zebra", False), ("bo", "mask", "apple", False), ("cy", "mask", "zebra", False)]
+    answers += [("dee", "mask", "mango", False), ("eve", "mask", "apple", False), ("fay", "mask", "kiwi", False)]
+    (mask,) = question_stats(klass({n: 5 for n in ("ana", "bo", "cy", "dee", "eve", "fay")}, answers))
+    assert mask.wrong == (("zebra", 2), ("apple", 2), ("mango", 1), ("kiwi", 1))

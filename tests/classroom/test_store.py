@@ -10,9 +10,18 @@ import pytest
 from sqlalchemy import inspect, text
 
 from classroom.db import migrate
-from classroom.errors import BadInput, Closed, DatabaseError, Forbidden, NicknameTaken, NotFound
+from classroom.errors import BadInput, Closed, Conflict, DatabaseError, Forbidden, NicknameTaken, NotFound
 from classroom.models import Base
-from classroom.store import FINAL, QUESTIONS, Answer, Store, question_chapter, teaching_chapter
+from classroom.store import (
+    FINAL,
+    NO_ANSWER,
+    NO_ANSWER_INDEX,
+    QUESTIONS,
+    Answer,
+    Store,
+    question_chapter,
+    teaching_chapter,
+)
 
 
 @pytest.fixture
@@ -42,7 +51,13 @@ def test_the_migrations_build_the_models_schema(store):
     with store.engine.connect() as c:
         diff = compare_metadata(MigrationContext.configure(c), Base.metadata)
         assert diff == []
-        assert set(inspect(c).get_table_names()) >= {"classes", "students", "answers", "alembic_version"}
+        assert set(inspect(c).get_table_names()) >= {
+            "classes",
+            "students",
+            "answers",
+            "teacher_sessions",
+            "alembic_version",
+        }
     migrate(store.engine)  # again: nothing to do, nothing breaks
 
 
@@ -55,6 +70,58 @@ def test_the_teacher_secret_is_random_and_kept_only_as_its_hash(store):
     assert a.secret not in {str(v) for v in stored.values()}
     assert stored["teacher_hash"] == hashlib.sha256(a.secret.encode()).hexdigest()
     assert store.teacher(a.id, a.secret).name == "Monday's class"
+
+
+def test_the_teacher_secret_is_traded_for_a_session_token_kept_only_as_its_hash(store):
+    cls, other = store.create_class("A"), store.create_class("B")
+    token = store.open_teacher_session(cls.id, cls.secret)
+    assert token != cls.secret and len(token) >= 43
+    assert store.teacher(cls.id, token).name == "A" and store.snapshot(cls.id, token).info.id == cls.id
+    with store.engine.connect() as c:
+        kept = c.execute(text("SELECT token_hash, class_id FROM teacher_sessions")).all()
+    assert kept == [(hashlib.sha256(token.encode()).hexdigest(), cls.id)]
+    with pytest.raises(Forbidden):  # a token opens its own class only
+        store.teacher(other.id, token)
+    with pytest.raises(Forbidden):  # only the secret opens a session, not a token
+        store.open_teacher_session(cls.id, token)
+    with store.engine.begin() as c:  # ended
+        c.execute(text("UPDATE teacher_sessions SET expires_at = created_at"))
+    with pytest.raises(Forbidden):
+        store.teacher(cls.id, token)
+    store.delete_class(cls.id, cls.secret)
+    assert rows(store, "teacher_sessions") == 0
+
+
+def test_a_nickname_refused_for_its_symbols_says_so_whatever_its_length(store):
+    cls = store.create_class("A")
+    for nick in ("🐼" * 30, "a" * 20 + " <b>hello</b>"):  # emoji past the length; letters with markup past it
+        with pytest.raises(BadInput, match="only letters, digits") as e:
+            store.join(cls.id, nick)
+        assert "at most" not in str(e.value)
+    with pytest.raises(BadInput, match="at most 24 characters"):
+        store.join(cls.id, "a" * 25)
+
+
+def test_nicknames_differing_only_in_case_are_one_nickname(store):
+    cls = store.create_class("A")
+    store.join(cls.id, "Ada")
+    for same in ("ada", "ADA", "Ａda"):  # the last: a full-width letter, NFKC's "Ada"
+        with pytest.raises(NicknameTaken):
+            store.join(cls.id, same)
+    store.join(cls.id, "Adam")
+    assert rows(store, "students") == 2
+
+
+def test_a_closed_class_can_be_reopened_by_its_teacher(store):
+    cls = store.create_class("A")
+    st = store.join(cls.id, "otter")
+    store.close_class(cls.id, cls.secret)
+    with pytest.raises(Forbidden):
+        store.reopen_class(cls.id, "wrong")
+    with pytest.raises(Closed):
+        store.answer(answer(cls, st))
+    store.reopen_class(cls.id, cls.secret)
+    assert not store.class_info(cls.id).closed and not store.answer(answer(cls, st)).duplicate
 
 
 @pytest.mark.parametrize("secret", ["wrong", "TRUNCATED", "", "other class's"])
@@ -142,6 +209,34 @@ def test_a_key_reused_for_another_question_is_refused(store):
     with pytest.raises(BadInput):
         store.answer(Answer(f"{st.id}:k1", cls.id, st.id, "qkv", "x", 0, True))
     assert store.counts(cls.id).answers == 1
+
+
+def test_one_attempt_answered_with_two_options_is_a_conflict_never_a_repeat(store):
+    """Two tabs of one student, each its first attempt at a question (the same key), with two options: the second
+    is refused as a conflict naming the stored option, and the database holds the first only."""
+    cls = store.create_class("A")
+    st = store.join(cls.id, "otter")
+    store.answer(answer(cls, st, question="tokens", option="6", index=0, correct=False))
+    with pytest.raises(Conflict) as e:
+        store.answer(answer(cls, st, question="tokens", option="8", index=1, correct=True))
+    assert e.value.stored == "6" and "“6”" in str(e.value)
+    assert store.answer(answer(cls, st, question="tokens", option="6", index=0, correct=False)).duplicate
+    assert [(q, o) for q, o, _ in store.answers_of(cls.id, st.id)] == [("tokens", "6")]
+    again = store.answer(answer(cls, st, question="tokens", n=2, option="8", index=1, correct=True))
+    assert (again.first_try, again.duplicate) == (False, False)
+
+
+def test_a_check_with_nothing_chosen_is_a_wrong_first_try(store):
+    cls = store.create_class("A")
+    st = store.join(cls.id, "otter")
+    blank = store.answer(answer(cls, st, option=NO_ANSWER, index=NO_ANSWER_INDEX, correct=False))
+    then = store.answer(answer(cls, st, n=2))
+    assert (blank.first_try, then.first_try) == (True, False)
+    with pytest.raises(BadInput):  # "no answer" that is right, or that names an option, is no blank
+        store.answer(answer(cls, st, n=3, option=NO_ANSWER, index=NO_ANSWER_INDEX, correct=True))
+    with pytest.raises(BadInput):
+        store.answer(answer(cls, st, n=3, option=NO_ANSWER, index=0, correct=False))
+    assert store.counts(cls.id).answers == 2
 
 
 @pytest.mark.parametrize(

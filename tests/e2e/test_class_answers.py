@@ -18,6 +18,9 @@ from model.core import jsonio
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "class_answers.py"
+# a student's two tabs answering one attempt differently (the second told "Not saved"), and answers given before
+# joining (saved on joining)
+CASE_VERDICTS = ("two tabs: the other answer told not saved", "answers before joining saved on joining")
 
 
 def sent(student: str, question: str, option: str, status: str = "saved") -> Sent:
@@ -77,7 +80,7 @@ def counted(out: str, config: str) -> dict[str, int]:
 def test_class_answers_smoke_sqlite_server_killed_and_a_dropped_write_is_found(tmp_path):
     db = tmp_path / "classes.db"
     out = bench("--smoke", "--configs", "sqlite", "--database", f"sqlite:///{db}", "--json", str(tmp_path / "r.json"))
-    for v in ("answers lost = 0", "answers duplicated = 0", "errors = 0"):
+    for v in ("answers lost = 0", "answers duplicated = 0", "errors = 0", *CASE_VERDICTS):
         assert re.search(rf"^verdict sqlite {re.escape(v)}: PASS", out, re.M), out
     (r,) = jsonio.loads_strict((tmp_path / "r.json").read_text())["configs"]
     c, f = r["count"], r["faults"]
@@ -103,10 +106,45 @@ def test_class_answers_smoke_sqlite_server_killed_and_a_dropped_write_is_found(t
 
 def test_class_answers_smoke_postgres_replica_killed_and_database_restarted(tmp_path):
     out = bench("--smoke", "--configs", "postgres", "--json", str(tmp_path / "r.json"))
-    for v in ("answers lost = 0", "answers duplicated = 0"):
+    for v in ("answers lost = 0", "answers duplicated = 0", *CASE_VERDICTS):
         assert re.search(rf"^verdict postgres {re.escape(v)}: PASS", out, re.M), out
     (r,) = jsonio.loads_strict((tmp_path / "r.json").read_text())["configs"]
     c, f = r["count"], r["faults"]
     assert c["sent"] >= 4 * 13 and c["stored"] >= c["acknowledged"] > 0, c
     assert f["replica"]["sent"] + f["database"]["sent"] > 0, f  # the faults struck while students answered
     assert r["reconnects"] >= 1, r  # the killed replica's students came back through nginx
+
+
+def test_a_client_waits_for_a_restarted_server_with_a_bounded_backoff():
+    """The simulated students and dashboard reconnect as a browser does: attempts until the server listens again,
+    the waits doubling up to a bound, and the error itself once the deadline has passed."""
+    import threading
+    import time
+
+    import pytest
+
+    from harness.learner import BACKOFF_S, with_backoff
+
+    at: list[float] = []
+
+    def starting():
+        at.append(time.monotonic())
+        if len(at) < 6:
+            raise ConnectionRefusedError
+        return "up"
+
+    assert with_backoff(starting, deadline_s=30) == "up"
+    gaps = [b - a for a, b in zip(at, at[1:])]
+    assert [round(g / BACKOFF_S[0]) for g in gaps[:4]] == [1, 2, 4, 8] and max(gaps) <= BACKOFF_S[1] + 0.5, gaps
+
+    def down():
+        raise ConnectionRefusedError
+
+    t0 = time.monotonic()
+    with pytest.raises(ConnectionRefusedError):
+        with_backoff(down, deadline_s=1.0)
+    assert time.monotonic() - t0 < 1.5
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(ConnectionRefusedError):  # the benchmark ending: no more waiting
+        with_backoff(down, deadline_s=60, stop=stop)

@@ -20,6 +20,16 @@ ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "class"
 TIMEOUT_MS = 120_000
 LARGE_CLASS = 300  # the class size the dashboard is made for: its one-row-each figure is 9,000 px tall
+# every figure as wide as its column at most, and its title's every line inside the figure
+OVERFLOW_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(d => {
+  const fig = d.getBoundingClientRect(), col = d.closest('[data-testid="stVerticalBlock"]').getBoundingClientRect();
+  const out = fig.right > col.right + 1 || fig.left < col.left - 1 ? [`figure ${fig.width} px in ${col.width} px`] : [];
+  for (const t of d.querySelectorAll('.gtitle')) {
+    const r = t.getBoundingClientRect();
+    if (r.right > fig.right + 1 || r.left < fig.left - 1) out.push(`title ${t.textContent} cut`);
+  }
+  return out;
+})"""
 ANSWERS_JS = """() => {
   const m = [...document.querySelectorAll('[data-testid="stMetric"]')]
     .find(e => e.textContent.startsWith('Answers'));
@@ -41,11 +51,12 @@ def test_the_dashboard_refreshes_itself_and_is_legible(browser, tiny_model_dir, 
     with serve(ROOT / "app.py", tmp_path / "server.log", {**app_env(tiny_model_dir), URL_ENV: url}) as server:
         for width, height in ((1366, 768), (390, 844)):
             page = browser.new_page(viewport={"width": width, "height": height})
-            page.goto(f"{server.url}/class?c={cls.id}&t={cls.secret}")
+            page.goto(f"{server.url}/class?c={cls.id}#t={cls.secret}")
             page.wait_for_function(DRAWN_JS, arg=5, timeout=TIMEOUT_MS)
+            assert page.locator(".js-plotly-plot").count() == 5
             wait_idle(page, TIMEOUT_MS)
             assert page.evaluate(ANSWERS_JS) == str(12 * len(QUESTIONS))
-            problems = violations(page)
+            problems = violations(page) + page.evaluate(OVERFLOW_JS)
             page.screenshot(path=str(SHOTS / f"dashboard_{width}.png"), full_page=True)
             assert problems == [], problems
             assert page.locator("text=Monday <b>9:00</b>").count() >= 1  # the name as text, not markup

@@ -58,6 +58,7 @@ def test_every_manifest_is_valid_and_listed():
         ("Deployment", "decoder-lens"),
         ("Service", "decoder-lens"),
         ("Ingress", "decoder-lens"),
+        ("Ingress", "decoder-lens-class"),
         ("HorizontalPodAutoscaler", "decoder-lens"),
         ("StatefulSet", "decoder-lens-db"),
         ("Service", "decoder-lens-db"),

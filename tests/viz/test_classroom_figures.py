@@ -41,7 +41,7 @@ def test_checks_draw_both_scores_and_skip_a_missing_one():
 
 def test_concepts_group_the_two_checks():
     fig = concepts_figure(["tokens", "mask"], [0.5, None], [1.0, 0.75], title="Ideas")
-    assert [t.name for t in fig.data] == ["first check", "final check"] and fig.layout.barmode == "group"
+    assert [t.name for t in fig.data] == ["first check", "final check"] and fig.layout.barmode == "overlay"
     assert fig.data[0].text == ("50%", "–") and math.isclose(fig.data[1].x[1], 0.75)
 
 
