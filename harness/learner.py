@@ -28,7 +28,7 @@ STUDENT_PATH = ""  # the student link opens Learn, the site's root: /?class=ID
 TEACHER_PATH = "class"  # the teacher link: /class?c=ID&t=SECRET
 NICK_KEY, JOIN_KEY = "class_nick", "class_join"
 # the answers' line under the question: "Saved to the class …" (this run's answers committed), "In the class … as
-# …: N answer(s) saved" (nothing new to send: an answer given again is the one already stored) or "Not saved: …"
+# …: N answers saved" (nothing new to send: an answer given again is the one already stored) or "Not saved: …"
 SAVED, NOTHING_NEW, NOT_SAVED = "Saved", "In the class", "Not saved"
 LINES = (SAVED, NOTHING_NEW, NOT_SAVED)
 CHECK_LABEL = "Check my answers"

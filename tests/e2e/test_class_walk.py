@@ -55,7 +55,7 @@ def test_a_blank_check_before_joining_is_scored_on_the_dashboard_as_on_the_scree
         page.screenshot(path=str(SHOTS / f"walk_before_joining_{w}.png"), full_page=True)
         page.get_by_label(re.compile("^Your nickname")).fill("ada")
         page.get_by_role("button", name="Join", exact=True).click()
-        page.get_by_text("Saved to the class “Monday”: 5 answer(s) just now").wait_for(timeout=TIMEOUT_MS)
+        page.get_by_text("Saved to the class “Monday”: 5 answers just now").wait_for(timeout=TIMEOUT_MS)
         page.locator('[class*="st-key-learn_pre_1_"] [role="radiogroup"] label').filter(
             has_text=revealed.group(1)
         ).first.click()
@@ -118,7 +118,7 @@ def test_an_answer_lost_with_its_frozen_then_killed_server_is_said_not_saved(bro
         assert f"“{chosen}”" in page.inner_text("body") and store.counts(cls.id).answers == 0
         page.screenshot(path=str(SHOTS / "walk_not_saved_after_kill.png"), full_page=True)
         page.locator('[class*="st-key-learn_check_"] button').click()
-        page.get_by_text("Saved to the class “Monday”: 1 answer(s) just now").wait_for(timeout=TIMEOUT_MS)
+        page.get_by_text("Saved to the class “Monday”: 1 answer just now").wait_for(timeout=TIMEOUT_MS)
         assert store.counts(cls.id).answers == 1
     finally:
         server.stop()

@@ -344,7 +344,7 @@ def test_two_tabs_answering_one_attempt_differently_are_told_and_never_both_save
     assert "Saved to the class" not in texts(b) and "Not saved" in texts(b) and f"“{first}”" in texts(b)
     assert [(q, o) for q, o, _ in db.answers_of(cls.id, student)] == [(key, first)]
     check(b, key)  # checked again: a new try, stored
-    assert "Saved to the class “Monday”: 1 answer(s) just now, 2 in all" in texts(b)
+    assert "Saved to the class “Monday”: 1 answer just now, 2 in all" in texts(b)
     assert [(o, f) for o, f in ((x.option, x.first_try) for x in db.snapshot(cls.id, cls.secret).answers)] == [
         (first, True),
         (second, False),
@@ -395,7 +395,7 @@ def test_after_an_outage_an_acknowledged_answer_the_database_lost_is_said(tiny_m
     monkeypatch.setattr(Store, "answer", real)
     at.button(key="learn_next").click().run()
     ok(at)
-    assert f"1 answer(s) said to be saved are not in the class's database ({key})" in texts(at)
+    assert f"1 answer said to be saved is not in the class's database ({key})" in texts(at)
     assert [(q, o) for q, o, _ in db.answers_of(cls.id, at.query_params["student"])] == [(key, second)]
 
 
@@ -433,7 +433,7 @@ def test_answers_checked_before_joining_are_sent_on_joining(tiny_model_dir, monk
     at.text_input(key="class_nick").set_value("ada")
     at.button(key="class_join").click().run()
     ok(at)
-    assert "Saved to the class “Monday”: 5 answer(s) just now, 5 in all" in texts(at)
+    assert "Saved to the class “Monday”: 5 answers just now, 5 in all" in texts(at)
     data = db.snapshot(cls.id, cls.secret)
     assert len(data.answers) == 5 and all(a.first_try for a in data.answers)
     assert [c.pre for c in stats.check_scores(data)] == [shown]

@@ -79,7 +79,8 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
     rows = json.loads(out.read_text())["rows"]
     assert list(table["translation"]) == [r["translation"] for r in rows]
     for key in ("chrf", "bleu", "mean_prob", "min_prob", "source_share", "min_support", "min_word_prob"):
-        assert list(table[key]) == pytest.approx([r[key] for r in rows], nan_ok=True), key
+        # float32 sums in another order (the page's batch, the CLI's) differ in the 7th digit; the page shows 3
+        assert list(table[key]) == pytest.approx([r[key] for r in rows], rel=1e-5, nan_ok=True), key
     assert list(table["flags"]) == [flags_text(r) for r in rows]
     scores = json.loads(out.read_text())["corpus"]
     metrics = {m.label: m.value for m in at.metric}
