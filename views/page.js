@@ -51,7 +51,7 @@ function reachable(root) {
   // reaches it.
   for (const selector of [".katex-display", "pre"])
     for (const el of root.querySelectorAll(selector)) {
-      const stop = el.scrollWidth > el.clientWidth + 1 ? 0 : -1; // only a frame that scrolls is a stop
+      const stop = el.scrollWidth > el.clientWidth ? 0 : -1; // only a frame that scrolls (by a pixel even) is a stop
       if (el.tabIndex !== stop) el.tabIndex = stop;
     }
 }
@@ -99,8 +99,21 @@ function fitEquations(root) {
     if (!math || !width || frame.dataset.fitFor === String(width)) continue;
     frame.dataset.fitFor = String(width);
     math.style.fontSize = "";
-    if (frame.scrollWidth > width + 1) math.style.fontSize = `${Math.max(MIN_EQUATION_EM, width / frame.scrollWidth)}em`;
+    // a pixel over is over: the frame would scroll by it, and be a stop for the keyboard
+    if (frame.scrollWidth > width) math.style.fontSize = `${Math.max(MIN_EQUATION_EM, (width - 1) / frame.scrollWidth)}em`;
   }
+}
+
+// Fitted first, then made reachable: an equation still too wide once drawn at its smallest scrolls in its frame.
+function layoutMath(root) {
+  fitEquations(root);
+  reachable(root);
+}
+
+// KaTeX's fonts may arrive after an equation was first measured (narrower in a fallback font): measure again.
+function refitAfterFonts() {
+  for (const frame of document.querySelectorAll(".katex-display")) delete frame.dataset.fitFor;
+  layoutMath(document);
 }
 
 function shown(el) {
@@ -147,8 +160,7 @@ export default function () {
       queued = false;
       name(document);
       toChapter(document);
-      reachable(document);
-      fitEquations(document);
+      layoutMath(document);
     });
   }).observe(document.body, {
     childList: true,
@@ -157,9 +169,9 @@ export default function () {
     attributeFilter: ["data-stale", "data-drawing", "data-deferred", "data-at"],
     characterData: true,
   });
-  window.addEventListener("resize", () => fitEquations(document));
+  window.addEventListener("resize", () => layoutMath(document));
+  document.fonts.addEventListener("loadingdone", refitAfterFonts);
   name(document);
   toChapter(document);
-  reachable(document);
-  fitEquations(document);
+  layoutMath(document);
 }

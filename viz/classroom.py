@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import PAD, PHONE_WIDTH, layout_defaults, new_figure, safe_label, unique_labels
+from .common import PAD, PHONE_WIDTH, layout_defaults, new_figure, safe_label, title_block, unique_labels
 
 BIG = 16  # projector text: axis titles, hovers
 TICKS = 14  # tick labels and the numbers on the bars
@@ -258,8 +258,11 @@ def transitions_figure(
         "<br>%{customdata}<extra></extra>",
     )
     layout = _layout(title, n * 2, f"final-check score (of {max_score})", f"first-check score (of {max_score})", [])
-    # a grid of (max_score + 1)² cells drawn a phone's column wide everywhere: a heatmap is never squeezed
-    m = {**layout["margin"], "l": PAD + 2 * BIG + TICKS + 8, "r": 10}
+    # a grid of (max_score + 1)² cells drawn a phone's column wide everywhere: a heatmap is never squeezed, and its
+    # title is wrapped to that width (no other for the browser to choose)
+    layout["title"], top = title_block(title, PHONE_WIDTH)
+    layout.get("meta", {}).pop("narrow_title", None)
+    m = {**layout["margin"], "t": top, "l": PAD + 2 * BIG + TICKS + 8, "r": 10}
     side = PHONE_WIDTH - m["l"] - m["r"] - COLORBAR_PX  # square cells
     layout.update(width=PHONE_WIDTH, height=m["t"] + side + m["b"], margin=m)
     layout["xaxis"].update(type="linear", dtick=1, range=[-0.5, max_score + 0.5], showgrid=False)
