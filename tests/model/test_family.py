@@ -132,13 +132,15 @@ def test_every_stage_matches_transformers(fam, tok):
             with torch.no_grad():
                 h = norm1(y) if pre else y
                 if pre:
-                    _close(a[keys.dec(i, "norm1", "normed")], h[0], f"dec.{i} norm1 (before self-attention)")
+                    normed = keys.dec(i, "norm1", "normed")
+                    _close(a[normed], h[0], normed + " (before self-attention)")
                 for name, proj in (("Q", q), ("K", k), ("V", v)):
-                    _close(a[keys.dec(i, "self", name)], _split(getattr(self_attn, proj)(h), H), f"dec.{i}.self.{name}")
+                    key = keys.dec(i, "self", name)
+                    _close(a[key], _split(getattr(self_attn, proj)(h), H), key)
                 memory = out.encoder_last_hidden_state
                 for name, proj in (("K", k), ("V", v)):
                     theirs = _split(getattr(cross_attn, proj)(memory), H)
-                    _close(a[keys.dec(i, "cross", name)], theirs, f"dec.{i}.cross.{name}")
+                    _close(a[keys.dec(i, "cross", name)], theirs, keys.dec(i, "cross", name))
             if family.startswith("t5"):  # the relative position bias of each stack, from transformers' own table
                 enc_attn = hf.encoder.block[0].layer[0].SelfAttention
                 S, T = len(src), len(dec_in)
