@@ -92,15 +92,27 @@ function mark(root) {
 // still, it scrolls in its frame. Measured once per column width.
 const MIN_EQUATION_EM = 0.6;
 
+// A column can change width without the window's (the page laid out, a sidebar): each equation's is watched.
+let frameWidths = null;
+const watched = new WeakSet();
+
 function fitEquations(root) {
+  frameWidths ??= new ResizeObserver(() => layoutMath(document));
   for (const frame of root.querySelectorAll(".katex-display")) {
+    // Streamlit centres an equation in a box as wide as the equation: the width it may take is its column's
+    const column = frame.closest(".stMarkdown") ?? frame;
+    if (!watched.has(column)) {
+      watched.add(column);
+      frameWidths.observe(column);
+    }
     const math = frame.querySelector(":scope > .katex");
-    const width = frame.clientWidth;
+    const width = column.clientWidth;
     if (!math || !width || frame.dataset.fitFor === String(width)) continue;
     frame.dataset.fitFor = String(width);
     math.style.fontSize = "";
     // a pixel over is over: the frame would scroll by it, and be a stop for the keyboard
-    if (frame.scrollWidth > width) math.style.fontSize = `${Math.max(MIN_EQUATION_EM, (width - 1) / frame.scrollWidth)}em`;
+    const natural = frame.scrollWidth;
+    if (natural > width) math.style.fontSize = `${Math.max(MIN_EQUATION_EM, (width - 1) / natural)}em`;
   }
 }
 
