@@ -39,7 +39,7 @@ ROUTE_MODULES = (
     "streamlit.web.server.starlette.starlette_auth_routes",
 )
 KEY_CLASS = "st-key-"
-ELEMENT_CLASSES = ("stElementContainer", "stVerticalBlock")
+ELEMENT_CLASSES = ("stElementContainer", "stVerticalBlock", "stMarkdown")
 TEST_IDS = ("stLayoutWrapper", "stCaptionContainer", "stExpandSidebarButton")
 EMOJIS = "streamlit.emojis"
 SCRIPT_RUN_CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"

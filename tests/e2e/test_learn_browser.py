@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from harness.browser import DRAWN_JS, IDLE_JS, serve
 from harness.legibility import violations
@@ -266,6 +267,21 @@ def press(page, key: str) -> None:
     page.locator(f".st-key-{key} button:visible").first.click()
 
 
+def open_options(page, picker):
+    """Open a select box's list and return its options. A click that lands while a run redraws the box closes with
+    it, so the box is clicked again until its list shows."""
+    options = page.get_by_role("option")
+    for _ in range(TIMEOUT_MS // 5_000):
+        page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
+        picker.get_by_role("combobox").click()
+        try:
+            options.first.wait_for(timeout=5_000)
+            return options
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    raise AssertionError("the select box's list never opened")
+
+
 def at_position(page, step: int) -> None:
     """Wait until the step view shows ``step`` (its "Position t of 0–n" line) and the run is over."""
     page.wait_for_function(
@@ -290,9 +306,7 @@ def test_following_a_live_hypothesis_after_stepping_keeps_the_position(server, p
         at_position(page, t)
     assert query(page).get("step") == "4", page.url
     picker = page.locator(".st-key-follow_pick")
-    picker.get_by_role("combobox").click()
-    options = page.get_by_role("option")
-    options.first.wait_for()
+    options = open_options(page, picker)
     texts = options.all_inner_texts()
     current = picker.inner_text()
     live = [i for i, o in enumerate(texts) if o.startswith("live at position 4:") and o.strip() not in current]

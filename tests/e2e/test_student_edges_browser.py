@@ -14,7 +14,7 @@ import torch
 from harness.browser import IDLE_JS, serve
 from model.io.checkpoint import ENV_MODEL, save_model_dir
 from model.testing import make_model, make_tokenizer
-from tests.e2e.test_learn_browser import at_position  # the step view shows a position, its run over
+from tests.e2e.test_learn_browser import at_position, open_options  # the step view shows a position, its run over
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
@@ -154,10 +154,7 @@ def test_following_a_shorter_line_keeps_the_slider_on_the_position_shown(stoppin
     for t in range(1, 5):
         page.locator(".st-key-next button:visible").first.click()
         at_position(page, t)
-    picker = page.locator(".st-key-follow_pick")
-    picker.get_by_role("combobox").click()
-    options = page.get_by_role("option")
-    options.first.wait_for()
+    options = open_options(page, page.locator(".st-key-follow_pick"))
     texts = options.all_inner_texts()
     ends = [len(t.split(" (score")[0].split(": ", 1)[1].split()) for t in texts if t.startswith("final ")]
     shorter = next(i for i, t in enumerate(texts) if t.startswith("final ") and 5 < ends[i] < 12)
