@@ -4,6 +4,7 @@ x + Sublayer(Norm(x)). RMSNorm (T5) subtracts no mean and has no β."""
 from __future__ import annotations
 
 from ..common import caption, heading, show
+from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 from .context import StageContext
@@ -33,16 +34,18 @@ def render(ctx: StageContext, n: int, what: str) -> None:
             "what the block hands on, the same), and the mean and std of x that the norm used"
             + (" (RMSNorm: μ is 0, σ the root mean square)." if rms else ".")
         )
-    a = ctx.arrays
-    show(
-        viz.addnorm_figure(
-            a.norm(ctx.layer, n, "residual"),
-            a.norm(ctx.layer, n, "mean"),
-            a.norm(ctx.layer, n, "std"),
-            a.norm(ctx.layer, n, "out"),
-            ctx.rows,
-            highlight_row=ctx.current,
-            title=f"{'Norm → sublayer → add' if pre else 'Add & Norm'} {n} (layer {ctx.layer})",
-        ),
-        f"{ctx.key}_norm{n}",
+    show(figure(ctx, n), f"{ctx.key}_norm{n}")
+
+
+def figure(ctx: StageContext, n: int) -> Drawing:
+    """The ``n``-th norm block of the view's layer: the residual sum, its mean and std, and the block's output."""
+    a, pre = ctx.arrays, ctx.cfg.norm_position == "pre"
+    return viz.addnorm_figure(
+        a.norm(ctx.layer, n, "residual"),
+        a.norm(ctx.layer, n, "mean"),
+        a.norm(ctx.layer, n, "std"),
+        a.norm(ctx.layer, n, "out"),
+        ctx.rows,
+        highlight_row=ctx.current,
+        title=f"{'Norm → sublayer → add' if pre else 'Add & Norm'} {n} (layer {ctx.layer})",
     )

@@ -10,6 +10,7 @@ from model.core.constants import IMPOSSIBLE
 from model.decode.steps import Line
 
 from ..common import heading, show, show_token
+from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 
@@ -33,16 +34,8 @@ def render(res, line: Line, step: int, token_text, stream_text, on_pick) -> None
     heading(
         numbered("beam", "Beam search"), r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}"
     )
-    show(
-        viz.beam_tree_figure(
-            res.beam_steps[: step + 1],
-            token_text=lambda i: show_token(token_text(i)),
-            title=f"Hypothesis tree up to position {step}",
-            impossible=IMPOSSIBLE,
-            paths=tree_paths(res, line),
-        ),
-        "beam_tree",
-    )
+    title = f"Hypothesis tree up to position {step}"
+    show(tree_figure(res, step, token_text, title, tree_paths(res, line)), "beam_tree")
     bs = res.beam_steps[step]
     st.markdown(f"**Live hypotheses at position {step}** (expanded at this step) — select a row to follow it")
     live = viz.beam_table(bs.live, stream_text, impossible=IMPOSSIBLE)
@@ -61,6 +54,19 @@ def render(res, line: Line, step: int, token_text, stream_text, on_pick) -> None
     finished = viz.beam_table(bs.finished, stream_text, impossible=IMPOSSIBLE)
     st.dataframe(
         finished, hide_index=True, key="beam_finished", width="stretch", column_config=COLUMNS, column_order=ORDER
+    )
+
+
+def tree_figure(res, step: int, token_text, title: str, paths: dict[str, tuple[int, ...]], **options) -> Drawing:
+    """The hypothesis tree of ``res`` up to position ``step``, ``paths`` drawn through it; ``options``: the tree's
+    others (``viz.beam_tree_figure``)."""
+    return viz.beam_tree_figure(
+        res.beam_steps[: step + 1],
+        token_text=lambda i: show_token(token_text(i)),
+        title=title,
+        impossible=IMPOSSIBLE,
+        paths=paths,
+        **options,
     )
 
 

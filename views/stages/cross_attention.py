@@ -7,6 +7,7 @@ import streamlit as st
 from model.decode.steps import mean_weights, sharpest_head
 
 from ..common import heading, show
+from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from . import add_norm, numbered
@@ -41,16 +42,7 @@ def render(ctx: StageContext) -> None:
         ),
         f"{ctx.key}_align_head",
     )
-    show(
-        viz.alignment_figure(
-            mean_weights(cw),
-            ctx.rows,
-            ctx.src_rows,
-            highlight_row=ctx.current,
-            title=f"Alignment, mean of heads (layer {ctx.layer})",
-        ),
-        f"{ctx.key}_align_mean",
-    )
+    show(mean_figure(ctx), f"{ctx.key}_align_mean")
     if ctx.grid:
         show(
             viz.heads_grid(
@@ -84,6 +76,17 @@ def render(ctx: StageContext) -> None:
             f"{ctx.key}_cross_{name}",
         )
     add_norm.render(ctx, 2, "cross-attention")
+
+
+def mean_figure(ctx: StageContext) -> Drawing:
+    """The alignment of the view's layer, the mean of its heads: where each position reads the source."""
+    return viz.alignment_figure(
+        mean_weights(ctx.arrays.cross_weights(ctx.layer)),
+        ctx.rows,
+        ctx.src_rows,
+        highlight_row=ctx.current,
+        title=f"Alignment, mean of heads (layer {ctx.layer})",
+    )
 
 
 def compared(trace, layer: int, head) -> RunMatrix:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..common import heading, show
+from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import add_norm, numbered
 from .context import RunMatrix, StageContext, dimensions
@@ -26,16 +27,19 @@ def render(ctx: StageContext) -> None:
     m1.metric("Exact zeros (all positions)", f"{sp['zero']:.1%}")
     m2.metric(f"Exact zeros (position {ctx.current})", f"{row['zero']:.1%}")
     m3.metric("Negative activations", f"{sp['negative']:.1%}", help=f"activation: {cfg.activation}")
-    show(
-        viz.ffn_figure(
-            hidden,
-            ctx.rows,
-            highlight_row=ctx.current,
-            title=f"FFN hidden activations ({cfg.activation}, {cfg.d_ff} units, layer {ctx.layer})",
-        ),
-        f"{ctx.key}_ffn",
-    )
+    show(hidden_figure(ctx), f"{ctx.key}_ffn")
     add_norm.render(ctx, 3, "the feed-forward network")
+
+
+def hidden_figure(ctx: StageContext) -> Drawing:
+    """The FFN's hidden activations of the view's layer, every position."""
+    cfg = ctx.cfg
+    return viz.ffn_figure(
+        ctx.arrays.ffn(ctx.layer, "hidden"),
+        ctx.rows,
+        highlight_row=ctx.current,
+        title=f"FFN hidden activations ({cfg.activation}, {cfg.d_ff} units, layer {ctx.layer})",
+    )
 
 
 def compared(trace, layer: int, head) -> RunMatrix:

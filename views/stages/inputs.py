@@ -7,6 +7,7 @@ import streamlit as st
 from model.core.positions import POSITION_AXIS
 
 from ..common import caption, equation, heading, show, subheading
+from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 from .context import RunMatrix, StageContext, dimensions
@@ -23,7 +24,7 @@ def render(ctx: StageContext) -> None:
             )
         )
         st.dataframe(ctx.run.table(), hide_index=True, key="shifted_table", width="stretch")
-    cfg, a = ctx.cfg, ctx.arrays
+    cfg = ctx.cfg
     relative = cfg.positions == "relative"
     x = (r"E[y]\,\sqrt{d_{\text{model}}}" if cfg.scale_embedding else "E[y]") + ("" if relative else " + PE")
     x = rf"\operatorname{{LayerNorm}}({x})" if cfg.embed_norm else x
@@ -40,15 +41,8 @@ def render(ctx: StageContext) -> None:
         "to read single dimensions; hover shows the exact value."
     )
     hl = ctx.current
-    embed_title = "Token embeddings E[y]·√d_model" if cfg.scale_embedding else "Token embeddings E[y]"
-    shown = [("embed", embed_title)] if relative else [("embed", embed_title), ("pe", "Positional encoding PE")]
-    if not relative:
-        shown.append(("input", "X = LayerNorm(embedding + PE)" if cfg.embed_norm else "Sum X = embedding + PE"))
-    for key, title in shown:
-        show(
-            viz.matrix_figure(a.embedding("dec", key), ctx.rows, title=title, highlight_row=hl, token_label=ROWS),
-            f"{ctx.key}_{key}",
-        )
+    for key in embedding_titles(cfg):
+        show(embedding_figure(ctx, key), f"{ctx.key}_{key}")
     if relative:
         return
     pe = ctx.pe_table
@@ -77,6 +71,24 @@ def render(ctx: StageContext) -> None:
             mark_position=hl,
         ),
         f"{ctx.key}_pe_curves",
+    )
+
+
+def embedding_titles(cfg) -> dict[str, str]:
+    """The embedding figures this model has, in order, by record ("embed", "pe", "input"), with their titles."""
+    embed_title = "Token embeddings E[y]·√d_model" if cfg.scale_embedding else "Token embeddings E[y]"
+    if cfg.positions == "relative":
+        return {"embed": embed_title}
+    x = "X = LayerNorm(embedding + PE)" if cfg.embed_norm else "Sum X = embedding + PE"
+    return {"embed": embed_title, "pe": "Positional encoding PE", "input": x}
+
+
+def embedding_figure(ctx: StageContext, key: str | None = None) -> Drawing:
+    """One embedding figure (``key``; None: the last, what the first layer reads)."""
+    titles = embedding_titles(ctx.cfg)
+    key = list(titles)[-1] if key is None else key
+    return viz.matrix_figure(
+        ctx.arrays.embedding("dec", key), ctx.rows, title=titles[key], highlight_row=ctx.current, token_label=ROWS
     )
 
 

@@ -9,6 +9,7 @@ import streamlit as st
 from model.interpret.explain import lens_problem, logit_lens
 
 from ..common import lean_decoder, show, show_token
+from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from .context import StageContext
 
@@ -65,12 +66,11 @@ def render(ctx: StageContext) -> None:
         }
     )
     st.dataframe(table, hide_index=True, key=f"{ctx.key}_lens_table", width="stretch")
-    show(
-        viz.layer_position_figure(
-            lens.chosen_prob,
-            ctx.rows,
-            highlight_col=t,
-            title="p(token finally chosen) after each layer, every position",
-        ),
-        f"{ctx.key}_lens_positions",
+    show(positions_figure(lens.chosen_prob, ctx.rows, t), f"{ctx.key}_lens_positions")
+
+
+def positions_figure(chosen_prob: np.ndarray, rows: list[str], current: int) -> Drawing:
+    """p(the token finally chosen) (L, T) after each layer, every position, ``current`` outlined."""
+    return viz.layer_position_figure(
+        chosen_prob, rows, highlight_col=current, title="p(token finally chosen) after each layer, every position"
     )

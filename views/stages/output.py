@@ -7,6 +7,7 @@ import streamlit as st
 
 from .. import session
 from ..common import heading, md, show, show_token, shown_labels, token_texter
+from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import beam, kv_cache, numbered
 from .context import TOP_SHOWN, Decoded, NextTokens, StageContext
@@ -45,7 +46,7 @@ def bars(token_text, nt: NextTokens) -> None:
     chosen = ids.index(chosen_id) if chosen_id is not None and chosen_id in ids else None
     c1, c2 = st.columns([3, 1])
     with c1:
-        show(viz.topk_figure([show_token(token_text(i)) for i in ids], probs, chosen, title=nt.title), nt.key)
+        show(topk_figure(token_text, nt), nt.key)
     with c2:
         st.metric("Entropy", f"{nt.entropy:.3f} nats")
         name = (
@@ -54,3 +55,25 @@ def bars(token_text, nt: NextTokens) -> None:
         st.metric(chosen_label, md(show_token(name)) if name is not None else "∅")
         p = nt.chosen_p if nt.chosen_p is not None else float(probs[chosen]) if chosen is not None else None
         st.metric(f"p({chosen_label.lower()})", "—" if p is None else f"{p:.3f}")
+
+
+def topk_figure(token_text, nt: NextTokens) -> Drawing:
+    """The top-k bars of ``nt``, the chosen token outlined when it is among them."""
+    ids = [int(i) for i in nt.ids[:TOP_SHOWN]]
+    chosen = ids.index(nt.chosen_id) if nt.chosen_id is not None and nt.chosen_id in ids else None
+    probs = np.asarray(nt.probs[:TOP_SHOWN], dtype=np.float64)
+    return viz.topk_figure([show_token(token_text(i)) for i in ids], probs, chosen, title=nt.title)
+
+
+def label_figure(ctx: StageContext) -> Drawing:
+    """The probability a teacher-forced run gives each position's label, one column per position."""
+    a = ctx.arrays
+    return viz.layer_position_figure(
+        a.probs[np.arange(len(ctx.rows)), a.label_ids][None, :],
+        ctx.rows,
+        highlight_col=ctx.current,
+        value_name="p(label)",
+        layer_labels=["p(label)"],
+        y_title="teacher forcing",
+        title="Probability of each label, one column per decoder position",
+    )

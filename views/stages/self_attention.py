@@ -10,6 +10,7 @@ from model.core.positions import POSITION_AXIS
 from model.decode.steps import prefix_scores, sharpest_head
 
 from ..common import caption, equation, head_label, show, subheading
+from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from . import add_norm, numbered
@@ -29,29 +30,28 @@ def _heads_note(ctx: StageContext) -> str:
 
 
 def render_qkv(ctx: StageContext) -> None:
-    a, i = ctx.arrays, ctx.layer
     if ctx.incremental:
         caption(
             "With the KV cache a step computes Q, K and V only for the newest position (outlined); the "
             "K and V rows of earlier positions are reused from earlier steps."
         )
-    group = ctx.cfg.d_k if ctx.head == MEAN_HEADS else None
-    dim = "head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension"
     # one element for the three equations: each figure's title repeats its own
     equation(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
     for name in "QKV":
-        show(
-            viz.matrix_figure(
-                ctx.per_head(a.self_attn(i, name)),
-                ctx.rows,
-                dim_label=dim,
-                token_label=ROWS,
-                title=f"{name} = X·W_{name}, {_heads_note(ctx)} (layer {ctx.layer})",
-                highlight_row=ctx.current,
-                group_size=group,
-            ),
-            f"{ctx.key}_self_{name}",
-        )
+        show(qkv_figure(ctx, name), f"{ctx.key}_self_{name}")
+
+
+def qkv_figure(ctx: StageContext, name: str) -> Drawing:
+    """Q, K or V (``name``) of the view's layer: its head, or every head side by side."""
+    return viz.matrix_figure(
+        ctx.per_head(ctx.arrays.self_attn(ctx.layer, name)),
+        ctx.rows,
+        dim_label="head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension",
+        token_label=ROWS,
+        title=f"{name} = X·W_{name}, {_heads_note(ctx)} (layer {ctx.layer})",
+        highlight_row=ctx.current,
+        group_size=ctx.cfg.d_k if ctx.head == MEAN_HEADS else None,
+    )
 
 
 def maps(ctx: StageContext) -> dict[str, np.ndarray]:
@@ -74,11 +74,6 @@ def score_tex(ctx: StageContext) -> str:
 
 def render_scores(ctx: StageContext) -> None:
     m = maps(ctx)
-    mask_tex = (
-        r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}"
-        if ctx.causal
-        else r"M_{ij} = 0 \text{ (no mask)}"
-    )
     st.markdown(
         ctx.reading + " The raw scores are computed for every pair, the future included; the mask then "
         "sets the future to −∞ so that the softmax gives it weight 0."
@@ -88,49 +83,63 @@ def render_scores(ctx: StageContext) -> None:
             "Here the future cells are recomputed from the recorded Q and K for display: a KV-cached step "
             "never needs them, since it computes only the newest query row against the keys so far."
         )
-    qk = score_tex(ctx)
-    raw = "QKᵀ/√d_k" if ctx.cfg.scale_attention else "QKᵀ (unscaled)"
-    bias_panel = (
-        "position_bias",
-        r"B_{ij} = b_h\big(\text{bucket}(j - i)\big)",
-        "Relative position bias B, learned per head and distance j − i (no positional encoding)",
-    )
-    panels = (
-        *((bias_panel,) if "position_bias" in m else ()),
-        ("scores", r"\text{scores} = " + qk, f"Raw scores {raw}{' + B' if 'position_bias' in m else ''}, every cell"),
-        ("mask", mask_tex, "Causal mask M (grey = −∞)" if ctx.causal else "No mask: every cell may be attended"),
-        (
-            "masked_scores",
-            r"\text{masked} = " + qk + " + M" if ctx.causal else qk,
-            "Masked scores (grey = −∞)" if ctx.causal else "Scores without a mask (nothing is −∞)",
-        ),
-    )
-    if ctx.head == MEAN_HEADS:  # no head computes a mean of scores: one head's own, the sharpest
-        h = sharpest_head(m["weights"])
-        which = f"head {h}, the sharpest (scores are per head: none is averaged)"
-    else:
-        h, which = int(ctx.head), ctx.hname
-    for kind, tex, title in panels:
+    for kind, tex in _score_equations(ctx, m).items():
         equation(tex)
-        show(
-            viz.attention_figure(
-                m[kind][h],
-                ctx.rows,
-                ctx.keys,
-                kind="scores" if kind == "position_bias" else kind,
-                highlight_row=ctx.current,
-                title=f"{title}, {'the same for every head' if kind == 'mask' else which} (layer {ctx.layer})",
-                q_title=ROWS,
-                k_title=KEYS,
-                masked_hover="masked: −∞ (the future)",
-            ),
-            f"{ctx.key}_{kind}",
-        )
+        show(score_figure(ctx, kind, m), f"{ctx.key}_{kind}")
     if ctx.head == MEAN_HEADS:
         caption(
-            f"With *mean of heads* chosen, the scores above are head {h}'s, the head whose attention weights are "
-            "the most concentrated; pick a head in the sidebar, or switch on the grid to see every head's weights."
+            f"With *mean of heads* chosen, the scores above are head {_score_head(ctx, m)[0]}'s, the head whose "
+            "attention weights are the most concentrated; pick a head in the sidebar, or switch on the grid to see "
+            "every head's weights."
         )
+
+
+def _score_equations(ctx: StageContext, m: dict[str, np.ndarray]) -> dict[str, str]:
+    """The panels of the scores stage, in order, each with its equation: the position bias (a model that has
+    one), the raw scores, the mask and the masked scores."""
+    qk = score_tex(ctx)
+    mask_tex = (
+        r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}"
+        if ctx.causal
+        else r"M_{ij} = 0 \text{ (no mask)}"
+    )
+    bias = {"position_bias": r"B_{ij} = b_h\big(\text{bucket}(j - i)\big)"} if "position_bias" in m else {}
+    masked = r"\text{masked} = " + qk + " + M" if ctx.causal else qk
+    return {**bias, "scores": r"\text{scores} = " + qk, "mask": mask_tex, "masked_scores": masked}
+
+
+def _score_head(ctx: StageContext, m: dict[str, np.ndarray]) -> tuple[int, str]:
+    """The head whose scores are drawn, and its name: no head computes a mean of scores, so for the mean of heads
+    one head's own, the sharpest."""
+    if ctx.head == MEAN_HEADS:
+        h = sharpest_head(m["weights"])
+        return h, f"head {h}, the sharpest (scores are per head: none is averaged)"
+    return int(ctx.head), ctx.hname
+
+
+def score_figure(ctx: StageContext, kind: str, m: dict[str, np.ndarray] | None = None) -> Drawing:
+    """One panel of the scores stage (``kind``: "position_bias", "scores", "mask" or "masked_scores") of the
+    view's layer and head; ``m``: the view's ``maps``, when computed already."""
+    m = maps(ctx) if m is None else m
+    h, which = _score_head(ctx, m)
+    raw = "QKᵀ/√d_k" if ctx.cfg.scale_attention else "QKᵀ (unscaled)"
+    titles = {
+        "position_bias": "Relative position bias B, learned per head and distance j − i (no positional encoding)",
+        "scores": f"Raw scores {raw}{' + B' if 'position_bias' in m else ''}, every cell",
+        "mask": "Causal mask M (grey = −∞)" if ctx.causal else "No mask: every cell may be attended",
+        "masked_scores": "Masked scores (grey = −∞)" if ctx.causal else "Scores without a mask (nothing is −∞)",
+    }
+    return viz.attention_figure(
+        m[kind][h],
+        ctx.rows,
+        ctx.keys,
+        kind="scores" if kind == "position_bias" else kind,
+        highlight_row=ctx.current,
+        title=f"{titles[kind]}, {'the same for every head' if kind == 'mask' else which} (layer {ctx.layer})",
+        q_title=ROWS,
+        k_title=KEYS,
+        masked_hover="masked: −∞ (the future)",
+    )
 
 
 def render_weights(ctx: StageContext) -> None:
@@ -148,28 +157,11 @@ def render_weights(ctx: StageContext) -> None:
             "the future included (cells right of the diagonal), so a position can see the very token it "
             "must predict."
         )
-    w = m["weights"]
-    if ctx.causal:  # weights of masked cells are exactly 0: draw them as masked (grey)
-        w = np.where(np.isfinite(m["mask"]), w, -np.inf)
-    title = "Attention weights α" if ctx.causal else "Attention weights α without the mask"
-    show(
-        viz.attention_figure(
-            ctx.attention(w),
-            ctx.rows,
-            ctx.keys,
-            kind="weights",
-            highlight_row=ctx.current,
-            title=f"{title}, {ctx.hname} (layer {ctx.layer})",
-            q_title=ROWS,
-            k_title=KEYS,
-            masked_hover="masked (the future): weight 0",
-        ),
-        f"{ctx.key}_weights",
-    )
+    show(weights_figure(ctx, m), f"{ctx.key}_weights")
     if ctx.grid:
         show(
             viz.heads_grid(
-                w,
+                _weights(ctx, m),
                 ctx.rows,
                 ctx.keys,
                 highlight_row=ctx.current,
@@ -179,21 +171,31 @@ def render_weights(ctx: StageContext) -> None:
         )
 
 
+def _weights(ctx: StageContext, m: dict[str, np.ndarray]) -> np.ndarray:
+    """Every head's weights (H, T, T); with the mask, its cells (exactly 0) drawn as masked (grey)."""
+    return np.where(np.isfinite(m["mask"]), m["weights"], -np.inf) if ctx.causal else m["weights"]
+
+
+def weights_figure(ctx: StageContext, m: dict[str, np.ndarray] | None = None) -> Drawing:
+    """The attention weights α of the view's layer and head (or their mean)."""
+    title = "Attention weights α" if ctx.causal else "Attention weights α without the mask"
+    return viz.attention_figure(
+        ctx.attention(_weights(ctx, maps(ctx) if m is None else m)),
+        ctx.rows,
+        ctx.keys,
+        kind="weights",
+        highlight_row=ctx.current,
+        title=f"{title}, {ctx.hname} (layer {ctx.layer})",
+        q_title=ROWS,
+        k_title=KEYS,
+        masked_hover="masked (the future): weight 0",
+    )
+
+
 def render_output(ctx: StageContext) -> None:
     a, i = ctx.arrays, ctx.layer
     equation(r"\text{head}_h = \alpha_h V_h")
-    show(
-        viz.matrix_figure(
-            ctx.per_head(a.self_attn(i, "context")),
-            ctx.rows,
-            token_label=ROWS,
-            dim_label="head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension",
-            title=f"α·V, {_heads_note(ctx)} (layer {ctx.layer})",
-            highlight_row=ctx.current,
-            group_size=ctx.cfg.d_k if ctx.head == MEAN_HEADS else None,
-        ),
-        f"{ctx.key}_context",
-    )
+    show(context_figure(ctx), f"{ctx.key}_context")
     equation(r"\text{MultiHead} = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_O")
     show(
         viz.matrix_figure(
@@ -206,6 +208,21 @@ def render_output(ctx: StageContext) -> None:
         f"{ctx.key}_self_out",
     )
     add_norm.render(ctx, 1, "self-attention")
+
+
+def context_figure(ctx: StageContext, row: int | None = None) -> Drawing:
+    """α·V of the view's layer and head (or every head side by side), row ``row`` outlined (the view's
+    position when None)."""
+    outlined = "" if row is None else f", row {row} outlined"
+    return viz.matrix_figure(
+        ctx.per_head(ctx.arrays.self_attn(ctx.layer, "context")),
+        ctx.rows,
+        token_label=ROWS,
+        dim_label="head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension",
+        title=f"α·V, {_heads_note(ctx)} (layer {ctx.layer}{outlined})",
+        highlight_row=ctx.current if row is None else row,
+        group_size=ctx.cfg.d_k if ctx.head == MEAN_HEADS else None,
+    )
 
 
 # ---------------------------------------------------------------------------
