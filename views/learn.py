@@ -11,46 +11,29 @@ sentence live in the URL (``/?chapter=4&src=…``); answers and scores in the se
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import replace
 from urllib.parse import urlencode
 
 import numpy as np
 import streamlit as st
 
-from model.core.constants import IMPOSSIBLE
-from model.core.keys import Records
-from model.core.positions import POSITION_AXIS, position_labels
-from model.decode.trace import Trace
 from model.interpret.explain import lens_problem, logit_lens
 from model.io.checkpoint import LoadedModel
-from model.lesson.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
-from model.lesson.lesson import EXAMPLE_TOKENS, build_lesson, causal_mask
+from model.lesson.learn import Learn, Question, build, by_hand
 from views import class_link
-from views.plot import build_ahead
-from views.plot import builders as viz  # viz, its figures built on first use (cached)
+from views.plot import Drawing, build_ahead
 
-from . import stages
+from . import chapters, stages
+from .chapters import LessonRun, Reading, worked_example
 from .common import cached, fail, get_decode, get_trace, lean_decoder, md, show, show_token, token_texter
 from .stages import ALL
 from .state import DEFAULTS, EXAMPLES, MAX_CHARS, Choices, View, number, prepare_source, to_query
 from .stepping import handout_bytes, handout_inputs
 
 SENTENCE = EXAMPLES[5]  # the lesson's first sentence: short, and every word has a clear counterpart
-ROWS = POSITION_AXIS
-KEYS = "key position (token it reads)"
 TOP = 10
-N = len(CHAPTER_KEYS)
+N = len(chapters.CHAPTERS)
 END = N + 1  # chapter 0: the first check; 1 … N: the chapters; N + 1: the last check
-MISTAKE_KINDS = (  # the worked example's mistakes, in two lists: (Mistake.arithmetic, the list's heading)
-    (True, "Numbers that do not follow from their formula, in the order of the steps"),
-    (False, "Mistakes of set-up: the arithmetic holds, the choice is wrong"),
-)
-
-
-@st.cache_resource(show_spinner=False)
-def worked_example():
-    return build_lesson()
 
 
 def _load_url() -> None:
@@ -82,7 +65,7 @@ def go(chapter: int) -> None:
     st.session_state["learn_chapter"] = min(max(chapter, 0), END)
 
 
-def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
+def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, LessonRun] | None:
     """The lesson on ``text`` (cached per session) and what its figures draw; None for empty text."""
     src = prepare_source(text, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
     if src is None:
@@ -96,12 +79,14 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
     tr = get_trace(lm, src.ids, target, causal=True)
     nc = get_trace(lm, src.ids, target, causal=False)
 
+    key = (str(lm.path), src.ids, max_len)
+
     def compute():
         labels = [int(i) for i in tr.arrays.label_ids]
         problem = lens_problem(lm.cfg)
         L, T = lm.cfg.n_decoder_layers, len(labels)
         lens = None if problem else logit_lens(lm.model, tr.arrays, labels, k=TOP, lean=lean_decoder(lm))
-        text_of = partial(_text, lm)
+        run = LessonRun(lm, src, tr, nc, beam, lens, key)
         g = greedy.n_best[0]
         learn = build(
             tr.arrays,
@@ -112,25 +97,19 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
             n_layers=L,
             activation=lm.cfg.activation,
             lens_rank=lens.chosen_rank if lens else np.ones((L, T)),
-            beam=[(text_of(h.ids), h.score) for h in beam.n_best],
+            beam=[(run.text(h.ids), h.score) for h in beam.n_best],
             beam_width=DEFAULTS.beam,
-            greedy=(text_of(g.ids), g.score),
+            greedy=(run.text(g.ids), g.score),
             example=worked_example(),
             label=show_token,
             token_text=token_texter(lm),
             scale_embedding=lm.cfg.scale_embedding,
             tie_output=lm.cfg.tie_output,
+            chapters=[c.write for c in chapters.CHAPTERS],
         )
-        return learn, lens
+        return learn, run
 
-    key = (str(lm.path), src.ids, max_len)
-    learn, lens = cached("learn", key, compute)
-    return learn, {"trace": tr, "nomask": nc, "beam": beam, "lens": lens, "src": src, "lm": lm, "key": key}
-
-
-def _text(lm: LoadedModel, ids) -> str:
-    """A decoded candidate as text, without its </s>."""
-    return lm.tokenizer.decode([i for i in ids if i != lm.cfg.eos_id])
+    return cached("learn", key, compute)
 
 
 # ---------------------------------------------------------------------------
@@ -167,15 +146,15 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         _sync_url(s["learn_chapter"])
         st.info("Type an English sentence to start the lesson.")
         return
-    learn, data = got
-    if data["src"].truncated or data["src"].chars_cut:
+    learn, run = got
+    if run.src.truncated or run.src.chars_cut:
         st.caption(f"The sentence is cut to the model's {lm.cfg.max_len - 1} tokens.")
     sid = hashlib.sha256(f"{lm.path}\0{s['learn_src']}".encode()).hexdigest()[:8]  # new sentence, new answers
-    lesson(learn, data, sid)
+    lesson(learn, run, sid)
 
 
 @st.fragment
-def lesson(learn: Learn, data: dict, sid: str) -> None:
+def lesson(learn: Learn, run: LessonRun, sid: str) -> None:
     """The chapter shown, its question and the buttons: a fragment, so that moving between chapters and checking
     an answer rerun this part of the page alone (the sentence and the sidebar stay as they are)."""
     k = st.session_state["learn_chapter"]
@@ -184,12 +163,12 @@ def lesson(learn: Learn, data: dict, sid: str) -> None:
     with st.container(key=f"learn_chapter_{k}"):  # the chapter's top: a new chapter is scrolled to it (page.js)
         st.progress(k / END, text=_progress(learn, k))
     if k == 0:
-        start(learn, data, sid)
+        start(learn, run, sid)
     elif k == END:
         finish(learn, sid)
-        take_away(data)
+        take_away(run)
     else:
-        chapter(learn, data, learn.chapters[k - 1], k, sid)
+        chapter(learn, run, learn.chapters[k - 1], k, sid)
     class_link.flush()
     nav(learn, k)
 
@@ -202,8 +181,8 @@ def _progress(learn: Learn, k: int) -> str:
     return f"Chapter {k} of {N}: {learn.chapters[k - 1].title}"
 
 
-def start(learn: Learn, data: dict, sid: str) -> None:
-    tr = data["trace"]
+def start(learn: Learn, run: LessonRun, sid: str) -> None:
+    tr = run.trace
     st.markdown(
         f"This lesson follows one sentence through the decoder of a small English→French Transformer, the way the "
         f"data flows: {N} short chapters, each with a figure of the model's own numbers and a question to answer "
@@ -212,9 +191,9 @@ def start(learn: Learn, data: dict, sid: str) -> None:
         "and press Enter."
     )
     st.markdown("**The sentence the model reads:**")
-    st.text(data["src"].text)
+    st.text(run.src.text)
     st.markdown("**Its translation (the model's own, decoded greedily):**")
-    st.text(_text(data["lm"], [int(i) for i in tr.arrays.label_ids]) or "(empty)")
+    st.text(run.text(tr.arrays.label_ids) or "(empty)")
     st.markdown("**The same translation as the decoder writes it, one token at a time:**")
     st.text(" ".join(show_token(t) for t in tr.label_tokens))
     st.header("Before you start: five questions")
@@ -238,9 +217,9 @@ def finish(learn: Learn, sid: str) -> None:
         )
 
 
-def take_away(data: dict) -> None:
+def take_away(run: LessonRun) -> None:
     """The lesson's sentence as a handout to keep: Explore's, every position with all its stages' figures."""
-    lm, src, max_len = data["lm"], data["src"], data["key"][2]
+    lm, src, max_len = run.lm, run.src, run.max_len
     st.download_button(
         "Take it away: every position of this sentence, all stages' figures (HTML handout)",
         lambda: handout_bytes(*handout_inputs(lm, {"source": src.text, "max_len": max_len, "stage": ALL})),
@@ -297,37 +276,29 @@ def ended(text: str) -> str:
     return text if text.rstrip("”’)").endswith((".", "?", "!")) else f"{text}."
 
 
-def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) -> None:
+def chapter(learn: Learn | None, run: LessonRun | None, c, k: int, sid: str | None) -> None:
+    """Chapter ``k`` (written: ``c``; declared: ``chapters.CHAPTERS[k - 1]``), without a model the worked example
+    alone (``learn`` and ``run`` None)."""
+    unit = chapters.CHAPTERS[k - 1]
     st.header(f"{k}. {c.title}", anchor=False)  # no link beside it: one Tab stop less before the question
     st.markdown(md(c.text))
     st.latex(c.equation)
+    reading = None if learn is None or run is None else unit.reading(learn, run)
     try:
-        fig = figure(c.key, learn, data)
+        fig = unit.figure(reading)
     except Exception as e:
         fail("Could not draw the figure", e)
         fig = None
-    later = learn.chapters[k : k + 2] if learn is not None else []  # two ahead: the next one is built by now
-    built = [_ahead(x.key, learn, data) for x in later]
+    later = _later(learn, run, k)
     if fig is not None:
         # the next chapter's figure goes along, for the browser to draw while this one is read
-        show(fig, f"learn_fig_{c.key}", (built[0], f"learn_fig_{later[0].key}") if built and built[0] else None)
+        nxt = later[0] if later else None
+        show(fig, f"learn_fig_{c.key}", (nxt[1], f"learn_fig_{nxt[0]}") if nxt and nxt[1] else None)
         st.caption(md(f"The figure in words: {c.alt}"))
-    if learn is not None and stages.teaching(c.key):
-        st.markdown(explore_links(learn, data, c.key))
-    if c.key == "mask" and data is not None:
-        cheat(data)
-    if c.key == "decoding" and data is not None:
-        candidates(data)
-    if c.key == "by_hand":
-        with st.container(key="learn_mistakes"):
-            st.subheader("Common mistakes to avoid")
-            found = mistakes(worked_example())
-            for arithmetic, heading in MISTAKE_KINDS:
-                # one element, a paragraph each: every element of a chapter costs its turn a few ms in the browser
-                shown = "\n\n".join(
-                    f"**{md(m.title)}.** {md(m.computation)}" for m in found if m.arithmetic == arithmetic
-                )
-                st.markdown(f"*{heading}*\n\n{shown}")
+    if learn is not None and reading is not None and unit.stages:
+        st.markdown(explore_links(learn, reading, unit.stages))
+    if unit.below is not None:
+        unit.below(reading)
     q = c.question
     qkey = f"learn_q_{c.key}_{sid}"
     st.radio(md(q.prompt), q.options, index=None, key=qkey)
@@ -345,41 +316,33 @@ def chapter(learn: Learn | None, data: dict | None, c, k: int, sid: str | None) 
         st.markdown(f"**What to notice.** {md(c.notice)}")
 
 
-def candidates(data: dict) -> None:
-    """Beam search's finished candidates under its tree, best first: the list the chapter's answer points to."""
-    text_of = partial(_text, data["lm"])
-    st.markdown(
-        "**The finished candidates, best score first** (the first is the translation beam search returns):\n\n"
-        + "\n".join(f"{i}. {md(text_of(h.ids))} (score {h.score:.3f})" for i, h in enumerate(data["beam"].n_best, 1))
+def explore_links(learn: Learn, reading: Reading, taught: tuple[str, ...]) -> str:
+    """Links to the stages a chapter teaches (``taught``, their ids) on the Explore page, on this sentence at the
+    chapter's row."""
+    view = View(source=reading.run.src.text, step=learn.focus.row)
+    links = (
+        f"[{md(s.label)}](explore?{urlencode(to_query(replace(view, stage=s.id)))})" for s in map(stages.by_id, taught)
     )
-
-
-def explore_links(learn: Learn, data: dict, key: str) -> str:
-    """Links to the stages chapter ``key`` teaches (the registry says which) on the Explore page, on this sentence
-    at the chapter's row."""
-    view = View(source=data["src"].text, step=learn.focus.row)
-    links = (f"[{md(s.label)}](explore?{urlencode(to_query(replace(view, stage=s.id)))})" for s in stages.teaching(key))
     return f"**See it in Explore**, at position {learn.focus.row}: " + " · ".join(links)
 
 
-def _ahead(key: str, learn: Learn, data: dict):
-    """A later chapter's figure (a ``Drawing``), built in the background while the learner reads this one; None
-    when that chapter has no figure."""
+def _later(learn: Learn | None, run: LessonRun | None, k: int) -> list[tuple[str, Drawing | None]]:
+    """The two chapters after chapter ``k`` and their figures, built in the background while the learner reads
+    this one (the next one is built by the time it is asked for)."""
+    if learn is None or run is None:
+        return []
+    return [(c.key, _ahead(chapters.CHAPTERS[i], learn, run)) for i, c in enumerate(learn.chapters[k : k + 2], k)]
+
+
+def _ahead(unit: chapters.Chapter, learn: Learn, run: LessonRun) -> Drawing | None:
+    """A later chapter's figure, its building started; None when that chapter has no figure."""
     try:
-        fig = figure(key, learn, data)
+        fig = unit.figure(unit.reading(learn, run))
     except Exception:  # that chapter's own run reports it
         return None
     if fig is not None:
         build_ahead(fig)
     return fig
-
-
-def cheat(data: dict) -> None:
-    """The loss with and without the causal mask, on the live model."""
-    on, off = float(data["trace"].arrays.loss.mean()), float(data["nomask"].arrays.loss.mean())
-    c1, c2 = st.columns(2)
-    c1.metric("Mean loss with the causal mask", f"{on:.3f}")
-    c2.metric("Mean loss without it", f"{off:.3f}", delta=f"{off - on:+.3f}", delta_color="inverse")
 
 
 def nav(learn: Learn, k: int) -> None:
@@ -401,228 +364,3 @@ def _name(learn: Learn, i: int) -> str:
 
 def _goto() -> None:
     go(st.session_state["learn_goto"])
-
-
-# ---------------------------------------------------------------------------
-# One figure per chapter, from the ``viz`` builders.
-
-
-@dataclass(frozen=True)
-class _Drawn:
-    """What a chapter's figure reads: the teacher-forced trace ``tr`` (``a``: its arrays), the focus row ``f``, the
-    rows' labels and the tokens each position reads, and the self-attention the chapters read (``layer``, ``h``)."""
-
-    learn: Learn
-    data: dict
-    tr: Trace
-    f: int
-    reads: list[str]
-    rows: list[str]
-    layer: int = SELF_LAYER
-    h: int = SELF_HEAD
-    where: str = f"layer {SELF_LAYER}, head {SELF_HEAD}"
-
-    @property
-    def a(self) -> Records[np.ndarray]:
-        return self.tr.arrays
-
-
-def figure(key: str, learn: Learn | None, data: dict | None):
-    if key == "by_hand":
-        return _by_hand_figure()
-    tr = data["trace"]
-    reads = [show_token(t) for t in tr.dec_input_tokens]
-    rows = position_labels(tr.dec_input_tokens, tr.label_tokens, show_token)
-    return FIGURES[key](_Drawn(learn, data, tr, learn.focus.row, reads, rows))
-
-
-def _by_hand_figure():
-    ex = worked_example()
-    w = ex.stage("weights").ours
-    n = w.shape[0]
-    rows = list(EXAMPLE_TOKENS[:n])
-    return viz.attention_figure(
-        np.where(np.isfinite(causal_mask(n)), w, -np.inf),
-        rows,
-        rows,
-        title="Attention weights α of the worked example, recomputed",
-        q_title="row: the token it reads",
-        k_title="key token",
-        masked_hover="masked (the future): weight 0",
-    )
-
-
-def _tokens_figure(d: _Drawn):
-    a, rows = d.a, d.rows
-    p = a.probs[np.arange(len(rows)), a.label_ids]
-    return viz.layer_position_figure(
-        p[None, :],
-        rows,
-        highlight_col=d.f,
-        value_name="p(label)",
-        layer_labels=["p(label)"],
-        y_title="teacher forcing",
-        title="Probability of each label, one column per decoder position",
-    )
-
-
-def _embed_figure(d: _Drawn):
-    return viz.matrix_figure(
-        d.a.embedding("dec", "input"),
-        d.rows,
-        highlight_row=d.f,
-        token_label=ROWS,
-        title="X = token embedding · √d_model + positional encoding",
-    )
-
-
-def _qkv_figure(d: _Drawn):
-    return viz.matrix_figure(
-        d.a.self_attn(d.layer, "Q")[d.h],
-        d.rows,
-        highlight_row=d.f,
-        token_label=ROWS,
-        dim_label="d_k dimension",
-        title=f"Queries Q = X·W_Q, {d.where}",
-    )
-
-
-def _scores_figure(d: _Drawn, key: str):
-    kind = "scores" if key == "scores" else "masked_scores"
-    title = "Raw scores QKᵀ/√d_k, every cell" if key == "scores" else "Masked scores (grey = −∞)"
-    return viz.attention_figure(
-        d.a.self_attn(d.layer, kind)[d.h],
-        d.rows,
-        d.reads,
-        kind=kind,
-        highlight_row=d.f,
-        title=f"{title}, {d.where}",
-        q_title=ROWS,
-        k_title=KEYS,
-        masked_hover="masked: −∞ (the future)",
-    )
-
-
-def _softmax_figure(d: _Drawn):
-    a, h = d.a, d.h
-    w = np.where(np.isfinite(a.self_attn(d.layer, "mask")[h]), a.self_weights(d.layer)[h], -np.inf)
-    return viz.attention_figure(
-        w,
-        d.rows,
-        d.reads,
-        kind="weights",
-        highlight_row=d.f,
-        q_title=ROWS,
-        k_title=KEYS,
-        title=f"Attention weights α, {d.where}",
-        masked_hover="masked (the future): weight 0",
-    )
-
-
-def _output_proj_figure(d: _Drawn):
-    return viz.matrix_figure(
-        d.a.self_attn(d.layer, "context")[d.h],
-        d.rows,
-        highlight_row=0,
-        token_label=ROWS,
-        dim_label="d_k dimension",
-        title=f"α·V, {d.where} (row 0 outlined)",
-    )
-
-
-def _addnorm_figure(d: _Drawn):
-    a = d.a
-    return viz.addnorm_figure(
-        a.norm(d.layer, 1, "residual"),
-        a.norm(d.layer, 1, "mean"),
-        a.norm(d.layer, 1, "std"),
-        a.norm(d.layer, 1, "out"),
-        d.rows,
-        highlight_row=d.f,
-        token_label=ROWS,
-        title=f"Add & Norm after self-attention, layer {SELF_LAYER}",
-    )
-
-
-def _cross_figure(d: _Drawn):
-    cl = d.learn.focus.cross_layer
-    return viz.alignment_figure(
-        d.a.cross_weights(cl).mean(axis=0),
-        d.rows,
-        [show_token(t) for t in d.tr.src_tokens],
-        highlight_row=d.f,
-        q_title="target position: reads → predicts",
-        title=f"Cross-attention, layer {cl}, mean of heads",
-    )
-
-
-def _ffn_figure(d: _Drawn):
-    return viz.ffn_figure(
-        d.a.ffn(d.layer, "hidden"),
-        d.rows,
-        highlight_row=d.f,
-        token_label=ROWS,
-        title=f"FFN hidden units, layer {SELF_LAYER}",
-    )
-
-
-def _output_figure(d: _Drawn):
-    a, f = d.a, d.f
-    probs = a.probs[f]
-    order = np.argsort(-probs, kind="stable")[:TOP]
-    label = int(a.label_ids[f])
-    chosen = [int(i) for i in order].index(label) if label in order else None
-    text = token_texter(d.data["lm"])
-    return viz.topk_figure(
-        [show_token(text(int(i))) for i in order],
-        probs[order],
-        chosen,
-        title=f"Top {TOP} next tokens at row {f} ({d.rows[f]}); the label outlined",
-    )
-
-
-def _decoding_figure(d: _Drawn):
-    res, text = d.data["beam"], token_texter(d.data["lm"])
-    answer = tuple(res.n_best[0].ids)
-    end = len(answer) - 1  # the position that predicted the answer's last token: the tree up to there
-    return viz.beam_tree_figure(
-        res.beam_steps[: end + 1],
-        token_text=lambda i: show_token(text(i)),
-        impossible=IMPOSSIBLE,
-        title=f"Beam search, width {DEFAULTS.beam}, up to position {end}, where the translation it returns "
-        "finished: what it kept, finished, and the best it dropped from each",
-        paths={"the translation beam search returns": answer},
-        max_pruned=1,  # the lesson's tree: one dropped candidate per hypothesis (Explore's shows three)
-        x_title="position that predicted the token (position 0 reads <s>, as in chapter 1)",
-        whole=True,  # every position of the answer's path in view
-    ).keyed(*d.data["key"])  # the decode it draws: its model, source and length
-
-
-def _lens_figure(d: _Drawn):
-    if d.data["lens"] is None:
-        return None
-    return viz.layer_position_figure(
-        d.data["lens"].chosen_prob,
-        d.rows,
-        highlight_col=d.f,
-        value_name="p(label)",
-        y_title="layer",
-        title="p(the label) after each decoder layer, every position",
-    )
-
-
-FIGURES = {  # every chapter on the live model, by its key (the hand-sized example draws ``_by_hand_figure``)
-    "tokens": _tokens_figure,
-    "embed": _embed_figure,
-    "qkv": _qkv_figure,
-    "scores": partial(_scores_figure, key="scores"),
-    "mask": partial(_scores_figure, key="mask"),
-    "softmax": _softmax_figure,
-    "output_proj": _output_proj_figure,
-    "addnorm": _addnorm_figure,
-    "cross": _cross_figure,
-    "ffn": _ffn_figure,
-    "output": _output_figure,
-    "decoding": _decoding_figure,
-    "lens": _lens_figure,
-}

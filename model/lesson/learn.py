@@ -169,7 +169,7 @@ def other_rows(focus: int, T: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class _Run:
+class Run:
     """What every chapter reads: the recorded values, the tokens as the figures show them, the focus row ``f``,
     the sharpest cross-attention layer ``cl`` (its mean of heads, ``cross``), and ``build``'s other arguments."""
 
@@ -191,6 +191,7 @@ class _Run:
     token_text: Callable[[int], str]
     scale_embedding: bool
     tie_output: bool
+    example: Lesson
     h: int = SELF_HEAD
 
     @property
@@ -231,6 +232,7 @@ def build(
     token_text: Callable[[int], str] = str,
     scale_embedding: bool = True,
     tie_output: bool = True,
+    chapters: Sequence[Callable[[Run], Chapter]] | None = None,
 ) -> Learn:
     """Every chapter and question from the recorded values.
 
@@ -239,15 +241,17 @@ def build(
     the rank of each label after each layer (``explain.logit_lens``); ``beam``: beam search's candidates as (text,
     score), the one it returns first; ``greedy``: greedy decoding's translation and score (same length penalty);
     ``example``: the hand-sized worked example recomputed; ``label`` shows a token as the figures do, ``token_text``
-    names a token id; ``scale_embedding`` and ``tie_output`` are the model's (its equations depend on them).
+    names a token id; ``scale_embedding`` and ``tie_output`` are the model's (its equations depend on them);
+    ``chapters``: the functions writing each chapter, in the lesson's order (``CHAPTERS`` unless given).
     """
+    chapters = CHAPTERS if chapters is None else chapters
     q = [label(t) for t in reads]
     p_ = [label(t) for t in predicts]
     s_ = [label(t) for t in src]
     cl = sharpest_cross_layer(arrays, n_layers)
     cross = arrays.dec(cl, "cross", "weights").mean(axis=0)  # (T, S)
     f = focus_row(cross)
-    r = _Run(
+    r = Run(
         arrays,
         nomask,
         q,
@@ -266,14 +270,15 @@ def build(
         token_text,
         scale_embedding,
         tie_output,
+        example,
     )
-    chapters = tuple(chapter(r) for chapter in _CHAPTERS) + (by_hand(example),)
-    assert tuple(c.key for c in chapters) == CHAPTER_KEYS
+    written = tuple(chapter(r) for chapter in chapters)
+    assert len({c.key for c in written}) == len(written), "a chapter's key is its own"
     a_, b_ = other_rows(f, r.T)
     beam_text, beam_score = beam[0]
     return Learn(
         Focus(f, q[f], p_[f], cl),
-        chapters,
+        written,
         _pre(arrays, q, p_, s_, cross, a_, beam_text, greedy[0]),
         _post(arrays, q, p_, s_, cross, b_, (beam_text, beam_score), greedy),
         mistakes(example),
@@ -284,7 +289,7 @@ def build(
 # One function per chapter, in the lesson's order (the hand-sized example, last, is ``by_hand``).
 
 
-def _tokens(r: _Run) -> Chapter:
+def tokens_chapter(r: Run) -> Chapter:
     """The task, the tokens and teacher forcing."""
     arrays, T, S, q, p_, rows, f, Fr = r.arrays, r.T, r.S, r.q, r.p_, r.rows, r.f, r.Fr
     p_label = arrays.probs[np.arange(T), arrays.label_ids]
@@ -317,7 +322,7 @@ def _tokens(r: _Run) -> Chapter:
     )
 
 
-def _embed(r: _Run) -> Chapter:
+def embed_chapter(r: Run) -> Chapter:
     """Embeddings and positional encoding."""
     arrays, f, fr, scale_embedding = r.arrays, r.f, r.fr, r.scale_embedding
     emb, pe = arrays.embedding("dec", "embed"), arrays.embedding("dec", "pe")
@@ -352,7 +357,7 @@ def _embed(r: _Run) -> Chapter:
     )
 
 
-def _qkv(r: _Run) -> Chapter:
+def qkv_chapter(r: Run) -> Chapter:
     """Q, K, V."""
     arrays, T, f, fr, h = r.arrays, r.T, r.f, r.fr, r.h
     Q = arrays.dec(SELF_LAYER, "self", "Q")[h]
@@ -385,7 +390,7 @@ def _qkv(r: _Run) -> Chapter:
     )
 
 
-def _scores(r: _Run) -> Chapter:
+def scores_chapter(r: Run) -> Chapter:
     """Scaled scores."""
     arrays, T, q, f, fr, Fr, h = r.arrays, r.T, r.q, r.f, r.fr, r.Fr, r.h
     sc = arrays.dec(SELF_LAYER, "self", "scores")[h]  # (T, T), every cell
@@ -416,7 +421,7 @@ def _scores(r: _Run) -> Chapter:
     )
 
 
-def _mask(r: _Run) -> Chapter:
+def mask_chapter(r: Run) -> Chapter:
     """The causal mask, and the cheat without it."""
     arrays, nomask, T, f, fr, h, rows = r.arrays, r.nomask, r.T, r.f, r.fr, r.h, r.rows
     ms = arrays.dec(SELF_LAYER, "self", "masked_scores")[h]
@@ -467,7 +472,7 @@ def _mask(r: _Run) -> Chapter:
     )
 
 
-def _softmax(r: _Run) -> Chapter:
+def softmax_chapter(r: Run) -> Chapter:
     """Softmax weights."""
     arrays, T, q, f, fr, Fr, h = r.arrays, r.T, r.q, r.f, r.fr, r.Fr, r.h
     key_label = r.key_label
@@ -496,7 +501,7 @@ def _softmax(r: _Run) -> Chapter:
     )
 
 
-def _output_proj(r: _Run) -> Chapter:
+def output_proj_chapter(r: Run) -> Chapter:
     """α·V and W_O."""
     arrays, T, f, fr, h = r.arrays, r.T, r.f, r.fr, r.h
     H, _, d_k = arrays.dec(SELF_LAYER, "self", "Q").shape  # (H, T, d_k)
@@ -537,7 +542,7 @@ def _output_proj(r: _Run) -> Chapter:
     )
 
 
-def _addnorm(r: _Run) -> Chapter:
+def addnorm_chapter(r: Run) -> Chapter:
     """Add & Norm."""
     arrays, rows, f, fr = r.arrays, r.rows, r.f, r.fr
     std = arrays.dec(SELF_LAYER, "norm1", "std")
@@ -569,7 +574,7 @@ def _addnorm(r: _Run) -> Chapter:
     )
 
 
-def _cross(r: _Run) -> Chapter:
+def cross_chapter(r: Run) -> Chapter:
     """Cross-attention."""
     T, S, p_, s_, cl, cross, f, fr = r.T, r.S, r.p_, r.s_, r.cl, r.cross, r.f, r.fr
     src_label = lambda i: f"‘{s_[i]}’ (column {i})"  # noqa: E731
@@ -598,7 +603,7 @@ def _cross(r: _Run) -> Chapter:
     )
 
 
-def _ffn(r: _Run) -> Chapter:
+def ffn_chapter(r: Run) -> Chapter:
     """FFN."""
     arrays, f, fr, activation = r.arrays, r.f, r.fr, r.activation
     hid = arrays.dec(SELF_LAYER, "ffn", "hidden")
@@ -630,7 +635,7 @@ def _ffn(r: _Run) -> Chapter:
     )
 
 
-def _output(r: _Run) -> Chapter:
+def output_chapter(r: Run) -> Chapter:
     """The output distribution."""
     arrays, p_, f, fr, label, token_text, tie_output = r.arrays, r.p_, r.f, r.fr, r.label, r.token_text, r.tie_output
     probs = arrays.probs[f]
@@ -666,7 +671,7 @@ def _output(r: _Run) -> Chapter:
     )
 
 
-def _decoding(r: _Run) -> Chapter:
+def decoding_chapter(r: Run) -> Chapter:
     """Greedy decoding versus beam search."""
     beam, beam_width, greedy = r.beam, r.beam_width, r.greedy
     beam_text, beam_score = beam[0]
@@ -699,7 +704,7 @@ def _decoding(r: _Run) -> Chapter:
     )
 
 
-def _lens(r: _Run) -> Chapter:
+def lens_chapter(r: Run) -> Chapter:
     """The logit lens."""
     T, p_, f, fr, lens_rank = r.T, r.p_, r.f, r.fr, r.lens_rank
     ranks = lens_rank[:, f]
@@ -733,23 +738,6 @@ def _lens(r: _Run) -> Chapter:
             "ranks per layer: " + ", ".join(str(int(r)) for r in ranks),
         ),
     )
-
-
-_CHAPTERS = (
-    _tokens,
-    _embed,
-    _qkv,
-    _scores,
-    _mask,
-    _softmax,
-    _output_proj,
-    _addnorm,
-    _cross,
-    _ffn,
-    _output,
-    _decoding,
-    _lens,
-)
 
 
 def _quote(text: str) -> str:
@@ -896,6 +884,10 @@ def mistakes(example: Lesson) -> tuple[Mistake, ...]:
     return tuple(out)
 
 
+def by_hand_chapter(r: Run) -> Chapter:
+    return by_hand(r.example)
+
+
 def by_hand(example: Lesson) -> Chapter:
     w = example.stage("weights").ours
     first = next(s for s in example.stages if s.matches is False)
@@ -932,13 +924,34 @@ def by_hand(example: Lesson) -> Chapter:
     )
 
 
+# the chapters in the lesson's order, each written from the run (the hand-sized example last)
+CHAPTERS: tuple[Callable[[Run], Chapter], ...] = (
+    tokens_chapter,
+    embed_chapter,
+    qkv_chapter,
+    scores_chapter,
+    mask_chapter,
+    softmax_chapter,
+    output_proj_chapter,
+    addnorm_chapter,
+    cross_chapter,
+    ffn_chapter,
+    output_chapter,
+    decoding_chapter,
+    lens_chapter,
+    by_hand_chapter,
+)
+
+
 __all__ = [
+    "CHAPTERS",
     "CHAPTER_KEYS",
     "Chapter",
     "Focus",
     "Learn",
     "Mistake",
     "Question",
+    "Run",
     "build",
     "by_hand",
     "focus_row",

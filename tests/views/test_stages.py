@@ -1,6 +1,7 @@
 """A stage is one unit: one module and one line in the registry, and every page shows it. A throwaway stage (a
 module-like object and one ``Stage`` line) appears in Explore's stage selector and draws there, in Compare's stage
-choice (or among the stages it leaves out, with its reason) and in the lesson's chapter map, on Learn."""
+choice (or among the stages it leaves out, with its reason) and, named by a chapter that teaches it, in that
+chapter's links on Learn."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import html
 import re
 import sys
 import types
+from dataclasses import replace
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -44,13 +46,23 @@ def register():
     stage's, and its module beside the stages'; the app's own modules are put back afterwards."""
     saved = {k: m for k, m in sys.modules.items() if k == "views" or k.startswith("views.")}
 
-    def add(**declaration):
+    def add(taught_by: str | None = None, **declaration):
         for k in [k for k in sys.modules if k == "views" or k.startswith("views.")]:
             del sys.modules[k]
         import views.stages as stages  # afresh: every page reads the registry from here
 
         sys.modules["views.stages.throwaway"] = throwaway_module()
         stages.REGISTRY = (*stages.REGISTRY, stages.Stage("throwaway", LABEL, "throwaway", **declaration))
+        if taught_by is not None:  # the chapter ``taught_by`` names it among the stages it teaches
+            import views.chapters as chapters
+
+            i = CHAPTER_KEYS.index(taught_by)
+            c = chapters.CHAPTERS[i]
+            chapters.CHAPTERS = (
+                *chapters.CHAPTERS[:i],
+                replace(c, stages=(*c.stages, "throwaway")),
+                *chapters.CHAPTERS[i + 1 :],
+            )
         return stages
 
     yield add
@@ -69,8 +81,7 @@ def open_on(model_dir, monkeypatch, **query) -> AppTest:
 
 
 def test_a_throwaway_stage_appears_in_explore_compare_and_learn(register, tiny_model_dir, monkeypatch):
-    stages = register(compared="compared", chapters=(CHAPTER,))
-    assert stages.teaching(CHAPTER)[-1].id == "throwaway"  # the lesson's chapter map
+    register(compared="compared", taught_by=CHAPTER)
 
     at = open_app(tiny_model_dir, monkeypatch)  # Explore: the selector offers it, and choosing it draws it
     assert LABEL in at.segmented_control(key="stage").options

@@ -1,8 +1,8 @@
 """The stage registry: every stage the step view and the teacher-forcing view can show, in the data-flow order of the
 paper's figure, then the explanations. Every page iterates it: Explore (the stage selector, its labels, "All
 stages", both views and the section numbers), Compare (the stages it compares and those it leaves out, saying why)
-and Learn (which stage each chapter teaches). A new stage is one module (its ``render(ctx)``, and what it shows for
-one run or why it cannot be compared) and one line here.
+and Learn (its chapters link to the stages they teach). A new stage is one module (its ``render(ctx)``, and what it
+shows for one run or why it cannot be compared) and one line here.
 
 Declarations only (no streamlit): ``views.state`` reads the ids and labels from here; a stage's module is imported
 when it is first drawn.
@@ -23,8 +23,7 @@ class Stage:
     ``decoder``: drawn by All stages (the explanations, which compute more, are shown one at a time).
     ``compared``: the module's function ``(trace, layer, head) -> RunMatrix`` giving what the stage shows for one
     teacher-forced run, which Compare draws for A and B; a stage without one says why in ``not_compared`` (Compare
-    names it among the stages it leaves out). ``chapters``: the keys of the Learn chapters that teach it
-    (``model.lesson.learn.CHAPTER_KEYS``)."""
+    names it among the stages it leaves out). The Learn chapters that teach it name it (``views.chapters``)."""
 
     id: str
     label: str
@@ -35,7 +34,6 @@ class Stage:
     decoder: bool = True
     compared: str | None = None
     not_compared: str = ""
-    chapters: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.compared is None) == (not self.not_compared):
@@ -61,7 +59,6 @@ REGISTRY = (
         "inputs",
         sections=("inputs", "embeddings"),
         compared="compared",
-        chapters=("tokens", "embed"),
     ),
     Stage(
         "qkv",
@@ -71,7 +68,6 @@ REGISTRY = (
         ("self",),
         header="header",
         compared="compared_qkv",
-        chapters=("qkv",),
     ),
     Stage(
         "scores",
@@ -81,7 +77,6 @@ REGISTRY = (
         ("self",),
         header="header",
         compared="compared_scores",
-        chapters=("scores", "mask"),
     ),
     Stage(
         "self",
@@ -91,7 +86,6 @@ REGISTRY = (
         ("self",),
         header="header",
         compared="compared_weights",
-        chapters=("softmax",),
     ),
     Stage(
         "self_out",
@@ -101,7 +95,6 @@ REGISTRY = (
         ("self", "add_norm"),
         header="header",
         compared="compared_output",
-        chapters=("output_proj", "addnorm"),
     ),
     Stage(
         "cross",
@@ -109,9 +102,8 @@ REGISTRY = (
         "cross_attention",
         sections=("cross",),
         compared="compared",
-        chapters=("cross",),
     ),
-    Stage("ffn", "FFN → Add & Norm 3", "ffn", sections=("ffn",), compared="compared", chapters=("ffn",)),
+    Stage("ffn", "FFN → Add & Norm 3", "ffn", sections=("ffn",), compared="compared"),
     Stage(
         "output",
         "Output & beam",
@@ -119,7 +111,6 @@ REGISTRY = (
         sections=("output", "kv_cache", "beam"),
         not_compared="a distribution over the vocabulary at each position, not one matrix: the table above "
         "compares the token each run chooses",
-        chapters=("output", "decoding"),
     ),
     Stage(
         "lens",
@@ -127,7 +118,6 @@ REGISTRY = (
         "lens",
         decoder=False,
         not_compared="it reads one position's prediction after each layer, not one matrix per run",
-        chapters=("lens",),
     ),
     Stage(
         "ablation",
@@ -160,11 +150,6 @@ def compared() -> tuple[Stage, ...]:
 def left_out() -> tuple[Stage, ...]:
     """The stages Compare leaves out, each saying why (``not_compared``)."""
     return tuple(s for s in REGISTRY if not s.compared)
-
-
-def teaching(chapter: str) -> tuple[Stage, ...]:
-    """The stages a Learn chapter teaches (none for the hand-sized worked example)."""
-    return tuple(s for s in REGISTRY if chapter in s.chapters)
 
 
 def numbered(section: str, title: str, part: int | None = None) -> str:
