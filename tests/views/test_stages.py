@@ -1,7 +1,7 @@
 """A stage is one unit: one module and one line in the registry, and every page shows it. A throwaway stage (a
-module-like object and one ``Stage`` line) appears in Explore's stage selector and draws there, in Compare's stage
-choice (or among the stages it leaves out, with its reason) and, named by a chapter that teaches it, in that
-chapter's links on Learn."""
+module-like object and one ``Stage`` line holding its functions) appears in Explore's stage selector and draws
+there, in Compare's stage choice (or among the stages it leaves out, with its reason) and, named by a chapter that
+teaches it, in that chapter's links on Learn."""
 
 from __future__ import annotations
 
@@ -46,13 +46,15 @@ def register():
     stage's, and its module beside the stages'; the app's own modules are put back afterwards."""
     saved = {k: m for k, m in sys.modules.items() if k == "views" or k.startswith("views.")}
 
-    def add(taught_by: str | None = None, **declaration):
+    def add(taught_by: str | None = None, not_compared: str = ""):
         for k in [k for k in sys.modules if k == "views" or k.startswith("views.")]:
             del sys.modules[k]
         import views.stages as stages  # afresh: every page reads the registry from here
 
-        sys.modules["views.stages.throwaway"] = throwaway_module()
-        stages.REGISTRY = (*stages.REGISTRY, stages.Stage("throwaway", LABEL, "throwaway", **declaration))
+        module = throwaway_module()
+        compared = None if not_compared else module.compared
+        stage = stages.Stage("throwaway", LABEL, module.render, compared=compared, not_compared=not_compared)
+        stages.REGISTRY = (*stages.REGISTRY, stage)
         if taught_by is not None:  # the chapter ``taught_by`` names it among the stages it teaches
             import views.chapters as chapters
 
@@ -81,7 +83,7 @@ def open_on(model_dir, monkeypatch, **query) -> AppTest:
 
 
 def test_a_throwaway_stage_appears_in_explore_compare_and_learn(register, tiny_model_dir, monkeypatch):
-    register(compared="compared", taught_by=CHAPTER)
+    register(taught_by=CHAPTER)
 
     at = open_app(tiny_model_dir, monkeypatch)  # Explore: the selector offers it, and choosing it draws it
     assert LABEL in at.segmented_control(key="stage").options
@@ -119,10 +121,11 @@ def test_a_stage_that_cannot_be_compared_says_so_and_compare_names_it(register, 
 def test_a_stage_declares_compare_s_matrix_or_why_there_is_none():
     from views.stages import Stage
 
+    module = throwaway_module()
     with pytest.raises(ValueError, match="compared"):
-        Stage("x", "X", "x")
+        Stage("x", "X", module.render)
     with pytest.raises(ValueError, match="compared"):
-        Stage("x", "X", "x", compared="compared", not_compared="both")
+        Stage("x", "X", module.render, compared=module.compared, not_compared="both")
 
 
 def test_the_top_ten_bars_and_the_hypothesis_tree_have_text_alternatives(tiny_model_dir, monkeypatch):
@@ -145,3 +148,16 @@ def test_the_top_ten_bars_and_the_hypothesis_tree_have_text_alternatives(tiny_mo
     p = re.search(r"p \\= ([\d\\.]+)", line)[1].replace("\\", "")
     assert f"{float(p):.1%}" in top, (p, top)  # the number the position line shows, in the bars' words
     assert tree and re.search(r"\d+ kept.* points\.$", tree), tree
+
+
+def test_a_stage_s_functions_are_references_not_names():
+    """The registry holds each stage's functions themselves (mypy and a reader follow them), never their names to
+    look up at run time."""
+    from pathlib import Path
+
+    from views import stages
+
+    source = Path(stages.__file__).read_text()
+    assert "import_module" not in source and "getattr(" not in source
+    for s in stages.REGISTRY:
+        assert all(callable(f) for f in (s.render, s.header, s.compared) if f is not None), s.id

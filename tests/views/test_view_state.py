@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 import views.session
 from model.decode.decoding import DecodeOptions
-from model.io.checkpoint import ENV_MODEL
+from model.decode.trace import teacher_forced_trace
+from model.io.checkpoint import ENV_MODEL, load_model_dir
 from tests.helpers import headings
 from views.stages import REGISTRY, SECTIONS, numbered
 from views.state import (
@@ -79,8 +80,11 @@ def test_the_choice_table_is_the_one_source():
 def test_the_stage_registry_drives_the_selector_and_the_numbering(tiny_model_dir, monkeypatch):
     assert STAGES == (*(s.id for s in REGISTRY), "all") and DEFAULT_STAGE in STAGES
     assert [STAGE_LABELS[s.id] for s in REGISTRY] == [s.label for s in REGISTRY]
-    for s in REGISTRY:  # every stage's functions exist
-        assert callable(s.function(s.entry)) and (s.header is None or callable(s.function(s.header)))
+    lm = load_model_dir(tiny_model_dir)
+    tr = teacher_forced_trace(lm.model, lm.tokenizer, "The dog runs.", "Le chien court.")
+    for s in REGISTRY:  # every stage's matrix for Compare is found and reads one row per decoder position
+        if s.compared is not None:
+            assert s.run_matrix(tr, 0, 0).values.shape[0] == len(tr.label_tokens), s.id
     assert [numbered(sec, "x") for sec in SECTIONS] == [f"{i} · x" for i in range(1, len(SECTIONS) + 1)]
     monkeypatch.setenv(ENV_MODEL, str(tiny_model_dir))
     at = AppTest.from_file(APP, default_timeout=60)

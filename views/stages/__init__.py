@@ -2,134 +2,216 @@
 paper's figure, then the explanations. Every page iterates it: Explore (the stage selector, its labels, "All
 stages", both views and the section numbers), Compare (the stages it compares and those it leaves out, saying why)
 and Learn (its chapters link to the stages they teach). A new stage is one module (its ``render(ctx)``, and what it
-shows for one run or why it cannot be compared) and one line here.
+shows for one run or why it cannot be compared) and its line here.
 
 Declarations only (no streamlit): ``views.state`` reads the ids and labels from here; a stage's module is imported
-when it is first drawn.
+when one of its functions is first called (by the function standing for it below).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from model.decode.trace import Trace
+
+    from .context import RunMatrix, StageContext
+
+Draws = Callable[["StageContext"], None]
+Matrix = Callable[["Trace", int, "int | str"], "RunMatrix"]
 
 
 @dataclass(frozen=True)
 class Stage:
-    """``render`` is ``views/stages/<module>.py``'s function ``entry``, called with the view's ``StageContext``.
-    ``sections``: the numbered sections it opens (their numbers follow the registry's order). ``header``: a function
-    of the same module drawing a heading the stage shares with its neighbours (drawn once for a run of them).
-    ``decoder``: drawn by All stages (the explanations, which compute more, are shown one at a time).
-    ``compared``: the module's function ``(trace, layer, head) -> RunMatrix`` giving what the stage shows for one
-    teacher-forced run, which Compare draws for A and B; a stage without one says why in ``not_compared`` (Compare
-    names it among the stages it leaves out). The Learn chapters that teach it name it (``views.chapters``)."""
+    """``render`` draws the stage for the view's ``StageContext``. ``sections``: the numbered sections it opens
+    (their numbers follow the registry's order). ``header``: a heading the stage shares with its neighbours (drawn
+    once for a run of them). ``decoder``: drawn by All stages (the explanations, which compute more, are shown one
+    at a time). ``compared``: ``(trace, layer, head) -> RunMatrix``, what the stage shows for one teacher-forced
+    run, which Compare draws for A and B; a stage without one says why in ``not_compared`` (Compare names it among
+    the stages it leaves out). The Learn chapters that teach it name it (``views.chapters``)."""
 
     id: str
     label: str
-    module: str
-    entry: str = "render"
+    render: Draws
     sections: tuple[str, ...] = ()
-    header: str | None = None
+    header: Draws | None = None
     decoder: bool = True
-    compared: str | None = None
+    compared: Matrix | None = None
     not_compared: str = ""
 
     def __post_init__(self) -> None:
         if (self.compared is None) == (not self.not_compared):
             raise ValueError(f"stage {self.id!r}: give Compare's matrix (compared) or why there is none (not_compared)")
 
-    def function(self, name: str) -> Callable:
-        return getattr(import_module(f"{__name__}.{self.module}"), name)
-
-    def render(self, ctx) -> None:
-        self.function(self.entry)(ctx)
-
-    def run_matrix(self, trace, layer: int, head):
-        """What the stage shows for one teacher-forced run (a ``RunMatrix``), for Compare."""
+    def run_matrix(self, trace: Trace, layer: int, head: int | str) -> RunMatrix:
+        """What the stage shows for one teacher-forced run, for Compare."""
         if self.compared is None:
             raise ValueError(f"stage {self.id!r} is not compared: {self.not_compared}")
-        return self.function(self.compared)(trace, layer, head)
+        return self.compared(trace, layer, head)
+
+
+# ---------------------------------------------------------------------------
+# The stages' functions, each imported where it is first called: a stage's module draws with streamlit and reads
+# ``views.state``, which reads this registry.
+
+
+def _inputs(ctx: StageContext) -> None:
+    from .inputs import render
+
+    render(ctx)
+
+
+def _inputs_matrix(trace: Trace, layer: int, head: int | str) -> RunMatrix:
+    from .inputs import compared
+
+    return compared(trace, layer, head)
+
+
+def _self_attention_header(ctx: StageContext) -> None:
+    from .self_attention import header
+
+    header(ctx)
+
+
+def _qkv(ctx: StageContext) -> None:
+    from .self_attention import render_qkv
+
+    render_qkv(ctx)
+
+
+def _qkv_matrix(trace: Trace, layer: int, head: int | str) -> RunMatrix:
+    from .self_attention import compared_qkv
+
+    return compared_qkv(trace, layer, head)
+
+
+def _scores(ctx: StageContext) -> None:
+    from .self_attention import render_scores
+
+    render_scores(ctx)
+
+
+def _scores_matrix(trace: Trace, layer: int, head: int | str) -> RunMatrix:
+    from .self_attention import compared_scores
+
+    return compared_scores(trace, layer, head)
+
+
+def _weights(ctx: StageContext) -> None:
+    from .self_attention import render_weights
+
+    render_weights(ctx)
+
+
+def _weights_matrix(trace: Trace, layer: int, head: int | str) -> RunMatrix:
+    from .self_attention import compared_weights
+
+    return compared_weights(trace, layer, head)
+
+
+def _self_out(ctx: StageContext) -> None:
+    from .self_attention import render_output
+
+    render_output(ctx)
+
+
+def _self_out_matrix(trace: Trace, layer: int, head: int | str) -> RunMatrix:
+    from .self_attention import compared_output
+
+    return compared_output(trace, layer, head)
+
+
+def _cross(ctx: StageContext) -> None:
+    from .cross_attention import render
+
+    render(ctx)
+
+
+def _cross_matrix(trace: Trace, layer: int, head: int | str) -> RunMatrix:
+    from .cross_attention import compared
+
+    return compared(trace, layer, head)
+
+
+def _ffn(ctx: StageContext) -> None:
+    from .ffn import render
+
+    render(ctx)
+
+
+def _ffn_matrix(trace: Trace, layer: int, head: int | str) -> RunMatrix:
+    from .ffn import compared
+
+    return compared(trace, layer, head)
+
+
+def _output(ctx: StageContext) -> None:
+    from .output import render
+
+    render(ctx)
+
+
+def _lens(ctx: StageContext) -> None:
+    from .lens import render
+
+    render(ctx)
+
+
+def _ablation(ctx: StageContext) -> None:
+    from .ablation import render
+
+    render(ctx)
+
+
+def _attribution(ctx: StageContext) -> None:
+    from .attribution import render
+
+    render(ctx)
 
 
 REGISTRY = (
-    Stage(
-        "inputs",
-        "Inputs & embeddings",
-        "inputs",
-        sections=("inputs", "embeddings"),
-        compared="compared",
-    ),
-    Stage(
-        "qkv",
-        "Q · K · V",
-        "self_attention",
-        "render_qkv",
-        ("self",),
-        header="header",
-        compared="compared_qkv",
-    ),
-    Stage(
-        "scores",
-        "Scores → causal mask",
-        "self_attention",
-        "render_scores",
-        ("self",),
-        header="header",
-        compared="compared_scores",
-    ),
-    Stage(
-        "self",
-        "Masked self-attention",
-        "self_attention",
-        "render_weights",
-        ("self",),
-        header="header",
-        compared="compared_weights",
-    ),
+    Stage("inputs", "Inputs & embeddings", _inputs, ("inputs", "embeddings"), compared=_inputs_matrix),
+    Stage("qkv", "Q · K · V", _qkv, ("self",), _self_attention_header, compared=_qkv_matrix),
+    Stage("scores", "Scores → causal mask", _scores, ("self",), _self_attention_header, compared=_scores_matrix),
+    Stage("self", "Masked self-attention", _weights, ("self",), _self_attention_header, compared=_weights_matrix),
     Stage(
         "self_out",
         "α·V → Add & Norm 1",
-        "self_attention",
-        "render_output",
+        _self_out,
         ("self", "add_norm"),
-        header="header",
-        compared="compared_output",
+        _self_attention_header,
+        compared=_self_out_matrix,
     ),
-    Stage(
-        "cross",
-        "Cross-attention → Add & Norm 2",
-        "cross_attention",
-        sections=("cross",),
-        compared="compared",
-    ),
-    Stage("ffn", "FFN → Add & Norm 3", "ffn", sections=("ffn",), compared="compared"),
+    Stage("cross", "Cross-attention → Add & Norm 2", _cross, ("cross",), compared=_cross_matrix),
+    Stage("ffn", "FFN → Add & Norm 3", _ffn, ("ffn",), compared=_ffn_matrix),
     Stage(
         "output",
         "Output & beam",
-        "output",
-        sections=("output", "kv_cache", "beam"),
+        _output,
+        ("output", "kv_cache", "beam"),
         not_compared="a distribution over the vocabulary at each position, not one matrix: the table above "
         "compares the token each run chooses",
     ),
     Stage(
         "lens",
         "Logit lens",
-        "lens",
+        _lens,
         decoder=False,
         not_compared="it reads one position's prediction after each layer, not one matrix per run",
     ),
     Stage(
         "ablation",
         "Head ablation",
-        "ablation",
+        _ablation,
         decoder=False,
         not_compared="it decodes the sentence again with heads switched off, a run of its own",
     ),
     Stage(
         "attribution",
         "Attribution vs attention",
-        "attribution",
+        _attribution,
         decoder=False,
         not_compared="the contrast below attributes one position's choice to the source",
     ),
@@ -164,13 +246,13 @@ def shows(chosen: str, stage: str) -> bool:
     return chosen == stage or (chosen == ALL and by_id(stage).decoder)
 
 
-def render(ctx, chosen: str) -> None:
+def render(ctx: StageContext, chosen: str) -> None:
     """Every stage the selector's choice ``chosen`` draws, in the registry's order."""
     header = None
     for stage in REGISTRY:
         if not shows(chosen, stage.id):
             continue
-        if stage.header and (stage.module, stage.header) != header:
-            stage.function(stage.header)(ctx)
-        header = (stage.module, stage.header) if stage.header else None
+        if stage.header is not None and stage.header is not header:
+            stage.header(ctx)
+        header = stage.header
         stage.render(ctx)
