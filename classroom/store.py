@@ -501,7 +501,7 @@ class _Tx:
         self.session.begin()
         return self.session
 
-    def __exit__(self, kind, exc, tb) -> bool:
+    def __exit__(self, kind, exc, tb) -> None:
         try:
             if kind is None:
                 self.session.commit()
@@ -514,7 +514,6 @@ class _Tx:
             self.session.close()
         if isinstance(exc, SQLAlchemyError):
             raise _translated(exc) from exc
-        return False
 
 
 def _translated(e: SQLAlchemyError) -> Exception:

@@ -34,7 +34,7 @@ from .common import (
     token_texter,
 )
 from .stages.context import Decoded, StageContext
-from .state import STAGE_LABELS, STAGES, Limits, View, clamp_view, prepare_source
+from .state import STAGE_LABELS, STAGES, Choices, Limits, View, clamp_view, prepare_source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,13 +66,15 @@ def view(lm: LoadedModel, limits: Limits, v: View, src: tuple[int, ...], src_tok
         fail("Could not show this position", e)
 
 
-def choice_control(label: str, options: tuple, key: str, labels: dict, fallback: str, **kwargs) -> None:
+def choice_control(
+    label: str, options: tuple[str, ...], key: str, labels: dict[str, str], fallback: str, **kwargs
+) -> None:
     """A segmented control of one of ``options``; clicking the chosen one again keeps ``fallback``."""
     st.segmented_control(
         label,
         options,
         key=key,
-        format_func=labels.get,
+        format_func=labels.__getitem__,
         on_change=session.keep_choice,
         args=(key, options, fallback),
         **kwargs,
@@ -116,6 +118,8 @@ def line_story(line: Line, n_final: int, beam: int) -> str:
             f"It was still live at {at} when beam search stopped: no continuation could beat the finished "
             "candidates any more."
         )
+    if line.rank is None:
+        return f"It was pruned at {at}."
     return (
         f"It was pruned at {at}: its best continuation ranked {ordinal(line.rank)} of {line.of} candidates, and "
         f"only the best {beam} stay in the beam."
@@ -142,7 +146,9 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
             st.warning("The hypothesis in the link is not in this decode; following the translation shown above.")
         st.caption(md(f"Following: {followed}. {line_story(line, len(res.n_best), ch.decode.beam)}"))
     ctx = stage_context(lm, v, ch, res, line, step, src, src_tokens)
-    rows, reads, predicts, table = ctx.run.rows, ctx.reads, ctx.predicts, ctx.run.table
+    run = ctx.run
+    assert isinstance(run, Decoded)  # the step view's run: a decode followed along a line
+    rows, reads, predicts, table = run.rows, ctx.reads, ctx.predicts, run.table
     r_now = rows[-1]
     cur = res.steps[step]
     p_next = line.probs[step]
@@ -187,7 +193,7 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
                 list(line.inputs[1 : step + 1]),
                 step,
                 tok_text,
-                lambda prefix, user: (session.force(prefix, user, keep_user, base), st.rerun(scope="app")),
+                partial(_force, keep_user=keep_user, base=base),
             )
     if panel := lazy_panel(export.LABEL, "export_open"):
         with panel:
@@ -196,11 +202,19 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
             export.render_decode(lm, at, table, tok_text, live_table, make)
 
 
+def _force(prefix: tuple[int, ...], user: frozenset[int], keep_user: frozenset[int], base: Choices) -> None:
+    """Decode again with ``prefix`` forced, and draw the whole page for it."""
+    session.force(prefix, user, keep_user, base)
+    st.rerun(scope="app")
+
+
 def handout_inputs(lm: LoadedModel, raw: dict) -> tuple:
     """``handout_bytes``' arguments for the view that ``raw`` (choices by name: source, max_len, stage, …)
     describes, its sentence decoded and its line followed (the end of the lesson's handout; the benchmark's)."""
     view, _ = clamp_view(raw, session.limits_of(lm.cfg))
     src = prepare_source(view.source, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
+    if src is None:
+        raise ValueError("no sentence to decode for the handout")
     ch = view.choices(str(lm.path))
     res = get_decode(lm, ch, src.ids)
     line = follow_line(res, lm.cfg.eos_id, view.follow)
@@ -295,7 +309,7 @@ def pick_line(res, line: Line, step: int, stream_text) -> None:
         "Follow hypothesis",
         list(ids_by_option),
         key="follow_pick",
-        format_func=labels.get,
+        format_func=labels.__getitem__,
         on_change=session.follow_pick,
         args=(ids_by_option,),
         help="By default the view follows the translation shown above, from <s> to </s>. Pick another final "

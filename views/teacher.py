@@ -270,14 +270,11 @@ def live(store: Store, class_id: str, secret: str) -> None:
             ),
             "class_questions",
         )
-        wrong = [
-            {"question": question_name(q.question), "wrong option": o, "times chosen": n}
-            for q in questions
-            for o, n in q.wrong
-        ]
+        wrong = sorted(((question_name(q.question), o, n) for q in questions for o, n in q.wrong), key=lambda w: -w[2])
         if wrong:
             st.markdown("**The wrong options chosen, most common first** (what the class misunderstood):")
-            st.dataframe(sorted(wrong, key=lambda r: -r["times chosen"]), hide_index=True, key="class_wrong")
+            rows = [{"question": q, "wrong option": o, "times chosen": n} for q, o, n in wrong]
+            st.dataframe(rows, hide_index=True, key="class_wrong")
     checks(data)
     sentences(data)
 
