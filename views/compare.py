@@ -119,12 +119,12 @@ def body(lm: LoadedModel, limits, view) -> None:
     elif same:
         st.warning("A and B are the same sentence: there is nothing to compare. Change one word of B.")
         tr_b = None
-    else:
+    elif src_b is not None:  # always, past the first branch
         res_b = get_decode(lm, replace(ch, source=view.source_b), src_b.ids)
         tr_b = get_trace(lm, src_b.ids, [i for i in res_b.ids if i != cfg.eos_id], True)
         view = open_where_they_part(view, src_a.ids, src_b.ids, outputs(lm, ch, res_a, res_b, tr_a, tr_b))
         stage_pair(lm, view, tr_a, tr_b)
-    patching_part(lm, limits, view, src_a.ids, out_a, None if tr_b is None else src_b.ids, tr_a)
+    patching_part(lm, limits, view, src_a.ids, out_a, None if tr_b is None or src_b is None else src_b.ids, tr_a)
 
 
 def open_where_they_part(view: View, src_a, src_b, first: int | None) -> View:
@@ -202,7 +202,7 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         "Stage to compare",
         STAGES,
         key="stage",
-        format_func=STAGE_LABELS.get,
+        format_func=STAGE_LABELS.__getitem__,
         on_change=_stage_chosen,
     )
     st.caption(md("Not compared here: " + "; ".join(f"{s.label} ({s.not_compared})" for s in stages.left_out()) + "."))
@@ -440,7 +440,8 @@ def downloads(lm, p, r) -> None:
 
     def npz() -> bytes:
         out = io.BytesIO()
-        np.savez_compressed(out, **report(lm.tokenizer, p, r))
+        # numpy's stub lets the ** fill allow_pickle (a bool), so it types the arrays as one
+        np.savez_compressed(out, **report(lm.tokenizer, p, r))  # type: ignore[arg-type]
         return out.getvalue()
 
     c1, c2, c3 = st.columns(3)

@@ -399,9 +399,8 @@ def render_rows(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None
     if len(picked) == 1:
         st.markdown(f"[Open sentence {picked[0]['index']} in Explore]({explore_link(picked[0], opts, model)})")
     elif len(picked) == 2:
-        st.markdown(
-            f"[Compare sentences {picked[0]['index']} and {picked[1]['index']}]({compare_link(*picked, opts, model)})"
-        )
+        link = compare_link(picked[0], picked[1], opts, model)
+        st.markdown(f"[Compare sentences {picked[0]['index']} and {picked[1]['index']}]({link})")
     else:
         st.caption("Select a row to open it in Explore, or two rows to compare them.")
 
@@ -533,7 +532,7 @@ def render_heads(result, opts: DecodeOptions, model: str) -> None:
     stat = st.selectbox("Statistic coloured", list(STATS), key="corpus_hstat")
     st.query_params["hstat"] = stat
     tabs = st.tabs([KINDS[k].capitalize() for k in KINDS])
-    by_kind = {}
+    by_kind: dict[str, list[dict]] = {}
     for r in head_rows(heads):
         by_kind.setdefault(r["kind"], []).append(r)
     sources = [r["source"] for r in result.rows]
