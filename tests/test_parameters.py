@@ -14,7 +14,6 @@ MOST = 8
 # rest wait for a dataclass of the values they pass on.
 STILL_MORE = {
     "model/decode/fused.py:step",
-    "model/decode/decoding.py:beam_step_record",
     "model/decode/lean.py:_attention",
     "model/decode/steps.py:_line",
     "model/interpret/explain.py:report",

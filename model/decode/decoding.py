@@ -458,22 +458,12 @@ def beam_search(cfg, opts: DecodeOptions) -> Policy:
             beam_steps.append(
                 beam_step_record(
                     t,
-                    k,
                     live,
-                    top_ids,
-                    top_lp,
+                    (top_ids, top_lp),
                     logp,
                     running,
-                    rows_l,
-                    tok_l,
-                    cand_lp,
-                    keep,
-                    best_l,
-                    all_done,
-                    fin_seqs,
-                    fin_logprobs,
-                    fin_scores,
-                    fin_done,
+                    Candidates(rows_l, tok_l, cand_lp, keep, best_l, all_done),
+                    Pool(fin_seqs, fin_logprobs, fin_scores, fin_done),
                 )
             )
             chosen = np.full(k, -1)  # first surviving continuation of each row, -1 if it died
@@ -496,32 +486,52 @@ def beam_search(cfg, opts: DecodeOptions) -> Policy:
     return n_best, beam_steps if opts.record else None
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """One beam step's 2k candidates: the row each continues, its token and cumulative log-prob; the k the beam
+    keeps (``keep``); where the merge into the n-best pool put them (``best``: indices into pool + candidates,
+    ``done``: which of those are finished; None when no candidate finished and the pool stayed as it was)."""
+
+    rows: list[int]
+    tokens: list[int]
+    logprob: np.ndarray  # (2k,)
+    keep: np.ndarray  # (k,)
+    best: list[int]
+    done: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The n-best pool after a step: its sequences, their log-probs and scores, and which hold a finished one."""
+
+    seqs: list[list[int]]
+    logprobs: list[float]
+    scores: np.ndarray  # (k,)
+    done: np.ndarray  # (k,) bool
+
+
 def beam_step_record(
-    t,
-    k,
-    live,
-    top_ids,
-    top_lp,
-    logp,
-    running,
-    rows_l,
-    tok_l,
-    cand_lp,
-    keep,
-    best_l,
-    all_done,
-    fin_seqs,
-    fin_logprobs,
-    fin_scores,
-    fin_done,
+    t: int,
+    live: list[Hypothesis],
+    summary: tuple[np.ndarray, np.ndarray],
+    logp: np.ndarray,
+    running: np.ndarray,
+    cands: Candidates,
+    pool: Pool,
 ) -> BeamStep:
-    """What the beam view shows for step t: each live row's top-k continuations and their fate."""
+    """What the beam view shows for step t: each live row's top-k continuations and their fate. ``summary``: the
+    step's recorded top ids and log-probs per row; ``logp`` (k, V) its log-probs; ``running`` (k,) the rows'
+    cumulative log-probs before it."""
+    k = len(live)
+    top_ids, top_lp = summary
+    rows_l, tok_l, best_l, all_done = cands.rows, cands.tokens, cands.best, cands.done
     if top_ids.shape[1] < min(k, logp.shape[-1]):  # the display summary keeps TOP; wide beams need more
         lp_k, ids_k = torch.from_numpy(np.ascontiguousarray(logp)).topk(min(k, logp.shape[-1]), dim=-1)
         top_ids, top_lp = ids_k.numpy(), lp_k.numpy()
     top_ids, top_lp = top_ids[:, :k].tolist(), top_lp[:, :k].tolist()  # plain Python: ~25 items per step
-    run, cand = running.tolist(), cand_lp.tolist()
-    kept, finished = set(keep.tolist()), {i - k for i in best_l if i >= k and all_done[i]}
+    run, cand = running.tolist(), cands.logprob.tolist()
+    kept = set(cands.keep.tolist())
+    finished = {i - k for i in best_l if i >= k and all_done is not None and all_done[i]}
     alive = [i for i in range(2 * k) if cand[i] > NEG / 2]
     status = {
         (rows_l[i], tok_l[i]): ("finished" if i in finished else "kept" if i in kept else "pruned") for i in alive
@@ -537,12 +547,12 @@ def beam_step_record(
         r, tok = rows_l[i], tok_l[i]
         if (r, tok) not in shown:
             expansions.append(Expansion(r, tok, float(logp[r, tok]), cand[i], status[(r, tok)]))
-    pool = [
+    finals = [
         Hypothesis(tuple(s), float(lp_), float(sc), finished=bool(d))
-        for s, lp_, sc, d in zip(fin_seqs, fin_logprobs, fin_scores, fin_done)
+        for s, lp_, sc, d in zip(pool.seqs, pool.logprobs, pool.scores, pool.done)
         if d
     ]
-    return BeamStep(t, live, expansions, pool)
+    return BeamStep(t, live, expansions, finals)
 
 
 @torch.inference_mode()
