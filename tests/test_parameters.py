@@ -17,7 +17,6 @@ STILL_MORE = {
     "model/decode/lean.py:_attention",
     "model/decode/steps.py:_line",
     "model/interpret/explain.py:report",
-    "model/lesson/learn.py:build",
     "viz/heatmap.py:square_geometry",
     "viz/heatmap.py:add_heatmap",
     "viz/heatmap.py:rows_geometry",

@@ -19,7 +19,7 @@ import streamlit as st
 
 from model.interpret.explain import lens_problem, logit_lens
 from model.io.checkpoint import LoadedModel
-from model.lesson.learn import Learn, Question, build, by_hand
+from model.lesson.learn import Learn, Outcomes, Question, build, by_hand
 from views import class_link
 from views.plot import Drawing, build_ahead
 
@@ -88,23 +88,20 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, LessonRun] | None:
         lens = None if problem else logit_lens(lm.model, tr.arrays, labels, k=TOP, lean=lean_decoder(lm))
         run = LessonRun(lm, src, tr, nc, beam, lens, key)
         g = greedy.n_best[0]
-        learn = build(
-            tr.arrays,
-            nc.arrays,
-            tr.dec_input_tokens,
-            tr.label_tokens,
-            tr.src_tokens,
-            n_layers=L,
-            activation=lm.cfg.activation,
-            lens_rank=lens.chosen_rank if lens else np.ones((L, T)),
+        outcomes = Outcomes(
             beam=[(run.text(h.ids), h.score) for h in beam.n_best],
             beam_width=DEFAULTS.beam,
             greedy=(run.text(g.ids), g.score),
-            example=worked_example(),
+            lens_rank=lens.chosen_rank if lens else np.ones((L, T)),
+        )
+        learn = build(
+            tr,
+            nc,
+            lm.cfg,
+            outcomes,
+            worked_example(),
             label=show_token,
             token_text=token_texter(lm),
-            scale_embedding=lm.cfg.scale_embedding,
-            tie_output=lm.cfg.tie_output,
             chapters=[c.write for c in chapters.CHAPTERS],
         )
         return learn, run

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from model.core.config import ModelConfig
 from model.core.keys import Records
 from model.core.positions import position_labels
+from model.decode.trace import Trace
 from model.lesson.lesson import EXAMPLE_SOURCE, Lesson
 
 READ_S = 50  # reading time of one chapter, question included
@@ -174,7 +176,7 @@ class Run:
     the sharpest cross-attention layer ``cl`` (its mean of heads, ``cross``), and ``build``'s other arguments."""
 
     arrays: Records[np.ndarray]
-    nomask: Records[np.ndarray]
+    nomask: Records[np.ndarray]  # the arrays of the pass without the causal mask
     q: list[str]  # what each position reads
     p_: list[str]  # what each position predicts
     s_: list[str]  # the source tokens
@@ -214,46 +216,47 @@ class Run:
         return f"‘{self.q[i]}’ (column {i})"
 
 
+@dataclass(frozen=True)
+class Outcomes:
+    """What the lesson reads besides the teacher-forced traces: beam search's candidates as (text, score), the one
+    it returns first, and its width; greedy decoding's translation and score (same length penalty); ``lens_rank``
+    (L, T): the rank of each label after each layer (``explain.logit_lens``)."""
+
+    beam: Sequence[tuple[str, float]]
+    beam_width: int
+    greedy: tuple[str, float]
+    lens_rank: np.ndarray
+
+
 def build(
-    arrays: Records[np.ndarray],
-    nomask: Records[np.ndarray],
-    reads: Sequence[str],
-    predicts: Sequence[str],
-    src: Sequence[str],
-    *,
-    n_layers: int,
-    activation: str,
-    lens_rank: np.ndarray,
-    beam: Sequence[tuple[str, float]],
-    beam_width: int,
-    greedy: tuple[str, float],
+    trace: Trace,
+    nomask: Trace,
+    cfg: ModelConfig,
+    outcomes: Outcomes,
     example: Lesson,
     label: Callable[[str], str] = str,
     token_text: Callable[[int], str] = str,
-    scale_embedding: bool = True,
-    tie_output: bool = True,
     chapters: Sequence[Callable[[Run], Chapter]] | None = None,
 ) -> Learn:
     """Every chapter and question from the recorded values.
 
-    ``arrays`` / ``nomask``: ``Trace.arrays`` of the teacher-forced pass with and without the causal mask;
-    ``reads`` / ``predicts``: the decoder input and label tokens; ``src``: the source tokens; ``lens_rank`` (L, T):
-    the rank of each label after each layer (``explain.logit_lens``); ``beam``: beam search's candidates as (text,
-    score), the one it returns first; ``greedy``: greedy decoding's translation and score (same length penalty);
-    ``example``: the hand-sized worked example recomputed; ``label`` shows a token as the figures do, ``token_text``
-    names a token id; ``scale_embedding`` and ``tie_output`` are the model's (its equations depend on them);
-    ``chapters``: the functions writing each chapter, in the lesson's order (``CHAPTERS`` unless given).
+    ``trace`` / ``nomask``: the teacher-forced pass with and without the causal mask; ``cfg``: the model's (its
+    equations depend on it); ``example``: the hand-sized worked example recomputed; ``label`` shows a token as the
+    figures do, ``token_text`` names a token id; ``chapters``: the functions writing each chapter, in the lesson's
+    order (``CHAPTERS`` unless given).
     """
     chapters = CHAPTERS if chapters is None else chapters
+    arrays, reads, predicts, src = trace.arrays, trace.dec_input_tokens, trace.label_tokens, trace.src_tokens
+    beam, greedy = outcomes.beam, outcomes.greedy
     q = [label(t) for t in reads]
     p_ = [label(t) for t in predicts]
     s_ = [label(t) for t in src]
-    cl = sharpest_cross_layer(arrays, n_layers)
+    cl = sharpest_cross_layer(arrays, cfg.n_decoder_layers)
     cross = arrays.dec(cl, "cross", "weights").mean(axis=0)  # (T, S)
     f = focus_row(cross)
     r = Run(
         arrays,
-        nomask,
+        nomask.arrays,
         q,
         p_,
         s_,
@@ -261,15 +264,15 @@ def build(
         cl,
         cross,
         f,
-        activation,
-        lens_rank,
+        cfg.activation,
+        outcomes.lens_rank,
         beam,
-        beam_width,
+        outcomes.beam_width,
         greedy,
         label,
         token_text,
-        scale_embedding,
-        tie_output,
+        cfg.scale_embedding,
+        cfg.tie_output,
         example,
     )
     written = tuple(chapter(r) for chapter in chapters)
@@ -950,6 +953,7 @@ __all__ = [
     "Focus",
     "Learn",
     "Mistake",
+    "Outcomes",
     "Question",
     "Run",
     "build",

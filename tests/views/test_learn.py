@@ -249,7 +249,7 @@ def test_without_a_model_the_hand_sized_example_still_works(tmp_path, monkeypatc
 def built_lesson(lm, text: str):
     """``model.lesson.learn.build`` on ``text``'s greedy translation, as the Learn page calls it."""
     from model.interpret.explain import logit_lens
-    from model.lesson.learn import build
+    from model.lesson.learn import Outcomes, build
 
     ref = Reference(lm, text)
     nc = teacher_forced_trace(
@@ -260,20 +260,13 @@ def built_lesson(lm, text: str):
         causal=False,
     )
     labels = [int(i) for i in ref.a["label_ids"]]
-    learn = build(
-        ref.a,
-        nc.arrays,
-        ref.tr.dec_input_tokens,
-        ref.tr.label_tokens,
-        ref.tr.src_tokens,
-        n_layers=2,
-        activation="relu",
-        lens_rank=logit_lens(lm.model, ref.a, labels).chosen_rank,
+    outcomes = Outcomes(
         beam=[(ref.text(h.ids), h.score) for h in ref.beam.n_best],
         beam_width=5,
         greedy=(ref.text(ref.greedy.ids), ref.greedy.n_best[0].score),
-        example=build_lesson(),
+        lens_rank=logit_lens(lm.model, ref.a, labels).chosen_rank,
     )
+    learn = build(ref.tr, nc, lm.cfg, outcomes, build_lesson())
     return learn, ref
 
 
