@@ -15,7 +15,6 @@ MOST = 8
 STILL_MORE = {
     "model/decode/fused.py:step",
     "model/decode/lean.py:_attention",
-    "model/decode/steps.py:_line",
     "model/interpret/explain.py:report",
     "viz/heatmap.py:square_geometry",
     "viz/heatmap.py:add_heatmap",

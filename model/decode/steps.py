@@ -283,7 +283,7 @@ def follow_line(result: DecodeResult, eos_id: int, picked: Sequence[int] = ()) -
     best = result.n_best[0]
     if result.beam_steps is None:
         ids = tuple(int(i) for i in result.ids)
-        return _line(result, ids, (0,) * len(ids), start, _how(ids, eos_id), best.score, 1)
+        return _line(result, ids, (0,) * len(ids), start, Ending(_how(ids, eos_id), best.score, 1))
     beams = result.beam_steps
     for rank, h in enumerate(result.n_best, 1):
         if h.logprob > IMPOSSIBLE and _extends(h.ids, picked):
@@ -303,10 +303,10 @@ def follow_line(result: DecodeResult, eos_id: int, picked: Sequence[int] = ()) -
         top_e = max(mine, key=lambda e: e.cum_logprob)
         ids = (*(int(i) for i in live[r].ids), int(top_e.token))
         if any(e.status == "kept" for e in mine):
-            return _line(result, ids, rows, start, "stopped")
+            return _line(result, ids, rows, start, Ending("stopped"))
         cands = [e.cum_logprob for e in beams[t].expansions]
         rank = 1 + sum(c > top_e.cum_logprob for c in cands)
-        return _line(result, ids, rows, start, "pruned", rank=rank, of=len(cands))
+        return _line(result, ids, rows, start, Ending("pruned", rank=rank, of=len(cands)))
     return follow_line(result, eos_id)
 
 
@@ -321,17 +321,29 @@ def _finished(result: DecodeResult, ids: tuple[int, ...], start: int, how: str, 
         raise ValueError("an n-best hypothesis of a decode that is not beam search")
     live = result.beam_steps[e].live
     r = next(r for r in live_rows(result, e) if tuple(live[r].ids) == ids[:e])
-    return _line(result, ids, tuple(beam_path(result.beam_steps, e, r)), start, how, score, rank)
+    return _line(result, ids, tuple(beam_path(result.beam_steps, e, r)), start, Ending(how, score, rank))
 
 
-def _line(result, predicts, rows, start, how, score=None, final_rank=None, rank=None, of=None) -> Line:
+@dataclass(frozen=True)
+class Ending:
+    """How a followed line ended: ``Line``'s last fields, which say so."""
+
+    how: str
+    score: float | None = None
+    final_rank: int | None = None
+    rank: int | None = None
+    of: int | None = None
+
+
+def _line(result, predicts, rows, start, end: Ending) -> Line:
     """``predicts``: the token predicted at each position of ``rows`` (a pruned line's last: its best candidate)."""
     n = len(rows)
     beams = result.beam_steps
     probs = tuple(_prob(result.steps[t], rows[t], predicts[t], beams[t].expansions if beams else ()) for t in range(n))
-    ids = predicts[: n - 1] if how in ("pruned", "stopped") else predicts
+    ids = predicts[: n - 1] if end.how in ("pruned", "stopped") else predicts
+    reads = (start, *predicts[: n - 1])
     return Line(
-        tuple(ids), tuple(rows), (start, *predicts[: n - 1]), tuple(predicts), probs, how, score, final_rank, rank, of
+        tuple(ids), tuple(rows), reads, tuple(predicts), probs, end.how, end.score, end.final_rank, end.rank, end.of
     )
 
 
