@@ -19,7 +19,7 @@ import streamlit as st
 
 from model.interpret.explain import lens_problem, logit_lens
 from model.io.checkpoint import LoadedModel
-from model.lesson.learn import Learn, Outcomes, Question, build, by_hand
+from model.lesson.learn import Chapter, Learn, Outcomes, Question, build, by_hand
 from views import class_link
 from views.plot import Drawing, build_ahead
 
@@ -273,7 +273,7 @@ def ended(text: str) -> str:
     return text if text.rstrip("”’)").endswith((".", "?", "!")) else f"{text}."
 
 
-def chapter(learn: Learn | None, run: LessonRun | None, c, k: int, sid: str | None) -> None:
+def chapter(learn: Learn | None, run: LessonRun | None, c: Chapter, k: int, sid: str | None) -> None:
     """Chapter ``k`` (written: ``c``; declared: ``chapters.CHAPTERS[k - 1]``), without a model the worked example
     alone (``learn`` and ``run`` None)."""
     unit = chapters.CHAPTERS[k - 1]

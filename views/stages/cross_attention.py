@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from model.decode.steps import mean_weights, sharpest_head
+from model.decode.trace import Trace
 
 from ..common import heading, show
 from ..plot import Drawing
@@ -89,7 +90,7 @@ def mean_figure(ctx: StageContext) -> Drawing:
     )
 
 
-def compared(trace, layer: int, head) -> RunMatrix:
+def compared(trace: Trace, layer: int, head: int | str) -> RunMatrix:
     """Compare's matrix of one run: the cross-attention weights of layer ``layer``, head ``head`` (or their mean)."""
     w = attention(trace.arrays.cross_weights(layer), head)
     return over_tokens(w, trace.src_tokens, "source token", "weight", False, layer, head)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from model.decode.trace import Trace
+
 from ..common import heading, show
 from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
@@ -42,7 +44,7 @@ def hidden_figure(ctx: StageContext) -> Drawing:
     )
 
 
-def compared(trace, layer: int, head) -> RunMatrix:
+def compared(trace: Trace, layer: int, head: int | str) -> RunMatrix:
     """Compare's matrix of one run: the FFN's hidden units of layer ``layer`` (every head feeds them)."""
     hidden = trace.arrays.ffn(layer, "hidden")
     return RunMatrix(hidden, dimensions(hidden), "FFN hidden unit", "activation", False, f", layer {layer}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from model.core.positions import POSITION_AXIS
+from model.decode.trace import Trace
 
 from ..common import caption, equation, heading, show, subheading
 from ..plot import Drawing
@@ -92,7 +93,7 @@ def embedding_figure(ctx: StageContext, key: str | None = None) -> Drawing:
     )
 
 
-def compared(trace, layer: int, head) -> RunMatrix:
+def compared(trace: Trace, layer: int, head: int | str) -> RunMatrix:
     """Compare's matrix of one run: the decoder's input X (before any layer, for every head)."""
     x = trace.arrays.embedding("dec", "input")
     return RunMatrix(x, dimensions(x), "dimension", "value", True)

@@ -8,6 +8,7 @@ import streamlit as st
 from model.core.keys import ATTENTION_MAPS
 from model.core.positions import POSITION_AXIS
 from model.decode.steps import prefix_scores, sharpest_head
+from model.decode.trace import Trace
 
 from ..common import caption, equation, head_label, show, subheading
 from ..plot import Drawing
@@ -229,23 +230,23 @@ def context_figure(ctx: StageContext, row: int | None = None) -> Drawing:
 # What each of these stages shows for one run, for Compare (rows: the decoder positions of layer ``layer``).
 
 
-def compared_qkv(trace, layer: int, head) -> RunMatrix:
+def compared_qkv(trace: Trace, layer: int, head: int | str) -> RunMatrix:
     q = per_head(trace.arrays.dec(layer, "self", "Q"), head)
     side = " (heads side by side)" if head == MEAN_HEADS else ""
     return RunMatrix(q, dimensions(q), f"dimension of Q{side}", "value", True, f", layer {layer}, {head_label(head)}")
 
 
-def compared_scores(trace, layer: int, head) -> RunMatrix:
+def compared_scores(trace: Trace, layer: int, head: int | str) -> RunMatrix:
     s = trace.arrays.dec(layer, "self", "masked_scores")
     s = s.mean(0) if head == MEAN_HEADS else s[int(head)]
     return over_tokens(s, trace.dec_input_tokens, "key: token read", "score", True, layer, head)
 
 
-def compared_weights(trace, layer: int, head) -> RunMatrix:
+def compared_weights(trace: Trace, layer: int, head: int | str) -> RunMatrix:
     w = attention(trace.arrays.dec(layer, "self", "weights"), head)
     return over_tokens(w, trace.dec_input_tokens, "key: token read", "weight", False, layer, head)
 
 
-def compared_output(trace, layer: int, head) -> RunMatrix:
+def compared_output(trace: Trace, layer: int, head: int | str) -> RunMatrix:
     out = trace.arrays.dec(layer, "norm1", "out")
     return RunMatrix(out, dimensions(out), "dimension", "value", True, f", layer {layer}")
