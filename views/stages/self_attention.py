@@ -130,16 +130,28 @@ def score_figure(ctx: StageContext, kind: str, m: dict[str, np.ndarray] | None =
         "mask": "Causal mask M (grey = −∞)" if ctx.causal else "No mask: every cell may be attended",
         "masked_scores": "Masked scores (grey = −∞)" if ctx.causal else "Scores without a mask (nothing is −∞)",
     }
-    return viz.attention_figure(
+    where = "the same for every head" if kind == "mask" else which
+    return _over_keys(
+        ctx,
         m[kind][h],
+        "scores" if kind == "position_bias" else kind,
+        f"{titles[kind]}, {where} (layer {ctx.layer})",
+        "masked: −∞ (the future)",
+    )
+
+
+def _over_keys(ctx: StageContext, values: np.ndarray, kind: str, title: str, masked_hover: str) -> Drawing:
+    """A (T, T) map of the view's self-attention, rows the positions, columns the keys they read."""
+    return viz.attention_figure(
+        values,
         ctx.rows,
         ctx.keys,
-        kind="scores" if kind == "position_bias" else kind,
+        kind=kind,
         highlight_row=ctx.current,
-        title=f"{titles[kind]}, {'the same for every head' if kind == 'mask' else which} (layer {ctx.layer})",
+        title=title,
         q_title=ROWS,
         k_title=KEYS,
-        masked_hover="masked: −∞ (the future)",
+        masked_hover=masked_hover,
     )
 
 
@@ -180,17 +192,8 @@ def _weights(ctx: StageContext, m: dict[str, np.ndarray]) -> np.ndarray:
 def weights_figure(ctx: StageContext, m: dict[str, np.ndarray] | None = None) -> Drawing:
     """The attention weights α of the view's layer and head (or their mean)."""
     title = "Attention weights α" if ctx.causal else "Attention weights α without the mask"
-    return viz.attention_figure(
-        ctx.attention(_weights(ctx, maps(ctx) if m is None else m)),
-        ctx.rows,
-        ctx.keys,
-        kind="weights",
-        highlight_row=ctx.current,
-        title=f"{title}, {ctx.hname} (layer {ctx.layer})",
-        q_title=ROWS,
-        k_title=KEYS,
-        masked_hover="masked (the future): weight 0",
-    )
+    w = ctx.attention(_weights(ctx, maps(ctx) if m is None else m))
+    return _over_keys(ctx, w, "weights", f"{title}, {ctx.hname} (layer {ctx.layer})", "masked (the future): weight 0")
 
 
 def render_output(ctx: StageContext) -> None:
