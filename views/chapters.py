@@ -10,7 +10,7 @@ A chapter's figure and additions read a ``Reading``: the lesson's run as a ``Sta
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -61,7 +61,7 @@ class LessonRun:
     def max_len(self) -> int:
         return self.key[2]
 
-    def text(self, ids) -> str:
+    def text(self, ids: Sequence[int] | np.ndarray) -> str:
         """A decoded candidate as text, without its </s>."""
         return self.lm.tokenizer.decode([int(i) for i in ids if i != self.lm.cfg.eos_id])
 

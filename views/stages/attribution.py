@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -10,12 +11,16 @@ import streamlit as st
 
 from model.core.positions import POSITION_AXIS
 from model.decode.steps import mean_weights
+from model.io.checkpoint import LoadedModel
 
 from .. import session
 from ..common import cached, get_trace, show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS
 from .context import StageContext
+
+if TYPE_CHECKING:  # the module loads Captum: imported where an attribution is asked for
+    from model.interpret.attribution import Attribution, BestHead
 
 METHOD_LABELS = {"ig": "Integrated Gradients", "ixg": "Input × Gradient"}
 # What each number of the table means, in one line each (shown under it, and as the columns' tooltips).
@@ -31,7 +36,7 @@ DEFINITIONS = {
 }
 
 
-def compute(lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], method: str):
+def compute(lm: LoadedModel, src_ids: tuple[int, ...], out_ids: tuple[int, ...], method: str) -> Attribution:
     from model.interpret.attribution import attribute  # loads Captum: only when an attribution is asked for
 
     return cached(
@@ -41,7 +46,7 @@ def compute(lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], method: str)
     )
 
 
-def _prefix(attr, n: int):
+def _prefix(attr: Attribution, n: int) -> Attribution:
     """The attribution of the first n output tokens: a position's attribution depends on the tokens up to it only."""
     return replace(
         attr,
@@ -57,7 +62,9 @@ def _prefix(attr, n: int):
     )
 
 
-def best_head(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: tuple[int, ...], attr):
+def best_head(
+    ctx: StageContext, lm: LoadedModel, src_ids: tuple[int, ...], out_ids: tuple[int, ...], attr: Attribution
+) -> BestHead:
     """The cross-attention head (of every layer) that agrees best with ``attr``, the attribution of ``out_ids``
     (its weights from a teacher-forced pass on the same tokens)."""
     from model.interpret.attribution import best_agreeing_head
@@ -70,7 +77,7 @@ def best_head(ctx: StageContext, lm, src_ids: tuple[int, ...], out_ids: tuple[in
     return best_agreeing_head(attr.src, cross)  # (L, H, T, S) against (T, S)
 
 
-def say_best(ctx: StageContext, best, T: int) -> None:
+def say_best(ctx: StageContext, best: BestHead, T: int) -> None:
     """Which head agrees best, and whether the stage shows it."""
     rho = "no Spearman ρ (constant rows)" if np.isnan(best.mean_rho) else f"mean Spearman ρ {best.mean_rho:.2f}"
     which = f"layer {best.layer}, head {best.head}"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import streamlit as st
 
 from model.core.constants import IMPOSSIBLE
+from model.decode.decoding import BeamStep, DecodeResult
 from model.decode.steps import Line
 
 from ..common import heading, show, show_token
@@ -27,7 +29,14 @@ COLUMNS = {
 ORDER = ("rank", "row", "cumulative log-prob", "length-normalized score", "finished", "tokens")
 
 
-def render(res, line: Line, step: int, token_text, stream_text, on_pick) -> None:
+def render(
+    res: DecodeResult,
+    line: Line,
+    step: int,
+    token_text: Callable[[int], str],
+    stream_text: Callable[[Sequence[int]], list[str]],
+    on_pick: Callable[[int], None],
+) -> None:
     """``line`` is the followed line; ``token_text`` labels one token (the tree's nodes), ``stream_text`` a
     hypothesis's tokens together (the tables); ``on_pick(row)`` is called when a live row is selected in the table
     (to follow that hypothesis)."""
@@ -36,7 +45,7 @@ def render(res, line: Line, step: int, token_text, stream_text, on_pick) -> None
     )
     title = f"Hypothesis tree up to position {step}"
     show(tree_figure(res, step, token_text, title, tree_paths(res, line)), "beam_tree")
-    bs = res.beam_steps[step]
+    bs = recorded(res)[step]
     st.markdown(f"**Live hypotheses at position {step}** (expanded at this step) — select a row to follow it")
     live = viz.beam_table(bs.live, stream_text, impossible=IMPOSSIBLE)
     key = f"beam_live_{step}"
@@ -57,11 +66,18 @@ def render(res, line: Line, step: int, token_text, stream_text, on_pick) -> None
     )
 
 
-def tree_figure(res, step: int, token_text, title: str, paths: dict[str, tuple[int, ...]], **options) -> Drawing:
+def tree_figure(
+    res: DecodeResult,
+    step: int,
+    token_text: Callable[[int], str],
+    title: str,
+    paths: dict[str, tuple[int, ...]],
+    **options,
+) -> Drawing:
     """The hypothesis tree of ``res`` up to position ``step``, ``paths`` drawn through it; ``options``: the tree's
     others (``viz.beam_tree_figure``)."""
     return viz.beam_tree_figure(
-        res.beam_steps[: step + 1],
+        recorded(res)[: step + 1],
         token_text=lambda i: show_token(token_text(i)),
         title=title,
         impossible=IMPOSSIBLE,
@@ -70,7 +86,14 @@ def tree_figure(res, step: int, token_text, title: str, paths: dict[str, tuple[i
     )
 
 
-def tree_paths(res, line: Line) -> dict[str, tuple[int, ...]]:
+def recorded(res: DecodeResult) -> list[BeamStep]:
+    """The beam search steps ``res`` recorded (a decode drawn as a tree is recorded)."""
+    if res.beam_steps is None:
+        raise ValueError("this decode was not recorded step by step: there is no hypothesis tree to draw")
+    return res.beam_steps
+
+
+def tree_paths(res: DecodeResult, line: Line) -> dict[str, tuple[int, ...]]:
     """The paths the tree draws: the translation shown as the result, and the followed line when it is another."""
     winner = tuple(res.n_best[0].ids)
     if tuple(line.predicts) == winner:

@@ -12,10 +12,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from model.core import keys
+from model.core.config import ModelConfig
 from model.core.keys import Records
 from model.core.positions import position_labels
-from model.decode.decoding import DecodeResult
-from model.decode.steps import Line, heads_concat, mean_weights, output_record, stack_view, top_k
+from model.decode.decoding import BeamStep, DecodeResult
+from model.decode.steps import (
+    Line,
+    OutputRecord,
+    heads_concat,
+    mean_weights,
+    output_record,
+    stack_view,
+    top_k,
+)
 from model.decode.trace import Trace
 from model.io.checkpoint import LoadedModel
 
@@ -59,7 +68,9 @@ def dimensions(values: np.ndarray) -> list[str]:
     return [str(d) for d in range(values.shape[1])]
 
 
-def over_tokens(values: np.ndarray, tokens, x_title: str, value_name: str, signed: bool, layer: int, head):
+def over_tokens(
+    values: np.ndarray, tokens: list[str], x_title: str, value_name: str, signed: bool, layer: int, head: int | str
+) -> RunMatrix:
     """A ``RunMatrix`` whose columns are ``tokens``, of one head of layer ``layer`` (or their mean)."""
     where = f", layer {layer}, {head_label(head)}"
     return RunMatrix(values, [show_token(t) for t in tokens], x_title, value_name, signed, where, tokens=True)
@@ -117,13 +128,13 @@ class Decoded:
         return self.lm.tokenizer.encode(ref)[: self.lm.cfg.max_len - 1] if ref else None
 
     @property
-    def beam_steps(self):
+    def beam_steps(self) -> list[BeamStep] | None:
         return self.res.beam_steps
 
     def layer_outputs(self) -> Records[np.ndarray]:
         return stack_view(self.res.steps, self.rows, self.step, keep=keys.is_layer_output)
 
-    def lens_record(self):
+    def lens_record(self) -> OutputRecord | None:
         return output_record(self.res.steps, self.rows, self.step)
 
     def next_tokens(self) -> NextTokens:
@@ -170,7 +181,7 @@ class TeacherForced:
     def layer_outputs(self) -> Records[np.ndarray]:
         return self.trace.arrays
 
-    def lens_record(self):
+    def lens_record(self) -> None:
         return None
 
     def next_tokens(self) -> NextTokens:
@@ -207,7 +218,7 @@ class StageContext:
     key: str  # prefix of the figure keys (one per view)
 
     @property
-    def cfg(self):
+    def cfg(self) -> ModelConfig:
         return self.lm.cfg
 
     @property

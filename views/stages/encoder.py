@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from model.core.keys import Records
+from model.decode.decoding import DecodeResult
 from model.decode.steps import mean_weights
+from model.io.checkpoint import LoadedModel
 
 from ..common import head_label, show, show_token
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from ..state import MEAN_HEADS, View
 
 
-def render(lm, res, src_tokens: list[str], view: View) -> None:
+def render(lm: LoadedModel, res: DecodeResult, src_tokens: list[str], view: View) -> None:
     """``res``: the page's decode (its ``encoder`` records)."""
     cfg = lm.cfg
     layer = min(view.layer, cfg.n_encoder_layers - 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from model.core.config import ModelConfig
 from model.core.positions import POSITION_AXIS
 from model.decode.trace import Trace
 
@@ -75,7 +76,7 @@ def render(ctx: StageContext) -> None:
     )
 
 
-def embedding_titles(cfg) -> dict[str, str]:
+def embedding_titles(cfg: ModelConfig) -> dict[str, str]:
     """The embedding figures this model has, in order, by record ("embed", "pe", "input"), with their titles."""
     embed_title = "Token embeddings E[y]·√d_model" if cfg.scale_embedding else "Token embeddings E[y]"
     if cfg.positions == "relative":

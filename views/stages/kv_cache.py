@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+from model.core.config import ModelConfig
+
 from ..common import show, show_token, subheading
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 
 
-def render(cfg, reads: list[str], step: int) -> None:
+def render(cfg: ModelConfig, reads: list[str], step: int) -> None:
     subheading(numbered("kv_cache", "What the KV cache holds"))
     show(
         viz.kv_cache_figure(

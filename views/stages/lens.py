@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from model.core.config import ModelConfig
 from model.interpret.explain import lens_problem, logit_lens
 
 from ..common import lean_decoder, show, show_token
@@ -16,7 +17,7 @@ from .context import StageContext
 TOP = 10
 
 
-def head_words(cfg) -> str:
+def head_words(cfg: ModelConfig) -> str:
     """What this model's output head is, in words."""
     linear = "the transposed token embedding, shared with the input" if cfg.tie_output else "the final linear layer"
     return f"{linear}, plus the final logits bias" if cfg.final_logits_bias else linear

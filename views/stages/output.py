@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import streamlit as st
 
@@ -36,7 +38,7 @@ def render(ctx: StageContext) -> None:
         )
 
 
-def bars(token_text, nt: NextTokens) -> None:
+def bars(token_text: Callable[[int], str], nt: NextTokens) -> None:
     """Top-k bars (the chosen token outlined when it is among them) beside the entropy and the chosen token, whose
     probability is its own when given (a token outside the bars), else its bar's; named as its stream names it
     (a byte piece by its character) when given, else alone."""
@@ -57,7 +59,7 @@ def bars(token_text, nt: NextTokens) -> None:
         st.metric(f"p({chosen_label.lower()})", "—" if p is None else f"{p:.3f}")
 
 
-def topk_figure(token_text, nt: NextTokens) -> Drawing:
+def topk_figure(token_text: Callable[[int], str], nt: NextTokens) -> Drawing:
     """The top-k bars of ``nt``, the chosen token outlined when it is among them."""
     ids = [int(i) for i in nt.ids[:TOP_SHOWN]]
     chosen = ids.index(nt.chosen_id) if nt.chosen_id is not None and nt.chosen_id in ids else None
