@@ -23,6 +23,14 @@ from views.corpus import PART_COST, analysis_jobs, done_share
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
 
 
+@pytest.fixture(autouse=True)
+def data_dir_restored(monkeypatch):
+    """The page's script points the data directory at a test's; the module's own function is put back after."""
+    from model.train import data
+
+    monkeypatch.setattr(data, "default_data_dir", data.default_data_dir)
+
+
 def corpus_script(model_dir, data_dir):
     import streamlit as st
 
