@@ -52,7 +52,7 @@ def test_reads_plain_tsv_csv_and_refs():
         (b"  \n\n", "a.txt", "the file is empty"),
         (b"\x00\x01\x02PK\x03\x04" * 100, "a.bin", "looks binary"),
         (b"a" * (C.MAX_BYTES + 1), "big.txt", "files up to 20 MB are read"),
-        (b"x" * 10_000, "long.txt", "no sentence to analyse in the file (1 lines longer than 1,000 characters)"),
+        (b"x" * 10_000, "long.txt", "no sentence to analyse in the file (1 line longer than 1,000 characters)"),
         (b"source,target\none,un\n", "a.csv", "the CSV has no 'english' column (its header is 'source', 'target')"),
         ("é".encode("latin-1") * 3 + b"\n" + "é".encode("latin-1") + b"\n", "a.txt", "is not UTF-8 text"),
     ],
@@ -68,13 +68,15 @@ def test_bad_lines_are_skipped_and_counted():
     c = C.read_corpus(data, "a.txt")
     assert c.sources == ["good one", "also good", "café"]  # the Windows-1252 line is read as such
     assert c.skipped == {"lines longer than 1,000 characters": 1}
-    assert c.notes == ["1 lines were not UTF-8 and were read as Windows-1252"]
-    assert "3 sentences without references; skipped: 1 lines longer than 1,000 characters" == c.summary()
+    assert c.notes == ["1 line was not UTF-8, read as Windows-1252"]
+    assert "3 sentences without references; skipped: 1 line longer than 1,000 characters" == c.summary()
+    two = C.read_corpus(b"one\tun\n\n\ntwo\tdeux\nthree\tun\nfour\n", "a.tsv")
+    assert two.summary() == "3 sentences with references; skipped: 2 blank lines, 1 line without a tab (no reference)"
 
 
 def test_mismatched_refs_and_missing_french_column_analyse_without_references():
     c = C.read_corpus(b"one\ntwo\n", "a.txt", b"un\n")
-    assert c.references is None and "has 1 lines for 2 sentences" in c.notes[0]
+    assert c.references is None and "has 1 line for 2 sentences" in c.notes[0]
     c = C.read_corpus(b"english,notes\none,x\n", "a.csv")
     assert c.sources == ["one"] and c.references is None and "no 'french' column" in c.notes[0]
     c = C.read_corpus(b"one\tun\ntwo\tdeux\nthree\n", "a.tsv")
