@@ -434,3 +434,16 @@ def test_slices_by_length_flag_and_domain():
     assert pets["sentences"] == 2 and pets["flagged"] == 0.5
     assert pets["chrf"] == pytest.approx(CHRF().corpus_score(hyps[:2], [c.references[:2]]).score)
     assert all(s["bleu"] is None for s in C.slices([{**r, "reference": None} for r in rows]))
+
+
+def test_the_reported_max_len_is_where_translations_are_cut(tiny_model_dir, tmp_path):
+    """The JSON's max_len is the decodes' own bound (the model's positions less the start token), not the
+    decoding's nominal 128: the tiny model (64 positions) cuts its translations at 63 tokens."""
+    lm = load_model_dir(tiny_model_dir)
+    f, out = tmp_path / "set.txt", tmp_path / "out.json"
+    f.write_text("the cat sat on the mat\n", encoding="utf-8")
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--no-heads", "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    src = prepare_ids(lm.tokenizer.encode("the cat sat on the mat"), lm.cfg.eos_id, lm.cfg.max_len)
+    (ids,) = C.translate_ids(lm.model, [src], DecodeOptions())
+    assert r["rows"][0]["cut_off"] and len(ids) == r["decoding"]["max_len"] == lm.cfg.max_len - 1 < 128
