@@ -674,8 +674,9 @@ def show_versus(out: dict, analysed: list[dict], run_a: tuple[DecodeOptions, str
     show(
         difference_histogram(
             out["chrf_difference"],
+            (a, b),
             title=f"Each sentence's chrF, {b} minus {a}",
-            x_title=f"chrF difference of a sentence ({b} − {a})",
+            x_title="chrF difference of a sentence",
         ),
         "corpus_versus_histogram",
     )

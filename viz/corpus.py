@@ -154,9 +154,10 @@ def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: 
 DIFF_BIN = 5.0  # chrF points per bar of a difference histogram
 
 
-def difference_histogram(delta: Sequence[float], *, title: str, x_title: str) -> go.Figure:
-    """How many sentences moved by how much: bars of DIFF_BIN points of a per-sentence difference, those that got
-    better (above 0) in the highlight colour, those unchanged (exactly 0) counted apart in the legend's names."""
+def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title: str, x_title: str) -> go.Figure:
+    """How many sentences moved by how much: bars of DIFF_BIN points of a per-sentence difference (second run of
+    ``runs`` minus the first), those that got better in the highlight colour, those unchanged (exactly 0) counted
+    in the y axis's title; the x axis's title names the runs on a line of their own (a phone's width)."""
     d = np.asarray(delta, dtype=float)
     d = d[np.isfinite(d)]
     if d.size == 0:
@@ -183,10 +184,15 @@ def difference_histogram(delta: Sequence[float], *, title: str, x_title: str) ->
         )
     layout = layout_defaults(title, height=360, legend=True, squeezes=True)
     layout.update(
-        xaxis=dict(title=dict(text=safe_label(x_title)), zeroline=True, zerolinecolor="#888", gridcolor="#eee"),
+        xaxis=dict(
+            title=dict(text=f"{safe_label(x_title)}<br>({safe_label(runs[1])} − {safe_label(runs[0])})"),
+            zeroline=True,
+            zerolinecolor="#888",
+            gridcolor="#eee",
+        ),
         yaxis=dict(title=dict(text=f"sentences ({same:,} unchanged, not drawn)"), gridcolor="#eee", rangemode="tozero"),
         legend=dict(orientation="h", y=-0.25, font=dict(size=FONT)),
         bargap=0.05,
     )
-    layout["margin"].update(l=FONT + 50, b=80)
+    layout["margin"].update(l=FONT + 50, b=95)
     return new_figure(data, layout)
