@@ -116,12 +116,17 @@ def test_beam_choice_goes_into_the_links(tiny_model_dir, tmp_path):
     assert "Correlations with chrF need references." in [c.value for c in at.caption]
 
 
-def test_bundled_set_is_read_from_the_data_directory(tiny_model_dir, tmp_path):
+def bundled_data(tmp_path):
+    """A data directory under ``tmp_path`` whose Multi30k test 2016 is PAIRS."""
     d = tmp_path / "data" / "multi30k"
     d.mkdir(parents=True)
     for lang, i in (("en", 0), ("fr", 1)):
         with gzip.open(d / f"test_2016_flickr.{lang}.gz", "wt", encoding="utf-8") as f:
             f.write("".join(p[i] + "\n" for p in PAIRS))
+
+
+def test_bundled_set_is_read_from_the_data_directory(tiny_model_dir, tmp_path):
+    bundled_data(tmp_path)
     at = open_corpus(tiny_model_dir, tmp_path / "data", set="multi30k", n="50")
     assert sorted(at.dataframe[0].value["source"]) == sorted(en for en, _ in PAIRS)
     assert any("Multi30k" in c.value and "Tatoeba" in c.value for c in at.caption)
@@ -294,11 +299,7 @@ def test_the_upload_limit_is_the_one_the_code_reads(tiny_model_dir, tmp_path):
 
 
 def test_opening_the_page_translates_nothing_until_asked(tiny_model_dir, tmp_path):
-    d = tmp_path / "data" / "multi30k"
-    d.mkdir(parents=True)
-    for lang, i in (("en", 0), ("fr", 1)):
-        with gzip.open(d / f"test_2016_flickr.{lang}.gz", "wt", encoding="utf-8") as f:
-            f.write("".join(p[i] + "\n" for p in PAIRS))
+    bundled_data(tmp_path)
     before = set(analysis_jobs())
     at = AppTest.from_function(corpus_script, args=(str(tiny_model_dir), str(tmp_path / "data")), default_timeout=300)
     at.run()  # /corpus as the navigation opens it: the bundled sample is chosen, nothing is translated
