@@ -339,6 +339,16 @@ def compare_link(a: dict, b: dict, opts: DecodeOptions, model: str) -> str:
     return "/compare?" + urlencode(q)
 
 
+def two_runs_link(row: dict, opts: DecodeOptions, opts_b: DecodeOptions, model: str) -> str:
+    """Compare on one sentence decoded two ways: A with ``opts``, B with ``opts_b``'s beam width (the link's
+    ``beamb``; 1: greedy)."""
+    q = {"src": row["source"], "srcb": row["source"], "model": model}
+    if opts.strategy == "beam":
+        q.update(strategy="beam", beam=str(opts.beam))
+    q["beamb"] = str(beam_of(opts_b))
+    return "/compare?" + urlencode(q)
+
+
 def table(rows: list[dict], opts: DecodeOptions, model: str, refs: bool) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     df["flags"] = [flags_text(r) for r in rows]
@@ -688,6 +698,8 @@ def show_versus(out: dict, analysed: list[dict], run_a: tuple[DecodeOptions, str
     df = pd.DataFrame(rows)
     df["open_first"] = [explore_link(analysed[r["index"]], *run_a) for r in rows]
     df["open_second"] = [explore_link(analysed[r["index"]], *run_b) for r in rows]
+    if run_a[1] == run_b[1]:  # one model, two decodings: Compare shows both on the sentence
+        df["compare"] = [two_runs_link(analysed[r["index"]], run_a[0], run_b[0], run_a[1]) for r in rows]
     num = st.column_config.NumberColumn
     st.dataframe(
         df,
@@ -706,6 +718,9 @@ def show_versus(out: dict, analysed: list[dict], run_a: tuple[DecodeOptions, str
             ),
             "open_second": st.column_config.LinkColumn(
                 f"open ({b})", help=f"this sentence in Explore, {b}", display_text="Explore"
+            ),
+            "compare": st.column_config.LinkColumn(
+                "both", help="this sentence in Compare, decoded both ways", display_text="Compare"
             ),
         },
     )

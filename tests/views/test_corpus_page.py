@@ -361,6 +361,9 @@ def test_two_runs_on_the_page_equal_the_clis(tiny_model_dir, tmp_path, monkeypat
     q = parse_qs(urlparse(table["open_second"][0]).query)
     assert q["strategy"] == ["beam"] and q["beam"] == ["3"] and q["src"] == [vs["changed_most"][0]["source"]]
     assert "strategy" not in parse_qs(urlparse(table["open_first"][0]).query)
+    both = parse_qs(urlparse(table["compare"][0]).query)  # Compare: the sentence decoded greedily (A) and with beam 3
+    assert urlparse(table["compare"][0]).path == "/compare" and both["src"] == both["srcb"] == q["src"]
+    assert both["beamb"] == ["3"] and "strategy" not in both
     at.radio(key="corpus_vs").set_value("").run()
     assert "vs" not in at.query_params and "vsbeam" not in at.query_params
 
