@@ -699,7 +699,9 @@ def show_versus(out: dict, analysed: list[dict], run_a: tuple[DecodeOptions, str
     df["open_first"] = [explore_link(analysed[r["index"]], *run_a) for r in rows]
     df["open_second"] = [explore_link(analysed[r["index"]], *run_b) for r in rows]
     if run_a[1] == run_b[1]:  # one model, two decodings: Compare shows both on the sentence
-        df["compare"] = [two_runs_link(analysed[r["index"]], run_a[0], run_b[0], run_a[1]) for r in rows]
+        df.insert(df.columns.get_loc("difference") + 1, "compare", [
+            two_runs_link(analysed[r["index"]], run_a[0], run_b[0], run_a[1]) for r in rows
+        ])  # fmt: skip
     num = st.column_config.NumberColumn
     st.dataframe(
         df,

@@ -182,7 +182,7 @@ def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title
                 customdata=[f"{abs(m) - DIFF_BIN / 2:.0f}–{abs(m) + DIFF_BIN / 2:.0f}" for m in mids[keep]],
             )
         )
-    layout = layout_defaults(title, height=360, legend=True, squeezes=True)
+    layout = layout_defaults(title, height=400, legend=True, squeezes=True)
     layout.update(
         xaxis=dict(
             title=dict(text=f"{safe_label(x_title)}<br>({safe_label(runs[1])} − {safe_label(runs[0])})"),
@@ -191,8 +191,9 @@ def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title
             gridcolor="#eee",
         ),
         yaxis=dict(title=dict(text=f"sentences ({same:,} unchanged, not drawn)"), gridcolor="#eee", rangemode="tozero"),
-        legend=dict(orientation="h", y=-0.25, font=dict(size=FONT)),
+        # below the x axis's two-line title: 90 px under the plot, which is about 230 px high
+        legend=dict(orientation="h", y=-0.4, yanchor="top", font=dict(size=FONT)),
         bargap=0.05,
     )
-    layout["margin"].update(l=FONT + 50, b=95)
+    layout["margin"].update(l=FONT + 50, b=125)
     return new_figure(data, layout)
