@@ -66,8 +66,9 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     sidebar(lm, view)
     st.title(":material/compare: Compare two sentences")
     st.caption(
-        "Decode two English sentences A and B with the same settings, see where their stages and outputs "
-        "differ, and find which parts of the model carry the difference."
+        "Decode two English sentences A and B with the same settings (or, from the Corpus page's second run, one "
+        "sentence with two beam widths), see where their stages and outputs differ, and find which parts of the "
+        "model carry the difference."
     )
     st.markdown("**Minimal pairs**")
     with st.container(horizontal=True, key="presets"):
