@@ -447,3 +447,8 @@ def test_the_reported_max_len_is_where_translations_are_cut(tiny_model_dir, tmp_
     src = prepare_ids(lm.tokenizer.encode("the cat sat on the mat"), lm.cfg.eos_id, lm.cfg.max_len)
     (ids,) = C.translate_ids(lm.model, [src], DecodeOptions())
     assert r["rows"][0]["cut_off"] and len(ids) == r["decoding"]["max_len"] == lm.cfg.max_len - 1 < 128
+
+
+def test_tokens_in_the_rows_are_written_as_a_reader_writes_them():
+    assert C.readable("▁chat") == "chat" and C.readable("▁") == "␣" and C.readable("ment") == "ment"
+    assert C.readable("") == ""
