@@ -373,3 +373,41 @@ def test_a_second_run_the_same_as_the_first_says_so(tiny_model_dir, tmp_path):
     assert "The second run is the first one again: choose another beam width." in [i.value for i in at.info]
     at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", vs="beam"), SET[0][0])
     assert any("needs references" in i.value for i in at.info)
+
+
+def two_models_script(model_dir, other_dir):
+    from pathlib import Path
+
+    import views.corpus as page
+    from model.io.checkpoint import load_model_dir
+
+    page.offered_model_dirs = lambda: [Path(model_dir), Path(other_dir)]
+    page.render(load_model_dir(model_dir), None)
+
+
+def test_a_second_model_on_the_page_equals_the_clis(tiny_model_dir, tmp_path):
+    """Another model directory with the page's decoding: its name in the link, the scores the CLI's --versus-model
+    gives (a copy of the model: no sentence changes, and the page says so)."""
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny_model_dir, other)
+    at = AppTest.from_function(two_models_script, args=(str(tiny_model_dir), str(other)), default_timeout=300)
+    at.query_params.update(set="paste", run="1", vs="model", vsmodel="other")
+    at.run()
+    text = "".join(f"{en}\t{fr}\n" for en, fr in SET)
+    at = settled(paste(settled(at), text))
+    f, out = tmp_path / "set.tsv", tmp_path / "out.json"
+    f.write_text(text, encoding="utf-8")
+    args = ["corpus", str(f), "--model", str(tiny_model_dir), "--no-heads", "--versus-model", str(other)]
+    assert cli([*args, "--json", str(out)]) == 0
+    vs = json.loads(out.read_text())["versus"]
+    a, b = vs["runs"]
+    assert (
+        b == "other greedy"
+        and at.query_params["vsmodel"] == "other"
+        and at.selectbox(key="corpus_vsmodel").value == "other"
+    )
+    m = {m.label: m.value for m in at.metric}[f"Corpus chrF, {b}"]
+    assert m == f"{vs['corpus']['chrf'][b]:.2f}"
+    assert vs["changed_most"] == [] and "No sentence's chrF changed." in [i.value for i in at.info]
