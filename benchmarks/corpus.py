@@ -64,7 +64,7 @@ def reopen_in_browser(model_dir, size: int, tmp: Path) -> tuple[float, float, fl
     from harness.browser import BROWSER_ARGS, CHROMIUM, DRAWN_JS, IDLE_JS, ROOT, app_env, serve
     from views.corpus import SETS
 
-    link = f"/corpus?set=multi30k&n={min(size, 1000)}"
+    link = f"/corpus?set=multi30k&n={min(size, 1000)}&run=1"
     with (
         serve(ROOT / "app.py", tmp / "server.log", app_env(model_dir)) as server,
         serve(ROOT / "benchmarks" / "floor_app.py", tmp / "floor.log", {}) as floor,
@@ -123,7 +123,7 @@ def reopen_in_apptest(model_dir, data_dir, size: int) -> float:
     from views.corpus import analysis_jobs
 
     at = AppTest.from_function(page_script, args=(str(model_dir), str(data_dir), size), default_timeout=900)
-    at.query_params.update({"set": "multi30k", "n": str(min(size, 1000))})
+    at.query_params.update({"set": "multi30k", "n": str(min(size, 1000)), "run": "1"})
     at.run()  # starts analysing the set (and its head table) on the page's server thread
     for job in list(analysis_jobs().values()):
         job.future.result(timeout=1800)
@@ -148,7 +148,7 @@ def sort_in_browser(model_dir, pairs, tmp: Path) -> float:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1366, "height": 768})
-            page.goto(server.url + "/corpus?set=paste")
+            page.goto(server.url + "/corpus?set=paste&run=1")
             box = page.locator(".st-key-corpus_paste textarea")
             box.wait_for(timeout=300_000)  # the server's first page loads the model
             box.fill(text, timeout=120_000)

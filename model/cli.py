@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -545,10 +544,11 @@ def cmd_corpus(a: argparse.Namespace) -> int:
         sentences,
         write_csv,
     )
+    from model.interpret.runs import decoding
 
     if a.limit is not None and a.limit < 1:
         raise ValueError(f"--limit must be at least 1, not {a.limit}")
-    opts = DecodeOptions() if a.beam in (None, 1) else DecodeOptions(strategy="beam", beam=a.beam)
+    opts = decoding(1 if a.beam is None else a.beam)
     corpus = read_corpus(a.file.read_bytes(), a.file.name, None if a.refs is None else a.refs.read_bytes())
     if a.limit is not None:
         refs = None if corpus.references is None else corpus.references[: a.limit]
@@ -607,27 +607,17 @@ def print_summary(r: dict) -> None:
         print(f"  by {sl['by']}: {sl['slice']}: {sl['sentences']:,}{scores}{flagged}")
 
 
-def run_name(opts: DecodeOptions, model: str) -> str:
-    return f"{model} {'greedy' if opts.strategy == 'greedy' else f'beam {opts.beam}'}"
-
-
 def versus(a: argparse.Namespace, lm, corpus, opts: DecodeOptions, first: list[str]) -> dict:
     """The second run of ``corpus`` (``--versus-beam`` or ``--versus-model``) against the first (its translations
     ``first``): printed, and returned for the JSON."""
-    from model.interpret.corpus import translations
-    from model.interpret.runs import compare_runs
+    from model.interpret.runs import beam_of, decoding, run_names, second_run
 
     other = lm if a.versus_model is None else load_model_dir(a.versus_model)
-    k = a.versus_beam if a.versus_beam is not None else (opts.beam if opts.strategy == "beam" else 1)
-    opts_b = DecodeOptions() if k == 1 else DecodeOptions(strategy="beam", beam=k)
-    names = (run_name(opts, lm.path.name), run_name(opts_b, other.path.name))
-    if names[0] == names[1]:
-        names = (f"{names[0]} (A)", f"{names[1]} (B)")
-    t0 = time.perf_counter()
-    second = translations(other.model, other.tokenizer, corpus.sources, opts_b)
-    out = compare_runs(corpus.sources, corpus.references, first, second, names)
+    opts_b = decoding(a.versus_beam if a.versus_beam is not None else beam_of(opts))
+    names = run_names((opts, lm.path.name), (opts_b, other.path.name))
+    out = second_run(other.model, other.tokenizer, corpus.sources, corpus.references, first, opts_b, names)
     print(
-        f"{names[1]} against {names[0]} ({time.perf_counter() - t0:.1f} s; paired bootstrap, {out['bootstrap']:,} "
+        f"{names[1]} against {names[0]} ({out['seconds']:.1f} s; paired bootstrap, {out['bootstrap']:,} "
         f"resamples): chrF better on {out['better']:,} sentences, worse on {out['worse']:,}"
     )
     for key, label in (("bleu", "BLEU"), ("chrf", "chrF")):

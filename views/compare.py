@@ -66,8 +66,9 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     sidebar(lm, view)
     st.title(":material/compare: Compare two sentences")
     st.caption(
-        "Decode two English sentences A and B with the same settings, see where their stages and outputs "
-        "differ, and find which parts of the model carry the difference."
+        "Decode two English sentences A and B with the same settings (or, from the Corpus page's second run, one "
+        "sentence with two beam widths), see where their stages and outputs differ, and find which parts of the "
+        "model carry the difference."
     )
     st.markdown("**Minimal pairs**")
     with st.container(horizontal=True, key="presets"):
@@ -106,10 +107,14 @@ def body(lm: LoadedModel, limits, view) -> None:
                 f"{cfg.max_len - 1} tokens); only its beginning is used."
             )
     ch = view.choices(str(lm.path)).unforced()
+    ch_b = replace(ch, decode=decoding_b(ch.decode, view.beam_b))
+    if ch_b.decode != ch.decode:
+        st.caption(md(f"Sentence B is decoded with {ch_b.describe()}, A with {ch.describe()}."))
+        st.button("Decode B as A", key="compare_beam_b_off", on_click=_decode_b_as_a)
     res_a = get_decode(lm, ch, src_a.ids)
     out_a = list(res_a.ids)
     tr_a = get_trace(lm, src_a.ids, [i for i in out_a if i != cfg.eos_id], True)
-    same = src_b is not None and src_b.ids == src_a.ids
+    same = src_b is not None and src_b.ids == src_a.ids and ch_b.decode == ch.decode
     if src_b is None:
         st.info(
             "Type sentence B (or click a minimal pair) to compare two runs; the patching and the contrast below "
@@ -120,11 +125,25 @@ def body(lm: LoadedModel, limits, view) -> None:
         st.warning("A and B are the same sentence: there is nothing to compare. Change one word of B.")
         tr_b = None
     elif src_b is not None:  # always, past the first branch
-        res_b = get_decode(lm, replace(ch, source=view.source_b), src_b.ids)
+        res_b = get_decode(lm, replace(ch_b, source=view.source_b), src_b.ids)
         tr_b = get_trace(lm, src_b.ids, [i for i in res_b.ids if i != cfg.eos_id], True)
-        view = open_where_they_part(view, src_a.ids, src_b.ids, outputs(lm, ch, res_a, res_b, tr_a, tr_b))
+        first = outputs(lm, (ch, ch_b), res_a, res_b, tr_a, tr_b)
+        view = open_where_they_part(view, src_a.ids, src_b.ids, first)
         stage_pair(lm, view, tr_a, tr_b)
-    patching_part(lm, limits, view, src_a.ids, out_a, None if tr_b is None or src_b is None else src_b.ids, tr_a)
+    # one sentence decoded two ways: patching from B's run would patch A with itself, so A with noise instead
+    patch_b = None if tr_b is None or src_b is None or src_b.ids == src_a.ids else src_b.ids
+    patching_part(lm, limits, view, src_a.ids, out_a, patch_b, tr_a)
+
+
+def decoding_b(decode, beam_b: int):
+    """Sentence B's decoding: A's (``beam_b`` 0), or A's with the beam width ``beam_b`` (1: greedy)."""
+    if beam_b == 0:
+        return decode
+    return replace(decode, strategy="beam", beam=beam_b) if beam_b > 1 else replace(decode, strategy="greedy")
+
+
+def _decode_b_as_a() -> None:
+    st.session_state["beam_b"] = 0
 
 
 def open_where_they_part(view: View, src_a, src_b, first: int | None) -> View:
@@ -152,12 +171,12 @@ def patching_part(lm, limits, view, src_a, out_a, src_b, tr_a) -> None:
         session.sync_url(v)
 
 
-def outputs(lm, ch, res_a, res_b, tr_a, tr_b) -> int | None:
-    """Both translations and their tokens side by side; returns the first position where they differ (None: the
-    same translation)."""
+def outputs(lm, chs, res_a, res_b, tr_a, tr_b) -> int | None:
+    """Both translations (each with its decoding, ``chs``) and their tokens side by side; returns the first position
+    where they differ (None: the same translation)."""
     tok = lm.tokenizer
     c1, c2 = st.columns(2)
-    for col, name, res in ((c1, "A", res_a), (c2, "B", res_b)):
+    for col, name, res, ch in ((c1, "A", res_a, chs[0]), (c2, "B", res_b, chs[1])):
         with col:
             st.markdown(f"**French {name}** ({md(ch.describe())})")
             st.text(tok.decode(res.ids) or "(empty)")

@@ -40,7 +40,6 @@ from model.interpret.corpus import (
     MAX_BYTES,
     SIGNALS,
     STATS,
-    Analysis,
     Corpus,
     CorpusError,
     analyse,
@@ -55,12 +54,14 @@ from model.interpret.corpus import (
     slices,
     write_csv,
 )
-from model.io.checkpoint import LoadedModel
+from model.interpret.runs import beam_of, changed_rows, decoding, run_names, second_run
+from model.io.checkpoint import LoadedModel, ModelDirError
 from model.train import data
 from views.plot import builders as viz
-from viz.corpus import sentence_scatter
+from viz.corpus import difference_histogram, sentence_scatter
 
-from .common import dir_stamp, md, show
+from .common import dir_stamp, load_model, md, show
+from .state import offered_model_dirs
 
 SETS = {
     "multi30k": "Multi30k test 2016 (sample)",
@@ -79,6 +80,9 @@ CREDITS = (
     "Bundled sets: Multi30k (Elliott et al., 2016; Flickr30k captions, research use) and the Tatoeba Project "
     "(CC-BY 2.0 (France); www.manythings.org/anki and tatoeba.org)."
 )
+VERSUS = {"": "None", "beam": "Another beam width", "model": "Another model"}  # the second run, by the link's vs
+VERSUS_BEAM = 5  # the second run's beam width when the link names none
+RUN = "run"  # the link's parameter saying the analysis was asked for ("1")
 HEAD_STAGE = {"self": "self", "cross": "cross"}  # Explore's stage that draws a decoder head's weights
 
 
@@ -203,21 +207,22 @@ def decoding_choice() -> DecodeOptions:
         st.query_params.pop("beam", None)
     else:
         st.query_params["beam"] = str(beam)
-    return DecodeOptions() if beam == 1 else DecodeOptions(strategy="beam", beam=beam)
+    return decoding(beam)
 
 
 @dataclass
 class Progress:
-    """Where a running analysis is, written by it as it goes and read by its page's progress bar."""
+    """Where a running job is, written by it as it goes and read by its page's progress bar."""
 
     sentences: int  # in the set
+    parts: dict[str, float]  # each part's time per sentence, relative (PART_COST), in the order the job does them
     started: float = field(default_factory=time.perf_counter)
     state: tuple[int, int, str] = (0, 0, "waiting")  # (done, total, what is being done)
 
 
 @dataclass(frozen=True)
 class Job:
-    """One analysis running on the server, apart from any page run."""
+    """One analysis (or second run) running on the server, apart from any page run."""
 
     future: Future
     progress: Progress
@@ -225,30 +230,32 @@ class Job:
 
 @st.cache_resource(show_spinner=False)
 def analysis_jobs() -> dict[tuple, Job]:
-    """The analyses under way on this server, by the same key as ``analysed_sets`` (two sessions asking for one
-    set share its job)."""
+    """The jobs under way on this server, by the same key as ``analysed_sets`` (two sessions asking for one result
+    share its job)."""
     return {}
 
 
 @st.cache_resource(show_spinner=False)
 def _worker() -> ThreadPoolExecutor:
-    # one analysis at a time: each uses every core torch is given; a second waits its turn
+    # one job at a time: each uses every core torch is given; a second waits its turn
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="corpus-analysis")
 
 
-def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str):
-    """The analysis from the server's cache; or, while it runs on the server (started here when it is new), None
+Work = Callable[[Callable[[int, int, str], None]], object]  # a job: given its progress report, returns its result
+
+
+def background(key: tuple, sentences: int, parts: dict[str, float], work: Work):
+    """A job's result from the server's cache; or, while it runs on the server (started here when it is new), None
     and its progress bar, updated without blocking the page: the reader may change the settings or open another page
-    meanwhile, and the analysis goes on (a set's page opened again shows it, or its result)."""
+    meanwhile, and the job goes on (the page opened again shows it, or its result)."""
     store, jobs = analysed_sets(), analysis_jobs()
-    key = (lm.path.name, dir_stamp(str(lm.path)), opts, digest)
     if key in store:
         store.move_to_end(key)
         return store[key]
     job = jobs.get(key)
     if job is None:
-        progress = Progress(len(corpus.sources))
-        job = jobs[key] = Job(_worker().submit(_analyse, lm, corpus, opts, key, progress), progress)
+        progress = Progress(sentences, parts)
+        job = jobs[key] = Job(_worker().submit(_run, work, key, progress), progress)
     if job.future.done():
         error = job.future.exception()
         if error is not None:  # kept: the set's page says so, rather than running it again on every click
@@ -260,12 +267,19 @@ def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: s
     return None
 
 
-def _analyse(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, key: tuple, progress: Progress) -> Analysis:
+def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str):
+    """The set's analysis (``background``), keyed by model, decoding and the set's digest."""
+    key = (lm.path.name, dir_stamp(str(lm.path)), opts, digest)
+    work = lambda report: analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=report)  # noqa: E731
+    return background(key, len(corpus.sources), PART_COST, work)
+
+
+def _run(work: Work, key: tuple, progress: Progress):
     def report(done: int, total: int, what: str) -> None:
         progress.state = (done, total, what)
 
     progress.started = time.perf_counter()
-    result = analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=report)
+    result = work(report)
     store = analysed_sets()
     store[key] = result
     while len(store) > CACHE_ENTRIES:
@@ -278,11 +292,11 @@ def _analyse(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, key: tuple, p
 PART_COST = {"translating": 8.0, "scoring": 9.0, "erasing source words": 30.0, "measuring the heads": 140.0}
 
 
-def done_share(done: int, total: int, what: str, sentences: int) -> float:
-    """The share of the analysis's time behind it when its part ``what`` has ``done`` of ``total`` sentences done."""
+def done_share(done: int, total: int, what: str, sentences: int, costs: dict[str, float] = PART_COST) -> float:
+    """The share of a job's time behind it when its part ``what`` has ``done`` of ``total`` sentences done."""
     work = {k: c * (min(sentences, HEAD_SENTENCES) if k == "measuring the heads" else sentences)
-            for k, c in PART_COST.items()}  # fmt: skip
-    parts = list(PART_COST)
+            for k, c in costs.items()}  # fmt: skip
+    parts = list(costs)
     before = sum(work[k] for k in parts[: parts.index(what)]) if what in work else 0.0
     return (before + work.get(what, 0.0) * done / max(total, 1)) / sum(work.values())
 
@@ -298,9 +312,9 @@ def watch(key: tuple) -> None:
         busy = any(
             j is not job and j.progress.state[2] != "waiting" and not j.future.done() for j in analysis_jobs().values()
         )
-        st.progress(0.0, text="Waiting for another set's analysis to finish…" if busy else "Starting…")
+        st.progress(0.0, text="Waiting for another analysis to finish…" if busy else "Starting…")
         return
-    frac = done_share(done, total, what, job.progress.sentences)
+    frac = done_share(done, total, what, job.progress.sentences, job.progress.parts)
     spent = time.perf_counter() - job.progress.started
     eta = f", about {spent / frac - spent:.0f} s left" if frac > 0.02 else ""
     st.progress(min(frac, 1.0), text=f"{what.capitalize()}: {done:,} of {total:,} sentences{eta}")
@@ -322,6 +336,16 @@ def compare_link(a: dict, b: dict, opts: DecodeOptions, model: str) -> str:
     q = {"src": a["source"], "srcb": b["source"], "model": model}
     if opts.strategy == "beam":
         q.update(strategy="beam", beam=str(opts.beam))
+    return "/compare?" + urlencode(q)
+
+
+def two_runs_link(row: dict, opts: DecodeOptions, opts_b: DecodeOptions, model: str) -> str:
+    """Compare on one sentence decoded two ways: A with ``opts``, B with ``opts_b``'s beam width (the link's
+    ``beamb``; 1: greedy)."""
+    q = {"src": row["source"], "srcb": row["source"], "model": model}
+    if opts.strategy == "beam":
+        q.update(strategy="beam", beam=str(opts.beam))
+    q["beamb"] = str(beam_of(opts_b))
     return "/compare?" + urlencode(q)
 
 
@@ -570,6 +594,139 @@ def render_heads(result, opts: DecodeOptions, model: str) -> None:
             st.dataframe(hdf, hide_index=True, column_config=cfg, key=f"corpus_head_table_{kind}")
 
 
+def second_choice(lm: LoadedModel, opts: DecodeOptions) -> tuple[LoadedModel, DecodeOptions] | None:
+    """The second run the reader chose (its model and decoding), each choice in the link; None: none chosen, or one
+    that cannot run (the page says why)."""
+    from_url("corpus_vs", "vs", VERSUS, "")
+    kind = st.radio("Second run", list(VERSUS), format_func=VERSUS.get, horizontal=True, key="corpus_vs")
+    keep("corpus_vs")
+    set_param("vs", kind, "")
+    if kind == "beam":
+        beams = range(1, MAX_BEAM + 1)
+        from_url("corpus_vsbeam", "vsbeam", beams, VERSUS_BEAM, int)
+        k = st.select_slider("The second run's beam width (1 = greedy)", options=list(beams), key="corpus_vsbeam")
+        keep("corpus_vsbeam")
+        set_param("vsbeam", str(k), "")
+        if k == beam_of(opts):
+            st.info("The second run is the first one again: choose another beam width.")
+            return None
+        return lm, decoding(k)
+    set_param("vsbeam", "", "")
+    if kind != "model":
+        set_param("vsmodel", "", "")
+        return None
+    here = Path(lm.path).resolve()
+    others = {p.name: p for p in offered_model_dirs() if p.resolve() != here}
+    if not others:
+        st.info("This server offers no other model directory to compare with.")
+        return None
+    from_url("corpus_vsmodel", "vsmodel", others, next(iter(others)))
+    name = st.selectbox("The second model (with the page's decoding)", list(others), key="corpus_vsmodel")
+    keep("corpus_vsmodel")
+    set_param("vsmodel", name, "")
+    try:
+        return load_model(str(others[name])), opts
+    except ModelDirError as e:
+        st.error(md(f"Cannot load the model {name}: {e}"))
+        return None
+
+
+def set_param(param: str, value: str, default: str) -> None:
+    if value == default:
+        st.query_params.pop(param, None)
+    else:
+        st.query_params[param] = value
+
+
+def render_versus(lm: LoadedModel, result, corpus: Corpus, opts: DecodeOptions, digest: str) -> None:
+    """The set translated a second time (another beam width, or another model with the page's decoding) against the
+    analysed run: per-sentence chrF differences, the corpus scores with sacrebleu's paired bootstrap test (the same
+    function as the CLI's ``--versus-beam`` and ``--versus-model``), and the sentences that changed most."""
+    st.header("Against a second run")
+    st.caption(
+        "The same set translated a second time, by another decoding or another model, scored against the same "
+        f"references. p: sacrebleu's paired bootstrap test over {BOOTSTRAP:,} resamples of the sentences, the chance "
+        "of a difference this large between two runs that are equally good."
+    )
+    if corpus.references is None:
+        st.info("Comparing two runs needs references: a TSV english⇥french, or a CSV with a french column.")
+        return
+    chosen = second_choice(lm, opts)
+    if chosen is None:
+        return
+    other, opts_b = chosen
+    names = run_names((opts, lm.path.name), (opts_b, other.path.name))
+    first = [r["translation"] for r in result.rows]
+    key = ("versus", lm.path.name, dir_stamp(str(lm.path)), opts, digest, str(other.path), dir_stamp(str(other.path)))
+    work = lambda report: second_run(  # noqa: E731
+        other.model, other.tokenizer, corpus.sources, corpus.references, first, opts_b, names, report
+    )
+    out = background((*key, opts_b), len(corpus.sources), {"translating": 1.0}, work)
+    if out is not None:
+        show_versus(out, result.rows, (opts, lm.path.name), (opts_b, other.path.name))
+
+
+def show_versus(out: dict, analysed: list[dict], run_a: tuple[DecodeOptions, str], run_b: tuple[DecodeOptions, str]):
+    """The two runs' corpus scores and p-values, the histogram of sentence chrF differences, the sentences that
+    changed most (each opening Explore with either run's settings)."""
+    a, b = out["runs"]
+    cols = st.columns(2)
+    for c, (key, label) in zip(cols, (("bleu", "BLEU"), ("chrf", "chrF"))):
+        sc = out["corpus"][key]
+        c.metric(f"Corpus {label}, {b}", f"{sc[b]:.2f}", delta=f"{sc['difference']:+.2f}")
+        c.caption(md(f"{a}: {sc[a]:.2f}; p = {sc['p_value']:.4f}. sacrebleu signature: ") + f"`{sc['signature']}`")
+    same = out["sentences"] - out["better"] - out["worse"]
+    st.markdown(
+        md(f"By sentence chrF, {b} is better on {sentences(out['better'])}, worse on {sentences(out['worse'])}")
+        + md(f" and the same on {sentences(same)} of {out['sentences']:,}.")
+    )
+    show(
+        difference_histogram(
+            out["chrf_difference"],
+            (a, b),
+            title=f"Each sentence's chrF, {b} minus {a}",
+            x_title="chrF difference of a sentence",
+        ),
+        "corpus_versus_histogram",
+    )
+    rows = changed_rows(out)
+    if not rows:
+        st.info("No sentence's chrF changed.")
+        return
+    st.subheader("The sentences that changed most")
+    df = pd.DataFrame(rows)
+    df["open_first"] = [explore_link(analysed[r["index"]], *run_a) for r in rows]
+    df["open_second"] = [explore_link(analysed[r["index"]], *run_b) for r in rows]
+    if run_a[1] == run_b[1]:  # one model, two decodings: Compare shows both on the sentence
+        df.insert(df.columns.get_loc("difference") + 1, "compare", [
+            two_runs_link(analysed[r["index"]], run_a[0], run_b[0], run_a[1]) for r in rows
+        ])  # fmt: skip
+    num = st.column_config.NumberColumn
+    st.dataframe(
+        df,
+        hide_index=True,
+        key="corpus_versus_table",
+        column_config={
+            "index": num("#", help="the sentence's line in the set (from 0)", width="small"),
+            "source": st.column_config.TextColumn("source", width="medium"),
+            "first": st.column_config.TextColumn(a, width="medium"),
+            "second": st.column_config.TextColumn(b, width="medium"),
+            "chrf_first": num(f"chrF, {a}", format="%.1f"),
+            "chrf_second": num(f"chrF, {b}", format="%.1f"),
+            "difference": num("difference", help=f"sentence chrF, {b} − {a}", format="%+.1f"),
+            "open_first": st.column_config.LinkColumn(
+                f"open ({a})", help=f"this sentence in Explore, {a}", display_text="Explore"
+            ),
+            "open_second": st.column_config.LinkColumn(
+                f"open ({b})", help=f"this sentence in Explore, {b}", display_text="Explore"
+            ),
+            "compare": st.column_config.LinkColumn(
+                "both", help="this sentence in Compare, decoded both ways", display_text="Compare"
+            ),
+        },
+    )
+
+
 def head_view(kind: str, layer: int, head: int) -> dict[str, str]:
     """Explore's view of one head: a decoder head's weights (its stage, layer and head); an encoder head, which
     Explore draws in its encoder panel, removed in the head-ablation stage (what the sentence loses without it)."""
@@ -603,6 +760,8 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     for msg in corpus.notes:
         st.warning(md(msg[0].upper() + msg[1:] + "."))
     st.caption(md(corpus.summary()[0].upper() + corpus.summary()[1:] + "."))
+    if not asked():
+        return
     digest = hashlib.sha256(raw).hexdigest()
     result = run_analysis(lm, corpus, opts, digest)
     if result is None:
@@ -610,6 +769,7 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     model = lm.path.name
     render_rows(result, corpus, opts, model)
     render_summary(result, corpus, opts, model, digest)
+    render_versus(lm, result, corpus, opts, digest)
     render_heads(result, opts, model)
     c1, c2 = st.columns(2)
     # Written when clicked (0.06 s and 1 MB for 1,000 sentences), not on every run of the page
@@ -622,6 +782,18 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     c2.download_button(
         "Download CSV (rows)", lambda: rows_csv(report(result, corpus, opts, model)), "corpus.csv", "text/csv"
     )
+
+
+def asked() -> bool:
+    """Whether the reader asked for the analysis (the button, or a link with ``run=1`` that the button wrote): opening
+    the page translates nothing. Once asked, the page analyses the set and settings it shows, across pages too."""
+    if not (st.session_state.get(KEPT + RUN) or st.query_params.get(RUN) == "1"):
+        if not st.button("Translate and analyse", type="primary", key="corpus_go"):
+            st.caption("Nothing is translated until you ask.")
+            return False
+    st.session_state[KEPT + RUN] = True
+    st.query_params[RUN] = "1"
+    return True
 
 
 def rows_csv(r: dict) -> str:

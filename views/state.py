@@ -169,6 +169,9 @@ CHOICES = (
     ),
     Choice("step", "step", 0, "Position"),  # the decode's length bounds it (``clamp_step``)
     Choice("source_b", "srcb", ""),  # the Compare page's second sentence (B)
+    # the Compare page's B decoded with a beam width of its own (1: greedy; 0: with A's decoding), as the Corpus page's
+    # second run links it: one sentence, two decodings
+    Choice("beam_b", "beamb", 0, "Sentence B's beam width", 0, MAX_BEAM, has_widget=False),
     Choice("contrast", "contrast", ""),  # the alternative token Y of "why X rather than Y"
     Choice(
         "site", "site", SITES[0], options=SITES, unknown="patching map", fallback=f"showing {SITE_LABELS[SITES[0]]}"
@@ -257,6 +260,7 @@ class View:
     attribution: str = _default("attribution")
     step: int = _default("step")
     source_b: str = _default("source_b")
+    beam_b: int = _default("beam_b")
     contrast: str = _default("contrast")
     site: str = _default("site")
     noise: bool = _default("noise")
@@ -412,6 +416,7 @@ def clamp_view(raw: Mapping, limits: Limits) -> tuple[View, list[str]]:
         forced = forced[: out["max_len"]]
     out["forced"] = forced
     out["user_forced"] = frozenset(i for i in (v["user_forced"] or ()) if 0 <= int(i) < len(forced))
+    out["beam_b"] = _clamp(CHOICE["beam_b"], raw.get("beam_b", 0), limits, msgs)
     out["layer"] = _clamp(CHOICE["layer"], v["layer"], limits, msgs)
     out["head"] = v["head"] if v["head"] == MEAN_HEADS else _clamp(CHOICE["head"], v["head"], limits, msgs, default=0)
     out["follow"] = tuple(int(i) for i in (v["follow"] or ()))

@@ -149,3 +149,51 @@ def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: 
     data, layout = figure_parts(fig)
     cells = {**data[0], "text": labels, "texttemplate": "%{text}", "textfont": dict(size=TICK_FONT)}
     return new_figure([cells, *data[1:]], layout)
+
+
+DIFF_BIN = 5.0  # chrF points per bar of a difference histogram
+
+
+def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title: str, x_title: str) -> go.Figure:
+    """How many sentences moved by how much: bars of DIFF_BIN points of a per-sentence difference (second run of
+    ``runs`` minus the first), those that got better in the highlight colour, those unchanged (exactly 0) counted
+    in the y axis's title; the x axis's title names the runs on a line of their own (a phone's width)."""
+    d = np.asarray(delta, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        raise ValueError("no finite difference to draw")
+    edge = DIFF_BIN * max(1.0, math.ceil(np.abs(d).max() / DIFF_BIN))
+    bins = np.arange(-edge, edge + DIFF_BIN / 2, DIFF_BIN)
+    moved = d[d != 0]
+    counts, _ = np.histogram(moved, bins)
+    mids = (bins[:-1] + bins[1:]) / 2
+    same = int((d == 0).sum())
+    data = []
+    for name, keep, color in (("worse", mids < 0, POINT_COLOR), ("better", mids > 0, HIGHLIGHT_COLOR)):
+        data.append(
+            dict(
+                type="bar",
+                name=name,
+                x=mids[keep].tolist(),
+                y=counts[keep].tolist(),
+                width=DIFF_BIN * 0.9,
+                marker=dict(color=color),
+                hovertemplate=f"%{{y}} sentences {name} by %{{customdata}}<extra></extra>",
+                customdata=[f"{abs(m) - DIFF_BIN / 2:.0f}–{abs(m) + DIFF_BIN / 2:.0f}" for m in mids[keep]],
+            )
+        )
+    layout = layout_defaults(title, height=400, legend=True, squeezes=True)
+    layout.update(
+        xaxis=dict(
+            title=dict(text=f"{safe_label(x_title)}<br>({safe_label(runs[1])} − {safe_label(runs[0])})"),
+            zeroline=True,
+            zerolinecolor="#888",
+            gridcolor="#eee",
+        ),
+        yaxis=dict(title=dict(text=f"sentences ({same:,} unchanged, not drawn)"), gridcolor="#eee", rangemode="tozero"),
+        # below the x axis's two-line title: 90 px under the plot, which is about 230 px high
+        legend=dict(orientation="h", y=-0.4, yanchor="top", font=dict(size=FONT)),
+        bargap=0.05,
+    )
+    layout["margin"].update(l=FONT + 50, b=125)
+    return new_figure(data, layout)

@@ -178,6 +178,12 @@ def filter_logits(logits: torch.Tensor, temperature: float, top_k: int, top_p: f
     return logits
 
 
+def output_limit(max_len: int, cfg) -> int:
+    """The most tokens a decode writes (</s> included): ``max_len`` within the model's positions (its first is
+    the decoder's start token), the one number every decode and every report of one uses."""
+    return min(max_len, cfg.max_len - 1)
+
+
 def prepare_ids(body: Sequence[int], eos_id: int, max_len: int, first: int = -1) -> list[int]:
     """What a model of ``max_len`` positions reads for a token sequence: its first max_len − 1 tokens, then </s>.
     Sources are prepared so (and teacher-forced labels); the body was cut when the result, ``first`` left out, is
@@ -310,7 +316,7 @@ def search(decoder, cache, policy: Policy, cfg, opts: DecodeOptions) -> tuple[li
     A policy is a generator: it yields the first tokens, then receives (t, logits, log-probabilities with the
     forbidden tokens suppressed (both (R, V) numpy arrays), forced token or None, the step's top tokens when
     recorded) and yields (rows, tokens, the token each row chose, done) until it is sent None."""
-    max_len = min(opts.max_len, cfg.max_len - 1)
+    max_len = output_limit(opts.max_len, cfg)
     forbidden = forbidden_ids(cfg)
     tokens = next(policy)
     if cache.rows != len(tokens):
@@ -397,7 +403,7 @@ def beam_search(cfg, opts: DecodeOptions) -> Policy:
     from model.decode import fused  # numba (~0.25 s): imported by the first beam search, not by every import of this
 
     k, lp = opts.beam, opts.length_penalty
-    max_len = min(opts.max_len, cfg.max_len - 1)
+    max_len = output_limit(opts.max_len, cfg)
     n_return = min(opts.n_best or k, k)
     f32 = np.float32
     seqs: list[list[int]] = [[] for _ in range(k)]  # running hypotheses, generated tokens only

@@ -34,7 +34,14 @@ import torch.nn.functional as F
 from model.core import keys
 from model.core.constants import BATCH_SIZE
 from model.core.transformer import HeadMask, Transformer, causal_mask, padding_mask
-from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids
+from model.decode.decoding import (
+    DecodeOptions,
+    decode,
+    greedy_batch,
+    length_batches,
+    output_limit,
+    prepare_ids,
+)
 from model.decode.lean import LeanDecoder
 from model.interpret import faithful
 
@@ -80,8 +87,22 @@ class Corpus:
         refs = "with references" if self.references is not None else "without references"
         out = f"{sentences(len(self.sources))} {refs}"
         if self.skipped:
-            out += "; skipped: " + ", ".join(f"{n:,} {why}" for why, n in self.skipped.items())
+            out += "; skipped: " + ", ".join(skipped_text(n, why) for why, n in self.skipped.items())
         return out
+
+
+SINGULAR = {"lines": "line", "rows": "row", "sentences": "sentence"}  # the nouns a reason for skipping counts
+
+
+def skipped_text(n: int, why: str) -> str:
+    """'3 blank lines', '1 blank line': a reason for skipping (its counted noun plural, as the JSON's keys) with its
+    count."""
+    if n == 1:
+        words = why.split(" ")
+        at = next((i for i, w in enumerate(words) if w in SINGULAR), None)
+        if at is not None:
+            why = " ".join([*words[:at], SINGULAR[words[at]], *words[at + 1 :]])
+    return f"{n:,} {why}"
 
 
 class CorpusError(ValueError):
@@ -168,7 +189,7 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
     skipped: dict[str, int] = {}
     notes = []
     if recoded:
-        notes.append(f"{recoded:,} lines were not UTF-8 and were read as Windows-1252")
+        notes.append(f"{counted(recoded, 'line')} {'was' if recoded == 1 else 'were'} not UTF-8, read as Windows-1252")
 
     def skip(why: str, n: int = 1) -> None:
         skipped[why] = skipped.get(why, 0) + n
@@ -180,8 +201,8 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
         ref_lines, _ = _decode_lines(refs, "references file")
         if len(ref_lines) != len(pairs):
             notes.append(
-                f"the references file has {len(ref_lines):,} lines for {len(pairs):,} sentences: analysed without "
-                "references"
+                f"the references file has {counted(len(ref_lines), 'line')} for {sentences(len(pairs))}: analysed "
+                "without references"
             )
         else:
             pairs = [(s, r) for (s, _), r in zip(pairs, ref_lines)]
@@ -204,7 +225,7 @@ def read_corpus(data: bytes, name: str = "", refs: bytes | None = None) -> Corpu
             references.append(ref)
             domains.append(domain.get(i, ""))
     if not sources:
-        why = "; ".join(f"{n:,} {w}" for w, n in skipped.items()) or "no line"
+        why = "; ".join(skipped_text(n, w) for w, n in skipped.items()) or "no line"
         raise CorpusError(f"no sentence to analyse in the file ({why})")
     return Corpus(sources, references if has_refs else None, skipped, notes, domains if domain else None)
 
@@ -406,12 +427,15 @@ def translate_ids(model: Transformer, srcs: list[list[int]], opts: DecodeOptions
     return outs
 
 
-def translations(model: Transformer, tokenizer, sources: Sequence[str], opts: DecodeOptions) -> list[str]:
+def translations(
+    model: Transformer, tokenizer, sources: Sequence[str], opts: DecodeOptions, progress: Progress | None = None
+) -> list[str]:
     """Each source's translation as ``analyse`` decodes it (for a second run of a set, where only its text counts)."""
     cfg = model.cfg
     model.eval()
     srcs = [prepare_ids(tokenizer.encode(s), cfg.eos_id, cfg.max_len) for s in sources]
-    return [tokenizer.decode([t for t in o if t != cfg.eos_id]) for o in translate_ids(model, srcs, opts)]
+    outs = translate_ids(model, srcs, opts, progress)
+    return [tokenizer.decode([t for t in o if t != cfg.eos_id]) for o in outs]
 
 
 @dataclass(frozen=True)
@@ -419,6 +443,7 @@ class Analysis:
     rows: list[dict]  # one per sentence, in input order (COLUMN_HELP, plus index, texts and flags)
     heads: dict | None  # head_table's value (None when not computed)
     seconds: dict[str, float]  # time spent per part
+    max_len: int  # the most tokens a translation could have, </s> included (output_limit: the decodes' own bound)
 
 
 def analyse(
@@ -475,7 +500,7 @@ def analyse(
             refs = outs[:n]
         table = head_table(model, srcs[:n], refs, progress, on_references=corpus.references is not None)
         clock["heads"] = time.perf_counter() - t0
-    return Analysis(rows, table, clock)
+    return Analysis(rows, table, clock, output_limit(opts.max_len, cfg))
 
 
 # ---------------------------------------------------------------------------
@@ -804,15 +829,24 @@ def slices(rows: list[dict], domains: Sequence[str] | None = None) -> list[dict]
     return out
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 line', '2 lines', '1,000 sentences'."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def sentences(n: int) -> str:
     """'1 sentence', '2 sentences'."""
-    return f"{n:,} sentence{'' if n == 1 else 's'}"
+    return counted(n, "sentence")
 
 
 def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: str) -> dict:
     """Everything as JSON-ready values (write it with model.core.jsonio: NaN becomes null); docs/cli.md lists the
     keys."""
-    decoding = {"strategy": opts.strategy, "beam": opts.beam if opts.strategy == "beam" else 1, "max_len": opts.max_len}
+    decoding = {
+        "strategy": opts.strategy,
+        "beam": opts.beam if opts.strategy == "beam" else 1,
+        "max_len": analysis.max_len,
+    }
     out = {
         "model": model_name,
         "decoding": decoding,

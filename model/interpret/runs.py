@@ -9,13 +9,71 @@ share of resamples where the difference is at least as far from the resamples' m
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from model.interpret.corpus import BOOTSTRAP
+from model.decode.decoding import DecodeOptions
+from model.interpret.corpus import BOOTSTRAP, Progress, translations
 
 CHANGED = 10  # the sentences that changed most, listed
+
+
+def decoding(beam: int) -> DecodeOptions:
+    """The decoding of a run: greedy for beam width 1, beam search otherwise (the CLI's ``--beam`` and the page's)."""
+    return DecodeOptions() if beam == 1 else DecodeOptions(strategy="beam", beam=beam)
+
+
+def beam_of(opts: DecodeOptions) -> int:
+    return opts.beam if opts.strategy == "beam" else 1
+
+
+def run_name(opts: DecodeOptions, model: str) -> str:
+    """'bundled greedy', 'bundled beam 5'."""
+    return f"{model} {'greedy' if beam_of(opts) == 1 else f'beam {opts.beam}'}"
+
+
+def run_names(first: tuple[DecodeOptions, str], second: tuple[DecodeOptions, str]) -> tuple[str, str]:
+    """The two runs' names (decoding, model), told apart by (A) and (B) when they would read the same."""
+    a, b = run_name(*first), run_name(*second)
+    return (f"{a} (A)", f"{b} (B)") if a == b else (a, b)
+
+
+def second_run(
+    model,
+    tokenizer,
+    sources: Sequence[str],
+    references: Sequence[str],
+    first: Sequence[str],
+    opts: DecodeOptions,
+    names: tuple[str, str],
+    progress: Progress | None = None,
+) -> dict:
+    """The set translated again by ``model`` with ``opts``, compared with its first run's translations ``first``
+    (``compare_runs``), with the seconds the second run took."""
+    t0 = time.perf_counter()
+    second = translations(model, tokenizer, sources, opts, progress)
+    out = compare_runs(sources, references, first, second, names)
+    return {**out, "seconds": time.perf_counter() - t0}
+
+
+def changed_rows(out: dict) -> list[dict]:
+    """``compare_runs``' sentences that changed most with fixed keys (``first`` and ``second`` for the two runs'
+    translations, ``chrf_first`` and ``chrf_second``), as the page's table shows them."""
+    a, b = out["runs"]
+    return [
+        {
+            "index": c["index"],
+            "source": c["source"],
+            "first": c[a],
+            "second": c[b],
+            "chrf_first": c["chrf"][0],
+            "chrf_second": c["chrf"][1],
+            "difference": c["difference"],
+        }
+        for c in out["changed_most"]
+    ]
 
 
 def compare_runs(

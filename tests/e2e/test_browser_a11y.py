@@ -324,7 +324,7 @@ AXE_CLASS_CORPUS = {
     "class-created": ("/class", 0, create_class),
     "class-dashboard": (None, 4, None),
     "corpus": ("/corpus?set=paste", 0, None),
-    "corpus-analysed": ("/corpus?set=paste", 0, analyse_pasted_set),
+    "corpus-analysed": ("/corpus?set=paste&run=1", 0, analyse_pasted_set),
 }
 
 

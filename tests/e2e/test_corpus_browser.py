@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness.browser import DRAWN_JS, ROOT, serve
+from model.interpret.corpus import MAX_BYTES
 from model.io.checkpoint import ENV_MODEL
 from tests.helpers import wait_still
 
@@ -43,7 +44,7 @@ def test_a_click_on_a_point_opens_its_sentence(browser, server):
     bundles = []
     page.on("request", lambda r: bundles.append(r.url) if "plotly" in r.url.lower() else None)
     try:
-        page.goto(server + "/corpus?set=paste")
+        page.goto(server + "/corpus?set=paste&run=1")
         box = page.locator(".st-key-corpus_paste textarea")
         box.fill("".join(f"{en}\t{fr}\n" for en, fr in PAIRS))
         box.press("Control+Enter")
@@ -60,5 +61,58 @@ def test_a_click_on_a_point_opens_its_sentence(browser, server):
         href = line.get_by_role("link", name="open it in Explore").get_attribute("href")
         assert href.startswith("/explore?") and "a+dog+runs" in href
         assert [u for u in bundles if "plotly-cartesian" not in u and "decoder-lens-plot" not in u] == []
+    finally:
+        page.close()
+
+
+BOX_JS = """(sel) => {
+  const el = document.querySelector(sel), box = (e) => { const r = e.getBoundingClientRect();
+    return {left: r.left, top: r.top, right: r.right, bottom: r.bottom}; };
+  return {title: box(el.querySelector('.gtitle')), modebar: box(el.querySelector('.modebar'))};
+}"""
+
+
+@pytest.mark.parametrize("width, height", [(390, 844), (1366, 768)])
+def test_the_toolbar_is_clear_of_the_titles(browser, server, width, height):
+    """The flag chart and the second run's histogram: Plotly's toolbar (shown while the pointer is on the figure)
+    never covers the title, on a phone's width too."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        page.goto(server + "/corpus?set=paste&run=1&vs=beam&vsbeam=2")
+        box = page.locator(".st-key-corpus_paste textarea")
+        box.fill("".join(f"{en}\t{fr}\n" for en, fr in PAIRS))
+        box.press("Control+Enter")
+        page.get_by_text("By sentence chrF").wait_for(timeout=TIMEOUT_MS)
+        for key in ("corpus_flag_counts", "corpus_versus_histogram"):
+            figure = page.locator(f".st-key-{key} .decoder-lens-plot")
+            figure.scroll_into_view_if_needed()
+            wait_still(page, DRAWN_JS, TIMEOUT_MS, 3)
+            figure.hover()
+            got = page.evaluate(BOX_JS, f".st-key-{key}")
+            t, m = got["title"], got["modebar"]
+            apart = t["bottom"] <= m["top"] or t["top"] >= m["bottom"] or t["right"] <= m["left"]
+            assert apart and t["right"] <= width, (key, got)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("width, height", [(390, 844), (1366, 768)])
+def test_a_refused_upload_says_why_in_a_sentence_one_can_see(browser, server, width, height):
+    """A file over the upload limit is refused by the browser: the reason is written under the file's name, not only
+    in its red icon's tooltip."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        page.goto(server + "/corpus?set=upload")
+        upload = page.locator("[data-testid='stFileUploaderDropzoneInput']")
+        upload.wait_for(state="attached", timeout=TIMEOUT_MS)
+        upload.set_input_files(
+            {"name": "big.tsv", "mimeType": "text/plain", "buffer": b"a\tb\n" * (MAX_BYTES // 4 + 1)}
+        )
+        alert = page.locator("[data-testid='stFileChip'] [role='alert']")
+        alert.wait_for(state="attached", timeout=TIMEOUT_MS)
+        box = alert.bounding_box()
+        assert f"{MAX_BYTES // 2**20}.0MB or smaller" in alert.inner_text()
+        assert box is not None and box["width"] > 150 and box["height"] >= 12 and box["x"] + box["width"] <= width
+        assert page.get_by_text(f"Files up to {MAX_BYTES // 2**20} MB are read.").is_visible()
     finally:
         page.close()

@@ -52,7 +52,7 @@ def test_reads_plain_tsv_csv_and_refs():
         (b"  \n\n", "a.txt", "the file is empty"),
         (b"\x00\x01\x02PK\x03\x04" * 100, "a.bin", "looks binary"),
         (b"a" * (C.MAX_BYTES + 1), "big.txt", "files up to 20 MB are read"),
-        (b"x" * 10_000, "long.txt", "no sentence to analyse in the file (1 lines longer than 1,000 characters)"),
+        (b"x" * 10_000, "long.txt", "no sentence to analyse in the file (1 line longer than 1,000 characters)"),
         (b"source,target\none,un\n", "a.csv", "the CSV has no 'english' column (its header is 'source', 'target')"),
         ("é".encode("latin-1") * 3 + b"\n" + "é".encode("latin-1") + b"\n", "a.txt", "is not UTF-8 text"),
     ],
@@ -68,13 +68,15 @@ def test_bad_lines_are_skipped_and_counted():
     c = C.read_corpus(data, "a.txt")
     assert c.sources == ["good one", "also good", "café"]  # the Windows-1252 line is read as such
     assert c.skipped == {"lines longer than 1,000 characters": 1}
-    assert c.notes == ["1 lines were not UTF-8 and were read as Windows-1252"]
-    assert "3 sentences without references; skipped: 1 lines longer than 1,000 characters" == c.summary()
+    assert c.notes == ["1 line was not UTF-8, read as Windows-1252"]
+    assert "3 sentences without references; skipped: 1 line longer than 1,000 characters" == c.summary()
+    two = C.read_corpus(b"one\tun\n\n\ntwo\tdeux\nthree\tun\nfour\n", "a.tsv")
+    assert two.summary() == "3 sentences with references; skipped: 2 blank lines, 1 line without a tab (no reference)"
 
 
 def test_mismatched_refs_and_missing_french_column_analyse_without_references():
     c = C.read_corpus(b"one\ntwo\n", "a.txt", b"un\n")
-    assert c.references is None and "has 1 lines for 2 sentences" in c.notes[0]
+    assert c.references is None and "has 1 line for 2 sentences" in c.notes[0]
     c = C.read_corpus(b"english,notes\none,x\n", "a.csv")
     assert c.sources == ["one"] and c.references is None and "no 'french' column" in c.notes[0]
     c = C.read_corpus(b"one\tun\ntwo\tdeux\nthree\n", "a.tsv")
@@ -432,3 +434,21 @@ def test_slices_by_length_flag_and_domain():
     assert pets["sentences"] == 2 and pets["flagged"] == 0.5
     assert pets["chrf"] == pytest.approx(CHRF().corpus_score(hyps[:2], [c.references[:2]]).score)
     assert all(s["bleu"] is None for s in C.slices([{**r, "reference": None} for r in rows]))
+
+
+def test_the_reported_max_len_is_where_translations_are_cut(tiny_model_dir, tmp_path):
+    """The JSON's max_len is the decodes' own bound (the model's positions less the start token), not the
+    decoding's nominal 128: the tiny model (64 positions) cuts its translations at 63 tokens."""
+    lm = load_model_dir(tiny_model_dir)
+    f, out = tmp_path / "set.txt", tmp_path / "out.json"
+    f.write_text("the cat sat on the mat\n", encoding="utf-8")
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--no-heads", "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    src = prepare_ids(lm.tokenizer.encode("the cat sat on the mat"), lm.cfg.eos_id, lm.cfg.max_len)
+    (ids,) = C.translate_ids(lm.model, [src], DecodeOptions())
+    assert r["rows"][0]["cut_off"] and len(ids) == r["decoding"]["max_len"] == lm.cfg.max_len - 1 < 128
+
+
+def test_tokens_in_the_rows_are_written_as_a_reader_writes_them():
+    assert C.readable("▁chat") == "chat" and C.readable("▁") == "␣" and C.readable("ment") == "ment"
+    assert C.readable("") == ""

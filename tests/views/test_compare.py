@@ -248,3 +248,32 @@ def test_a_pair_opens_where_its_outputs_part_on_cross_attention_with_each_run_s_
     assert at.selectbox(key="stage").value == "self"
     at = open_compare(parting_model_dir, monkeypatch, src=A, srcb=B, step="0", stage="self")  # a link's choices stay
     assert at.session_state["step"] == 0 and at.selectbox(key="stage").value == "self"
+
+
+def test_one_sentence_decoded_two_ways(tiny_model_dir, monkeypatch):
+    """The Corpus page's second run links here with B the same sentence and ``beamb``: B is decoded with its own beam
+    width, the page says so, the patching reads A with noise, and the reader can decode B as A again."""
+    at = open_compare(tiny_model_dir, monkeypatch, src=A, srcb=A, beamb="3")
+    lm = load_model_dir(tiny_model_dir)
+    src = lm.tokenizer.encode(A) + [lm.cfg.eos_id]
+    want = lm.tokenizer.decode(decode(lm.model, src, DecodeOptions(strategy="beam", beam=3, max_len=6)).ids)
+    assert not at.warning and at.query_params["beamb"] == "3"
+    said = re.sub(r"\\(.)", r"\1", markdown(at))  # markdown's escapes undone
+    assert "**French A** (greedy decoding)" in said and "**French B** (beam search (width 3," in said
+    assert at.text[1].value == (want or "(empty)")
+    assert any(
+        "Sentence B is decoded with beam search (width 3," in re.sub(r"\\(.)", r"\1", c.value) for c in at.caption
+    )
+    at.button(key="compare_beam_b_off").click().run()
+    ok_but_same = [w.value for w in at.warning]
+    assert ok_but_same == ["A and B are the same sentence: there is nothing to compare. Change one word of B."]
+    assert "beamb" not in at.query_params
+    limits = Limits(vocab_size=120, max_len=200, n_layers=2, n_heads=4)
+    back, msgs = clamp_view(from_query(to_query(View(source=A, source_b=A, beam_b=5)))[0], limits)
+    assert back.beam_b == 5 and not msgs
+    from model.core.constants import MAX_BEAM
+
+    far, msgs = clamp_view({"beam_b": "99"}, limits)
+    assert far.beam_b == MAX_BEAM and msgs == [
+        f"Sentence B's beam width must be between 0 and {MAX_BEAM}; using {MAX_BEAM}."
+    ]

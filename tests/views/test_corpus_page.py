@@ -54,7 +54,7 @@ def settled(at: AppTest) -> AppTest:
 
 def open_corpus(model_dir, data_dir, **query) -> AppTest:
     at = AppTest.from_function(corpus_script, args=(str(model_dir), str(data_dir)), default_timeout=300)
-    at.query_params.update(query)
+    at.query_params.update({"run": "1", **query})  # the analysis asked for (the page's button writes this)
     at.run()
     assert not at.exception, at.exception
     return settled(at)
@@ -124,12 +124,17 @@ def test_beam_choice_goes_into_the_links(tiny_model_dir, tmp_path):
     assert "Correlations with chrF need references." in [c.value for c in at.caption]
 
 
-def test_bundled_set_is_read_from_the_data_directory(tiny_model_dir, tmp_path):
+def bundled_data(tmp_path):
+    """A data directory under ``tmp_path`` whose Multi30k test 2016 is PAIRS."""
     d = tmp_path / "data" / "multi30k"
     d.mkdir(parents=True)
     for lang, i in (("en", 0), ("fr", 1)):
         with gzip.open(d / f"test_2016_flickr.{lang}.gz", "wt", encoding="utf-8") as f:
             f.write("".join(p[i] + "\n" for p in PAIRS))
+
+
+def test_bundled_set_is_read_from_the_data_directory(tiny_model_dir, tmp_path):
+    bundled_data(tmp_path)
     at = open_corpus(tiny_model_dir, tmp_path / "data", set="multi30k", n="50")
     assert sorted(at.dataframe[0].value["source"]) == sorted(en for en, _ in PAIRS)
     assert any("Multi30k" in c.value and "Tatoeba" in c.value for c in at.caption)
@@ -144,7 +149,7 @@ def test_absent_data_directory_says_so(tiny_model_dir, tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("x" * 10_000, "No sentence to analyse in the file (1 lines longer than 1,000 characters)."),
+        ("x" * 10_000, "No sentence to analyse in the file (1 line longer than 1,000 characters)."),
         ("one\tun\n" + "two\n" + "three\tdeux\n", None),
     ],
 )
@@ -152,7 +157,7 @@ def test_bad_input_is_one_sentence(tiny_model_dir, tmp_path, text, message):
     at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
     if message is None:  # the line without a tab is skipped and counted, the rest analysed
         assert len(at.dataframe[0].value) == 2
-        assert any("skipped: 1 lines without a tab (no reference)" in plain(c.value) for c in at.caption)
+        assert any("skipped: 1 line without a tab (no reference)" in plain(c.value) for c in at.caption)
     else:
         assert [plain(e.value) for e in at.error] == [message] and not at.dataframe
 
@@ -216,7 +221,7 @@ def test_the_page_answers_while_its_analysis_runs(tiny_model_dir, tmp_path, monk
 
     monkeypatch.setattr(page, "analyse", held)
     at = AppTest.from_function(corpus_script, args=(str(tiny_model_dir), str(tmp_path / "none")), default_timeout=60)
-    at.query_params["set"] = "paste"
+    at.query_params.update(set="paste", run="1")
     at.run()
     at.text_area(key="corpus_paste").input("the analysis waits here\tl'analyse attend ici").run()
     assert not at.exception and not at.dataframe  # the run ended; the analysis goes on
@@ -299,3 +304,118 @@ def test_the_upload_limit_is_the_one_the_code_reads(tiny_model_dir, tmp_path):
     assert config["server"]["maxUploadSize"] * 2**20 == MAX_BYTES  # Streamlit's MB are 2**20 bytes
     at = open_corpus(tiny_model_dir, tmp_path / "none", set="upload")
     assert f"Files up to {MAX_BYTES // 2**20} MB are read." in [c.value for c in at.caption]
+
+
+def test_opening_the_page_translates_nothing_until_asked(tiny_model_dir, tmp_path):
+    bundled_data(tmp_path)
+    before = set(analysis_jobs())
+    at = AppTest.from_function(corpus_script, args=(str(tiny_model_dir), str(tmp_path / "data")), default_timeout=300)
+    at.run()  # /corpus as the navigation opens it: the bundled sample is chosen, nothing is translated
+    assert not at.exception and set(analysis_jobs()) == before and not at.dataframe and "run" not in at.query_params
+    assert "Nothing is translated until you ask." in [c.value for c in at.caption]
+    at.button(key="corpus_go").click().run()
+    settled(at)
+    assert at.query_params["run"] == "1" and sorted(at.dataframe[0].value["source"]) == sorted(en for en, _ in PAIRS)
+
+
+SET = [
+    ("the cat sat on the mat", "le chat est assis sur le tapis"),
+    ("a dog runs in the park", "un chien court dans le parc"),
+    ("two men are playing football", "deux hommes jouent au football"),
+    ("the girl reads a book", "la fille lit un livre"),
+]
+
+
+def versus_page(model_dir, tmp_path, **query) -> AppTest:
+    text = "".join(f"{en}\t{fr}\n" for en, fr in SET)
+    at = paste(open_corpus(model_dir, tmp_path / "none", set="paste", **query), text)
+    return settled(at)  # the second run is a job of its own, started by the run that showed the first
+
+
+def planted_second_run(model, tokenizer, sources, opts, progress=None):
+    """The second run's translations planted (the tiny model's own score 0 everywhere): every other sentence's
+    reference, so that some sentences change."""
+    refs = dict(SET)
+    return [refs[s] if i % 2 == 0 else "x" for i, s in enumerate(sources)]
+
+
+def test_two_runs_on_the_page_equal_the_clis(tiny_model_dir, tmp_path, monkeypatch):
+    """Greedy against beam 3: the corpus scores, their differences and p-values, the counts of sentences better and
+    worse, and the sentences that changed most are the CLI's; each choice is in the link."""
+    import model.interpret.runs as runs
+
+    monkeypatch.setattr(runs, "translations", planted_second_run)
+    at = versus_page(tiny_model_dir, tmp_path, vs="beam", vsbeam="3")
+    f, out = tmp_path / "set.tsv", tmp_path / "out.json"
+    f.write_text("".join(f"{en}\t{fr}\n" for en, fr in SET), encoding="utf-8")
+    args = ["corpus", str(f), "--model", str(tiny_model_dir), "--no-heads", "--versus-beam", "3", "--json", str(out)]
+    assert cli(args) == 0
+    vs = json.loads(out.read_text())["versus"]
+    a, b = vs["runs"]
+    assert b.endswith("beam 3") and at.query_params["vs"] == "beam" and at.query_params["vsbeam"] == "3"
+    metrics = {m.label: m for m in at.metric if "," in m.label}
+    for key, label in (("bleu", "BLEU"), ("chrf", "chrF")):
+        m = metrics[f"Corpus {label}, {b}"]
+        assert m.value == f"{vs['corpus'][key][b]:.2f}" and m.proto.delta == f"{vs['corpus'][key]['difference']:+.2f}"
+        assert any(f"p = {vs['corpus'][key]['p_value']:.4f}" in plain(c.value) for c in at.caption)
+    same = vs["sentences"] - vs["better"] - vs["worse"]
+    said = " ".join(plain(m.value) for m in at.markdown)
+    assert f"better on {vs['better']} sentence" in said and f"the same on {same} sentence" in said
+    assert vs["better"] == 2 and len(vs["changed_most"]) == 2
+    (table,) = [d.value for d in at.dataframe if "second" in d.value.columns]
+    assert list(table["index"]) == [c["index"] for c in vs["changed_most"]]
+    assert list(table["second"]) == [c[b] for c in vs["changed_most"]]
+    assert list(table["difference"]) == pytest.approx([c["difference"] for c in vs["changed_most"]])
+    q = parse_qs(urlparse(table["open_second"][0]).query)
+    assert q["strategy"] == ["beam"] and q["beam"] == ["3"] and q["src"] == [vs["changed_most"][0]["source"]]
+    assert "strategy" not in parse_qs(urlparse(table["open_first"][0]).query)
+    both = parse_qs(urlparse(table["compare"][0]).query)  # Compare: the sentence decoded greedily (A) and with beam 3
+    assert urlparse(table["compare"][0]).path == "/compare" and both["src"] == both["srcb"] == q["src"]
+    assert both["beamb"] == ["3"] and "strategy" not in both
+    at.radio(key="corpus_vs").set_value("").run()
+    assert "vs" not in at.query_params and "vsbeam" not in at.query_params
+
+
+def test_a_second_run_the_same_as_the_first_says_so(tiny_model_dir, tmp_path):
+    at = versus_page(tiny_model_dir, tmp_path, vs="beam", vsbeam="1")
+    assert "The second run is the first one again: choose another beam width." in [i.value for i in at.info]
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", vs="beam"), SET[0][0])
+    assert any("needs references" in i.value for i in at.info)
+
+
+def two_models_script(model_dir, other_dir):
+    from pathlib import Path
+
+    import views.corpus as page
+    from model.io.checkpoint import load_model_dir
+
+    page.offered_model_dirs = lambda: [Path(model_dir), Path(other_dir)]
+    page.render(load_model_dir(model_dir), None)
+
+
+def test_a_second_model_on_the_page_equals_the_clis(tiny_model_dir, tmp_path):
+    """Another model directory with the page's decoding: its name in the link, the scores the CLI's --versus-model
+    gives (a copy of the model: no sentence changes, and the page says so)."""
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny_model_dir, other)
+    at = AppTest.from_function(two_models_script, args=(str(tiny_model_dir), str(other)), default_timeout=300)
+    at.query_params.update(set="paste", run="1", vs="model", vsmodel="other")
+    at.run()
+    text = "".join(f"{en}\t{fr}\n" for en, fr in SET)
+    at = settled(paste(settled(at), text))
+    f, out = tmp_path / "set.tsv", tmp_path / "out.json"
+    f.write_text(text, encoding="utf-8")
+    args = ["corpus", str(f), "--model", str(tiny_model_dir), "--no-heads", "--versus-model", str(other)]
+    assert cli([*args, "--json", str(out)]) == 0
+    vs = json.loads(out.read_text())["versus"]
+    a, b = vs["runs"]
+    assert (
+        b == "other greedy"
+        and at.query_params["vsmodel"] == "other"
+        and at.selectbox(key="corpus_vsmodel").value == "other"
+    )
+    m = {m.label: m.value for m in at.metric}[f"Corpus chrF, {b}"]
+    assert m == f"{vs['corpus']['chrf'][b]:.2f}"
+    assert vs["changed_most"] == [] and "No sentence's chrF changed." in [i.value for i in at.info]

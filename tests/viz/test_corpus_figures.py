@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from viz.corpus import bar_figure, head_grid, sentence_scatter
+from viz.corpus import bar_figure, difference_histogram, head_grid, sentence_scatter
 
 
 def test_scatter_points_carry_their_sentence():
@@ -60,3 +60,17 @@ def test_head_grid_labels_each_head_with_its_role():
     assert list(fig.data[0].x) == ["head 0", "head 1"] and fig.layout.yaxis.title.text == "decoder layer"
     with pytest.raises(ValueError):
         head_grid(values, roles[:1], title="t", value_name="v", layer_name="l")
+
+
+def test_difference_histogram_counts_each_moved_sentence_once():
+    delta = [0.0, 0.0, 3.0, -12.5, 27.0, float("nan"), 0.0, -0.5]
+    fig = go.Figure(
+        difference_histogram(delta, ("run <a>", "run b"), title="Each sentence's chrF", x_title="chrF difference")
+    )
+    worse, better = fig.data
+    assert sum(worse.y) == 2 and sum(better.y) == 2  # the unchanged (0) and the NaN are not drawn
+    assert all(x < 0 for x in worse.x) and all(x > 0 for x in better.x)
+    assert fig.layout.yaxis.title.text == "sentences (3 unchanged, not drawn)"
+    assert fig.layout.xaxis.title.text == "chrF difference<br>(run b − run &lt;a&gt;)"  # user text is never HTML
+    with pytest.raises(ValueError):
+        difference_histogram([float("nan")], ("a", "b"), title="t", x_title="x")
