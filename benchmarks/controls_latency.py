@@ -1,7 +1,7 @@
 """Every control a student uses, timed in a real browser against the floor page's rerun, and the CLI's one-sentence
 commands against ``python -c "import torch"``.
 
-    python benchmarks/controls_latency.py [--model DIR] [--runs 3] [--smoke]
+    python benchmarks/controls_latency.py [--model DIR] [--runs 3] [--busy] [--smoke]
 
 ``streamlit run app.py`` on a free localhost port, driven by Playwright and Debian's Chromium, Explore opened on a
 sentence in beam search: each control from its click (or key) until the page shows what it asked for and is idle
@@ -11,18 +11,21 @@ pick, and the pages switched Learn → Explore → Compare → Corpus → back. 
 rerun (a button that redraws one heatmap), measured in the same run (``app_latency.measure_floor``). Then the CLI's
 ``translate``, ``trace`` and ``explain`` of one sentence, each from a fresh process, against ``python -c "import
 torch"``. Prints a table (median of ``--runs``) and a verdict per target: every control ≤ 3 × the floor's rerun, a
-page switch ≤ 2 s, each CLI command ≤ 2 × the import. The machine's load is the caller's to say.
+page switch ≤ 2 s, each CLI command ≤ 2 × the import. ``--busy`` times every control again while a second process
+keeps one core busy (a class shares its server), interleaved pass by pass with the quiet ones, verdict: each control
+≤ 2 × its quiet median. The machine's load is the caller's to say.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from benchmarks.app_latency import measure_floor
@@ -42,7 +45,8 @@ from harness.browser import (
 SENTENCE = "The little girl is reading a book in the garden."
 QUERY = "src=The%20little%20girl%20is%20reading%20a%20book%20in%20the%20garden.&strategy=beam&beam=3&max_len=12"
 TIMEOUT_MS = 90_000
-MAX_CONTROL_RATIO, MAX_SWITCH_S, MAX_CLI_RATIO = 3.0, 2.0, 2.0
+MAX_CONTROL_RATIO, MAX_SWITCH_S, MAX_CLI_RATIO, MAX_BUSY_RATIO = 3.0, 2.0, 2.0, 2.0
+SPIN = "while True: pass"  # one core kept busy
 URL_HAS = (  # the link's parameter k is v (None: absent)
     "([k, v]) => { const got = new URL(location.href).searchParams.get(k);"
     " return v === null ? got === null : got === v; }"
@@ -166,6 +170,27 @@ def cli_times(model: Path, runs: int) -> dict[str, float]:
     return out
 
 
+@contextlib.contextmanager
+def one_core_busy(on: bool) -> Iterator[None]:
+    """A second process spinning on one core while the block runs (nothing when ``on`` is false)."""
+    spinner = subprocess.Popen([sys.executable, "-c", SPIN]) if on else None
+    try:
+        yield
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+
+
+def report_busy(quiet: dict[str, list[float]], busy: dict[str, list[float]]) -> None:
+    print("With a second process keeping one core busy")
+    print(f"{'control':<32}{'quiet':>10}{'busy':>10}{'× quiet':>10}  verdict")
+    for name, times in busy.items():
+        q, b = statistics.median(quiet[name]), statistics.median(times)
+        verdict = f"{'PASS' if b <= MAX_BUSY_RATIO * q else 'FAIL'} (≤ {MAX_BUSY_RATIO:g}× quiet)"
+        print(f"{name:<32}{q * 1000:>8.0f} ms{b * 1000:>8.0f} ms{b / q:>9.1f}×  {verdict}")
+
+
 def report(app: dict[str, list[float]], floor_s: float, cli: dict[str, float]) -> None:
     print(f"floor page's rerun (median): {floor_s * 1000:.0f} ms")
     print(f"{'control':<32}{'median':>10}{'× floor':>10}  verdict")
@@ -190,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--busy", action="store_true", help="each pass again with one core kept busy")
     ap.add_argument("--smoke", action="store_true", help="the tests' tiny random model, one run")
     args = ap.parse_args(argv)
     require_chromium()
@@ -199,22 +225,33 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
         runs = 1 if args.smoke else args.runs
-        app: dict[str, list[float]] = {}
+        app: dict[bool, dict[str, list[float]]] = {False: {}, True: {}}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
             try:
                 with serve(ROOT / "app.py", tmp / "app.log", app_env(model)) as server:
                     for _ in range(runs):
-                        page = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
-                        page.set_default_timeout(TIMEOUT_MS)
-                        for name, secs in controls(page, server.url).items():
-                            app.setdefault(name, []).append(secs)
-                        page.close()
+                        for busy in (False, True) if args.busy else (False,):
+                            with one_core_busy(busy):
+                                passes(browser, server.url, app[busy])
                 floor = measure_floor(browser, tmp, (64, 64), max(5, 3 * runs), 1)
             finally:
                 browser.close()
-        report(app, statistics.median(floor["step"]), cli_times(model, runs))
+        report(app[False], statistics.median(floor["step"]), cli_times(model, runs))
+        if args.busy:
+            report_busy(app[False], app[True])
     return 0
+
+
+def passes(browser, url: str, into: dict[str, list[float]]) -> None:
+    """One pass over every control in a fresh page, each time added to ``into``."""
+    page = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        for name, secs in controls(page, url).items():
+            into.setdefault(name, []).append(secs)
+    finally:
+        page.close()
 
 
 if __name__ == "__main__":
