@@ -4,10 +4,11 @@ commands against ``python -c "import torch"``.
     python benchmarks/controls_latency.py [--model DIR] [--runs 3] [--busy] [--smoke]
 
 ``streamlit run app.py`` on a free localhost port, driven by Playwright and Debian's Chromium, Explore opened on a
-sentence in beam search: each control from its click (or key) until the page shows what it asked for and is idle
-with every figure in view drawn (a download: until the file is handed over): open *What if?*, force a token, Clear,
-open *Export*, the position's records (NPZ), the handout, change stage, layer, head, beam, the Follow-hypothesis
-pick, and the pages switched Learn → Explore → Compare → Corpus → back. The floor is ``benchmarks/floor_app.py``'s
+sentence in beam search (its step view shown and drawn first): each control from its click (or key) until the page
+shows what it asked for and is idle with every figure in view drawn (a download: until the file is handed over):
+open *What if?*, force a token, Clear, open *Export*, the position's records (NPZ), the handout, a position's ZIP
+in the handout opened from its file, change stage, layer, head, beam, the Follow-hypothesis pick, and the pages
+switched Learn → Explore → Compare → Corpus → back. The floor is ``benchmarks/floor_app.py``'s
 rerun (a button that redraws one heatmap), measured in the same run (``app_latency.measure_floor``). Then the CLI's
 ``translate``, ``trace`` and ``explain`` of one sentence, each from a fresh process, against ``python -c "import
 torch"``. Prints a table (median of ``--runs``) and a verdict per target: every control ≤ 3 × the floor's rerun, a
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 from benchmarks.app_latency import measure_floor
@@ -59,6 +61,12 @@ def settled(page) -> None:
     page.wait_for_function(DRAWN_JS, arg=0, timeout=TIMEOUT_MS)
 
 
+def opened(page) -> None:
+    """Explore's step view shown (before its first run the page is idle with no figure: not yet opened), settled."""
+    page.locator(".st-key-next_chip").first.wait_for(timeout=TIMEOUT_MS)
+    settled(page)
+
+
 def timed(page, act: Callable[[], None], done: Callable[[], None]) -> float:
     t0 = time.perf_counter()
     act()
@@ -85,12 +93,32 @@ def shows(page, selector: str) -> Callable[[], None]:
     return lambda: page.locator(selector).first.wait_for(timeout=TIMEOUT_MS)
 
 
-def download(page, key: str) -> float:
+def download(page, key: str, keep: dict[str, Path] | None = None) -> float:
+    """Seconds from the click on the download button ``key`` until the file is handed over (kept in ``keep``)."""
     t0 = time.perf_counter()
     with page.expect_download(timeout=TIMEOUT_MS) as got:
         page.locator(f".st-key-{key} button").first.click()
-    got.value.path()
-    return time.perf_counter() - t0
+    path = got.value.path()
+    secs = time.perf_counter() - t0
+    if keep is not None:
+        keep[key] = Path(path)
+    return secs
+
+
+def handout_zip(page, handout: Path) -> float:
+    """The handout opened from its file as a student opens it, then the first position's ZIP (every figure as PNG
+    and SVG, made in the page): seconds from the click on its button until the file is handed over."""
+    tab = page.context.new_page()
+    try:
+        tab.goto(handout.as_uri())
+        tab.wait_for_function("() => window.Plotly && document.querySelector('.plot .main-svg')", timeout=TIMEOUT_MS)
+        t0 = time.perf_counter()
+        with tab.expect_download(timeout=TIMEOUT_MS) as got:
+            tab.locator("button.zip").first.click()
+        got.value.path()
+        return time.perf_counter() - t0
+    finally:
+        tab.close()
 
 
 def expander(page, label_start: str) -> Callable[[], None]:
@@ -114,26 +142,34 @@ def pick(page, key: str, option: int | str) -> Callable[[], None]:
     return act
 
 
-def controls(page, url: str) -> dict[str, float]:
-    """One pass over every control, from Explore's view of the sentence."""
-    out: dict[str, float] = {}
-    page.goto(f"{url}/explore?{QUERY}&stage=output&step=2")
-    settled(page)
-    out["open What if?"] = timed(page, expander(page, "What if?"), shows(page, ".st-key-whatif_go"))
-    out["force a token"] = timed(page, click(page, "whatif_go"), url_set(page, "forced"))
-    out["Clear"] = timed(page, click(page, "clear_forced"), url_is(page, "forced", None))
-    out["open Export"] = timed(page, expander(page, "Export:"), shows(page, ".st-key-dl_handout"))
-    out["position's records (NPZ)"] = download(page, "dl_steps")
-    out["handout"] = download(page, "dl_handout")
+def controls(page, url: str) -> list[tuple[str, Callable[[], float]]]:
+    """Every control, in the order a pass clicks them (each one's seconds when called), from Explore's view of the
+    sentence (the page opened by the caller)."""
+    files: dict[str, Path] = {}
     seg = page.locator(".st-key-stage")
-    out["change stage"] = timed(
-        page, lambda: seg.get_by_text("Cross-attention").first.click(), url_is(page, "stage", "cross")
-    )
-    out["change layer"] = timed(page, pick(page, "layer", 1), url_is(page, "layer", "1"))
-    out["change head"] = timed(page, pick(page, "head", "head 1"), url_is(page, "head", "1"))
     slider = page.locator(".st-key-beam input[type=range]")
-    out["change beam"] = timed(page, lambda: (slider.focus(), slider.press("ArrowRight")), url_is(page, "beam", "4"))
-    out["Follow-hypothesis pick"] = timed(page, pick(page, "follow_pick", 1), url_set(page, "follow"))
+    out: list[tuple[str, Callable[[], float]]] = [
+        ("open What if?", lambda: timed(page, expander(page, "What if?"), shows(page, ".st-key-whatif_go"))),
+        ("force a token", lambda: timed(page, click(page, "whatif_go"), url_set(page, "forced"))),
+        ("Clear", lambda: timed(page, click(page, "clear_forced"), url_is(page, "forced", None))),
+        ("open Export", lambda: timed(page, expander(page, "Export:"), shows(page, ".st-key-dl_handout"))),
+        ("position's records (NPZ)", lambda: download(page, "dl_steps")),
+        ("handout", lambda: download(page, "dl_handout", files)),
+        ("a position's ZIP (handout)", lambda: handout_zip(page, files["dl_handout"])),
+        (
+            "change stage",
+            lambda: timed(
+                page, lambda: seg.get_by_text("Cross-attention").first.click(), url_is(page, "stage", "cross")
+            ),
+        ),
+        ("change layer", lambda: timed(page, pick(page, "layer", 1), url_is(page, "layer", "1"))),
+        ("change head", lambda: timed(page, pick(page, "head", "head 1"), url_is(page, "head", "1"))),
+        (
+            "change beam",
+            lambda: timed(page, lambda: (slider.focus(), slider.press("ArrowRight")), url_is(page, "beam", "4")),
+        ),
+        ("Follow-hypothesis pick", lambda: timed(page, pick(page, "follow_pick", 1), url_set(page, "follow"))),
+    ]
     for name, link, heading in (
         ("to Learn", "Learn", "Learn"),
         ("to Explore", "Explore", "Decoder Lens"),
@@ -141,12 +177,16 @@ def controls(page, url: str) -> dict[str, float]:
         ("to Corpus", "Corpus", "Corpus"),
         ("back to Explore", "Explore", "Decoder Lens"),
     ):
-        out[f"switch {name}"] = timed(
-            page,
-            lambda link=link: page.get_by_role("link", name=link, exact=True).first.click(),
-            lambda heading=heading: page.get_by_role("heading", level=1, name=heading, exact=False).first.wait_for(),
-        )
+        out.append((f"switch {name}", partial(switch, page, link, heading)))
     return out
+
+
+def switch(page, link: str, heading: str) -> float:
+    return timed(
+        page,
+        lambda: page.get_by_role("link", name=link, exact=True).first.click(),
+        lambda: page.get_by_role("heading", level=1, name=heading, exact=False).first.wait_for(),
+    )
 
 
 def cli_times(model: Path, runs: int) -> dict[str, float]:
@@ -248,8 +288,10 @@ def passes(browser, url: str, into: dict[str, list[float]]) -> None:
     page = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
     page.set_default_timeout(TIMEOUT_MS)
     try:
-        for name, secs in controls(page, url).items():
-            into.setdefault(name, []).append(secs)
+        page.goto(f"{url}/explore?{QUERY}&stage=output&step=2")
+        opened(page)
+        for name, control in controls(page, url):
+            into.setdefault(name, []).append(control())
     finally:
         page.close()
 
