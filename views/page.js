@@ -59,7 +59,11 @@ function reachable(root) {
 // A figure whose drawing is of the run before (its element not yet sent again: Streamlit marks it stale) or whose
 // new data waits to be drawn (views/plot.js: data-drawing, data-deferred) shows the previous position's numbers:
 // faded at once and busy for a screen reader until drawn, never read beside the new position's line.
-const REDRAWN = '.decoder-lens-plot[aria-busy="true"] { opacity: 0.12 !important; transition: none !important; }';
+// The beam's tables (views/stages/beam.py) likewise: each carries its position in its key.
+const TABLE_AT = /^st-key-beam_(?:live|finished)_(\d+)$/;
+const TABLES = '.stElementContainer[class*="st-key-beam_live_"], .stElementContainer[class*="st-key-beam_finished_"]';
+const FADED = "{ opacity: 0.12 !important; transition: none !important; }";
+const REDRAWN = `:is(.decoder-lens-plot, ${TABLES})[aria-busy="true"] ${FADED}`;
 
 // The step view's position line (views/stepping.py): a figure drawn for another position (plot.js: data-at) is too.
 const LINE = ".st-key-next_chip p";
@@ -82,10 +86,18 @@ function mark(root) {
       div.hasAttribute("data-drawing") ||
       div.hasAttribute("data-deferred") ||
       Boolean(div.closest('[data-stale="true"]'));
-    if (busy === (div.getAttribute("aria-busy") === "true")) continue;
-    if (busy) div.setAttribute("aria-busy", "true");
-    else div.removeAttribute("aria-busy");
+    setBusy(div, busy);
   }
+  for (const el of root.querySelectorAll(TABLES)) {
+    const m = [...el.classList].map((c) => c.match(TABLE_AT)).find(Boolean);
+    setBusy(el, (at !== null && m && m[1] !== at) || Boolean(el.closest('[data-stale="true"]')));
+  }
+}
+
+function setBusy(el, busy) {
+  if (busy === (el.getAttribute("aria-busy") === "true")) return;
+  if (busy) el.setAttribute("aria-busy", "true");
+  else el.removeAttribute("aria-busy");
 }
 
 // A displayed equation wider than the column (a phone) is drawn smaller to fit, down to MIN_EQUATION_EM; wider

@@ -93,6 +93,54 @@ def test_after_a_step_no_figure_shows_the_previous_position_unmarked(server, pag
     )
 
 
+# Every animation frame: the beam's tables (live hypotheses, finished pool) that show another position than the
+# position line, or that are still the run before's (Streamlit's data-stale), and are not marked as being redrawn.
+TABLES_WATCH_JS = """() => {
+  window.__tableUnmarked = [];
+  window.__tablesSeen = 0;
+  const line = () => {
+    const p = [...document.querySelectorAll('.st-key-next_chip p')].map(p => p.textContent.match(/^Position (\\d+) of/))
+      .find(Boolean);
+    return p ? p[1] : null;
+  };
+  const tick = () => {
+    const at = line();
+    const tables = document.querySelectorAll('.stElementContainer:is([class*="st-key-beam_live"], '
+      + '[class*="st-key-beam_finished"])');
+    for (const el of tables) {
+      window.__tablesSeen++;
+      const m = [...el.classList].map(c => c.match(/^st-key-beam_(?:live|finished)_(\\d+)$/)).find(Boolean);
+      const other = at !== null && (!m || m[1] !== at);  // a table that names no position: of any position
+      const stale = Boolean(el.closest('[data-stale="true"]'));
+      const marked = el.getAttribute('aria-busy') === 'true' && parseFloat(getComputedStyle(el).opacity) < 0.5;
+      if ((other || stale) && !marked) window.__tableUnmarked.push(`line ${at}, ${el.className.match(/st-key-\\S+/)}`);
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+
+
+def test_after_a_step_the_beam_tables_of_the_previous_position_are_marked_until_redrawn(server, page):
+    page.goto(f"{server}/explore?{BEAM}")
+    at_position(page, 0)
+    page.locator(".st-key-beam_live_0").scroll_into_view_if_needed()
+    page.evaluate(TABLES_WATCH_JS)
+    for t in range(1, 6):
+        page.locator(".st-key-next button:visible").first.click()
+        at_position(page, t)
+        page.locator(f".st-key-beam_live_{t}").wait_for()
+    seen, unmarked = page.evaluate("() => [window.__tablesSeen, window.__tableUnmarked]")
+    assert seen > 20, seen  # the watch saw the tables through the steps
+    assert not unmarked, unmarked[:5]
+    # once redrawn, the tables of the position shown are no longer marked, and read at full opacity
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[class*=\"st-key-beam_\"]')].every(e => e.getAttribute('aria-busy')"
+        " !== 'true')"
+    )
+    assert page.evaluate("() => getComputedStyle(document.querySelector('.st-key-beam_live_5')).opacity") == "1"
+
+
 # The contrast ratio of an element's text with what is behind it (WCAG 2): its colour over the first opaque
 # background up its ancestors, translucent ones composed on the way.
 CONTRAST_JS = """(el) => {
