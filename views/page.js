@@ -157,8 +157,33 @@ function onEnter(e) {
   return true;
 }
 
+// The pages' menu on a phone (views/main.py): opened, the keyboard moves to its first link; Escape closes it and
+// goes back to its button (Streamlit's popover leaves the keyboard behind it, on the page under the menu).
+const MENU_BUTTON = ".st-key-phone_pages button";
+const MENU_BODY = '[data-testid="stPopoverBody"]';
+
+function onMenuOpened(e) {
+  if (!(e.target instanceof Element) || !e.target.closest(MENU_BUTTON)) return;
+  let frames = 30;
+  const toFirstLink = () => {
+    const link = document.querySelector(`${MENU_BODY} a`);
+    if (link) link.focus();
+    else if (--frames > 0) requestAnimationFrame(toFirstLink);
+  };
+  requestAnimationFrame(toFirstLink);
+}
+
+function onMenuEscape(e) {
+  if (e.key !== "Escape" || !(e.target instanceof Element) || !e.target.closest(MENU_BODY)) return false;
+  const button = document.querySelector(MENU_BUTTON);
+  if (!button) return false;
+  button.click();
+  button.focus();
+  return true;
+}
+
 function onKey(e) {
-  if (onEnter(e)) return;
+  if (onEnter(e) || onMenuEscape(e)) return;
   const label = KEYS[e.key];
   if (!label || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
   const t = e.target;
@@ -174,6 +199,7 @@ export default function () {
   if (window.__decoderLensPage) return;
   window.__decoderLensPage = true;
   document.addEventListener("keydown", onKey);
+  document.addEventListener("click", onMenuOpened);
   document.head.appendChild(Object.assign(document.createElement("style"), { textContent: REDRAWN }));
   let queued = false;
   new MutationObserver(() => {

@@ -268,7 +268,7 @@ PHONE_CUTS_JS = """() => {
 
 
 @pytest.mark.parametrize("path", ["/?chapter=8&max_len=8", "/explore?max_len=8&src=I%20like%20pizza."])
-def test_on_a_phone_titles_and_equations_fit_and_the_pages_menu_says_so(server, browser, path):
+def test_on_a_phone_titles_and_equations_fit(server, browser, path):
     page = browser.new_page(viewport={"width": 390, "height": 844})
     page.set_default_timeout(TIMEOUT_MS)
     try:
@@ -279,9 +279,48 @@ def test_on_a_phone_titles_and_equations_fit_and_the_pages_menu_says_so(server, 
         page.wait_for_function(IDLE_JS)
         page.wait_for_function("() => [...document.querySelectorAll('.katex-display')].every(k => k.dataset.fitFor)")
         assert page.evaluate(PHONE_CUTS_JS) == []
-        menu = page.locator('[data-testid="stExpandSidebarButton"]')
-        assert menu.is_visible()  # the top navigation's links are behind it on a phone, and it says so in words
-        assert "Pages" in menu.evaluate("b => getComputedStyle(b, '::after').content")
+    finally:
+        page.close()
+
+
+PAGE_NAMES = ["Learn", "Explore", "Compare", "Corpus", "Class", "About"]
+
+
+def test_on_a_phone_the_pages_are_a_menu_that_opens_by_keyboard(server, browser):
+    """Streamlit takes the top navigation's links out of a phone's header: a Pages button in the header opens a menu
+    of every page, reached and used by the keyboard (the button says whether it is open); a desktop shows the links
+    and no menu."""
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{server}/?chapter=2&max_len=8")
+        page.wait_for_function("() => window.__decoderLensPage === true")
+        page.wait_for_function(IDLE_JS)
+        menu = page.get_by_role("button", name="Pages")
+        assert menu.is_visible()
+        box = menu.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 60  # in the header's band, in reach at the top
+        assert menu.get_attribute("aria-expanded") == "false"
+        menu.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.activeElement?.closest('[data-testid=\"stPopoverBody\"]')")
+        assert menu.get_attribute("aria-expanded") == "true"
+        links = page.locator('[data-testid="stPopoverBody"] a')
+        texts = [t.strip() for t in links.all_inner_texts()]  # each after its icon's name
+        assert len(texts) == len(PAGE_NAMES) and all(t.endswith(n) for t, n in zip(texts, PAGE_NAMES)), texts
+        page.keyboard.press("Escape")  # closed, and the keyboard is back on its button
+        page.wait_for_function("() => document.activeElement?.textContent.includes('Pages')")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.activeElement?.closest('[data-testid=\"stPopoverBody\"]')")
+        for _ in range(PAGE_NAMES.index("Compare")):
+            page.keyboard.press("Tab")
+        assert page.evaluate("() => document.activeElement.textContent").endswith("Compare")
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/compare**")
+        page.get_by_role("heading", level=1, name="Compare", exact=False).first.wait_for()
+        page.set_viewport_size({"width": 1366, "height": 768})
+        page.get_by_role("link", name="Learn", exact=True).first.wait_for()  # the header's own links
+        assert not page.get_by_role("button", name="Pages").is_visible()
     finally:
         page.close()
 
