@@ -248,3 +248,19 @@ def test_a_pair_opens_where_its_outputs_part_on_cross_attention_with_each_run_s_
     assert at.selectbox(key="stage").value == "self"
     at = open_compare(parting_model_dir, monkeypatch, src=A, srcb=B, step="0", stage="self")  # a link's choices stay
     assert at.session_state["step"] == 0 and at.selectbox(key="stage").value == "self"
+
+
+def test_the_token_table_marks_where_a_run_ended_with_no_empty_number():
+    """Past B's last token its columns say that B ended and hold no number (a None there was drawn as a grey
+    "None"); where both runs have a token, both probabilities are shown."""
+    from views.compare import ENDED, token_table
+
+    a = ([5, 6, 7, 2], ["▁le", "▁chat", "▁dort", "</s>"], [0.9, 0.8, 0.7, 0.6])
+    b = ([5, 9, 2], ["▁le", "▁chien", "</s>"], [0.9, 0.5, 0.4])
+    table = token_table(a, b)
+    assert table["B chooses"].tolist() == ["␣le", "␣chien", "</s>", ENDED]
+    assert table["p (B)"].tolist() == ["0.900", "0.500", "0.400", ""]
+    assert table["p (A)"].tolist() == ["0.900", "0.800", "0.700", "0.600"]
+    assert table["same"].tolist() == [True, False, False, False]
+    assert not table.isna().any().any()
+    assert table.equals(token_table(a, b)) and token_table(b, a)["A chooses"].tolist()[-1] == ENDED
