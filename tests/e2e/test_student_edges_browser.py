@@ -20,17 +20,23 @@ ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
 BEAM = "src=The%20cat%20is%20sleeping%20on%20the%20sofa.&strategy=beam&beam=5&max_len=10&stage=output"
 
-# Every animation frame: the position line's position and, for each figure whose title names a position and that is
-# not marked as being redrawn (views/page.js: aria-busy, faded), that position. A frame where they differ is kept.
-WATCH_JS = """() => {
-  window.__disagree = [];
-  window.__frames = 0;
+# The position the step view's line names (null: none yet), in a watch's page function.
+LINE_JS = """
   const line = () => {
     const p = [...document.querySelectorAll('.st-key-next_chip p')].map(p => p.textContent.match(/^Position (\\d+) of/))
       .find(Boolean);
     return p ? p[1] : null;
   };
-  const tick = () => {
+"""
+
+# Every animation frame: the position line's position and, for each figure whose title names a position and that is
+# not marked as being redrawn (views/page.js: aria-busy, faded), that position. A frame where they differ is kept.
+WATCH_JS = (
+    """() => {
+  window.__disagree = [];
+  window.__frames = 0;"""
+    + LINE_JS
+    + """  const tick = () => {
     window.__frames++;
     const at = line();
     for (const div of document.querySelectorAll('.decoder-lens-plot')) {
@@ -45,6 +51,7 @@ WATCH_JS = """() => {
   };
   requestAnimationFrame(tick);
 }"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -95,15 +102,12 @@ def test_after_a_step_no_figure_shows_the_previous_position_unmarked(server, pag
 
 # Every animation frame: the beam's tables (live hypotheses, finished pool) that show another position than the
 # position line, or that are still the run before's (Streamlit's data-stale), and are not marked as being redrawn.
-TABLES_WATCH_JS = """() => {
+TABLES_WATCH_JS = (
+    """() => {
   window.__tableUnmarked = [];
-  window.__tablesSeen = 0;
-  const line = () => {
-    const p = [...document.querySelectorAll('.st-key-next_chip p')].map(p => p.textContent.match(/^Position (\\d+) of/))
-      .find(Boolean);
-    return p ? p[1] : null;
-  };
-  const tick = () => {
+  window.__tablesSeen = 0;"""
+    + LINE_JS
+    + """  const tick = () => {
     const at = line();
     const tables = document.querySelectorAll('.stElementContainer:is([class*="st-key-beam_live"], '
       + '[class*="st-key-beam_finished"])');
@@ -119,6 +123,7 @@ TABLES_WATCH_JS = """() => {
   };
   requestAnimationFrame(tick);
 }"""
+)
 
 
 def test_after_a_step_the_beam_tables_of_the_previous_position_are_marked_until_redrawn(server, page):
