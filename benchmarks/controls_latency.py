@@ -108,7 +108,7 @@ def download(page, key: str, keep: dict[str, Path] | None = None) -> float:
 def handout_zip(page, handout: Path) -> float:
     """The handout opened from its file as a student opens it, then the first position's ZIP (every figure as PNG
     and SVG, made in the page): seconds from the click on its button until the file is handed over."""
-    tab = page.context.new_page()
+    tab = page.context.browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
     try:
         tab.goto(handout.as_uri())
         tab.wait_for_function("() => window.Plotly && document.querySelector('.plot .main-svg')", timeout=TIMEOUT_MS)
