@@ -98,10 +98,11 @@ def download(page, key: str, keep: dict[str, Path] | None = None) -> float:
     t0 = time.perf_counter()
     with page.expect_download(timeout=TIMEOUT_MS) as got:
         page.locator(f".st-key-{key} button").first.click()
-    path = got.value.path()
+    path = Path(got.value.path())
     secs = time.perf_counter() - t0
-    if keep is not None:
-        keep[key] = Path(path)
+    if keep is not None:  # under its own name: a browser opens a page by its file's extension
+        keep[key] = path.with_name(got.value.suggested_filename)
+        got.value.save_as(keep[key])
     return secs
 
 
