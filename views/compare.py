@@ -184,26 +184,41 @@ def outputs(lm, chs, res_a, res_b, tr_a, tr_b) -> int | None:
     pa, pb = _chosen_p(tr_a, len(la)), _chosen_p(tr_b, len(lb))
     n = max(len(la), len(lb))
     differ = [i for i in range(n) if i >= len(la) or i >= len(lb) or la[i] != lb[i]]
-    table = pd.DataFrame(
-        {
-            "position": range(n),
-            "A chooses": [show_token(tr_a.label_tokens[i]) if i < len(la) else "" for i in range(n)],
-            "p (A)": [float(pa[i]) if i < len(la) else None for i in range(n)],
-            "B chooses": [show_token(tr_b.label_tokens[i]) if i < len(lb) else "" for i in range(n)],
-            "p (B)": [float(pb[i]) if i < len(lb) else None for i in range(n)],
-            "same": [i not in differ for i in range(n)],
-        }
-    )
+    table = token_table((la, tr_a.label_tokens, pa), (lb, tr_b.label_tokens, pb))
     if differ:
         st.markdown(f"**The outputs first differ at position {differ[0]}.**")
     else:
         st.markdown("**The outputs are the same token for token.**")
-    number = st.column_config.NumberColumn(format="%.3f")
-    st.dataframe(
-        table, hide_index=True, key="compare_table", width="stretch", column_config={"p (A)": number, "p (B)": number}
-    )
+    st.dataframe(table, hide_index=True, key="compare_table", width="stretch")
     st.caption("p: the model's probability of the token each run chose there, teacher-forced on that run's output.")
     return differ[0] if differ else None
+
+
+ENDED = "(ended)"  # a run's token column past its last token; its probability's cell is left empty
+
+
+def token_table(a: tuple, b: tuple) -> pd.DataFrame:
+    """Each run's chosen tokens side by side, position by position (``a``, ``b``: a run's token ids, their labels
+    and their probabilities); past a run's last token its columns say that it ended, with no number."""
+    (ia, ta, pa), (ib, tb, pb) = a, b
+    n = max(len(ia), len(ib))
+
+    def chooses(ids, tokens, i: int) -> str:
+        return show_token(tokens[i]) if i < len(ids) else ENDED
+
+    def prob(ids, p, i: int) -> str:
+        return f"{float(p[i]):.3f}" if i < len(ids) else ""
+
+    return pd.DataFrame(
+        {
+            "position": range(n),
+            "A chooses": [chooses(ia, ta, i) for i in range(n)],
+            "p (A)": [prob(ia, pa, i) for i in range(n)],
+            "B chooses": [chooses(ib, tb, i) for i in range(n)],
+            "p (B)": [prob(ib, pb, i) for i in range(n)],
+            "same": [i < len(ia) and i < len(ib) and ia[i] == ib[i] for i in range(n)],
+        }
+    )
 
 
 def _stage_chosen() -> None:

@@ -18,6 +18,7 @@ from views.page import behaviour
 from views.plot import preload
 
 RECONNECT_TIMER_S = 3600
+NAV_LINKS_MIN_PX = 768  # the narrowest window whose header Streamlit shows the top navigation's links in
 
 
 @st.fragment(run_every=RECONNECT_TIMER_S)
@@ -153,7 +154,28 @@ def main() -> None:
         st.switch_page(routes[PAGES.index(target)], query_params=without_page(query))
     if "page" in query:
         st.query_params.from_dict(without_page(query))
+    phone_menu(routes)
     current.run()
+
+
+# With the menu, not in page.css (which comes with the sidebar, mounted late when the sidebar is closed); out of the
+# page's flow (in the header's band), and no room taken where the header shows the links.
+MENU_WRAPPER = '[data-testid="stLayoutWrapper"]:has(> .st-key-phone_pages)'
+PHONE_MENU_CSS = (
+    f"<style>{MENU_WRAPPER} {{ position: fixed; top: 0.55rem; left: 3.25rem; z-index: 999991; }}"
+    f"@media (min-width: {NAV_LINKS_MIN_PX}px) {{ {MENU_WRAPPER} {{ display: none; }} }}</style>"
+)
+
+
+def phone_menu(routes: list) -> None:
+    """The pages as a menu that opens (a button, then a link per page; keyboard and screen reader alike; page.js
+    moves the keyboard into it), in the header of a window too narrow for the top navigation's links, which
+    Streamlit then takes out of the header."""
+    with st.container(key="phone_pages"):
+        st.html(PHONE_MENU_CSS)
+        with st.popover("Pages", icon=":material/menu:"):
+            for route in routes:
+                st.page_link(route)
 
 
 def without_page(query: dict[str, str]) -> dict[str, str]:

@@ -59,7 +59,11 @@ function reachable(root) {
 // A figure whose drawing is of the run before (its element not yet sent again: Streamlit marks it stale) or whose
 // new data waits to be drawn (views/plot.js: data-drawing, data-deferred) shows the previous position's numbers:
 // faded at once and busy for a screen reader until drawn, never read beside the new position's line.
-const REDRAWN = '.decoder-lens-plot[aria-busy="true"] { opacity: 0.12 !important; transition: none !important; }';
+// The beam's tables (views/stages/beam.py) likewise: each carries its position in its key.
+const TABLE_AT = /^st-key-beam_(?:live|finished)_(\d+)$/;
+const TABLES = '.stElementContainer[class*="st-key-beam_live_"], .stElementContainer[class*="st-key-beam_finished_"]';
+const FADED = "{ opacity: 0.12 !important; transition: none !important; }";
+const REDRAWN = `:is(.decoder-lens-plot, ${TABLES})[aria-busy="true"] ${FADED}`;
 
 // The step view's position line (views/stepping.py): a figure drawn for another position (plot.js: data-at) is too.
 const LINE = ".st-key-next_chip p";
@@ -82,10 +86,18 @@ function mark(root) {
       div.hasAttribute("data-drawing") ||
       div.hasAttribute("data-deferred") ||
       Boolean(div.closest('[data-stale="true"]'));
-    if (busy === (div.getAttribute("aria-busy") === "true")) continue;
-    if (busy) div.setAttribute("aria-busy", "true");
-    else div.removeAttribute("aria-busy");
+    setBusy(div, busy);
   }
+  for (const el of root.querySelectorAll(TABLES)) {
+    const m = [...el.classList].map((c) => c.match(TABLE_AT)).find(Boolean);
+    setBusy(el, (at !== null && m && m[1] !== at) || Boolean(el.closest('[data-stale="true"]')));
+  }
+}
+
+function setBusy(el, busy) {
+  if (busy === (el.getAttribute("aria-busy") === "true")) return;
+  if (busy) el.setAttribute("aria-busy", "true");
+  else el.removeAttribute("aria-busy");
 }
 
 // A displayed equation wider than the column (a phone) is drawn smaller to fit, down to MIN_EQUATION_EM; wider
@@ -145,8 +157,33 @@ function onEnter(e) {
   return true;
 }
 
+// The pages' menu on a phone (views/main.py): opened, the keyboard moves to its first link; Escape closes it and
+// goes back to its button (Streamlit's popover leaves the keyboard behind it, on the page under the menu).
+const MENU_BUTTON = ".st-key-phone_pages button";
+const MENU_BODY = '[data-testid="stPopoverBody"]';
+
+function onMenuOpened(e) {
+  if (!(e.target instanceof Element) || !e.target.closest(MENU_BUTTON)) return;
+  let frames = 30;
+  const toFirstLink = () => {
+    const link = document.querySelector(`${MENU_BODY} a`);
+    if (link) link.focus();
+    else if (--frames > 0) requestAnimationFrame(toFirstLink);
+  };
+  requestAnimationFrame(toFirstLink);
+}
+
+function onMenuEscape(e) {
+  if (e.key !== "Escape" || !(e.target instanceof Element) || !e.target.closest(MENU_BODY)) return false;
+  const button = document.querySelector(MENU_BUTTON);
+  if (!button) return false;
+  button.click();
+  button.focus();
+  return true;
+}
+
 function onKey(e) {
-  if (onEnter(e)) return;
+  if (onEnter(e) || onMenuEscape(e)) return;
   const label = KEYS[e.key];
   if (!label || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
   const t = e.target;
@@ -162,6 +199,7 @@ export default function () {
   if (window.__decoderLensPage) return;
   window.__decoderLensPage = true;
   document.addEventListener("keydown", onKey);
+  document.addEventListener("click", onMenuOpened);
   document.head.appendChild(Object.assign(document.createElement("style"), { textContent: REDRAWN }));
   let queued = false;
   new MutationObserver(() => {

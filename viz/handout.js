@@ -109,18 +109,32 @@
     return new TextEncoder().encode(decodeURIComponent(body));
   }
 
+  let zipping = Promise.resolve(); // a ZIP being made (the print's images are made meanwhile only when it is done)
+
+  async function pngOf(svgUrl, { width, height }) {
+    // as Plotly makes a PNG (its SVG drawn on a canvas), without drawing the figure a second time
+    const img = new Image();
+    img.src = svgUrl;
+    await img.decode();
+    const canvas = Object.assign(document.createElement("canvas"), { width: 2 * width, height: 2 * height });
+    canvas.getContext("2d").drawImage(img, 0, 0, canvas.width, canvas.height);
+    const blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
+    return new Uint8Array(await blob.arrayBuffer());
+  }
+
   async function download(button) {
     const section = button.closest("section");
     const k = button.dataset.position;
     button.disabled = true;
+    let done;
+    zipping = new Promise((resolve) => (done = resolve)); // the print's images wait: the reader waits for this
     try {
       const files = [];
       for (const div of section.querySelectorAll(".plot")) {
-        for (const format of ["svg", "png"]) {
-          const fig = figure(div.dataset.ref);
-          const url = await Plotly.toImage({ data: fig.data, layout: fig.layout }, { format, ...size(fig), scale: format === "png" ? 2 : 1 });
-          files.push({ name: `${div.dataset.name}.${format}`, bytes: bytesOf(url) });
-        }
+        // the SVG the print uses (made once, most often made already), and the PNG drawn from it at twice its size
+        const svg = await imageOf(div.dataset.ref);
+        files.push({ name: `${div.dataset.name}.svg`, bytes: bytesOf(svg) });
+        files.push({ name: `${div.dataset.name}.png`, bytes: await pngOf(svg, size(FIGURES[div.dataset.ref])) });
       }
       const a = Object.assign(document.createElement("a"), {
         href: URL.createObjectURL(zip(files)),
@@ -133,6 +147,7 @@
     } catch (err) {
       console.error("Handout ZIP:", err);
     } finally {
+      done();
       button.disabled = false;
     }
   }
@@ -156,6 +171,7 @@
     const divs = [...document.querySelectorAll(".plot")];
     let done = 0;
     for (const div of divs) {
+      await zipping;
       const img = Object.assign(document.createElement("img"), { className: "print-figure", alt: "" }); // the caption says it
       try {
         img.src = await imageOf(div.dataset.ref);

@@ -181,3 +181,33 @@ def test_replicas_smoke(tmp_path):
     data = strict_json(tmp_path / "replicas.json")
     assert data["moved"] >= 1 and data["restored"] == data["moved"], data
     assert all(data["verdicts"][k] for k in ("errors = 0", "cross-talk = 0", "sticky", "reconnect")), data
+
+
+def test_controls_latency_smoke():
+    """Every control timed once quiet and once with a core kept busy, each with its verdict, the CLI's too."""
+    out = run_smoke("controls_latency.py", "--busy")
+    controls = (
+        "open What if?",
+        "force a token",
+        "Clear",
+        "open Export",
+        "position's records (NPZ)",
+        "handout",
+        "a position's ZIP (handout)",
+        "change stage",
+        "change layer",
+        "change head",
+        "change beam",
+        "Follow-hypothesis pick",
+        "switch to Learn",
+        "switch to Explore",
+        "switch to Compare",
+        "switch to Corpus",
+        "switch back to Explore",
+    )
+    quiet, busy = out.split("With a second process keeping one core busy")
+    for name in controls:
+        assert re.search(rf"^{re.escape(name)} +\d+ ms .*(PASS|FAIL) \(", quiet, re.M), (name, quiet)
+        assert re.search(rf"^{re.escape(name)} +\d+ ms +\d+ ms .*(PASS|FAIL) \(≤ 2× quiet\)", busy, re.M), (name, busy)
+    for name in ("translate", "trace", "explain"):
+        assert re.search(rf"^{name} +[\d.]+ s +[\d.]+×  (PASS|FAIL) \(≤ 2× import\)", quiet, re.M), (name, quiet)

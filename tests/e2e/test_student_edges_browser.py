@@ -20,17 +20,23 @@ ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
 BEAM = "src=The%20cat%20is%20sleeping%20on%20the%20sofa.&strategy=beam&beam=5&max_len=10&stage=output"
 
-# Every animation frame: the position line's position and, for each figure whose title names a position and that is
-# not marked as being redrawn (views/page.js: aria-busy, faded), that position. A frame where they differ is kept.
-WATCH_JS = """() => {
-  window.__disagree = [];
-  window.__frames = 0;
+# The position the step view's line names (null: none yet), in a watch's page function.
+LINE_JS = """
   const line = () => {
     const p = [...document.querySelectorAll('.st-key-next_chip p')].map(p => p.textContent.match(/^Position (\\d+) of/))
       .find(Boolean);
     return p ? p[1] : null;
   };
-  const tick = () => {
+"""
+
+# Every animation frame: the position line's position and, for each figure whose title names a position and that is
+# not marked as being redrawn (views/page.js: aria-busy, faded), that position. A frame where they differ is kept.
+WATCH_JS = (
+    """() => {
+  window.__disagree = [];
+  window.__frames = 0;"""
+    + LINE_JS
+    + """  const tick = () => {
     window.__frames++;
     const at = line();
     for (const div of document.querySelectorAll('.decoder-lens-plot')) {
@@ -45,6 +51,7 @@ WATCH_JS = """() => {
   };
   requestAnimationFrame(tick);
 }"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +98,52 @@ def test_after_a_step_no_figure_shows_the_previous_position_unmarked(server, pag
         page.evaluate("() => getComputedStyle(document.querySelector('.st-key-dec_topk .decoder-lens-plot')).opacity")
         == "1"
     )
+
+
+# Every animation frame: the beam's tables (live hypotheses, finished pool) that show another position than the
+# position line, or that are still the run before's (Streamlit's data-stale), and are not marked as being redrawn.
+TABLES_WATCH_JS = (
+    """() => {
+  window.__tableUnmarked = [];
+  window.__tablesSeen = 0;"""
+    + LINE_JS
+    + """  const tick = () => {
+    const at = line();
+    const tables = document.querySelectorAll('.stElementContainer:is([class*="st-key-beam_live"], '
+      + '[class*="st-key-beam_finished"])');
+    for (const el of tables) {
+      window.__tablesSeen++;
+      const m = [...el.classList].map(c => c.match(/^st-key-beam_(?:live|finished)_(\\d+)$/)).find(Boolean);
+      const other = at !== null && (!m || m[1] !== at);  // a table that names no position: of any position
+      const stale = Boolean(el.closest('[data-stale="true"]'));
+      const marked = el.getAttribute('aria-busy') === 'true' && parseFloat(getComputedStyle(el).opacity) < 0.5;
+      if ((other || stale) && !marked) window.__tableUnmarked.push(`line ${at}, ${el.className.match(/st-key-\\S+/)}`);
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""
+)
+
+
+def test_after_a_step_the_beam_tables_of_the_previous_position_are_marked_until_redrawn(server, page):
+    page.goto(f"{server}/explore?{BEAM}")
+    at_position(page, 0)
+    page.locator(".st-key-beam_live_0").scroll_into_view_if_needed()
+    page.evaluate(TABLES_WATCH_JS)
+    for t in range(1, 6):
+        page.locator(".st-key-next button:visible").first.click()
+        at_position(page, t)
+        page.locator(f".st-key-beam_live_{t}").wait_for()
+    seen, unmarked = page.evaluate("() => [window.__tablesSeen, window.__tableUnmarked]")
+    assert seen > 20, seen  # the watch saw the tables through the steps
+    assert not unmarked, unmarked[:5]
+    # once redrawn, the tables of the position shown are no longer marked, and read at full opacity
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[class*=\"st-key-beam_\"]')].every(e => e.getAttribute('aria-busy')"
+        " !== 'true')"
+    )
+    assert page.evaluate("() => getComputedStyle(document.querySelector('.st-key-beam_live_5')).opacity") == "1"
 
 
 # The contrast ratio of an element's text with what is behind it (WCAG 2): its colour over the first opaque
@@ -220,7 +273,7 @@ PHONE_CUTS_JS = """() => {
 
 
 @pytest.mark.parametrize("path", ["/?chapter=8&max_len=8", "/explore?max_len=8&src=I%20like%20pizza."])
-def test_on_a_phone_titles_and_equations_fit_and_the_pages_menu_says_so(server, browser, path):
+def test_on_a_phone_titles_and_equations_fit(server, browser, path):
     page = browser.new_page(viewport={"width": 390, "height": 844})
     page.set_default_timeout(TIMEOUT_MS)
     try:
@@ -231,9 +284,48 @@ def test_on_a_phone_titles_and_equations_fit_and_the_pages_menu_says_so(server, 
         page.wait_for_function(IDLE_JS)
         page.wait_for_function("() => [...document.querySelectorAll('.katex-display')].every(k => k.dataset.fitFor)")
         assert page.evaluate(PHONE_CUTS_JS) == []
-        menu = page.locator('[data-testid="stExpandSidebarButton"]')
-        assert menu.is_visible()  # the top navigation's links are behind it on a phone, and it says so in words
-        assert "Pages" in menu.evaluate("b => getComputedStyle(b, '::after').content")
+    finally:
+        page.close()
+
+
+PAGE_NAMES = ["Learn", "Explore", "Compare", "Corpus", "Class", "About"]
+
+
+def test_on_a_phone_the_pages_are_a_menu_that_opens_by_keyboard(server, browser):
+    """Streamlit takes the top navigation's links out of a phone's header: a Pages button in the header opens a menu
+    of every page, reached and used by the keyboard (the button says whether it is open); a desktop shows the links
+    and no menu."""
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{server}/?chapter=2&max_len=8")
+        page.wait_for_function("() => window.__decoderLensPage === true")
+        page.wait_for_function(IDLE_JS)
+        menu = page.get_by_role("button", name="Pages")
+        assert menu.is_visible()
+        box = menu.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 60  # in the header's band, in reach at the top
+        assert menu.get_attribute("aria-expanded") == "false"
+        menu.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.activeElement?.closest('[data-testid=\"stPopoverBody\"]')")
+        assert menu.get_attribute("aria-expanded") == "true"
+        links = page.locator('[data-testid="stPopoverBody"] a')
+        texts = [t.strip() for t in links.all_inner_texts()]  # each after its icon's name
+        assert len(texts) == len(PAGE_NAMES) and all(t.endswith(n) for t, n in zip(texts, PAGE_NAMES)), texts
+        page.keyboard.press("Escape")  # closed, and the keyboard is back on its button
+        page.wait_for_function("() => document.activeElement?.textContent.includes('Pages')")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.activeElement?.closest('[data-testid=\"stPopoverBody\"]')")
+        for _ in range(PAGE_NAMES.index("Compare")):
+            page.keyboard.press("Tab")
+        assert page.evaluate("() => document.activeElement.textContent").endswith("Compare")
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/compare**")
+        page.get_by_role("heading", level=1, name="Compare", exact=False).first.wait_for()
+        page.set_viewport_size({"width": 1366, "height": 768})
+        page.get_by_role("link", name="Learn", exact=True).first.wait_for()  # the header's own links
+        assert not page.get_by_role("button", name="Pages").is_visible()
     finally:
         page.close()
 

@@ -277,3 +277,19 @@ def test_one_sentence_decoded_two_ways(tiny_model_dir, monkeypatch):
     assert far.beam_b == MAX_BEAM and msgs == [
         f"Sentence B's beam width must be between 0 and {MAX_BEAM}; using {MAX_BEAM}."
     ]
+
+
+def test_the_token_table_marks_where_a_run_ended_with_no_empty_number():
+    """Past B's last token its columns say that B ended and hold no number (a None there was drawn as a grey
+    "None"); where both runs have a token, both probabilities are shown."""
+    from views.compare import ENDED, token_table
+
+    a = ([5, 6, 7, 2], ["▁le", "▁chat", "▁dort", "</s>"], [0.9, 0.8, 0.7, 0.6])
+    b = ([5, 9, 2], ["▁le", "▁chien", "</s>"], [0.9, 0.5, 0.4])
+    table = token_table(a, b)
+    assert table["B chooses"].tolist() == ["␣le", "␣chien", "</s>", ENDED]
+    assert table["p (B)"].tolist() == ["0.900", "0.500", "0.400", ""]
+    assert table["p (A)"].tolist() == ["0.900", "0.800", "0.700", "0.600"]
+    assert table["same"].tolist() == [True, False, False, False]
+    assert not table.isna().any().any()
+    assert table.equals(token_table(a, b)) and token_table(b, a)["A chooses"].tolist()[-1] == ENDED

@@ -61,8 +61,13 @@ def render(
     )
     st.markdown("**Finished hypotheses so far** (the n-best pool)")
     finished = viz.beam_table(bs.finished, stream_text, impossible=IMPOSSIBLE)
-    st.dataframe(
-        finished, hide_index=True, key="beam_finished", width="stretch", column_config=COLUMNS, column_order=ORDER
+    st.dataframe(  # its position in its key, as the live table's: marked while the position before is shown
+        finished,
+        hide_index=True,
+        key=f"beam_finished_{step}",
+        width="stretch",
+        column_config=COLUMNS,
+        column_order=ORDER,
     )
 
 
