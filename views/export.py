@@ -15,7 +15,7 @@ import streamlit as st
 
 from model.core import keys
 from model.core.jsonio import dump_bytes
-from model.decode.decoding import DecodeResult
+from model.decode.decoding import DecodeResult, source_body
 from model.decode.steps import prefix_scores, stack_view, summary_dict
 from model.decode.trace import teacher_forced_trace
 
@@ -77,7 +77,7 @@ def record_bytes(lm, res, rows, step: int, reads, src_tokens) -> bytes:
 def trace_bytes(lm, res) -> bytes:
     """The full trace download (NPZ): a teacher-forced pass over the translation shown."""
     out = [i for i in res.ids if i != lm.cfg.eos_id]
-    tr = teacher_forced_trace(lm.model, lm.tokenizer, list(res.src_ids[:-1]), out, causal=True)
+    tr = teacher_forced_trace(lm.model, lm.tokenizer, source_body(res.src_ids, lm.cfg), out, causal=True)
     return save_to_bytes(tr.save_npz)
 
 

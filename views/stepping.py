@@ -200,7 +200,7 @@ def handout_inputs(lm: LoadedModel, raw: dict) -> tuple:
     """``handout_bytes``' arguments for the view that ``raw`` (choices by name: source, max_len, stage, …)
     describes, its sentence decoded and its line followed (the end of the lesson's handout; the benchmark's)."""
     view, _ = clamp_view(raw, session.limits_of(lm.cfg))
-    src = prepare_source(view.source, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
+    src = prepare_source(view.source, lm.tokenizer, lm.cfg)
     ch = view.choices(str(lm.path))
     res = get_decode(lm, ch, src.ids)
     line = follow_line(res, lm.cfg.eos_id, view.follow)
@@ -305,5 +305,5 @@ def pick_line(res, line: Line, step: int, stream_text) -> None:
 
 
 def src_ids(lm: LoadedModel, ch) -> tuple[int, ...]:
-    src = prepare_source(ch.source, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
+    src = prepare_source(ch.source, lm.tokenizer, lm.cfg)
     return src.ids if src else (lm.cfg.eos_id,)

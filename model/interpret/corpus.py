@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from model.core import keys
 from model.core.constants import BATCH_SIZE
 from model.core.transformer import HeadMask, Transformer, causal_mask, padding_mask
-from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids
+from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, read_source
 from model.decode.lean import LeanDecoder
 from model.interpret import faithful
 
@@ -410,7 +410,7 @@ def translations(model: Transformer, tokenizer, sources: Sequence[str], opts: De
     """Each source's translation as ``analyse`` decodes it (for a second run of a set, where only its text counts)."""
     cfg = model.cfg
     model.eval()
-    srcs = [prepare_ids(tokenizer.encode(s), cfg.eos_id, cfg.max_len) for s in sources]
+    srcs = [read_source(tokenizer.encode(s), cfg)[0] for s in sources]
     return [tokenizer.decode([t for t in o if t != cfg.eos_id]) for o in translate_ids(model, srcs, opts)]
 
 
@@ -436,7 +436,7 @@ def analyse(
     model.eval()
     clock = {}
     t0 = time.perf_counter()
-    srcs = [prepare_ids(tokenizer.encode(s), cfg.eos_id, cfg.max_len) for s in corpus.sources]
+    srcs = [read_source(tokenizer.encode(s), cfg)[0] for s in corpus.sources]
     outs = [list(o) for o in outputs] if outputs is not None else translate_ids(model, srcs, opts, progress)
     outs = [o if o else [cfg.eos_id] for o in outs]
     clock["translate"] = time.perf_counter() - t0

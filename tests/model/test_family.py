@@ -198,7 +198,7 @@ def test_greedy_and_beam_match_generate(fam, tok):
 
 
 @pytest.mark.parametrize("family, codes", [("mbart", ("en_XX", "fr_XX")), ("m2m_100", ("eng_Latn", "fra_Latn"))])
-def test_language_codes_match_generate(tok, tmp_path, family, codes):
+def test_language_codes_match_generate(tok, tmp_path, capsys, family, codes):
     """mBART-50 and NLLB read the source's language code first and force the target's as the first token."""
     from transformers import AutoModelForSeq2SeqLM
 
@@ -222,6 +222,13 @@ def test_language_codes_match_generate(tok, tmp_path, family, codes):
             theirs = [_generated(seq, cfg) for seq in gen]
             assert [list(h.ids) for h in mine.n_best] == theirs, (source, beam)
             assert mine.ids[0] == tgt_code
+    from model.cli import main  # the CLI's teacher-forced target reads as decoding gives it: the target's code first
+
+    a, b = "The cat is sleeping on the sofa.", "The man is sleeping on the sofa."  # as long as each other
+    argv = ["patch", a, b, "--target", "Le chat.", "--position", "0", "--json", "--model", str(ours.path)]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["target"] == codes[1]
 
 
 def test_logit_lens_refuses_pre_norm_models(fam):

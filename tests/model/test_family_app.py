@@ -7,7 +7,7 @@ import pytest
 
 from model.io.family import import_model
 from tests.helpers import headings, ok, open_app, show_stage
-from tests.model.family_models import FAMILIES, family_tokenizer, save_family
+from tests.model.family_models import EOS, FAMILIES, PAD, family_tokenizer, save_family
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 
@@ -34,3 +34,45 @@ def test_all_stages_draw_on_every_family(family_dir, monkeypatch, tab):
         assert "Norm → " in shown, shown
     else:
         assert "Add & Norm 1" in shown, shown
+
+
+@pytest.mark.parametrize("family, codes", [("mbart", ("en_XX", "fr_XX")), ("m2m_100", ("eng_Latn", "fra_Latn"))])
+def test_the_app_translates_with_the_language_codes_as_generate_does(tmp_path, monkeypatch, family, codes):
+    """mBART-50 and NLLB: the page reads the source's language code before the sentence, as transformers does, and
+    forces the target's; its source and its French are generate()'s, greedy and beam 4."""
+    import io
+    import json
+
+    import numpy as np
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    from model.core import keys
+    from model.decode.decoding import DecodeOptions, decode
+    from model.io.checkpoint import load_model_dir
+    from tests.model.test_marian import neutral_generation
+    from views import export
+    from views.state import prepare_source
+
+    tok = family_tokenizer()
+    hf_dir = save_family(family, tmp_path / "hf", tok)
+    (hf_dir / "tokenizer_config.json").write_text(json.dumps({"src_lang": codes[0], "tgt_lang": codes[1]}))
+    path = import_model(hf_dir, tmp_path / "ours")
+    hf = AutoModelForSeq2SeqLM.from_pretrained(hf_dir).eval()
+    src_code, tgt_code = (tok.token_to_id(c) for c in codes)
+    source, n_new = "The man is on the beach tomorrow.", 8
+    src = [src_code, *tok.encode(source), EOS]
+    lm = load_model_dir(path)
+    assert list(prepare_source(source, tok, lm.cfg).ids) == src
+    res = decode(lm.model, src, DecodeOptions(max_len=n_new))  # the export's trace reads it once
+    with np.load(io.BytesIO(export.trace_bytes(lm, res))) as z:
+        assert list(z[keys.TOKENS_SRC]) == tok.tokens(src)
+    for beam in (1, 4):
+        at = open_app(path, monkeypatch, src=source, strategy="beam" if beam > 1 else "greedy", beam=str(beam))
+        gen = neutral_generation(PAD, EOS, start=EOS, max_new_tokens=n_new, forced_bos_token_id=tgt_code)
+        if beam > 1:
+            gen.num_beams, gen.early_stopping = beam, False
+        theirs = hf.generate(torch.tensor([src]), generation_config=gen)[0].tolist()
+        assert [t.value for t in at.text][1] == (tok.decode(theirs) or "(empty)"), beam
+        first = ":gray-badge[" + codes[0].replace("_", "\\_") + "]"  # the first source token: the code
+        assert any(str(m.value).startswith(f"**Source tokens** {first}") for m in at.markdown)
