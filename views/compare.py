@@ -94,8 +94,8 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
 
 def body(lm: LoadedModel, limits, view) -> None:
     cfg, tok = lm.cfg, lm.tokenizer
-    src_a = prepare_source(view.source, tok, cfg.eos_id, cfg.max_len)
-    src_b = prepare_source(view.source_b, tok, cfg.eos_id, cfg.max_len)
+    src_a = prepare_source(view.source, tok, cfg)
+    src_b = prepare_source(view.source_b, tok, cfg)
     if src_a is None:
         st.info("Type sentence A above (or click a minimal pair) to start: the box is empty.")
         return
