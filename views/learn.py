@@ -84,7 +84,7 @@ def go(chapter: int) -> None:
 
 def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, dict] | None:
     """The lesson on ``text`` (cached per session) and what its figures draw; None for empty text."""
-    src = prepare_source(text, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
+    src = prepare_source(text, lm.tokenizer, lm.cfg)
     if src is None:
         return None
     limit = lm.cfg.max_len - 1
