@@ -34,7 +34,7 @@ from .common import (
     token_texter,
 )
 from .stages.context import Decoded, StageContext
-from .state import STAGE_LABELS, STAGES, Limits, View, clamp_view, prepare_source
+from .state import STAGES, Limits, View, clamp_view, prepare_source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,14 +79,14 @@ def choice_control(label: str, options: tuple, key: str, labels: dict, fallback:
     )
 
 
-def stage_selector(view: View) -> str:
+def stage_selector(view: View, cfg) -> str:
     """The stage shown: in the fragment (the step view's or the teacher-forcing view's), so that another stage
-    reruns the fragment alone, as a step does."""
+    reruns the fragment alone, as a step does. Labelled for the model ``cfg`` describes."""
     choice_control(
         "Decoder stage to show",
         STAGES,
         "stage",
-        STAGE_LABELS,
+        stages.labels(cfg),
         view.stage,
         help="Each step redraws only the figures of the chosen stage; "
         "All stages shows every figure of the decoder at once (slower to step through; a figure below the "
@@ -123,7 +123,7 @@ def line_story(line: Line, n_final: int, beam: int) -> str:
 
 
 def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str]) -> None:
-    stage = stage_selector(v)
+    stage = stage_selector(v, lm.cfg)
     tok_text, stream_text = token_texter(lm), partial(shown_labels, lm)
     ch = v.choices(str(lm.path))
     res = get_decode(lm, ch, src)

@@ -30,10 +30,12 @@ def test_all_stages_draw_on_every_family(family_dir, monkeypatch, tab):
     if family.startswith("t5"):
         assert "Token embeddings" in shown and "positional encoding" not in shown.lower()
         assert "a learned bias per relative distance" in text  # the inputs stage says where the positions went
-    if family != "bart":  # the pre-norm models say Norm → sublayer → add
-        assert "Norm → " in shown, shown
+    selector = " | ".join(at.segmented_control(key="stage").options)
+    if family != "bart":  # the pre-norm models say Norm → sublayer → add, in the headings and the stage selector
+        assert "Norm → " in shown and "Add & Norm" not in shown, shown
+        assert "Norm 3 → FFN → add" in selector and "Add & Norm" not in selector, selector
     else:
-        assert "Add & Norm 1" in shown, shown
+        assert "Add & Norm 1" in shown and "FFN → Add & Norm 3" in selector, (shown, selector)
 
 
 @pytest.mark.parametrize("family, codes", [("mbart", ("en_XX", "fr_XX")), ("m2m_100", ("eng_Latn", "fra_Latn"))])

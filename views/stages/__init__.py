@@ -24,7 +24,8 @@ class Stage:
     ``compared``: the module's function ``(trace, layer, head) -> RunMatrix`` giving what the stage shows for one
     teacher-forced run, which Compare draws for A and B; a stage without one says why in ``not_compared`` (Compare
     names it among the stages it leaves out). ``chapters``: the keys of the Learn chapters that teach it
-    (``model.lesson.learn.CHAPTER_KEYS``)."""
+    (``model.lesson.learn.CHAPTER_KEYS``). ``pre_norm``: its label on a pre-norm model, where the norm comes before
+    the sublayer (``label`` when the same)."""
 
     id: str
     label: str
@@ -36,6 +37,7 @@ class Stage:
     compared: str | None = None
     not_compared: str = ""
     chapters: tuple[str, ...] = ()
+    pre_norm: str = ""
 
     def __post_init__(self) -> None:
         if (self.compared is None) == (not self.not_compared):
@@ -102,6 +104,7 @@ REGISTRY = (
         header="header",
         compared="compared_output",
         chapters=("output_proj", "addnorm"),
+        pre_norm="α·V → add 1 (Norm 1 came before Q · K · V)",
     ),
     Stage(
         "cross",
@@ -110,8 +113,17 @@ REGISTRY = (
         sections=("cross",),
         compared="compared",
         chapters=("cross",),
+        pre_norm="Norm 2 → cross-attention → add",
     ),
-    Stage("ffn", "FFN → Add & Norm 3", "ffn", sections=("ffn",), compared="compared", chapters=("ffn",)),
+    Stage(
+        "ffn",
+        "FFN → Add & Norm 3",
+        "ffn",
+        sections=("ffn",),
+        compared="compared",
+        chapters=("ffn",),
+        pre_norm="Norm 3 → FFN → add",
+    ),
     Stage(
         "output",
         "Output & beam",
@@ -146,6 +158,13 @@ REGISTRY = (
 )
 ALL = "all"  # the selector's last choice: every decoder stage at once
 SECTIONS = tuple(dict.fromkeys(sec for s in REGISTRY for sec in s.sections))
+
+
+def labels(cfg) -> dict[str, str]:
+    """Each stage's label for the model ``cfg`` describes (a pre-norm model's in its order: Norm → sublayer → add),
+    and All stages'."""
+    pre = cfg.norm_position == "pre"
+    return {**{s.id: (s.pre_norm if pre and s.pre_norm else s.label) for s in REGISTRY}, ALL: "All stages"}
 
 
 def by_id(stage: str) -> Stage:
