@@ -28,7 +28,6 @@ from .state import (
     MAX_CHARS,
     SITE_LABELS,
     SITES,
-    STAGE_LABELS,
     View,
     prepare_source,
 )
@@ -202,7 +201,7 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         "Stage to compare",
         STAGES,
         key="stage",
-        format_func=STAGE_LABELS.get,
+        format_func=stages.labels(lm.cfg).get,
         on_change=_stage_chosen,
     )
     st.caption(md("Not compared here: " + "; ".join(f"{s.label} ({s.not_compared})" for s in stages.left_out()) + "."))
@@ -215,7 +214,7 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         a.columns,
         _rows(tr_b),
         b.columns,
-        title=f"{STAGE_LABELS[stage]}{a.where}",
+        title=f"{stages.labels(lm.cfg)[stage]}{a.where}",
         x_title=a.x_title,
         y_title=POSITION_AXIS,
         value_name=a.value_name,
