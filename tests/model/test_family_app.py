@@ -3,11 +3,24 @@ draws All stages (teacher forcing and the step view) without an error; the stage
 
 from __future__ import annotations
 
-import pytest
+import io
+import json
 
+import numpy as np
+import pytest
+import torch
+
+from model.core import keys
+from model.decode.decoding import DecodeOptions, decode
+from model.decode.steps import follow_line
+from model.decode.trace import teacher_forced_trace
+from model.io.checkpoint import load_model_dir
 from model.io.family import import_model
 from tests.helpers import headings, ok, open_app, show_stage
 from tests.model.family_models import EOS, FAMILIES, PAD, family_tokenizer, save_family
+from tests.model.test_marian import neutral_generation
+from views import export
+from views.state import prepare_source
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 
@@ -42,19 +55,7 @@ def test_all_stages_draw_on_every_family(family_dir, monkeypatch, tab):
 def test_the_app_translates_with_the_language_codes_as_generate_does(tmp_path, monkeypatch, family, codes):
     """mBART-50 and NLLB: the page reads the source's language code before the sentence, as transformers does, and
     forces the target's; its source and its French are generate()'s, greedy and beam 4."""
-    import io
-    import json
-
-    import numpy as np
-    import torch
     from transformers import AutoModelForSeq2SeqLM
-
-    from model.core import keys
-    from model.decode.decoding import DecodeOptions, decode
-    from model.io.checkpoint import load_model_dir
-    from tests.model.test_marian import neutral_generation
-    from views import export
-    from views.state import prepare_source
 
     tok = family_tokenizer()
     hf_dir = save_family(family, tmp_path / "hf", tok)
@@ -78,3 +79,23 @@ def test_the_app_translates_with_the_language_codes_as_generate_does(tmp_path, m
         assert [t.value for t in at.text][1] == (tok.decode(theirs) or "(empty)"), beam
         first = ":gray-badge[" + codes[0].replace("_", "\\_") + "]"  # the first source token: the code
         assert any(str(m.value).startswith(f"**Source tokens** {first}") for m in at.markdown)
+
+
+def test_the_exported_scores_are_the_traces(family_dir):
+    """The positions download recomputes the future cells of the self-attention scores that a KV-cached step never
+    computed: as the model does (T5: unscaled, plus its relative position bias), equal to a teacher-forced pass."""
+    _, path = family_dir
+    lm = load_model_dir(path)
+    cfg, tok = lm.cfg, lm.tokenizer
+    src = [*tok.encode("The man is on the beach tomorrow."), cfg.eos_id]
+    res = decode(lm.model, src, DecodeOptions(strategy="beam", beam=3, max_len=6, record=True))
+    line = follow_line(res, cfg.eos_id)
+    step = line.end
+    reads = tok.tokens(line.inputs[: step + 1])
+    with np.load(io.BytesIO(export.record_bytes(lm, res, line.rows[: step + 1], step, reads, tok.tokens(src)))) as z:
+        exported = {k: z[k] for k in z.files}
+    tr = teacher_forced_trace(lm.model, tok, src[:-1], [i for i in line.ids if i != cfg.eos_id][: step + 1])
+    for layer in range(cfg.n_decoder_layers):
+        for name in ("scores", "weights"):
+            k = keys.dec(layer, "self", name)
+            np.testing.assert_allclose(exported[k], tr.arrays[k][:, : step + 1, : step + 1], atol=1e-4, err_msg=k)
