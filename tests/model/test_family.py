@@ -335,3 +335,37 @@ def test_translate_and_trace_on_an_imported_model(fam, tmp_path, capsys):
     assert keys.dec(0, "cross", "weights") in saved.files
     assert (keys.final_norm("dec") in saved.files) == ours.cfg.final_norm
     assert PAD not in ours.tokenizer.encode("Hello world.")
+
+
+def test_patching_and_attribution_run_the_model_as_it_is(fam, tok):
+    """Patching and Integrated Gradients rebuild the forward pass from token embeddings: on every family it is the
+    model's own (pre-norm, embedding norm, final norms, T5's relative bias), which is transformers' (above): the
+    patcher's clean and corrupted runs give the model's logits for A and B, the corrupted run with every site of
+    the last encoder layer restored gives A's, and IG explains the model's own log p(y)."""
+    from model.interpret.attribution import attribute, explained_logprob, scaled_embeddings
+    from model.interpret.patching import Patcher
+
+    _, _, _, ours = fam
+    model, cfg = ours.model, ours.cfg
+    a, b = "The cat is sleeping on the sofa.", "The man is sleeping on the sofa."
+    src_a, src_b = _src(tok, a), _src(tok, b)
+    out = list(decode(model, src_a, DecodeOptions(max_len=5)).ids)
+    p = Patcher(model, src_a, out, src_b)
+    t = len(out) - 1
+    dec_in = torch.tensor([[cfg.decoder_start_id, *out[:t]]])
+    with torch.no_grad():
+        want_a, want_b = (model(torch.tensor([s]), dec_in)[0, t] for s in (src_a, src_b))
+    _close(p.clean(t)[0][0], want_a, "patching's clean run")
+    rows = [[], [("enc", cfg.n_encoder_layers - 1, s) for s in range(len(src_a))]]
+    restored = p.run(t, rows)
+    _close(restored[0], want_b, "patching's corrupted run")
+    _close(restored[1], want_a, "the corrupted run with the last encoder layer restored")
+    assert (p.corrupted_top()[t] == int(want_b.argmax())) or abs(float(want_b.max() - want_b.sort().values[-2])) < 1e-4
+    src_t, dec_t = torch.tensor(src_a), dec_in[0]
+    f = explained_logprob(model, src_t, dec_t, torch.tensor(out))
+    s_tok, t_tok = scaled_embeddings(model, src_t, dec_t, 1)
+    with torch.no_grad():
+        got = f(s_tok, t_tok, torch.tensor([t]))
+    _close(got[0], want_a.log_softmax(-1)[out[t]], "attribution's forward")
+    r = attribute(model, src_a, out, steps=4, tolerance=None)  # what it explains is the model's log p
+    _close(r.target_logit[t], want_a.log_softmax(-1)[out[t]], "the explained log-probability")
