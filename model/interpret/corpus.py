@@ -239,20 +239,15 @@ def _embed(model: Transformer, ids: torch.Tensor) -> torch.Tensor:
 def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_tok, tgt_tok, record: bool):
     """One teacher-forced pass from token embeddings: the last decoder layer's output (B, T, D) and, recorded, every
     attention block's weights (B, H, Tq, Tk) by key (``enc.0.self``, ``dec.1.cross``)."""
-    src_mask = padding_mask(src, model.cfg.pad_id)
-    x = src_tok + model.src_embed.pe[: src.shape[1]]  # (B, S, D)
+    memory, src_mask, enc = model.encode(src, record, tok=src_tok)  # the model as it is (norms, T5's bias)
+    y, _, dec = model.decode_states(dec_in, memory, src_mask, record=record, tok=tgt_tok)  # (B, T, D)
     weights = {}
-    for i, layer in enumerate(model.encoder_layers):
-        x, r = layer(x, src_mask, record)
-        if record:
-            weights[keys.enc(i, "self")] = r[keys.local("self", "weights")].detach()
-    y = tgt_tok + model.tgt_embed.pe[: dec_in.shape[1]]  # (B, T, D)
-    mask = causal_mask(dec_in.shape[1])
-    for i, layer in enumerate(model.decoder_layers):
-        y, _, r = layer(y, x, src_mask, mask, None, record)
-        if record:
-            weights[keys.dec(i, "self")] = r[keys.local("self", "weights")].detach()
-            weights[keys.dec(i, "cross")] = r[keys.local("cross", "weights")].detach()
+    if record:
+        for i in range(model.cfg.n_encoder_layers):
+            weights[keys.enc(i, "self")] = enc[keys.enc(i, "self", "weights")].detach()
+        for i in range(model.cfg.n_decoder_layers):
+            for kind in ("self", "cross"):
+                weights[keys.dec(i, kind)] = dec[keys.dec(i, kind, "weights")].detach()
     return y, weights
 
 
