@@ -136,7 +136,7 @@ def _head_lens(model: Transformer, arrays: Records[np.ndarray], L: int, chosen: 
     # (3.3 against 4.1 ms for 51 rows); on two, torch's W @ yᵀ and a transposed copy of its (V, N) result.
     N = L * T
     y = np.ascontiguousarray(y.reshape(N, D))
-    if lean is not None:
+    if lean is not None and lean.fallback is None:  # a family the numpy step does not cover has no head of its own
         z = lean.out(y)  # (N, V) logits, bias included
     else:
         W_t = model.embed.weight if model.out_proj is None else model.out_proj.weight  # (V, D)

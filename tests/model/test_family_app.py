@@ -99,3 +99,15 @@ def test_the_exported_scores_are_the_traces(family_dir):
         for name in ("scores", "weights"):
             k = keys.dec(layer, "self", name)
             np.testing.assert_allclose(exported[k], tr.arrays[k][:, : step + 1, : step + 1], atol=1e-4, err_msg=k)
+
+
+def test_learn_says_when_the_model_is_not_the_one_it_teaches(family_dir, monkeypatch, tiny_model_dir):
+    family, path = family_dir
+    at = open_app(path, monkeypatch, page="Learn")
+    said = " ".join(str(i.value) for i in at.info)
+    assert "the loaded model" in said and "differs" in said, said
+    if family != "bart":  # pre-norm: the Add & Norm chapter teaches the paper's post-norm
+        assert "pre-norm" in said and "Add & Norm: keep the input" in said, said
+    if family.startswith("t5"):
+        assert "no positional encoding" in said and "Embeddings and positional encoding" in said, said
+    assert load_model_dir(tiny_model_dir).cfg.paper_differences() == []  # the paper's model: nothing said
