@@ -24,7 +24,17 @@ from model.core.positions import POSITION_AXIS, position_labels
 from model.decode.trace import Trace
 from model.interpret.explain import lens_problem, logit_lens
 from model.io.checkpoint import LoadedModel
-from model.lesson.learn import CHAPTER_KEYS, SELF_HEAD, SELF_LAYER, Learn, Question, build, by_hand, mistakes
+from model.lesson.learn import (
+    CHAPTER_KEYS,
+    CHAPTER_TITLES,
+    SELF_HEAD,
+    SELF_LAYER,
+    Learn,
+    Question,
+    build,
+    by_hand,
+    mistakes,
+)
 from model.lesson.lesson import EXAMPLE_TOKENS, build_lesson, causal_mask
 from views import class_link
 from views.plot import build_ahead
@@ -76,6 +86,19 @@ def _sync_url(chapter: int) -> None:
     want.update(class_link.link_query())
     if st.query_params.to_dict() != want:
         st.query_params.from_dict(want)
+
+
+def differs(cfg) -> None:
+    """Say plainly when the loaded model is not the one the lesson teaches, and which chapters teach another form."""
+    if not (diff := cfg.paper_differences()):
+        return
+    chapters = ", ".join(dict.fromkeys(f"“{CHAPTER_TITLES[key]}”" for _, key in diff))
+    st.info(
+        "This lesson teaches the paper's Transformer (post-norm LayerNorm, sinusoidal positions, scaled scores, a "
+        f"ReLU feed-forward network); the loaded model ({cfg.family}) differs: {'; '.join(d for d, _ in diff)}. "
+        f"Every chapter is read on this model's numbers, but {chapters} explain the paper's form, not this model's: "
+        "Explore shows its own stages and equations."
+    )
 
 
 def go(chapter: int) -> None:
@@ -147,6 +170,7 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         st.info("The chapters need a model; the hand-sized worked example below does not.")
         chapter(None, None, by_hand(worked_example()), N, None)
         return
+    differs(lm.cfg)
     fixed = class_link.class_sentence()  # the teacher's, for the class: everyone discusses the same numbers
     if fixed and s.get("learn_src") != fixed[:MAX_CHARS]:
         s["learn_src"] = fixed[:MAX_CHARS]
