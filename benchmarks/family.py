@@ -29,57 +29,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 FAMILIES = ("bart", "mbart", "m2m_100", "t5", "t5_gated")
-SIZES = dict(d_model=512, heads=8, ffn=2048, layers=6)  # Marian-base's (opus-mt), the family's usual small size
-SMOKE = dict(d_model=32, heads=4, ffn=64, layers=2)
+SIZES = dict(
+    d_model=512, heads=8, ffn=2048, layers=6, max_len=256
+)  # Marian-base's (opus-mt), the family's usual small size
+SMOKE = dict(d_model=32, heads=4, ffn=64, layers=2, max_len=256)
 SRC_TOKENS = 20
 NEW_TOKENS = 20
 BOUND = 2.0  # a family's step / the bundled model's step that passes
 SENTENCE = "A man in a blue shirt is standing on a ladder cleaning the windows of a tall building ."
-
-
-def hf_config(family: str, vocab: int, sizes: dict, pad: int, bos: int, eos: int):
-    from transformers import BartConfig, M2M100Config, MBartConfig, T5Config
-
-    d, H, F, L = (sizes[k] for k in ("d_model", "heads", "ffn", "layers"))
-    if family.startswith("t5"):
-        gated = family == "t5_gated"
-        return T5Config(
-            vocab_size=vocab,
-            d_model=d,
-            d_kv=d // H,
-            d_ff=F,
-            num_layers=L,
-            num_decoder_layers=L,
-            num_heads=H,
-            feed_forward_proj="gated-gelu" if gated else "relu",
-            tie_word_embeddings=not gated,
-            dropout_rate=0.0,
-            pad_token_id=pad,
-            eos_token_id=eos,
-            decoder_start_token_id=pad,
-        )
-    cls = {"bart": BartConfig, "mbart": MBartConfig, "m2m_100": M2M100Config}[family]
-    return cls(
-        vocab_size=vocab,
-        d_model=d,
-        encoder_layers=L,
-        decoder_layers=L,
-        encoder_attention_heads=H,
-        decoder_attention_heads=H,
-        encoder_ffn_dim=F,
-        decoder_ffn_dim=F,
-        max_position_embeddings=256,
-        activation_function="relu" if family == "m2m_100" else "gelu",
-        pad_token_id=pad,
-        bos_token_id=bos,
-        eos_token_id=eos,
-        decoder_start_token_id=eos,
-        forced_bos_token_id=None,
-        forced_eos_token_id=None,
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-    )
 
 
 def build(family: str, params: float, sizes: dict, tokenizer, cfg, out: Path) -> tuple[Path, int]:
@@ -88,14 +45,16 @@ def build(family: str, params: float, sizes: dict, tokenizer, cfg, out: Path) ->
     from transformers import AutoModelForSeq2SeqLM
 
     from model.io.family import import_model
+    from model.testing import family_config
 
-    ids = (cfg.pad_id, cfg.bos_id, cfg.eos_id)
-    probe = AutoModelForSeq2SeqLM.from_config(hf_config(family, tokenizer.vocab_size, sizes, *ids))
+    if (cfg.pad_id, cfg.bos_id, cfg.eos_id) != (0, 1, 2):
+        raise ValueError("the bundled tokenizer must put <pad>, <s>, </s> at 0, 1, 2, as the family configs do")
+    probe = AutoModelForSeq2SeqLM.from_config(family_config(family, tokenizer.vocab_size, **sizes))
     tables = 1 if probe.config.tie_word_embeddings else 2  # the embedding, and an untied output projection
     fixed = sum(p.numel() for p in probe.parameters()) - tables * tokenizer.vocab_size * sizes["d_model"]
     vocab = max(tokenizer.vocab_size, round((params - fixed) / (tables * sizes["d_model"])))
     torch.manual_seed(0)
-    model = AutoModelForSeq2SeqLM.from_config(hf_config(family, vocab, sizes, *ids)).eval()
+    model = AutoModelForSeq2SeqLM.from_config(family_config(family, vocab, **sizes)).eval()
     with torch.no_grad():  # </s> never chosen: every decode takes its NEW_TOKENS steps
         model.get_output_embeddings().weight[cfg.eos_id] = 0.0
         if (bias := getattr(model, "final_logits_bias", None)) is not None:
