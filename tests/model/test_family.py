@@ -265,6 +265,10 @@ def test_bad_directories_are_refused_in_one_line(tok, tmp_path, capsys):
     gpt = tmp_path / "gpt2"
     GPT2Config(n_layer=1, n_embd=16, n_head=2).save_pretrained(gpt)
     assert "decoder-only" in _refused(capsys, ["import", str(gpt), str(tmp_path / "o1")], tmp_path / "o1")
+    for d in (gpt, save_family("t5", tmp_path / "t5", tok)):  # given where an imported one is expected
+        with pytest.raises(ModelDirError, match="is a transformers directory .*: import it first") as e:
+            load_model_dir(d)
+        assert "\n" not in str(e.value)
 
     hf_dir = save_family("bart", tmp_path / "bart", tok)
     conf = json.loads((hf_dir / "config.json").read_text())
