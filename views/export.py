@@ -54,7 +54,7 @@ def with_prefix_scores(arrays: Mapping[str, np.ndarray], cfg) -> dict[str, np.nd
     for layer in range(cfg.n_decoder_layers):
         Q, K = keys.dec(layer, "self", "Q"), keys.dec(layer, "self", "K")
         if Q in arrays:
-            bias = arrays.get(keys.dec(layer, "self", "position_bias"))
+            bias = keys.Records(arrays).position_bias(layer)  # T5's relative position bias, or None
             maps = prefix_scores(arrays[Q], arrays[K], True, cfg.scale_attention, bias)
             out.update(keys.prefixed(keys.dec(layer, "self"), maps))
     return out

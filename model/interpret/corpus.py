@@ -243,11 +243,12 @@ def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_to
     y, _, dec = model.decode_states(dec_in, memory, src_mask, record=record, tok=tgt_tok)  # (B, T, D)
     weights = {}
     if record:
+        r = keys.Records({**enc, **dec})
         for i in range(model.cfg.n_encoder_layers):
-            weights[keys.enc(i, "self")] = enc[keys.enc(i, "self", "weights")].detach()
+            weights[keys.enc(i, "self")] = r.enc_weights(i).detach()
         for i in range(model.cfg.n_decoder_layers):
-            for kind in ("self", "cross"):
-                weights[keys.dec(i, kind)] = dec[keys.dec(i, kind, "weights")].detach()
+            weights[keys.dec(i, "self")] = r.self_weights(i).detach()
+            weights[keys.dec(i, "cross")] = r.cross_weights(i).detach()
     return y, weights
 
 
