@@ -17,7 +17,15 @@ from model.core.ablation import MODES
 from model.core.constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
 from model.core.jsonio import dumps
 from model.core.positions import position_labels
-from model.decode.decoding import DecodeOptions, decode, greedy_batch, length_batches, prepare_ids, step_decoder
+from model.decode.decoding import (
+    DecodeOptions,
+    decode,
+    greedy_batch,
+    length_batches,
+    prepare_ids,
+    read_source,
+    step_decoder,
+)
 from model.io.checkpoint import ENV_DEVICE, ModelDirError, default_model_dir, load_model_dir, set_threads
 
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
@@ -182,7 +190,7 @@ def source_ids(tokenizer, cfg, text: str, where: str = "TEXT") -> list[int]:
             f"{where} has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
             f"only the first {cfg.max_len - 1} are used"
         )
-    return prepare_ids(ids, cfg.eos_id, cfg.max_len, cfg.source_prefix_id)
+    return read_source(ids, cfg)[0]
 
 
 def result_json(lm, text: str, res) -> dict:
@@ -372,7 +380,7 @@ def _target_ids(lm, source: list[int], target: str | None) -> list[int]:
             f"--target has {len(ids)} tokens but this model reads at most {cfg.max_len - 1}; "
             f"only the first {cfg.max_len - 1} are used"
         )
-    return prepare_ids(ids, cfg.eos_id, cfg.max_len, cfg.source_prefix_id)
+    return prepare_ids(ids, cfg.eos_id, cfg.max_len, cfg.forced_bos_id)  # as decode gives it: its code first
 
 
 def _position(lm, position: int | None, out: list[int]) -> None:

@@ -67,3 +67,59 @@ def build_tiny_model_dir(path: str | Path, card: str = TINY_CARD) -> Path:
     """The tiny model and tokenizer saved as a model directory (with a model card) at ``path``."""
     tok = make_tokenizer()
     return save_model_dir(make_model(tok.vocab_size), tok, path, card=card)
+
+
+def family_config(family: str, vocab_size: int, d_model: int, layers: int, heads: int, ffn: int, **extra: Any):
+    """A transformers config of a family the importer reads ("bart", "mbart", "m2m_100", "t5", "t5_gated": Flan-T5's
+    gated GELU FFN, untied output), <pad> 0, <s> 1, </s> 2 as the project's tokenizers put them, no dropout, no
+    generation default that would add a logits processor; ``extra``: settings to add or change (max_len sets a
+    positional table's size)."""
+    from transformers import BartConfig, M2M100Config, MBartConfig, T5Config
+
+    pad, bos, eos = 0, 1, 2
+    max_len = extra.pop("max_len", 256)  # T5 has no positional table
+    if family.startswith("t5"):
+        gated = family == "t5_gated"
+        return T5Config(
+            **{
+                "vocab_size": vocab_size,
+                "d_model": d_model,
+                "d_kv": d_model // heads,
+                "d_ff": ffn,
+                "num_layers": layers,
+                "num_decoder_layers": layers,
+                "num_heads": heads,
+                "feed_forward_proj": "gated-gelu" if gated else "relu",
+                "tie_word_embeddings": not gated,
+                "dropout_rate": 0.0,
+                "pad_token_id": pad,
+                "eos_token_id": eos,
+                "decoder_start_token_id": pad,
+                **extra,
+            }
+        )
+    cls = {"bart": BartConfig, "mbart": MBartConfig, "m2m_100": M2M100Config}[family]
+    return cls(
+        **{
+            "vocab_size": vocab_size,
+            "d_model": d_model,
+            "encoder_layers": layers,
+            "decoder_layers": layers,
+            "encoder_attention_heads": heads,
+            "decoder_attention_heads": heads,
+            "encoder_ffn_dim": ffn,
+            "decoder_ffn_dim": ffn,
+            "max_position_embeddings": max_len,
+            "activation_function": "relu" if family == "m2m_100" else "gelu",
+            "pad_token_id": pad,
+            "bos_token_id": bos,
+            "eos_token_id": eos,
+            "decoder_start_token_id": eos,
+            "forced_bos_token_id": None,
+            "forced_eos_token_id": None,
+            "dropout": 0.0,
+            "attention_dropout": 0.0,
+            "activation_dropout": 0.0,
+            **extra,
+        }
+    )

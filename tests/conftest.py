@@ -11,12 +11,15 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.browser import BROWSER_ARGS, CHROMIUM
 from model import Transformer
 from model.core.tokenizer import Tokenizer
 from model.io.checkpoint import use_threads
 from model.testing import build_tiny_model_dir, make_model, make_tokenizer
+
+THREADS = pytest.StashKey[int]()  # torch's threads for every test, as pytest_configure set them
 
 
 def pytest_configure(config) -> None:
@@ -27,9 +30,20 @@ def pytest_configure(config) -> None:
     typical AppTest test here); the installed packages do not change during a session, so the scan runs once."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         use_threads(1)
+    config.stash[THREADS] = torch.get_num_threads()
     from streamlit.components.v2 import manifest_scanner
 
     manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+
+
+@pytest.hookimpl(trylast=True)  # after the test's fixtures are set up
+def pytest_runtest_setup(item) -> None:
+    """Each test starts on the session's threads. The CLI's main asks for 2 (its default): a test or a fixture that
+    calls it would leave the worker's later tests on them, and on a busy 2-core machine a tiny model's every op
+    then waits for the other thread (a family's generate() parity test took a minute instead of seconds)."""
+    n = item.config.stash[THREADS]
+    if torch.get_num_threads() != n:
+        use_threads(n)
 
 
 @pytest.fixture(scope="session")

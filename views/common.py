@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from model.core.constants import MAX_BEAM
-from model.decode.decoding import decode
+from model.decode.decoding import decode, source_body
 from model.decode.lean import LeanDecoder
 from model.decode.steps import compact_result
 from model.decode.trace import teacher_forced_trace
@@ -244,5 +244,7 @@ def get_trace(lm: LoadedModel, src_ids: tuple[int, ...], target, causal: bool):
     """The teacher-forced trace of ``target`` (text or ids) for the source."""
     key = (str(lm.path), src_ids, target if isinstance(target, str) else tuple(target), causal)
     return cached(
-        "traces", key, lambda: teacher_forced_trace(lm.model, lm.tokenizer, list(src_ids[:-1]), target, causal=causal)
+        "traces",
+        key,
+        lambda: teacher_forced_trace(lm.model, lm.tokenizer, source_body(src_ids, lm.cfg), target, causal=causal),
     )

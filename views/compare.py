@@ -28,7 +28,6 @@ from .state import (
     MAX_CHARS,
     SITE_LABELS,
     SITES,
-    STAGE_LABELS,
     View,
     prepare_source,
 )
@@ -95,8 +94,8 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
 
 def body(lm: LoadedModel, limits, view) -> None:
     cfg, tok = lm.cfg, lm.tokenizer
-    src_a = prepare_source(view.source, tok, cfg.eos_id, cfg.max_len)
-    src_b = prepare_source(view.source_b, tok, cfg.eos_id, cfg.max_len)
+    src_a = prepare_source(view.source, tok, cfg)
+    src_b = prepare_source(view.source_b, tok, cfg)
     if src_a is None:
         st.info("Type sentence A above (or click a minimal pair) to start: the box is empty.")
         return
@@ -236,7 +235,7 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         "Stage to compare",
         STAGES,
         key="stage",
-        format_func=STAGE_LABELS.__getitem__,
+        format_func=stages.labels(lm.cfg).__getitem__,
         on_change=_stage_chosen,
     )
     st.caption(md("Not compared here: " + "; ".join(f"{s.label} ({s.not_compared})" for s in stages.left_out()) + "."))
@@ -249,7 +248,7 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         a.columns,
         _rows(tr_b),
         b.columns,
-        title=f"{STAGE_LABELS[stage]}{a.where}",
+        title=f"{stages.labels(lm.cfg)[stage]}{a.where}",
         x_title=a.x_title,
         y_title=POSITION_AXIS,
         value_name=a.value_name,

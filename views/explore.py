@@ -36,7 +36,7 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
 
     inputs(msgs)
 
-    src = prepare_source(view.source, lm.tokenizer, cfg.eos_id, cfg.max_len)
+    src = prepare_source(view.source, lm.tokenizer, cfg)
     if src is None:
         st.info("Type a sentence above (or click an example) to start: the box is empty.")
         session.sync_url(view)

@@ -15,7 +15,7 @@ import streamlit as st
 
 from model.core import keys
 from model.core.jsonio import dump_bytes
-from model.decode.decoding import DecodeResult
+from model.decode.decoding import DecodeResult, source_body
 from model.decode.steps import prefix_scores, stack_view, summary_dict
 from model.decode.trace import teacher_forced_trace
 
@@ -46,14 +46,17 @@ def save_to_bytes(save: Callable[[Any], None]) -> bytes:
     return buf.getvalue()
 
 
-def with_prefix_scores(arrays: Mapping[str, np.ndarray], n_layers: int) -> dict[str, np.ndarray]:
+def with_prefix_scores(arrays: Mapping[str, np.ndarray], cfg) -> dict[str, np.ndarray]:
     """Self-attention maps as the figures show them: every raw score, −∞ only in the mask and the masked scores,
-    weights exactly 0 on the future (a KV-cached step never computes the future cells: they are recomputed)."""
+    weights exactly 0 on the future (a KV-cached step never computes the future cells: they are recomputed), scaled
+    or not and with T5's relative position bias as the model computes them."""
     out = dict(arrays)
-    for layer in range(n_layers):
+    for layer in range(cfg.n_decoder_layers):
         Q, K = keys.dec(layer, "self", "Q"), keys.dec(layer, "self", "K")
         if Q in arrays:
-            out.update(keys.prefixed(keys.dec(layer, "self"), prefix_scores(arrays[Q], arrays[K])))
+            bias = keys.Records(arrays).position_bias(layer)  # T5's relative position bias, or None
+            maps = prefix_scores(arrays[Q], arrays[K], True, cfg.scale_attention, bias)
+            out.update(keys.prefixed(keys.dec(layer, "self"), maps))
     return out
 
 
@@ -67,7 +70,7 @@ def summary_bytes(ch, res, rows, step: int, src_tokens, token_text, table) -> by
 
 def record_bytes(lm, res, rows, step: int, reads, src_tokens) -> bytes:
     """The positions 0…step download (NPZ): every layer's records along the followed rows, the encoder's, tokens."""
-    arrays = with_prefix_scores(stack_view(res.steps, rows, step), lm.cfg.n_decoder_layers)
+    arrays = with_prefix_scores(stack_view(res.steps, rows, step), lm.cfg)
     arrays.update({k: v[0] if v.ndim >= 3 and v.shape[0] == 1 else v for k, v in res.encoder.items()})
     arrays[keys.TOKENS_DEC_INPUT] = np.array(reads)
     arrays[keys.TOKENS_SRC] = np.array(src_tokens)
@@ -77,7 +80,7 @@ def record_bytes(lm, res, rows, step: int, reads, src_tokens) -> bytes:
 def trace_bytes(lm, res) -> bytes:
     """The full trace download (NPZ): a teacher-forced pass over the translation shown."""
     out = [i for i in res.ids if i != lm.cfg.eos_id]
-    tr = teacher_forced_trace(lm.model, lm.tokenizer, list(res.src_ids[:-1]), out, causal=True)
+    tr = teacher_forced_trace(lm.model, lm.tokenizer, source_body(res.src_ids, lm.cfg), out, causal=True)
     return save_to_bytes(tr.save_npz)
 
 

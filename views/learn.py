@@ -19,7 +19,7 @@ import streamlit as st
 
 from model.interpret.explain import lens_problem, logit_lens
 from model.io.checkpoint import LoadedModel
-from model.lesson.learn import Chapter, Learn, Outcomes, Question, build, by_hand
+from model.lesson.learn import CHAPTER_TITLES, Chapter, Learn, Outcomes, Question, build, by_hand
 from views import class_link
 from views.plot import Drawing, build_ahead
 
@@ -61,13 +61,26 @@ def _sync_url(chapter: int) -> None:
         st.query_params.from_dict(want)
 
 
+def differs(cfg) -> None:
+    """Say plainly when the loaded model is not the one the lesson teaches, and which chapters teach another form."""
+    if not (diff := cfg.paper_differences()):
+        return
+    named = ", ".join(dict.fromkeys(f"“{CHAPTER_TITLES[key]}”" for _, key in diff))
+    st.info(
+        "This lesson teaches the paper's Transformer (post-norm LayerNorm, sinusoidal positions, scaled scores, a "
+        f"ReLU feed-forward network); the loaded model ({cfg.family}) differs: {'; '.join(d for d, _ in diff)}. "
+        f"Every chapter is read on this model's numbers, but {named} explain the paper's form, not this model's: "
+        "Explore shows its own stages and equations."
+    )
+
+
 def go(chapter: int) -> None:
     st.session_state["learn_chapter"] = min(max(chapter, 0), END)
 
 
 def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, LessonRun] | None:
     """The lesson on ``text`` (cached per session) and what its figures draw; None for empty text."""
-    src = prepare_source(text, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
+    src = prepare_source(text, lm.tokenizer, lm.cfg)
     if src is None:
         return None
     limit = lm.cfg.max_len - 1
@@ -123,6 +136,7 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         st.info("The chapters need a model; the hand-sized worked example below does not.")
         chapter(None, None, by_hand(worked_example()), N, None)
         return
+    differs(lm.cfg)
     fixed = class_link.class_sentence()  # the teacher's, for the class: everyone discusses the same numbers
     if fixed and s.get("learn_src") != fixed[:MAX_CHARS]:
         s["learn_src"] = fixed[:MAX_CHARS]

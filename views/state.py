@@ -16,7 +16,7 @@ from pathlib import Path
 from model.core.ablation import MODES, format_heads, parse_heads
 from model.core.constants import ATTRIBUTION_METHODS as METHODS
 from model.core.constants import MAX_BEAM
-from model.decode.decoding import DecodeOptions, prepare_ids
+from model.decode.decoding import DecodeOptions, read_source
 from model.io.checkpoint import ENV_MODEL, default_model_dir
 
 from .stages import ALL, REGISTRY
@@ -490,8 +490,9 @@ class Source:
     chars_cut: bool
 
 
-def prepare_source(text: str | None, tokenizer, eos_id: int, model_max_len: int) -> Source | None:
-    """Tokenize the source; None for empty/whitespace text. Truncates to the model's limit."""
+def prepare_source(text: str | None, tokenizer, cfg) -> Source | None:
+    """Tokenize the source; None for empty/whitespace text. Read as the model reads it (``read_source``: its
+    language code first where it has one), truncated to the model's limit."""
     text = (text or "").strip()
     if not text:
         return None
@@ -500,5 +501,5 @@ def prepare_source(text: str | None, tokenizer, eos_id: int, model_max_len: int)
     body = tokenizer.encode(text)
     if not body:
         return None
-    ids = prepare_ids(body, eos_id, model_max_len)
-    return Source(text, tuple(ids), len(body), len(ids) <= len(body), chars_cut)
+    ids, cut = read_source(body, cfg)
+    return Source(text, tuple(ids), len(body), cut, chars_cut)

@@ -34,7 +34,7 @@ from .common import (
     token_texter,
 )
 from .stages.context import Decoded, StageContext
-from .state import STAGE_LABELS, STAGES, Choices, Limits, View, clamp_view, prepare_source
+from .state import STAGES, Choices, Limits, View, clamp_view, prepare_source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,14 +81,14 @@ def choice_control(
     )
 
 
-def stage_selector(view: View) -> str:
+def stage_selector(view: View, cfg) -> str:
     """The stage shown: in the fragment (the step view's or the teacher-forcing view's), so that another stage
-    reruns the fragment alone, as a step does."""
+    reruns the fragment alone, as a step does. Labelled for the model ``cfg`` describes."""
     choice_control(
         "Decoder stage to show",
         STAGES,
         "stage",
-        STAGE_LABELS,
+        stages.labels(cfg),
         view.stage,
         help="Each step redraws only the figures of the chosen stage; "
         "All stages shows every figure of the decoder at once (slower to step through; a figure below the "
@@ -127,7 +127,7 @@ def line_story(line: Line, n_final: int, beam: int) -> str:
 
 
 def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str]) -> None:
-    stage = stage_selector(v)
+    stage = stage_selector(v, lm.cfg)
     tok_text, stream_text = token_texter(lm), partial(shown_labels, lm)
     ch = v.choices(str(lm.path))
     res = get_decode(lm, ch, src)
@@ -212,7 +212,7 @@ def handout_inputs(lm: LoadedModel, raw: dict) -> tuple:
     """``handout_bytes``' arguments for the view that ``raw`` (choices by name: source, max_len, stage, …)
     describes, its sentence decoded and its line followed (the end of the lesson's handout; the benchmark's)."""
     view, _ = clamp_view(raw, session.limits_of(lm.cfg))
-    src = prepare_source(view.source, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
+    src = prepare_source(view.source, lm.tokenizer, lm.cfg)
     if src is None:
         raise ValueError("no sentence to decode for the handout")
     ch = view.choices(str(lm.path))
@@ -319,5 +319,5 @@ def pick_line(res, line: Line, step: int, stream_text) -> None:
 
 
 def src_ids(lm: LoadedModel, ch) -> tuple[int, ...]:
-    src = prepare_source(ch.source, lm.tokenizer, lm.cfg.eos_id, lm.cfg.max_len)
+    src = prepare_source(ch.source, lm.tokenizer, lm.cfg)
     return src.ids if src else (lm.cfg.eos_id,)

@@ -30,7 +30,7 @@ def view(lm: LoadedModel, limits: Limits, v: View, src_ids: tuple[int, ...], src
 
 
 def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None:
-    stage = stage_selector(v)
+    stage = stage_selector(v, lm.cfg)
     tr = get_trace(lm, src_ids, reference, causal=True)
     T = len(tr.dec_input_tokens)
     st.header("Teacher forcing: the whole reference in one parallel pass")

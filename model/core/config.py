@@ -164,6 +164,30 @@ class ModelConfig:
             + ([] if self.bias else ["no biases"])
         )
 
+    def paper_differences(self) -> list[tuple[str, str]]:
+        """Where this model differs from the paper's (the bundled model's settings), each with the key of the Learn
+        chapter that teaches the paper's form of it (``model.lesson.learn.CHAPTER_KEYS``); [] for the paper's."""
+        out = []
+        if self.norm_position == "pre":
+            out.append(("the norm before each sublayer (pre-norm: Norm → sublayer → add)", "addnorm"))
+        if self.norm_kind == "rms":
+            out.append(("RMSNorm (no mean, no β)", "addnorm"))
+        if self.final_norm:
+            out.append(("a final norm after each stack", "output"))
+        if self.positions == "relative":
+            out.append(("no positional encoding: a learned bias per relative distance added to the scores", "embed"))
+        elif self.positions == "learned":
+            out.append(("learned positions", "embed"))
+        if self.embed_norm:
+            out.append(("a LayerNorm on the embeddings", "embed"))
+        if not self.scale_attention:
+            out.append(("unscaled scores (no 1/√d_k)", "scores"))
+        if self.gated_ffn or self.activation != "relu":
+            out.append((f"a {'gated ' if self.gated_ffn else ''}{self.activation} FFN", "ffn"))
+        if self.norm_position == "pre":
+            out.append(("layer outputs the output head cannot read before the final norm", "lens"))
+        return out
+
     def to_json(self) -> str:
         from model.core.jsonio import dumps
 

@@ -125,17 +125,24 @@ class InputEmbedding(nn.Module):
         self.norm = make_norm(cfg) if cfg.embed_norm else None
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, ids: Tensor, offset: int = 0, record: bool = False) -> tuple[Tensor, Record | None]:
-        T = ids.shape[1]
+    def forward(
+        self, ids: Tensor, offset: int = 0, record: bool = False, tok: Tensor | None = None
+    ) -> tuple[Tensor, Record | None]:
+        """``tok``: scaled token embeddings (B, T, D) read instead of the ids' (an attribution's or a patching's
+        inputs, interpolated or corrupted); the positions, norm and dropout follow as for the ids."""
+        tok = self.embed(ids) * self.scale if tok is None else tok  # (B, T, D)
+        x = self.place(tok, offset)
+        rec = {"embed": tok, "pe": self.pe[offset : offset + tok.shape[1]], "input": x} if record else None
+        return self.dropout(x), rec
+
+    def place(self, tok: Tensor, offset: int = 0) -> Tensor:
+        """Scaled token embeddings (B, T, D) at positions offset… : plus the positional encoding, then the
+        embedding norm where the model has one (dropout not applied)."""
+        T = tok.shape[1]
         if offset + T > self.pe.shape[0]:
             raise ValueError(f"sequence of {offset + T} positions exceeds max_len={self.pe.shape[0]}")
-        tok = self.embed(ids) * self.scale  # (B, T, D)
-        pe = self.pe[offset : offset + T]  # (T, D)
-        x = tok + pe  # (B, T, D)
-        if self.norm is not None:
-            x = self.norm(x)  # (B, T, D)
-        rec = {"embed": tok, "pe": pe, "input": x} if record else None
-        return self.dropout(x), rec
+        x = tok + self.pe[offset : offset + T]  # (B, T, D)
+        return x if self.norm is None else self.norm(x)
 
 
 def relative_bucket(rel: Tensor, bidirectional: bool, n_buckets: int, max_distance: int) -> Tensor:
@@ -469,12 +476,13 @@ class Transformer(nn.Module):
         return self.embed.weight.device
 
     def encode(
-        self, src_ids: Tensor, record: bool = False, heads: HeadMasks | None = None
+        self, src_ids: Tensor, record: bool = False, heads: HeadMasks | None = None, tok: Tensor | None = None
     ) -> tuple[Tensor, Tensor | None, Record]:
-        """Source ids (B, S) -> memory (B, S, D), the source padding mask, and the trace."""
+        """Source ids (B, S) -> memory (B, S, D), the source padding mask, and the trace. ``tok``: the source's
+        scaled token embeddings read instead of the ids' (``InputEmbedding``)."""
         src_ids = src_ids.to(self.device)
         src_mask = padding_mask(src_ids, self.cfg.pad_id)
-        x, rec = self.src_embed(src_ids, record=record)
+        x, rec = self.src_embed(src_ids, record=record, tok=tok)
         trace = prefixed("enc", rec)
         heads = heads or {}
         S = src_ids.shape[1]
@@ -515,10 +523,31 @@ class Transformer(nn.Module):
         heads: HeadMasks | None = None,
     ) -> tuple[Tensor, list[LayerCache], Record]:
         """Decoder stack + final linear. Returns logits (B, T, V), the updated cache, the trace."""
+        y, new_cache, trace = self.decode_states(tgt_in, memory, src_mask, cache, causal, record, heads)
+        logits = self.logits(y)
+        if record:
+            if self.dec_norm is not None:
+                trace[keys.final_norm("dec")] = self.dec_norm(y)
+            trace[keys.LOGITS] = logits
+        return logits, new_cache, trace
+
+    def decode_states(
+        self,
+        tgt_in: Tensor,  # (B, T)
+        memory: Tensor,  # (B, S, D)
+        src_mask: Tensor | None,
+        cache: list[LayerCache] | None = None,
+        causal: bool = True,
+        record: bool = False,
+        heads: HeadMasks | None = None,
+        tok: Tensor | None = None,  # (B, T, D) scaled token embeddings read instead of the ids' (InputEmbedding)
+    ) -> tuple[Tensor, list[LayerCache], Record]:
+        """The decoder stack alone: its last layer's output (B, T, D), before the final norm and the output head
+        (``logits`` applies both), the updated cache, the trace."""
         tgt_in = tgt_in.to(self.device)
         offset = 0 if cache is None else cache[0].self_K.shape[2]
         T = tgt_in.shape[1]
-        y, rec = self.tgt_embed(tgt_in, offset=offset, record=record)
+        y, rec = self.tgt_embed(tgt_in, offset=offset, record=record, tok=tok)
         trace = prefixed("dec", rec)
         # a single newest query may see every cached key: no mask needed unless it is to be recorded
         mask = causal_mask(T, offset, y.device) if causal and (T > 1 or record) else None
@@ -537,12 +566,7 @@ class Transformer(nn.Module):
             )
             new_cache.append(c)
             trace.update(prefixed(keys.dec(i), r))
-        logits = self.logits(y)
-        if record:
-            if self.dec_norm is not None:
-                trace[keys.final_norm("dec")] = self.dec_norm(y)
-            trace[keys.LOGITS] = logits
-        return logits, new_cache, trace
+        return y, new_cache, trace
 
     def forward(self, src_ids: Tensor, tgt_in: Tensor) -> Tensor:
         memory, src_mask, _ = self.encode(src_ids)

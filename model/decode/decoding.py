@@ -193,6 +193,20 @@ def prepare_ids(body: Sequence[int], eos_id: int, max_len: int, first: int = -1)
     return [*head, *body[: max(1, max_len - 1 - len(head))], eos_id]
 
 
+def read_source(body: Sequence[int], cfg) -> tuple[list[int], bool]:
+    """What the model reads for a source's tokens, and whether the body was cut to fit: the source's language code
+    first where the model has one (``cfg.source_prefix_id``: mBART-50, NLLB), then the body, then </s>. Every path
+    that reads a source (the CLI, the pages, the corpus, the trace) prepares it here."""
+    ids = prepare_ids(body, cfg.eos_id, cfg.max_len, cfg.source_prefix_id)
+    return ids, len(ids) - (cfg.source_prefix_id >= 0) <= len(body)
+
+
+def source_body(ids: Sequence[int], cfg) -> list[int]:
+    """``read_source``'s body back from the ids it gave: the language code and </s> left out (what
+    ``teacher_forced_trace`` takes, reading it as ``read_source`` does)."""
+    return [int(i) for i in ids[int(cfg.source_prefix_id >= 0) : -1]]
+
+
 def length_batches(items: Sequence[Sized], batch_size: int) -> Iterator[list[int]]:
     """The indices of ``items`` in batches of ``batch_size``, shortest items first, so a batch carries little
     padding; outputs go back to input order by these indices."""
@@ -598,7 +612,7 @@ def translate_batch(
     sentence otherwise (``length_penalty`` as DecodeOptions')."""
     cfg = model.cfg
     lean = lean or step_decoder(model, rows=beam if beam > 1 else min(batch_size, len(texts)))
-    srcs = [prepare_ids(tokenizer.encode(t), cfg.eos_id, cfg.max_len, cfg.source_prefix_id) for t in texts]
+    srcs = [read_source(tokenizer.encode(t), cfg)[0] for t in texts]
     if beam <= 1:
         ids: list[list[int]] = [[] for _ in srcs]
         for chunk in length_batches(srcs, batch_size):

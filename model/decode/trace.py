@@ -16,7 +16,7 @@ from model.core.ablation import Ablation
 from model.core.keys import Records
 from model.core.tokenizer import Tokenizer
 from model.core.transformer import Transformer, head_masks
-from model.decode.decoding import DecodeOptions, decode, prepare_ids, to_numpy
+from model.decode.decoding import DecodeOptions, decode, read_source, to_numpy
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,7 @@ def teacher_forced_trace(
     """
     cfg = model.cfg
     src_body = as_ids(source, tokenizer)
-    src = prepare_ids(src_body, cfg.eos_id, cfg.max_len, cfg.source_prefix_id)
-    truncated = len(src) - (cfg.source_prefix_id >= 0) <= len(src_body)
+    src, truncated = read_source(src_body, cfg)
     if target is None:
         opts = DecodeOptions(max_len=cfg.max_len - 1, ablation=ablation)
         y = [i for i in decode(model, src, opts).ids if i != cfg.eos_id]

@@ -30,7 +30,7 @@ from torch import Tensor
 
 from model.core import keys
 from model.core.constants import ATTRIBUTION_METHODS
-from model.core.transformer import Transformer, causal_mask, padding_mask
+from model.core.transformer import Transformer, padding_mask
 
 DEFAULT_IG_STEPS = 16  # first pass; positions short of COMPLETENESS_TOL are redone with more (see attribute)
 COMPLETENESS_TOL = 0.05
@@ -81,15 +81,11 @@ def explained_logprob(
     logit difference out[pos] − contrast[pos] instead (the softmax's normaliser cancels in it)."""
     src_mask = padding_mask(src[None], model.cfg.pad_id)  # (1, 1, 1, S) or None, from the real source
     S, T = src.numel(), dec_in.numel()
-    mask = causal_mask(T, device=src.device)  # (T, T)
 
     def forward(src_tok: Tensor, tgt_tok: Tensor, pos: Tensor) -> Tensor:
-        x = model.src_embed.dropout(src_tok + model.src_embed.pe[:S])  # (N, S, D)
-        for layer in model.encoder_layers:
-            x, _ = layer(x, src_mask)
-        y = model.tgt_embed.dropout(tgt_tok + model.tgt_embed.pe[:T])  # (N, T, D)
-        for layer in model.decoder_layers:
-            y, _, _ = layer(y, x, src_mask, mask, None)
+        N = src_tok.shape[0]
+        x, _, _ = model.encode(src[None].expand(N, S), tok=src_tok)  # (N, S, D)
+        y, _, _ = model.decode_states(dec_in[None].expand(N, T), x, src_mask, tok=tgt_tok)  # (N, T, D)
         # (N, D): only the explained position goes through the output layer
         h = y[torch.arange(len(pos), device=pos.device), pos]
         z = model.logits(h[:, None])[:, 0]  # (N, V)

@@ -40,7 +40,7 @@ from model.decode.decoding import (
     greedy_batch,
     length_batches,
     output_limit,
-    prepare_ids,
+    read_source,
 )
 from model.decode.lean import LeanDecoder
 from model.interpret import faithful
@@ -260,20 +260,16 @@ def _embed(model: Transformer, ids: torch.Tensor) -> torch.Tensor:
 def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_tok, tgt_tok, record: bool):
     """One teacher-forced pass from token embeddings: the last decoder layer's output (B, T, D) and, recorded, every
     attention block's weights (B, H, Tq, Tk) by key (``enc.0.self``, ``dec.1.cross``)."""
-    src_mask = padding_mask(src, model.cfg.pad_id)
-    x = src_tok + model.src_embed.pe[: src.shape[1]]  # (B, S, D)
+    memory, src_mask, enc = model.encode(src, record, tok=src_tok)  # the model as it is (norms, T5's bias)
+    y, _, dec = model.decode_states(dec_in, memory, src_mask, record=record, tok=tgt_tok)  # (B, T, D)
     weights = {}
-    for i, layer in enumerate(model.encoder_layers):
-        x, r = layer(x, src_mask, record)
-        if record:
-            weights[keys.enc(i, "self")] = r[keys.local("self", "weights")].detach()
-    y = tgt_tok + model.tgt_embed.pe[: dec_in.shape[1]]  # (B, T, D)
-    mask = causal_mask(dec_in.shape[1])
-    for i, layer in enumerate(model.decoder_layers):
-        y, _, r = layer(y, x, src_mask, mask, None, record)
-        if record:
-            weights[keys.dec(i, "self")] = r[keys.local("self", "weights")].detach()
-            weights[keys.dec(i, "cross")] = r[keys.local("cross", "weights")].detach()
+    if record:
+        r = keys.Records({**enc, **dec})
+        for i in range(model.cfg.n_encoder_layers):
+            weights[keys.enc(i, "self")] = r.enc_weights(i).detach()
+        for i in range(model.cfg.n_decoder_layers):
+            weights[keys.dec(i, "self")] = r.self_weights(i).detach()
+            weights[keys.dec(i, "cross")] = r.cross_weights(i).detach()
     return y, weights
 
 
@@ -433,7 +429,7 @@ def translations(
     """Each source's translation as ``analyse`` decodes it (for a second run of a set, where only its text counts)."""
     cfg = model.cfg
     model.eval()
-    srcs = [prepare_ids(tokenizer.encode(s), cfg.eos_id, cfg.max_len) for s in sources]
+    srcs = [read_source(tokenizer.encode(s), cfg)[0] for s in sources]
     outs = translate_ids(model, srcs, opts, progress)
     return [tokenizer.decode([t for t in o if t != cfg.eos_id]) for o in outs]
 
@@ -461,7 +457,7 @@ def analyse(
     model.eval()
     clock = {}
     t0 = time.perf_counter()
-    srcs = [prepare_ids(tokenizer.encode(s), cfg.eos_id, cfg.max_len) for s in corpus.sources]
+    srcs = [read_source(tokenizer.encode(s), cfg)[0] for s in corpus.sources]
     outs = [list(o) for o in outputs] if outputs is not None else translate_ids(model, srcs, opts, progress)
     outs = [o if o else [cfg.eos_id] for o in outs]
     clock["translate"] = time.perf_counter() - t0

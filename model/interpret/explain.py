@@ -136,7 +136,7 @@ def _head_lens(model: Transformer, arrays: Records[np.ndarray], L: int, chosen: 
     # (3.3 against 4.1 ms for 51 rows); on two, torch's W @ yᵀ and a transposed copy of its (V, N) result.
     N = L * T
     y = np.ascontiguousarray(y.reshape(N, D))
-    if lean is not None:
+    if lean is not None and lean.fallback is None:  # a family the numpy step does not cover has no head of its own
         z = lean.out(y)  # (N, V) logits, bias included
     else:
         W_t = model.embed.weight if model.out_proj is None else model.out_proj.weight  # (V, D)
@@ -361,7 +361,7 @@ def report(
     no target); with ``heads``, the translation decoded again without them (``mode`` zero or mean, means from the
     same pair) and the loss change per position; with ``method`` ("ig" or "ixg"), the attribution of each label
     to the source and earlier target tokens and its agreement with cross-attention."""
-    from model.decode.decoding import DecodeOptions, decode
+    from model.decode.decoding import DecodeOptions, decode, source_body
     from model.decode.trace import teacher_forced_trace
 
     cfg = model.cfg
@@ -369,7 +369,7 @@ def report(
     translation = decode(model, src_ids, DecodeOptions(max_len=cfg.max_len - 1)).ids
     pair = translation if target_ids is None else target_ids
     src, dec_in, _ = _pair(model, src_ids, pair)
-    tr = teacher_forced_trace(model, tokenizer, src[:-1], dec_in[1:])  # src ends with </s>, which the trace adds
+    tr = teacher_forced_trace(model, tokenizer, source_body(src, cfg), dec_in[1:])  # the trace reads it as src
     a, labels = tr.arrays, [int(i) for i in tr.arrays.label_ids]
     lens = logit_lens(model, a, labels, k)
     imp = head_importance(model, src_ids, pair, mode)

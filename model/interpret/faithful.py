@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.core.transformer import Transformer, causal_mask
+from model.core.transformer import Transformer
 from model.decode.decoding import length_batches
 
 # Thresholds, chosen on half of a labelled set of the model's own translations (benchmarks/corpus_flags.py prints
@@ -122,10 +122,7 @@ def teacher_forced(
                 at = None if positions is None else positions[i]
                 want[b, list(range(len(o)) if at is None else at)] = True
             memory, src_mask, _ = model.encode(src)
-            y, _ = model.tgt_embed(dec_in)  # (B, T, D)
-            mask = causal_mask(T, device=y.device)
-            for layer in model.decoder_layers:
-                y, _, _ = layer(y, memory, src_mask, mask, None)
+            y, _, _ = model.decode_states(dec_in, memory, src_mask)  # (B, T, D): the model as it is (T5's bias)
             rows, cols = want.nonzero(as_tuple=True)  # (N,)
             labels = torch.tensor([outs[chunk[int(r)]][int(c)] for r, c in zip(rows, cols)], dtype=torch.long)
             logp = model.logits(y[rows, cols][:, None])[:, 0].float().log_softmax(-1)  # (N, V)

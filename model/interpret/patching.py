@@ -127,16 +127,19 @@ def _forward(
     cfg = model.cfg
     S, P = src_tok.shape[1], dec_in.numel()
     src_mask = None  # the sources hold no padding
-    x = model.src_embed.dropout(src_tok + model.src_embed.pe[:S])  # (1, S, D)
+    x = model.src_embed.dropout(model.src_embed.place(src_tok))  # (1, S, D)
+    enc_bias = None if model.enc_bias is None else model.enc_bias(S, S)  # (1, H, S, S): T5's relative positions
     enc_out = []
     for i, enc_layer in enumerate(model.encoder_stack):
-        x, _ = enc_layer(x, src_mask)  # (1 or B, S, D)
+        x, _ = enc_layer(x, src_mask, position_bias=enc_bias)  # (1 or B, S, D)
         if enc_mask is not None and enc_mask[:, i].any():
             x = torch.where(enc_mask[:, i, :, None], _needed(clean).enc[i], x)
         enc_out.append(x)
-    memory, B = x, 1 if enc_mask is None else enc_mask.shape[0]
+    memory = x if model.enc_norm is None else model.enc_norm(x)  # (1 or B, S, D): the final norm of a pre-norm stack
+    B = 1 if enc_mask is None else enc_mask.shape[0]
     mask = causal_mask(P, device=dec_in.device)
-    y = model.tgt_embed.dropout(model.tgt_embed(dec_in[None])[0]).expand(B, -1, -1)  # (B, P, D)
+    dec_bias = None if model.dec_bias is None else model.dec_bias(P, P)  # (1, H, P, P)
+    y = model.tgt_embed(dec_in[None])[0].expand(B, -1, -1)  # (B, P, D)
     res, ctx = [], []
     for i, layer in enumerate(model.decoder_stack):
         heads: list[HeadMask | None] = [None, None]
@@ -149,21 +152,23 @@ def _forward(
                         keep=1.0 - mf, fill=mf * _needed(clean).ctx[k, i]
                     )  # (B, H, 1, 1), (B, H, P, d_k)
         for k, (attn, norm) in enumerate(((layer.self_attn, layer.norm1), (layer.cross_attn, layer.norm2))):
-            K, V = attn.project_kv(y if k == 0 else memory)  # (B or 1, H, P or S, d_k)
+            h = norm.sublayer_input(y)  # y (post-norm) or Norm(y) (pre-norm): what the sublayer reads
+            K, V = attn.project_kv(h if k == 0 else memory)  # (B or 1, H, P or S, d_k)
             a, rec = attn(
-                y,
+                h,
                 K.expand(B, -1, -1, -1),
                 V.expand(B, -1, -1, -1),
                 mask if k == 0 else src_mask,
                 record=keep,
                 heads=heads[k],
+                position_bias=dec_bias if k == 0 else None,
             )
             if keep:
                 ctx.append(rec["context"][0])  # (H, P, d_k)
             y, _ = norm(y, a)
             y = _restore(y, dec_mask, clean, i, k)
             res.append(y[0])
-        f, _ = layer.ffn(y)
+        f, _ = layer.ffn(layer.norm3.sublayer_input(y))
         y, _ = layer.norm3(y, f)
         y = _restore(y, dec_mask, clean, i, 2)
         res.append(y[0])
@@ -260,9 +265,7 @@ class Patcher:
     @torch.inference_mode()
     def corrupted_top(self) -> np.ndarray:
         """(T,) the corrupted run's most likely token at every position, teacher-forced on A's output."""
-        memory = self.corrupt_tok + self.model.src_embed.pe[: self.src.numel()]
-        for layer in self.model.encoder_stack:
-            memory, _ = layer(memory, None)
+        memory, _, _ = self.model.encode(self.src[None], tok=self.corrupt_tok)
         logits, _, _ = self.model.decode(self.dec_in[None], memory, None)
         return logits[0].argmax(-1).cpu().numpy()
 

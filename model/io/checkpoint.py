@@ -214,6 +214,22 @@ def check_weights_header(path: Path, cfg: ModelConfig) -> dict[str, tuple[str, .
     return mapping
 
 
+def transformers_directory(path: Path) -> None:
+    """Refuse, in one sentence, a transformers directory given where a model directory is expected (its config.json
+    names a ``model_type``): it is read through the importer, which refuses what it cannot read."""
+    import json
+
+    try:
+        kind = json.loads((path / CONFIG).read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return  # no config, or not one of transformers': the checks that follow say what is wrong
+    if isinstance(kind, str):
+        raise ModelDirError(
+            f"{path} is a transformers directory (model_type={kind!r}), not a Decoder Lens model directory: "
+            f"import it first with python -m model import {path} OUT_DIR (a decoder-only model cannot be)"
+        )
+
+
 def load_model_dir(path: str | Path | None = None, device: str | None = None) -> LoadedModel:
     """Load a model directory for inference (eval mode, no grad needed), on ``device`` (``resolve_device``).
 
@@ -228,6 +244,7 @@ def load_model_dir(path: str | Path | None = None, device: str | None = None) ->
     if not path.is_dir():
         hint = " (the bundled model is not built yet: see docs/training.md)" if path == default_model_dir() else ""
         raise ModelDirError(f"model directory {path} does not exist{hint}")
+    transformers_directory(path)
     for name in (CONFIG, WEIGHTS, TOKENIZER):
         if not (path / name).is_file():
             raise ModelDirError(f"{path / name} is missing")

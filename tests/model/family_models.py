@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from model.core.tokenizer import Tokenizer
-from model.testing import make_tokenizer
+from model.testing import family_config, make_tokenizer
 
 LANGS = ("en_XX", "fr_XX", "eng_Latn", "fra_Latn")  # mBART-50's and NLLB's codes for English and French
 PAD, BOS, EOS = 0, 1, 2  # the toy tokenizer's <pad>, <s>, </s>: each config puts them there
@@ -27,52 +27,20 @@ def family_tokenizer() -> Tokenizer:
 def hf_config(family: str, vocab_size: int):
     """A transformers config of the family at the tiny sizes, every generation default that would add a logits
     processor left out (the tests ask for each one they use)."""
-    from transformers import BartConfig, M2M100Config, MBartConfig, T5Config
-
-    d, L, H, F, P = (SIZES[k] for k in ("d_model", "layers", "heads", "ffn", "max_len"))
+    sizes = {k: SIZES[k] for k in ("d_model", "layers", "heads", "ffn")}
     if family.startswith("t5"):
         gated = family == "t5_gated"
-        return T5Config(
-            vocab_size=vocab_size,
-            d_model=d,
-            d_kv=16 if gated else d // H,  # gated: heads wider than d_model / n_heads, as Flan-T5's
-            d_ff=F,
-            num_layers=L,
-            num_decoder_layers=L,
-            num_heads=H,
+        return family_config(
+            family,
+            vocab_size,
+            **sizes,
+            d_kv=16 if gated else SIZES["d_model"] // SIZES["heads"],  # gated: heads wider than d_model / H (Flan-T5)
             relative_attention_num_buckets=8,
             relative_attention_max_distance=20,
-            feed_forward_proj="gated-gelu" if gated else "relu",
-            tie_word_embeddings=not gated,  # gated: transformers 5 still ties, but unscaled (T5 v1.1)
-            dropout_rate=0.0,
-            pad_token_id=PAD,
-            eos_token_id=EOS,
-            decoder_start_token_id=PAD,
             initializer_factor=1.0 if gated else 3.0,
         )
-    cls = {"bart": BartConfig, "mbart": MBartConfig, "m2m_100": M2M100Config}[family]
-    return cls(
-        vocab_size=vocab_size,
-        d_model=d,
-        encoder_layers=L,
-        decoder_layers=L,
-        encoder_attention_heads=H,
-        decoder_attention_heads=H,
-        encoder_ffn_dim=F,
-        decoder_ffn_dim=F,
-        max_position_embeddings=P,
-        activation_function="relu" if family == "m2m_100" else "gelu",
-        scale_embedding=family != "bart",
-        pad_token_id=PAD,
-        bos_token_id=BOS,
-        eos_token_id=EOS,
-        decoder_start_token_id=EOS,
-        forced_bos_token_id=None,
-        forced_eos_token_id=None,
-        init_std=0.3,
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
+    return family_config(
+        family, vocab_size, **sizes, max_len=SIZES["max_len"], scale_embedding=family != "bart", init_std=0.3
     )
 
 

@@ -198,7 +198,7 @@ def test_greedy_and_beam_match_generate(fam, tok):
 
 
 @pytest.mark.parametrize("family, codes", [("mbart", ("en_XX", "fr_XX")), ("m2m_100", ("eng_Latn", "fra_Latn"))])
-def test_language_codes_match_generate(tok, tmp_path, family, codes):
+def test_language_codes_match_generate(tok, tmp_path, capsys, family, codes):
     """mBART-50 and NLLB read the source's language code first and force the target's as the first token."""
     from transformers import AutoModelForSeq2SeqLM
 
@@ -222,6 +222,13 @@ def test_language_codes_match_generate(tok, tmp_path, family, codes):
             theirs = [_generated(seq, cfg) for seq in gen]
             assert [list(h.ids) for h in mine.n_best] == theirs, (source, beam)
             assert mine.ids[0] == tgt_code
+    from model.cli import main  # the CLI's teacher-forced target reads as decoding gives it: the target's code first
+
+    a, b = "The cat is sleeping on the sofa.", "The man is sleeping on the sofa."  # as long as each other
+    argv = ["patch", a, b, "--target", "Le chat.", "--position", "0", "--json", "--model", str(ours.path)]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["target"] == codes[1]
 
 
 def test_logit_lens_refuses_pre_norm_models(fam):
@@ -258,6 +265,10 @@ def test_bad_directories_are_refused_in_one_line(tok, tmp_path, capsys):
     gpt = tmp_path / "gpt2"
     GPT2Config(n_layer=1, n_embd=16, n_head=2).save_pretrained(gpt)
     assert "decoder-only" in _refused(capsys, ["import", str(gpt), str(tmp_path / "o1")], tmp_path / "o1")
+    for d in (gpt, save_family("t5", tmp_path / "t5", tok)):  # given where an imported one is expected
+        with pytest.raises(ModelDirError, match="is a transformers directory .*: import it first") as e:
+            load_model_dir(d)
+        assert "\n" not in str(e.value)
 
     hf_dir = save_family("bart", tmp_path / "bart", tok)
     conf = json.loads((hf_dir / "config.json").read_text())
@@ -328,3 +339,41 @@ def test_translate_and_trace_on_an_imported_model(fam, tmp_path, capsys):
     assert keys.dec(0, "cross", "weights") in saved.files
     assert (keys.final_norm("dec") in saved.files) == ours.cfg.final_norm
     assert PAD not in ours.tokenizer.encode("Hello world.")
+
+
+def test_patching_and_attribution_run_the_model_as_it_is(fam, tok):
+    """Patching and Integrated Gradients rebuild the forward pass from token embeddings: on every family it is the
+    model's own (pre-norm, embedding norm, final norms, T5's relative bias), which is transformers' (above): the
+    patcher's clean and corrupted runs give the model's logits for A and B, the corrupted run with every site of
+    the last encoder layer restored gives A's, and IG explains the model's own log p(y)."""
+    from model.interpret.attribution import attribute, explained_logprob, scaled_embeddings
+    from model.interpret.patching import Patcher
+
+    _, _, _, ours = fam
+    model, cfg = ours.model, ours.cfg
+    a, b = "The cat is sleeping on the sofa.", "The man is sleeping on the sofa."
+    src_a, src_b = _src(tok, a), _src(tok, b)
+    out = list(decode(model, src_a, DecodeOptions(max_len=5)).ids)
+    p = Patcher(model, src_a, out, src_b)
+    t = len(out) - 1
+    dec_in = torch.tensor([[cfg.decoder_start_id, *out[:t]]])
+    with torch.no_grad():
+        want_a, want_b = (model(torch.tensor([s]), dec_in)[0, t] for s in (src_a, src_b))
+    _close(p.clean(t)[0][0], want_a, "patching's clean run")
+    rows = [[], [("enc", cfg.n_encoder_layers - 1, s) for s in range(len(src_a))]]
+    restored = p.run(t, rows)
+    _close(restored[0], want_b, "patching's corrupted run")
+    _close(restored[1], want_a, "the corrupted run with the last encoder layer restored")
+    assert (p.corrupted_top()[t] == int(want_b.argmax())) or abs(float(want_b.max() - want_b.sort().values[-2])) < 1e-4
+    src_t, dec_t = torch.tensor(src_a), dec_in[0]
+    f = explained_logprob(model, src_t, dec_t, torch.tensor(out))
+    s_tok, t_tok = scaled_embeddings(model, src_t, dec_t, 1)
+    with torch.no_grad():
+        got = f(s_tok, t_tok, torch.tensor([t]))
+    _close(got[0], want_a.log_softmax(-1)[out[t]], "attribution's forward")
+    from model.interpret import corpus  # the corpus page's pass from token embeddings
+
+    y, _ = corpus._forward(model, src_t[None], dec_in, s_tok, t_tok, record=True)
+    _close(model.logits(y)[0, t].detach(), want_a, "the corpus's pass")
+    r = attribute(model, src_a, out, steps=4, tolerance=None)  # what it explains is the model's log p
+    _close(r.target_logit[t], want_a.log_softmax(-1)[out[t]], "the explained log-probability")

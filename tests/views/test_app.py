@@ -714,9 +714,9 @@ def test_escape_markdown_and_model_dirs(tmp_path, tiny_model_dir):
 
 def test_prepare_source(tiny_model_dir):
     lm = load_model_dir(tiny_model_dir)
-    assert prepare_source("  \t ", lm.tokenizer, 2, 64) is None
-    src = prepare_source("the cat " * 100, lm.tokenizer, 2, 64)
-    assert src.truncated and len(src.ids) == 64 and src.ids[-1] == 2
+    assert prepare_source("  \t ", lm.tokenizer, lm.cfg) is None
+    src = prepare_source("the cat " * 100, lm.tokenizer, lm.cfg)
+    assert src.truncated and len(src.ids) == lm.cfg.max_len and src.ids[-1] == lm.cfg.eos_id
 
 
 # ---------------------------------------------------------------------------

@@ -30,7 +30,8 @@ class Stage:
     once for a run of them). ``decoder``: drawn by All stages (the explanations, which compute more, are shown one
     at a time). ``compared``: ``(trace, layer, head) -> RunMatrix``, what the stage shows for one teacher-forced
     run, which Compare draws for A and B; a stage without one says why in ``not_compared`` (Compare names it among
-    the stages it leaves out). The Learn chapters that teach it name it (``views.chapters``)."""
+    the stages it leaves out). ``pre_norm``: its label on a pre-norm model, where the norm comes before the sublayer
+    (``label`` when the same). The Learn chapters that teach it name it (``views.chapters``)."""
 
     id: str
     label: str
@@ -40,6 +41,7 @@ class Stage:
     decoder: bool = True
     compared: Matrix | None = None
     not_compared: str = ""
+    pre_norm: str = ""
 
     def __post_init__(self) -> None:
         if (self.compared is None) == (not self.not_compared):
@@ -183,9 +185,17 @@ REGISTRY = (
         ("self", "add_norm"),
         _self_attention_header,
         compared=_self_out_matrix,
+        pre_norm="α·V → add 1 (Norm 1 came before Q · K · V)",
     ),
-    Stage("cross", "Cross-attention → Add & Norm 2", _cross, ("cross",), compared=_cross_matrix),
-    Stage("ffn", "FFN → Add & Norm 3", _ffn, ("ffn",), compared=_ffn_matrix),
+    Stage(
+        "cross",
+        "Cross-attention → Add & Norm 2",
+        _cross,
+        ("cross",),
+        compared=_cross_matrix,
+        pre_norm="Norm 2 → cross-attention → add",
+    ),
+    Stage("ffn", "FFN → Add & Norm 3", _ffn, ("ffn",), compared=_ffn_matrix, pre_norm="Norm 3 → FFN → add"),
     Stage(
         "output",
         "Output & beam",
@@ -218,6 +228,13 @@ REGISTRY = (
 )
 ALL = "all"  # the selector's last choice: every decoder stage at once
 SECTIONS = tuple(dict.fromkeys(sec for s in REGISTRY for sec in s.sections))
+
+
+def labels(cfg) -> dict[str, str]:
+    """Each stage's label for the model ``cfg`` describes (a pre-norm model's in its order: Norm → sublayer → add),
+    and All stages'."""
+    pre = cfg.norm_position == "pre"
+    return {**{s.id: (s.pre_norm if pre and s.pre_norm else s.label) for s in REGISTRY}, ALL: "All stages"}
 
 
 def by_id(stage: str) -> Stage:
