@@ -32,12 +32,11 @@ from model.decode.decoding import length_batches
 # Thresholds, chosen on half of a labelled set of the model's own translations (benchmarks/corpus_flags.py prints
 # how, and what they reach on the other half).
 CONFIDENT = 0.2  # a source word supports only output tokens the model wrote with at least this probability
-DROPPED_NATS = 0.75  # a content word whose support is below this is dropped
-WRONG_PROB = 0.05  # an output content word (not copied from the source) below this probability is a wrong word
+DROPPED_NATS = 1.0  # a content word whose support is below this is dropped
+WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability is a wrong word
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
 NONWORD_PROB = 0.5
 COPY_ZIPF_GAP = 1.0  # a copied source word is untranslated when English uses it this much more (Zipf) than French
-STEM = 5  # two output words with the same first STEM letters are the same word ("piéton", "piétons")
 INVENTED_NATS = 0.0  # an output content word whose source sensitivity is below this is invented
 ROWS_PER_PASS = 96  # (source variant, translation) rows teacher-forced together
 
@@ -220,12 +219,19 @@ def support(f: Faithfulness) -> np.ndarray:
     return f.drops.max(1) if f.drops.size else np.zeros(len(f.content_src))
 
 
+def _same_word(word: str) -> str:
+    """What two output words share when they are the same word: the head, a plural's final s or x aside ("piéton",
+    "piétons"). Not a shared stem: "surfeur surfe", "cuisinier ... cuisine" are two words."""
+    head = _head(word)
+    return head[:-1] if len(head) > 3 and head[-1] in "sx" else head
+
+
 def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     """Output content words written more often than the source word they depend on most (by erasure) occurs."""
     stems: dict[str, list[Word]] = {}
     for w in out:
         if len(_head(w.text)) >= 3:
-            stems.setdefault(_head(w.text)[:STEM], []).append(w)
+            stems.setdefault(_same_word(w.text), []).append(w)
     src = [bare(w.text).lower() for w in f.src_words]
     found = []
     for ws in stems.values():
