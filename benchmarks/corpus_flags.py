@@ -226,10 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     from model.interpret import faithful
 
     print(f"{len(items)} labelled sentences, {FOLDS}-fold cross-validation (seed {SEED}); signals in {seconds:.1f} s")
+    on_all = choose(items, sigs, everything)
     for name in per_fold[0]:
         folds_text = ", ".join(str(c[name]) for c in per_fold)
-        shipped = getattr(faithful, name)
-        print(f"  {name}: best F{BETA:g} on each fold's training rows {folds_text}; on all rows {choose(items, sigs, everything)[name]}; shipped {shipped}")
+        print(
+            f"  {name}: best F{BETA:g} on each fold's training rows {folds_text}; on all rows {on_all[name]}; "
+            f"shipped {getattr(faithful, name)}"
+        )
     flags = [raised(s) for s in sigs]
     print("\n".join(table(items, oof, {"out of fold": everything})))
     print("The shipped thresholds on all rows (in sample, for reference):")
