@@ -107,17 +107,21 @@ def teacher_forced(
     ``positions``, a row's other positions are NaN and skip the output layer (its (V, D) product is most of the
     cost)."""
     cfg = model.cfg
-    result: list[np.ndarray] = [np.zeros(0)] * len(srcs)
+    # The decoder runs only as far as a row's last position read (causal: later positions change nothing before).
+    reach = [len(o) if at is None else max(at, default=-1) + 1 for o, at in zip(outs, positions or [None] * len(outs))]
+    result: list[np.ndarray] = [np.full(len(o), np.nan) for o in outs]
+    todo = [i for i in range(len(srcs)) if reach[i] > 0]
     with torch.inference_mode():
-        for chunk in length_batches([list(s) + list(o) for s, o in zip(srcs, outs)], ROWS_PER_PASS):
-            S, T = max(len(srcs[i]) for i in chunk), max(len(outs[i]) for i in chunk)
+        for part in length_batches([[0] * (len(srcs[i]) + reach[i]) for i in todo], ROWS_PER_PASS):
+            chunk = [todo[j] for j in part]
+            S, T = max(len(srcs[i]) for i in chunk), max(reach[i] for i in chunk)
             src = torch.full((len(chunk), S), cfg.pad_id, dtype=torch.long)
             dec_in = torch.full((len(chunk), T), cfg.pad_id, dtype=torch.long)
             want = torch.zeros((len(chunk), T), dtype=torch.bool)
             for b, i in enumerate(chunk):
                 s, o = list(srcs[i]), list(outs[i])
                 src[b, : len(s)] = torch.tensor(s)
-                dec_in[b, : len(o)] = torch.tensor([cfg.decoder_start_id, *o[:-1]])
+                dec_in[b, : reach[i]] = torch.tensor([cfg.decoder_start_id, *o[: reach[i] - 1]])
                 at = None if positions is None else positions[i]
                 want[b, list(range(len(o)) if at is None else at)] = True
             memory, src_mask, _ = model.encode(src)
@@ -129,8 +133,6 @@ def teacher_forced(
             labels = torch.tensor([outs[chunk[int(r)]][int(c)] for r, c in zip(rows, cols)], dtype=torch.long)
             logp = model.logits(y[rows, cols][:, None])[:, 0].float().log_softmax(-1)  # (N, V)
             picked = logp.gather(1, labels[:, None])[:, 0].cpu().numpy().astype(np.float64)  # (N,)
-            for i in chunk:
-                result[i] = np.full(len(outs[i]), np.nan)
             for (r, c), v in zip(zip(rows.tolist(), cols.tolist()), picked):
                 result[chunk[r]][c] = v
     return result
@@ -166,19 +168,20 @@ def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], o
     out_words = [words_of(tokenizer.tokens(list(o)), FR_FUNCTION) for o in outs]
     base = teacher_forced(model, [*srcs, *[[eos]] * len(srcs)], [*outs, *outs])
     full, empty = base[: len(srcs)], base[len(srcs) :]
-    rows_src, rows_out, rows_at, owner = [], [], [], []
+    rows_src, rows_out, rows_at, row_of = [], [], [], []  # one row per distinct erasure; row_of: each word's row
     for i, (s, o) in enumerate(zip(srcs, outs)):
         content = [w for w in src_words[i] if w.content]
         sure = np.flatnonzero(np.exp(full[i]) >= CONFIDENT).tolist()
+        first: dict[str, int] = {}  # a word written twice is erased once (every occurrence)
         for w in content:
-            rows_src.append(_erased(s, content, {w.text.lower()}) or [eos])
-            rows_out.append(list(o))
-            rows_at.append(sure)
-            owner.append(i)
+            if w.text.lower() not in first:
+                first[w.text.lower()] = len(rows_src)
+                rows_src.append(_erased(s, content, {w.text.lower()}) or [eos])
+                rows_out.append(list(o))
+                rows_at.append(sure)
+        row_of.append([first[w.text.lower()] for w in content])
     erased = teacher_forced(model, rows_src, rows_out, rows_at) if rows_src else []
-    per: list[list[np.ndarray]] = [[] for _ in srcs]
-    for i, lp in zip(owner, erased):
-        per[i].append(np.nan_to_num(full[i] - lp, nan=0.0))
+    per = [[np.nan_to_num(full[i] - erased[r], nan=0.0) for r in rows] for i, rows in enumerate(row_of)]
     out = []
     for i in range(len(srcs)):
         drops = np.array(per[i]).reshape(len(per[i]), len(outs[i]))  # (K, T)
