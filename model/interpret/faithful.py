@@ -38,7 +38,8 @@ NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Z
 NONWORD_PROB = 0.5
 COPY_ZIPF_GAP = 1.0  # a copied source word is untranslated when English uses it this much more (Zipf) than French
 INVENTED_NATS = 0.0  # an output content word whose source sensitivity is below this is invented
-ROWS_PER_PASS = 96  # (source variant, translation) rows teacher-forced together
+ROWS_PER_PASS = 256  # (source variant, translation) rows teacher-forced together (fewer, larger products)
+LOGIT_ROWS = 2048  # output positions whose (V,) log-probabilities are held at once (bounds the memory: 8 MB per 256)
 
 # Function words: never content. Numbers (digits or words) and names are content.
 EN_FUNCTION = frozenset(
@@ -131,8 +132,19 @@ def teacher_forced(
                 y, _, _ = layer(y, memory, src_mask, mask, None)
             rows, cols = want.nonzero(as_tuple=True)  # (N,)
             labels = torch.tensor([outs[chunk[int(r)]][int(c)] for r, c in zip(rows, cols)], dtype=torch.long)
-            logp = model.logits(y[rows, cols][:, None])[:, 0].float().log_softmax(-1)  # (N, V)
-            picked = logp.gather(1, labels[:, None])[:, 0].cpu().numpy().astype(np.float64)  # (N,)
+            picked = np.concatenate(  # (N,)
+                [
+                    model.logits(y[rows[a : a + LOGIT_ROWS], cols[a : a + LOGIT_ROWS]][:, None])[:, 0]
+                    .float()
+                    .log_softmax(-1)  # (n, V)
+                    .gather(1, labels[a : a + LOGIT_ROWS, None])[:, 0]
+                    .cpu()
+                    .numpy()
+                    .astype(np.float64)
+                    for a in range(0, len(rows), LOGIT_ROWS)
+                ]
+                or [np.zeros(0)]
+            )
             for (r, c), v in zip(zip(rows.tolist(), cols.tolist()), picked):
                 result[chunk[r]][c] = v
     return result
