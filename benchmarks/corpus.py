@@ -180,6 +180,23 @@ def sort_in_browser(model_dir, pairs, tmp: Path) -> float:
             browser.close()
 
 
+def cli_run(pairs: list[tuple[str, str]], model_dir, tmp: Path, extra: list[str]) -> tuple[float, float]:
+    """``python -m model corpus`` on the set (a temporary TSV, removed with ``tmp``): (wall-clock seconds, the child's
+    CPU seconds)."""
+    tsv = tmp / "set.tsv"
+    tsv.write_text("".join(f"{en}\t{fr}\n" for en, fr in pairs), encoding="utf-8")
+    cli = [sys.executable, "-m", "model", "corpus", str(tsv), "--model", str(model_dir), *extra]
+    cli += ["--json", str(tmp / "out.json")]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cli, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        print(f"the CLI failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None)
@@ -263,33 +280,19 @@ def main() -> None:
         results[name] = seconds
         print(f"{name:<52}{seconds:>10.2f}{'' if cpu is None else f'{cpu:>10.1f}'}", flush=True)
 
-    def cli_run(name: str, extra: list[str]) -> None:
-        """``python -m model corpus`` on the set (a temporary TSV), timed: wall clock and the child's CPU."""
-        tsv = tmp / "set.tsv"  # a temporary copy for the CLI's run, removed with the directory
-        tsv.write_text("".join(f"{en}\t{fr}\n" for en, fr in pairs), encoding="utf-8")
-        cli = [sys.executable, "-m", "model", "corpus", str(tsv), "--model", str(model_dir), *extra]
-        cli += ["--json", str(tmp / "out.json")]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        proc = subprocess.run(cli, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        report(name, wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-        if proc.returncode:
-            print(f"the CLI failed: {proc.stderr.strip().splitlines()[-1:]}")
-
     if "rows" in parts:
         t0, c0 = time.perf_counter(), time.process_time()
         res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=False)
         report("rows, every column and flag (in process)", time.perf_counter() - t0, time.process_time() - c0)
         for part, seconds in res.seconds.items():
             report(f"  of which {part}", seconds)
-    if "cli" in parts:
-        cli_run("rows through the CLI (python -m model corpus)", ["--no-heads"])
-    if "all" in parts:
-        cli_run("the set with its head table through the CLI", [])
-    if "versus" in parts:
-        cli_run("greedy against beam 5 through the CLI", ["--no-heads", "--versus-beam", "5"])
+    for part, name, extra in (
+        ("cli", "rows through the CLI (python -m model corpus)", ["--no-heads"]),
+        ("all", "the set with its head table through the CLI", []),
+        ("versus", "greedy against beam 5 through the CLI", ["--no-heads", "--versus-beam", "5"]),
+    ):
+        if part in parts:
+            report(name, *cli_run(pairs, model_dir, tmp, extra))
     if "heads" in parts:
         from model.decode.decoding import prepare_ids
 

@@ -180,7 +180,10 @@ def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], o
     out_words = [words_of(tokenizer.tokens(list(o)), FR_FUNCTION) for o in outs]
     base = teacher_forced(model, [*srcs, *[[eos]] * len(srcs)], [*outs, *outs])
     full, empty = base[: len(srcs)], base[len(srcs) :]
-    rows_src, rows_out, rows_at, row_of = [], [], [], []  # one row per distinct erasure; row_of: each word's row
+    rows_src: list[list[int]] = []  # one row per distinct erasure, with its output and the positions read
+    rows_out: list[list[int]] = []
+    rows_at: list[list[int]] = []
+    row_of: list[list[int]] = []  # each content word's row
     for i, (s, o) in enumerate(zip(srcs, outs)):
         content = [w for w in src_words[i] if w.content]
         sure = np.flatnonzero(np.exp(full[i]) >= CONFIDENT).tolist()
