@@ -83,13 +83,17 @@ def test_erasure_signals_by_brute_force(bundled):
     assert sig["min_support"] < F.DROPPED_NATS <= min(F.support(f)[:2])
 
 
-def test_untranslated_is_case_insensitive_and_allows_cognates_and_names(bundled):
+def _signal(bundled, source: str, output: str, key: str):
+    """One signal of ``faithful.signals`` for a (source, output) pair written out, the bundled model reading it."""
     m, tok = bundled.model.eval(), bundled.tokenizer
+    src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
+    (f,) = F.faithfulness(m, tok, [src], [tok.encode(output) + [m.cfg.eos_id]])
+    return F.signals(f, source)[key]
 
+
+def test_untranslated_is_case_insensitive_and_allows_cognates_and_names(bundled):
     def copied(source, output):
-        src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
-        (f,) = F.faithfulness(m, tok, [src], [tok.encode(output) + [m.cfg.eos_id]])
-        return F.signals(f, source)["untranslated_words"]
+        return _signal(bundled, source, output, "untranslated_words")
 
     assert copied("A MAN IS RIDING A HORSE.", "Un MAN IS RIDING A HORSE.") == ["MAN", "IS", "RIDING", "HORSE"]
     assert copied("a man is riding a horse.", "Un man est riding un horse.") == ["man", "riding", "horse"]
@@ -98,12 +102,8 @@ def test_untranslated_is_case_insensitive_and_allows_cognates_and_names(bundled)
 
 
 def test_a_repeated_word_is_the_same_word_not_a_shared_stem(bundled):
-    m, tok = bundled.model.eval(), bundled.tokenizer
-
     def repeated(source, output):
-        src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
-        (f,) = F.faithfulness(m, tok, [src], [tok.encode(output) + [m.cfg.eos_id]])
-        return F.signals(f, source)["repeated"]
+        return _signal(bundled, source, output, "repeated")
 
     assert repeated("A surfer rides a huge wave.", "Un surfeur surfe une énorme vague.") == []
     assert repeated("A cook chops onions in a kitchen.", "Un cuisinier coupe des oignons dans une cuisine.") == []
