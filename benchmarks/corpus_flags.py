@@ -8,10 +8,13 @@ the translation that was labelled and its labels (dropped, invented, untranslate
 words concerned. The flags are computed on the labelled translation (teacher-forced), so that a later decoder change
 cannot move the target.
 
-Thresholds are chosen on the even rows (dev: the best F0.5 of each flag over a grid) and reported on the odd rows
-(held out) and on all rows; the shipped constants are printed beside the dev choice. A flag is right on a sentence
-when the sentence carries that label. Prints the table; asserts nothing (``tests/model/test_corpus_flags.py`` holds
-the shipped thresholds to what they reach).
+Protocol, fixed before the figures were read: 5-fold cross-validation over the whole set, the folds drawn by a
+seeded permutation (SEED). On each fold's four training folds, each thresholded flag takes the grid value with the
+best F1 there (ties: the first, the most conservative); the fold held out is flagged with those values. The figures
+reported are pooled over the five held-out folds (out of fold: no sentence is flagged by a threshold chosen on it).
+The shipped constants are the same rule's choice on all rows, printed beside them, with what they reach in sample.
+A flag is right on a sentence when the sentence carries that label. Prints the table; asserts nothing
+(``tests/model/test_corpus_flags.py`` holds the out-of-fold figures to what they reach).
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ FLAG_OF = {
 }
 TARGETS = {"dropped": (0.8, 0.7), "invented": (0.8, 0.7)}  # (precision, recall)
 FINE_TARGET = 0.9  # share of the sentences labelled fine that raise no flag
-BETA = 0.5  # thresholds maximise F0.5 on dev: a flag an engineer trusts is precise first (targets: precision 0.8,
-# recall 0.7, and no flag on 90 % of fine sentences)
+BETA = 1.0  # thresholds maximise F1 on the training folds
+FOLDS, SEED = 5, 0  # the cross-validation's folds, drawn by a permutation seeded with SEED
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,28 @@ def choose(items: list[Item], sigs: list[dict], rows) -> dict[str, float]:
     return chosen
 
 
+def folds(n: int) -> list[int]:
+    """Each row's fold (0 .. FOLDS-1): the rows in a seeded permutation, dealt round the folds."""
+    import numpy as np
+
+    fold = [0] * n
+    for j, i in enumerate(np.random.default_rng(SEED).permutation(n).tolist()):
+        fold[i] = j % FOLDS
+    return fold
+
+
+def cross_validated(items: list[Item], sigs: list[dict]) -> tuple[list[dict], list[dict[str, float]]]:
+    """Each row's flags under the thresholds chosen on the other folds (``choose``), and each fold's choice."""
+    fold = folds(len(items))
+    flags: list[dict] = [{}] * len(items)
+    chosen = []
+    for k in range(FOLDS):
+        chosen.append(choose(items, sigs, [i for i in range(len(items)) if fold[i] != k]))
+        for i in (i for i in range(len(items)) if fold[i] == k):
+            flags[i] = raised(sigs[i], **chosen[-1])
+    return flags, chosen
+
+
 def table(items: list[Item], flags: list[dict], parts: dict[str, range | list[int]]) -> list[str]:
     """Markdown rows: each flag's precision and recall (tp / fp / fn) on each part, and the fine sentences' share
     without a flag."""
@@ -196,24 +221,31 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     sigs = flags_on(lm.model, lm.tokenizer, items)
     seconds = time.perf_counter() - t0
-    dev, test = range(0, len(items), 2), range(1, len(items), 2)
-    chosen = choose(items, sigs, dev)
+    everything = range(len(items))
+    oof, per_fold = cross_validated(items, sigs)
     from model.interpret import faithful
 
-    print(f"{len(items)} labelled sentences ({len(dev)} dev, {len(test)} held out); signals in {seconds:.1f} s")
-    for name, v in chosen.items():
-        print(f"  {name}: best F{BETA} on dev at {v}; shipped {getattr(faithful, name)}")
-    flags = [raised(s) for s in sigs]
-    print("\n".join(table(items, flags, {"dev": dev, "held-out": test, "all": range(len(items))})))
-    for kind, (p_min, r_min) in TARGETS.items():
-        s = score(items, flags, kind, test)
+    print(f"{len(items)} labelled sentences, {FOLDS}-fold cross-validation (seed {SEED}); signals in {seconds:.1f} s")
+    on_all = choose(items, sigs, everything)
+    for name in per_fold[0]:
+        folds_text = ", ".join(str(c[name]) for c in per_fold)
         print(
-            f"{FLAG_OF[kind]} (held out): precision {s.precision:.2f} (target ≥ {p_min}), recall {s.recall:.2f} "
+            f"  {name}: best F{BETA:g} on each fold's training rows {folds_text}; on all rows {on_all[name]}; "
+            f"shipped {getattr(faithful, name)}"
+        )
+    flags = [raised(s) for s in sigs]
+    print("\n".join(table(items, oof, {"out of fold": everything})))
+    print("The shipped thresholds on all rows (in sample, for reference):")
+    print("\n".join(table(items, flags, {"in sample": everything})))
+    for kind, (p_min, r_min) in TARGETS.items():
+        s = score(items, oof, kind, everything)
+        print(
+            f"{FLAG_OF[kind]} (out of fold): precision {s.precision:.2f} (target ≥ {p_min}), recall {s.recall:.2f} "
             f"(target ≥ {r_min}): {'meets' if s.precision >= p_min and s.recall >= r_min else 'misses'}"
         )
-    clean, n = fine_clean(items, flags, test)
+    clean, n = fine_clean(items, oof, everything)
     print(
-        f"fine sentences without a flag (held out): {clean}/{n} (target ≥ {FINE_TARGET:.0%}): "
+        f"fine sentences without a flag (out of fold): {clean}/{n} (target ≥ {FINE_TARGET:.0%}): "
         f"{'meets' if clean >= FINE_TARGET * n else 'misses'}"
     )
     if a.json:

@@ -57,7 +57,7 @@ COLUMNS = ("english", "french")  # a CSV's columns (a header row names them)
 DOMAIN = "domain"  # a CSV's column of each sentence's domain (a TSV's third column), for the slices
 
 # The flags, each one line (the page and docs/cli.md show these definitions); thresholds in model.interpret.faithful,
-# chosen on half of a labelled set of the model's own translations (benchmarks/corpus_flags.py).
+# chosen on a labelled set of the model's own translations and measured out of fold (benchmarks/corpus_flags.py).
 FLAGS = {
     "dropped words": "a source content word (numbers and names included, function words out) whose erasure from the "
     f"source lowers no token the model wrote with p ≥ {faithful.CONFIDENT} by {faithful.DROPPED_NATS} nat or more",

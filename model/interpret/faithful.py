@@ -29,17 +29,17 @@ import torch
 from model.core.transformer import Transformer
 from model.decode.decoding import length_batches
 
-# Thresholds, chosen on half of a labelled set of the model's own translations (benchmarks/corpus_flags.py prints
-# how, and what they reach on the other half).
+# Thresholds: the best F1 over a grid on a labelled set of the model's own translations; benchmarks/corpus_flags.py
+# prints the choice and what the same rule reaches out of fold (5-fold cross-validation).
 CONFIDENT = 0.2  # a source word supports only output tokens the model wrote with at least this probability
-DROPPED_NATS = 0.75  # a content word whose support is below this is dropped
-WRONG_PROB = 0.05  # an output content word (not copied from the source) below this probability is a wrong word
+DROPPED_NATS = 1.0  # a content word whose support is below this is dropped
+WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability is a wrong word
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
 NONWORD_PROB = 0.5
 COPY_ZIPF_GAP = 1.0  # a copied source word is untranslated when English uses it this much more (Zipf) than French
-STEM = 5  # two output words with the same first STEM letters are the same word ("piéton", "piétons")
 INVENTED_NATS = 0.0  # an output content word whose source sensitivity is below this is invented
-ROWS_PER_PASS = 96  # (source variant, translation) rows teacher-forced together
+ROWS_PER_PASS = 256  # (source variant, translation) rows teacher-forced together (fewer, larger products)
+LOGIT_ROWS = 2048  # output positions whose (V,) log-probabilities are held at once (bounds the memory: 8 MB per 256)
 
 # Function words: never content. Numbers (digits or words) and names are content.
 EN_FUNCTION = frozenset(
@@ -108,27 +108,40 @@ def teacher_forced(
     ``positions``, a row's other positions are NaN and skip the output layer (its (V, D) product is most of the
     cost)."""
     cfg = model.cfg
-    result: list[np.ndarray] = [np.zeros(0)] * len(srcs)
+    # The decoder runs only as far as a row's last position read (causal: later positions change nothing before).
+    reach = [len(o) if at is None else max(at, default=-1) + 1 for o, at in zip(outs, positions or [None] * len(outs))]
+    result: list[np.ndarray] = [np.full(len(o), np.nan) for o in outs]
+    todo = [i for i in range(len(srcs)) if reach[i] > 0]
     with torch.inference_mode():
-        for chunk in length_batches([list(s) + list(o) for s, o in zip(srcs, outs)], ROWS_PER_PASS):
-            S, T = max(len(srcs[i]) for i in chunk), max(len(outs[i]) for i in chunk)
+        for part in length_batches([[0] * (len(srcs[i]) + reach[i]) for i in todo], ROWS_PER_PASS):
+            chunk = [todo[j] for j in part]
+            S, T = max(len(srcs[i]) for i in chunk), max(reach[i] for i in chunk)
             src = torch.full((len(chunk), S), cfg.pad_id, dtype=torch.long)
             dec_in = torch.full((len(chunk), T), cfg.pad_id, dtype=torch.long)
             want = torch.zeros((len(chunk), T), dtype=torch.bool)
             for b, i in enumerate(chunk):
                 s, o = list(srcs[i]), list(outs[i])
                 src[b, : len(s)] = torch.tensor(s)
-                dec_in[b, : len(o)] = torch.tensor([cfg.decoder_start_id, *o[:-1]])
+                dec_in[b, : reach[i]] = torch.tensor([cfg.decoder_start_id, *o[: reach[i] - 1]])
                 at = None if positions is None else positions[i]
                 want[b, list(range(len(o)) if at is None else at)] = True
             memory, src_mask, _ = model.encode(src)
             y, _, _ = model.decode_states(dec_in, memory, src_mask)  # (B, T, D): the model as it is (T5's bias)
             rows, cols = want.nonzero(as_tuple=True)  # (N,)
             labels = torch.tensor([outs[chunk[int(r)]][int(c)] for r, c in zip(rows, cols)], dtype=torch.long)
-            logp = model.logits(y[rows, cols][:, None])[:, 0].float().log_softmax(-1)  # (N, V)
-            picked = logp.gather(1, labels[:, None])[:, 0].cpu().numpy().astype(np.float64)  # (N,)
-            for i in chunk:
-                result[i] = np.full(len(outs[i]), np.nan)
+            picked = np.concatenate(  # (N,)
+                [
+                    model.logits(y[rows[a : a + LOGIT_ROWS], cols[a : a + LOGIT_ROWS]][:, None])[:, 0]
+                    .float()
+                    .log_softmax(-1)  # (n, V)
+                    .gather(1, labels[a : a + LOGIT_ROWS, None])[:, 0]
+                    .cpu()
+                    .numpy()
+                    .astype(np.float64)
+                    for a in range(0, len(rows), LOGIT_ROWS)
+                ]
+                or [np.zeros(0)]
+            )
             for (r, c), v in zip(zip(rows.tolist(), cols.tolist()), picked):
                 result[chunk[r]][c] = v
     return result
@@ -164,19 +177,23 @@ def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], o
     out_words = [words_of(tokenizer.tokens(list(o)), FR_FUNCTION) for o in outs]
     base = teacher_forced(model, [*srcs, *[[eos]] * len(srcs)], [*outs, *outs])
     full, empty = base[: len(srcs)], base[len(srcs) :]
-    rows_src, rows_out, rows_at, owner = [], [], [], []
+    rows_src: list[list[int]] = []  # one row per distinct erasure, with its output and the positions read
+    rows_out: list[list[int]] = []
+    rows_at: list[list[int]] = []
+    row_of: list[list[int]] = []  # each content word's row
     for i, (s, o) in enumerate(zip(srcs, outs)):
         content = [w for w in src_words[i] if w.content]
         sure = np.flatnonzero(np.exp(full[i]) >= CONFIDENT).tolist()
+        first: dict[str, int] = {}  # a word written twice is erased once (every occurrence)
         for w in content:
-            rows_src.append(_erased(s, content, {w.text.lower()}) or [eos])
-            rows_out.append(list(o))
-            rows_at.append(sure)
-            owner.append(i)
+            if w.text.lower() not in first:
+                first[w.text.lower()] = len(rows_src)
+                rows_src.append(_erased(s, content, {w.text.lower()}) or [eos])
+                rows_out.append(list(o))
+                rows_at.append(sure)
+        row_of.append([first[w.text.lower()] for w in content])
     erased = teacher_forced(model, rows_src, rows_out, rows_at) if rows_src else []
-    per: list[list[np.ndarray]] = [[] for _ in srcs]
-    for i, lp in zip(owner, erased):
-        per[i].append(np.nan_to_num(full[i] - lp, nan=0.0))
+    per = [[np.nan_to_num(full[i] - erased[r], nan=0.0) for r in rows] for i, rows in enumerate(row_of)]
     out = []
     for i in range(len(srcs)):
         drops = np.array(per[i]).reshape(len(per[i]), len(outs[i]))  # (K, T)
@@ -217,12 +234,19 @@ def support(f: Faithfulness) -> np.ndarray:
     return f.drops.max(1) if f.drops.size else np.zeros(len(f.content_src))
 
 
+def _same_word(word: str) -> str:
+    """What two output words share when they are the same word: the head, a plural's final s or x aside ("piéton",
+    "piétons"). Not a shared stem: "surfeur surfe", "cuisinier ... cuisine" are two words."""
+    head = _head(word)
+    return head[:-1] if len(head) > 3 and head[-1] in "sx" else head
+
+
 def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     """Output content words written more often than the source word they depend on most (by erasure) occurs."""
     stems: dict[str, list[Word]] = {}
     for w in out:
         if len(_head(w.text)) >= 3:
-            stems.setdefault(_head(w.text)[:STEM], []).append(w)
+            stems.setdefault(_same_word(w.text), []).append(w)
     src = [bare(w.text).lower() for w in f.src_words]
     found = []
     for ws in stems.values():

@@ -168,6 +168,27 @@ def test_head_statistics_by_brute_force(tiny_model, tiny_tokenizer):
     assert table["cross"]["examples"].shape == (m.cfg.n_decoder_layers, m.cfg.n_heads, 3)
 
 
+def test_role_examples_are_where_the_head_shows_its_role_most(tiny_model, tiny_tokenizer):
+    m, tok = tiny_model.eval(), tiny_tokenizer
+    sources = [*SOURCES, "two men are talking on a bench", "the sun"]
+    refs = [*REFS, "deux hommes parlent sur un banc", "le soleil"]
+    srcs = [ids_of(tok, m, s) for s in sources]
+    tgts = [tok.encode(r) + [m.cfg.eos_id] for r in refs]
+    table = C.head_table(m, srcs, tgts)
+    alone = [C.head_table(m, [s], [t]) for s, t in zip(srcs, tgts)]  # each sentence's own statistics
+    for kind in C.KINDS:
+        t = table[kind]
+        L, H = t["role"].shape
+        for li in range(L):
+            for h in range(H):
+                role = t["role"][li, h]
+                names = (C.ROLES[role],) if isinstance(C.ROLES[role], str) else C.ROLES[role]
+                per = np.array([np.nansum([a[kind][n][li, h] for n in names]) for a in alone])
+                per = -per if role == "sharp" else per  # a sharp head shows it where its spread is lowest
+                best = per[list(t["examples"][li, h])]
+                assert (best[:-1] >= best[1:] - 1e-6).all() and best[-1] >= np.sort(per)[-3] - 1e-6, (kind, li, h)
+
+
 def test_roles():
     low = {"same": 0.1, "previous": 0.1, "first": 0.1, "eos": 0.1, "spread": 0.9}
     assert C.role_of({**low, "same": 0.7}) == "diagonal"

@@ -1,6 +1,7 @@
 """The Corpus flags on the labelled set of the bundled model's own translations (benchmarks/data/corpus_labels.tsv):
-the set as described, each word signal against a brute-force computation, and each flag's precision and recall on
-the held-out half held to what the shipped thresholds reach (benchmarks/corpus_flags.py prints the table)."""
+the set as described, each word signal against a brute-force computation, the cross-validation that chooses the
+thresholds, and each flag's out-of-fold precision and recall held to what they reach (benchmarks/corpus_flags.py
+prints the table)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from model.decode.decoding import prepare_ids
 from model.interpret import faithful as F
 from model.io.checkpoint import default_model_dir, load_model_dir
 
-# (precision, recall) on the held-out half, a little under what the shipped thresholds measured (0.69/0.69,
-# 0.64/0.69, 0.83/1.00, 0.77/0.74): the targets for dropped and invented (0.8/0.7) are not reached yet.
-FLOORS = {"dropped": (0.66, 0.66), "invented": (0.6, 0.65), "untranslated": (0.8, 0.9), "wrong": (0.72, 0.7)}
-FINE_FLOOR = 0.72  # of the held-out sentences labelled fine, the share that raise no flag (measured 0.76)
+# (precision, recall) out of fold (5-fold cross-validation, thresholds chosen on the training folds), a little under
+# what they measured: the targets for dropped and invented (0.8/0.7) are not all reached.
+FLOORS = {"dropped": (0.65, 0.68), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.69, 0.73)}
+FINE_FLOOR = 0.7  # of the sentences labelled fine, the share that raise no flag out of fold
 
 
 @pytest.fixture(scope="module")
@@ -82,13 +83,17 @@ def test_erasure_signals_by_brute_force(bundled):
     assert sig["min_support"] < F.DROPPED_NATS <= min(F.support(f)[:2])
 
 
-def test_untranslated_is_case_insensitive_and_allows_cognates_and_names(bundled):
+def _signal(bundled, source: str, output: str, key: str):
+    """One signal of ``faithful.signals`` for a (source, output) pair written out, the bundled model reading it."""
     m, tok = bundled.model.eval(), bundled.tokenizer
+    src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
+    (f,) = F.faithfulness(m, tok, [src], [tok.encode(output) + [m.cfg.eos_id]])
+    return F.signals(f, source)[key]
 
+
+def test_untranslated_is_case_insensitive_and_allows_cognates_and_names(bundled):
     def copied(source, output):
-        src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
-        (f,) = F.faithfulness(m, tok, [src], [tok.encode(output) + [m.cfg.eos_id]])
-        return F.signals(f, source)["untranslated_words"]
+        return _signal(bundled, source, output, "untranslated_words")
 
     assert copied("A MAN IS RIDING A HORSE.", "Un MAN IS RIDING A HORSE.") == ["MAN", "IS", "RIDING", "HORSE"]
     assert copied("a man is riding a horse.", "Un man est riding un horse.") == ["man", "riding", "horse"]
@@ -96,15 +101,71 @@ def test_untranslated_is_case_insensitive_and_allows_cognates_and_names(bundled)
     assert copied('My friend Grimshaw reads the word "table".', 'Mon ami Grimshaw lit le mot "table".') == []
 
 
+def test_a_repeated_word_is_the_same_word_not_a_shared_stem(bundled):
+    def repeated(source, output):
+        return _signal(bundled, source, output, "repeated")
+
+    assert repeated("A surfer rides a huge wave.", "Un surfeur surfe une énorme vague.") == []
+    assert repeated("A cook chops onions in a kitchen.", "Un cuisinier coupe des oignons dans une cuisine.") == []
+    assert repeated("A boy jumps into a muddy puddle.", "Un garçon saute dans une flaque boueuse boueuse.") == [
+        "boueuse"
+    ]
+    assert repeated("A bridge for pedestrians.", "Un pont piéton de piétons.") == ["piéton"]
+    assert repeated("A dog and a dog run.", "Un chien et un chien courent.") == []  # as often as the source says
+
+
+def _synthetic(n: int) -> tuple[list[B.Item], list[dict]]:
+    """n labelled rows whose only signal is min_support, dropped when it is below 1 (a rule a grid can find)."""
+    rng = np.random.default_rng(3)
+    support = rng.uniform(0, 3, n)
+    items = [B.Item("own", "x", "y", {"dropped": ["w"]} if v < 1 else {"fine": []}) for v in support]
+    sigs = [
+        {
+            "min_support": float(v),
+            "min_support_word": "w",
+            "repeated": [],
+            "min_sensitivity": 5.0,
+            "min_sensitivity_word": "y",
+            "min_word_prob": 1.0,
+            "min_word_prob_word": "y",
+            "non_words": [],
+            "untranslated_words": [],
+            "cut_off": False,
+        }
+        for v in support
+    ]
+    return items, sigs
+
+
+def test_cross_validation_flags_each_row_by_thresholds_chosen_without_it():
+    items, sigs = _synthetic(53)
+    fold = B.folds(len(items))
+    assert fold == B.folds(len(items)) and sorted(set(fold)) == list(range(B.FOLDS))  # seeded, every fold used
+    sizes = [fold.count(k) for k in range(B.FOLDS)]
+    assert max(sizes) - min(sizes) <= 1
+    flags, chosen = B.cross_validated(items, sigs)
+    assert len(chosen) == B.FOLDS
+    for k in range(B.FOLDS):
+        train = [i for i in range(len(items)) if fold[i] != k]
+        assert chosen[k] == B.choose(items, sigs, train)
+        for i in (i for i in range(len(items)) if fold[i] == k):
+            assert flags[i] == B.raised(sigs[i], **chosen[k])
+    assert {c["DROPPED_NATS"] for c in chosen} == {1.0}  # the grid value that separates the rows
+    # a row's own label never reaches its threshold: flipping one row's label moves no choice for its fold
+    flipped = [*items]
+    flipped[0] = B.Item("own", "x", "y", {"fine": []} if "dropped" in items[0].labels else {"dropped": ["w"]})
+    assert B.cross_validated(flipped, sigs)[1][fold[0]] == chosen[fold[0]]
+
+
 @pytest.mark.slow
 def test_flags_on_the_labelled_set(items, bundled):
     sigs = B.flags_on(bundled.model.eval(), bundled.tokenizer, items)
-    flags = [B.raised(s) for s in sigs]
-    held_out = range(1, len(items), 2)
+    oof, _ = B.cross_validated(items, sigs)
+    everything = range(len(items))
     for kind, (p_min, r_min) in FLOORS.items():
-        s = B.score(items, flags, kind, held_out)
+        s = B.score(items, oof, kind, everything)
         assert s.precision >= p_min and s.recall >= r_min, (kind, s)
-    clean, n = B.fine_clean(items, flags, held_out)
+    clean, n = B.fine_clean(items, oof, everything)
     assert clean >= FINE_FLOOR * n, (clean, n)
-    cut = B.score(items, flags, "cutoff", range(len(items)))
+    cut = B.score(items, [B.raised(s) for s in sigs], "cutoff", everything)
     assert cut.tp >= 1 and cut.fp == cut.fn == 0
