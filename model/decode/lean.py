@@ -449,25 +449,9 @@ class LeanDecoder:
         logits = np.empty((len(tokens), W[-1].shape[0]), np.float32)
         from model.decode import fused
 
-        fused.step(
-            tokens.astype(np.int64, copy=False),
-            cache.t,
-            self.embed,
-            self.pe,
-            W,
-            b,
-            norms,
-            self.eps,
-            fused.ACTIVATION_CODES[self.act],
-            cache.KV,
-            folded,
-            M,
-            c,
-            N,
-            cache.cross,
-            np.ascontiguousarray(mask),
-            logits,
-        )
+        weights = fused.StepWeights(self.embed, self.pe, W, b, norms, self.eps, fused.ACTIVATION_CODES[self.act])
+        arrays = fused.StepCache(cache.KV, folded, M, c, N, cache.cross, np.ascontiguousarray(mask))
+        fused.step(tokens.astype(np.int64, copy=False), cache.t, weights, arrays, logits)
         cache.t += 1
         return logits
 
