@@ -271,36 +271,40 @@ def _square_cells(n_rows: int, n_cols: int, budget_w: float, budget_h: float, ce
     return cell, nx, ny
 
 
+class Frame(NamedTuple):
+    """What surrounds a heatmap's plot, which its geometry makes room for: the title, the axes' titles, the colour
+    bar's width ``cb_px``, and the highlighted row that a window of rows keeps in view."""
+
+    title: str | None
+    x_title: str
+    y_title: str
+    cb_px: int
+    highlight_row: int | None
+
+
 def square_geometry(
-    n_rows: int,
-    n_cols: int,
     row_labels: Sequence[str],
     col_labels: Sequence[str],
+    frame: Frame,
     *,
-    title: str | None,
-    x_title: str,
-    y_title: str,
-    cb_px: int,
-    highlight_row: int | None,
     same_axes: bool,
-    panels: tuple[int, int] = (1, 1),
-    gaps: tuple[int, int] = (0, 0),
     max_plot_h: int = PLOT_MAX_H,
     focus_col: int | None = None,
     cell_max: int = CELL_MAX,
 ) -> SquareGeometry:
-    """Cell size, initial window and margins of a square-cell heatmap (or a grid of ``panels`` = (rows, cols)
-    of them ``gaps`` px apart) that fits a ``SQUARE_FIT_W`` container: cells of ``CELL_MIN``..``CELL_MAX`` px
-    up to ``WINDOW_TOKENS`` tokens, else at least ``WINDOW_CELL`` px with a window of as many rows and columns
-    as the height and width budgets hold. The row window is centred on ``highlight_row``; the column window
-    ends at it when ``same_axes`` (self-attention: the diagonal), else is centred on ``focus_col``.
+    """Cell size, initial window and margins of a square-cell heatmap of one cell per row and column label that
+    fits a ``SQUARE_FIT_W`` container: cells of ``CELL_MIN``..``CELL_MAX`` px up to ``WINDOW_TOKENS`` tokens, else
+    at least ``WINDOW_CELL`` px with a window of as many rows and columns as the height and width budgets hold. The
+    row window is centred on ``frame.highlight_row``; the column window ends at it when ``same_axes``
+    (self-attention: the diagonal), else is centred on ``focus_col``.
 
     The figure is at least ``FIG_MIN_W`` wide; extra room is right margin, never wider cells. A y title longer
     than a short plot is wrapped; a window that is not everything is named in a note under the title."""
-    prow, pcol = panels
+    title, x_title, y_title, cb_px, highlight_row = frame
+    n_rows, n_cols = len(row_labels), len(col_labels)
     left = left_margin(row_labels, y_title)
-    budget_w = (min(PLOT_MAX_W, SQUARE_FIT_W - left - cb_px) - gaps[1] * (pcol - 1)) / pcol
-    budget_h = (max_plot_h - gaps[0] * (prow - 1)) / prow
+    budget_w = min(PLOT_MAX_W, SQUARE_FIT_W - left - cb_px)
+    budget_h = max_plot_h
     cell, nx, ny = _square_cells(n_rows, n_cols, budget_w, budget_h, cell_max)
     rows = window(n_rows, ny, highlight_row)
     if same_axes:
@@ -312,8 +316,7 @@ def square_geometry(
     col_step = 1 if col_angle == 0 else label_step(cell)
     bottom = bottom_margin(col_px, col_angle, x_title)
     pw, ph = cols.count * cell, rows.count * cell
-    plot_w = pw * pcol + gaps[1] * (pcol - 1)
-    plot_h = ph * prow + gaps[0] * (prow - 1)
+    plot_w, plot_h = pw, ph
     y_lines = axis_title_lines(y_title, ph)
     left += AXIS_LINE * max(0, len(y_lines) - 1)
     x_over = x_title_overflow(x_title, pw)
@@ -634,15 +637,9 @@ def heatmap(
     if cells == "square":
         same = R == C if framing.same_axes is None else framing.same_axes
         g = square_geometry(
-            R,
-            C,
             ys,
             xs,
-            title=title,
-            x_title=x_title,
-            y_title=y_title,
-            cb_px=cb_px,
-            highlight_row=hl,
+            Frame(title, x_title, y_title, cb_px, hl),
             same_axes=same,
             focus_col=framing.focus_col,
             cell_max=framing.cell_max,
@@ -677,13 +674,8 @@ def heatmap(
         if x_values is None:
             col_angle, col_step, col_px = col_label_layout(C, xs, left_margin(ys, y_title) + cb_px)
         geo = rows_geometry(
-            R,
             ys,
-            title=title,
-            x_title=x_title,
-            y_title=y_title,
-            cb_px=cb_px,
-            highlight_row=hl,
+            Frame(title, x_title, y_title, cb_px, hl),
             height=height,
             col_px=col_px if col_angle else 0.0,
         )
@@ -766,22 +758,19 @@ class RowsGeometry(NamedTuple):
 
 
 def rows_geometry(
-    n_rows: int,
     row_labels: Sequence[str],
+    frame: Frame,
     *,
-    title: str | None,
-    x_title: str,
-    y_title: str,
-    cb_px: int,
-    highlight_row: int | None,
     height: int | None = None,
     extra_top: int = 0,
     col_px: float = 0.0,
 ) -> RowsGeometry:
-    """Rows, window and margins of a full-width matrix: ``ROW_PX`` px per row up to 20 rows, else ``ROW_MIN``,
-    at most ``ROWS_MAX_H`` px of rows (a window containing the highlighted row, named in a note under the
-    title), at least ``PLOT_MIN_H``, with room above and below for a y title longer than that. ``col_px``: the
-    length of upright column labels (0: horizontal ones)."""
+    """Rows, window and margins of a full-width matrix of one row per label: ``ROW_PX`` px per row up to 20 rows,
+    else ``ROW_MIN``, at most ``ROWS_MAX_H`` px of rows (a window containing the highlighted row, named in a note
+    under the title), at least ``PLOT_MIN_H``, with room above and below for a y title longer than that.
+    ``col_px``: the length of upright column labels (0: horizontal ones)."""
+    title, x_title, y_title, cb_px, highlight_row = frame
+    n_rows = len(row_labels)
     left = left_margin(row_labels, y_title)
     block, top = title_block(title, MIN_WIDTH)
     row_px = ROW_PX if n_rows <= WINDOW_TOKENS else ROW_MIN
