@@ -14,7 +14,6 @@ MOST = 8
 STILL_MORE = {
     "viz/heatmap.py:add_heatmap",
     "viz/heatmap.py:heatmap",
-    "viz/heatmap.py:_heatmap_parts",
     "viz/figures.py:_grid_panels",
     "viz/figures.py:_grid_layout",
     "viz/figures.py:attention_figure",

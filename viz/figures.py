@@ -43,6 +43,7 @@ from .heatmap import (
     Frame,
     Framing,
     HeatmapSpec,
+    Marks,
     Ticks,
     _heatmap_parts,
     bar_clearance,
@@ -195,8 +196,7 @@ def matrix_figure(
         tokens,
         [str(d) for d in range(lo, hi)],
         spec,
-        highlight_row=hl,
-        x_values=np.arange(lo, hi),
+        Marks(hl, x_values=np.arange(lo, hi)),
         ticks=Ticks(row_step=geo.row_step),
     )
     axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"], length=geo.plot_h)
@@ -355,7 +355,7 @@ def _grid_panels(layout, traces, shapes, notes, w, q_tokens, k_tokens, spec, one
             q_tokens,
             k_tokens,
             panel,
-            highlight_row=hl,
+            Marks(hl),
             ticks=Ticks(one.row_step, one.col_step, one.col_angle, rows=c == 0, cols=bottom_most),
         )
         if yaxis["title"]["text"]:
@@ -732,8 +732,7 @@ def _norm_heatmaps(layout: dict, res, o, tokens, token_label: str, dims, hl, geo
             tokens,
             [str(d) for d in dim_ids],
             spec,
-            highlight_row=hl,
-            x_values=dim_ids,
+            Marks(hl, x_values=dim_ids),
             ticks=Ticks(row_step=geo.row_step),
             coloraxis=cax,
         )

@@ -394,6 +394,15 @@ def _axis_ref(fig: go.Figure, row: int | None, col: int | None) -> tuple[str, st
     return ref.xaxis.plotly_name, ref.yaxis.plotly_name
 
 
+class Marks(NamedTuple):
+    """What a heatmap's cells carry besides their values: the highlighted row, the hover's text of each cell (R, C),
+    numeric column positions (e.g. true dimension numbers)."""
+
+    highlight_row: int | None = None
+    hover_text: np.ndarray | None = None
+    x_values: np.ndarray | None = None
+
+
 # Long on purpose: the one place a heatmap's traces, colour axis, axes and highlight are made, each step feeding
 # the next (sizes, labels, masked cells, hover); split, its pieces would pass a dozen values between them.
 def _heatmap_parts(
@@ -401,10 +410,8 @@ def _heatmap_parts(
     row_labels: Sequence[object],
     col_labels: Sequence[object],
     spec: HeatmapSpec,
+    marks: Marks = Marks(),
     *,
-    highlight_row: int | None = None,
-    hover_text: np.ndarray | None = None,
-    x_values: np.ndarray | None = None,
     ticks: Ticks = Ticks(),
     coloraxis: str = "coloraxis",
     cell_px: float | None = None,
@@ -413,8 +420,8 @@ def _heatmap_parts(
     highlight shape or None).
 
     Dicts, not graph objects: a figure built from them in one go is validated once (about 10x faster
-    than adding traces and updating the layout piece by piece). ``hover_text`` (R, C): what the hover says of each
-    cell instead of its value. ``x_values`` (numeric column positions, e.g. true dimension numbers) replace the
+    than adding traces and updating the layout piece by piece). ``marks.hover_text`` (R, C): what the hover says of each
+    cell instead of its value. ``marks.x_values`` (numeric column positions, e.g. true dimension numbers) replace the
     category column labels with a linear axis whose ticks Plotly thins itself; category axes are labelled as
     ``ticks`` says. ``cell_px``: a cell's width, for whether printed values fit.
     """
@@ -422,19 +429,19 @@ def _heatmap_parts(
     R, C = v.shape
     check_len(R, row_labels, "rows", f"values of shape {v.shape}")
     check_len(C, col_labels, "columns", f"values of shape {v.shape}")
-    hl = check_row(highlight_row, R)
+    hl = check_row(marks.highlight_row, R)
     ys = unique_labels(row_labels, index=spec.row_index)
     xs = unique_labels(col_labels, index=spec.col_index)
     masked = ~np.isfinite(v)
     z = round_sig(np.where(masked, np.nan, v), spec.decimals)
-    xcoord: list | np.ndarray = xs if x_values is None else np.asarray(x_values, dtype=np.int32)
+    xcoord: list | np.ndarray = xs if marks.x_values is None else np.asarray(marks.x_values, dtype=np.int32)
 
     xn = safe_label(spec.x_name if spec.x_name is not None else spec.x_title or "column")
     yn = safe_label(spec.y_name if spec.y_name is not None else spec.y_title or "row")
     vn = safe_label(spec.value_name)
     where = f"{yn}: %{{y}}<br>{xn}: %{{x}}"
-    if hover_text is not None:
-        ht = np.asarray(hover_text, dtype=object)
+    if marks.hover_text is not None:
+        ht = np.asarray(marks.hover_text, dtype=object)
         if ht.shape != v.shape:
             raise ValueError(f"hover_text has shape {ht.shape} but values have shape {v.shape}")
         text = [[safe_label(t) for t in r] for r in ht]
@@ -500,7 +507,7 @@ def _heatmap_parts(
 
     tickfont = dict(size=TICK_FONT)
     title_font = dict(size=FONT)
-    if x_values is None:
+    if marks.x_values is None:
         xaxis = dict(type="category", tickangle=ticks.col_angle, **tick_labels(xs, ticks.cols, ticks.col_step))
         x0, x1 = -0.5, C - 0.5
     else:
@@ -579,9 +586,7 @@ def add_heatmap(
         row_labels,
         col_labels,
         spec,
-        highlight_row=highlight_row,
-        hover_text=hover_text,
-        x_values=x_values,
+        Marks(highlight_row, hover_text, x_values),
         ticks=ticks,
         coloraxis=coloraxis,
     )
@@ -652,8 +657,7 @@ def heatmap(
             row_labels,
             col_labels,
             spec,
-            highlight_row=hl,
-            hover_text=hover_text,
+            Marks(hl, hover_text),
             ticks=Ticks(g.row_step, g.col_step, g.col_angle),
             cell_px=g.cell,
         )
@@ -687,9 +691,7 @@ def heatmap(
             row_labels,
             col_labels,
             spec,
-            highlight_row=hl,
-            hover_text=hover_text,
-            x_values=x_values,
+            Marks(hl, hover_text, x_values),
             ticks=Ticks(geo.row_step, col_step, col_angle),
             cell_px=plot_w / max(C, 1),
         )
