@@ -24,7 +24,6 @@ STILL_MORE = {
     "viz/figures.py:alignment_figure",
     "viz/patching.py:pair_figures",
     "viz/explain.py:layer_position_figure",
-    "viz/decoding.py:_parent_node",
     "viz/decoding.py:beam_tree_figure",
     "views/compare.py:explain_contrast",
 }
