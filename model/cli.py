@@ -337,7 +337,7 @@ def format_explanation(r: dict) -> str:
 
 def cmd_explain(a: argparse.Namespace) -> int:
     from model.core.ablation import parse_heads
-    from model.interpret.explain import report
+    from model.interpret.explain import ExplainOptions, report
 
     if not a.text.strip():
         raise ValueError("nothing to explain: the text is empty")
@@ -362,7 +362,8 @@ def cmd_explain(a: argparse.Namespace) -> int:
                 f"--target has {len(target)} tokens but this model reads at most {cfg.max_len - 1}; "
                 f"only the first {cfg.max_len - 1} are used"
             )
-    r = report(lm.model, tok, source_ids(tok, cfg, a.text), target, heads, a.mode, a.method, a.steps)
+    opts = ExplainOptions(heads, a.mode, a.method, a.steps)
+    r = report(lm.model, tok, source_ids(tok, cfg, a.text), target, opts)
     return emit(a, r, format_explanation)
 
 

@@ -10,17 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("model", "viz", "views", "harness", "benchmarks", "classroom", "deploy")
 MOST = 8
-# What still takes more: the compiled step takes its arrays one by one (numba compiles a function of arrays); the
-# rest wait for a dataclass of the values they pass on.
+# What still takes more: they wait for a dataclass of the values they pass on.
 STILL_MORE = {
-    "model/decode/fused.py:step",
-    "model/decode/lean.py:_attention",
-    "model/interpret/explain.py:report",
-    "viz/heatmap.py:square_geometry",
     "viz/heatmap.py:add_heatmap",
-    "viz/heatmap.py:rows_geometry",
     "viz/heatmap.py:heatmap",
-    "viz/heatmap.py:_heatmap_parts",
     "viz/figures.py:_grid_panels",
     "viz/figures.py:_grid_layout",
     "viz/figures.py:attention_figure",
@@ -31,7 +24,6 @@ STILL_MORE = {
     "viz/figures.py:alignment_figure",
     "viz/patching.py:pair_figures",
     "viz/explain.py:layer_position_figure",
-    "viz/decoding.py:_parent_node",
     "viz/decoding.py:beam_tree_figure",
     "views/compare.py:explain_contrast",
 }

@@ -236,7 +236,6 @@ def beam_tree_figure(
     """
     nodes: list[dict] = []  # x, y, status, cum, token, hover, ids
     edges: list[tuple[int, int]] = []  # (parent node index, child node index)
-    roots: dict[tuple, int] = {}
     prev: list[dict] = []  # expansions (with node index) of the previous step
     for si, bs in enumerate(beam_steps):
         pos = int(getattr(bs, "position", si))
@@ -246,7 +245,7 @@ def beam_tree_figure(
         for r in sorted({int(e.parent) for e in expansions}):
             if not 0 <= r < len(live):
                 raise ValueError(f"step {pos}: an expansion has parent row {r} but there are {len(live)} live rows")
-            row_node[r] = _parent_node(nodes, roots, prev, si, pos, r, live[r], start_text, token_text)
+            row_node[r] = _parent_node(nodes, prev, si, pos, r, live[r], start_text, token_text)
         drawn = _drawn(expansions, max_pruned)
         for r, node in row_node.items():
             hidden = sum(1 for i, e in enumerate(expansions) if int(e.parent) == r and i not in drawn)
@@ -289,12 +288,10 @@ def beam_tree_figure(
     )
 
 
-def _parent_node(
-    nodes: list[dict], roots: dict, prev: list[dict], si: int, pos: int, r: int, h, start_text, token_text
-) -> int:
+def _parent_node(nodes: list[dict], prev: list[dict], si: int, pos: int, r: int, h, start_text, token_text) -> int:
     """The node that live row ``r`` (hypothesis ``h``) of step ``si`` stands for: the previous step's expansion
-    that made it, or the start (a root, added to ``nodes`` once per prefix), or for inconsistent input the row
-    itself, added so that every edge has a parent."""
+    that made it, or the start (a root, added to ``nodes`` once per prefix, found there again by its prefix), or
+    for inconsistent input the row itself, added so that every edge has a parent."""
     ids = tuple(int(i) for i in h.ids)
     found = None
     if si > 0 and ids:
@@ -302,8 +299,9 @@ def _parent_node(
         cands.sort(key=lambda p: p["status"] != "kept")
         found = cands[0]["node"] if cands else None
     if found is None and (si == 0 or not ids):
-        if ids not in roots:
-            roots[ids] = len(nodes)
+        found = next((i for i, n in enumerate(nodes) if n["status"] == "start" and n["ids"] == ids), None)
+        if found is None:
+            found = len(nodes)
             label = start_text + (" " + _node_text(ids, token_text) if ids else "")
             nodes.append(
                 dict(
@@ -316,7 +314,6 @@ def _parent_node(
                     ids=ids,
                 )
             )
-        found = roots[ids]
     if found is None:  # inconsistent input: draw the live row itself so every edge has a parent
         found = len(nodes)
         text = _node_text(ids, token_text)

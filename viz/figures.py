@@ -40,8 +40,10 @@ from .heatmap import (
     CELL_MIN,
     FIG_MIN_W,
     SQUARE_FIT_W,
+    Frame,
     Framing,
     HeatmapSpec,
+    Marks,
     Ticks,
     _heatmap_parts,
     bar_clearance,
@@ -184,14 +186,7 @@ def matrix_figure(
     ys = unique_labels(tokens)
     cb_px = colorbar_px(None, value_name)
     geo = rows_geometry(
-        len(tokens),
-        ys,
-        title=title,
-        x_title=dim_label,
-        y_title=token_label,
-        cb_px=cb_px,
-        highlight_row=hl,
-        extra_top=GROUP_LABEL_H if group_size else 0,
+        ys, Frame(title, dim_label, token_label, cb_px, hl), extra_top=GROUP_LABEL_H if group_size else 0
     )
     spec = HeatmapSpec(
         x_title=dim_label, y_title=token_label, value_name=value_name, colorscale=colorscale, zmid=0.0, col_index=False
@@ -201,8 +196,7 @@ def matrix_figure(
         tokens,
         [str(d) for d in range(lo, hi)],
         spec,
-        highlight_row=hl,
-        x_values=np.arange(lo, hi),
+        Marks(hl, x_values=np.arange(lo, hi)),
         ticks=Ticks(row_step=geo.row_step),
     )
     axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"], length=geo.plot_h)
@@ -361,7 +355,7 @@ def _grid_panels(layout, traces, shapes, notes, w, q_tokens, k_tokens, spec, one
             q_tokens,
             k_tokens,
             panel,
-            highlight_row=hl,
+            Marks(hl),
             ticks=Ticks(one.row_step, one.col_step, one.col_angle, rows=c == 0, cols=bottom_most),
         )
         if yaxis["title"]["text"]:
@@ -478,15 +472,9 @@ def heads_grid(
     cell_max = max(CELL_MIN, min(CELL_MAX, int((avail - gap_x * (want - 1)) / want / max(Tk, 1))))
     same = Tq == Tk if same_axes is None else same_axes
     one = square_geometry(
-        Tq,
-        Tk,
         ys,
         xs,
-        title=None,
-        x_title=k_title,
-        y_title=q_title,
-        cb_px=cb_px,
-        highlight_row=hl,
+        Frame(None, k_title, q_title, cb_px, hl),
         same_axes=same,
         max_plot_h=440,
         cell_max=cell_max,
@@ -744,8 +732,7 @@ def _norm_heatmaps(layout: dict, res, o, tokens, token_label: str, dims, hl, geo
             tokens,
             [str(d) for d in dim_ids],
             spec,
-            highlight_row=hl,
-            x_values=dim_ids,
+            Marks(hl, x_values=dim_ids),
             ticks=Ticks(row_step=geo.row_step),
             coloraxis=cax,
         )
@@ -793,16 +780,7 @@ def addnorm_figure(
     lo, hi = dim_range(dims, res.shape[1])
     labels = unique_labels(tokens)
     cb_px = colorbar_px(None, "normalized")
-    geo = rows_geometry(
-        T,
-        labels,
-        title=title,
-        x_title="dimension",
-        y_title=token_label,
-        cb_px=cb_px,
-        highlight_row=hl,
-        extra_top=PANEL_TITLE_H,
-    )
+    geo = rows_geometry(labels, Frame(title, "dimension", token_label, cb_px, hl), extra_top=PANEL_TITLE_H)
     ph = geo.plot_h
     gap = int(FONT * 1.6) + AXIS_TITLE + PANEL_TITLE_H + 12  # x ticks, x title, next panel's title
     plot_h = 3 * ph + 2 * gap

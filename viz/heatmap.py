@@ -271,36 +271,40 @@ def _square_cells(n_rows: int, n_cols: int, budget_w: float, budget_h: float, ce
     return cell, nx, ny
 
 
+class Frame(NamedTuple):
+    """What surrounds a heatmap's plot, which its geometry makes room for: the title, the axes' titles, the colour
+    bar's width ``cb_px``, and the highlighted row that a window of rows keeps in view."""
+
+    title: str | None
+    x_title: str
+    y_title: str
+    cb_px: int
+    highlight_row: int | None
+
+
 def square_geometry(
-    n_rows: int,
-    n_cols: int,
     row_labels: Sequence[str],
     col_labels: Sequence[str],
+    frame: Frame,
     *,
-    title: str | None,
-    x_title: str,
-    y_title: str,
-    cb_px: int,
-    highlight_row: int | None,
     same_axes: bool,
-    panels: tuple[int, int] = (1, 1),
-    gaps: tuple[int, int] = (0, 0),
     max_plot_h: int = PLOT_MAX_H,
     focus_col: int | None = None,
     cell_max: int = CELL_MAX,
 ) -> SquareGeometry:
-    """Cell size, initial window and margins of a square-cell heatmap (or a grid of ``panels`` = (rows, cols)
-    of them ``gaps`` px apart) that fits a ``SQUARE_FIT_W`` container: cells of ``CELL_MIN``..``CELL_MAX`` px
-    up to ``WINDOW_TOKENS`` tokens, else at least ``WINDOW_CELL`` px with a window of as many rows and columns
-    as the height and width budgets hold. The row window is centred on ``highlight_row``; the column window
-    ends at it when ``same_axes`` (self-attention: the diagonal), else is centred on ``focus_col``.
+    """Cell size, initial window and margins of a square-cell heatmap of one cell per row and column label that
+    fits a ``SQUARE_FIT_W`` container: cells of ``CELL_MIN``..``CELL_MAX`` px up to ``WINDOW_TOKENS`` tokens, else
+    at least ``WINDOW_CELL`` px with a window of as many rows and columns as the height and width budgets hold. The
+    row window is centred on ``frame.highlight_row``; the column window ends at it when ``same_axes``
+    (self-attention: the diagonal), else is centred on ``focus_col``.
 
     The figure is at least ``FIG_MIN_W`` wide; extra room is right margin, never wider cells. A y title longer
     than a short plot is wrapped; a window that is not everything is named in a note under the title."""
-    prow, pcol = panels
+    title, x_title, y_title, cb_px, highlight_row = frame
+    n_rows, n_cols = len(row_labels), len(col_labels)
     left = left_margin(row_labels, y_title)
-    budget_w = (min(PLOT_MAX_W, SQUARE_FIT_W - left - cb_px) - gaps[1] * (pcol - 1)) / pcol
-    budget_h = (max_plot_h - gaps[0] * (prow - 1)) / prow
+    budget_w = min(PLOT_MAX_W, SQUARE_FIT_W - left - cb_px)
+    budget_h = max_plot_h
     cell, nx, ny = _square_cells(n_rows, n_cols, budget_w, budget_h, cell_max)
     rows = window(n_rows, ny, highlight_row)
     if same_axes:
@@ -312,8 +316,7 @@ def square_geometry(
     col_step = 1 if col_angle == 0 else label_step(cell)
     bottom = bottom_margin(col_px, col_angle, x_title)
     pw, ph = cols.count * cell, rows.count * cell
-    plot_w = pw * pcol + gaps[1] * (pcol - 1)
-    plot_h = ph * prow + gaps[0] * (prow - 1)
+    plot_w, plot_h = pw, ph
     y_lines = axis_title_lines(y_title, ph)
     left += AXIS_LINE * max(0, len(y_lines) - 1)
     x_over = x_title_overflow(x_title, pw)
@@ -391,6 +394,15 @@ def _axis_ref(fig: go.Figure, row: int | None, col: int | None) -> tuple[str, st
     return ref.xaxis.plotly_name, ref.yaxis.plotly_name
 
 
+class Marks(NamedTuple):
+    """What a heatmap's cells carry besides their values: the highlighted row, the hover's text of each cell (R, C),
+    numeric column positions (e.g. true dimension numbers)."""
+
+    highlight_row: int | None = None
+    hover_text: np.ndarray | None = None
+    x_values: np.ndarray | None = None
+
+
 # Long on purpose: the one place a heatmap's traces, colour axis, axes and highlight are made, each step feeding
 # the next (sizes, labels, masked cells, hover); split, its pieces would pass a dozen values between them.
 def _heatmap_parts(
@@ -398,10 +410,8 @@ def _heatmap_parts(
     row_labels: Sequence[object],
     col_labels: Sequence[object],
     spec: HeatmapSpec,
+    marks: Marks = Marks(),
     *,
-    highlight_row: int | None = None,
-    hover_text: np.ndarray | None = None,
-    x_values: np.ndarray | None = None,
     ticks: Ticks = Ticks(),
     coloraxis: str = "coloraxis",
     cell_px: float | None = None,
@@ -410,8 +420,8 @@ def _heatmap_parts(
     highlight shape or None).
 
     Dicts, not graph objects: a figure built from them in one go is validated once (about 10x faster
-    than adding traces and updating the layout piece by piece). ``hover_text`` (R, C): what the hover says of each
-    cell instead of its value. ``x_values`` (numeric column positions, e.g. true dimension numbers) replace the
+    than adding traces and updating the layout piece by piece). ``marks.hover_text`` (R, C): what the hover says of each
+    cell instead of its value. ``marks.x_values`` (numeric column positions, e.g. true dimension numbers) replace the
     category column labels with a linear axis whose ticks Plotly thins itself; category axes are labelled as
     ``ticks`` says. ``cell_px``: a cell's width, for whether printed values fit.
     """
@@ -419,19 +429,19 @@ def _heatmap_parts(
     R, C = v.shape
     check_len(R, row_labels, "rows", f"values of shape {v.shape}")
     check_len(C, col_labels, "columns", f"values of shape {v.shape}")
-    hl = check_row(highlight_row, R)
+    hl = check_row(marks.highlight_row, R)
     ys = unique_labels(row_labels, index=spec.row_index)
     xs = unique_labels(col_labels, index=spec.col_index)
     masked = ~np.isfinite(v)
     z = round_sig(np.where(masked, np.nan, v), spec.decimals)
-    xcoord: list | np.ndarray = xs if x_values is None else np.asarray(x_values, dtype=np.int32)
+    xcoord: list | np.ndarray = xs if marks.x_values is None else np.asarray(marks.x_values, dtype=np.int32)
 
     xn = safe_label(spec.x_name if spec.x_name is not None else spec.x_title or "column")
     yn = safe_label(spec.y_name if spec.y_name is not None else spec.y_title or "row")
     vn = safe_label(spec.value_name)
     where = f"{yn}: %{{y}}<br>{xn}: %{{x}}"
-    if hover_text is not None:
-        ht = np.asarray(hover_text, dtype=object)
+    if marks.hover_text is not None:
+        ht = np.asarray(marks.hover_text, dtype=object)
         if ht.shape != v.shape:
             raise ValueError(f"hover_text has shape {ht.shape} but values have shape {v.shape}")
         text = [[safe_label(t) for t in r] for r in ht]
@@ -497,7 +507,7 @@ def _heatmap_parts(
 
     tickfont = dict(size=TICK_FONT)
     title_font = dict(size=FONT)
-    if x_values is None:
+    if marks.x_values is None:
         xaxis = dict(type="category", tickangle=ticks.col_angle, **tick_labels(xs, ticks.cols, ticks.col_step))
         x0, x1 = -0.5, C - 0.5
     else:
@@ -576,9 +586,7 @@ def add_heatmap(
         row_labels,
         col_labels,
         spec,
-        highlight_row=highlight_row,
-        hover_text=hover_text,
-        x_values=x_values,
+        Marks(highlight_row, hover_text, x_values),
         ticks=ticks,
         coloraxis=coloraxis,
     )
@@ -634,15 +642,9 @@ def heatmap(
     if cells == "square":
         same = R == C if framing.same_axes is None else framing.same_axes
         g = square_geometry(
-            R,
-            C,
             ys,
             xs,
-            title=title,
-            x_title=x_title,
-            y_title=y_title,
-            cb_px=cb_px,
-            highlight_row=hl,
+            Frame(title, x_title, y_title, cb_px, hl),
             same_axes=same,
             focus_col=framing.focus_col,
             cell_max=framing.cell_max,
@@ -655,8 +657,7 @@ def heatmap(
             row_labels,
             col_labels,
             spec,
-            highlight_row=hl,
-            hover_text=hover_text,
+            Marks(hl, hover_text),
             ticks=Ticks(g.row_step, g.col_step, g.col_angle),
             cell_px=g.cell,
         )
@@ -677,13 +678,8 @@ def heatmap(
         if x_values is None:
             col_angle, col_step, col_px = col_label_layout(C, xs, left_margin(ys, y_title) + cb_px)
         geo = rows_geometry(
-            R,
             ys,
-            title=title,
-            x_title=x_title,
-            y_title=y_title,
-            cb_px=cb_px,
-            highlight_row=hl,
+            Frame(title, x_title, y_title, cb_px, hl),
             height=height,
             col_px=col_px if col_angle else 0.0,
         )
@@ -695,9 +691,7 @@ def heatmap(
             row_labels,
             col_labels,
             spec,
-            highlight_row=hl,
-            hover_text=hover_text,
-            x_values=x_values,
+            Marks(hl, hover_text, x_values),
             ticks=Ticks(geo.row_step, col_step, col_angle),
             cell_px=plot_w / max(C, 1),
         )
@@ -766,22 +760,19 @@ class RowsGeometry(NamedTuple):
 
 
 def rows_geometry(
-    n_rows: int,
     row_labels: Sequence[str],
+    frame: Frame,
     *,
-    title: str | None,
-    x_title: str,
-    y_title: str,
-    cb_px: int,
-    highlight_row: int | None,
     height: int | None = None,
     extra_top: int = 0,
     col_px: float = 0.0,
 ) -> RowsGeometry:
-    """Rows, window and margins of a full-width matrix: ``ROW_PX`` px per row up to 20 rows, else ``ROW_MIN``,
-    at most ``ROWS_MAX_H`` px of rows (a window containing the highlighted row, named in a note under the
-    title), at least ``PLOT_MIN_H``, with room above and below for a y title longer than that. ``col_px``: the
-    length of upright column labels (0: horizontal ones)."""
+    """Rows, window and margins of a full-width matrix of one row per label: ``ROW_PX`` px per row up to 20 rows,
+    else ``ROW_MIN``, at most ``ROWS_MAX_H`` px of rows (a window containing the highlighted row, named in a note
+    under the title), at least ``PLOT_MIN_H``, with room above and below for a y title longer than that.
+    ``col_px``: the length of upright column labels (0: horizontal ones)."""
+    title, x_title, y_title, cb_px, highlight_row = frame
+    n_rows = len(row_labels)
     left = left_margin(row_labels, y_title)
     block, top = title_block(title, MIN_WIDTH)
     row_px = ROW_PX if n_rows <= WINDOW_TOKENS else ROW_MIN

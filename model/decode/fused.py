@@ -17,6 +17,7 @@ scores are −inf.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -141,18 +142,44 @@ def activate(h, code):
                 h[r, j] = np.float32(0.5) * v * (np.float32(1.0) + np.float32(math.erf(v / math.sqrt(2.0))))
 
 
-# Long on purpose: one numba-compiled decoding step, every layer top to bottom in one compiled function (lean.py
-# holds the same step in numpy, function by function).
-@_jit
-def step(tokens, t, embed, pe, W, b, norms, eps, act, KV, folded, M, c, N, cross, mask, logits):
-    """One untraced step for rows fed ``tokens`` (R,) at position ``t``: the logits (R, V) written into ``logits``, the
-    K, V of position t into the cache ``KV`` (layers, R, 2, H, max_len, d_k).
+class StepWeights(NamedTuple):
+    """What the compiled step reads of the model (LeanDecoder.compiled builds it once). W, b: per layer, the products'
+    weights (out, in) and biases in the order W_QKV (Q scaled by 1/sqrt(d_k)), W_O, cross W_Q (scaled), cross W_O,
+    W_1, W_2, then the output projection; norms (layers, 3, 2, D): each Add & Norm's gain and bias; act: the FFN's
+    ACTIVATION_CODES code."""
 
-    W, b: per layer, the products' weights (out, in) and biases in the order W_QKV (Q scaled by 1/sqrt(d_k)), W_O,
-    cross W_Q (scaled), cross W_O, W_1, W_2, then the output projection; norms (layers, 3, 2, D): each Add & Norm's
-    gain and bias. The cross-attention reads ``M`` (layers, R or 1, H·S, D), ``c`` (layers, R or 1, H·S) and ``N``,
-    given as Nᵀ (layers, R or 1, D, H·S), when ``folded`` (LeanDecoder.start), else ``cross`` (layers, R or 1, 2, H, S,
-    d_k); ``mask`` (R or 1, S) is added to its scores."""
+    embed: np.ndarray  # (V, D), times sqrt(D)
+    pe: np.ndarray  # (max_len, D)
+    W: tuple[np.ndarray, ...]
+    b: tuple[np.ndarray, ...]
+    norms: np.ndarray
+    eps: np.float32
+    act: int
+
+
+class StepCache(NamedTuple):
+    """What the compiled step reads and writes of a LeanCache: the K, V cache ``KV`` (layers, R, 2, H, max_len, d_k);
+    the cross-attention's ``M`` (layers, R or 1, H·S, D), ``c`` (layers, R or 1, H·S) and ``N``, given as Nᵀ (layers,
+    R or 1, D, H·S), when ``folded`` (LeanDecoder.start), else ``cross`` (layers, R or 1, 2, H, S, d_k); ``mask``
+    (R or 1, S) is added to its scores."""
+
+    KV: np.ndarray
+    folded: bool
+    M: np.ndarray
+    c: np.ndarray
+    N: np.ndarray
+    cross: np.ndarray
+    mask: np.ndarray
+
+
+# Long on purpose: one numba-compiled decoding step, every layer top to bottom in one compiled function (lean.py
+# holds the same step in numpy, function by function, with its record).
+@_jit
+def step(tokens, t, weights, cache, logits):
+    """One untraced step for rows fed ``tokens`` (R,) at position ``t``: the logits (R, V) written into ``logits``, the
+    K, V of position t into ``cache.KV``. ``weights``: a StepWeights; ``cache``: a StepCache."""
+    embed, pe, W, b, norms, eps, act = weights
+    KV, folded, M, c, N, cross, mask = cache
     R = tokens.shape[0]
     L, _, _, H, _, d_k = KV.shape
     D = H * d_k

@@ -109,6 +109,21 @@ class LeanCache:
         return LeanCache(KV, cross, folded, mask, t, self.heads)
 
 
+@dataclass(frozen=True)
+class _Block:
+    """An attention block of a decoder layer as the numpy step reads and records it."""
+
+    name: str  # its record's prefix
+    norm: str  # its Add & Norm's record prefix
+    W_O: str  # the layer's key of its output product
+    norm_index: int  # its Add & Norm among the layer's norms
+    copy_kv: bool  # K, V copied into the record: later steps write and reorder the self-attention cache
+
+
+_SELF = _Block("self", "norm1", "o", 0, True)
+_CROSS = _Block("cross", "norm2", "co", 1, False)
+
+
 def intel_mkl() -> bool:
     """Whether PyTorch has MKL and runs on an Intel CPU, where MKL multiplies several rows fastest."""
     if not torch.backends.mkl.is_available():
@@ -386,37 +401,15 @@ class LeanDecoder:
             KV[:, :, :, t] = qkv[:, D:].reshape(R, 2, H, d_k)
             # the newest query sees every cached key: the causal mask of this row is all zeros. Its K, V are
             # copied into the record, as later steps write and reorder these buffers
-            y, r = self._attention(
-                Q,
-                KV[:, 0, :, : t + 1],
-                KV[:, 1, :, : t + 1],
-                None,
-                y,
-                w["o"],
-                w["norms"][0],
-                record,
-                True,
-                heads.get(keys.dec(i, "self")),
-            )
+            kv = (KV[:, 0, :, : t + 1], KV[:, 1, :, : t + 1])
+            y, r = self._attention(Q, kv, None, y, w, _SELF, record, heads.get(keys.dec(i, "self")))
             if record:
                 rec.update(prefixed(keys.dec(i), r))
             if record or cache.folded is None or keys.dec(i, "cross") in heads:
                 Q = w["cq"](y).reshape(R, H, 1, d_k)
                 # the cross K, V never change after start(): the record holds views of them, not per-step copies
-                y, r = self._attention(
-                    Q,
-                    cache.cross[i, :, 0],
-                    cache.cross[i, :, 1],
-                    mask,
-                    y,
-                    w["co"],
-                    w["norms"][1],
-                    record,
-                    False,
-                    heads.get(keys.dec(i, "cross")),
-                    "cross",
-                    "norm2",
-                )
+                kv = (cache.cross[i, :, 0], cache.cross[i, :, 1])
+                y, r = self._attention(Q, kv, mask, y, w, _CROSS, record, heads.get(keys.dec(i, "cross")))
                 if record:
                     rec.update(prefixed(keys.dec(i), r))
             else:
@@ -449,25 +442,9 @@ class LeanDecoder:
         logits = np.empty((len(tokens), W[-1].shape[0]), np.float32)
         from model.decode import fused
 
-        fused.step(
-            tokens.astype(np.int64, copy=False),
-            cache.t,
-            self.embed,
-            self.pe,
-            W,
-            b,
-            norms,
-            self.eps,
-            fused.ACTIVATION_CODES[self.act],
-            cache.KV,
-            folded,
-            M,
-            c,
-            N,
-            cache.cross,
-            np.ascontiguousarray(mask),
-            logits,
-        )
+        weights = fused.StepWeights(self.embed, self.pe, W, b, norms, self.eps, fused.ACTIVATION_CODES[self.act])
+        arrays = fused.StepCache(cache.KV, folded, M, c, N, cache.cross, np.ascontiguousarray(mask))
+        fused.step(tokens.astype(np.int64, copy=False), cache.t, weights, arrays, logits)
         cache.t += 1
         return logits
 
@@ -488,10 +465,12 @@ class LeanDecoder:
         out += y
         return self._norm(out, norm)[0]
 
-    def _attention(self, Q, K, V, mask, y, W_O, norm, record, copy_kv, heads=None, name="self", norm_name="norm1"):
-        """softmax(Q Kᵀ / sqrt(d_k) + mask) V, W_O, then Add & Norm: the new y and (with ``record``) the stages.
-        Q arrives scaled by 1/sqrt(d_k) (folded into W_Q); K, V: (R or 1, H, Tk, d_k). ``heads``: (keep, fill) of
-        the ablated heads, as HeadMask."""
+    def _attention(self, Q, kv, mask, y, w, block: _Block, record, heads=None):
+        """softmax(Q Kᵀ / sqrt(d_k) + mask) V, W_O, then Add & Norm, of ``block`` of the layer whose weights are ``w``:
+        the new y and (with ``record``) the stages. Q arrives scaled by 1/sqrt(d_k) (folded into W_Q); kv: K, V
+        (R or 1, H, Tk, d_k). ``heads``: (keep, fill) of the ablated heads, as HeadMask."""
+        K, V = kv
+        W_O, norm, copy_kv = w[block.W_O], w["norms"][block.norm_index], block.copy_kv
         R, H, _, d_k = Q.shape
         scores = Q @ K.swapaxes(-1, -2)  # (R, H, 1, Tk)
         masked = scores if mask is None else scores + mask
@@ -521,4 +500,4 @@ class LeanDecoder:
             "out": out[:, None],
         }
         norm_rec = {"residual": residual[:, None], "mean": mean, "std": std, "out": y[:, None]}
-        return y, {**prefixed(name, rec), **prefixed(norm_name, norm_rec)}
+        return y, {**prefixed(block.name, rec), **prefixed(block.norm, norm_rec)}

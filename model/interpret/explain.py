@@ -345,22 +345,31 @@ def head_importance(model: Transformer, src_ids, tgt_ids, mode: str = "zero") ->
 
 # Long on purpose: the report's sections (translation, lens, importance, ablation, attribution) in the order of
 # docs/cli.md's key table, each a few lines that name its keys.
+@dataclass(frozen=True)
+class ExplainOptions:
+    """What ``report`` adds to the lens and the head-importance map: ``heads`` ablated (``mode`` zero or mean, means
+    from the same pair), an attribution by ``method`` ("ig" or "ixg", ``steps`` for ig), and the lens's top ``k``."""
+
+    heads: frozenset[Head] = frozenset()
+    mode: str = "zero"
+    method: str | None = None
+    steps: int | None = None
+    k: int = 10
+
+
 def report(
     model: Transformer,
     tokenizer,
     src_ids: Sequence[int],
     target_ids: Sequence[int] | None = None,
-    heads: frozenset[Head] = frozenset(),
-    mode: str = "zero",
-    method: str | None = None,
-    steps: int | None = None,
-    k: int = 10,
+    opts: ExplainOptions = ExplainOptions(),
 ) -> dict[str, np.ndarray]:
     """The explanation of one sentence as named arrays (docs/cli.md lists the keys): the greedy translation; the
     logit lens and the head-importance map on the pair (source, ``target_ids``, or the translation when there is
-    no target); with ``heads``, the translation decoded again without them (``mode`` zero or mean, means from the
-    same pair) and the loss change per position; with ``method`` ("ig" or "ixg"), the attribution of each label
-    to the source and earlier target tokens and its agreement with cross-attention."""
+    no target); with ``opts.heads``, the translation decoded again without them (``opts.mode`` zero or mean, means
+    from the same pair) and the loss change per position; with ``opts.method`` ("ig" or "ixg"), the attribution of
+    each label to the source and earlier target tokens and its agreement with cross-attention."""
+    heads, mode, method, steps, k = opts.heads, opts.mode, opts.method, opts.steps, opts.k
     from model.decode.decoding import DecodeOptions, decode, source_body
     from model.decode.trace import teacher_forced_trace
 

@@ -25,6 +25,7 @@ def test_engines_smoke():
             rows[m.group(1).split(" (")[0]] = (greedy, beam)
     engines = [
         "ours, untraced",
+        "ours, untraced, numpy step",
         "ours, record=True",
         "transformers generate()",
         "CTranslate2 float32",
@@ -37,13 +38,18 @@ def test_engines_smoke():
     # same weights, same stopping rule: greedy CTranslate2 float32 must reproduce ours token for token
     assert rows["CTranslate2 float32"][0][3:] == [100.0, 100.0], out.stdout
     assert rows["transformers generate()"][0][3] == 100.0 and rows["ours, record=True"][0][3] == 100.0, out.stdout
-    assert out.stdout.count("PASS") + out.stdout.count("FAIL") == 3, out.stdout
+    # the numpy step decodes what the compiled one does, token for token, greedy and beam
+    assert rows["ours, untraced, numpy step"][0][3] == rows["ours, untraced, numpy step"][1][3] == 100.0, out.stdout
+    assert out.stdout.count("PASS") + out.stdout.count("FAIL") == 4, out.stdout
+    assert "the compiled step faster than the numpy step (numpy / compiled: " in out.stdout, out.stdout
     # --smoke runs 2 interleaved rounds: every verdict shows the combined ratio and each round's own
     pair = r"([\d.]+)x \[([\d.]+) ([\d.]+)\]"
     verdicts = re.findall(
-        rf"^\[threads 1\] (?:PASS|FAIL)  .+\((?:ours / CT2: )?greedy {pair}, beam {pair}\)$", out.stdout, re.M
+        rf"^\[threads 1\] (?:PASS|FAIL)  .+\((?:ours / CT2: |numpy / compiled: )?greedy {pair}, beam {pair}\)$",
+        out.stdout,
+        re.M,
     )
-    assert len(verdicts) == 3, out.stdout
+    assert len(verdicts) == 4, out.stdout
     for ratios in verdicts:
         assert all(float(x) > 0 for x in ratios), out.stdout
 
