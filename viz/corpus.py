@@ -182,7 +182,16 @@ def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title
                 customdata=[f"{abs(m) - DIFF_BIN / 2:.0f}–{abs(m) + DIFF_BIN / 2:.0f}" for m in mids[keep]],
             )
         )
-    layout = layout_defaults(title, height=400, legend=True, squeezes=True)
+    layout = layout_defaults(title, height=400, squeezes=True)
+    # the key inside the plot's top corners, on the side each colour is drawn: a legend below the axis title met it
+    # once a phone's width wrapped the title and shortened the plot
+    key = [
+        dict(text=f"<span style='color:{color}'>■</span> {words}", x=x, xanchor=x_anchor)
+        for words, color, x, x_anchor in (
+            ("← worse", POINT_COLOR, 0, "left"),
+            ("better →", HIGHLIGHT_COLOR, 1, "right"),
+        )
+    ]
     layout.update(
         xaxis=dict(
             title=dict(text=f"{safe_label(x_title)}<br>({safe_label(runs[1])} − {safe_label(runs[0])})"),
@@ -190,10 +199,16 @@ def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title
             zerolinecolor="#888",
             gridcolor="#eee",
         ),
-        yaxis=dict(title=dict(text=f"sentences ({same:,} unchanged, not drawn)"), gridcolor="#eee", rangemode="tozero"),
-        # below the x axis's two-line title: 90 px under the plot, which is about 230 px high
-        legend=dict(orientation="h", y=-0.4, yanchor="top", font=dict(size=FONT)),
+        yaxis=dict(
+            title=dict(text=f"sentences ({same:,} unchanged, not drawn)"),
+            gridcolor="#eee",
+            range=[0, 1.25 * max(int(counts.max()), 1)],  # room for the key above the tallest bar
+        ),
+        annotations=[
+            dict(a, xref="paper", yref="paper", y=1, yanchor="top", showarrow=False, font=dict(size=FONT)) for a in key
+        ],
+        showlegend=False,
         bargap=0.05,
     )
-    layout["margin"].update(l=FONT + 50, b=125)
+    layout["margin"].update(l=FONT + 50, b=FONT * 2 + 50)
     return new_figure(data, layout)

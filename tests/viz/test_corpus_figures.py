@@ -72,5 +72,10 @@ def test_difference_histogram_counts_each_moved_sentence_once():
     assert all(x < 0 for x in worse.x) and all(x > 0 for x in better.x)
     assert fig.layout.yaxis.title.text == "sentences (3 unchanged, not drawn)"
     assert fig.layout.xaxis.title.text == "chrF difference<br>(run b − run &lt;a&gt;)"  # user text is never HTML
+    # the colours' key inside the plot, each word on the side its bars are drawn, above the tallest bar
+    key = {a.text.split("</span> ")[1]: a for a in fig.layout.annotations}
+    assert key["← worse"].x == 0 and key["better →"].x == 1 and not fig.layout.showlegend
+    assert all(a.yref == "paper" and a.y == 1 and a.yanchor == "top" for a in key.values())
+    assert fig.layout.yaxis.range[1] > max(max(worse.y), max(better.y))
     with pytest.raises(ValueError):
         difference_histogram([float("nan")], ("a", "b"), title="t", x_title="x")
