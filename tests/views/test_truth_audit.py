@@ -31,10 +31,10 @@ def _header_p_off(p):
     return "" if p is None or p != p else f"{min(p + 0.01, 1):.3f}"
 
 
-def _no_mask_on_the_export(Q, K, causal=True):
+def _no_mask_on_the_export(Q, K, causal=True, scaled=True, bias=None):
     from model.decode.steps import prefix_scores
 
-    return prefix_scores(Q, K, causal=False)
+    return prefix_scores(Q, K, False, scaled, bias)
 
 
 @pytest.mark.slow
