@@ -303,6 +303,8 @@ def decode(
         raise ValueError(f"source has {src.shape[1]} tokens; this model takes at most {model.cfg.max_len}")
     beam = opts.strategy == "beam" and opts.beam > 1
     decoder = decoder or step_decoder(model, rows=opts.beam if beam else 1)
+    if opts.record and isinstance(decoder, LeanDecoder) and decoder.fallback is not None:
+        decoder = decoder.fallback  # a family whose steps the numpy step does not record: its modules do
     memory: torch.Tensor | np.ndarray  # the model's own encoder's when recorded, the decoder's otherwise
     src_mask: torch.Tensor | np.ndarray | None
     if opts.record:

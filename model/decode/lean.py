@@ -25,7 +25,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -38,6 +38,7 @@ from model.core.transformer import Transformer
 
 if TYPE_CHECKING:
     from model.decode.decoding import ModuleDecoder
+    from model.decode.family_step import FamilyStep
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -189,8 +190,8 @@ def lean_covers(cfg) -> bool:
     with biases, scaled attention, an ungated FFN and a positional table added to the embeddings (the bundled model,
     Marian, and any post-norm model without an embedding norm, sinusoidal or learned positions alike). The rest of
     the family (BART and mBART: embedding LayerNorm; mBART, M2M100, NLLB: pre-norm and final norms; T5: RMSNorm,
-    relative position bias, unscaled attention, no biases, gated FFN) steps through the model's own modules
-    (``decoding.ModuleDecoder``), the traced step without its record."""
+    relative position bias, unscaled attention, no biases, gated FFN) steps in ``family_step.FamilyStep`` without a
+    record and through the model's own modules (``decoding.ModuleDecoder``) with one."""
     return (
         cfg.norm_position == "post"
         and cfg.norm_kind == "layer"
@@ -212,21 +213,26 @@ class LeanDecoder:
     the fewest weights a matrix needs to be prepacked by oneDNN, ``mkl_min`` to be multiplied by MKL (see _Linear;
     0 takes all, as the tests do on their tiny models; by default MKL multiplies several rows on an Intel CPU,
     matrices of 0.1 M weights or more, and oneDNN prepacks matrices of 0.2 M weights or more elsewhere).
-    A model this step does not cover (``lean_covers``) is stepped by its own modules behind the same methods
-    (``fallback``).
+    A model this step does not cover (``lean_covers``) steps in numpy through ``family`` (``family_step.FamilyStep``)
+    behind the same methods, and through its own modules (``fallback``) where a step is recorded: ``decoding.decode``
+    hands a recorded decode of such a model to ``fallback``.
     """
 
     fallback: ModuleDecoder | None
+    family: FamilyStep | None
 
     def __init__(self, model: Transformer, rows: int = 1, pack_min: int | None = None, mkl_min: int = 100_000):
         if pack_min is None and not intel_mkl():
             pack_min = 200_000
         cfg = self.cfg = model.cfg
-        self.fallback = None
+        self.fallback = self.family = None
         if not lean_covers(cfg):
             from model.decode.decoding import ModuleDecoder  # decoding imports this module
+            from model.decode.family_step import FamilyStep
 
             self.fallback = ModuleDecoder(model)
+            with torch.no_grad():
+                self.family = FamilyStep(model, lambda W, b: _Linear(W, b, rows, pack_min, mkl_min))
             return
         self.H, self.d_k, self.D = cfg.n_heads, cfg.d_k, cfg.d_model
         with torch.no_grad():
@@ -298,8 +304,8 @@ class LeanDecoder:
         """Transformer.encode without its record, in numpy: source ids (B, S) -> memory (B, S, D) and the additive
         padding mask (B, 1, 1, S), None without padding; the same numbers to float rounding. The encoder heads of
         ``ablation`` are switched off."""
-        if self.fallback is not None:
-            return cast(Any, self.fallback.encode(src_ids, ablation))
+        if self.family is not None:
+            return self.family.encode(src_ids, ablation)
         ids = np.asarray(src_ids)
         B, S = ids.shape
         H, d_k, D = self.H, self.d_k, self.D
@@ -333,8 +339,8 @@ class LeanDecoder:
         projects the cross-attention K, V once. A memory of one row serves any number of rows (beam search repeats
         it with select). The decoder heads of ``ablation`` are switched off at every step of this cache (encoder
         heads: pass the ablation to ``encode``, or to Transformer.encode through ``transformer.head_masks``)."""
-        if self.fallback is not None:
-            return cast(Any, self.fallback.start(memory, src_mask, ablation))
+        if self.family is not None:
+            return self.family.start(memory, src_mask, ablation)
         R, S, _ = memory.shape
         L, H, d_k, D = len(self.layers), self.H, self.d_k, self.D
         kv = self.ckv(_array(memory).reshape(R * S, D)).reshape(R, S, L, 2, H, d_k)
@@ -378,8 +384,10 @@ class LeanDecoder:
         """Feed each row its newest token (R,): logits (R, V), the cache (updated in place, position t filled),
         and, with ``record``, every stage as Transformer.decode(record=True) names and shapes them (read-only
         arrays, leading axis R, the logits left out)."""
-        if self.fallback is not None:
-            return cast(Any, self.fallback.step(tokens, cast(Any, cache), record))
+        if self.family is not None:
+            if record:
+                raise ValueError("this model's steps are recorded through its modules: step LeanDecoder.fallback")
+            return self.family.step(tokens, cache), cache, None
         tokens = np.asarray(tokens)
         R, t, H, d_k, D = len(tokens), cache.t, self.H, self.d_k, self.D
         if R != cache.rows:
