@@ -14,13 +14,13 @@ import streamlit as st
 from model.core.constants import PATCH_SUBLAYERS
 from model.core.jsonio import dumps
 from model.core.positions import POSITION_AXIS, position_labels
-from model.io.checkpoint import LoadedModel
+from model.io.checkpoint import LoadedModel, ModelDirError
 from views.plot import ahead
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 from viz.common import MIN_WIDTH
 
 from . import session, stages
-from .common import cached, get_decode, get_trace, md, session_cache, show, show_token
+from .common import cached, get_decode, get_trace, load_model, md, session_cache, show, show_token
 from .sidebar import sidebar
 from .stages.attribution import METHOD_LABELS
 from .state import DEFAULT_STAGE as APP_STAGE
@@ -29,6 +29,7 @@ from .state import (
     SITE_LABELS,
     SITES,
     View,
+    offered_model_dirs,
     prepare_source,
 )
 from .stepping import stepper
@@ -58,7 +59,7 @@ def _chosen_p(trace, n: int) -> np.ndarray:
 
 
 def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
-    limits = session.limits_of(lm.cfg)
+    limits = session.limits_of(lm.cfg, str(lm.path))
     name = "" if Path(lm.path) == dirs[0] else Path(lm.path).name
     view, msgs = session.load(limits, str(lm.path), name)
     msgs = url_msgs + msgs
@@ -66,7 +67,7 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     st.title(":material/compare: Compare two sentences")
     st.caption(
         "Decode two English sentences A and B with the same settings (or, from the Corpus page's second run, one "
-        "sentence with two beam widths), see where their stages and outputs differ, and find which parts of the "
+        "sentence with two beam widths; or one sentence through two models, with Sentence B's model), see where their stages and outputs differ, and find which parts of the "
         "model carry the difference."
     )
     st.markdown("**Minimal pairs**")
@@ -84,6 +85,15 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
             placeholder="A minimal variant of A…",
             on_change=session.pair_typed,
         )
+    if limits.models:
+        st.selectbox(
+            "Sentence B's model",
+            ["", *limits.models],
+            key="model_b",
+            format_func=lambda name: name or "A's model",
+            help="Put sentence B (or, with B empty, sentence A) through another model directory: one sentence, two "
+            "models, every compared stage drawn for both.",
+        )
     for m in msgs:
         st.warning(md(m))
     try:
@@ -92,28 +102,55 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
         session.sync_url(view)
 
 
+def model_b(lm: LoadedModel, view: View) -> LoadedModel | None:
+    """Sentence B's model: A's, or the other model directory the view names (None, with an error, when it cannot
+    be loaded)."""
+    if not view.model_b:
+        return lm
+    path = next(p for p in offered_model_dirs() if p.name == view.model_b)  # clamp_view kept offered names only
+    try:
+        return load_model(str(path))
+    except ModelDirError as e:
+        st.error(md(f"Cannot load sentence B's model {view.model_b}: {e}"))
+        return None
+
+
 def body(lm: LoadedModel, limits, view) -> None:
     cfg, tok = lm.cfg, lm.tokenizer
+    lm_b = model_b(lm, view)
+    if lm_b is None:
+        return
+    two_models = lm_b is not lm
+    # two models: B empty puts A's sentence through the second one
+    text_b = view.source_b or (view.source if two_models else "")
     src_a = prepare_source(view.source, tok, cfg)
-    src_b = prepare_source(view.source_b, tok, cfg)
+    src_b = prepare_source(text_b, lm_b.tokenizer, lm_b.cfg)
     if src_a is None:
         st.info("Type sentence A above (or click a minimal pair) to start: the box is empty.")
         return
-    for name, src in (("A", src_a), ("B", src_b)):
+    for name, src, m in (("A", src_a, lm), ("B", src_b, lm_b)):
         if src is not None and (src.chars_cut or src.truncated):
             st.warning(
-                f"Sentence {name} is longer than this model reads ({MAX_CHARS} characters, "
-                f"{cfg.max_len - 1} tokens); only its beginning is used."
+                f"Sentence {name} is longer than its model reads ({MAX_CHARS} characters, "
+                f"{m.cfg.max_len - 1} tokens); only its beginning is used."
             )
     ch = view.choices(str(lm.path)).unforced()
-    ch_b = replace(ch, decode=decoding_b(ch.decode, view.beam_b))
-    if ch_b.decode != ch.decode:
+    ch_b = replace(ch, model_dir=str(lm_b.path), decode=decoding_b(ch.decode, view.beam_b))
+    if two_models:  # B's model may read fewer positions than A's
+        ch_b = replace(ch_b, decode=replace(ch_b.decode, max_len=min(ch_b.decode.max_len, lm_b.cfg.max_len - 1)))
+        st.caption(
+            md(
+                f"Sentence A is put through {model_name(lm)} ({lm.cfg.family}), B through "
+                f"{model_name(lm_b)} ({lm_b.cfg.family})."
+            )
+        )
+    if ch_b.decode.strategy != ch.decode.strategy or ch_b.decode.beam != ch.decode.beam:
         st.caption(md(f"Sentence B is decoded with {ch_b.describe()}, A with {ch.describe()}."))
         st.button("Decode B as A", key="compare_beam_b_off", on_click=_decode_b_as_a)
     res_a = get_decode(lm, ch, src_a.ids)
     out_a = list(res_a.ids)
     tr_a = get_trace(lm, src_a.ids, [i for i in out_a if i != cfg.eos_id], True)
-    same = src_b is not None and src_b.ids == src_a.ids and ch_b.decode == ch.decode
+    same = src_b is not None and src_b.ids == src_a.ids and ch_b == ch
     if src_b is None:
         st.info(
             "Type sentence B (or click a minimal pair) to compare two runs; the patching and the contrast below "
@@ -124,13 +161,16 @@ def body(lm: LoadedModel, limits, view) -> None:
         st.warning("A and B are the same sentence: there is nothing to compare. Change one word of B.")
         tr_b = None
     elif src_b is not None:  # always, past the first branch
-        res_b = get_decode(lm, replace(ch_b, source=view.source_b), src_b.ids)
-        tr_b = get_trace(lm, src_b.ids, [i for i in res_b.ids if i != cfg.eos_id], True)
-        first = outputs(lm, (ch, ch_b), res_a, res_b, tr_a, tr_b)
+        res_b = get_decode(lm_b, replace(ch_b, source=text_b), src_b.ids)
+        tr_b = get_trace(lm_b, src_b.ids, [i for i in res_b.ids if i != lm_b.cfg.eos_id], True)
+        first = outputs((lm, lm_b), (ch, ch_b), res_a, res_b, tr_a, tr_b)
         view = open_where_they_part(view, src_a.ids, src_b.ids, first)
-        stage_pair(lm, view, tr_a, tr_b)
-    # one sentence decoded two ways: patching from B's run would patch A with itself, so A with noise instead
-    patch_b = None if tr_b is None or src_b is None or src_b.ids == src_a.ids else src_b.ids
+        stage_pair((lm, lm_b), view, tr_a, tr_b)
+    # one sentence decoded two ways: patching from B's run would patch A with itself, so A with noise instead; B
+    # through another model is no corruption of A's run in A's model either
+    patch_b = None if tr_b is None or src_b is None or src_b.ids == src_a.ids or two_models else src_b.ids
+    if two_models and tr_b is not None:
+        st.caption("Patching below runs A's model alone: A against A with noise.")
     patching_part(lm, limits, view, src_a.ids, out_a, patch_b, tr_a)
 
 
@@ -170,15 +210,19 @@ def patching_part(lm, limits, view, src_a, out_a, src_b, tr_a) -> None:
         session.sync_url(v)
 
 
-def outputs(lm, chs, res_a, res_b, tr_a, tr_b) -> int | None:
-    """Both translations (each with its decoding, ``chs``) and their tokens side by side; returns the first position
-    where they differ (None: the same translation)."""
-    tok = lm.tokenizer
+def model_name(lm: LoadedModel) -> str:
+    return md(Path(lm.path).name)
+
+
+def outputs(lms, chs, res_a, res_b, tr_a, tr_b) -> int | None:
+    """Both translations (each with its model, ``lms``, and its decoding, ``chs``) and their tokens side by side;
+    returns the first position where they differ (None: the same translation)."""
     c1, c2 = st.columns(2)
-    for col, name, res, ch in ((c1, "A", res_a, chs[0]), (c2, "B", res_b, chs[1])):
+    for col, name, res, ch, lm in ((c1, "A", res_a, chs[0], lms[0]), (c2, "B", res_b, chs[1], lms[1])):
         with col:
-            st.markdown(f"**French {name}** ({md(ch.describe())})")
-            st.text(tok.decode(res.ids) or "(empty)")
+            by = f"{model_name(lm)}, " if lms[0] is not lms[1] else ""
+            st.markdown(f"**French {name}** ({by}{md(ch.describe())})")
+            st.text(lm.tokenizer.decode(res.ids) or "(empty)")
     la, lb = res_a.ids, res_b.ids
     pa, pb = _chosen_p(tr_a, len(la)), _chosen_p(tr_b, len(lb))
     n = max(len(la), len(lb))
@@ -224,7 +268,10 @@ def _stage_chosen() -> None:
     st.session_state[STAGE_CHOSEN] = True
 
 
-def stage_pair(lm, view, tr_a, tr_b) -> None:
+def stage_pair(lms, view, tr_a, tr_b) -> None:
+    """The chosen stage of both runs side by side (``lms``: A's and B's models, the same one or two), at the view's
+    layer and head, each within its model's."""
+    lm, lm_b = lms
     s = st.session_state
     # the Explore page's stages without one matrix per run, or the app's default stage nobody chose: the page opens
     # where two sentences differ most visibly, the bridge to each English sentence
@@ -239,8 +286,8 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         on_change=_stage_chosen,
     )
     st.caption(md("Not compared here: " + "; ".join(f"{s.label} ({s.not_compared})" for s in stages.left_out()) + "."))
-    layer, head = min(view.layer, lm.cfg.n_decoder_layers - 1), view.head
-    a, b = (stages.by_id(stage).run_matrix(tr, layer, head) for tr in (tr_a, tr_b))
+    a, b = (stages.by_id(stage).run_matrix(tr, *_within(m.cfg, view)) for tr, m in ((tr_a, lm), (tr_b, lm_b)))
+    titles = [f"{stages.labels(m.cfg)[stage]}{r.where}" for m, r in ((lm, a), (lm_b, b))]
     fa, fb, fd = viz.pair_figures(
         a.values,
         b.values,
@@ -248,7 +295,8 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         a.columns,
         _rows(tr_b),
         b.columns,
-        title=f"{stages.labels(lm.cfg)[stage]}{a.where}",
+        title=titles[0],
+        title_b=titles[1],
         x_title=a.x_title,
         y_title=POSITION_AXIS,
         value_name=a.value_name,
@@ -273,6 +321,12 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         "where the numbers part, not why: each run reads its own output, so after the first differing "
         "position the two decoders read different tokens."
     )
+
+
+def _within(cfg, view: View) -> tuple[int, int | str]:
+    """The view's decoder layer and head within the model ``cfg`` describes (B's model may have fewer)."""
+    head = view.head if isinstance(view.head, str) else min(view.head, cfg.n_heads - 1)
+    return min(view.layer, cfg.n_decoder_layers - 1), head
 
 
 def _patch(lm, src_a, out_a, src_b, position: int, contrast_id):

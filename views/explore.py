@@ -28,7 +28,7 @@ from .state import (
 
 def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     cfg = lm.cfg
-    limits = session.limits_of(cfg)
+    limits = session.limits_of(cfg, str(lm.path))
     name = "" if Path(lm.path) == dirs[0] else Path(lm.path).name
     view, msgs = session.load(limits, str(lm.path), name)
     msgs = url_msgs + msgs

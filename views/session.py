@@ -5,6 +5,8 @@ follows renders it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from .common import log
@@ -20,6 +22,7 @@ from .state import (
     from_query,
     move,
     number,
+    offered_model_dirs,
     to_query,
     with_choices,
 )
@@ -33,8 +36,14 @@ FRAGMENT_VIEW = "fragment_view"  # the view a full run hands its fragment (a fra
 PRESET_CONTRAST = "preset_contrast"  # the contrast word a Compare preset filled in, while its pair stands
 
 
-def limits_of(cfg) -> Limits:
-    return Limits(cfg.vocab_size, cfg.max_len, cfg.n_decoder_layers, cfg.n_heads)
+def limits_of(cfg, model_path: str | None = None) -> Limits:
+    """What the model ``cfg`` describes allows, and, given its directory, the other model directories the server
+    offers (by name: Compare's model for sentence B)."""
+    models: tuple[str, ...] = ()
+    if model_path is not None:
+        here = Path(model_path).resolve()
+        models = tuple(p.name for p in offered_model_dirs() if p.resolve() != here)
+    return Limits(cfg.vocab_size, cfg.max_len, cfg.n_decoder_layers, cfg.n_heads, models)
 
 
 def keep_widget_values() -> None:

@@ -19,7 +19,7 @@ def section(sb, title: str) -> None:
 
 def sidebar(lm: LoadedModel, view: View) -> None:
     """The decoding and view choices; bounds, keys and help from the choice table (``views.state.CHOICES``)."""
-    limits, sb = session.limits_of(lm.cfg), st.sidebar
+    limits, sb = session.limits_of(lm.cfg, str(lm.path)), st.sidebar
 
     def widget(name: str) -> dict:
         return CHOICE[name].widget(limits)

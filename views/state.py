@@ -61,6 +61,7 @@ class Limits:
     max_len: int  # the model's positions: sources and outputs get at most max_len - 1 tokens
     n_layers: int
     n_heads: int
+    models: tuple[str, ...] = ()  # the names of the other model directories the server offers (Compare's B)
 
     @property
     def max_new(self) -> int:
@@ -172,6 +173,8 @@ CHOICES = (
     # the Compare page's B decoded with a beam width of its own (1: greedy; 0: with A's decoding), as the Corpus page's
     # second run links it: one sentence, two decodings
     Choice("beam_b", "beamb", 0, "Sentence B's beam width", 0, MAX_BEAM, has_widget=False),
+    # the Compare page's B put through another model directory (its name; "" = A's model): one sentence, two models
+    Choice("model_b", "modelb", "", "Sentence B's model"),
     Choice("contrast", "contrast", ""),  # the alternative token Y of "why X rather than Y"
     Choice(
         "site", "site", SITES[0], options=SITES, unknown="patching map", fallback=f"showing {SITE_LABELS[SITES[0]]}"
@@ -182,7 +185,7 @@ CHOICE = {c.name: c for c in CHOICES}
 QUERY_KEYS = {c.query: c.name for c in CHOICES}  # query parameter -> field; every choice has one
 FIELD_KEYS = {c.name: c.query for c in CHOICES}
 WIDGETS = tuple(c.name for c in CHOICES if c.has_widget)  # the widgets' keys: each holds the choice of its name
-TEXTS = ("source", "reference", "model", "ablate", "source_b", "contrast")
+TEXTS = ("source", "reference", "model", "ablate", "source_b", "model_b", "contrast")
 DECODING = ("strategy", "beam", "length_penalty", "temperature", "top_k", "top_p", "seed", "max_len")
 ALIASES = {"forced": "prefix"}  # a View's forced tokens are its decode's prefix
 
@@ -261,6 +264,7 @@ class View:
     step: int = _default("step")
     source_b: str = _default("source_b")
     beam_b: int = _default("beam_b")
+    model_b: str = _default("model_b")
     contrast: str = _default("contrast")
     site: str = _default("site")
     noise: bool = _default("noise")
@@ -417,6 +421,13 @@ def clamp_view(raw: Mapping, limits: Limits) -> tuple[View, list[str]]:
     out["forced"] = forced
     out["user_forced"] = frozenset(i for i in (v["user_forced"] or ()) if 0 <= int(i) < len(forced))
     out["beam_b"] = _clamp(CHOICE["beam_b"], raw.get("beam_b", 0), limits, msgs)
+    out["model_b"] = str(v["model_b"] or "")
+    if out["model_b"] and out["model_b"] not in limits.models:
+        msgs.append(
+            f"Sentence B's model {out['model_b'][:40]!r} is not another model this server offers; B is put through "
+            "A's model."
+        )
+        out["model_b"] = ""
     out["layer"] = _clamp(CHOICE["layer"], v["layer"], limits, msgs)
     out["head"] = v["head"] if v["head"] == MEAN_HEADS else _clamp(CHOICE["head"], v["head"], limits, msgs, default=0)
     out["follow"] = tuple(int(i) for i in (v["follow"] or ()))

@@ -211,7 +211,7 @@ def _force(prefix: tuple[int, ...], user: frozenset[int], keep_user: frozenset[i
 def handout_inputs(lm: LoadedModel, raw: dict) -> tuple:
     """``handout_bytes``' arguments for the view that ``raw`` (choices by name: source, max_len, stage, …)
     describes, its sentence decoded and its line followed (the end of the lesson's handout; the benchmark's)."""
-    view, _ = clamp_view(raw, session.limits_of(lm.cfg))
+    view, _ = clamp_view(raw, session.limits_of(lm.cfg, str(lm.path)))
     src = prepare_source(view.source, lm.tokenizer, lm.cfg)
     if src is None:
         raise ValueError("no sentence to decode for the handout")

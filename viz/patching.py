@@ -150,11 +150,13 @@ def pair_figures(
     value_name: str,
     signed: bool = False,
     col_index: bool = True,
+    title_b: str | None = None,
 ) -> tuple[go.Figure, go.Figure, go.Figure]:
     """One stage's matrix for run A and run B on one colour scale (the range of both; ``signed``: diverging and
     symmetric about 0, else sequential), and A − B on a diverging scale centred on 0 (over the common positions when
     the shapes differ, labelled by A's tokens and B's). ``col_index`` False: columns are numbers already (dimensions),
-    not prefixed with their index."""
+    not prefixed with their index. ``title_b``: B's own title where it differs (another model's layer, head or
+    stage name); the difference then names both."""
     a, b = as_2d(a, "a"), as_2d(b, "b")
     lo, hi = shared_range(a, b)
     colorscale = DIFF_SCALE if signed else "Blues"
@@ -172,12 +174,13 @@ def pair_figures(
     )
     framing = Framing(cells="rows" if max(a.shape[1], b.shape[1]) > 64 else "square")
     fa = heatmap(a, rows_a, cols_a, spec, title=f"A: {title}", framing=framing)
-    fb = heatmap(b, rows_b, cols_b, spec, title=f"B: {title}", framing=framing)
+    fb = heatmap(b, rows_b, cols_b, spec, title=f"B: {title_b or title}", framing=framing)
     d, _ = aligned_difference(a, b)
     r, c = d.shape
     rows = [_both(x, y) for x, y in zip(as_tokens(rows_a)[:r], as_tokens(rows_b)[:r])]
     cols = [_both(x, y) for x, y in zip(as_tokens(cols_a)[:c], as_tokens(cols_b)[:c])]
     m = float(np.nanmax(np.abs(d[np.isfinite(d)]))) if np.isfinite(d).any() else 1.0
     diff = replace(spec, colorscale=DIFF_SCALE, zmin=-(m or 1.0), zmax=m or 1.0, value_name=f"A − B {value_name}")
-    fd = heatmap(d, rows, cols, diff, title=f"A − B: {title}", framing=framing)
+    both = title if title_b in (None, title) else f"{title} − {title_b}"
+    fd = heatmap(d, rows, cols, diff, title=f"A − B: {both}", framing=framing)
     return fa, fb, fd

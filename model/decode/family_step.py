@@ -154,7 +154,8 @@ class FamilyStep:
             KV = cache.KV[i]  # (R, 2, H, max_len, d_k)
             KV[:, :, :, t] = qkv[:, inner:].reshape(R, 2, H, d_k)
             Q = qkv[:, :inner].reshape(R, H, 1, d_k)
-            a = self._attend(Q, KV[:, 0, :, : t + 1], KV[:, 1, :, : t + 1], bias, None, w["o"], _heads(cache, i, "self"))
+            K, V = KV[:, 0, :, : t + 1], KV[:, 1, :, : t + 1]  # (R, H, t + 1, d_k) each
+            a = self._attend(Q, K, V, bias, None, w["o"], _heads(cache, i, "self"))
             y = self._sublayer(y, a, norms[0])
             h = self._norm(y, norms[1]) if self.pre else y
             Q = w["cq"](h).reshape(R, H, 1, d_k)

@@ -293,3 +293,77 @@ def test_the_token_table_marks_where_a_run_ended_with_no_empty_number():
     assert table["same"].tolist() == [True, False, False, False]
     assert not table.isna().any().any()
     assert table.equals(token_table(a, b)) and token_table(b, a)["A chooses"].tolist()[-1] == ENDED
+
+
+@pytest.fixture
+def two_models(tmp_path, monkeypatch):
+    """Two model directories offered side by side: the paper's post-norm tiny model and a pre-norm one with RMSNorm,
+    relative positions and a gated FFN (T5's settings), 3 heads and 1 decoder layer, on the same tokenizer."""
+    import views.state
+
+    tok = make_tokenizer()
+    post = save_model_dir(make_model(tok.vocab_size), tok, tmp_path / "post")
+    pre_model = make_model(
+        tok.vocab_size,
+        seed=3,
+        n_heads=3,
+        d_kv=8,
+        n_decoder_layers=1,
+        norm_position="pre",
+        final_norm=True,
+        norm_kind="rms",
+        positions="relative",
+        relative_buckets=8,
+        relative_max_distance=20,
+        gated_ffn=True,
+        activation="gelu_new",
+        bias=False,
+        scale_attention=False,
+    )
+    pre = save_model_dir(pre_model, tok, tmp_path / "pre")
+    monkeypatch.setattr(views.state, "MODELS_ROOT", tmp_path)
+    monkeypatch.delenv(ENV_MODEL, raising=False)
+    return post, pre
+
+
+def test_one_sentence_through_two_models(two_models, monkeypatch):
+    """``modelb`` puts sentence B (here empty: A's sentence) through a second model directory: both translations are
+    the two models' own decodes, every compared stage is drawn for both at a layer and head each model has (the
+    link's layer 1 and head 3 exist only in A's model), the choice sits in the URL and a link reopens it; a name the
+    server does not offer is one sentence and B goes through A's model."""
+    from views.compare import STAGES
+
+    post, pre = two_models
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"page": "Compare", "max_len": "6", "src": A, "modelb": "pre", "layer": "1", "head": "3"})
+    at.run()
+    ok(at)
+    assert not at.warning, [w.value for w in at.warning]
+    assert at.selectbox(key="model_b").value == "pre" and at.query_params["modelb"] == "pre"
+    texts = []
+    for path in (post, pre):
+        lm = load_model_dir(path)
+        src = lm.tokenizer.encode(A) + [lm.cfg.eos_id]
+        texts.append(lm.tokenizer.decode(decode(lm.model, src, DecodeOptions(max_len=6)).ids) or "(empty)")
+    assert [t.value for t in at.text[:2]] == texts and texts[0] != texts[1]
+    said = re.sub(r"\\(.)", r"\1", markdown(at))
+    assert "**French A** (post, greedy decoding)" in said and "**French B** (pre, greedy decoding)" in said
+    for stage in STAGES:
+        at.selectbox(key="stage").set_value(stage).run()
+        ok(at)
+        titles = set(figures(at))
+        assert sum(t.startswith("A: ") for t in titles) == 1 and sum(t.startswith("B: ") for t in titles) == 1, stage
+        assert any(t.startswith("A − B: ") for t in titles), stage
+    assert any("layer 1" in t for t in titles if t.startswith("A: "))  # A's own layer; B has one decoder layer only
+    assert any("layer 0" in t for t in titles if t.startswith("B: "))
+    at.selectbox(key="model_b").set_value("").run()  # back to one model: A's sentence twice is nothing to compare
+    ok(at)
+    assert "modelb" not in at.query_params
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"page": "Compare", "max_len": "6", "src": A, "modelb": "nowhere"})
+    at.run()
+    ok(at)
+    assert [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning] == [
+        "Sentence B's model 'nowhere' is not another model this server offers; B is put through A's model."
+    ]
+    assert "modelb" not in at.query_params
