@@ -326,11 +326,13 @@ def two_models(tmp_path, monkeypatch):
     return post, pre
 
 
-def test_one_sentence_through_two_models(two_models, monkeypatch):
+def test_one_sentence_through_two_models(two_models, monkeypatch, capsys):
     """``modelb`` puts sentence B (here empty: A's sentence) through a second model directory: both translations are
     the two models' own decodes, every compared stage is drawn for both at a layer and head each model has (the
     link's layer 1 and head 3 exist only in A's model), the choice sits in the URL and a link reopens it; a name the
-    server does not offer is one sentence and B goes through A's model."""
+    server does not offer is one sentence and B goes through A's model. The CLI's translate with each model prints
+    the page's two translations."""
+    from model.cli import main as cli
     from views.compare import STAGES
 
     post, pre = two_models
@@ -346,6 +348,10 @@ def test_one_sentence_through_two_models(two_models, monkeypatch):
         src = lm.tokenizer.encode(A) + [lm.cfg.eos_id]
         texts.append(lm.tokenizer.decode(decode(lm.model, src, DecodeOptions(max_len=6)).ids) or "(empty)")
     assert [t.value for t in at.text[:2]] == texts and texts[0] != texts[1]
+    for path, text in zip((post, pre), texts):
+        capsys.readouterr()
+        assert cli(["translate", A, "--model", str(path), "--max-len", "6"]) == 0
+        assert capsys.readouterr().out.strip() == text
     said = re.sub(r"\\(.)", r"\1", markdown(at))
     assert "**French A** (post, greedy decoding)" in said and "**French B** (pre, greedy decoding)" in said
     for stage in STAGES:
