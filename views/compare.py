@@ -140,8 +140,8 @@ def body(lm: LoadedModel, limits, view) -> None:
         ch_b = replace(ch_b, decode=replace(ch_b.decode, max_len=min(ch_b.decode.max_len, lm_b.cfg.max_len - 1)))
         st.caption(
             md(
-                f"Sentence A is put through {model_name(lm)} ({lm.cfg.family}), B through "
-                f"{model_name(lm_b)} ({lm_b.cfg.family})."
+                f"Sentence A is put through {Path(lm.path).name} ({lm.cfg.family}), B through "
+                f"{Path(lm_b.path).name} ({lm_b.cfg.family})."
             )
         )
     if ch_b.decode.strategy != ch.decode.strategy or ch_b.decode.beam != ch.decode.beam:
