@@ -589,30 +589,39 @@ def _token_loss(model: Transformer, y: torch.Tensor, labels: torch.Tensor, valid
 def removal_losses(model: Transformer, src, dec_in, labels, valid) -> dict[str, np.ndarray]:
     """Mean loss increase (B, L, H) of each sentence of a padded batch when one head alone is removed, per kind.
     A head of layer l changes nothing before layer l: its rows start from the unablated pass's input to layer l,
-    and each layer's H heads run as H·B rows of one pass."""
+    and each layer's H heads run as H·B rows of one pass. The layers run as ``Transformer.encode`` and ``decode``
+    run them: T5's relative bias passed to each, the pre-norm models' final encoder norm on the memory (the final
+    decoder norm is ``logits``')."""
     cfg = model.cfg
     H, B = cfg.n_heads, src.shape[0]
     knock = _knock(H, B, cfg.d_k)
     rep = lambda t: None if t is None else t.repeat(H, *([1] * (t.dim() - 1)))  # noqa: E731
     src_mask = padding_mask(src, cfg.pad_id)
-    mask = causal_mask(dec_in.shape[1])
+    S, T = src.shape[1], dec_in.shape[1]
+    mask = causal_mask(T)
+    enc_bias = None if model.enc_bias is None else model.enc_bias(S, S)  # (1, H, S, S)
+    dec_bias = None if model.dec_bias is None else model.dec_bias(T, T)  # (1, H, T, T)
+
+    def memory_of(x: torch.Tensor) -> torch.Tensor:
+        return x if model.enc_norm is None else model.enc_norm(x)
+
     x, _ = model.src_embed(src)
     enc_in = []
-    for layer in model.encoder_layers:
+    for layer in model.encoder_stack:
         enc_in.append(x)
-        x, _ = layer(x, src_mask)
-    memory = x
+        x, _ = layer(x, src_mask, False, None, enc_bias)
+    memory = memory_of(x)
     y, _ = model.tgt_embed(dec_in)
     dec_in_states = []
-    for layer in model.decoder_layers:
+    for layer in model.decoder_stack:
         dec_in_states.append(y)
-        y, _, _ = layer(y, memory, src_mask, mask, None)
+        y, _, _ = layer(y, memory, src_mask, mask, None, False, (None, None), dec_bias)
     base = _token_loss(model, y, labels, valid)  # (B,)
 
     def decoder_from(start: int, y, memory, masks: dict) -> torch.Tensor:
         for i in range(start, len(model.decoder_layers)):
             heads = masks.get(keys.dec(i, "self")), masks.get(keys.dec(i, "cross"))
-            y, _, _ = model.decoder_layers[i](y, memory, rep(src_mask), mask, None, False, heads)
+            y, _, _ = model.decoder_stack[i](y, memory, rep(src_mask), mask, None, False, heads, dec_bias)
         return (_token_loss(model, y, labels, valid).view(H, B) - base).T  # (B, H)
 
     out = {k: np.zeros((B, n, H)) for k, n in (("enc", cfg.n_encoder_layers), ("self", cfg.n_decoder_layers))}
@@ -620,8 +629,8 @@ def removal_losses(model: Transformer, src, dec_in, labels, valid) -> dict[str, 
     for li in range(cfg.n_encoder_layers):
         x = rep(enc_in[li])
         for i in range(li, cfg.n_encoder_layers):
-            x, _ = model.encoder_layers[i](x, rep(src_mask), False, knock if i == li else None)
-        out["enc"][:, li] = decoder_from(0, rep(dec_in_states[0]), x, {}).numpy()
+            x, _ = model.encoder_stack[i](x, rep(src_mask), False, knock if i == li else None, enc_bias)
+        out["enc"][:, li] = decoder_from(0, rep(dec_in_states[0]), memory_of(x), {}).numpy()
     big_memory = rep(memory)
     for li in range(cfg.n_decoder_layers):
         for kind in ("self", "cross"):

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from model.core.transformer import Transformer
-from model.decode.decoding import length_batches
+from model.decode.decoding import length_batches, read_source
 
 # Thresholds: the best F1 over a grid on a labelled set of the model's own translations; benchmarks/corpus_flags.py
 # prints the choice and what the same rule reaches out of fold (5-fold cross-validation).
@@ -172,10 +172,17 @@ def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], o
     """The signals of each (source ids with </s>, output ids) pair: the translation teacher-forced on the source and
     on the empty source, then on each source with one content word erased (only at the positions written with at
     least CONFIDENT probability: the only ones support reads), all in batched passes."""
-    eos = model.cfg.eos_id
-    src_words = [words_of(tokenizer.tokens(list(s)), EN_FUNCTION) for s in srcs]
-    out_words = [words_of(tokenizer.tokens(list(o)), FR_FUNCTION) for o in outs]
-    base = teacher_forced(model, [*srcs, *[[eos]] * len(srcs)], [*outs, *outs])
+    cfg = model.cfg
+    eos = cfg.eos_id
+    codes = {i for i in (cfg.source_prefix_id, cfg.forced_bos_id) if i >= 0}  # language codes (mBART-50, NLLB)
+
+    def tokens(ids) -> list[str]:  # a language code is no word: special, as words_of reads <s> and </s>
+        return ["<code>" if i in codes else t for i, t in zip(ids, tokenizer.tokens(list(ids)))]
+
+    src_words = [words_of(tokens(s), EN_FUNCTION) for s in srcs]
+    out_words = [words_of(tokens(o), FR_FUNCTION) for o in outs]
+    empty_src = read_source([], cfg)[0]  # the empty source as the model reads one: its language code, then </s>
+    base = teacher_forced(model, [*srcs, *[empty_src] * len(srcs)], [*outs, *outs])
     full, empty = base[: len(srcs)], base[len(srcs) :]
     rows_src: list[list[int]] = []  # one row per distinct erasure, with its output and the positions read
     rows_out: list[list[int]] = []

@@ -377,3 +377,47 @@ def test_patching_and_attribution_run_the_model_as_it_is(fam, tok):
     _close(model.logits(y)[0, t].detach(), want_a, "the corpus's pass")
     r = attribute(model, src_a, out, steps=4, tolerance=None)  # what it explains is the model's log p
     _close(r.target_logit[t], want_a.log_softmax(-1)[out[t]], "the explained log-probability")
+
+
+def test_head_removal_losses_run_the_model_as_it_is(fam, tok):
+    """The corpus head table's removal losses (each head alone switched off, rows from the unablated pass's input
+    to its layer) equal one ablated pass of the model's own encode and decode each, on every family: T5's relative
+    bias in every layer, the pre-norm models' final encoder norm on the memory."""
+    from model.core.ablation import Ablation
+    from model.interpret import corpus as C
+    from model.interpret.explain import position_loss_delta
+
+    _, _, _, ours = fam
+    m, cfg = ours.model, ours.cfg
+    srcs = [_src(tok, s) for s in SOURCES[:2]]
+    tgts = [[*tok.encode(t), EOS] for t in (TARGET, "Bonjour le monde.")]
+    got = C.removal_losses(m, *C._batch(m, srcs, tgts))
+    for kind in ("enc", "self", "cross"):
+        assert got[kind].shape == (2, cfg.n_encoder_layers if kind == "enc" else cfg.n_decoder_layers, cfg.n_heads)
+        for li in range(got[kind].shape[1]):
+            for h in range(cfg.n_heads):
+                for i in range(2):
+                    want = position_loss_delta(m, srcs[i], tgts[i], Ablation(frozenset({(kind, li, h)}))).mean()
+                    assert got[kind][i, li, h] == pytest.approx(want, abs=2e-5), (kind, li, h, i)
+
+
+def test_faithfulness_reads_language_codes_as_no_word(tok, tmp_path):
+    """On NLLB with its codes, the erasure signals leave the language codes out of the source's and the output's
+    words (never erased, never an invented word), and the empty source is what the model reads for one: its code,
+    then </s>."""
+    from model.interpret.faithful import EN_FUNCTION, faithfulness, teacher_forced, words_of
+
+    hf_dir = save_family("m2m_100", tmp_path / "hf", tok)
+    (hf_dir / "tokenizer_config.json").write_text(json.dumps({"src_lang": "eng_Latn", "tgt_lang": "fra_Latn"}))
+    ours = load_model_dir(import_model(hf_dir, tmp_path / "ours"))
+    cfg = ours.cfg
+    src = prepare_ids(tok.encode(SOURCES[2]), cfg.eos_id, cfg.max_len, cfg.source_prefix_id)
+    out = list(decode(ours.model, src, DecodeOptions(max_len=N_NEW)).ids)
+    assert out[0] == cfg.forced_bos_id
+    (f,) = faithfulness(ours.model, tok, [src], [out])
+    assert not {w.text for w in (*f.src_words, *f.out_words)} & {"eng_Latn", "fra_Latn"}
+    body = words_of(tok.tokens(src[1:]), EN_FUNCTION)  # the source's words without its code: one position on
+    assert [(w.text, w.pieces) for w in f.src_words] == [(w.text, tuple(p + 1 for p in w.pieces)) for w in body]
+    assert all(0 not in w.pieces for w in f.out_words)
+    full, empty = teacher_forced(ours.model, [src, [cfg.source_prefix_id, cfg.eos_id]], [out, out])
+    np.testing.assert_allclose(f.sensitivity, full - empty, atol=1e-6)
