@@ -445,6 +445,7 @@ def _map(site: str, m, tr_a, t: int, what: str, key: str) -> None:
 
 
 def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: str) -> None:
+    from model.interpret.attribution import BASELINES, baseline_for
     from model.interpret.contrast import contrast_attribution, lens_difference
 
     y_tok = show_token(contrast.token)
@@ -507,7 +508,7 @@ def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: s
         )
     st.caption(
         "Attribution credits each input token with a share of the logit difference by its gradient; it "
-        "depends on the baseline (a zero token embedding here) and is not a causal test, which the "
+        f"depends on the baseline (the {BASELINES[baseline_for(lm.cfg)]} here) and is not a causal test, which the "
         "patching map below is."
     )
     what = f"logit {x_tok} − logit {y_tok}"

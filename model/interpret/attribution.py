@@ -6,7 +6,10 @@ chosen there (``out_ids[t]``), in one teacher-forced pass: the quantity greedy a
 The inputs are the scaled token embeddings (embedding × √d_model) of the source and of the decoder input
 ``<s> y1 … y_{T-1}``; the positional encoding is added inside the explained function, so it is part of
 both the input and the baseline and never attributed. The baseline is a zero token embedding at every
-position (``"zero"``), so x − x′ is the scaled token embedding itself.
+position (``"zero"``), so x − x′ is the scaled token embedding itself, or, on a model without positional encoding
+(T5), whose first norm then reads an all-zero vector, the ``<pad>`` token's embedding at every position (``"pad"``):
+from zero the path starts where RMSNorm's x / sqrt(mean(x²) + eps) is steepest, and IG's integral misses
+completeness by far even at 512 steps (``baseline_for``).
 
 - Integrated Gradients: (x − x′) × the mean gradient along the straight path from baseline x′ to x.
   Completeness: the attributions sum to f(x) − f(x′), up to the integral's numerical error.
@@ -38,7 +41,25 @@ MAX_IG_STEPS = 512  # bundled model, 8 sentences (105 positions): 256 at most we
 BATCH = 64  # path points × positions per forward/backward pass: bounds memory; larger is no faster on CPU
 HARD_START = 8  # the first output token and </s> start at HARD_START × steps (they needed 128 of 16 most often)
 METHODS = ATTRIBUTION_METHODS
-BASELINES = {"zero": "zero token embedding, positional encoding kept"}
+BASELINES = {
+    "zero": "zero token embedding, positional encoding kept",
+    "pad": "the <pad> token's embedding at every position, positional encoding kept",
+}
+
+
+def baseline_for(cfg) -> str:
+    """The baseline IG integrates from on the model ``cfg`` describes: zero, unless the model adds no positional
+    encoding (T5), where the zero baseline is an all-zero input to the first RMSNorm and completeness fails with it
+    (tests/model/test_family.py measures it on every family)."""
+    return "pad" if cfg.positions == "relative" else "zero"
+
+
+def baseline_embeddings(model: Transformer, baseline: str, src_tok: Tensor, tgt_tok: Tensor) -> tuple[Tensor, Tensor]:
+    """The baseline of the scaled token embeddings ``src_tok``, ``tgt_tok``: zeros, or the <pad> token's (scaled)."""
+    if baseline == "zero":
+        return torch.zeros_like(src_tok), torch.zeros_like(tgt_tok)
+    pad = model.embed.weight.detach()[model.cfg.pad_id] * model.src_embed.scale  # (D,)
+    return pad.expand_as(src_tok).contiguous(), pad.expand_as(tgt_tok).contiguous()
 
 
 @dataclass(frozen=True)
@@ -96,13 +117,13 @@ def explained_logprob(
     return forward
 
 
-def _integrated(model: Transformer, src: Tensor, dec_in: Tensor, out: Tensor, positions: Tensor, steps: int):
+def _integrated(model: Transformer, src: Tensor, dec_in: Tensor, out: Tensor, positions: Tensor, steps: int, baseline):
     """Integrated Gradients of the given output positions, one Captum call: raw (n, S), (n, T) summed over D."""
     L = int(positions.max()) + 1  # later decoder inputs cannot reach these positions: leave them out
     src_tok, tgt_tok = scaled_embeddings(model, src, dec_in[:L], len(positions))
     attr = IntegratedGradients(explained_logprob(model, src, dec_in[:L], out[:L])).attribute(
         (src_tok, tgt_tok),
-        baselines=(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok)),
+        baselines=baseline_embeddings(model, baseline, src_tok, tgt_tok),
         additional_forward_args=(positions,),
         n_steps=steps,
         internal_batch_size=max(BATCH, len(positions)),
@@ -117,7 +138,7 @@ def scaled_embeddings(model: Transformer, src: Tensor, dec_in: Tensor, n: int) -
     return embed[src].expand(n, -1, -1).contiguous(), embed[dec_in].expand(n, -1, -1).contiguous()
 
 
-def _adaptive_ig(model: Transformer, src, dec_in, out, gap, steps: int, tolerance):
+def _adaptive_ig(model: Transformer, src, dec_in, out, gap, steps: int, tolerance, baseline: str):
     """Integrated Gradients of every position with ``steps`` nodes, done again with more where completeness misses
     ``tolerance`` (see ``attribute``): the raw attributions (T, S) and (T, T), and the steps each position took."""
     S, T = src.numel(), out.numel()
@@ -131,7 +152,7 @@ def _adaptive_ig(model: Transformer, src, dec_in, out, gap, steps: int, toleranc
             rows_k = torch.from_numpy(np.flatnonzero(want == k)).to(src.device)
             # one call per ~BATCH rows: the decoder runs only up to each call's last position
             for group in rows_k.split(max(1, BATCH // int(k))):
-                raw_src[group], raw_tgt[group] = _integrated(model, src, dec_in, out, group, int(k))
+                raw_src[group], raw_tgt[group] = _integrated(model, src, dec_in, out, group, int(k), baseline)
         todo = np.flatnonzero(want)
         position_steps[todo], want[:] = want[todo], 0
         if tolerance is None:
@@ -153,7 +174,7 @@ def attribute(
     out_ids: Sequence[int],
     method: str = "ig",
     steps: int | None = None,
-    baseline: str = "zero",
+    baseline: str | None = None,
     tolerance: float | None = COMPLETENESS_TOL,
 ) -> Attribution:
     """Explain each output token ``out_ids[t]`` (y1 … yT, ``</s>`` included when it ended) of the source
@@ -166,13 +187,15 @@ def attribute(
     path (often the first token and ``</s>``) a fixed count meeting 5 % everywhere would cost every position
     256 steps on the bundled model; with ``tolerance`` set, the first and the last position (of more than
     two) start at HARD_START × ``steps``.
-    ``"ixg"``: Input × Gradient, one forward and backward pass.
+    ``"ixg"``: Input × Gradient, one forward and backward pass. ``baseline``: a key of BASELINES (default: the
+    model's, ``baseline_for``).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    cfg = model.cfg
+    baseline = baseline_for(cfg) if baseline is None else baseline
     if baseline not in BASELINES:
         raise ValueError(f"baseline must be one of {tuple(BASELINES)}, not {baseline!r}")
-    cfg = model.cfg
     steps = (DEFAULT_IG_STEPS if steps is None else int(steps)) if method == "ig" else 0
     if method == "ig" and steps < 1:
         raise ValueError("steps must be at least 1")
@@ -191,14 +214,14 @@ def attribute(
     src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, T)
     with torch.no_grad():
         value = forward(src_tok, tgt_tok, everywhere).double()  # (T,)
-        gap = value - forward(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok), everywhere).double()
+        gap = value - forward(*baseline_embeddings(model, baseline, src_tok, tgt_tok), everywhere).double()
     if method == "ixg":
         attr = InputXGradient(forward).attribute(
             (src_tok.requires_grad_(), tgt_tok.requires_grad_()), additional_forward_args=(everywhere,)
         )
         raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (T, S), (T, T)
     else:
-        raw_src, raw_tgt, position_steps = _adaptive_ig(model, src, dec_in, out, gap, steps, tolerance)
+        raw_src, raw_tgt, position_steps = _adaptive_ig(model, src, dec_in, out, gap, steps, tolerance, baseline)
     a_src, a_tgt, v, g = raw_src.cpu().numpy(), raw_tgt.cpu().numpy(), value.cpu().numpy(), gap.cpu().numpy()
     completeness = np.abs(a_src.sum(1) + a_tgt.sum(1) - g) / np.maximum(np.abs(g), 1e-12)
     magnitude = np.abs(a_src).sum(1) + np.abs(a_tgt).sum(1)  # (T,)

@@ -4,8 +4,8 @@ The difference logit X − logit Y is what decides between the two (the softmax'
 is the explained quantity throughout, teacher-forced on the output (``out_ids``, X = ``out_ids[t]``):
 
 - attribution to the source tokens and the earlier decoder inputs ``<s> y1 … y_t``, by Integrated Gradients and
-  Input × Gradient (Captum, on the scaled token embeddings, zero-embedding baseline: as
-  ``model.interpret.attribution``);
+  Input × Gradient (Captum, on the scaled token embeddings, from the model's baseline: as
+  ``model.interpret.attribution``, a zero embedding, or <pad>'s on T5);
 - the logit lens of the difference: each decoder layer's output read by the output head (as
 ``model.interpret.explain``);
 - the activation-patching maps measured on the difference (``model.interpret.patching``).
@@ -31,6 +31,8 @@ from model.interpret.attribution import (
     MAX_IG_STEPS,
     METHODS,
     as_ids,
+    baseline_embeddings,
+    baseline_for,
     explained_logprob,
     scaled_embeddings,
 )
@@ -80,7 +82,7 @@ class ContrastAttribution:
     raw_src: np.ndarray  # (S,) signed, summed over the embedding dimension
     raw_tgt: np.ndarray  # (P,)
     value: float  # logit X − logit Y
-    baseline_value: float  # the same at the zero-embedding baseline
+    baseline_value: float  # the same at the baseline (attribution.baseline_for)
     completeness: float  # |sum(raw) − (value − baseline)| / |value − baseline|
     method: str  # "ig" | "ixg"
     steps: int  # IG steps used (0 for ixg)
@@ -126,9 +128,10 @@ def contrast_attribution(
     pos = torch.tensor([P - 1], device=src.device)
     forward = explained_logprob(model, src, dec_in, out, torch.full((P,), int(contrast_id), device=src.device))
     src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, 1)  # (1, S, D), (1, P, D)
+    base = baseline_embeddings(model, baseline_for(model.cfg), src_tok, tgt_tok)  # zero, or <pad>'s (T5)
     with torch.no_grad():
         value = float(forward(src_tok, tgt_tok, pos))
-        baseline = float(forward(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok), pos))
+        baseline = float(forward(*base, pos))
     gap = value - baseline
     if method == "ixg":
         attr = InputXGradient(forward).attribute(
@@ -143,7 +146,7 @@ def contrast_attribution(
         while True:
             attr = ig.attribute(
                 (src_tok, tgt_tok),
-                baselines=(torch.zeros_like(src_tok), torch.zeros_like(tgt_tok)),
+                baselines=base,
                 additional_forward_args=(pos,),
                 n_steps=n,
                 internal_batch_size=BATCH,

@@ -103,12 +103,14 @@ def render(ctx: StageContext) -> None:
         "Attribution method", list(METHOD_LABELS), key="attribution", format_func=METHOD_LABELS.get, horizontal=True
     )
     method = ctx.view.attribution
+    from model.interpret.attribution import BASELINES, baseline_for  # Captum's import, as the attribution's
+
     st.markdown(
         "The attribution credits each input token with its share in the log-probability of the chosen token, by "
         "the gradient of that log-probability with respect to the token's embedding (Integrated Gradients "
         "integrates it along a path from a baseline; Input × Gradient takes it at the input). Attention says "
         "where a head *looked*, attribution what *moved the output*; neither proves the other, and attribution "
-        "depends on its baseline (here: a zero token embedding, the positional encoding kept)."
+        f"depends on its baseline (here: the {BASELINES[baseline_for(lm.cfg)]})."
     )
     T = len(out_ids)
     valid = T if min(out_ids) >= 0 else out_ids.index(min(out_ids))
