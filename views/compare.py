@@ -67,8 +67,8 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     st.title(":material/compare: Compare two sentences")
     st.caption(
         "Decode two English sentences A and B with the same settings (or, from the Corpus page's second run, one "
-        "sentence with two beam widths; or one sentence through two models, with Sentence B's model), see where their stages and outputs differ, and find which parts of the "
-        "model carry the difference."
+        "sentence with two beam widths; or one sentence through two models, with Sentence B's model), see where "
+        "their stages and outputs differ, and find which parts of the model carry the difference."
     )
     st.markdown("**Minimal pairs**")
     with st.container(horizontal=True, key="presets"):

@@ -607,15 +607,15 @@ def removal_losses(model: Transformer, src, dec_in, labels, valid) -> dict[str, 
 
     x, _ = model.src_embed(src)
     enc_in = []
-    for layer in model.encoder_stack:
+    for enc_layer in model.encoder_stack:
         enc_in.append(x)
-        x, _ = layer(x, src_mask, False, None, enc_bias)
+        x, _ = enc_layer(x, src_mask, False, None, enc_bias)
     memory = memory_of(x)
     y, _ = model.tgt_embed(dec_in)
     dec_in_states = []
-    for layer in model.decoder_stack:
+    for dec_layer in model.decoder_stack:
         dec_in_states.append(y)
-        y, _, _ = layer(y, memory, src_mask, mask, None, False, (None, None), dec_bias)
+        y, _, _ = dec_layer(y, memory, src_mask, mask, None, False, (None, None), dec_bias)
     base = _token_loss(model, y, labels, valid)  # (B,)
 
     def decoder_from(start: int, y, memory, masks: dict) -> torch.Tensor:
