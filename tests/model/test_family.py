@@ -239,13 +239,17 @@ def test_logit_lens_refuses_pre_norm_models(fam):
     assert (lens_problem(ours.cfg) is not None) == (ours.cfg.norm_position == "pre")
 
 
-def test_fast_step_covers_the_paper_family_and_steps_the_rest_through_the_modules(fam):
+def test_fast_step_covers_the_paper_family_and_steps_the_rest_in_numpy(fam):
     """The numpy / compiled step covers post-norm LayerNorm models with a positional table (the bundled model,
-    Marian); every other family steps through its own modules, and decoding says so by its decoder."""
+    Marian), recorded or not; every other family steps untraced through ``FamilyStep`` and recorded through its own
+    modules, and decoding says so by its decoder."""
+    from model.decode.family_step import FamilyStep
+
     _, _, _, ours = fam
-    assert isinstance(LeanDecoder(ours.model).fallback, ModuleDecoder)
+    lean = LeanDecoder(ours.model)
+    assert isinstance(lean.fallback, ModuleDecoder) and isinstance(lean.family, FamilyStep)
     assert LeanDecoder(make_model(60, seed=1)).fallback is None
-    assert LeanDecoder(make_model(60, seed=1, pe_layout="half", final_logits_bias=True)).fallback is None
+    assert LeanDecoder(make_model(60, seed=1, pe_layout="half", final_logits_bias=True)).family is None
 
 
 def _refused(capsys, argv: list[str], out) -> str:
