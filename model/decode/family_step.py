@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from model.core import keys
 from model.core.ablation import Ablation
 from model.core.transformer import ACTIVATION_FNS, Transformer, relative_bucket
+from model.decode.lean import LeanCache, check_step
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -86,10 +87,8 @@ class FamilyStep:
             memory, mask, _ = self.model.encode(torch.as_tensor(src_ids), heads=head_masks(ablation, self.cfg))
         return memory.float().cpu().numpy(), None if mask is None else mask.float().cpu().numpy()
 
-    def start(self, memory, src_mask, ablation: Ablation | None = None):
+    def start(self, memory, src_mask, ablation: Ablation | None = None) -> LeanCache:
         """An empty ``lean.LeanCache`` for the rows of ``memory`` (R, S, D): every layer's cross K, V projected once."""
-        from model.decode.lean import LeanCache
-
         memory = memory if isinstance(memory, np.ndarray) else _np(memory)
         R, S, D = memory.shape
         L, H, d_k = len(self.layers), self.H, self.d_k
@@ -134,14 +133,11 @@ class FamilyStep:
             context = context * heads[0] + heads[1]
         return W_O(context.reshape(len(Q), self.inner))
 
-    def step(self, tokens, cache) -> np.ndarray:
+    def step(self, tokens, cache: LeanCache) -> np.ndarray:
         """Feed each row its newest token (R,): the logits (R, V); the cache is updated in place (position t)."""
         tokens = np.asarray(tokens)
         R, t, H, d_k, inner = len(tokens), cache.t, self.H, self.d_k, self.inner
-        if R != cache.rows:
-            raise ValueError(f"{R} tokens for a cache of {cache.rows} rows")
-        if t >= self.pe.shape[0]:
-            raise ValueError(f"sequence of {t + 1} positions exceeds max_len={self.pe.shape[0]}")
+        check_step(R, cache, self.pe.shape[0])
         y = self.embed[tokens] + self.pe[t]  # (R, D)
         if self.embed_norm is not None:
             y = self._norm(y, self.embed_norm)

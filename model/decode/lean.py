@@ -110,6 +110,14 @@ class LeanCache:
         return LeanCache(KV, cross, folded, mask, t, self.heads)
 
 
+def check_step(rows: int, cache: LeanCache, positions: int) -> None:
+    """A step feeds one token to each row of its cache, at a position the model's table has."""
+    if rows != cache.rows:
+        raise ValueError(f"{rows} tokens for a cache of {cache.rows} rows")
+    if cache.t >= positions:
+        raise ValueError(f"sequence of {cache.t + 1} positions exceeds max_len={positions}")
+
+
 @dataclass(frozen=True)
 class _Block:
     """An attention block of a decoder layer as the numpy step reads and records it."""
@@ -390,10 +398,7 @@ class LeanDecoder:
             return self.family.step(tokens, cache), cache, None
         tokens = np.asarray(tokens)
         R, t, H, d_k, D = len(tokens), cache.t, self.H, self.d_k, self.D
-        if R != cache.rows:
-            raise ValueError(f"{R} tokens for a cache of {cache.rows} rows")
-        if t >= self.pe.shape[0]:
-            raise ValueError(f"sequence of {t + 1} positions exceeds max_len={self.pe.shape[0]}")
+        check_step(R, cache, self.pe.shape[0])
         mask, heads = cache.src_mask, cache.heads
         if not record and not heads and self.compiled is not None:
             return self._compiled_step(tokens, cache), cache, None
