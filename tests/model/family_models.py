@@ -85,3 +85,15 @@ def save_family(family: str, path: Path, tokenizer: Tokenizer) -> Path:
     model.save_pretrained(path, safe_serialization=True)
     tokenizer.save(path / "tokenizer.json")
     return path
+
+
+def hf_and_ours(family: str, path: Path, tokenizer: Tokenizer):
+    """transformers' model of the family (eager attention), saved under ``path / "hf"``, and ours imported from it."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    from model.io.checkpoint import load_model_dir
+    from model.io.family import import_model
+
+    hf_dir = save_family(family, path / "hf", tokenizer)
+    hf = AutoModelForSeq2SeqLM.from_pretrained(hf_dir, attn_implementation="eager").eval()
+    return hf, load_model_dir(import_model(hf_dir, path / "ours"))

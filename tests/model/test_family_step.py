@@ -16,9 +16,7 @@ from model.core.ablation import Ablation
 from model.decode.decoding import DecodeOptions, ModuleDecoder, decode
 from model.decode.family_step import FamilyStep
 from model.decode.lean import LeanCache, LeanDecoder
-from model.io.checkpoint import load_model_dir
-from model.io.family import import_model
-from tests.model.family_models import EOS, FAMILIES, family_tokenizer, save_family
+from tests.model.family_models import EOS, FAMILIES, family_tokenizer, hf_and_ours
 from tests.model.test_marian import one_thread  # noqa: F401  (autouse)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
@@ -35,12 +33,7 @@ def tok():
 @pytest.fixture(scope="module", params=FAMILIES)
 def fam(request, tok, tmp_path_factory):
     """(family, transformers' model, our imported model)."""
-    from transformers import AutoModelForSeq2SeqLM
-
-    family = request.param
-    hf_dir = save_family(family, tmp_path_factory.mktemp(family) / "hf", tok)
-    hf = AutoModelForSeq2SeqLM.from_pretrained(hf_dir, attn_implementation="eager").eval()
-    return family, hf, load_model_dir(import_model(hf_dir, hf_dir.parent / "ours"))
+    return request.param, *hf_and_ours(request.param, tmp_path_factory.mktemp(request.param), tok)
 
 
 def _src(tok, text: str) -> list[int]:
