@@ -30,6 +30,7 @@ times as fast, which a fresh page waits for.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import html
@@ -169,8 +170,8 @@ class Drawing:
     def _digest(self) -> str | None:
         h = hashlib.blake2b(f"{self.build.__module__}.{self.build.__qualname__}".encode(), digest_size=20)
         if self.identity is not None:
-            scalars = [(i, a) for i, a in enumerate(self.args) if _scalar(a)]
-            scalars += [(k, a) for k, a in sorted(self.kwargs.items()) if _scalar(a)]
+            scalars = [(i, a) for i, a in enumerate(self.args) if _scalar(a) or _options(a)]
+            scalars += [(k, a) for k, a in sorted(self.kwargs.items()) if _scalar(a) or _options(a)]
             return h.hexdigest() if _feed(h, self.identity) and _feed(h, scalars) else None
         if any(callable(a) for a in (*self.args, *self.kwargs.values())):
             return None  # known before any argument is hashed
@@ -179,6 +180,11 @@ class Drawing:
 
 def _scalar(obj) -> bool:
     return obj is None or isinstance(obj, bool | int | float | str | np.generic)
+
+
+def _options(obj) -> bool:
+    """A builder's options: a frozen dataclass, hashed by its type and fields as a scalar is by its value."""
+    return dataclasses.is_dataclass(obj) and not isinstance(obj, type) and obj.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
 def _feed(h, obj) -> bool:
@@ -199,6 +205,9 @@ def _feed(h, obj) -> bool:
     if isinstance(obj, dict):
         h.update(f"d{len(obj)}".encode())
         return all(_feed(h, str(k)) and _feed(h, v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0])))
+    if _options(obj):
+        h.update(f"o{type(obj).__module__}.{type(obj).__qualname__}".encode())
+        return _feed(h, {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
     return False
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -23,7 +24,7 @@ from .common import (
     text_px,
     unique_labels,
 )
-from .heatmap import AXIS_TITLE, CELL_MAX, Framing, HeatmapSpec, heatmap
+from .heatmap import AXIS_TITLE, CELL_MAX, Framing, HeatmapSpec, Marks, heatmap
 
 BAR_PX = 18  # px per position bar: one 11 px tick label each
 
@@ -82,26 +83,35 @@ def lens_figure(
     return fig
 
 
+@dataclass(frozen=True)
+class LayerOptions:
+    """What ``layer_position_figure``'s numbers are: ``value_name``, coloured by ``colorscale`` from ``zmin`` to
+    ``zmax`` (None: the largest value, so that small probabilities still differ); its rows' labels (None: "layer
+    0", "layer 1", …), named by ``y_title`` when they are not layers."""
+
+    value_name: str = "p(chosen token)"
+    layer_labels: tuple[str, ...] | None = None
+    colorscale: str = "Viridis"
+    zmin: float | None = 0.0
+    zmax: float | None = None
+    y_title: str = "decoder layer"
+
+
 def layer_position_figure(
     values: np.ndarray,
     positions: Sequence[str],
+    options: LayerOptions = LayerOptions(),
     *,
     title: str,
-    value_name: str = "p(chosen token)",
     highlight_col: int | None = None,
-    layer_labels: Sequence[str] | None = None,
-    colorscale: str = "Viridis",
-    zmin: float | None = 0.0,
-    zmax: float | None = None,
-    y_title: str = "decoder layer",
 ) -> go.Figure:
-    """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability
-    (``y_title`` names the rows when they are not layers).
+    """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability, as
+    ``options`` says.
 
     Full container width (``width="stretch"``), at least 22 px per layer, every position shown (labels thinned
     and upright when they do not fit side by side), the column ``highlight_col`` outlined; the numbers are
-    printed in the cells when they fit. ``zmax`` None: the colours end at the largest value, so that small
-    probabilities still differ."""
+    printed in the cells when they fit."""
+    layer_labels, zmax = options.layer_labels, options.zmax
     v = as_2d(values)
     L, T = v.shape
     positions = as_tokens(positions, "positions")
@@ -109,16 +119,16 @@ def layer_position_figure(
     rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
     spec = HeatmapSpec(
         x_title="position: reads → predicts",
-        y_title=y_title,
-        value_name=value_name,
-        colorscale=colorscale,
-        zmin=zmin,
+        y_title=options.y_title,
+        value_name=options.value_name,
+        colorscale=options.colorscale,
+        zmin=options.zmin,
         zmax=zmax,
         row_index=False,
         show_values=True,
     )
     framing = Framing(cells="rows", zmax_shown=zmax is None)
-    return heatmap(v, rows, positions, spec, title=title, highlight_col=highlight_col, framing=framing)
+    return heatmap(v, rows, positions, spec, title=title, marks=Marks(highlight_col=highlight_col), framing=framing)
 
 
 def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> go.Figure:

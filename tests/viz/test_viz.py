@@ -9,6 +9,7 @@ import pickle
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace as NS
 
@@ -19,6 +20,8 @@ import pytest
 
 import viz
 from model.core.constants import IMPOSSIBLE as PLACEHOLDER  # the decoder's placeholder score
+
+TREE = viz.TreeOptions(impossible=PLACEHOLDER)  # the tree of a decode: its placeholder scores left out
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS = "<img src=x onerror=alert(1)>"
@@ -131,13 +134,13 @@ def test_heatmap_rounds_to_significant_digits():
 
 
 def test_heatmap_highlight_row_rectangle():
-    fig = viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", highlight_row=-1)
+    fig = viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", marks=viz.Marks(highlight_row=-1))
     (shape,) = fig.layout.shapes
     assert shape.type == "rect" and (shape.y0, shape.y1) == (2.5, 3.5) and (shape.x0, shape.x1) == (-0.5, 2.5)
     assert shape.fillcolor == "rgba(0,0,0,0)" and shape.line.width > 0
     assert not viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="").layout.shapes
     with pytest.raises(ValueError, match="highlight_row"):
-        viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", highlight_row=4)
+        viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", marks=viz.Marks(highlight_row=4))
 
 
 def test_heatmap_payload_is_small():
@@ -146,7 +149,9 @@ def test_heatmap_payload_is_small():
     fig = viz.attention_figure(softmax_rows(causal_scores(T)), toks, toks, title="40 x 40", highlight_row=-1)
     payload = fig.to_json()
     assert len(payload) < 60_000, len(payload)
-    fig = viz.attention_figure(causal_scores(T), toks, toks, title="40 x 40 scores", kind="masked_scores")
+    fig = viz.attention_figure(
+        causal_scores(T), toks, toks, viz.AttentionOptions(kind="masked_scores"), title="40 x 40 scores"
+    )
     assert len(fig.to_json()) < 60_000
     json.loads(payload)  # valid JSON (no bare NaN / Infinity tokens)
 
@@ -169,7 +174,9 @@ def test_shared_helper_no_cell_text_on_large_heatmaps():
         lambda: viz.heatmap(np.zeros(3), list("abc"), ["x"], title=""),
         lambda: viz.matrix_figure(np.zeros((4, 8)), list("abc"), title=""),
         lambda: viz.attention_figure(np.zeros((3, 3)), list("abc"), list("ab"), title=""),
-        lambda: viz.attention_figure(np.zeros((3, 3)), list("abc"), list("abc"), title="", kind="nope"),
+        lambda: viz.attention_figure(
+            np.zeros((3, 3)), list("abc"), list("abc"), viz.AttentionOptions(kind="nope"), title=""
+        ),
         lambda: viz.heads_grid(np.zeros((2, 3, 3)), list("abc"), list("abcd"), title=""),
         lambda: viz.heads_grid(np.zeros((3, 3)), list("abc"), list("abc"), title=""),
         lambda: viz.alignment_figure(np.zeros((3, 5)), list("abc"), list("abcd"), title=""),
@@ -218,7 +225,7 @@ def test_attention_kinds(kind):
         "mask": np.where(np.isfinite(scores), 0.0, -np.inf),
         "masked_scores": scores,
     }[kind]
-    fig = viz.attention_figure(values, TOKENS, TOKENS, title=kind, kind=kind, highlight_row=-1)
+    fig = viz.attention_figure(values, TOKENS, TOKENS, viz.AttentionOptions(kind=kind), title=kind, highlight_row=-1)
     (hm,) = main_heatmaps(fig)
     z = np.asarray(hm.z, dtype=float)
     assert z.shape == (T, T)
@@ -255,7 +262,7 @@ def test_heads_grid_shared_scale_and_one_subplot_per_head():
 
 def test_heads_grid_masked_scores_overlay_per_head():
     w = np.stack([causal_scores(4, seed=h) for h in range(2)])
-    fig = viz.heads_grid(w, list("abcd"), list("abcd"), title="", kind="masked_scores")
+    fig = viz.heads_grid(w, list("abcd"), list("abcd"), viz.AttentionOptions(kind="masked_scores"), title="")
     assert len(main_heatmaps(fig)) == 2 and len(overlays(fig)) == 2
     assert fig.layout.coloraxis.cmin == -fig.layout.coloraxis.cmax  # symmetric shared range
 
@@ -470,7 +477,7 @@ def check_tree(fig: go.Figure, steps) -> None:
 
 def test_beam_tree_figure_structure():
     steps = fake_beam_steps()
-    fig = viz.beam_tree_figure(steps, token_text=lambda i: f"<t{i}>", title="beam", impossible=PLACEHOLDER)
+    fig = viz.beam_tree_figure(steps, TREE, token_text=lambda i: f"<t{i}>", title="beam")
     check_tree(fig, steps)
     nodes, points, segs = tree_parts(fig)
     assert set(nodes) == {"start", "kept", "pruned", "finished"}
@@ -495,9 +502,7 @@ def test_beam_tree_from_real_beam_search(tiny_model, tiny_tokenizer):
 
     opts = DecodeOptions(strategy="beam", beam=3, max_len=6, record=True)
     res = decode(tiny_model, tiny_tokenizer.encode("I like pizza."), opts)
-    fig = viz.beam_tree_figure(
-        res.beam_steps, token_text=tiny_tokenizer.id_to_token, title="beam", impossible=PLACEHOLDER
-    )
+    fig = viz.beam_tree_figure(res.beam_steps, TREE, token_text=tiny_tokenizer.id_to_token, title="beam")
     check_tree(fig, res.beam_steps)
     table = viz.beam_table(res.beam_steps[-1].live, tiny_tokenizer.tokens, impossible=PLACEHOLDER)
     assert 1 <= len(table) <= 3
@@ -511,7 +516,7 @@ def test_beam_tree_numbers_positions_as_the_step_view_and_draws_its_paths():
     winner = next(e for e in steps[-1].expansions if e.status != "pruned")
     path = steps[-1].live[winner.parent].ids + (winner.token,)
     fig = viz.beam_tree_figure(
-        steps, token_text=lambda i: f"t{i}", title="beam", impossible=PLACEHOLDER, paths={"the translation shown": path}
+        steps, TREE, token_text=lambda i: f"t{i}", title="beam", paths={"the translation shown": path}
     )
     nodes, points, segs = tree_parts(fig)
     assert list(nodes["start"].x) == [-1]
@@ -623,7 +628,9 @@ def test_attention_cells_square_and_big_enough(T, kind):
     values = softmax_rows(s) if kind == "weights" else s
     toks = [f"▁tok{i}" for i in range(T)]
     for hl in (-1, 0, T // 2):
-        fig = viz.attention_figure(values, toks, toks, title=f"step {T}", kind=kind, highlight_row=hl)
+        fig = viz.attention_figure(
+            values, toks, toks, viz.AttentionOptions(kind=kind), title=f"step {T}", highlight_row=hl
+        )
         check_square(fig, T, T, hl % T)
         assert fig.layout.width <= 860
 
@@ -694,7 +701,13 @@ def test_self_attention_window_ends_at_the_diagonal_and_says_so():
     # figures of one view show the same rows
     kinds = {"scores": causal_scores(T), "mask": np.where(np.isfinite(causal_scores(T)), 0.0, -np.inf), "weights": w}
     windows = {
-        tuple(span(viz.attention_figure(v, rows, toks, title="", kind=k, highlight_row=-1).layout.yaxis))
+        tuple(
+            span(
+                viz.attention_figure(
+                    v, rows, toks, viz.AttentionOptions(kind=k), title="", highlight_row=-1
+                ).layout.yaxis
+            )
+        )
         for k, v in kinds.items()
     }
     src = [f"s{i}" for i in range(51)]
@@ -720,7 +733,7 @@ def test_alignment_shows_every_source_token_that_fits_else_the_largest_weight():
     w = softmax_rows(np.random.default_rng(0).normal(size=(T, 120)))
     w[T - 1] = 0.001
     w[T - 1, 5] = 0.9
-    fig = viz.alignment_figure(w, rows, many, title="a", highlight_row=-1, value_name="share")
+    fig = viz.alignment_figure(w, rows, many, replace(viz.ALIGNMENT, value_name="share"), title="a", highlight_row=-1)
     lo, hi = span(fig.layout.xaxis)
     assert lo < 5 < hi and hi - lo < 120 and "columns" in note(fig)
     assert fig.layout.coloraxis.colorbar.title.text == "share" and "share: %{z" in main_heatmaps(fig)[0].hovertemplate
@@ -735,10 +748,10 @@ def test_tiny_matrices_keep_square_cells_and_a_short_bar_beside_them():
         softmax_rows(causal_scores(2)),
         toks,
         ["<s>", "▁un"],
+        viz.AttentionOptions(
+            kind="scores", q_title="position: reads → predicts", k_title="key position (token it reads)"
+        ),
         title="Raw scores " + "x" * 40,
-        kind="scores",
-        q_title="position: reads → predicts",
-        k_title="key position (token it reads)",
         highlight_row=-1,
     )
     cw, ch, _, _ = square_cells(fig)
@@ -815,7 +828,9 @@ def test_matrix_dims_range_keeps_true_dimension_numbers():
 
 
 def test_matrix_group_boundaries_and_labels():
-    fig = viz.matrix_figure(np.zeros((3, 256)), list("abc"), title="Q", group_size=32, highlight_row=0)
+    fig = viz.matrix_figure(
+        np.zeros((3, 256)), list("abc"), viz.MatrixOptions(group_size=32), title="Q", highlight_row=0
+    )
     lines = [s for s in fig.layout.shapes if s.name == "group"]
     assert sorted(s.x0 for s in lines) == [32 * k - 0.5 for k in range(1, 8)]
     assert all(s.x0 == s.x1 and s.yref == "paper" for s in lines)
@@ -826,15 +841,17 @@ def test_matrix_group_boundaries_and_labels():
     assert all(a.yref == "paper" and a.y == 1 and a.yanchor == "bottom" for a in notes)
     pw = 860 - fig.layout.margin.l - fig.layout.margin.r
     assert 32 * pw / 256 > max(len(a.text) for a in notes) * 0.64 * 12
-    part = viz.matrix_figure(np.zeros((3, 256)), list("abc"), title="Q", group_size=32, dims=(40, 72))
+    part = viz.matrix_figure(
+        np.zeros((3, 256)), list("abc"), viz.MatrixOptions(group_size=32), title="Q", dims=(40, 72)
+    )
     assert [s.x0 for s in part.layout.shapes if s.name == "group"] == [63.5]
-    many = viz.matrix_figure(np.zeros((3, 1024)), list("abc"), title="Q", group_size=4)
+    many = viz.matrix_figure(np.zeros((3, 1024)), list("abc"), viz.MatrixOptions(group_size=4), title="Q")
     texts = [a for a in many.layout.annotations if a.name == "group"]
     px_per_dim = (860 - many.layout.margin.l - many.layout.margin.r) / 1024
     xs = sorted(a.x for a in texts)
     assert min(b - a for a, b in zip(xs, xs[1:])) * px_per_dim >= max(len(a.text) for a in texts) * 0.64 * 12
     with pytest.raises(ValueError):
-        viz.matrix_figure(np.zeros((3, 8)), list("abc"), title="Q", group_size=0)
+        viz.matrix_figure(np.zeros((3, 8)), list("abc"), viz.MatrixOptions(group_size=0), title="Q")
 
 
 def test_positional_curves_mark_position():
@@ -885,7 +902,11 @@ def every_figure(T: int) -> list[go.Figure]:
         ("mask", np.where(np.isfinite(s), 0.0, -np.inf)),
         ("masked_scores", s),
     ):
-        figs.append(viz.attention_figure(vals, toks, toks, title=f"{kind}, step {T}", kind=kind, highlight_row=-1))
+        figs.append(
+            viz.attention_figure(
+                vals, toks, toks, viz.AttentionOptions(kind=kind), title=f"{kind}, step {T}", highlight_row=-1
+            )
+        )
     figs += [
         viz.alignment_figure(softmax_rows(rng.normal(size=(T, T + 1))), toks, src, title="Alignment", highlight_row=-1),
         viz.heads_grid(
@@ -899,13 +920,13 @@ def every_figure(T: int) -> list[go.Figure]:
             np.stack([causal_scores(T, h) for h in range(4)]),
             toks,
             toks,
+            viz.AttentionOptions(kind="masked_scores"),
             title="Scores, every head",
-            kind="masked_scores",
             highlight_row=-1,
         ),
         viz.matrix_figure(res, toks, title="Token embeddings E[y]·√d", highlight_row=-1),
-        viz.matrix_figure(res, toks, title="Q, heads concatenated", group_size=32, highlight_row=-1),
-        viz.matrix_figure(res[:, :32], toks, title="α·V, head 0", dim_label="d_k", highlight_row=-1),
+        viz.matrix_figure(res, toks, viz.MatrixOptions(group_size=32), title="Q, heads concatenated", highlight_row=-1),
+        viz.matrix_figure(res[:, :32], toks, viz.MatrixOptions(dim_label="d_k"), title="α·V, head 0", highlight_row=-1),
         viz.ffn_figure(
             np.maximum(rng.normal(size=(T, 1024)), 0), toks, title="FFN hidden activations (relu)", highlight_row=-1
         ),
@@ -937,9 +958,7 @@ def every_figure(T: int) -> list[go.Figure]:
     ]
     steps = fake_beam_steps() if T <= 8 else synthetic_beam(8, 40)
     figs.append(
-        viz.beam_tree_figure(
-            steps, token_text=lambda i: f"<t{i}>", title=f"Beam search, step {len(steps)}", impossible=PLACEHOLDER
-        )
+        viz.beam_tree_figure(steps, TREE, token_text=lambda i: f"<t{i}>", title=f"Beam search, step {len(steps)}")
     )
     return figs
 
@@ -999,7 +1018,7 @@ def test_beam_tree_colours_are_valid():
         )
 
     for steps in (fake_beam_steps(), synthetic_beam(8, 40)):
-        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"t{i}", title="beam", impossible=PLACEHOLDER)
+        fig = viz.beam_tree_figure(steps, TREE, token_text=lambda i: f"t{i}", title="beam")
         assert fig.layout.coloraxis.colorscale
         for t in fig.data:
             m = t.marker
@@ -1020,7 +1039,7 @@ def test_beam_tree_colours_are_valid():
 
 def test_beam_tree_labels_do_not_collide():
     for steps, n_labels in ((fake_beam_steps(), 1), (synthetic_beam(8, 40), 0)):
-        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"tok{i}", title="beam", impossible=PLACEHOLDER)
+        fig = viz.beam_tree_figure(steps, TREE, token_text=lambda i: f"tok{i}", title="beam")
         nodes, points, _ = tree_parts(fig)
         pw = 860 - fig.layout.margin.l - fig.layout.margin.r
         x0, x1 = fig.layout.xaxis.range
@@ -1154,7 +1173,9 @@ def test_figure_json_is_plotly_s_own_json():
     v[5, 0] = np.nan
     figs = [
         viz.heatmap(v, TOKENS + ["x"], list("abcdef"), viz.HeatmapSpec(x_title="k", y_title="q", zmid=0.0), title="t"),
-        viz.attention_figure(softmax_rows(causal_scores(5)), TOKENS, TOKENS, kind="weights", title="w"),
+        viz.attention_figure(
+            softmax_rows(causal_scores(5)), TOKENS, TOKENS, viz.AttentionOptions(kind="weights"), title="w"
+        ),
         viz.positional_curves(
             np.random.default_rng(0).normal(size=(7, 16)).astype(np.float32), dims=(0, 1, 4), title="p"
         ),
@@ -1175,7 +1196,9 @@ def test_a_figure_is_built_when_first_read_and_writes_the_same_json_either_way()
     from viz.common import Figure, figure_json, figure_parts
 
     figs = [
-        viz.attention_figure(softmax_rows(causal_scores(5)), TOKENS, TOKENS, kind=kind, title=kind)
+        viz.attention_figure(
+            softmax_rows(causal_scores(5)), TOKENS, TOKENS, viz.AttentionOptions(kind=kind), title=kind
+        )
         for kind in ("weights", "scores", "mask", "masked_scores")
     ]
     figs.append(viz.positional_curves(np.random.default_rng(1).normal(size=(6, 8)), dims=(0, 3), title="pe"))
@@ -1190,7 +1213,9 @@ def test_a_figure_is_built_when_first_read_and_writes_the_same_json_either_way()
     fig = figs[0]
     fig.update_layout(height=123)
     assert json.loads(figure_json(fig))["layout"]["height"] == 123
-    fresh = viz.attention_figure(softmax_rows(causal_scores(5)), TOKENS, TOKENS, kind="weights", title="weights")
+    fresh = viz.attention_figure(
+        softmax_rows(causal_scores(5)), TOKENS, TOKENS, viz.AttentionOptions(kind="weights"), title="weights"
+    )
     eager = go.Figure(data=figure_parts(fresh)[0], layout=figure_parts(fresh)[1], _validate=False)
     for copied, eager_copy in (
         (copy.deepcopy(fresh), copy.deepcopy(eager)),

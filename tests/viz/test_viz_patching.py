@@ -44,10 +44,8 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
             src,
             [*pos, "▁y → </s>"],
             src,
+            viz.PairOptions(x_title="source token", y_title="position: reads → predicts", value_name="weight"),
             title="cross-attention, layer 0",
-            x_title="source token",
-            y_title="position: reads → predicts",
-            value_name="weight",
         ),
     ]
 
@@ -85,7 +83,7 @@ def test_heads_rows_pair_self_and_cross_per_layer():
 def test_pair_shares_one_scale_and_aligns_by_position():
     a, b = np.array([[0.0, 1.0], [0.5, 0.5]]), np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
     fa, fb, fd = viz.pair_figures(
-        a, b, ["x", "y"], ["s", "t"], ["x", "z", "w"], ["s", "t"], title="t", x_title="k", y_title="q", value_name="w"
+        a, b, ["x", "y"], ["s", "t"], ["x", "z", "w"], ["s", "t"], viz.PairOptions("k", "q", "w"), title="t"
     )
     assert fa.layout.coloraxis.cmin == fb.layout.coloraxis.cmin == 0.0
     assert fa.layout.coloraxis.cmax == fb.layout.coloraxis.cmax == 2.0
