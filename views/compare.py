@@ -252,7 +252,7 @@ def stage_pair(lm, view, tr_a, tr_b) -> None:
         title=f"{stages.labels(lm.cfg)[stage]}{a.where}",
     )
     half = (MIN_WIDTH - COLUMN_GAP) / 2
-    if all(f.layout.width is not None and f.layout.width <= half for f in (fa, fb)):
+    if all(f.layout.get("width") is not None and f.layout["width"] <= half for f in (fa, fb)):
         c1, c2 = st.columns(2)
         with c1:
             show(fa, "compare_a")

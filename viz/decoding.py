@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import plotly.graph_objects as go
 
 from .common import (
     FONT,
@@ -16,6 +15,7 @@ from .common import (
     MIN_WIDTH,
     PAD,
     TICK_FONT,
+    Figure,
     as_tokens,
     layout_defaults,
     new_figure,
@@ -111,7 +111,7 @@ def topk_figure(
     title: str,
     color: str = "#9ecae1",
     chosen_color: str = HIGHLIGHT_COLOR,
-) -> go.Figure:
+) -> Figure:
     """Horizontal bars of next-token probabilities (first token on top); bar ``chosen`` is highlighted."""
     tokens = as_tokens(tokens)
     p = _probs(probs)
@@ -230,7 +230,7 @@ def beam_tree_figure(
     token_text: Callable[[int], str],
     title: str = "Beam search",
     paths: Mapping[str, Sequence[int]] | None = None,
-) -> go.Figure:
+) -> Figure:
     """The tree of beam hypotheses: x = the position that predicted a node's token (numbered as the step view
     numbers positions; the start, <s>, is left of position 0), one node per kept or finished candidate and per
     pruned one among the ``options.max_pruned`` best of its parent (the others are counted in the parent's hover).
@@ -367,7 +367,7 @@ def _colour_range(nodes: list[dict], impossible: float) -> tuple[float, float]:
 
 def _tree_figure(
     nodes: list[dict], edges: list[tuple[int, int]], options: TreeOptions, *, title: str, paths: Mapping
-) -> go.Figure:
+) -> Figure:
     """Draw the nodes and edges of a beam tree: ``TREE_ROW_PX`` per hypothesis row; columns wide enough for their
     labels, the latest positions in view when they do not all fit (the earlier ones by panning, read on hover)."""
     if len(paths) > len(PATH_STYLES):

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
-import plotly.graph_objects as go
 
 from .common import (
     FONT,
@@ -22,6 +21,7 @@ from .common import (
     MIN_WIDTH,
     PAD,
     TICK_FONT,
+    Figure,
     as_2d,
     as_tokens,
     check_len,
@@ -208,7 +208,7 @@ def matrix_figure(
     title: str,
     highlight_row: int | None = None,
     dims: tuple[int, int] | None = None,
-) -> go.Figure:
+) -> Figure:
     """A (T, D) activation matrix: rows = tokens (free strings), columns = dimensions, diverging scale at 0, named
     and grouped as ``options`` says.
 
@@ -286,7 +286,7 @@ def attention_figure(
     title: str,
     highlight_row: int | None = None,
     focus_col: int | None = None,
-) -> go.Figure:
+) -> Figure:
     """One attention matrix (Tq, Tk): rows = queries, columns = keys, drawn as ``options`` says.
 
     Square cells (``meta.cells == "square"``, fixed ``layout.width``: render ``width="content"``); beyond 20 tokens
@@ -325,7 +325,7 @@ def alignment_figure(
     title: str,
     highlight_row: int | None = None,
     focus_col: int | None = None,
-) -> go.Figure:
+) -> Figure:
     """Cross-attention alignment (Tq, S): target tokens (queries) x source tokens (keys), weights (or
     ``options.value_name``, e.g. attribution shares) coloured from 0 to the largest shown. Every source token when
     they fit, else a window around ``focus_col`` (default: the highlighted row's largest weight; give two
@@ -496,7 +496,7 @@ def heads_grid(
     title: str,
     highlight_row: int | None = None,
     cols: int | None = None,
-) -> go.Figure:
+) -> Figure:
     """All heads (H, Tq, Tk) in a grid, one shared colour scale and colour bar, square cells, drawn as ``options``
     says (as in ``attention_figure``).
 
@@ -609,7 +609,7 @@ def positional_curves(
     tokens: Sequence[str] | None = None,
     layout: str | None = None,
     mark_position: int | None = None,
-) -> go.Figure:
+) -> Figure:
     """Selected positional-encoding dimensions over position (sinusoids): one line per dimension.
 
     Each line is tagged sin or cos: from ``layout`` ("interleaved": even dims sin, odd cos; "half":
@@ -817,7 +817,7 @@ def addnorm_figure(
     highlight_row: int | None = None,
     title: str = "Add & Norm",
     dims: tuple[int, int] | None = None,
-) -> go.Figure:
+) -> Figure:
     """Residual sum (T, D), per-position mean and std, LayerNorm output (T, D): three full-width panels
     stacked top to bottom, rows aligned on the tokens, each heatmap's colour bar beside it.
 
@@ -905,7 +905,7 @@ def ffn_figure(
     highlight_row: int | None = None,
     dims: tuple[int, int] | None = None,
     token_label: str = "token",
-) -> go.Figure:
+) -> Figure:
     """FFN hidden activations (T, d_ff) after the non-linearity; the title notes the sparsity (of all units).
 
     A full-width ``matrix_figure`` (``width="stretch"``); ``dims`` (start, stop) shows only those units.
@@ -920,7 +920,7 @@ def ffn_figure(
     return matrix_figure(h, tokens, options, title=sub, highlight_row=highlight_row, dims=dims)
 
 
-def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: str) -> go.Figure:
+def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: str) -> Figure:
     """Which K / V rows come from the cache and which are computed at this step (Q only for the new ones).
 
     Rows Q, K, V across the full container width (``width="stretch"``), every position shown; the position

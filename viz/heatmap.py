@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, overload
 
 import numpy as np
-import plotly.graph_objects as go
 
 from .common import (
     FONT,
@@ -19,6 +18,7 @@ from .common import (
     MIN_WIDTH,
     PAD,
     TICK_FONT,
+    Figure,
     as_2d,
     check_len,
     check_row,
@@ -568,7 +568,7 @@ def heatmap(
     title: str,
     marks: Marks = Marks(),
     framing: Framing = Framing(),
-) -> go.Figure:
+) -> Figure:
     """A labelled heatmap of ``values`` (R, C), drawn as ``spec`` says and sized as ``framing`` says: rows =
     ``row_labels`` (top to bottom), columns = ``col_labels``; ``marks``: the highlighted row and column (outlined),
     the hover's text, numeric column positions ("rows" figures).

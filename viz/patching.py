@@ -8,9 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-import plotly.graph_objects as go
 
-from .common import as_2d, as_tokens, check_len
+from .common import Figure, as_2d, as_tokens, check_len
 from .heatmap import Framing, HeatmapSpec, Marks, heatmap
 
 PATCH_SCALE = "Viridis"  # sequential: how much of the measured quantity a restored site brings back
@@ -50,7 +49,7 @@ def patch_decoder_figure(
     value_name: str,
     zmin: float | None = None,
     zmax: float | None = None,
-) -> go.Figure:
+) -> Figure:
     """Decoder sites (L, K, P): rows = each layer's residual stream after each of its K ``sublayers`` (e.g. "after
     self-attn", top to bottom in data-flow order), columns = positions (``reads → predicts``); each cell the
     measured quantity with that one site restored from the clean run. The last column is the measured position."""
@@ -76,7 +75,7 @@ def patch_encoder_figure(
     value_name: str,
     zmin: float | None = None,
     zmax: float | None = None,
-) -> go.Figure:
+) -> Figure:
     """Encoder sites (Le, S): rows = encoder layers (their output), columns = source tokens."""
     v = as_2d(values, "values")
     src_tokens = as_tokens(src_tokens, "src_tokens")
@@ -93,7 +92,7 @@ def patch_heads_figure(
     value_name: str,
     zmin: float | None = None,
     zmax: float | None = None,
-) -> go.Figure:
+) -> Figure:
     """Head sites (2, L, H): rows = each decoder layer's self-attention, then its cross-attention; columns = heads;
     each cell with that head's output (before W_O, at every position) restored."""
     v = np.asarray(values, dtype=np.float64)
@@ -161,7 +160,7 @@ def pair_figures(
     options: PairOptions,
     *,
     title: str,
-) -> tuple[go.Figure, go.Figure, go.Figure]:
+) -> tuple[Figure, Figure, Figure]:
     """One stage's matrix for run A and run B on one colour scale (the range of both; signed: diverging and
     symmetric about 0, else sequential), and A − B on a diverging scale centred on 0 (over the common positions when
     the shapes differ, labelled by A's tokens and B's)."""

@@ -223,6 +223,8 @@ def test_lower_rows_is_lower_triangular_and_draws_as_masked():
     assert lower_rows([]).shape == (0, 0)
     with pytest.raises(ValueError):
         lower_rows([np.ones(1), np.ones(3)])
-    fig = viz.attention_figure(m, list("abcde"), list("abcde"), viz.AttentionOptions(kind="masked_scores"), title="")
+    fig = viz.attention_figure(
+        m, list("abcde"), list("abcde"), viz.AttentionOptions(kind="masked_scores"), title=""
+    ).plotly()
     overlay = next(t for t in fig.data if t.name == "masked")
     assert np.array_equal(~np.isnan(np.asarray(overlay.z, dtype=float)), ~lower)

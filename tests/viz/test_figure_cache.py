@@ -23,8 +23,8 @@ def test_builders_return_drawings_of_the_figure_builders_only():
     d = drawing(np.eye(2))
     assert isinstance(d, Drawing) and d.build is viz.attention_figure
     assert builders.beam_table is viz.beam_table  # not a figure: viz's own function
-    assert pio.to_json(d.figure(), validate=False) == pio.to_json(
-        viz.attention_figure(np.eye(2), ["a", "b"], ["x", "y"], title="t"), validate=False
+    assert pio.to_json(d.figure().plotly(), validate=False) == pio.to_json(
+        viz.attention_figure(np.eye(2), ["a", "b"], ["x", "y"], title="t").plotly(), validate=False
     )
 
 
