@@ -201,16 +201,22 @@ class Replica:
             self.proc.wait(timeout=15)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
+        if self.proc:
+            terminate(self.proc)
         if self._log:
             self._log.close()
             self._log = None
+
+
+def terminate(proc: subprocess.Popen, timeout: float = 15) -> None:
+    """Stop ``proc`` if it still runs: asked to (SIGTERM), killed when it has not ended within ``timeout`` s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
 
 
 def replica_env(model: Path | None, secret: str) -> dict:

@@ -3,6 +3,8 @@ free ports, the tiny smoke model, process-tree RSS, summary statistics and the i
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import os
 import re
@@ -16,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from deploy.serve import terminate
 from model.io.checkpoint import ENV_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,6 +200,16 @@ def build_smoke_model(out: Path) -> Path:
     return build_tiny_model_dir(out, card="# Tiny smoke model\nRandom weights.\n")
 
 
+def benchmark_model(smoke: bool, model: Path, tmp: Path, ap: argparse.ArgumentParser) -> tuple[Path, int]:
+    """The model directory a benchmark runs, and its number of decoder layers: with ``smoke`` the tests' tiny one
+    (built under ``tmp``), else ``model``, refused in one line (``ap.error``) when it is not a model directory."""
+    path = build_smoke_model(tmp / "tiny") if smoke else model
+    config = path / "config.json"
+    if not config.is_file():
+        ap.error(f"{path} is not a model directory (no config.json)")
+    return path, int(json.loads(config.read_text())["n_decoder_layers"])
+
+
 class Server:
     """``streamlit run SCRIPT`` on a free localhost port; ``started`` is the launch time (perf_counter)."""
 
@@ -249,13 +262,7 @@ class Server:
         return self.log.read_text(errors="replace").count("Traceback")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
+        terminate(self.proc)
         self._log.close()
 
 

@@ -1,6 +1,7 @@
 """Pure Plotly figures for every stage of the decoder (numpy/pandas/plotly only: no torch, no streamlit).
 
-Every function takes arrays, token lists and options and returns a ``plotly.graph_objects.Figure``
+Every function takes arrays, token lists and options (a frozen dataclass) and returns a ``viz.common.Figure``
+(its trace and layout dicts; ``plotly()`` makes it Plotly's ``go.Figure``)
 (or a ``pandas.DataFrame`` / number for the table and metric helpers). Shapes are checked against
 the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`heatmap`, drawn as a
 :class:`HeatmapSpec` says and sized as a :class:`Framing` says.
