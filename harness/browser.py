@@ -14,8 +14,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from deploy.serve import terminate
@@ -266,14 +268,14 @@ class Server:
         self._log.close()
 
 
-def base_path_probe(msg) -> bool:
+def base_path_probe(msg: Any) -> bool:
     """Whether a console message is Chromium's note of one of Streamlit's base-path probes (``BASE_PATH_PROBE``)."""
     url = (msg.location or {}).get("url", "")
     return msg.text.startswith("Failed to load resource") and bool(BASE_PATH_PROBE.match(urlsplit(url).path))
 
 
 @contextmanager
-def serve(script: Path, log: Path, env: dict | None = None):
+def serve(script: Path, log: Path, env: dict | None = None) -> Iterator[Server]:
     server = Server(script, log, env)
     try:
         server.wait_healthy()
@@ -310,7 +312,7 @@ def tree_rss_kb(pid: int) -> int:
     return total
 
 
-def finite(x):
+def finite(x: Any) -> Any:
     """JSON-safe: NaN and infinities become null, floats are rounded."""
     if isinstance(x, float):
         return round(x, 3) if x == x and abs(x) != float("inf") else None

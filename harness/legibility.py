@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -149,7 +150,7 @@ LEGIBILITY_JS = """
 """
 
 
-def violations(page, **limits: float) -> list[str]:
+def violations(page: Any, **limits: float) -> list[str]:
     """Every legibility problem of the Plotly figures on a Playwright ``page`` (empty list = legible).
 
     ``limits`` override the JS defaults: tol, minFont, squareMin, windowMin, rowMin, windowTokens.
@@ -182,7 +183,7 @@ def figures_page(figures: Sequence[Figure | go.Figure], width: int, *, include_p
     )
 
 
-def show_figures(page, figures: Sequence[Figure | go.Figure], width: int, *, timeout_ms: int = 60_000) -> None:
+def show_figures(page: Any, figures: Sequence[Figure | go.Figure], width: int, *, timeout_ms: int = 60_000) -> None:
     """Load ``figures_page(figures, width)`` into a Playwright ``page`` and wait until every figure is drawn."""
     page.set_content(figures_page(figures, width), wait_until="load", timeout=timeout_ms)
     page.wait_for_function(

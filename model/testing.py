@@ -41,7 +41,7 @@ def make_tokenizer(vocab_size: int = 360, corpus: Sequence[str] = TOY_CORPUS) ->
     return train_tokenizer(list(corpus) * 5, vocab_size)
 
 
-def marian_config(vocab_size: int, size: dict, pad: int, eos: int, **extra):
+def marian_config(vocab_size: int, size: dict, pad: int, eos: int, **extra: Any) -> Any:
     """A random Marian model's transformers config, ``size`` giving its d_model, layers, heads and ffn width (each
     of the encoder and the decoder), swish activations, scaled embeddings, decoding from <pad>, no dropout."""
     from transformers import MarianConfig

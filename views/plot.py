@@ -40,16 +40,18 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from types import ModuleType
+from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 import viz as viz_module
-from viz.common import describe_heatmap, figure_json, figure_parts
+from viz.common import Figure, describe_heatmap, figure_json, figure_parts
 
 from .routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
 
@@ -84,7 +86,7 @@ def _component():
     return st.components.v2.component("decoder_lens_plot", js=LOADER, isolate_styles=False)
 
 
-def text_alternative(fig) -> str | None:
+def text_alternative(fig: Figure | go.Figure) -> str | None:
     """The line a screen reader reads for a figure: a heatmap's (``viz.common.describe_heatmap`` of its first value
     trace; the grey overlay of masked cells is not one), a bar chart's bars largest first, or the points of a
     scatter drawing (a beam tree) counted by kind; None for other figures."""
@@ -147,16 +149,16 @@ class Drawing:
     identity: tuple | None = None  # plain data that determines every argument but the scalars (``keyed``)
 
     @classmethod
-    def of(cls, build: Callable, *args, **kwargs) -> Drawing:
+    def of(cls, build: Callable, *args: Any, **kwargs: Any) -> Drawing:
         return cls(build, args, kwargs)
 
-    def keyed(self, *identity) -> Drawing:
+    def keyed(self, *identity: object) -> Drawing:
         """The same drawing, hashed by ``identity`` (plain data) and its scalar arguments: ``identity`` stands for
         every other argument (a decode's recorded steps and its token namer: the model, the source and the decode's
         options), which need not be plain data and are not hashed."""
         return replace(self, identity=identity)
 
-    def figure(self):
+    def figure(self) -> Figure:
         return self.build(*self.args, **self.kwargs)
 
     def digest(self) -> str | None:
@@ -272,12 +274,12 @@ def figure_cache() -> FigureCache:
     return FigureCache(FIGURE_CACHE_BYTES)
 
 
-def serialised(fig) -> tuple[str, str | None]:
+def serialised(fig: Figure | go.Figure) -> tuple[str, str | None]:
     """A figure's JSON (numpy arrays as Plotly's base64 typed arrays) and its text alternative."""
     return figure_json(fig), text_alternative(fig)
 
 
-def figure_item(fig) -> tuple[str, str | None]:
+def figure_item(fig: Figure | Drawing) -> tuple[str, str | None]:
     """``serialised(fig)`` (a figure, or a ``Drawing``, built only if the cache does not hold it)."""
     if not isinstance(fig, Drawing):
         return serialised(fig)
@@ -291,7 +293,9 @@ def figure_item(fig) -> tuple[str, str | None]:
     return item
 
 
-def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None, pick: bool = False):
+def plot(
+    fig: Figure | Drawing, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None, pick: bool = False
+) -> Any:
     """Draw ``fig`` (a figure, or a ``Drawing``, built only if the cache does not hold it) under ``key`` (the same
     key keeps the same graph, updated in place); a heatmap carries its text alternative (``alt``: its drawing's
     aria-label, plot.js). A cached figure carries its ``id`` (its digest and key): a graph the browser keeps off the
@@ -320,7 +324,7 @@ def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = 
 
 
 @contextlib.contextmanager
-def tagged(at: str):
+def tagged(at: str) -> Iterator[None]:
     """The figures shown inside are of the position ``at`` (the step view's): the browser marks one whose drawing is
     of another position than the page's position line shows, until it is drawn (plot.js, page.js)."""
     thread = threading.current_thread()
@@ -356,7 +360,7 @@ def _ahead() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead")
 
 
-def ahead(fn: Callable, *args) -> Future:
+def ahead(fn: Callable, *args: Any) -> Future:
     """Run ``fn(*args)`` on the process's one thread for work done ahead (a figure, a patching map the reader most
     likely asks for next), AHEAD_DELAY_S after the run that asked for it, which has by then sent its elements."""
 
@@ -392,6 +396,6 @@ def preload() -> None:
     _component()(data=json.dumps({"preload": True}).encode(), key="plotly_preload")
 
 
-def payload(data) -> dict:
+def payload(data: bytes) -> dict:
     """What ``plot`` sent, from the element's data (bytes): for tests and checks of the page."""
     return json.loads(bytes(data))
