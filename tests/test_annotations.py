@@ -46,20 +46,21 @@ def test_unannotated_public_functions_only_fall():
 
 
 def test_the_count_sees_parameters_returns_and_methods(tmp_path):
+    source = """
+def ok(a: int) -> int: ...
+def no_return(a: int): ...
+def bare(a) -> None: ...
+def _private(a): ...
+class C:
+    def method(self, a: int) -> None: ...
+    def loose(self, a): ...
+    @staticmethod
+    def static(self) -> None: ...
+class _Hidden:
+    def m(self, a): ...
+"""
     (tmp_path / "viz").mkdir()
-    (tmp_path / "viz" / "m.py").write_text(
-        "def ok(a: int) -> int: ...\n"
-        "def no_return(a: int): ...\n"
-        "def bare(a) -> None: ...\n"
-        "def _private(a): ...\n"
-        "class C:\n"
-        "    def method(self, a: int) -> None: ...\n"
-        "    def loose(self, a): ...\n"
-        "    @staticmethod\n"
-        "    def static(self) -> None: ...\n"
-        "class _Hidden:\n"
-        "    def m(self, a): ...\n"
-    )
+    (tmp_path / "viz" / "m.py").write_text(source.lstrip())
     assert public_unannotated(tmp_path) == [
         "viz/m.py:2:no_return",
         "viz/m.py:3:bare",
