@@ -68,7 +68,7 @@ def marian_config(vocab_size: int, size: dict, pad: int, eos: int, **extra: Any)
     )
 
 
-def make_model(vocab_size: int, seed: int = 0, **overrides) -> Transformer:
+def make_model(vocab_size: int, seed: int = 0, **overrides: Any) -> Transformer:
     """2 + 2 layers, d_model 32, 4 heads; ``overrides`` are ModelConfig fields."""
     torch.manual_seed(seed)
     cfg: dict[str, Any] = dict(
@@ -96,7 +96,7 @@ def build_tiny_model_dir(path: str | Path, card: str = TINY_CARD) -> Path:
     return save_model_dir(make_model(tok.vocab_size), tok, path, card=card)
 
 
-def family_config(family: str, vocab_size: int, d_model: int, layers: int, heads: int, ffn: int, **extra: Any):
+def family_config(family: str, vocab_size: int, d_model: int, layers: int, heads: int, ffn: int, **extra: Any) -> Any:
     """A transformers config of a family the importer reads ("bart", "mbart", "m2m_100", "t5", "t5_gated": Flan-T5's
     gated GELU FFN, untied output), <pad> 0, <s> 1, </s> 2 as the project's tokenizers put them, no dropout, no
     generation default that would add a logits processor; ``extra``: settings to add or change (max_len sets a

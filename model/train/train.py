@@ -95,7 +95,7 @@ def add_pair_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=None, help="corpus directory (default: <repo>/../shared/data)")
     p.add_argument("--out", type=Path, default=REPO / "assets" / "models" / "en-fr", help="model directory to write")
@@ -308,7 +308,7 @@ def log(msg: str) -> None:
 
 # Long on purpose: the training loop and its evaluate/checkpoint closures share one resumable state (step, epoch,
 # batch, best score, snapshots); read top to bottom it is the recipe: data, tokenizer, model, loop, averaging.
-def main(argv=None) -> dict:
+def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     t_start = time.time()
     use_threads(args.threads)
