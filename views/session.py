@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from model.core.config import ModelConfig
+
 from .common import log
 from .state import (
     VIEW_FIELDS,
@@ -33,7 +35,7 @@ FRAGMENT_VIEW = "fragment_view"  # the view a full run hands its fragment (a fra
 PRESET_CONTRAST = "preset_contrast"  # the contrast word a Compare preset filled in, while its pair stands
 
 
-def limits_of(cfg) -> Limits:
+def limits_of(cfg: ModelConfig) -> Limits:
     return Limits(cfg.vocab_size, cfg.max_len, cfg.n_decoder_layers, cfg.n_heads)
 
 
