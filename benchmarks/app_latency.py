@@ -67,7 +67,7 @@ from harness.browser import (
     VIEWPORT,
     Server,
     app_env,
-    build_smoke_model,
+    benchmark_model,
     median,
     p95,
     require_chromium,
@@ -545,9 +545,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="app_latency_") as d:
         tmp = Path(d)
-        model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
-        if not (model / "config.json").is_file():
-            ap.error(f"{model} is not a model directory (no config.json)")
+        model, _ = benchmark_model(args.smoke, args.model, tmp, ap)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
             try:

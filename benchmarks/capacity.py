@@ -66,7 +66,7 @@ from deploy.serve import Nginx, find_nginx, start_replicas
 from harness.browser import (
     DEFAULT_MODEL,
     app_env,
-    build_smoke_model,
+    benchmark_model,
     finite,
     free_port,
     machine_cpu_seconds,
@@ -762,11 +762,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     with tempfile.TemporaryDirectory(prefix="capacity_") as d:
         tmp = Path(d)
-        model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
-        if not (model / "config.json").is_file():
-            ap.error(f"{model} is not a model directory (no config.json)")
+        model, n_layers = benchmark_model(args.smoke, args.model, tmp, ap)
         report["model"] = str(model if not args.smoke else "tiny (model/testing.py)")
-        n_layers = int(json.loads((model / "config.json").read_text())["n_decoder_layers"])
         print(
             f"Capacity: simulated students over Streamlit's protocol (Locust users), {args.seconds:g} s per N, "
             f"think {args.think * 0.5:g}–{args.think * 1.5:g} s; model {report['model']}; "

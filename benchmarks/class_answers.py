@@ -75,7 +75,7 @@ from harness.browser import (
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
-    build_smoke_model,
+    benchmark_model,
     free_port,
     median,
     p95,
@@ -698,9 +698,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="class_answers_") as d:
         tmp = Path(d)
-        model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
-        if not (model / "config.json").is_file():
-            ap.error(f"{model} is not a model directory (no config.json)")
+        model, _ = benchmark_model(args.smoke, args.model, tmp, ap)
         print(
             f"Class answers: {args.students} students, {args.chapters} chapters, think {args.think:g} s, model "
             f"{model if not args.smoke else 'tiny (smoke)'}; configs {', '.join(configs)}",

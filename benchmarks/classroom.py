@@ -53,7 +53,7 @@ from harness.browser import (
     CHROMIUM,
     DEFAULT_MODEL,
     app_env,
-    build_smoke_model,
+    benchmark_model,
     finite,
     machine_cpu_seconds,
     median,
@@ -382,10 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--seconds and --action-timeout must be positive, --think not negative")
     with tempfile.TemporaryDirectory(prefix="classroom_") as d:
         tmp = Path(d)
-        model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
-        if not (model / "config.json").is_file():
-            ap.error(f"{model} is not a model directory (no config.json)")
-        n_layers = int(json.loads((model / "config.json").read_text())["n_decoder_layers"])
+        model, n_layers = benchmark_model(args.smoke, args.model, tmp, ap)
         drive = Drive(n_layers, args.stages, args.action_timeout * 1000, args.think, args.seed)
         env, script = app_env(model), ROOT / "app.py"
         if args.profile:

@@ -41,30 +41,13 @@ def build_marian(hf_dir: Path, size: dict, seed: int = 0) -> None:
     """Save a seeded random MarianMTModel (with a word-level tokenizer.json) to ``hf_dir``."""
     import torch
     from tokenizers import Tokenizer, models
-    from transformers import MarianConfig, MarianMTModel
+    from transformers import MarianMTModel
+
+    from model.testing import marian_config
 
     V = size["vocab"]
     eos, unk, pad = 0, 1, V - 1  # Marian's layout
-    cfg = MarianConfig(
-        vocab_size=V,
-        d_model=size["d_model"],
-        encoder_layers=size["layers"],
-        decoder_layers=size["layers"],
-        encoder_attention_heads=size["heads"],
-        decoder_attention_heads=size["heads"],
-        encoder_ffn_dim=size["ffn"],
-        decoder_ffn_dim=size["ffn"],
-        max_position_embeddings=128,
-        activation_function="swish",
-        scale_embedding=True,
-        pad_token_id=pad,
-        eos_token_id=eos,
-        decoder_start_token_id=pad,
-        forced_eos_token_id=None,
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-    )
+    cfg = marian_config(V, size, pad, eos, max_position_embeddings=128)
     torch.manual_seed(seed)
     model = MarianMTModel(cfg).eval()
     with torch.no_grad():
@@ -96,6 +79,25 @@ def median_ms(fn, runs: int, warmup: int) -> tuple[float, object]:
 
 
 # ------------------------------------------------------------------------------------------- workers
+
+
+def hf_generation(c, beams: int, banned: list[int], max_new: int):
+    """transformers' settings of a decode as ours runs it: ``beams`` wide (1: greedy), ``max_new`` tokens at most,
+    the ``banned`` ids never chosen, no early stop and no length penalty (``c``: the Marian model's config)."""
+    from transformers import GenerationConfig
+
+    return GenerationConfig(
+        decoder_start_token_id=c.decoder_start_token_id,
+        pad_token_id=c.pad_token_id,
+        eos_token_id=c.eos_token_id,
+        forced_eos_token_id=None,
+        bad_words_ids=[[i] for i in banned],
+        num_beams=beams,
+        do_sample=False,
+        max_new_tokens=max_new,
+        early_stopping=False,
+        length_penalty=1.0,
+    )
 
 
 def worker_ours(model_dir: Path, threads: int, runs: int, warmup: int) -> dict:
@@ -157,25 +159,14 @@ def worker_hf(hf_dir: Path, threads: int, runs: int, warmup: int) -> dict:
     import torch
 
     torch.set_num_threads(threads)
-    from transformers import GenerationConfig, MarianMTModel
+    from transformers import MarianMTModel
 
     model = MarianMTModel.from_pretrained(hf_dir).eval()  # default attention implementation (sdpa)
     c = model.config
     src = torch.tensor([source_ids(c.vocab_size)])
     res = {}
     for name, beams in (("greedy", 1), ("beam", BEAM)):
-        gen = GenerationConfig(
-            decoder_start_token_id=c.decoder_start_token_id,
-            pad_token_id=c.pad_token_id,
-            eos_token_id=c.eos_token_id,
-            forced_eos_token_id=None,
-            bad_words_ids=[[c.pad_token_id]],
-            num_beams=beams,
-            do_sample=False,
-            max_new_tokens=NEW_TOKENS,
-            early_stopping=False,
-            length_penalty=1.0,
-        )
+        gen = hf_generation(c, beams, [c.pad_token_id], NEW_TOKENS)
         ms, out = median_ms(lambda g=gen: model.generate(src, generation_config=g), runs, warmup)
         res[name], res[f"{name}_tokens"] = ms, out.shape[1] - 1
     return res

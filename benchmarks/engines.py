@@ -193,24 +193,15 @@ def worker_hf(work: Path, job: dict, threads: int) -> dict:
     import torch
 
     torch.set_num_threads(threads)
-    from transformers import GenerationConfig, MarianMTModel
+    from transformers import MarianMTModel
+
+    from benchmarks.decode import hf_generation
 
     model = MarianMTModel.from_pretrained(work / "hf").eval()  # default attention implementation (sdpa)
     c = model.config
     res = {}
     for name, beams in (("greedy", 1), ("beam", BEAM)):
-        gen = GenerationConfig(
-            decoder_start_token_id=c.decoder_start_token_id,
-            pad_token_id=c.pad_token_id,
-            eos_token_id=c.eos_token_id,
-            forced_eos_token_id=None,
-            bad_words_ids=[[i] for i in job["banned"]],
-            num_beams=beams,
-            do_sample=False,
-            max_new_tokens=job["max_new"],
-            early_stopping=False,
-            length_penalty=1.0,
-        )
+        gen = hf_generation(c, beams, job["banned"], job["max_new"])
 
         def run(s, g=gen):
             out = model.generate(torch.tensor([s]), generation_config=g)[0, 1:].tolist()  # drop the start token

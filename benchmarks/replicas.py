@@ -41,7 +41,7 @@ from harness.browser import (
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
-    build_smoke_model,
+    benchmark_model,
     finite,
     free_port,
     median,
@@ -390,10 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--replicas ≥ 2, 1 ≤ --sessions ≤ {len(SENTENCES)}, --seconds and --after positive")
     with tempfile.TemporaryDirectory(prefix="replicas_") as d:
         tmp = Path(d)
-        model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
-        if not (model / "config.json").is_file():
-            ap.error(f"{model} is not a model directory (no config.json)")
-        n_layers = int(json.loads((model / "config.json").read_text())["n_decoder_layers"])
+        model, n_layers = benchmark_model(args.smoke, args.model, tmp, ap)
         drive = Drive(n_layers, timeout_ms=args.action_timeout * 1000, think=args.think, seed=args.seed)
         run_dir = tmp / "run"
         run_dir.mkdir()

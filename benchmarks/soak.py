@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ from harness.browser import (
     CHROMIUM,
     DEFAULT_MODEL,
     app_env,
-    build_smoke_model,
+    benchmark_model,
     median,
     require_chromium,
     row,
@@ -149,10 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--sessions must be at least 1 and --seconds positive")
     with tempfile.TemporaryDirectory(prefix="soak_") as d:
         tmp = Path(d)
-        model = build_smoke_model(tmp / "tiny") if args.smoke else args.model
-        if not (model / "config.json").is_file():
-            ap.error(f"{model} is not a model directory (no config.json)")
-        n_layers = int(json.loads((model / "config.json").read_text())["n_decoder_layers"])
+        model, n_layers = benchmark_model(args.smoke, args.model, tmp, ap)
         drive = Drive(n_layers, stages=(DEFAULT_STAGE,), think=0.0, seed=args.seed)
         log = tmp / "streamlit.log"
         try:

@@ -144,7 +144,9 @@ def check_scores(data: ClassData) -> list[CheckScores]:
     ]
 
 
-def hake_gain(pairs: list[tuple[int, int]], max_score: int = CHECK_MAX, n_boot: int = BOOTSTRAP, seed: int = SEED):
+def hake_gain(
+    pairs: list[tuple[int, int]], max_score: int = CHECK_MAX, n_boot: int = BOOTSTRAP, seed: int = SEED
+) -> Gain:
     """Hake's g of the class from (pre, post) scores, with its percentile bootstrap 95 % interval."""
     if not pairs:
         return Gain(None, None, None, 0, None, None, max_score)
@@ -230,7 +232,7 @@ def summary_json(data: ClassData) -> str:
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs a cell that starts so as a formula
 
 
-def cell(value):
+def cell(value: object) -> object:
     """A value as a CSV cell a spreadsheet shows as typed: text that would start a formula gets a leading '."""
     return "'" + value if isinstance(value, str) and value.startswith(FORMULA_START) else value
 

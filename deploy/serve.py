@@ -35,6 +35,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import TextIO
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_MODEL = "DECODER_LENS_MODEL"  # as model.io.checkpoint.ENV_MODEL (this launcher imports nothing of the app)
@@ -161,7 +162,7 @@ class Replica:
         self.index, self.port, self.log, self.env = index, port, log, env
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
-        self._log = None
+        self._log: TextIO | None = None
 
     def start(self) -> None:
         cmd = [
@@ -187,8 +188,8 @@ class Replica:
     def wait_healthy(self, timeout: float = 180.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"replica {self.index} exited with code {self.proc.returncode}; see {self.log}")
+            if (code := exit_code(self.proc)) is not None:
+                raise RuntimeError(f"replica {self.index} exited with code {code}; see {self.log}")
             if healthy(self.url):
                 return
             time.sleep(0.1)
@@ -201,16 +202,27 @@ class Replica:
             self.proc.wait(timeout=15)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
+        if self.proc:
+            terminate(self.proc)
         if self._log:
             self._log.close()
             self._log = None
+
+
+def exit_code(proc: subprocess.Popen | None) -> int | None:
+    """The code ``proc`` exited with; None while it runs (or before it started)."""
+    return None if proc is None else proc.poll()
+
+
+def terminate(proc: subprocess.Popen, timeout: float = 15) -> None:
+    """Stop ``proc`` if it still runs: asked to (SIGTERM), killed when it has not ended within ``timeout`` s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
 
 
 def replica_env(model: Path | None, secret: str) -> dict:
@@ -342,13 +354,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         while not stopping:
             time.sleep(1)
-            if nginx.proc.poll() is not None:
-                print(f"nginx exited with code {nginx.proc.returncode}; see {run_dir}/error.log", file=sys.stderr)
+            if (code := exit_code(nginx.proc)) is not None:
+                print(f"nginx exited with code {code}; see {run_dir}/error.log", file=sys.stderr)
                 return 1
             for r in replicas:
-                if not stopping and r.proc.poll() is not None:
+                if not stopping and (code := exit_code(r.proc)) is not None:
                     print(
-                        f"replica {r.index} (port {r.port}) exited with code {r.proc.returncode}; restarting",
+                        f"replica {r.index} (port {r.port}) exited with code {code}; restarting",
                         file=sys.stderr,
                         flush=True,
                     )

@@ -26,9 +26,13 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from model.io.checkpoint import LoadedModel
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "views" / "main.py")
@@ -57,7 +61,7 @@ def badges(markdown: str) -> list[tuple[str, str]]:
     return [(colour, unescape(inner)) for colour, inner in BADGE.findall(markdown)]
 
 
-def plotly_array(z) -> np.ndarray:
+def plotly_array(z: list | dict) -> np.ndarray:
     """A figure array as sent to the browser: a nested list, or Plotly's base64 typed-array form."""
     if isinstance(z, dict):
         a = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
@@ -102,7 +106,7 @@ def groups(pattern: str, text: str) -> tuple[str, ...]:
     return m.groups()
 
 
-def read_step_view(at) -> Shown:
+def read_step_view(at: Any) -> Shown:
     head = next(m.value for m in at.markdown if m.value.startswith("**Position"))
     t, last = (int(x) for x in groups(r"\*\*Position (\d+)\*\* of 0–(\d+)", head))
     (_, reads), (_, pred) = badges(head)[-2:]
@@ -119,7 +123,7 @@ def read_step_view(at) -> Shown:
     return Shown(t, last, reads, label, _p(p), chips, followed)
 
 
-def figures(at) -> list[dict]:
+def figures(at: Any) -> list[dict]:
     """The page's figures as sent to the browser (each a ``views.plot`` component's data), in page order, each
     checked against Plotly's schema: the builders skip that check to be fast (``viz.common.new_figure``), so every
     figure a test sees is checked here (a misspelt property raises ``ValueError``)."""
@@ -153,11 +157,11 @@ def title(fig: dict) -> str:
     return (fig["layout"].get("title", {}) or {}).get("text") or ""
 
 
-def frame(at, column: str) -> pd.DataFrame | None:
+def frame(at: Any, column: str) -> pd.DataFrame | None:
     return next((d.value for d in at.dataframe if column in d.value.columns), None)
 
 
-def check_position_table(at, s: Shown, rep: Report, at_: str) -> None:
+def check_position_table(at: Any, s: Shown, rep: Report, at_: str) -> None:
     """The decoder-input table: one row per position, its last row the header, each row its chip."""
     table = frame(at, "p(predicted)")
     if table is not None:
@@ -172,7 +176,7 @@ def check_position_table(at, s: Shown, rep: Report, at_: str) -> None:
             )
 
 
-def check_beam_tree(at, figs: list, s: Shown, rep: Report, at_: str) -> None:
+def check_beam_tree(at: Any, figs: list, s: Shown, rep: Report, at_: str) -> None:
     """Beam: the hypothesis tree's kept nodes at this position carry the live table's cumulative log-probs."""
     tree = next((f for f in figs if title(f).startswith("Hypothesis tree")), None)
     live = next((d.value for d in at.dataframe if getattr(d, "key", None) == f"beam_live_{s.step}"), None)
@@ -198,7 +202,7 @@ def check_beam_tree(at, figs: list, s: Shown, rep: Report, at_: str) -> None:
         rep.check(tree["layout"]["xaxis"]["tickvals"][-1] <= s.step, f"{at_}: tree axis past the position")
 
 
-def audit_page(at, lm, rep: Report, where: str) -> Shown:
+def audit_page(at: Any, lm: LoadedModel, rep: Report, where: str) -> Shown:
     """Check one state of the step view; returns what it shows."""
     from model.core import keys
     from model.core.keys import Records
@@ -276,7 +280,7 @@ def audit_page(at, lm, rep: Report, where: str) -> Shown:
     return s
 
 
-def open_page(model_dir, query: dict):
+def open_page(model_dir: str | Path, query: dict) -> Any:
     from streamlit.testing.v1 import AppTest
 
     os.environ["DECODER_LENS_MODEL"] = str(model_dir)
@@ -286,7 +290,7 @@ def open_page(model_dir, query: dict):
     return at
 
 
-def page_ok(at) -> list[str]:
+def page_ok(at: Any) -> list[str]:
     return [e.value for e in at.exception] + [e.value for e in at.error]
 
 
@@ -312,7 +316,7 @@ def states(n: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def audit(model_dir, n: int = 30, seed: int = 0) -> Report:
+def audit(model_dir: str | Path, n: int = 30, seed: int = 0) -> Report:
     """Visit ``n`` states and check each; then reopen each state's link and compare."""
     from model.io.checkpoint import load_model_dir
 

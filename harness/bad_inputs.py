@@ -385,7 +385,8 @@ def run_cli_subprocess(argv: list, timeout: float, work: Path) -> tuple[int | st
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
-def classify_cli(rc, out: str, err: str) -> Outcome:
+def classify_cli(rc: int | str, out: str, err: str) -> Outcome:
+    """What a CLI run (``rc``: its exit status, or "HANG" / "TRACEBACK") amounts to."""
     lines = [line for line in err.splitlines() if line.strip()]
     if rc == "HANG":
         return Outcome("HANG", "no answer before the timeout")
@@ -434,7 +435,7 @@ def check_cli(case: Case, model_dir: Path, work: Path, timeout: float, use_subpr
 MODEL_ATTR = "bad_inputs_model"
 
 
-def app_test(model_dir: Path, url: dict | None = None, timeout: float = 60):
+def app_test(model_dir: Path, url: dict | None = None, timeout: float = 60) -> Any:
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(APP, default_timeout=timeout)
@@ -443,13 +444,13 @@ def app_test(model_dir: Path, url: dict | None = None, timeout: float = 60):
     return at
 
 
-def on_model(at, model_dir: Path) -> None:
+def on_model(at: Any, model_dir: Path) -> None:
     """The model a session's runs read (``run``), kept on the session itself: a broken model's session is given
     a good one to show it still works."""
     setattr(at, MODEL_ATTR, str(model_dir))  # AppTest has no field of its own for it
 
 
-def run(at):
+def run(at: Any) -> Any:
     """Rerun a session on its own model (the app reads $DECODER_LENS_MODEL on every run)."""
     from model.io.checkpoint import ENV_MODEL
 
@@ -462,7 +463,7 @@ def _values(elements) -> list[str]:
     return [re.sub(r"\\(.)", r"\1", str(e.value)) for e in elements]
 
 
-def app_outcome(at) -> Outcome:
+def app_outcome(at: Any) -> Outcome:
     if at.exception:
         return Outcome("TRACEBACK", str(at.exception[0].value).splitlines()[0][:100])
     if at.error:
@@ -474,7 +475,7 @@ def app_outcome(at) -> Outcome:
     return Outcome("ok")
 
 
-def unsafe_markdown(at) -> str | None:
+def unsafe_markdown(at: Any) -> str | None:
     """User text reaches markdown only escaped: an unescaped '<' means raw HTML could render."""
     for m in at.markdown:
         if re.search(r"(?<!\\)<", m.value):
@@ -487,11 +488,11 @@ def unsafe_markdown(at) -> str | None:
 OUTPUT_WARNINGS = ("out of its depth", "cut off at the maximum length", "cannot read this text", "unknown to the model")
 
 
-def input_warnings(at) -> list[str]:
+def input_warnings(at: Any) -> list[str]:
     return [w for w in _values(at.warning) if not any(o in w for o in OUTPUT_WARNINGS)]
 
 
-def check_app_case(at, case: Case) -> tuple[Outcome, str]:
+def check_app_case(at: Any, case: Case) -> tuple[Outcome, str]:
     if case.app is None:
         return Outcome("n/a"), ""
     got = app_outcome(at)
@@ -527,7 +528,7 @@ def check_app_case(at, case: Case) -> tuple[Outcome, str]:
     return got, ""
 
 
-def still_usable(at) -> str:
+def still_usable(at: Any) -> str:
     """Type a normal sentence into the same session: it must translate cleanly."""
     at.text_area(key="source").input(NORMAL)
     if "reference" in [w.key for w in at.text_input]:

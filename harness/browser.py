@@ -3,6 +3,8 @@ free ports, the tiny smoke model, process-tree RSS, summary statistics and the i
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import os
 import re
@@ -12,10 +14,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
+from deploy.serve import terminate
 from model.io.checkpoint import ENV_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,6 +202,16 @@ def build_smoke_model(out: Path) -> Path:
     return build_tiny_model_dir(out, card="# Tiny smoke model\nRandom weights.\n")
 
 
+def benchmark_model(smoke: bool, model: Path, tmp: Path, ap: argparse.ArgumentParser) -> tuple[Path, int]:
+    """The model directory a benchmark runs, and its number of decoder layers: with ``smoke`` the tests' tiny one
+    (built under ``tmp``), else ``model``, refused in one line (``ap.error``) when it is not a model directory."""
+    path = build_smoke_model(tmp / "tiny") if smoke else model
+    config = path / "config.json"
+    if not config.is_file():
+        ap.error(f"{path} is not a model directory (no config.json)")
+    return path, int(json.loads(config.read_text())["n_decoder_layers"])
+
+
 class Server:
     """``streamlit run SCRIPT`` on a free localhost port; ``started`` is the launch time (perf_counter)."""
 
@@ -249,24 +264,18 @@ class Server:
         return self.log.read_text(errors="replace").count("Traceback")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
+        terminate(self.proc)
         self._log.close()
 
 
-def base_path_probe(msg) -> bool:
+def base_path_probe(msg: Any) -> bool:
     """Whether a console message is Chromium's note of one of Streamlit's base-path probes (``BASE_PATH_PROBE``)."""
     url = (msg.location or {}).get("url", "")
     return msg.text.startswith("Failed to load resource") and bool(BASE_PATH_PROBE.match(urlsplit(url).path))
 
 
 @contextmanager
-def serve(script: Path, log: Path, env: dict | None = None):
+def serve(script: Path, log: Path, env: dict | None = None) -> Iterator[Server]:
     server = Server(script, log, env)
     try:
         server.wait_healthy()
@@ -303,7 +312,7 @@ def tree_rss_kb(pid: int) -> int:
     return total
 
 
-def finite(x):
+def finite(x: Any) -> Any:
     """JSON-safe: NaN and infinities become null, floats are rounded."""
     if isinstance(x, float):
         return round(x, 3) if x == x and abs(x) != float("inf") else None

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 
 from harness.browser import BROWSER_ARGS, CHROMIUM
+from viz.common import Figure
 
 MIN_FONT_PX = 11
 
@@ -148,7 +150,7 @@ LEGIBILITY_JS = """
 """
 
 
-def violations(page, **limits: float) -> list[str]:
+def violations(page: Any, **limits: float) -> list[str]:
     """Every legibility problem of the Plotly figures on a Playwright ``page`` (empty list = legible).
 
     ``limits`` override the JS defaults: tol, minFont, squareMin, windowMin, rowMin, windowTokens.
@@ -156,7 +158,7 @@ def violations(page, **limits: float) -> list[str]:
     return list(page.evaluate(LEGIBILITY_JS, dict(limits)))
 
 
-def figures_page(figures: Sequence[go.Figure], width: int, *, include_plotlyjs: bool | str = True) -> str:
+def figures_page(figures: Sequence[Figure | go.Figure], width: int, *, include_plotlyjs: bool | str = True) -> str:
     """A standalone HTML page showing ``figures`` one under the other in a ``width`` px wide column.
 
     Figures with ``layout.width`` keep it (Streamlit's ``width="content"``); the others fill the column
@@ -165,7 +167,7 @@ def figures_page(figures: Sequence[go.Figure], width: int, *, include_plotlyjs: 
     parts = []
     for i, fig in enumerate(figures):
         parts.append(
-            fig.to_html(
+            (fig.plotly() if isinstance(fig, Figure) else fig).to_html(
                 full_html=False,
                 include_plotlyjs=include_plotlyjs if i == 0 else False,
                 default_width="100%",
@@ -181,7 +183,7 @@ def figures_page(figures: Sequence[go.Figure], width: int, *, include_plotlyjs: 
     )
 
 
-def show_figures(page, figures: Sequence[go.Figure], width: int, *, timeout_ms: int = 60_000) -> None:
+def show_figures(page: Any, figures: Sequence[Figure | go.Figure], width: int, *, timeout_ms: int = 60_000) -> None:
     """Load ``figures_page(figures, width)`` into a Playwright ``page`` and wait until every figure is drawn."""
     page.set_content(figures_page(figures, width), wait_until="load", timeout=timeout_ms)
     page.wait_for_function(
@@ -193,7 +195,7 @@ def show_figures(page, figures: Sequence[go.Figure], width: int, *, timeout_ms: 
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def figures_violations(figures: Sequence[go.Figure], width: int) -> list[str]:
+def figures_violations(figures: Sequence[Figure | go.Figure], width: int) -> list[str]:
     """Every legibility problem of ``figures`` drawn in a ``width`` px container of a fresh Chromium page; a missing
     Chromium is a failure, never a skip."""
     from pathlib import Path

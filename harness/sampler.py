@@ -62,7 +62,7 @@ async def sample(s: Session, browser, url: str, drive: Drive, out, stop: Path) -
         await asyncio.sleep(drive.think * rng.uniform(0.5, 1.5))
 
 
-async def main_async(args) -> None:
+async def main_async(args: argparse.Namespace) -> None:
     from playwright.async_api import async_playwright
 
     drive = Drive(args.n_layers, args.stages, args.action_timeout * 1000, args.think, args.seed, PHASE)

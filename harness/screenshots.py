@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import ViewportSize
 
@@ -45,7 +46,7 @@ class Shot:
     above: int = 0
 
 
-def analyse_set(page) -> None:
+def analyse_set(page: Any) -> None:
     box = page.locator(".st-key-corpus_paste textarea")
     box.fill(CORPUS_SET)
     box.press("Control+Enter")

@@ -105,7 +105,7 @@ class Drive:
     phase: int = IDLE_PHASE
 
 
-def url_view(page) -> dict:
+def url_view(page: Any) -> dict:
     """The stage and layer the page's URL names."""
     q = parse_qs(urlparse(page.url).query)
     return {
@@ -123,11 +123,11 @@ async def wait_view(s: Session, before: str | None, timeout_ms: float) -> None:
     await s.page.wait_for_function(VIEW_PAINTED_JS, arg=arg, timeout=timeout_ms)
 
 
-async def click(page, key: str) -> None:
+async def click(page: Any, key: str) -> None:
     await page.locator(f".st-key-{key} button").first.click()
 
 
-async def open_session(s: Session, browser, url: str, drive: Drive) -> None:
+async def open_session(s: Session, browser: Any, url: str, drive: Drive) -> None:
     """Load the session's sentence, step to its end and record what the page shows."""
     s.page = page = await (await browser.new_context(viewport=VIEWPORT)).new_page()
     page.set_default_timeout(drive.timeout_ms * 4)

@@ -14,9 +14,11 @@ import numpy as np
 
 from model.core import keys
 from model.core.ablation import MODES
+from model.core.config import ModelConfig
 from model.core.constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
 from model.core.jsonio import dumps
 from model.core.positions import position_labels
+from model.core.tokenizer import Tokenizer
 from model.decode.decoding import (
     DecodeOptions,
     decode,
@@ -183,7 +185,7 @@ def check_utf8(text: str, what: str) -> None:
         raise ValueError(f"{what} is not valid UTF-8 text") from None
 
 
-def source_ids(tokenizer, cfg, text: str, where: str = "TEXT") -> list[int]:
+def source_ids(tokenizer: Tokenizer, cfg: ModelConfig, text: str, where: str = "TEXT") -> list[int]:
     ids = tokenizer.encode(text)
     if len(ids) > cfg.max_len - 1:
         note(

@@ -41,7 +41,34 @@ def make_tokenizer(vocab_size: int = 360, corpus: Sequence[str] = TOY_CORPUS) ->
     return train_tokenizer(list(corpus) * 5, vocab_size)
 
 
-def make_model(vocab_size: int, seed: int = 0, **overrides) -> Transformer:
+def marian_config(vocab_size: int, size: dict, pad: int, eos: int, **extra: Any) -> Any:
+    """A random Marian model's transformers config, ``size`` giving its d_model, layers, heads and ffn width (each
+    of the encoder and the decoder), swish activations, scaled embeddings, decoding from <pad>, no dropout."""
+    from transformers import MarianConfig
+
+    return MarianConfig(
+        vocab_size=vocab_size,
+        d_model=size["d_model"],
+        encoder_layers=size["layers"],
+        decoder_layers=size["layers"],
+        encoder_attention_heads=size["heads"],
+        decoder_attention_heads=size["heads"],
+        encoder_ffn_dim=size["ffn"],
+        decoder_ffn_dim=size["ffn"],
+        activation_function="swish",
+        scale_embedding=True,
+        pad_token_id=pad,
+        eos_token_id=eos,
+        decoder_start_token_id=pad,
+        forced_eos_token_id=None,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        **extra,
+    )
+
+
+def make_model(vocab_size: int, seed: int = 0, **overrides: Any) -> Transformer:
     """2 + 2 layers, d_model 32, 4 heads; ``overrides`` are ModelConfig fields."""
     torch.manual_seed(seed)
     cfg: dict[str, Any] = dict(
@@ -69,7 +96,7 @@ def build_tiny_model_dir(path: str | Path, card: str = TINY_CARD) -> Path:
     return save_model_dir(make_model(tok.vocab_size), tok, path, card=card)
 
 
-def family_config(family: str, vocab_size: int, d_model: int, layers: int, heads: int, ffn: int, **extra: Any):
+def family_config(family: str, vocab_size: int, d_model: int, layers: int, heads: int, ffn: int, **extra: Any) -> Any:
     """A transformers config of a family the importer reads ("bart", "mbart", "m2m_100", "t5", "t5_gated": Flan-T5's
     gated GELU FFN, untied output), <pad> 0, <s> 1, </s> 2 as the project's tokenizers put them, no dropout, no
     generation default that would add a logits processor; ``extra``: settings to add or change (max_len sets a

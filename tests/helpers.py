@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +13,12 @@ from streamlit.testing.v1 import AppTest
 
 from classroom.store import FINAL, QUESTIONS, Answer, Store
 from harness import audit
-from harness.browser import IDLE_JS
+from harness.browser import IDLE_JS, serve
 from model.io.checkpoint import ENV_MODEL
 
 APP = str(Path(__file__).resolve().parent.parent / "views" / "main.py")
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def open_app(model_dir, monkeypatch, **query) -> AppTest:
@@ -165,3 +168,13 @@ def seed_class(url: str, students: int, name: str = "Monday 9:00"):
         )
         store.reach(cls.id, st.id, FINAL if i % 2 else min(i, FINAL), "I like pizza.")
     return store, cls
+
+
+@contextmanager
+def app_served(model_dir: Path, log: Path):
+    """The app served on the model ``model_dir`` (``harness.browser.serve``, writing ``log``): its URL; once it
+    stops, its log must hold no traceback."""
+    with serve(ROOT / "app.py", log, {ENV_MODEL: str(model_dir)}) as srv:
+        yield srv.url
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]

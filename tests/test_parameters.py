@@ -1,6 +1,5 @@
-"""No function of the product takes more than 8 parameters: values that travel together go as a dataclass. The
-functions that still do are listed by name, so the list can only shrink: a new one fails, and so does a listed one
-brought down to 8 and left on the list."""
+"""No function of the product takes more than 8 parameters: values that travel together go as a dataclass (a
+figure builder's options as a frozen one), with no exception listed."""
 
 from __future__ import annotations
 
@@ -10,23 +9,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("model", "viz", "views", "harness", "benchmarks", "classroom", "deploy")
 MOST = 8
-# What still takes more: they wait for a dataclass of the values they pass on.
-STILL_MORE = {
-    "viz/heatmap.py:add_heatmap",
-    "viz/heatmap.py:heatmap",
-    "viz/figures.py:_grid_panels",
-    "viz/figures.py:_grid_layout",
-    "viz/figures.py:attention_figure",
-    "viz/figures.py:heads_grid",
-    "viz/figures.py:_norm_heatmaps",
-    "viz/figures.py:matrix_figure",
-    "viz/figures.py:addnorm_figure",
-    "viz/figures.py:alignment_figure",
-    "viz/patching.py:pair_figures",
-    "viz/explain.py:layer_position_figure",
-    "viz/decoding.py:beam_tree_figure",
-    "views/compare.py:explain_contrast",
-}
 
 
 def parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -48,14 +30,11 @@ def long_signatures(root: Path) -> dict[str, int]:
     }
 
 
-def test_no_new_function_takes_more_than_eight_parameters():
+def test_no_function_takes_more_than_eight_parameters():
     found = long_signatures(ROOT)
-    new = {k: n for k, n in found.items() if k not in STILL_MORE}
-    assert not new, (
-        f"these take more than {MOST} parameters; pass the values that travel together as a dataclass: {new}"
+    assert not found, (
+        f"these take more than {MOST} parameters; pass the values that travel together as a dataclass: {found}"
     )
-    done = sorted(STILL_MORE - set(found))
-    assert not done, f"these take {MOST} or fewer now: take them off STILL_MORE: {done}"
 
 
 def test_the_count_sees_every_kind_of_parameter(tmp_path):

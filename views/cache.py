@@ -11,6 +11,8 @@ import threading
 import types
 import weakref
 from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +24,7 @@ SESSION_CACHE_BYTES = 128 * 2**20
 PROCESS_CACHE_BYTES = 2 * 2**30  # every session's caches together (least recently used entries of any session go)
 
 
-def estimate_bytes(obj) -> int:
+def estimate_bytes(obj: object) -> int:
     """The memory ``obj`` keeps alive, estimated: numpy arrays by the buffer they hold (a view counts its base, once),
     torch tensors by their storage, through dataclasses, dicts, lists, tuples and sets; every object counted once.
     A shared model (an ``nn.Module``), classes, functions and modules count nothing: no cached value owns them."""
@@ -108,7 +110,7 @@ class CachePool:
                 "max_bytes": self.max_bytes,
             }
 
-    def find(self, name: str, key) -> tuple[object, int] | None:
+    def find(self, name: str, key: Hashable) -> tuple[object, int] | None:
         """The value another session keeps under (``name``, ``key``) and its size, or None: a value every session
         would compute alike (a decode: the same model, sentence and choices) is computed once for them all."""
         with self.lock:
@@ -154,7 +156,7 @@ class SessionCache:
     def __len__(self) -> int:
         return len(self.data)
 
-    def get(self, name: str, key, default=None):
+    def get(self, name: str, key: Hashable, default: Any = None) -> Any:
         with self.pool.lock:
             item = self.data.get((name, key))
             if item is None:
@@ -163,7 +165,7 @@ class SessionCache:
             self.data[name, key] = (item[0], item[1], self.pool.tick())
             return item[0]
 
-    def put(self, name: str, key, value, size: int | None = None):
+    def put(self, name: str, key: Hashable, value: Any, size: int | None = None) -> Any:
         """Keep ``value`` (``size``: its estimated bytes, when known already) and return it."""
         size = estimate_bytes(value) if size is None else size
         with self.pool.lock:

@@ -24,6 +24,7 @@ from model.io.checkpoint import LoadedModel
 from model.lesson import learn as lesson
 from model.lesson.learn import SELF_HEAD, SELF_LAYER, Learn, Run, mistakes
 from model.lesson.lesson import EXAMPLE_TOKENS, Lesson, build_lesson, causal_mask
+from viz import TreeOptions
 
 from .common import md, token_texter
 from .plot import Drawing
@@ -125,9 +126,11 @@ def beam_tree(r: Reading) -> Drawing:
         f"Beam search, width {DEFAULTS.beam}, up to position {end}, where the translation it returns "
         "finished: what it kept, finished, and the best it dropped from each",
         {"the translation beam search returns": answer},
-        max_pruned=1,  # the lesson's tree: one dropped candidate per hypothesis (Explore's shows three)
-        x_title="position that predicted the token (position 0 reads <s>, as in chapter 1)",
-        whole=True,  # every position of the answer's path in view
+        TreeOptions(
+            max_pruned=1,  # the lesson's tree: one dropped candidate per hypothesis (Explore's shows three)
+            x_title="position that predicted the token (position 0 reads <s>, as in chapter 1)",
+            whole=True,  # every position of the answer's path in view
+        ),
     ).keyed(*r.run.key)  # the decode it draws: its model, source and length
 
 
@@ -147,10 +150,10 @@ def example_weights(_: Reading | None) -> Drawing:
         np.where(np.isfinite(causal_mask(n)), w, -np.inf),
         rows,
         rows,
+        viz.AttentionOptions(
+            q_title="row: the token it reads", k_title="key token", masked_hover="masked (the future): weight 0"
+        ),
         title="Attention weights α of the worked example, recomputed",
-        q_title="row: the token it reads",
-        k_title="key token",
-        masked_hover="masked (the future): weight 0",
     )
 
 

@@ -6,17 +6,19 @@ import gc
 import logging
 import re
 import threading
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from model.core.constants import MAX_BEAM
-from model.decode.decoding import decode, source_body
+from model.decode.decoding import DecodeResult, decode, source_body
 from model.decode.lean import LeanDecoder
 from model.decode.steps import compact_result
-from model.decode.trace import teacher_forced_trace
+from model.decode.trace import Trace, teacher_forced_trace
 from model.io.checkpoint import LoadedModel, load_model_dir, set_threads
+from viz.common import Figure
 
 from .cache import SessionCache
 from .plot import Drawing, plot
@@ -50,7 +52,7 @@ def badges(items: list[tuple[str, str]]) -> str:
     return " ".join(f":{color}-badge[{md(label)}]" for label, color in items)
 
 
-def head_label(head) -> str:
+def head_label(head: int | str) -> str:
     return "mean of heads" if head == MEAN_HEADS else f"head {head}"
 
 
@@ -97,7 +99,7 @@ def caption(text: str) -> None:
     st.caption(text)
 
 
-def lazy_panel(label: str, key: str):
+def lazy_panel(label: str, key: str) -> Any:
     """A collapsed expander whose content runs only while it is open (``key``: its state in the session, kept from
     run to run): the container to fill, or None when it is closed. Its content then costs the server nothing, on
     every step of every student who never opens it."""
@@ -105,7 +107,7 @@ def lazy_panel(label: str, key: str):
     return panel if panel.open else None
 
 
-def show(fig, key: str, ahead: tuple[Drawing, str] | None = None, pick: bool = False):
+def show(fig: Figure | Drawing, key: str, ahead: tuple[Drawing, str] | None = None, pick: bool = False) -> Any:
     """A figure at the size it chose: fixed-width figures (square attention cells) keep their width, the others
     take the column's. The graph stays on the page under ``key`` and is updated in place (``views.plot``); out of
     view, when it scrolls near. ``ahead``: the figure most likely shown next and its key, drawn off the page by the
@@ -127,21 +129,21 @@ def fail(message: str, exc: BaseException) -> None:
     st.error(f"{md(message)}: {md(type(exc).__name__)} — {md(exc)}")
 
 
-def token_texter(lm: LoadedModel):
+def token_texter(lm: LoadedModel) -> Callable[[int], str]:
     def text(i: int) -> str:  # a token alone: a byte is named by its character only if it spells one by itself
         return "∅" if int(i) < 0 else lm.tokenizer.tokens([int(i)])[0]
 
     return text
 
 
-def path_labels(lm: LoadedModel, ids) -> list[str]:
+def path_labels(lm: LoadedModel, ids: Sequence[int]) -> list[str]:
     """One label per id of a token stream, read as a stream: byte pieces are named by the character they spell
     ("В 1/2") wherever the stream holds the whole character; -1 (a dropped beam hypothesis) is ∅."""
     labels = iter(lm.tokenizer.tokens([int(i) for i in ids if int(i) >= 0]))
     return ["∅" if int(i) < 0 else next(labels) for i in ids]
 
 
-def shown_labels(lm: LoadedModel, ids) -> list[str]:
+def shown_labels(lm: LoadedModel, ids: Sequence[int]) -> list[str]:
     """``path_labels`` as the page shows every token (``show_token``): a hypothesis in a table or a picker."""
     return [show_token(t) for t in path_labels(lm, ids)]
 
@@ -217,7 +219,7 @@ def session_cache() -> SessionCache:
     return s["session_cache"]
 
 
-def cached(name: str, key, compute, shared: bool = False):
+def cached(name: str, key: Hashable, compute: Callable[[], Any], shared: bool = False) -> Any:
     """``compute()`` once per ``key`` in the session's cache ``name``: the last SESSION_CACHE keys of each name are
     kept, all of the session's within SESSION_CACHE_BYTES and every session's within PROCESS_CACHE_BYTES.
     ``shared``: the value depends on ``key`` alone and is never changed, so one another session keeps is taken."""
@@ -229,7 +231,7 @@ def cached(name: str, key, compute, shared: bool = False):
     return value
 
 
-def get_decode(lm: LoadedModel, ch: Choices, src_ids: tuple[int, ...]):
+def get_decode(lm: LoadedModel, ch: Choices, src_ids: tuple[int, ...]) -> DecodeResult:
     """The recorded decode of ``ch`` (compacted: O(T) K/V records): the same for every session that asks for it
     (a class typing the sentence on the board decodes it once), so shared between sessions while one keeps it."""
 
@@ -240,7 +242,7 @@ def get_decode(lm: LoadedModel, ch: Choices, src_ids: tuple[int, ...]):
     return cached("decodes", (ch, src_ids, dir_stamp(str(lm.path))), compute, shared=True)
 
 
-def get_trace(lm: LoadedModel, src_ids: tuple[int, ...], target, causal: bool):
+def get_trace(lm: LoadedModel, src_ids: tuple[int, ...], target: str | Sequence[int], causal: bool) -> Trace:
     """The teacher-forced trace of ``target`` (text or ids) for the source."""
     key = (str(lm.path), src_ids, target if isinstance(target, str) else tuple(target), causal)
     return cached(

@@ -295,16 +295,11 @@ def stage_pair(lms, view, tr_a, tr_b) -> None:
         a.columns,
         _rows(tr_b),
         b.columns,
+        viz.PairOptions(a.x_title, POSITION_AXIS, a.value_name, signed=a.signed, col_index=a.tokens, title_b=titles[1]),
         title=titles[0],
-        title_b=titles[1],
-        x_title=a.x_title,
-        y_title=POSITION_AXIS,
-        value_name=a.value_name,
-        signed=a.signed,
-        col_index=a.tokens,
     )
     half = (MIN_WIDTH - COLUMN_GAP) / 2
-    if all(f.layout.width is not None and f.layout.width <= half for f in (fa, fb)):
+    if all(f.layout.get("width") is not None and f.layout["width"] <= half for f in (fa, fb)):
         c1, c2 = st.columns(2)
         with c1:
             show(fa, "compare_a")
@@ -416,7 +411,7 @@ def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
         "another size, moves it."
     )
     if contrast is not None:
-        explain_contrast(lm, src_a, out_a, t, contrast, r, tr_a, view, x_tok)
+        explain_contrast(lm, src_a, out_a, t, contrast, r, tr_a, view)
     downloads(lm, p, r)
 
 
@@ -444,10 +439,11 @@ def _map(site: str, m, tr_a, t: int, what: str, key: str) -> None:
         )
 
 
-def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view, x_tok: str) -> None:
+def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view) -> None:
     from model.interpret.attribution import BASELINES, baseline_for
     from model.interpret.contrast import contrast_attribution, lens_difference
 
+    x_tok = show_token(tr_a.label_tokens[t])
     y_tok = show_token(contrast.token)
     st.header(f"Why {x_tok} rather than {y_tok}?")
     method = view.attribution

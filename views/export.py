@@ -14,6 +14,7 @@ import numpy as np
 import streamlit as st
 
 from model.core import keys
+from model.core.config import ModelConfig
 from model.core.jsonio import dump_bytes
 from model.decode.decoding import DecodeResult, source_body
 from model.decode.steps import prefix_scores, stack_view, summary_dict
@@ -46,7 +47,7 @@ def save_to_bytes(save: Callable[[Any], None]) -> bytes:
     return buf.getvalue()
 
 
-def with_prefix_scores(arrays: Mapping[str, np.ndarray], cfg) -> dict[str, np.ndarray]:
+def with_prefix_scores(arrays: Mapping[str, np.ndarray], cfg: ModelConfig) -> dict[str, np.ndarray]:
     """Self-attention maps as the figures show them: every raw score, −∞ only in the mask and the masked scores,
     weights exactly 0 on the future (a KV-cached step never computes the future cells: they are recomputed), scaled
     or not and with T5's relative position bias as the model computes them."""

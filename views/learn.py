@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import numpy as np
 import streamlit as st
 
+from model.core.config import ModelConfig
 from model.interpret.explain import lens_problem, logit_lens
 from model.io.checkpoint import LoadedModel
 from model.lesson.learn import CHAPTER_TITLES, Chapter, Learn, Outcomes, Question, build, by_hand
@@ -61,7 +62,7 @@ def _sync_url(chapter: int) -> None:
         st.query_params.from_dict(want)
 
 
-def differs(cfg) -> None:
+def differs(cfg: ModelConfig) -> None:
     """Say plainly when the loaded model is not the one the lesson teaches, and which chapters teach another form."""
     if not (diff := cfg.paper_differences()):
         return

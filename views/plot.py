@@ -30,6 +30,7 @@ times as fast, which a fresh page waits for.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import html
@@ -39,16 +40,18 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from types import ModuleType
+from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 import viz as viz_module
-from viz.common import describe_heatmap, figure_json, figure_parts
+from viz.common import Figure, describe_heatmap, figure_json, figure_parts
 
 from .routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
 
@@ -83,7 +86,7 @@ def _component():
     return st.components.v2.component("decoder_lens_plot", js=LOADER, isolate_styles=False)
 
 
-def text_alternative(fig) -> str | None:
+def text_alternative(fig: Figure | go.Figure) -> str | None:
     """The line a screen reader reads for a figure: a heatmap's (``viz.common.describe_heatmap`` of its first value
     trace; the grey overlay of masked cells is not one), a bar chart's bars largest first, or the points of a
     scatter drawing (a beam tree) counted by kind; None for other figures."""
@@ -146,16 +149,16 @@ class Drawing:
     identity: tuple | None = None  # plain data that determines every argument but the scalars (``keyed``)
 
     @classmethod
-    def of(cls, build: Callable, *args, **kwargs) -> Drawing:
+    def of(cls, build: Callable, *args: Any, **kwargs: Any) -> Drawing:
         return cls(build, args, kwargs)
 
-    def keyed(self, *identity) -> Drawing:
+    def keyed(self, *identity: object) -> Drawing:
         """The same drawing, hashed by ``identity`` (plain data) and its scalar arguments: ``identity`` stands for
         every other argument (a decode's recorded steps and its token namer: the model, the source and the decode's
         options), which need not be plain data and are not hashed."""
         return replace(self, identity=identity)
 
-    def figure(self):
+    def figure(self) -> Figure:
         return self.build(*self.args, **self.kwargs)
 
     def digest(self) -> str | None:
@@ -169,8 +172,8 @@ class Drawing:
     def _digest(self) -> str | None:
         h = hashlib.blake2b(f"{self.build.__module__}.{self.build.__qualname__}".encode(), digest_size=20)
         if self.identity is not None:
-            scalars = [(i, a) for i, a in enumerate(self.args) if _scalar(a)]
-            scalars += [(k, a) for k, a in sorted(self.kwargs.items()) if _scalar(a)]
+            scalars = [(i, a) for i, a in enumerate(self.args) if _scalar(a) or _options(a)]
+            scalars += [(k, a) for k, a in sorted(self.kwargs.items()) if _scalar(a) or _options(a)]
             return h.hexdigest() if _feed(h, self.identity) and _feed(h, scalars) else None
         if any(callable(a) for a in (*self.args, *self.kwargs.values())):
             return None  # known before any argument is hashed
@@ -179,6 +182,11 @@ class Drawing:
 
 def _scalar(obj) -> bool:
     return obj is None or isinstance(obj, bool | int | float | str | np.generic)
+
+
+def _options(obj) -> bool:
+    """A builder's options: a frozen dataclass, hashed by its type and fields as a scalar is by its value."""
+    return dataclasses.is_dataclass(obj) and not isinstance(obj, type) and obj.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
 def _feed(h, obj) -> bool:
@@ -199,6 +207,9 @@ def _feed(h, obj) -> bool:
     if isinstance(obj, dict):
         h.update(f"d{len(obj)}".encode())
         return all(_feed(h, str(k)) and _feed(h, v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0])))
+    if _options(obj):
+        h.update(f"o{type(obj).__module__}.{type(obj).__qualname__}".encode())
+        return _feed(h, {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
     return False
 
 
@@ -263,12 +274,12 @@ def figure_cache() -> FigureCache:
     return FigureCache(FIGURE_CACHE_BYTES)
 
 
-def serialised(fig) -> tuple[str, str | None]:
+def serialised(fig: Figure | go.Figure) -> tuple[str, str | None]:
     """A figure's JSON (numpy arrays as Plotly's base64 typed arrays) and its text alternative."""
     return figure_json(fig), text_alternative(fig)
 
 
-def figure_item(fig) -> tuple[str, str | None]:
+def figure_item(fig: Figure | Drawing) -> tuple[str, str | None]:
     """``serialised(fig)`` (a figure, or a ``Drawing``, built only if the cache does not hold it)."""
     if not isinstance(fig, Drawing):
         return serialised(fig)
@@ -282,7 +293,9 @@ def figure_item(fig) -> tuple[str, str | None]:
     return item
 
 
-def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None, pick: bool = False):
+def plot(
+    fig: Figure | Drawing, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = None, pick: bool = False
+) -> Any:
     """Draw ``fig`` (a figure, or a ``Drawing``, built only if the cache does not hold it) under ``key`` (the same
     key keeps the same graph, updated in place); a heatmap carries its text alternative (``alt``: its drawing's
     aria-label, plot.js). A cached figure carries its ``id`` (its digest and key): a graph the browser keeps off the
@@ -311,7 +324,7 @@ def plot(fig, key: str, config: dict, ahead: tuple[Drawing, str, dict] | None = 
 
 
 @contextlib.contextmanager
-def tagged(at: str):
+def tagged(at: str) -> Iterator[None]:
     """The figures shown inside are of the position ``at`` (the step view's): the browser marks one whose drawing is
     of another position than the page's position line shows, until it is drawn (plot.js, page.js)."""
     thread = threading.current_thread()
@@ -347,7 +360,7 @@ def _ahead() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead")
 
 
-def ahead(fn: Callable, *args) -> Future:
+def ahead(fn: Callable, *args: Any) -> Future:
     """Run ``fn(*args)`` on the process's one thread for work done ahead (a figure, a patching map the reader most
     likely asks for next), AHEAD_DELAY_S after the run that asked for it, which has by then sent its elements."""
 
@@ -383,6 +396,6 @@ def preload() -> None:
     _component()(data=json.dumps({"preload": True}).encode(), key="plotly_preload")
 
 
-def payload(data) -> dict:
+def payload(data: bytes) -> dict:
     """What ``plot`` sent, from the element's data (bytes): for tests and checks of the page."""
     return json.loads(bytes(data))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from model.core.config import ModelConfig
+
 from .common import log
 from .state import (
     VIEW_FIELDS,
@@ -36,7 +38,7 @@ FRAGMENT_VIEW = "fragment_view"  # the view a full run hands its fragment (a fra
 PRESET_CONTRAST = "preset_contrast"  # the contrast word a Compare preset filled in, while its pair stands
 
 
-def limits_of(cfg, model_path: str | None = None) -> Limits:
+def limits_of(cfg: ModelConfig, model_path: str | None = None) -> Limits:
     """What the model ``cfg`` describes allows, and, given its directory, the other model directories the server
     offers (by name: Compare's model for sentence B)."""
     models: tuple[str, ...] = ()

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from model.core.ablation import MODES, format_heads, parse_heads
+from model.core.config import ModelConfig
 from model.core.constants import ATTRIBUTION_METHODS as METHODS
 from model.core.constants import MAX_BEAM
+from model.core.tokenizer import Tokenizer
 from model.decode.decoding import DecodeOptions, read_source
 from model.io.checkpoint import ENV_MODEL, default_model_dir
 
@@ -87,7 +90,7 @@ class Choice:
     help: str | None = None
     has_widget: bool = True
 
-    def high(self, limits: Limits):
+    def high(self, limits: Limits) -> Any:
         return self.hi(limits) if callable(self.hi) else self.hi
 
     def widget(self, limits: Limits) -> dict:
@@ -190,7 +193,7 @@ DECODING = ("strategy", "beam", "length_penalty", "temperature", "top_k", "top_p
 ALIASES = {"forced": "prefix"}  # a View's forced tokens are its decode's prefix
 
 
-def choice(view: View, name: str):
+def choice(view: View, name: str) -> Any:
     """A choice of ``view`` by its name in ``CHOICES``: a decoding choice is read from its ``DecodeOptions``
     (``forced`` is the decode's prefix)."""
     if name in DECODING:
@@ -198,7 +201,7 @@ def choice(view: View, name: str):
     return view.decode.prefix if name == "forced" else getattr(view, name)
 
 
-def with_choices(view: View, **changes) -> View:
+def with_choices(view: View, **changes: Any) -> View:
     """``view`` with choices changed by name, the decoding ones (and ``forced``) in its ``DecodeOptions``."""
     decoding = {ALIASES.get(k, k): changes.pop(k) for k in (*DECODING, *ALIASES) if k in changes}
     return replace(view, decode=replace(view.decode, **decoding), **changes) if decoding else replace(view, **changes)
@@ -282,7 +285,7 @@ def _first(v):
     return v
 
 
-def number(value, kind: Callable, default):
+def number(value: Any, kind: Callable, default: Any) -> tuple[Any, bool]:
     """A number from a widget or URL value, and whether it was one; ``default`` if it is not (or not finite)."""
     value = _first(value)
     try:
@@ -294,12 +297,12 @@ def number(value, kind: Callable, default):
     return out, True
 
 
-def encode_ids(ids, marked: frozenset[int] = frozenset()) -> str:
+def encode_ids(ids: Sequence[int], marked: frozenset[int] = frozenset()) -> str:
     """Token ids as "5.17.!22": dot-separated, "!" before the ids at the ``marked`` positions."""
     return ".".join(("!" if i in marked else "") + str(int(t)) for i, t in enumerate(ids))
 
 
-def decode_ids(text) -> tuple[tuple[int, ...], frozenset[int]] | None:
+def decode_ids(text: object) -> tuple[tuple[int, ...], frozenset[int]] | None:
     """The inverse of ``encode_ids``; None if the text is not such a list."""
     text = str(_first(text) or "")
     if not text:
@@ -449,7 +452,7 @@ def clamp_view(raw: Mapping, limits: Limits) -> tuple[View, list[str]]:
     return View(decode=decode, **out), msgs
 
 
-def clamp_step(step, n_steps: int) -> int:
+def clamp_step(step: object, n_steps: int) -> int:
     val, ok = number(step, int, 0)
     return int(min(max(val if ok else 0, 0), max(n_steps - 1, 0)))
 
@@ -501,7 +504,7 @@ class Source:
     chars_cut: bool
 
 
-def prepare_source(text: str | None, tokenizer, cfg) -> Source | None:
+def prepare_source(text: str | None, tokenizer: Tokenizer, cfg: ModelConfig) -> Source | None:
     """Tokenize the source; None for empty/whitespace text. Read as the model reads it (``read_source``: its
     language code first where it has one), truncated to the model's limit."""
     text = (text or "").strip()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
+from model.core.config import ModelConfig
 from model.core.constants import IMPOSSIBLE
 from model.decode.steps import Line, chips, follow_line, layer_keep, live_rows, stack_view
 from model.io.checkpoint import LoadedModel
@@ -81,7 +82,7 @@ def choice_control(
     )
 
 
-def stage_selector(view: View, cfg) -> str:
+def stage_selector(view: View, cfg: ModelConfig) -> str:
     """The stage shown: in the fragment (the step view's or the teacher-forcing view's), so that another stage
     reruns the fragment alone, as a step does. Labelled for the model ``cfg`` describes."""
     choice_control(

@@ -1,6 +1,7 @@
 """Pure Plotly figures for every stage of the decoder (numpy/pandas/plotly only: no torch, no streamlit).
 
-Every function takes arrays, token lists and options and returns a ``plotly.graph_objects.Figure``
+Every function takes arrays, token lists and options (a frozen dataclass) and returns a ``viz.common.Figure``
+(its trace and layout dicts; ``plotly()`` makes it Plotly's ``go.Figure``)
 (or a ``pandas.DataFrame`` / number for the table and metric helpers). Shapes are checked against
 the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`heatmap`, drawn as a
 :class:`HeatmapSpec` says and sized as a :class:`Framing` says.
@@ -9,9 +10,12 @@ the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`
 from .classroom import checks_figure, concepts_figure, first_try_figure, progress_figure, transitions_figure
 from .common import MASK_COLOR, MASKED_HOVER, safe_label, unique_labels
 from .corpus import bar_figure, head_grid, sentence_scatter
-from .decoding import beam_table, beam_tree_figure, entropy, loss_table, topk_figure
-from .explain import importance_figure, layer_position_figure, lens_figure, loss_delta_figure
+from .decoding import TreeOptions, beam_table, beam_tree_figure, entropy, loss_table, topk_figure
+from .explain import LayerOptions, importance_figure, layer_position_figure, lens_figure, loss_delta_figure
 from .figures import (
+    ALIGNMENT,
+    AttentionOptions,
+    MatrixOptions,
     addnorm_figure,
     alignment_figure,
     attention_figure,
@@ -22,8 +26,9 @@ from .figures import (
     matrix_figure,
     positional_curves,
 )
-from .heatmap import Framing, HeatmapSpec, Ticks, add_heatmap, heatmap
+from .heatmap import Framing, HeatmapSpec, Marks, Ticks, heatmap
 from .patching import (
+    PairOptions,
     aligned_difference,
     pair_figures,
     patch_decoder_figure,
@@ -33,12 +38,18 @@ from .patching import (
 )
 
 __all__ = [
+    "ALIGNMENT",
+    "AttentionOptions",
     "Framing",
     "HeatmapSpec",
+    "LayerOptions",
+    "Marks",
+    "PairOptions",
     "MASK_COLOR",
     "MASKED_HOVER",
+    "MatrixOptions",
     "Ticks",
-    "add_heatmap",
+    "TreeOptions",
     "addnorm_figure",
     "aligned_difference",
     "alignment_figure",
@@ -79,7 +90,6 @@ __all__ = [
 # taken from the figure cache, when drawn) and every other function as it is.
 FIGURE_BUILDERS = frozenset(
     {
-        "add_heatmap",
         "addnorm_figure",
         "alignment_figure",
         "attention_figure",

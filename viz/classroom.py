@@ -1,5 +1,5 @@
 """The teacher's dashboard: a class's progress, its questions and its checks, legible on a projector (large text,
-one bar or row per item, sized from the item count). Pure: lists in, ``go.Figure`` out; user text (nicknames,
+one bar or row per item, sized from the item count). Pure: lists in, a figure out; user text (nicknames,
 options) is escaped."""
 
 from __future__ import annotations
@@ -8,9 +8,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
-from .common import PAD, PHONE_WIDTH, layout_defaults, new_figure, safe_label, title_block, unique_labels
+from .common import PAD, PHONE_WIDTH, Figure, layout_defaults, new_figure, safe_label, title_block, unique_labels
 
 BIG = 16  # projector text: axis titles, hovers
 TICKS = 14  # tick labels and the numbers on the bars
@@ -78,7 +77,7 @@ def _bars(x: list, y: list[str], color, text: list[str], hover: str, **more) -> 
                 cliponaxis=False, textfont=dict(size=TICKS), hovertemplate=hover, **more)  # fmt: skip
 
 
-def progress_figure(labels: Sequence[str], counts: Sequence[int], *, title: str) -> go.Figure:
+def progress_figure(labels: Sequence[str], counts: Sequence[int], *, title: str) -> Figure:
     """Students at each stage of the lesson now (one bar per stage, the lesson's order top to bottom)."""
     _n(counts, labels, "counts")
     y = _labels(labels)
@@ -101,7 +100,7 @@ def _dtick(c: np.ndarray) -> int:
 
 def first_try_figure(
     labels: Sequence[str], shares: Sequence[float], students: Sequence[int], wrong: Sequence[str], *, title: str
-) -> go.Figure:
+) -> Figure:
     """Each question's share of students right at their first try (bars from 0 to 100 %), the most common wrong
     option in the hover."""
     for v, what in ((shares, "shares"), (students, "student counts"), (wrong, "wrong options")):
@@ -129,7 +128,7 @@ def checks_figure(
     *,
     max_score: int,
     title: str,
-) -> go.Figure:
+) -> Figure:
     """Each student's score on the first check (grey) and the final one (blue), joined by a line: one row each."""
     _n(pre, nicknames, "first-check scores")
     _n(post, nicknames, "final-check scores")
@@ -182,7 +181,7 @@ def checks_figure(
 
 def concepts_figure(
     labels: Sequence[str], pre: Sequence[float | None], post: Sequence[float | None], *, title: str
-) -> go.Figure:
+) -> Figure:
     """Per idea of the checks: the share right at the first try before the chapters and after them."""
     _n(pre, labels, "first-check shares")
     _n(post, labels, "final-check shares")
@@ -213,7 +212,7 @@ def transitions_figure(
     *,
     max_score: int,
     title: str,
-) -> go.Figure:
+) -> Figure:
     """Where the students who took both checks went: rows their first-check score, columns their final-check score,
     each cell the number of students (their nicknames in the hover). Cells right of the diagonal improved. One cell
     per pair of scores, so a class of any size reads at a glance."""

@@ -205,7 +205,7 @@ def layout_defaults(
     return out
 
 
-def new_figure(data: Sequence[dict] | None = None, layout: dict | None = None) -> go.Figure:
+def new_figure(data: Sequence[dict] | None = None, layout: dict | None = None) -> Figure:
     """A figure from the builders' own trace and layout dicts, not checked again against Plotly's schema: the
     checks cost more than the rest of a figure (the All stages view builds ~25 a step). What the checks would
     change is done here (Plotly's colour-scale names, which plotly.js does not all know, become their colours);
@@ -222,44 +222,41 @@ def new_figure(data: Sequence[dict] | None = None, layout: dict | None = None) -
     for key, axis in layout.items():
         if key.startswith("coloraxis") and isinstance(axis, dict) and isinstance(axis.get("colorscale"), str):
             axis["colorscale"] = named_colorscale(axis["colorscale"])
-    return Figure.of(list(data or ()), layout)
+    return Figure(list(data or ()), layout)
 
 
-class Figure(go.Figure):
-    """A ``go.Figure``; one made by ``of`` holds the builders' own trace and layout dicts, and its Plotly objects
-    are built when something first reads them: the app writes most figures straight to JSON (``figure_json``,
-    ``figure_parts``) and never does, and building them costs more than the builder's own work. Reading anything
-    of it (``fig.data``, ``fig.layout``, ``update_layout``, a copy, …) builds it, and it is a plain ``go.Figure``
-    from then on."""
+class Figure:
+    """A figure as its builder made it: Plotly's trace dicts ``data`` and layout dict ``layout``, which are what its
+    JSON holds. The app writes it straight to JSON (``figure_json``), without building Plotly's objects: building
+    them costs more than the builder's own work. ``plotly()`` is the same figure as Plotly's ``go.Figure`` (built
+    from the dicts without checking them again, a new one on each call), to read it the Plotly way (the tests) or
+    hand it to Plotly."""
 
-    @classmethod
-    def of(cls, data: list[dict], layout: dict) -> Figure:
-        fig = cls.__new__(cls)  # Plotly's constructor runs on the first read
-        object.__setattr__(fig, "_spec", (data, layout))
-        return fig
+    __slots__ = ("data", "layout")
 
-    def __getattr__(self, name: str):
-        # only for what the instance lacks: before the first read, every attribute of Plotly's own
-        spec = self.__dict__.pop("_spec", None)
-        if spec is None:
-            raise AttributeError(name)
-        plotly_private.build_unchecked(self, spec[0], spec[1])
-        return getattr(self, name)
+    def __init__(self, data: list[dict], layout: dict) -> None:
+        self.data = data
+        self.layout = layout
+
+    def plotly(self) -> go.Figure:
+        return plotly_private.unchecked(self.data, self.layout)
+
+    def to_json(self) -> str:
+        return figure_json(self)
 
 
-def figure_parts(fig: go.Figure) -> tuple[list[dict], dict]:
-    """The figure's trace dicts and layout dict as its JSON holds them (a ``Figure`` not built yet: its builder's
-    own, read without building it). Not to be changed."""
-    spec = fig.__dict__.get("_spec")
-    return spec if spec is not None else plotly_private.parts(fig)
+def figure_parts(fig: Figure | go.Figure) -> tuple[list[dict], dict]:
+    """The figure's trace dicts and layout dict as its JSON holds them (a ``Figure``'s own; a ``go.Figure``'s read
+    without copying them). Not to be changed."""
+    return (fig.data, fig.layout) if isinstance(fig, Figure) else plotly_private.parts(fig)
 
 
-def figure_json(fig: go.Figure) -> str:
+def figure_json(fig: Figure | go.Figure) -> str:
     """The figure's JSON as ``plotly.io.to_json`` writes it (numpy arrays as Plotly's typed arrays), from the
     figure's own dicts (``figure_parts``): Plotly's way deep-copies the whole figure and walks every value first,
     about five times as slow (the All stages view writes ~25 figures a step). A value only Plotly's encoder knows
     (NaN as null, a date) takes Plotly's way."""
-    if "_spec" in fig.__dict__ or not plotly_private.has_frames(fig):
+    if isinstance(fig, Figure) or not plotly_private.has_frames(fig):
         data, layout = figure_parts(fig)
         try:
             return json.dumps(
@@ -270,7 +267,7 @@ def figure_json(fig: go.Figure) -> str:
             )
         except (TypeError, ValueError):
             pass
-    return pio.to_json(fig, validate=False)
+    return pio.to_json(fig.plotly() if isinstance(fig, Figure) else fig, validate=False)
 
 
 def _set_only(obj):

@@ -7,13 +7,13 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
 from .common import (
     FONT,
     HIGHLIGHT_COLOR,
     PAD,
     TICK_FONT,
+    Figure,
     as_2d,
     figure_parts,
     layout_defaults,
@@ -43,7 +43,7 @@ def sentence_scatter(
     x_title: str,
     y_title: str,
     title: str,
-) -> go.Figure:
+) -> Figure:
     """One point per sentence (its index in ``customdata``, for a click to open it), flagged sentences in the
     highlight colour; the hover shows the sentence, its translation and both values. NaN points are left out."""
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -82,9 +82,7 @@ def sentence_scatter(
     return new_figure(data, layout)
 
 
-def bar_figure(
-    labels: Sequence[str], values: Sequence[float], *, title: str, x_title: str, fmt: str = ".0f"
-) -> go.Figure:
+def bar_figure(labels: Sequence[str], values: Sequence[float], *, title: str, x_title: str, fmt: str = ".0f") -> Figure:
     """Horizontal bars, one a label (top to bottom in the given order), each value written at its bar."""
     vals = np.asarray(values, dtype=float)
     if len(vals) != len(labels):
@@ -114,7 +112,7 @@ def bar_figure(
     return new_figure(data, layout)
 
 
-def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: str, layer_name: str) -> go.Figure:
+def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: str, layer_name: str) -> Figure:
     """A layer × head grid of one statistic over the set, each cell labelled with the head's role."""
     v = as_2d(values, "values")
     r = np.asarray(roles)
@@ -154,7 +152,7 @@ def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: 
 DIFF_BIN = 5.0  # chrF points per bar of a difference histogram
 
 
-def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title: str, x_title: str) -> go.Figure:
+def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title: str, x_title: str) -> Figure:
     """How many sentences moved by how much: bars of DIFF_BIN points of a per-sentence difference (second run of
     ``runs`` minus the first), those that got better in the highlight colour, those unchanged (exactly 0) counted
     in the y axis's title; the x axis's title names the runs on a line of their own (a phone's width)."""

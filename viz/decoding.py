@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import plotly.graph_objects as go
 
 from .common import (
     FONT,
@@ -15,6 +15,7 @@ from .common import (
     MIN_WIDTH,
     PAD,
     TICK_FONT,
+    Figure,
     as_tokens,
     layout_defaults,
     new_figure,
@@ -110,7 +111,7 @@ def topk_figure(
     title: str,
     color: str = "#9ecae1",
     chosen_color: str = HIGHLIGHT_COLOR,
-) -> go.Figure:
+) -> Figure:
     """Horizontal bars of next-token probabilities (first token on top); bar ``chosen`` is highlighted."""
     tokens = as_tokens(tokens)
     p = _probs(probs)
@@ -208,21 +209,31 @@ def _node_text(ids: Sequence[int], token_text: Callable[[int], str]) -> str:
     return " ".join(token_text(int(i)) for i in ids)
 
 
+@dataclass(frozen=True)
+class TreeOptions:
+    """How ``beam_tree_figure`` draws a tree: the start's label ``start_text``; log-probs at or below
+    ``impossible`` (the decoder's placeholder score) left out of the colour range; at most ``max_pruned`` pruned
+    candidates per node; ``x_title`` names the x axis; ``whole``: every position in view (for a short tree),
+    else the latest ones when they do not all fit."""
+
+    start_text: str = "<s>"
+    impossible: float = -math.inf
+    max_pruned: int = MAX_PRUNED
+    x_title: str = X_TITLE
+    whole: bool = False
+
+
 def beam_tree_figure(
     beam_steps: Sequence[BeamStepLike],
+    options: TreeOptions = TreeOptions(),
     *,
     token_text: Callable[[int], str],
     title: str = "Beam search",
-    start_text: str = "<s>",
-    impossible: float = -math.inf,
     paths: Mapping[str, Sequence[int]] | None = None,
-    max_pruned: int = MAX_PRUNED,
-    x_title: str = X_TITLE,
-    whole: bool = False,
-) -> go.Figure:
+) -> Figure:
     """The tree of beam hypotheses: x = the position that predicted a node's token (numbered as the step view
     numbers positions; the start, <s>, is left of position 0), one node per kept or finished candidate and per
-    pruned one among the ``max_pruned`` best of its parent (the others are counted in the parent's hover).
+    pruned one among the ``options.max_pruned`` best of its parent (the others are counted in the parent's hover).
 
     ``beam_steps`` are objects with ``position``, ``live`` (hypotheses with ``ids``, ``logprob``,
     ``parent``) and ``expansions`` (with ``parent`` row, ``token``, ``token_logprob``, ``cum_logprob``,
@@ -230,9 +241,7 @@ def beam_tree_figure(
     parent ``live[r].parent`` and token ``live[r].ids[-1]``; the start is the root.
     Node colour = cumulative log-prob (one colour bar), symbol = status; edges join parent to child; every kept
     and finished node is labelled with its token. ``paths`` (name -> token ids, at most two) are drawn over the
-    edges they take, each in its own style, named in the legend. Log-probs at or below ``impossible`` (the
-    decoder's placeholder score) are left out of the colour range. When the positions do not all fit, the latest
-    are in view, or with ``whole`` every position is (for a short tree); ``x_title`` names the x axis.
+    edges they take, each in its own style, named in the legend. The rest as ``options`` (``TreeOptions``) says.
     """
     nodes: list[dict] = []  # x, y, status, cum, token, hover, ids
     edges: list[tuple[int, int]] = []  # (parent node index, child node index)
@@ -245,8 +254,8 @@ def beam_tree_figure(
         for r in sorted({int(e.parent) for e in expansions}):
             if not 0 <= r < len(live):
                 raise ValueError(f"step {pos}: an expansion has parent row {r} but there are {len(live)} live rows")
-            row_node[r] = _parent_node(nodes, prev, si, pos, r, live[r], start_text, token_text)
-        drawn = _drawn(expansions, max_pruned)
+            row_node[r] = _parent_node(nodes, prev, si, pos, r, live[r], options.start_text, token_text)
+        drawn = _drawn(expansions, options.max_pruned)
         for r, node in row_node.items():
             hidden = sum(1 for i, e in enumerate(expansions) if int(e.parent) == r and i not in drawn)
             if hidden:
@@ -283,9 +292,7 @@ def beam_tree_figure(
             edges.append((row_node[r], idx))
             cur.append(dict(parent=r, token=int(e.token), status=status, node=idx))
         prev = cur
-    return _tree_figure(
-        nodes, edges, title=title, impossible=impossible, paths=paths or {}, x_title=x_title, whole=whole
-    )
+    return _tree_figure(nodes, edges, options, title=title, paths=paths or {})
 
 
 def _parent_node(nodes: list[dict], prev: list[dict], si: int, pos: int, r: int, h, start_text, token_text) -> int:
@@ -359,21 +366,14 @@ def _colour_range(nodes: list[dict], impossible: float) -> tuple[float, float]:
 
 
 def _tree_figure(
-    nodes: list[dict],
-    edges: list[tuple[int, int]],
-    *,
-    title: str,
-    impossible: float,
-    paths: Mapping,
-    x_title: str,
-    whole: bool,
-) -> go.Figure:
+    nodes: list[dict], edges: list[tuple[int, int]], options: TreeOptions, *, title: str, paths: Mapping
+) -> Figure:
     """Draw the nodes and edges of a beam tree: ``TREE_ROW_PX`` per hypothesis row; columns wide enough for their
     labels, the latest positions in view when they do not all fit (the earlier ones by panning, read on hover)."""
     if len(paths) > len(PATH_STYLES):
         raise ValueError(f"at most {len(PATH_STYLES)} paths can be drawn, got {len(paths)}")
     traces = _edge_traces(nodes, edges) + _path_traces(nodes, paths)
-    cmin, cmax = _colour_range(nodes, impossible)
+    cmin, cmax = _colour_range(nodes, options.impossible)
     labelled = [i for i, nd in enumerate(nodes) if nd["status"] != "pruned"]
     xs = [nd["x"] for nd in nodes] or [0]
     widest_label = max([text_px(safe_label(nodes[i]["token"]), TICK_FONT) for i in labelled] or [0])
@@ -389,7 +389,9 @@ def _tree_figure(
     # from half a column before the first one in view: no node's marker is cut in half at the left edge
     x_lo = max(x_min - 0.5, math.floor(x_hi - columns) + 0.5)
     label_px = None
-    if whole:  # every column in a desktop's column, its answer and colour bar in view; a label cut to its column
+    if (
+        options.whole
+    ):  # every column in a desktop's column, its answer and colour bar in view; a label cut to its column
         x_lo = x_min - 0.5
         label_px = max(plot_w / (x_hi - x_lo) - MARKER_GAP_PX, 0.0)
     statuses = list(STATUS_STYLE) + sorted({nd["status"] for nd in nodes} - set(STATUS_STYLE) - {"start"})
@@ -398,7 +400,7 @@ def _tree_figure(
     dtick = _nice_step(shown / max(plot_w / 48, 1))
     ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
     xaxis = dict(
-        title=dict(text=safe_label(x_title), standoff=8),
+        title=dict(text=safe_label(options.x_title), standoff=8),
         showgrid=True,
         gridcolor="#eee",
         zeroline=False,
@@ -420,7 +422,7 @@ def _tree_figure(
     layout = layout_defaults(title, height=0, legend=True)
     top = layout["margin"]["t"] + LEGEND_ROW
     margin.update(t=top)
-    if whole:
+    if options.whole:
         layout["meta"] = {"min_width": MIN_WIDTH}  # plot.js: on a phone it scrolls in its frame, labels readable
     layout.update(
         height=top + plot_h + margin["b"],

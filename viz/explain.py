@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
-import plotly.graph_objects as go
 
 from .common import (
     FONT,
     HIGHLIGHT_COLOR,
     PAD,
     TICK_FONT,
+    Figure,
     as_2d,
     as_tokens,
     check_len,
@@ -23,7 +24,7 @@ from .common import (
     text_px,
     unique_labels,
 )
-from .heatmap import AXIS_TITLE, CELL_MAX, Framing, HeatmapSpec, heatmap
+from .heatmap import AXIS_TITLE, CELL_MAX, Framing, HeatmapSpec, Marks, heatmap
 
 BAR_PX = 18  # px per position bar: one 11 px tick label each
 
@@ -35,7 +36,7 @@ def lens_figure(
     title: str,
     chosen: str | None = None,
     layer_labels: Sequence[str] | None = None,
-) -> go.Figure:
+) -> Figure:
     """What each layer would predict at one position: rows = layers, columns = rank 1..k, the token written in
     its cell, the colour its probability; cells holding ``chosen`` (the token finally chosen) are outlined."""
     p = as_2d(top_probs, "top_probs")
@@ -57,51 +58,66 @@ def lens_figure(
     )
     fig = heatmap(p, rows, [f"#{j + 1}" for j in range(k)], spec, title=title, framing=Framing(cells="rows"))
     text = [[safe_label(t) for t in r] for r in toks]
-    fig.update_traces(
-        selector=dict(name="probability"),
-        text=text,
-        texttemplate="%{text}",
-        textfont=dict(size=TICK_FONT + 1),
-        hovertemplate="%{y}, rank %{x}<br>token: %{text}<br>p = %{z:.3f}<extra></extra>",
-    )
+    for trace in fig.data:
+        if trace.get("name") == "probability":
+            trace.update(
+                text=text,
+                texttemplate="%{text}",
+                textfont=dict(size=TICK_FONT + 1),
+                hovertemplate="%{y}, rank %{x}<br>token: %{text}<br>p = %{z:.3f}<extra></extra>",
+            )
     if chosen is not None:
-        for i, r in enumerate(toks):
-            for j, t in enumerate(r):
-                if t == chosen:
-                    fig.add_shape(
-                        type="rect",
-                        x0=j - 0.5,
-                        x1=j + 0.5,
-                        y0=i - 0.5,
-                        y1=i + 0.5,
-                        name="chosen",
-                        line=dict(color=HIGHLIGHT_COLOR, width=2.5),
-                        fillcolor="rgba(0,0,0,0)",
-                        layer="above",
-                    )
+        fig.layout["shapes"] = [
+            *fig.layout.get("shapes", []),
+            *(
+                dict(
+                    type="rect",
+                    x0=j - 0.5,
+                    x1=j + 0.5,
+                    y0=i - 0.5,
+                    y1=i + 0.5,
+                    name="chosen",
+                    line=dict(color=HIGHLIGHT_COLOR, width=2.5),
+                    fillcolor="rgba(0,0,0,0)",
+                    layer="above",
+                )
+                for i, r in enumerate(toks)
+                for j, t in enumerate(r)
+                if t == chosen
+            ),
+        ]
     return fig
+
+
+@dataclass(frozen=True)
+class LayerOptions:
+    """What ``layer_position_figure``'s numbers are: ``value_name``, coloured by ``colorscale`` from ``zmin`` to
+    ``zmax`` (None: the largest value, so that small probabilities still differ); its rows' labels (None: "layer
+    0", "layer 1", …), named by ``y_title`` when they are not layers."""
+
+    value_name: str = "p(chosen token)"
+    layer_labels: tuple[str, ...] | None = None
+    colorscale: str = "Viridis"
+    zmin: float | None = 0.0
+    zmax: float | None = None
+    y_title: str = "decoder layer"
 
 
 def layer_position_figure(
     values: np.ndarray,
     positions: Sequence[str],
+    options: LayerOptions = LayerOptions(),
     *,
     title: str,
-    value_name: str = "p(chosen token)",
     highlight_col: int | None = None,
-    layer_labels: Sequence[str] | None = None,
-    colorscale: str = "Viridis",
-    zmin: float | None = 0.0,
-    zmax: float | None = None,
-    y_title: str = "decoder layer",
-) -> go.Figure:
-    """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability
-    (``y_title`` names the rows when they are not layers).
+) -> Figure:
+    """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability, as
+    ``options`` says.
 
     Full container width (``width="stretch"``), at least 22 px per layer, every position shown (labels thinned
     and upright when they do not fit side by side), the column ``highlight_col`` outlined; the numbers are
-    printed in the cells when they fit. ``zmax`` None: the colours end at the largest value, so that small
-    probabilities still differ."""
+    printed in the cells when they fit."""
+    layer_labels, zmax = options.layer_labels, options.zmax
     v = as_2d(values)
     L, T = v.shape
     positions = as_tokens(positions, "positions")
@@ -109,19 +125,19 @@ def layer_position_figure(
     rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
     spec = HeatmapSpec(
         x_title="position: reads → predicts",
-        y_title=y_title,
-        value_name=value_name,
-        colorscale=colorscale,
-        zmin=zmin,
+        y_title=options.y_title,
+        value_name=options.value_name,
+        colorscale=options.colorscale,
+        zmin=options.zmin,
         zmax=zmax,
         row_index=False,
         show_values=True,
     )
     framing = Framing(cells="rows", zmax_shown=zmax is None)
-    return heatmap(v, rows, positions, spec, title=title, highlight_col=highlight_col, framing=framing)
+    return heatmap(v, rows, positions, spec, title=title, marks=Marks(highlight_col=highlight_col), framing=framing)
 
 
-def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> go.Figure:
+def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> Figure:
     """Head importance: rows = layers, columns = heads, the loss increase when that head alone is removed."""
     d = as_2d(loss_delta, "loss_delta")
     L, H = d.shape
@@ -142,7 +158,7 @@ def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> go.Fi
     return heatmap(d, [f"layer {i}" for i in range(L)], heads, spec, title=title, framing=framing)
 
 
-def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str) -> go.Figure:
+def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str) -> Figure:
     """Per-position change of the cross-entropy (ablated − baseline), one horizontal bar per position (first on
     top): right (red) = the ablation made that token less likely, left (blue) = more likely."""
     positions = as_tokens(positions, "positions")
@@ -150,41 +166,37 @@ def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str
     if d.shape[0] != len(positions):
         raise ValueError(f"{d.shape[0]} loss changes for {len(positions)} positions")
     labels = unique_labels(positions)
-    fig = new_figure(
-        [
-            dict(
-                type="bar",
-                x=round_sig(d),
-                y=labels,
-                orientation="h",
-                marker=dict(color=np.where(d > 0, "#d6604d", "#4393c3").tolist()),
-                hovertemplate="%{y}<br>loss change %{x:+.3f} nats<extra></extra>",
-            )
-        ]
+    bars = dict(
+        type="bar",
+        x=round_sig(d),
+        y=labels,
+        orientation="h",
+        marker=dict(color=np.where(d > 0, "#d6604d", "#4393c3").tolist()),
+        hovertemplate="%{y}<br>loss change %{x:+.3f} nats<extra></extra>",
     )
     layout = layout_defaults(title, height=0, squeezes=True)
     top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
     left = PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0))
     y_title = "position: reads → predicts"
     plot_h = max(len(labels) * BAR_PX, int(text_px(y_title, FONT)) + 20)  # room for the rotated axis title
-    layout.update(height=top + plot_h + bottom, margin=dict(l=left, r=30, t=top, b=bottom))
-    fig.update_layout(layout)
-    fig.update_xaxes(
-        title_text="loss change (nats)",
-        zeroline=True,
-        zerolinecolor="#888",
-        gridcolor="#eee",
-        tickfont=dict(size=TICK_FONT),
-        title_standoff=8,
+    layout.update(
+        height=top + plot_h + bottom,
+        margin=dict(l=left, r=30, t=top, b=bottom),
+        xaxis=dict(
+            title=dict(text="loss change (nats)", standoff=8),
+            zeroline=True,
+            zerolinecolor="#888",
+            gridcolor="#eee",
+            tickfont=dict(size=TICK_FONT),
+        ),
+        yaxis=dict(
+            title=dict(text=y_title, standoff=8),
+            type="category",
+            autorange="reversed",
+            tickmode="array",
+            tickvals=labels,
+            ticktext=labels,
+            tickfont=dict(size=TICK_FONT),
+        ),
     )
-    fig.update_yaxes(
-        title_text=y_title,
-        type="category",
-        autorange="reversed",
-        tickmode="array",
-        tickvals=labels,
-        ticktext=labels,
-        tickfont=dict(size=TICK_FONT),
-        title_standoff=8,
-    )
-    return fig
+    return new_figure([bars], layout)

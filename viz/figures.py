@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
-import plotly.graph_objects as go
 
 from .common import (
     FONT,
@@ -22,6 +21,7 @@ from .common import (
     MIN_WIDTH,
     PAD,
     TICK_FONT,
+    Figure,
     as_2d,
     as_tokens,
     check_len,
@@ -44,6 +44,8 @@ from .heatmap import (
     Framing,
     HeatmapSpec,
     Marks,
+    RowsGeometry,
+    SquareGeometry,
     Ticks,
     _heatmap_parts,
     bar_clearance,
@@ -65,6 +67,7 @@ from .heatmap import (
 
 GROUP_LABEL_H = 20  # the row of "head k" labels above a matrix of concatenated heads
 PANEL_TITLE_H = 22  # a subplot title above its panel
+TOKEN_LABEL = "token"  # Add & Norm's rows
 MASK_BAR: dict[str, list[Any]] = dict(tickvals=[0.5], ticktext=["0 (attend)"])
 
 
@@ -83,6 +86,48 @@ ATTENTION_KINDS = {
     "masked_scores": AttentionKind("RdBu_r", None, None, 0.0, "masked score"),
     "mask": AttentionKind([[0, "#6baed6"], [1, "#6baed6"]], 0.0, 1.0, None, "mask"),
 }
+
+
+@dataclass(frozen=True)
+class AttentionOptions:
+    """How an attention matrix is drawn (``attention_figure``, ``heads_grid``, ``alignment_figure``).
+
+    ``kind``: "weights" (softmax output or shares: sequential from 0 to the largest value shown), "scores"
+    (QK^T/sqrt(d), diverging around 0), "mask" (additive mask: 0 cells coloured, -inf cells masked) or
+    "masked_scores" (scores + mask, -inf masked). ``q_title`` / ``k_title`` name the rows (queries) and columns
+    (keys); ``masked_hover`` is what a masked cell's hover says; ``value_name`` names the values in the colour bar
+    and hover (None: the kind's, e.g. "weight"). ``same_axes`` (None: Tq == Tk): queries and keys are the same
+    positions, so the key window ends at the highlighted row's diagonal."""
+
+    kind: str = "weights"
+    q_title: str = "query token"
+    k_title: str = "key token"
+    masked_hover: str = MASKED_HOVER
+    value_name: str | None = None
+    same_axes: bool | None = None
+
+
+# cross-attention: target tokens (queries) x source tokens (keys), every source token a key of every query
+ALIGNMENT = AttentionOptions(
+    q_title="target token (query)",
+    k_title="source token (key)",
+    masked_hover="masked (padding)",
+    value_name="weight",
+    same_axes=False,
+)
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    """How ``matrix_figure`` names and colours a (T, D) matrix: ``dim_label`` names the columns and
+    ``token_label`` the rows, ``value_name`` the values, coloured by ``colorscale`` (diverging at 0); ``group_size``
+    (e.g. d_k for concatenated heads) draws a line between groups of columns and labels them "head 0", "head 1"."""
+
+    dim_label: str = "dimension"
+    token_label: str = "token"
+    value_name: str = "value"
+    colorscale: str | list = "RdBu_r"
+    group_size: int | None = None
 
 
 def _domain(a: float, b: float) -> list[float]:
@@ -158,24 +203,26 @@ def _group_marks(lo: int, hi: int, size: int, plot_px: float) -> tuple[list[dict
 def matrix_figure(
     values: np.ndarray,
     tokens: Sequence[str],
+    options: MatrixOptions = MatrixOptions(),
     *,
     title: str,
-    dim_label: str = "dimension",
     highlight_row: int | None = None,
-    colorscale: str | list = "RdBu_r",
-    value_name: str = "value",
-    token_label: str = "token",
     dims: tuple[int, int] | None = None,
-    group_size: int | None = None,
-) -> go.Figure:
-    """A (T, D) activation matrix: rows = tokens (free strings), columns = dimensions, diverging scale at 0.
+) -> Figure:
+    """A (T, D) activation matrix: rows = tokens (free strings), columns = dimensions, diverging scale at 0, named
+    and grouped as ``options`` says.
 
     For embeddings, positional encodings, Q/K/V, α·V, W_O output, FFN hidden units. Full container width
     (``meta.cells == "rows"``, render ``width="stretch"``), ``ROW_PX``/``ROW_MIN`` px per row. ``dims``
     (start, stop) shows only those columns; the x axis and hover keep the true dimension numbers, and
-    Plotly's zoom reads single dimensions. ``group_size`` (e.g. d_k for concatenated heads) draws a line
-    between groups and labels them "head 0", "head 1", ...
+    Plotly's zoom reads single dimensions.
     """
+    dim_label, token_label, value_name, group_size = (
+        options.dim_label,
+        options.token_label,
+        options.value_name,
+        options.group_size,
+    )
     v = as_2d(values)
     tokens = as_tokens(tokens)
     check_len(v.shape[0], tokens, "rows", f"values of shape {v.shape}")
@@ -189,7 +236,12 @@ def matrix_figure(
         ys, Frame(title, dim_label, token_label, cb_px, hl), extra_top=GROUP_LABEL_H if group_size else 0
     )
     spec = HeatmapSpec(
-        x_title=dim_label, y_title=token_label, value_name=value_name, colorscale=colorscale, zmid=0.0, col_index=False
+        x_title=dim_label,
+        y_title=token_label,
+        value_name=value_name,
+        colorscale=options.colorscale,
+        zmid=0.0,
+        col_index=False,
     )
     traces, axis, xaxis, yaxis, shape = _heatmap_parts(
         v[:, lo:hi],
@@ -229,27 +281,19 @@ def attention_figure(
     weights: np.ndarray,
     q_tokens: Sequence[str],
     k_tokens: Sequence[str],
+    options: AttentionOptions = AttentionOptions(),
     *,
     title: str,
     highlight_row: int | None = None,
-    kind: str = "weights",
-    masked_hover: str = MASKED_HOVER,
-    q_title: str = "query token",
-    k_title: str = "key token",
-    value_name: str | None = None,
-    same_axes: bool | None = None,
     focus_col: int | None = None,
-) -> go.Figure:
-    """One attention matrix (Tq, Tk): rows = queries, columns = keys.
+) -> Figure:
+    """One attention matrix (Tq, Tk): rows = queries, columns = keys, drawn as ``options`` says.
 
-    ``kind``: "weights" (softmax output or shares: sequential from 0 to the largest value shown), "scores"
-    (QK^T/sqrt(d), diverging around 0), "mask" (additive mask: 0 cells coloured, -inf cells masked) or
-    "masked_scores" (scores + mask, -inf masked). ``value_name`` names the values in the colour bar and hover
-    (default: the kind's, e.g. "weight"). Square cells (``meta.cells == "square"``, fixed ``layout.width``:
-    render ``width="content"``); beyond 20 tokens a window containing the highlighted row, the rest a pan
-    away. ``same_axes`` (default: Tq == Tk): queries and keys are the same positions, so the key window ends
-    at the highlighted row's diagonal; otherwise it is centred on ``focus_col``.
+    Square cells (``meta.cells == "square"``, fixed ``layout.width``: render ``width="content"``); beyond 20 tokens
+    a window containing the highlighted row, the rest a pan away: the key window ends at the highlighted row's
+    diagonal when queries and keys are the same positions, else it is centred on ``focus_col``.
     """
+    kind = options.kind
     w = _attention_values(weights, kind)
     if w.ndim != 2:
         raise ValueError(f"attention {kind} must be 2-D (Tq, Tk), got shape {w.shape}")
@@ -258,34 +302,32 @@ def attention_figure(
     check_len(w.shape[1], k_tokens, "key columns", f"attention of shape {w.shape}")
     cs, zmin, zmax, zmid, name = ATTENTION_KINDS[kind]
     spec = HeatmapSpec(
-        x_title=k_title,
-        y_title=q_title,
-        value_name=value_name or name,
+        x_title=options.k_title,
+        y_title=options.q_title,
+        value_name=options.value_name or name,
         colorscale=cs,
         zmin=zmin,
         zmax=zmax,
         zmid=zmid,
         colorbar=MASK_BAR if kind == "mask" else None,
-        masked_hover=masked_hover,
+        masked_hover=options.masked_hover,
     )
-    framing = Framing(cells="square", same_axes=same_axes, focus_col=focus_col, zmax_shown=kind == "weights")
-    return heatmap(w, q_tokens, k_tokens, spec, title=title, highlight_row=highlight_row, framing=framing)
+    framing = Framing(cells="square", same_axes=options.same_axes, focus_col=focus_col, zmax_shown=kind == "weights")
+    return heatmap(w, q_tokens, k_tokens, spec, title=title, marks=Marks(highlight_row), framing=framing)
 
 
 def alignment_figure(
     cross_weights: np.ndarray,
     tgt_tokens: Sequence[str],
     src_tokens: Sequence[str],
+    options: AttentionOptions = ALIGNMENT,
     *,
     title: str,
     highlight_row: int | None = None,
-    q_title: str = "target token (query)",
-    k_title: str = "source token (key)",
-    value_name: str = "weight",
     focus_col: int | None = None,
-) -> go.Figure:
+) -> Figure:
     """Cross-attention alignment (Tq, S): target tokens (queries) x source tokens (keys), weights (or
-    ``value_name``, e.g. attribution shares) coloured from 0 to the largest shown. Every source token when
+    ``options.value_name``, e.g. attribution shares) coloured from 0 to the largest shown. Every source token when
     they fit, else a window around ``focus_col`` (default: the highlighted row's largest weight; give two
     figures compared side by side the same one)."""
     w = as_2d(cross_weights, "cross_weights")
@@ -293,26 +335,17 @@ def alignment_figure(
     focus = focus_col
     if focus is None and hl is not None and np.isfinite(w[hl]).any():
         focus = int(np.nanargmax(np.where(np.isfinite(w[hl]), w[hl], np.nan)))
+    options = replace(options, kind="weights", same_axes=False)
     return attention_figure(
-        w,
-        tgt_tokens,
-        src_tokens,
-        title=title,
-        highlight_row=highlight_row,
-        kind="weights",
-        q_title=q_title,
-        k_title=k_title,
-        masked_hover="masked (padding)",
-        value_name=value_name,
-        same_axes=False,
-        focus_col=focus,
+        w, tgt_tokens, src_tokens, options, title=title, highlight_row=highlight_row, focus_col=focus
     )
 
 
 @dataclass(frozen=True)
 class _Grid:
     """Where ``heads_grid`` puts its heads: ``ncols`` per row, each ``pw`` × ``ph`` px with the gaps between them,
-    in a plot area of ``plot_w`` × ``plot_h`` px."""
+    in a plot area of ``plot_w`` × ``plot_h`` px; ``over``: how far the query title overflows one head (then drawn
+    once, on the first row)."""
 
     ncols: int
     pw: int
@@ -321,33 +354,52 @@ class _Grid:
     gap_y: int
     plot_w: int
     plot_h: int
+    over: int
 
 
-def _grid_panels(layout, traces, shapes, notes, w, q_tokens, k_tokens, spec, one, grid: _Grid, hl, titles, wide, over):
-    """Every head of ``w`` (H, Tq, Tk) as one panel of the grid, into ``layout`` and the lists of traces, shapes
-    and notes (each head's title); axis titles only on the grid's edges. The colour axis they share."""
+@dataclass(frozen=True)
+class _Room:
+    """What ``heads_grid`` fits its heads into: ``avail`` px across, at most ``cols`` heads per row (None: as many
+    as fit), a colour bar ``cb_px`` wide on the right, and at least ``gap_x`` × ``gap_y`` px between two heads."""
+
+    avail: float
+    cols: int | None
+    cb_px: int
+    gap_x: int
+    gap_y: int
+
+
+def _grid_panels(
+    layout: dict,
+    w: np.ndarray,
+    labels: tuple[Sequence[str], Sequence[str]],
+    spec: HeatmapSpec,
+    one: SquareGeometry,
+    grid: _Grid,
+    options: AttentionOptions,
+    hl: int | None,
+) -> tuple[dict, list[dict], list[dict], list[dict]]:
+    """Every head of ``w`` (H, Tq, Tk) as one panel of the grid, its axes into ``layout``; axis titles only on the
+    grid's edges. The colour axis they share, and their traces, shapes (the highlight) and notes (each head's
+    title)."""
     H, Tq, Tk = w.shape
-    ncols, pw, ph, gap_x, gap_y, plot_w, plot_h = (
-        grid.ncols,
-        grid.pw,
-        grid.ph,
-        grid.gap_x,
-        grid.gap_y,
-        grid.plot_w,
-        grid.plot_h,
-    )
-    q_title, k_title = titles
+    q_tokens, k_tokens = labels
+    q_title, k_title = options.q_title, options.k_title
+    wide = text_px(k_title, FONT) > grid.pw + grid.gap_x - 8  # the key title is wider than a head: once per row
+    traces: list[dict] = []
+    shapes: list[dict] = []
+    notes: list[dict] = []
     for h in range(H):
-        r, c = divmod(h, ncols)
-        bottom_most = h + ncols >= H  # nothing below it: its column's key labels go here
-        left_bottom = c > 0 and h - 1 + ncols >= H  # the head to its left is the bottom of its column too
+        r, c = divmod(h, grid.ncols)
+        bottom_most = h + grid.ncols >= H  # nothing below it: its column's key labels go here
+        left_bottom = c > 0 and h - 1 + grid.ncols >= H  # the head to its left is the bottom of its column too
         n = "" if h == 0 else str(h + 1)
-        x0 = c * (pw + gap_x) / plot_w
-        y1 = 1 - r * (ph + gap_y) / plot_h
+        x0 = c * (grid.pw + grid.gap_x) / grid.plot_w
+        y1 = 1 - r * (grid.ph + grid.gap_y) / grid.plot_h
         panel = replace(
             spec,
             x_title=k_title if bottom_most and not (wide and left_bottom) else "",
-            y_title=q_title if c == 0 and (r == 0 or not over) else "",
+            y_title=q_title if c == 0 and (r == 0 or not grid.over) else "",
             y_name=f"head {h} · {q_title}",
         )
         parts, axis, xaxis, yaxis, shape = _heatmap_parts(
@@ -363,8 +415,8 @@ def _grid_panels(layout, traces, shapes, notes, w, q_tokens, k_tokens, spec, one
         for t in parts:
             t.update(xaxis=f"x{n}", yaxis=f"y{n}")
         traces += parts
-        xaxis.update(domain=_domain(x0, x0 + pw / plot_w), anchor=f"y{n}")
-        yaxis.update(domain=_domain(y1 - ph / plot_h, y1), anchor=f"x{n}")
+        xaxis.update(domain=_domain(x0, x0 + grid.pw / grid.plot_w), anchor=f"y{n}")
+        yaxis.update(domain=_domain(y1 - grid.ph / grid.plot_h, y1), anchor=f"x{n}")
         set_window(xaxis, one.cols, Tk)
         set_window(yaxis, one.rows, Tq, reverse=True)
         if h:
@@ -375,7 +427,7 @@ def _grid_panels(layout, traces, shapes, notes, w, q_tokens, k_tokens, spec, one
         notes.append(
             dict(
                 text=f"head {h}",
-                x=x0 + pw / plot_w / 2,
+                x=x0 + grid.pw / grid.plot_w / 2,
                 xref="paper",
                 y=y1,
                 yref="paper",
@@ -385,7 +437,7 @@ def _grid_panels(layout, traces, shapes, notes, w, q_tokens, k_tokens, spec, one
                 font=dict(size=FONT),
             )
         )
-    return axis
+    return axis, traces, shapes, notes
 
 
 def _grid_colours(w: np.ndarray, kind: str):
@@ -400,25 +452,28 @@ def _grid_colours(w: np.ndarray, kind: str):
     return cs, zmin, zmax, zmid, name, colorbar
 
 
-def _grid_layout(title, one, H, Tq, Tk, avail, cols, cb_px, gap_x, gap_y, k_title, xs):
-    """How many heads per row fit ``avail`` px, and the grid's figure size and margins (the window note and the
+def _grid_layout(
+    title: str, one: SquareGeometry, shape: tuple[int, int, int], room: _Room, k_title: str, xs: Sequence[str]
+) -> tuple[dict, _Grid, int, dict | None]:
+    """How many heads per row fit the ``room``, and the grid's figure size and margins (the window note and the
     head titles above, the key labels below, the colour bar right); the layout, the grid, the colour bar's
-    clearance, how far the query title overflows one head, and the note naming the window shown (or None)."""
+    clearance, and the note naming the window shown (or None)."""
+    H, Tq, Tk = shape
     left = one.margin["l"]
     pw, ph = one.cols.count * one.cell, one.rows.count * one.cell
-    gap_x = max(gap_x, int(text_px(f"head {H - 1}", FONT) + 16 - pw))  # room for the head titles
-    fits = max(1, int((avail + gap_x) // (pw + gap_x)))
-    ncols = max(1, min(H, fits, int(cols) if cols else H))
+    gap_x, gap_y = max(room.gap_x, int(text_px(f"head {H - 1}", FONT) + 16 - pw)), room.gap_y  # room for head titles
+    fits = max(1, int((room.avail + gap_x) // (pw + gap_x)))
+    ncols = max(1, min(H, fits, int(room.cols) if room.cols else H))
     nrows = math.ceil(H / ncols)
     plot_w, plot_h = ncols * pw + (ncols - 1) * gap_x, nrows * ph + (nrows - 1) * gap_y
-    grid = _Grid(ncols, pw, ph, gap_x, gap_y, plot_w, plot_h)
+    over = y_title_overflow(one.y_title.split("<br>"), ph)  # a y title taller than its head: drawn once, first row
+    grid = _Grid(ncols, pw, ph, gap_x, gap_y, plot_w, plot_h, over)
     xpad = bar_clearance(k_title, pw, plot_h)
-    right = max(cb_px + xpad - 10, x_title_overflow(k_title, pw) + PAD)
+    right = max(room.cb_px + xpad - 10, x_title_overflow(k_title, pw) + PAD)
     width = max(FIG_MIN_W, left + plot_w + right)
     layout = layout_defaults(title, height=0, width=width, cells="square")
     note_top = layout["margin"]["t"]
     text = window_note(one.rows, Tq, one.cols, Tk)
-    over = y_title_overflow(one.y_title.split("<br>"), ph)  # a y title taller than its head: drawn once, first row
     top = note_top + note_height(text, width) + PANEL_TITLE_H + over
     col_px = max((text_px(x) for x in xs), default=0)
     bottom = max(bottom_margin(col_px, one.col_angle, k_title), over + PAD)
@@ -427,7 +482,7 @@ def _grid_layout(title, one, H, Tq, Tk, avail, cols, cb_px, gap_x, gap_y, k_titl
         height=height, margin=dict(l=left, r=width - left - plot_w, t=top, b=height - top - plot_h, autoexpand=False)
     )
     window = note_annotation(text, note_top=note_top, plot_top=top, left=left, width=width) if text else None
-    return layout, grid, xpad, over, window
+    return layout, grid, xpad, window
 
 
 # Long on purpose: one figure of every head, its layout (cells, titles, colour bar) sized from the head count in one
@@ -436,23 +491,20 @@ def heads_grid(
     weights: np.ndarray,
     q_tokens: Sequence[str],
     k_tokens: Sequence[str],
+    options: AttentionOptions = AttentionOptions(),
     *,
     title: str,
-    kind: str = "weights",
     highlight_row: int | None = None,
     cols: int | None = None,
-    masked_hover: str = MASKED_HOVER,
-    q_title: str = "query token",
-    k_title: str = "key token",
-    same_axes: bool | None = None,
-) -> go.Figure:
-    """All heads (H, Tq, Tk) in a grid, one shared colour scale and colour bar, square cells.
+) -> Figure:
+    """All heads (H, Tq, Tk) in a grid, one shared colour scale and colour bar, square cells, drawn as ``options``
+    says (as in ``attention_figure``).
 
     As many heads per row as fit a ``SQUARE_FIT_W`` container (at most ``cols`` when given); every head
     shows the same window of a large matrix (named in a note under the title), and panning one pans all.
-    ``same_axes`` (default: Tq == Tk) as in ``attention_figure``. Fixed ``layout.width``: render
-    ``width="content"``.
+    Fixed ``layout.width``: render ``width="content"``.
     """
+    kind, q_title, k_title = options.kind, options.q_title, options.k_title
     w = _attention_values(weights, kind)
     if w.ndim != 3:
         raise ValueError(f"heads_grid needs (H, Tq, Tk) weights, got shape {w.shape}")
@@ -464,13 +516,13 @@ def heads_grid(
     check_len(Tk, k_tokens, "key columns", f"attention of shape {w.shape}")
     hl = check_row(highlight_row, Tq)
     cs, zmin, zmax, zmid, name, colorbar = _grid_colours(w, kind)
+    name = options.value_name or name
     ys, xs = unique_labels(q_tokens), unique_labels(k_tokens)
     cb_px = colorbar_px(colorbar and colorbar["ticktext"], name)
-    gap_x, gap_y = 16, PANEL_TITLE_H + 8
-    avail = SQUARE_FIT_W - left_margin(ys, q_title) - cb_px  # a tablet's column holds the whole grid
+    room = _Room(SQUARE_FIT_W - left_margin(ys, q_title) - cb_px, cols, cb_px, 16, PANEL_TITLE_H + 8)
     want = max(1, min(H, int(cols) if cols else 4))  # cells shrink (not below CELL_MIN) to fit this many per row
-    cell_max = max(CELL_MIN, min(CELL_MAX, int((avail - gap_x * (want - 1)) / want / max(Tk, 1))))
-    same = Tq == Tk if same_axes is None else same_axes
+    cell_max = max(CELL_MIN, min(CELL_MAX, int((room.avail - room.gap_x * (want - 1)) / want / max(Tk, 1))))
+    same = Tq == Tk if options.same_axes is None else options.same_axes
     one = square_geometry(
         ys,
         xs,
@@ -481,13 +533,7 @@ def heads_grid(
     )
     if kind == "weights":
         zmax = max((shown_max(w[h], one.rows, one.cols, 0.0) for h in range(H)), default=0.0) or zmax
-    layout, grid, xpad, over, window = _grid_layout(
-        title, one, H, Tq, Tk, avail, cols, cb_px, gap_x, gap_y, k_title, xs
-    )
-    traces: list[dict] = []
-    shapes: list[dict] = []
-    notes = [window] if window else []
-    wide = text_px(k_title, FONT) > grid.pw + grid.gap_x - 8  # the key title is wider than a head: once per row
+    layout, grid, xpad, window = _grid_layout(title, one, (H, Tq, Tk), room, k_title, xs)
     spec = HeatmapSpec(
         value_name=name,
         colorscale=cs,
@@ -495,16 +541,14 @@ def heads_grid(
         zmax=zmax,
         zmid=zmid,
         colorbar=colorbar,
-        masked_hover=masked_hover,
+        masked_hover=options.masked_hover,
         x_name=k_title,
     )
-    axis = _grid_panels(
-        layout, traces, shapes, notes, w, q_tokens, k_tokens, spec, one, grid, hl, (q_title, k_title), wide, over
-    )
+    axis, traces, shapes, notes = _grid_panels(layout, w, (q_tokens, k_tokens), spec, one, grid, options, hl)
     axis["colorbar"] = colorbar_dict(
         axis["colorbar"], axis["colorbar"]["title"]["text"], length=max(CB_MIN, min(grid.plot_h, 400)), xpad=xpad
     )
-    layout.update(coloraxis=axis, shapes=shapes, annotations=notes)
+    layout.update(coloraxis=axis, shapes=shapes, annotations=[window, *notes] if window else notes)
     if one.rows.count < Tq or one.cols.count < Tk:
         layout["dragmode"] = "pan"
     return new_figure(traces, layout)
@@ -565,7 +609,7 @@ def positional_curves(
     tokens: Sequence[str] | None = None,
     layout: str | None = None,
     mark_position: int | None = None,
-) -> go.Figure:
+) -> Figure:
     """Selected positional-encoding dimensions over position (sinusoids): one line per dimension.
 
     Each line is tagged sin or cos: from ``layout`` ("interleaved": even dims sin, odd cos; "half":
@@ -716,9 +760,20 @@ def _stats_panel(stats: dict, labels: list[str], token_label: str, geo, T: int, 
     return traces, xaxis, yaxis, shape
 
 
-def _norm_heatmaps(layout: dict, res, o, tokens, token_label: str, dims, hl, geo, tops, plot_h):
-    """Add & Norm's first and last panels (the residual sum, the LayerNorm output) into ``layout``, each with its
-    colour bar beside it, rows and dimensions matching; their traces and shapes."""
+def _norm_heatmaps(
+    layout: dict,
+    panels: tuple[np.ndarray, np.ndarray],
+    tokens: list[str],
+    dims: tuple[int, int],
+    hl: int | None,
+    geo: RowsGeometry,
+    tops: list[float],
+    plot_h: int,
+) -> tuple[list[dict], list[dict]]:
+    """Add & Norm's first and last panels (``panels``: the residual sum, the LayerNorm output) into ``layout``, each
+    with its colour bar beside it, rows and dimensions matching; their traces and shapes."""
+    res, o = panels
+    token_label = TOKEN_LABEL
     lo, hi = dims
     ph, T = geo.plot_h, len(tokens)
     traces: list[dict] = []
@@ -762,8 +817,7 @@ def addnorm_figure(
     highlight_row: int | None = None,
     title: str = "Add & Norm",
     dims: tuple[int, int] | None = None,
-    token_label: str = "token",
-) -> go.Figure:
+) -> Figure:
     """Residual sum (T, D), per-position mean and std, LayerNorm output (T, D): three full-width panels
     stacked top to bottom, rows aligned on the tokens, each heatmap's colour bar beside it.
 
@@ -780,7 +834,7 @@ def addnorm_figure(
     lo, hi = dim_range(dims, res.shape[1])
     labels = unique_labels(tokens)
     cb_px = colorbar_px(None, "normalized")
-    geo = rows_geometry(labels, Frame(title, "dimension", token_label, cb_px, hl), extra_top=PANEL_TITLE_H)
+    geo = rows_geometry(labels, Frame(title, "dimension", TOKEN_LABEL, cb_px, hl), extra_top=PANEL_TITLE_H)
     ph = geo.plot_h
     gap = int(FONT * 1.6) + AXIS_TITLE + PANEL_TITLE_H + 12  # x ticks, x title, next panel's title
     plot_h = 3 * ph + 2 * gap
@@ -791,9 +845,9 @@ def addnorm_figure(
     tops = [1 - i * (ph + gap) / plot_h for i in range(3)]
     legend = '<span style="color:#4c78a8">● mean</span>   <span style="color:#f58518">◆ std</span>'
     panel_titles = ["residual: x + sublayer(x)", f"mean / std per position:   {legend}", "LayerNorm output"]
-    traces, shapes = _norm_heatmaps(layout, res, o, tokens, token_label, (lo, hi), hl, geo, tops, plot_h)
+    traces, shapes = _norm_heatmaps(layout, (res, o), tokens, (lo, hi), hl, geo, tops, plot_h)
     stat_traces, layout["xaxis2"], layout["yaxis2"], stat_shape = _stats_panel(
-        stats, labels, token_label, geo, T, hl, _domain(tops[1] - ph / plot_h, tops[1])
+        stats, labels, TOKEN_LABEL, geo, T, hl, _domain(tops[1] - ph / plot_h, tops[1])
     )
     traces += stat_traces
     if stat_shape is not None:
@@ -851,7 +905,7 @@ def ffn_figure(
     highlight_row: int | None = None,
     dims: tuple[int, int] | None = None,
     token_label: str = "token",
-) -> go.Figure:
+) -> Figure:
     """FFN hidden activations (T, d_ff) after the non-linearity; the title notes the sparsity (of all units).
 
     A full-width ``matrix_figure`` (``width="stretch"``); ``dims`` (start, stop) shows only those units.
@@ -862,19 +916,11 @@ def ffn_figure(
         f"{title} — exactly 0: {s['zero']:.1%}, within {NEAR_ZERO_TEXT} of 0: {s['near_zero']:.1%}, "
         f"negative: {s['negative']:.1%}"
     )
-    return matrix_figure(
-        h,
-        tokens,
-        title=sub,
-        dim_label="hidden unit",
-        highlight_row=highlight_row,
-        value_name="activation",
-        dims=dims,
-        token_label=token_label,
-    )
+    options = MatrixOptions(dim_label="hidden unit", token_label=token_label, value_name="activation")
+    return matrix_figure(h, tokens, options, title=sub, highlight_row=highlight_row, dims=dims)
 
 
-def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: str) -> go.Figure:
+def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: str) -> Figure:
     """Which K / V rows come from the cache and which are computed at this step (Q only for the new ones).
 
     Rows Q, K, V across the full container width (``width="stretch"``), every position shown; the position
@@ -905,4 +951,6 @@ def kv_cache_figure(n_cached: int, n_new: int, tokens: Sequence[str], *, title: 
         masked_hover="no query needed (cached position)",
         row_index=False,
     )
-    return heatmap(values, ["Q", "K", "V"], tokens, spec, title=title, hover_text=hover, framing=Framing(cells="rows"))
+    return heatmap(
+        values, ["Q", "K", "V"], tokens, spec, title=title, marks=Marks(hover_text=hover), framing=Framing(cells="rows")
+    )

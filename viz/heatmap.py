@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, overload
 
 import numpy as np
-import plotly.graph_objects as go
 
 from .common import (
     FONT,
@@ -19,6 +18,7 @@ from .common import (
     MIN_WIDTH,
     PAD,
     TICK_FONT,
+    Figure,
     as_2d,
     check_len,
     check_row,
@@ -386,21 +386,15 @@ class Ticks(NamedTuple):
     cols: bool = True
 
 
-def _axis_ref(fig: go.Figure, row: int | None, col: int | None) -> tuple[str, str]:
-    """Layout names ("xaxis2", "yaxis2") of the subplot at (row, col), or of the only axes."""
-    if row is None or col is None:
-        return "xaxis", "yaxis"
-    ref = fig.get_subplot(row, col)
-    return ref.xaxis.plotly_name, ref.yaxis.plotly_name
-
-
 class Marks(NamedTuple):
-    """What a heatmap's cells carry besides their values: the highlighted row, the hover's text of each cell (R, C),
-    numeric column positions (e.g. true dimension numbers)."""
+    """What a heatmap's cells carry besides their values: the highlighted row (negative counts from the end), the
+    hover's text of each cell (R, C) instead of its value, numeric column positions (e.g. true dimension numbers:
+    a linear x axis), the highlighted column."""
 
     highlight_row: int | None = None
     hover_text: np.ndarray | None = None
     x_values: np.ndarray | None = None
+    highlight_col: int | None = None
 
 
 # Long on purpose: the one place a heatmap's traces, colour axis, axes and highlight are made, each step feeding
@@ -559,46 +553,6 @@ def set_window(axis: dict, win: Window, total: int, *, reverse: bool = False) ->
     return win.count < total
 
 
-def add_heatmap(
-    fig: go.Figure,
-    values: np.ndarray,
-    row_labels: Sequence[object],
-    col_labels: Sequence[object],
-    spec: HeatmapSpec = HeatmapSpec(),
-    *,
-    row: int | None = None,
-    col: int | None = None,
-    highlight_row: int | None = None,
-    hover_text: np.ndarray | None = None,
-    x_values: np.ndarray | None = None,
-    ticks: Ticks = Ticks(),
-    coloraxis: str = "coloraxis",
-) -> go.Figure:
-    """Add one heatmap drawn as ``spec`` says (values + masked overlay + optional highlighted row) to ``fig`` (a
-    subplot or not).
-
-    ``values`` (R, C) rows are ``row_labels`` (y, top to bottom), columns ``col_labels`` (x). Colours go through
-    the layout colour axis ``coloraxis`` so several heatmaps can share one scale (and one colour bar). Sizing is
-    the caller's.
-    """
-    traces, axis, xaxis, yaxis, shape = _heatmap_parts(
-        values,
-        row_labels,
-        col_labels,
-        spec,
-        Marks(highlight_row, hover_text, x_values),
-        ticks=ticks,
-        coloraxis=coloraxis,
-    )
-    for t in traces:
-        fig.add_trace(t, row=row, col=col)
-    xa, ya = _axis_ref(fig, row, col)
-    fig.update_layout({coloraxis: axis, xa: xaxis, ya: yaxis})
-    if shape is not None:
-        fig.add_shape(**shape, row=row, col=col)
-    return fig
-
-
 def _bar_ticks(colorbar: dict | None) -> list[str] | None:
     return [str(t) for t in (colorbar or {}).get("ticktext") or []] or None
 
@@ -612,19 +566,14 @@ def heatmap(
     spec: HeatmapSpec = HeatmapSpec(),
     *,
     title: str,
-    highlight_row: int | None = None,
-    highlight_col: int | None = None,
-    hover_text: np.ndarray | None = None,
-    x_values: np.ndarray | None = None,
+    marks: Marks = Marks(),
     framing: Framing = Framing(),
-) -> go.Figure:
+) -> Figure:
     """A labelled heatmap of ``values`` (R, C), drawn as ``spec`` says and sized as ``framing`` says: rows =
-    ``row_labels`` (top to bottom), columns = ``col_labels``.
-
-    ``highlight_row`` (negative counts from the end) is outlined, and so is the column ``highlight_col``;
-    ``hover_text`` (R, C) is what the hover says of each cell instead of its value; ``x_values``: numeric column
-    positions (a linear x axis, "rows" figures).
+    ``row_labels`` (top to bottom), columns = ``col_labels``; ``marks``: the highlighted row and column (outlined),
+    the hover's text, numeric column positions ("rows" figures).
     """
+    highlight_row, hover_text, x_values, highlight_col = marks
     v = as_2d(values)
     cells = framing.cells or ("rows" if v.shape[1] > 64 else "square")
     if cells not in ("square", "rows"):

@@ -5,13 +5,12 @@ their difference."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
-import plotly.graph_objects as go
 
-from .common import as_2d, as_tokens, check_len
-from .heatmap import Framing, HeatmapSpec, heatmap
+from .common import Figure, as_2d, as_tokens, check_len
+from .heatmap import Framing, HeatmapSpec, Marks, heatmap
 
 PATCH_SCALE = "Viridis"  # sequential: how much of the measured quantity a restored site brings back
 DIFF_SCALE = "RdBu_r"  # A − B: diverging at 0
@@ -50,7 +49,7 @@ def patch_decoder_figure(
     value_name: str,
     zmin: float | None = None,
     zmax: float | None = None,
-) -> go.Figure:
+) -> Figure:
     """Decoder sites (L, K, P): rows = each layer's residual stream after each of its K ``sublayers`` (e.g. "after
     self-attn", top to bottom in data-flow order), columns = positions (``reads → predicts``); each cell the
     measured quantity with that one site restored from the clean run. The last column is the measured position."""
@@ -63,7 +62,9 @@ def patch_decoder_figure(
     check_len(P, positions, "columns", f"values of shape {v.shape}")
     rows = [f"layer {i} {s}" for i in range(L) for s in sublayers]
     spec = _patch_spec("position: reads → predicts", "decoder residual restored", value_name, zmin, zmax)
-    return heatmap(v.reshape(L * K, P), rows, positions, spec, title=title, highlight_col=P - 1, framing=ROWS)
+    return heatmap(
+        v.reshape(L * K, P), rows, positions, spec, title=title, marks=Marks(highlight_col=P - 1), framing=ROWS
+    )
 
 
 def patch_encoder_figure(
@@ -74,7 +75,7 @@ def patch_encoder_figure(
     value_name: str,
     zmin: float | None = None,
     zmax: float | None = None,
-) -> go.Figure:
+) -> Figure:
     """Encoder sites (Le, S): rows = encoder layers (their output), columns = source tokens."""
     v = as_2d(values, "values")
     src_tokens = as_tokens(src_tokens, "src_tokens")
@@ -91,7 +92,7 @@ def patch_heads_figure(
     value_name: str,
     zmin: float | None = None,
     zmax: float | None = None,
-) -> go.Figure:
+) -> Figure:
     """Head sites (2, L, H): rows = each decoder layer's self-attention, then its cross-attention; columns = heads;
     each cell with that head's output (before W_O, at every position) restored."""
     v = np.asarray(values, dtype=np.float64)
@@ -136,6 +137,21 @@ def _both(a: str, b: str) -> str:
     return a if a == b else f"A: {a} · B: {b}"
 
 
+@dataclass(frozen=True)
+class PairOptions:
+    """What the matrices ``pair_figures`` draws are: the axes' titles and the values' name; ``signed``: values
+    diverging about 0 (else sequential); ``col_index`` False: columns are numbers already (dimensions), not prefixed
+    with their index."""
+
+    x_title: str
+    y_title: str
+    value_name: str
+    signed: bool = False
+    col_index: bool = True
+    # B's own title where it differs (another model's layer, head or stage name)
+    title_b: str | None = None
+
+
 def pair_figures(
     a: np.ndarray,
     b: np.ndarray,
@@ -143,20 +159,15 @@ def pair_figures(
     cols_a: Sequence[str],
     rows_b: Sequence[str],
     cols_b: Sequence[str],
+    options: PairOptions,
     *,
     title: str,
-    x_title: str,
-    y_title: str,
-    value_name: str,
-    signed: bool = False,
-    col_index: bool = True,
-    title_b: str | None = None,
-) -> tuple[go.Figure, go.Figure, go.Figure]:
-    """One stage's matrix for run A and run B on one colour scale (the range of both; ``signed``: diverging and
+) -> tuple[Figure, Figure, Figure]:
+    """One stage's matrix for run A and run B on one colour scale (the range of both; signed: diverging and
     symmetric about 0, else sequential), and A − B on a diverging scale centred on 0 (over the common positions when
-    the shapes differ, labelled by A's tokens and B's). ``col_index`` False: columns are numbers already (dimensions),
-    not prefixed with their index. ``title_b``: B's own title where it differs (another model's layer, head or
-    stage name); the difference then names both."""
+    the shapes differ, labelled by A's tokens and B's); the difference names both titles where B's differs."""
+    x_title, y_title, value_name, signed = options.x_title, options.y_title, options.value_name, options.signed
+    title_b = options.title_b
     a, b = as_2d(a, "a"), as_2d(b, "b")
     lo, hi = shared_range(a, b)
     colorscale = DIFF_SCALE if signed else "Blues"
@@ -170,7 +181,7 @@ def pair_figures(
         colorscale=colorscale,
         zmin=lo,
         zmax=hi,
-        col_index=col_index,
+        col_index=options.col_index,
     )
     framing = Framing(cells="rows" if max(a.shape[1], b.shape[1]) > 64 else "square")
     fa = heatmap(a, rows_a, cols_a, spec, title=f"A: {title}", framing=framing)

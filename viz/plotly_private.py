@@ -25,6 +25,7 @@ def typed_array(values: np.ndarray) -> dict | list:
     return spec.tolist() if isinstance(spec, np.ndarray) else spec
 
 
-def build_unchecked(fig: go.Figure, data: list[dict], layout: dict) -> None:
-    """Run Plotly's constructor on ``fig`` without validating ``data`` and ``layout`` against its schema."""
-    go.Figure.__init__(fig, data=data, layout=layout, _validate=False)
+def unchecked(data: list[dict], layout: dict) -> go.Figure:
+    """Plotly's figure of ``data`` and ``layout``, built without validating them against its schema (its
+    constructor's private ``_validate``)."""
+    return go.Figure(data=data, layout=layout, _validate=False)

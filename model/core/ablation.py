@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from model.core import keys
+from model.core.config import ModelConfig
 
 Head = tuple[str, int, int]  # (kind, layer, head)
 KINDS = ("self", "cross", "enc")
@@ -83,7 +84,7 @@ class Ablation:
     def __str__(self) -> str:
         return f"{format_heads(self.heads)} ({self.mode})" if self.heads else "no heads"
 
-    def check(self, cfg) -> None:
+    def check(self, cfg: ModelConfig) -> None:
         """ValueError (one line) when a head is outside the model ``cfg`` describes, or a mean has the wrong size."""
         for kind, layer, h in sorted(self.heads):
             n = cfg.n_encoder_layers if kind == "enc" else cfg.n_decoder_layers
@@ -96,7 +97,7 @@ class Ablation:
             if len(mean) != cfg.d_k:
                 raise ValueError(f"the mean of {head_name(head)} has {len(mean)} values, not d_k={cfg.d_k}")
 
-    def arrays(self, cfg) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def arrays(self, cfg: ModelConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Per attention block (``dec.1.cross``, ``enc.0.self``) with an ablated head: ``keep`` (1, H, 1, 1), 1 for a
         kept head and 0 for a removed one, and ``fill`` (1, H, 1, d_k), what a removed head hands to W_O instead;
         the block's context becomes context · keep + fill. Blocks with no ablated head are absent."""

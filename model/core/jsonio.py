@@ -39,7 +39,7 @@ def _default(o: Any) -> Any:
     return str(o)
 
 
-def dumps(obj: Any, *, indent: int | None = None, ensure_ascii: bool = False, **kw) -> str:
+def dumps(obj: Any, *, indent: int | None = None, ensure_ascii: bool = False, **kw: Any) -> str:
     """Strict JSON text of ``obj`` (non-finite numbers as null)."""
     return json.dumps(finite(obj), indent=indent, ensure_ascii=ensure_ascii, allow_nan=False, default=_default, **kw)
 

@@ -174,14 +174,14 @@ class Tokenizer:
             out[i] = e.ids
         return out
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Sequence[int]) -> str:
         return self.hf.decode([int(i) for i in ids if int(i) not in self.special_ids], skip_special_tokens=True)
 
     def id_to_token(self, i: int) -> str:
         tok = self.hf.id_to_token(int(i))
         return f"<{int(i)}>" if tok is None else tok
 
-    def tokens(self, ids) -> list[str]:
+    def tokens(self, ids: Sequence[int]) -> list[str]:
         """One readable label per id (byte pieces named by the character they spell, see readable_tokens)."""
         raw = [self.id_to_token(i) for i in ids]
         return readable_tokens(raw) if self.byte_fallback else raw

@@ -407,7 +407,7 @@ def padding_mask(ids: Tensor, pad_id: int) -> Tensor | None:
     return torch.zeros(pad.shape, device=ids.device).masked_fill(pad, float("-inf"))[:, None, None, :]
 
 
-def causal_mask(T: int, offset: int = 0, device=None) -> Tensor:
+def causal_mask(T: int, offset: int = 0, device: torch.device | str | None = None) -> Tensor:
     """(T, offset + T): 0 where key j <= query i (absolute positions), -inf on the future."""
     q = torch.arange(offset, offset + T, device=device)[:, None]
     k = torch.arange(offset + T, device=device)[None, :]

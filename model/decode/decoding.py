@@ -22,6 +22,7 @@ import torch
 
 from model.core import keys
 from model.core.ablation import Ablation
+from model.core.config import ModelConfig
 from model.core.constants import BATCH_SIZE, MAX_BEAM, NEG
 from model.core.transformer import LayerCache, Transformer, head_masks
 from model.decode.lean import LeanDecoder
@@ -124,7 +125,7 @@ def to_numpy(rec: dict[str, torch.Tensor], drop=(keys.LOGITS,)) -> dict[str, np.
     return out
 
 
-def forbidden_ids(cfg) -> list[int]:
+def forbidden_ids(cfg: ModelConfig) -> list[int]:
     """Tokens decoding never generates: <pad> and the decoder-start token (transformers: bad_words_ids=[[pad]])."""
     return sorted({cfg.pad_id, cfg.decoder_start_id} - {cfg.eos_id})
 
@@ -178,7 +179,7 @@ def filter_logits(logits: torch.Tensor, temperature: float, top_k: int, top_p: f
     return logits
 
 
-def output_limit(max_len: int, cfg) -> int:
+def output_limit(max_len: int, cfg: ModelConfig) -> int:
     """The most tokens a decode writes (</s> included): ``max_len`` within the model's positions (its first is
     the decoder's start token), the one number every decode and every report of one uses."""
     return min(max_len, cfg.max_len - 1)
@@ -193,7 +194,7 @@ def prepare_ids(body: Sequence[int], eos_id: int, max_len: int, first: int = -1)
     return [*head, *body[: max(1, max_len - 1 - len(head))], eos_id]
 
 
-def read_source(body: Sequence[int], cfg) -> tuple[list[int], bool]:
+def read_source(body: Sequence[int], cfg: ModelConfig) -> tuple[list[int], bool]:
     """What the model reads for a source's tokens, and whether the body was cut to fit: the source's language code
     first where the model has one (``cfg.source_prefix_id``: mBART-50, NLLB), then the body, then </s>. Every path
     that reads a source (the CLI, the pages, the corpus, the trace) prepares it here."""
@@ -201,7 +202,7 @@ def read_source(body: Sequence[int], cfg) -> tuple[list[int], bool]:
     return ids, len(ids) - (cfg.source_prefix_id >= 0) <= len(body)
 
 
-def source_body(ids: Sequence[int], cfg) -> list[int]:
+def source_body(ids: Sequence[int], cfg: ModelConfig) -> list[int]:
     """``read_source``'s body back from the ids it gave: the language code and </s> left out (what
     ``teacher_forced_trace`` takes, reading it as ``read_source`` does)."""
     return [int(i) for i in ids[int(cfg.source_prefix_id >= 0) : -1]]
@@ -367,7 +368,7 @@ def search(decoder, cache, policy: Policy, cfg, opts: DecodeOptions) -> tuple[li
     raise RuntimeError("the decoding policy did not stop")
 
 
-def greedy(cfg, opts: DecodeOptions, rows: int = 1) -> Policy:
+def greedy(cfg: ModelConfig, opts: DecodeOptions, rows: int = 1) -> Policy:
     """Greedy decoding (or sampling, ``opts.strategy == "sample"``) of ``rows`` independent rows, each its own
     source: the most likely token (or a drawn one), a row that produced </s> fed <pad> after it. Returns one
     Hypothesis per row."""
@@ -412,7 +413,7 @@ def top(x: np.ndarray, n: int) -> np.ndarray:
 
 # Long on purpose: one generator whose steps follow transformers' beam search line by line (candidates, EOS
 # handling, length penalty, the stopping rule), so the two can be read side by side.
-def beam_search(cfg, opts: DecodeOptions) -> Policy:
+def beam_search(cfg: ModelConfig, opts: DecodeOptions) -> Policy:
     """transformers' vectorised beam search (batch of one). The bookkeeping of the 2k candidates is numpy float32,
     as transformers' is torch float32: the same numbers, a few microseconds per operation rather than several.
     Returns the n-best and, recorded, every step's BeamStep."""

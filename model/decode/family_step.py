@@ -15,6 +15,7 @@ distances computed once. The same numbers as the modules' to float rounding (tes
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,9 @@ class FamilyStep:
         self.eps = np.float32(cfg.layer_norm_eps)
         self.act = ACTIVATION_FNS[cfg.activation]
 
-    def encode(self, src_ids, ablation: Ablation | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    def encode(
+        self, src_ids: np.ndarray | torch.Tensor, ablation: Ablation | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """The model's own encoder (once per sentence; a step's products are the decode's cost): memory (B, S, D)
         and the additive padding mask (B, 1, 1, S) or None, as arrays."""
         from model.core.transformer import head_masks
@@ -87,7 +90,12 @@ class FamilyStep:
             memory, mask, _ = self.model.encode(torch.as_tensor(src_ids), heads=head_masks(ablation, self.cfg))
         return memory.float().cpu().numpy(), None if mask is None else mask.float().cpu().numpy()
 
-    def start(self, memory, src_mask, ablation: Ablation | None = None) -> LeanCache:
+    def start(
+        self,
+        memory: np.ndarray | torch.Tensor,
+        src_mask: np.ndarray | torch.Tensor | None,
+        ablation: Ablation | None = None,
+    ) -> LeanCache:
         """An empty ``lean.LeanCache`` for the rows of ``memory`` (R, S, D): every layer's cross K, V projected once."""
         memory = memory if isinstance(memory, np.ndarray) else _np(memory)
         R, S, D = memory.shape
@@ -133,7 +141,7 @@ class FamilyStep:
             context = context * heads[0] + heads[1]
         return W_O(context.reshape(len(Q), self.inner))
 
-    def step(self, tokens, cache: LeanCache) -> np.ndarray:
+    def step(self, tokens: np.ndarray | Sequence[int], cache: LeanCache) -> np.ndarray:
         """Feed each row its newest token (R,): the logits (R, V); the cache is updated in place (position t)."""
         tokens = np.asarray(tokens)
         R, t, H, d_k, inner = len(tokens), cache.t, self.H, self.d_k, self.inner

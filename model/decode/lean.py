@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from model.core import keys
 from model.core.ablation import Ablation
+from model.core.config import ModelConfig
 from model.core.keys import prefixed
 from model.core.transformer import Transformer
 
@@ -193,7 +194,7 @@ def _affine(add_norm) -> tuple[np.ndarray, np.ndarray]:
     return _np(add_norm.norm.weight).copy(), _np(add_norm.norm.bias).copy()
 
 
-def lean_covers(cfg) -> bool:
+def lean_covers(cfg: ModelConfig) -> bool:
     """Whether the numpy step and its compiled twin compute ``cfg``'s model: the paper's post-norm LayerNorm stack
     with biases, scaled attention, an ungated FFN and a positional table added to the embeddings (the bundled model,
     Marian, and any post-norm model without an embedding norm, sinusoidal or learned positions alike). The rest of

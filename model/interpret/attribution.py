@@ -32,6 +32,7 @@ from captum.attr import InputXGradient, IntegratedGradients
 from torch import Tensor
 
 from model.core import keys
+from model.core.config import ModelConfig
 from model.core.constants import ATTRIBUTION_METHODS
 from model.core.transformer import Transformer, padding_mask
 
@@ -47,7 +48,7 @@ BASELINES = {
 }
 
 
-def baseline_for(cfg) -> str:
+def baseline_for(cfg: ModelConfig) -> str:
     """The baseline IG integrates from on the model ``cfg`` describes: zero, unless the model adds no positional
     encoding (T5), where the zero baseline is an all-zero input to the first RMSNorm and completeness fails with it
     (tests/model/test_family.py measures it on every family)."""

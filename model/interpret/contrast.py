@@ -24,6 +24,7 @@ import torch
 
 from model.core import keys
 from model.core.keys import Records
+from model.core.tokenizer import Tokenizer
 from model.core.transformer import Transformer
 from model.interpret.attribution import (
     BATCH,
@@ -50,7 +51,7 @@ class ContrastToken:
     note: str | None  # one sentence when the text is more than one piece
 
 
-def contrast_token(tokenizer, text: str) -> ContrastToken:
+def contrast_token(tokenizer: Tokenizer, text: str) -> ContrastToken:
     """The token a typed alternative stands for: a vocabulary token written as such (``▁la``, ``␣la``, a byte
     ``<0xC3>``), else the text as a word (``la`` -> ``▁la``); a word the vocabulary splits uses its first piece and
     says so."""

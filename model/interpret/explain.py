@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from model.core import keys
 from model.core.ablation import Ablation, Head, format_heads, parse_heads, record_prefix
+from model.core.config import ModelConfig
 from model.core.keys import Records
 from model.core.transformer import HeadMask, Transformer, head_masks
 from model.decode.decoding import DecodeOptions, DecodeResult, decode, forbidden_ids
@@ -35,7 +36,7 @@ from model.decode.steps import OutputRecord
 MAX_LOGITS = 50_000_000
 
 
-def lens_problem(cfg) -> str | None:
+def lens_problem(cfg: ModelConfig) -> str | None:
     """One sentence saying why the logit lens would misread this configuration, or None when it reads it right.
 
     A post-norm model's layer output is normalised as the output head reads it. A pre-norm one (``norm_position``

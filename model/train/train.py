@@ -95,7 +95,7 @@ def add_pair_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=None, help="corpus directory (default: <repo>/../shared/data)")
     p.add_argument("--out", type=Path, default=REPO / "assets" / "models" / "en-fr", help="model directory to write")
@@ -165,7 +165,9 @@ def pad(seqs: list[list[int]], pad_id: int = 0) -> torch.Tensor:
     return torch.tensor([s + [pad_id] * (n - len(s)) for s in seqs], dtype=torch.long)
 
 
-def make_batch(src: list[list[int]], tgt: list[list[int]], cfg: ModelConfig, device):
+def make_batch(
+    src: list[list[int]], tgt: list[list[int]], cfg: ModelConfig, device: torch.device | str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     src_t = pad([s + [cfg.eos_id] for s in src], cfg.pad_id)
     tgt_in = pad([[cfg.decoder_start_id] + t for t in tgt], cfg.pad_id)
     labels = pad([t + [cfg.eos_id] for t in tgt], cfg.pad_id)
@@ -213,7 +215,7 @@ def grow_from(model: Transformer, base: Transformer, seed: int = 0) -> None:
 # ----------------------------------------------------------------------------- state IO
 
 
-def save_state(path: Path, model, opt, meta: dict) -> None:
+def save_state(path: Path, model: Transformer, opt: torch.optim.Optimizer, meta: dict) -> None:
     """model.safetensors + optimizer.safetensors + state.json; written to a temp dir then swapped."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
@@ -237,7 +239,7 @@ def save_state(path: Path, model, opt, meta: dict) -> None:
         tmp.rename(path)
 
 
-def load_state(path: Path, model, opt) -> dict:
+def load_state(path: Path, model: Transformer, opt: torch.optim.Optimizer) -> dict:
     load_model(model, str(path / "model.safetensors"))
     meta = json.loads((path / "state.json").read_text())
     tensors = load_file(str(path / "optimizer.safetensors"))
@@ -264,7 +266,7 @@ class Validator:
         self.loss_pairs = [(en, refs[0]) for en, refs in self.tat] + self.m30k
 
     @torch.no_grad()
-    def loss(self, model, tokenizer, cfg, device) -> float:
+    def loss(self, model: Transformer, tokenizer: Tokenizer, cfg: ModelConfig, device: torch.device | str) -> float:
         model.eval()
         total, count = 0.0, 0
         pairs = sorted(self.loss_pairs, key=lambda p: len(p[0]))
@@ -281,7 +283,7 @@ class Validator:
         model.train()
         return total / max(count, 1)
 
-    def translations(self, model, tokenizer) -> tuple[list[str], list[str]]:
+    def translations(self, model: Transformer, tokenizer: Tokenizer) -> tuple[list[str], list[str]]:
         """Greedy translations of both subsets by the shipped decoding path (``translate_corpus``)."""
         from model.decode.decoding import translate_corpus
 
@@ -290,7 +292,7 @@ class Validator:
             translate_corpus(model, tokenizer, [en for en, _ in self.m30k]),
         )
 
-    def bleu(self, model, tokenizer) -> dict:
+    def bleu(self, model: Transformer, tokenizer: Tokenizer) -> dict:
         import sacrebleu
 
         hyp_t, hyp_m = self.translations(model, tokenizer)
@@ -308,7 +310,7 @@ def log(msg: str) -> None:
 
 # Long on purpose: the training loop and its evaluate/checkpoint closures share one resumable state (step, epoch,
 # batch, best score, snapshots); read top to bottom it is the recipe: data, tokenizer, model, loop, averaging.
-def main(argv=None) -> dict:
+def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     t_start = time.time()
     use_threads(args.threads)

@@ -18,11 +18,11 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from harness.browser import DRAWN_JS, IDLE_JS, serve
+from harness.browser import DRAWN_JS, IDLE_JS
 from harness.legibility import violations
-from model.io.checkpoint import ENV_MODEL
 from model.lesson.learn import CHAPTER_KEYS
 from tests import helpers
+from tests.helpers import app_served
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "learn"
@@ -61,6 +61,16 @@ def answer_and_check(page, radio: str, check: str) -> None:
     idle(page, 1)
 
 
+def submit_check(page, which: str) -> None:
+    """Answer the five questions of the first ("pre") or final ("post") check by the keyboard, then submit it."""
+    for i in range(1, 6):
+        tab_to(page, f'[class*="st-key-learn_{which}_{i}_"]')
+        page.keyboard.press("Space")
+    tab_to(page, '[data-testid="stFormSubmitButton"]')
+    page.keyboard.press("Enter")
+    idle(page)
+
+
 def walk(page, base: str, size: tuple[int, int], shots: Path, query: str = "") -> list[str]:
     """Go through the whole lesson by keyboard; returns the legibility problems met on the way."""
     problems: list[str] = []
@@ -76,13 +86,7 @@ def walk(page, base: str, size: tuple[int, int], shots: Path, query: str = "") -
         problems.extend(f"{vp} {name}: {v}" for v in violations(page))
         page.screenshot(path=str(shots / f"{vp}_{name}.png"), full_page=True)
 
-    # The first check: five answers, then the form's button.
-    for i in range(1, 6):
-        tab_to(page, f'[class*="st-key-learn_pre_{i}_"]')
-        page.keyboard.press("Space")
-    tab_to(page, '[data-testid="stFormSubmitButton"]')
-    page.keyboard.press("Enter")
-    idle(page)
+    submit_check(page, "pre")  # the first check
     assert page.get_by_text("Score:").count() == 1
     check_page("00_check")
     for k, key in enumerate(CHAPTER_KEYS, 1):
@@ -101,12 +105,7 @@ def walk(page, base: str, size: tuple[int, int], shots: Path, query: str = "") -
     page.keyboard.press("Enter")
     page.get_by_text("The final check: five questions").wait_for(timeout=TIMEOUT_MS)
     idle(page)
-    for i in range(1, 6):
-        tab_to(page, f'[class*="st-key-learn_post_{i}_"]')
-        page.keyboard.press("Space")
-    tab_to(page, '[data-testid="stFormSubmitButton"]')
-    page.keyboard.press("Enter")
-    idle(page)
+    submit_check(page, "post")
     assert page.get_by_text("After the chapters").count() == 1
     assert f"chapter={len(CHAPTER_KEYS) + 1}" in page.url
     check_page(f"{len(CHAPTER_KEYS) + 1:02d}_check")
@@ -115,11 +114,8 @@ def walk(page, base: str, size: tuple[int, int], shots: Path, query: str = "") -
 
 @pytest.fixture(scope="module")
 def server(tiny_model_dir, tmp_path_factory):
-    log = tmp_path_factory.mktemp("learn") / "streamlit.log"
-    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
-        yield srv.url
-    text = log.read_text(errors="replace")
-    assert "Traceback" not in text, text[-4000:]
+    with app_served(tiny_model_dir, tmp_path_factory.mktemp("learn") / "streamlit.log") as url:
+        yield url
 
 
 def new_page(browser, size: tuple[int, int]):

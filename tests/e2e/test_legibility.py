@@ -34,12 +34,12 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
-from harness.browser import BROWSER_ARGS, CHROMIUM, DRAWN_JS, serve
+from harness.browser import BROWSER_ARGS, CHROMIUM, DRAWN_JS
 from harness.legibility import violations
 from model.core.tokenizer import SPECIALS, Tokenizer
-from model.io.checkpoint import ENV_MODEL
 from model.lesson.learn import CHAPTER_KEYS
 from tests import helpers
+from tests.helpers import app_served
 from views.state import DEFAULT_STAGE, SITES, STAGE_LABELS, STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,11 +134,8 @@ def screenshot(page, path: Path, size: tuple[int, int]) -> None:
 
 @pytest.fixture(scope="module")
 def server(tiny_model_dir, tmp_path_factory):
-    log = tmp_path_factory.mktemp("legibility") / "streamlit.log"
-    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
-        yield srv.url
-    text = log.read_text(errors="replace")
-    assert "Traceback" not in text, text[-4000:]
+    with app_served(tiny_model_dir, tmp_path_factory.mktemp("legibility") / "streamlit.log") as url:
+        yield url
 
 
 def test_figures_legible(server, tiny_model_dir):

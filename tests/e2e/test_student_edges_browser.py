@@ -15,6 +15,7 @@ from harness.browser import IDLE_JS, serve
 from model.io.checkpoint import ENV_MODEL, save_model_dir
 from model.testing import make_model, make_tokenizer
 from tests.e2e.test_learn_browser import at_position, open_options  # the step view shows a position, its run over
+from tests.helpers import app_served
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
@@ -56,11 +57,8 @@ WATCH_JS = (
 
 @pytest.fixture(scope="module")
 def server(tiny_model_dir, tmp_path_factory):
-    log = tmp_path_factory.mktemp("edges") / "streamlit.log"
-    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
-        yield srv.url
-    text = log.read_text(errors="replace")
-    assert "Traceback" not in text, text[-4000:]
+    with app_served(tiny_model_dir, tmp_path_factory.mktemp("edges") / "streamlit.log") as url:
+        yield url
 
 
 @pytest.fixture

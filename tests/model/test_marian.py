@@ -28,7 +28,7 @@ from model.io.marian import (
     marian_to_config,
     permute_residual,
 )
-from model.testing import TOY_CORPUS, make_model, make_tokenizer
+from model.testing import TOY_CORPUS, make_model, make_tokenizer, marian_config
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
@@ -112,7 +112,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def marian_dir(tmp_path_factory):
-    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+    from transformers import MarianMTModel, MarianTokenizer
 
     path = tmp_path_factory.mktemp("marian") / "opus-mt-toy"
     src = tmp_path_factory.mktemp("spm")
@@ -123,28 +123,8 @@ def marian_dir(tmp_path_factory):
     (src / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
     tok = MarianTokenizer(str(src / "source.spm"), str(src / "target.spm"), str(src / "vocab.json"))
     pad, eos = vocab["<pad>"], vocab["</s>"]
-    cfg = MarianConfig(
-        vocab_size=len(vocab),
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        activation_function="swish",
-        max_position_embeddings=64,
-        scale_embedding=True,
-        pad_token_id=pad,
-        eos_token_id=eos,
-        decoder_start_token_id=pad,
-        forced_eos_token_id=None,
-        bos_token_id=None,
-        init_std=0.3,
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-    )
+    size = dict(d_model=32, layers=2, heads=4, ffn=64)
+    cfg = marian_config(len(vocab), size, pad, eos, max_position_embeddings=64, bos_token_id=None, init_std=0.3)
     torch.manual_seed(0)
     model = MarianMTModel(cfg).eval()
     with torch.no_grad():  # scaled so that outputs vary with the source instead of repeating one token

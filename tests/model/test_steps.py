@@ -33,15 +33,20 @@ def src_of(tok, model, text: str) -> list[int]:
     return tok.encode(text) + [model.cfg.eos_id]
 
 
-def test_stepwise_view_matches_the_parallel_trace(tiny_model, tiny_tokenizer):
-    """Rows stacked from the KV-cached steps equal the teacher-forced pass over the same tokens."""
-    src = src_of(tiny_tokenizer, tiny_model, "I like pizza.")
-    res = decode(tiny_model, src, DecodeOptions(max_len=6, record=True))
+def view_and_trace(model, tok, text: str, max_len: int):
+    """The last step's view of a recorded greedy decode of ``text``, the teacher-forced trace of its output, and
+    the number of positions the view holds."""
+    src = src_of(tok, model, text)
+    res = decode(model, src, DecodeOptions(max_len=max_len, record=True))
     step = len(res.steps) - 1
     view = stack_view(res.steps, path_rows(res, step), step)
-    eos = tiny_model.cfg.eos_id
-    tr = teacher_forced_trace(tiny_model, tiny_tokenizer, src[:-1], [i for i in res.ids if i != eos])
-    T = step + 1
+    tr = teacher_forced_trace(model, tok, src[:-1], [i for i in res.ids if i != model.cfg.eos_id])
+    return view, tr, step + 1
+
+
+def test_stepwise_view_matches_the_parallel_trace(tiny_model, tiny_tokenizer):
+    """Rows stacked from the KV-cached steps equal the teacher-forced pass over the same tokens."""
+    view, tr, T = view_and_trace(tiny_model, tiny_tokenizer, "I like pizza.", 6)
     lower = np.tril(np.ones((T, T), bool))
     for key, arr in view.items():
         ref = tr.arrays[key]
@@ -78,13 +83,7 @@ def test_compact_records_give_the_same_view(tiny_model, tiny_tokenizer, strategy
 def test_prefix_scores_equal_the_trace_and_torch_attention(tiny_model, tiny_tokenizer):
     """The display-only future cells: scores of every pair equal the teacher-forced pass's, and the weights equal
     torch's scaled_dot_product_attention with a causal mask (and without one)."""
-    src = src_of(tiny_tokenizer, tiny_model, "Hello world.")
-    res = decode(tiny_model, src, DecodeOptions(max_len=7, record=True))
-    step = len(res.steps) - 1
-    view = stack_view(res.steps, path_rows(res, step), step)
-    eos = tiny_model.cfg.eos_id
-    tr = teacher_forced_trace(tiny_model, tiny_tokenizer, src[:-1], [i for i in res.ids if i != eos])
-    T = step + 1
+    view, tr, T = view_and_trace(tiny_model, tiny_tokenizer, "Hello world.", 7)
     for layer in range(tiny_model.cfg.n_decoder_layers):
         Q, K = view[keys.dec(layer, "self", "Q")], view[keys.dec(layer, "self", "K")]
         m = prefix_scores(Q, K)
@@ -223,6 +222,8 @@ def test_lower_rows_is_lower_triangular_and_draws_as_masked():
     assert lower_rows([]).shape == (0, 0)
     with pytest.raises(ValueError):
         lower_rows([np.ones(1), np.ones(3)])
-    fig = viz.attention_figure(m, list("abcde"), list("abcde"), title="", kind="masked_scores")
+    fig = viz.attention_figure(
+        m, list("abcde"), list("abcde"), viz.AttentionOptions(kind="masked_scores"), title=""
+    ).plotly()
     overlay = next(t for t in fig.data if t.name == "masked")
     assert np.array_equal(~np.isnan(np.asarray(overlay.z, dtype=float)), ~lower)

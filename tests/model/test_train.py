@@ -91,6 +91,13 @@ def run_train(data_dir, tmp, *extra):
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no GPU")
 
 
+def bleu_args(tmp_path, data_dir, beams: str, limit: int, split: str) -> list[str]:
+    """benchmarks/bleu.py's arguments for the model trained into ``tmp_path``: ``beams``, the first ``limit``
+    sentences of each set of ``split``, one thread."""
+    named = {"--model": tmp_path / "model", "--data": data_dir, "--beams": beams, "--limit": limit, "--split": split}
+    return [str(x) for pair in {**named, "--threads": 1}.items() for x in pair]
+
+
 @pytest.mark.parametrize(
     "precision",
     [
@@ -169,24 +176,7 @@ def test_bleu_benchmark_scores_test_and_validation_sets(data_dir, tmp_path):
         ("test", ["multi30k/test_2016_flickr", "multi30k/test_2017_flickr", "tatoeba/test"]),
         ("val", ["multi30k/val", "tatoeba/val"]),
     ):
-        res = bleu.main(
-            [
-                "--model",
-                str(tmp_path / "model"),
-                "--data",
-                str(data_dir),
-                "--beams",
-                "1,2",
-                "--limit",
-                "8",
-                "--threads",
-                "1",
-                "--split",
-                split,
-                "--length-penalty",
-                "0.5",
-            ]
-        )
+        res = bleu.main([*bleu_args(tmp_path, data_dir, "1,2", 8, split), "--length-penalty", "0.5"])
         assert [(r["set"], r["decode"]) for r in res["rows"]] == [(n, d) for d in ("greedy", "beam 2") for n in names]
         assert all(0 < r["n"] <= 8 and 0 <= r["bleu"] <= 100 and 0 <= r["chrf"] <= 100 for r in res["rows"])
         assert all(r["n"] == 8 for r in res["rows"] if r["set"].startswith("multi30k"))
@@ -260,22 +250,7 @@ def test_validation_decodes_as_the_app_and_the_bleu_benchmark_do(data_dir, tmp_p
     for en, hyp in zip([en for en, _ in validator.tat] + [en for en, _ in validator.m30k], hyp_t + hyp_m):
         src = tok.encode(en)[: model.cfg.max_len - 1] + [model.cfg.eos_id]
         assert hyp == tok.decode(decode(model, src, DecodeOptions(), lean).ids), en
-    res = bleu.main(
-        [
-            "--model",
-            str(tmp_path / "model"),
-            "--data",
-            str(data_dir),
-            "--beams",
-            "1",
-            "--limit",
-            "10",
-            "--threads",
-            "1",
-            "--split",
-            "val",
-        ]
-    )
+    res = bleu.main(bleu_args(tmp_path, data_dir, "1", 10, "val"))
     m30k = next(r for r in res["rows"] if r["set"] == "multi30k/val")
     assert m30k["bleu"] == validator.bleu(model, tok)["bleu_multi30k"]
 

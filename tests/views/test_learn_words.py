@@ -66,7 +66,7 @@ def test_the_hand_sized_example_names_its_author_and_title(lesson):
 
 def test_the_ffn_title_reads_as_words():
     hidden = np.array([[0.0, 0.0, 1.0, 2.0], [0.0, 1e-7, 3.0, 0.5]])
-    title = ffn_figure(hidden, ["a", "b"], title="FFN").layout.title.text.replace("<br>", " ")
+    title = ffn_figure(hidden, ["a", "b"], title="FFN").plotly().layout.title.text.replace("<br>", " ")
     assert "1e-6" not in title and "|h|" not in title, title
     assert "exactly 0: 37.5%" in title and "within 10⁻⁶ of 0: 50.0%" in title, title
 

@@ -21,7 +21,7 @@ def test_scatter_points_carry_their_sentence():
             x_title="mean probability",
             y_title="sentence chrF",
             title="chrF against mean probability",
-        )
+        ).plotly()
     )
     plain, flagged = fig.data
     assert [c[0] for c in plain.customdata] == [0, 1] and list(plain.x) == [0.5, 0.9]  # the NaN point is left out
@@ -29,7 +29,7 @@ def test_scatter_points_carry_their_sentence():
     assert "&lt;b&gt;" in plain.text[0]  # user text is never HTML
     assert fig.layout.xaxis.title.text == "mean probability" and fig.layout.yaxis.title.text == "sentence chrF"
     with pytest.raises(ValueError):
-        sentence_scatter([1.0], [1.0, 2.0], ["a"], ["b"], [False], x_title="", y_title="", title="")
+        sentence_scatter([1.0], [1.0, 2.0], ["a"], ["b"], [False], x_title="", y_title="", title="").plotly()
 
 
 @pytest.mark.parametrize("ys, widest", [([12.5, 100.0], "100"), ([0.41, 0.97], "0.00"), ([float("nan")], "0.00")])
@@ -39,33 +39,39 @@ def test_scatter_leaves_room_for_its_y_tick_labels_and_title(ys, widest):
 
     n = len(ys)
     fig = go.Figure(
-        sentence_scatter([0.5] * n, ys, ["a"] * n, ["b"] * n, [False] * n, x_title="x", y_title="y", title="")
+        sentence_scatter([0.5] * n, ys, ["a"] * n, ["b"] * n, [False] * n, x_title="x", y_title="y", title="").plotly()
     )
     assert fig.layout.margin.l >= text_px(widest, TICK_FONT) + FONT + 20
 
 
 def test_bars_write_their_values():
-    fig = go.Figure(bar_figure(["dropped words", "cut off"], [3, float("nan")], title="t", x_title="sentences"))
+    fig = go.Figure(
+        bar_figure(["dropped words", "cut off"], [3, float("nan")], title="t", x_title="sentences").plotly()
+    )
     assert list(fig.data[0].text) == ["3", "n/a"] and list(fig.data[0].y) == ["dropped words", "cut off"]
     with pytest.raises(ValueError):
-        bar_figure(["a"], [1, 2], title="t", x_title="x")
+        bar_figure(["a"], [1, 2], title="t", x_title="x").plotly()
 
 
 def test_head_grid_labels_each_head_with_its_role():
     values = np.array([[0.1, 0.5], [0.2, np.nan]])
     roles = np.array([["sink", "diagonal"], ["broad", "alignment"]])
-    fig = go.Figure(head_grid(values, roles, title="t", value_name="loss increase", layer_name="decoder layer"))
+    fig = go.Figure(
+        head_grid(values, roles, title="t", value_name="loss increase", layer_name="decoder layer").plotly()
+    )
     text = fig.data[0].text
     assert text[0][1] == "diagonal<br>0.50" and text[1][1] == "alignment"
     assert list(fig.data[0].x) == ["head 0", "head 1"] and fig.layout.yaxis.title.text == "decoder layer"
     with pytest.raises(ValueError):
-        head_grid(values, roles[:1], title="t", value_name="v", layer_name="l")
+        head_grid(values, roles[:1], title="t", value_name="v", layer_name="l").plotly()
 
 
 def test_difference_histogram_counts_each_moved_sentence_once():
     delta = [0.0, 0.0, 3.0, -12.5, 27.0, float("nan"), 0.0, -0.5]
     fig = go.Figure(
-        difference_histogram(delta, ("run <a>", "run b"), title="Each sentence's chrF", x_title="chrF difference")
+        difference_histogram(
+            delta, ("run <a>", "run b"), title="Each sentence's chrF", x_title="chrF difference"
+        ).plotly()
     )
     worse, better = fig.data
     assert sum(worse.y) == 2 and sum(better.y) == 2  # the unchanged (0) and the NaN are not drawn
@@ -78,4 +84,4 @@ def test_difference_histogram_counts_each_moved_sentence_once():
     assert all(a.yref == "paper" and a.y == 1 and a.yanchor == "top" for a in key.values())
     assert fig.layout.yaxis.range[1] > max(max(worse.y), max(better.y))
     with pytest.raises(ValueError):
-        difference_histogram([float("nan")], ("a", "b"), title="t", x_title="x")
+        difference_histogram([float("nan")], ("a", "b"), title="t", x_title="x").plotly()

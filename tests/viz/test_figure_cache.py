@@ -23,8 +23,8 @@ def test_builders_return_drawings_of_the_figure_builders_only():
     d = drawing(np.eye(2))
     assert isinstance(d, Drawing) and d.build is viz.attention_figure
     assert builders.beam_table is viz.beam_table  # not a figure: viz's own function
-    assert pio.to_json(d.figure(), validate=False) == pio.to_json(
-        viz.attention_figure(np.eye(2), ["a", "b"], ["x", "y"], title="t"), validate=False
+    assert pio.to_json(d.figure().plotly(), validate=False) == pio.to_json(
+        viz.attention_figure(np.eye(2), ["a", "b"], ["x", "y"], title="t").plotly(), validate=False
     )
 
 
@@ -53,12 +53,15 @@ def test_the_digest_tells_every_input_apart():
         drawing(base.astype(np.float32)),  # the dtype
         drawing(base.reshape(1, 4)),  # the shape
         drawing(base, highlight_row=1),  # a keyword
+        drawing(base, options=viz.AttentionOptions(kind="scores")),  # the options (a frozen dataclass)
+        drawing(base, options=viz.AttentionOptions(k_title="key")),  # one field of them
         builders.attention_figure(base, ["a", "c"], ["x", "y"], title="t"),  # a label
         builders.alignment_figure(base, ["a", "b"], ["x", "y"], title="t"),  # the builder
     ]
     digests = [o.digest() for o in others]
     assert d not in digests and len(set(digests)) == len(digests)
-    assert drawing(base, kind=object()).digest() is None  # not plain data: never cached
+    assert d not in digests and None not in digests
+    assert drawing(base, options=object()).digest() is None  # not plain data: never cached
 
 
 def test_the_cache_keeps_its_bound_and_drops_the_least_recently_used():
@@ -112,8 +115,8 @@ def test_a_cached_figure_is_what_building_it_sends(tiny_model_dir, monkeypatch, 
 def test_a_keyed_drawing_is_hashed_by_its_identity_and_scalars():
     from model.decode.decoding import Expansion
 
-    def tree(steps, namer=str, title="t") -> Drawing:
-        return builders.beam_tree_figure(steps, token_text=namer, title=title)
+    def tree(steps, namer=str, title="t", options=viz.TreeOptions()) -> Drawing:
+        return builders.beam_tree_figure(steps, options, token_text=namer, title=title)
 
     e = Expansion(parent=0, token=3, token_logprob=-0.5, cum_logprob=-0.5, status="kept")
     assert tree([e]).digest() is None  # not plain data, no identity: never cached
@@ -123,5 +126,7 @@ def test_a_keyed_drawing_is_hashed_by_its_identity_and_scalars():
     assert keyed != tree([e]).keyed("model-b", (5, 7, 2), 20).digest()  # another model
     assert keyed != tree([e]).keyed("model-a", (5, 7, 3), 20).digest()  # another source
     assert keyed != tree([e], title="u").keyed("model-a", (5, 7, 2), 20).digest()  # a scalar argument
+    lesson = viz.TreeOptions(max_pruned=1)  # the options: hashed as the scalars are
+    assert keyed != tree([e], options=lesson).keyed("model-a", (5, 7, 2), 20).digest()
     assert keyed != builders.topk_figure(["a"], np.ones(1), 0, title="t").keyed("model-a", (5, 7, 2), 20).digest()
     assert tree([e]).keyed(object()).digest() is None  # the identity itself must be plain data

@@ -46,6 +46,5 @@ def test_typed_arrays_are_what_plotly_writes():
 
 
 def test_an_unchecked_figure_is_the_checked_one():
-    fig = go.Figure.__new__(go.Figure)
-    plotly_private.build_unchecked(fig, [dict(t) for t in DATA], dict(LAYOUT))
+    fig = plotly_private.unchecked([dict(t) for t in DATA], dict(LAYOUT))
     assert fig.to_plotly_json() == go.Figure(DATA, LAYOUT).to_plotly_json()

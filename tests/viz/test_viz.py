@@ -9,6 +9,7 @@ import pickle
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace as NS
 
@@ -19,6 +20,8 @@ import pytest
 
 import viz
 from model.core.constants import IMPOSSIBLE as PLACEHOLDER  # the decoder's placeholder score
+
+TREE = viz.TreeOptions(impossible=PLACEHOLDER)  # the tree of a decode: its placeholder scores left out
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS = "<img src=x onerror=alert(1)>"
@@ -65,7 +68,7 @@ def test_unique_labels_keeps_repeated_tokens_distinct():
 
 
 def test_no_raw_html_reaches_the_figure():
-    fig = viz.attention_figure(np.full((5, 5), 0.2), TOKENS, TOKENS, title=f"title {XSS}")
+    fig = viz.attention_figure(np.full((5, 5), 0.2), TOKENS, TOKENS, title=f"title {XSS}").plotly()
     payload = fig.to_json()
     assert "<img" not in payload and "\\u003cimg" not in payload
     assert fig.layout.title.text == f"title {viz.safe_label(XSS)}"
@@ -82,7 +85,7 @@ def test_heatmap_z_axes_ticks_and_hover():
         ["k0", "k1", "k2"],
         viz.HeatmapSpec(x_title="key token", y_title="query token", value_name="weight"),
         title="t",
-    )
+    ).plotly()
     (hm,) = main_heatmaps(fig)
     z = np.asarray(hm.z)
     assert z.shape == (5, 3) and z.dtype == np.float32
@@ -102,7 +105,9 @@ def test_heatmap_z_axes_ticks_and_hover():
 def test_heatmap_masks_neg_inf_and_nan_with_an_exact_overlay():
     v = causal_scores(6)
     v[5, 0] = np.nan
-    fig = viz.heatmap(v, list("abcdef"), list("abcdef"), viz.HeatmapSpec(x_title="k", y_title="q", zmid=0.0), title="t")
+    fig = viz.heatmap(
+        v, list("abcdef"), list("abcdef"), viz.HeatmapSpec(x_title="k", y_title="q", zmid=0.0), title="t"
+    ).plotly()
     (hm,) = main_heatmaps(fig)
     (ov,) = overlays(fig)
     z, oz = np.asarray(hm.z, dtype=float), np.asarray(ov.z, dtype=float)
@@ -118,43 +123,49 @@ def test_heatmap_masks_neg_inf_and_nan_with_an_exact_overlay():
         list("abcdef"),
         viz.HeatmapSpec(x_title="k", y_title="q", masked_hover="padding <pad>"),
         title="t",
-    )
+    ).plotly()
     assert "padding &lt;pad&gt;" in overlays(fig2)[0].hovertemplate
 
 
 def test_heatmap_rounds_to_significant_digits():
     v = np.array([[1.23456789, -0.000123456789], [98765.4321, 0.0]])
-    z = np.asarray(main_heatmaps(viz.heatmap(v, ["a", "b"], ["c", "d"], title=""))[0].z)
+    z = np.asarray(main_heatmaps(viz.heatmap(v, ["a", "b"], ["c", "d"], title="").plotly())[0].z)
     np.testing.assert_allclose(z, np.array([[1.235, -0.0001235], [98770.0, 0.0]], dtype=np.float32), rtol=1e-6)
-    z2 = np.asarray(main_heatmaps(viz.heatmap(v, ["a", "b"], ["c", "d"], viz.HeatmapSpec(decimals=2), title=""))[0].z)
+    z2 = np.asarray(
+        main_heatmaps(viz.heatmap(v, ["a", "b"], ["c", "d"], viz.HeatmapSpec(decimals=2), title="").plotly())[0].z
+    )
     np.testing.assert_allclose(z2[0, 0], 1.2, rtol=1e-6)
 
 
 def test_heatmap_highlight_row_rectangle():
-    fig = viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", highlight_row=-1)
+    fig = viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", marks=viz.Marks(highlight_row=-1)).plotly()
     (shape,) = fig.layout.shapes
     assert shape.type == "rect" and (shape.y0, shape.y1) == (2.5, 3.5) and (shape.x0, shape.x1) == (-0.5, 2.5)
     assert shape.fillcolor == "rgba(0,0,0,0)" and shape.line.width > 0
-    assert not viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="").layout.shapes
+    assert not viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="").plotly().layout.shapes
     with pytest.raises(ValueError, match="highlight_row"):
-        viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", highlight_row=4)
+        viz.heatmap(np.zeros((4, 3)), list("abcd"), list("xyz"), title="", marks=viz.Marks(highlight_row=4)).plotly()
 
 
 def test_heatmap_payload_is_small():
     T = 40
     toks = [f"▁tok{i % 7}" for i in range(T)]  # many duplicates
-    fig = viz.attention_figure(softmax_rows(causal_scores(T)), toks, toks, title="40 x 40", highlight_row=-1)
+    fig = viz.attention_figure(softmax_rows(causal_scores(T)), toks, toks, title="40 x 40", highlight_row=-1).plotly()
     payload = fig.to_json()
     assert len(payload) < 60_000, len(payload)
-    fig = viz.attention_figure(causal_scores(T), toks, toks, title="40 x 40 scores", kind="masked_scores")
+    fig = viz.attention_figure(
+        causal_scores(T), toks, toks, viz.AttentionOptions(kind="masked_scores"), title="40 x 40 scores"
+    ).plotly()
     assert len(fig.to_json()) < 60_000
     json.loads(payload)  # valid JSON (no bare NaN / Infinity tokens)
 
 
 def test_shared_helper_no_cell_text_on_large_heatmaps():
-    fig = viz.heatmap(np.ones((20, 20)), list(range(20)), list(range(20)), viz.HeatmapSpec(show_values=True), title="")
+    fig = viz.heatmap(
+        np.ones((20, 20)), list(range(20)), list(range(20)), viz.HeatmapSpec(show_values=True), title=""
+    ).plotly()
     assert main_heatmaps(fig)[0].texttemplate is None
-    small = viz.heatmap(np.ones((3, 3)), list("abc"), list("abc"), viz.HeatmapSpec(show_values=True), title="")
+    small = viz.heatmap(np.ones((3, 3)), list("abc"), list("abc"), viz.HeatmapSpec(show_values=True), title="").plotly()
     assert main_heatmaps(small)[0].texttemplate
 
 
@@ -164,25 +175,27 @@ def test_shared_helper_no_cell_text_on_large_heatmaps():
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: viz.heatmap(np.zeros((3, 4)), list("abc"), list("abc"), title=""),
-        lambda: viz.heatmap(np.zeros((3, 4)), list("ab"), list("abcd"), title=""),
-        lambda: viz.heatmap(np.zeros(3), list("abc"), ["x"], title=""),
-        lambda: viz.matrix_figure(np.zeros((4, 8)), list("abc"), title=""),
-        lambda: viz.attention_figure(np.zeros((3, 3)), list("abc"), list("ab"), title=""),
-        lambda: viz.attention_figure(np.zeros((3, 3)), list("abc"), list("abc"), title="", kind="nope"),
-        lambda: viz.heads_grid(np.zeros((2, 3, 3)), list("abc"), list("abcd"), title=""),
-        lambda: viz.heads_grid(np.zeros((3, 3)), list("abc"), list("abc"), title=""),
-        lambda: viz.alignment_figure(np.zeros((3, 5)), list("abc"), list("abcd"), title=""),
-        lambda: viz.ffn_figure(np.zeros((2, 16)), list("abc"), title=""),
-        lambda: viz.addnorm_figure(np.zeros((3, 4)), np.zeros(3), np.zeros(3), np.zeros((3, 5)), list("abc")),
-        lambda: viz.addnorm_figure(np.zeros((3, 4)), np.zeros(2), np.zeros(3), np.zeros((3, 4)), list("abc")),
-        lambda: viz.addnorm_figure(np.zeros((3, 4)), np.zeros(3), np.zeros(3), np.zeros((3, 4)), list("ab")),
-        lambda: viz.positional_curves(np.zeros((5, 4)), [4], title=""),
-        lambda: viz.positional_curves(np.zeros((5, 4)), [0], title="", tokens=list("abc")),
-        lambda: viz.topk_figure(["a", "b"], [0.5], 0, title=""),
-        lambda: viz.topk_figure(["a", "b"], [0.5, 0.2], 2, title=""),
-        lambda: viz.kv_cache_figure(3, 1, list("abc"), title=""),
-        lambda: viz.kv_cache_figure(-1, 4, list("abc"), title=""),
+        lambda: viz.heatmap(np.zeros((3, 4)), list("abc"), list("abc"), title="").plotly(),
+        lambda: viz.heatmap(np.zeros((3, 4)), list("ab"), list("abcd"), title="").plotly(),
+        lambda: viz.heatmap(np.zeros(3), list("abc"), ["x"], title="").plotly(),
+        lambda: viz.matrix_figure(np.zeros((4, 8)), list("abc"), title="").plotly(),
+        lambda: viz.attention_figure(np.zeros((3, 3)), list("abc"), list("ab"), title="").plotly(),
+        lambda: viz.attention_figure(
+            np.zeros((3, 3)), list("abc"), list("abc"), viz.AttentionOptions(kind="nope"), title=""
+        ).plotly(),
+        lambda: viz.heads_grid(np.zeros((2, 3, 3)), list("abc"), list("abcd"), title="").plotly(),
+        lambda: viz.heads_grid(np.zeros((3, 3)), list("abc"), list("abc"), title="").plotly(),
+        lambda: viz.alignment_figure(np.zeros((3, 5)), list("abc"), list("abcd"), title="").plotly(),
+        lambda: viz.ffn_figure(np.zeros((2, 16)), list("abc"), title="").plotly(),
+        lambda: viz.addnorm_figure(np.zeros((3, 4)), np.zeros(3), np.zeros(3), np.zeros((3, 5)), list("abc")).plotly(),
+        lambda: viz.addnorm_figure(np.zeros((3, 4)), np.zeros(2), np.zeros(3), np.zeros((3, 4)), list("abc")).plotly(),
+        lambda: viz.addnorm_figure(np.zeros((3, 4)), np.zeros(3), np.zeros(3), np.zeros((3, 4)), list("ab")).plotly(),
+        lambda: viz.positional_curves(np.zeros((5, 4)), [4], title="").plotly(),
+        lambda: viz.positional_curves(np.zeros((5, 4)), [0], title="", tokens=list("abc")).plotly(),
+        lambda: viz.topk_figure(["a", "b"], [0.5], 0, title="").plotly(),
+        lambda: viz.topk_figure(["a", "b"], [0.5, 0.2], 2, title="").plotly(),
+        lambda: viz.kv_cache_figure(3, 1, list("abc"), title="").plotly(),
+        lambda: viz.kv_cache_figure(-1, 4, list("abc"), title="").plotly(),
         lambda: viz.loss_table(list("abc"), list("ab")),
         lambda: viz.loss_table(list("abc"), list("abc"), label_probs=[0.5, 0.5]),
     ],
@@ -197,7 +210,7 @@ def test_shape_mismatch_raises_value_error(call):
 
 def test_matrix_figure_rows_are_tokens_columns_are_dims():
     v = np.random.default_rng(1).normal(size=(5, 12))
-    fig = viz.matrix_figure(v, TOKENS, title="embeddings", highlight_row=2)
+    fig = viz.matrix_figure(v, TOKENS, title="embeddings", highlight_row=2).plotly()
     (hm,) = main_heatmaps(fig)
     assert np.asarray(hm.z).shape == (5, 12)
     assert list(hm.y) == viz.unique_labels(TOKENS) and list(hm.x) == list(range(12))  # true dimension numbers
@@ -218,7 +231,9 @@ def test_attention_kinds(kind):
         "mask": np.where(np.isfinite(scores), 0.0, -np.inf),
         "masked_scores": scores,
     }[kind]
-    fig = viz.attention_figure(values, TOKENS, TOKENS, title=kind, kind=kind, highlight_row=-1)
+    fig = viz.attention_figure(
+        values, TOKENS, TOKENS, viz.AttentionOptions(kind=kind), title=kind, highlight_row=-1
+    ).plotly()
     (hm,) = main_heatmaps(fig)
     z = np.asarray(hm.z, dtype=float)
     assert z.shape == (T, T)
@@ -241,7 +256,7 @@ def test_attention_kinds(kind):
 def test_heads_grid_shared_scale_and_one_subplot_per_head():
     H, T = 6, 5
     w = np.stack([softmax_rows(causal_scores(T, seed=h)) for h in range(H)])
-    fig = viz.heads_grid(w, TOKENS, TOKENS, title="heads", highlight_row=-1)
+    fig = viz.heads_grid(w, TOKENS, TOKENS, title="heads", highlight_row=-1).plotly()
     hms = main_heatmaps(fig)
     assert len(hms) == H and len(overlays(fig)) == 0
     assert {t.coloraxis for t in hms} == {"coloraxis"}  # one shared colour scale
@@ -255,14 +270,14 @@ def test_heads_grid_shared_scale_and_one_subplot_per_head():
 
 def test_heads_grid_masked_scores_overlay_per_head():
     w = np.stack([causal_scores(4, seed=h) for h in range(2)])
-    fig = viz.heads_grid(w, list("abcd"), list("abcd"), title="", kind="masked_scores")
+    fig = viz.heads_grid(w, list("abcd"), list("abcd"), viz.AttentionOptions(kind="masked_scores"), title="").plotly()
     assert len(main_heatmaps(fig)) == 2 and len(overlays(fig)) == 2
     assert fig.layout.coloraxis.cmin == -fig.layout.coloraxis.cmax  # symmetric shared range
 
 
 def test_alignment_figure():
     w = softmax_rows(np.random.default_rng(2).normal(size=(5, 3)))
-    fig = viz.alignment_figure(w, TOKENS, ["▁the", "▁cat", "</s>"], title="cross", highlight_row=4)
+    fig = viz.alignment_figure(w, TOKENS, ["▁the", "▁cat", "</s>"], title="cross", highlight_row=4).plotly()
     (hm,) = main_heatmaps(fig)
     assert np.asarray(hm.z).shape == (5, 3)
     assert fig.layout.xaxis.title.text == "source token (key)"
@@ -277,20 +292,22 @@ def test_positional_curves():
     div = np.exp(np.arange(0, D, 2) * -(np.log(10000.0) / D))
     pe = np.zeros((T, D))
     pe[:, 0::2], pe[:, 1::2] = np.sin(pos * div), np.cos(pos * div)
-    fig = viz.positional_curves(pe, [0, 1, 5], title="PE")
+    fig = viz.positional_curves(pe, [0, 1, 5], title="PE").plotly()
     assert [t.name for t in fig.data] == ["dim 0 (sin)", "dim 1 (cos)", "dim 5 (cos)"]
     for t, d in zip(fig.data, [0, 1, 5]):
         np.testing.assert_allclose(np.asarray(t.y), pe[:, d], atol=1e-4)
         assert list(np.asarray(t.x)) == list(range(T))
     assert fig.layout.xaxis.title.text == "position"
     halves = np.concatenate([pe[:, 0::2], pe[:, 1::2]], axis=1)  # Marian: sin | cos halves
-    names = [t.name for t in viz.positional_curves(halves, [1, 4], title="").data]
+    names = [t.name for t in viz.positional_curves(halves, [1, 4], title="").plotly().data]
     assert names == ["dim 1 (sin)", "dim 4 (cos)"]
-    assert [t.name for t in viz.positional_curves(halves, [1, 4], title="", layout="interleaved").data] == [
+    assert [t.name for t in viz.positional_curves(halves, [1, 4], title="", layout="interleaved").plotly().data] == [
         "dim 1 (cos)",
         "dim 4 (sin)",
     ]
-    assert [t.name for t in viz.positional_curves(pe[3:], [0], title="").data] == ["dim 0"]  # not from position 0
+    assert [t.name for t in viz.positional_curves(pe[3:], [0], title="").plotly().data] == [
+        "dim 0"
+    ]  # not from position 0
 
 
 def test_a_figure_that_squeezes_to_a_phone_wraps_its_title_to_the_phone_s_column():
@@ -302,13 +319,13 @@ def test_a_figure_that_squeezes_to_a_phone_wraps_its_title_to_the_phone_s_column
 
     long = "the dashed line marks position 12, and the reference loss change per position without layer 0 head 3"
     figures = {
-        "curves": lambda t: viz.positional_curves(np.zeros((20, 8)), [0, 1], title=t, mark_position=12),
-        "top-k": lambda t: viz.topk_figure(["a", "b"], [0.6, 0.4], 0, title=t),
-        "loss": lambda t: viz.loss_delta_figure(["a", "b"], np.array([0.1, -0.2]), title=t),
-        "bars": lambda t: bar_figure(["a", "b"], [1, 2], title=t, x_title="sentences"),
+        "curves": lambda t: viz.positional_curves(np.zeros((20, 8)), [0, 1], title=t, mark_position=12).plotly(),
+        "top-k": lambda t: viz.topk_figure(["a", "b"], [0.6, 0.4], 0, title=t).plotly(),
+        "loss": lambda t: viz.loss_delta_figure(["a", "b"], np.array([0.1, -0.2]), title=t).plotly(),
+        "bars": lambda t: bar_figure(["a", "b"], [1, 2], title=t, x_title="sentences").plotly(),
         "scatter": lambda t: sentence_scatter(
             [1.0, 2.0], [2.0, 1.0], ["s", "t"], ["u", "v"], [False, True], x_title="x", y_title="y", title=t
-        ),
+        ).plotly(),
     }
     for name, build in figures.items():
         fig = build(long)
@@ -329,7 +346,7 @@ def test_addnorm_figure():
     res = rng.normal(size=(5, 8))
     mean, std = res.mean(-1), res.std(-1)
     out = (res - mean[:, None]) / std[:, None]
-    fig = viz.addnorm_figure(res, mean, std, out, TOKENS, highlight_row=1)
+    fig = viz.addnorm_figure(res, mean, std, out, TOKENS, highlight_row=1).plotly()
     hms = main_heatmaps(fig)
     assert [np.asarray(t.z).shape for t in hms] == [(5, 8), (5, 8)]
     assert [t.coloraxis for t in hms] == ["coloraxis", "coloraxis2"]  # two colour bars
@@ -340,7 +357,7 @@ def test_addnorm_figure():
     assert len(fig.layout.shapes) == 3  # the row is outlined in all three panels
     legend = [a.text for a in fig.layout.annotations if "● mean" in a.text and "◆ std" in a.text]
     assert legend and "mean / std" in legend[0]  # the legend is in the panel's title, above it
-    viz.addnorm_figure(res, mean[:, None], std[:, None], out, TOKENS)  # (T, 1) statistics are accepted
+    viz.addnorm_figure(res, mean[:, None], std[:, None], out, TOKENS).plotly()  # (T, 1) statistics are accepted
 
 
 def test_ffn_sparsity_relu_and_gelu_like():
@@ -351,13 +368,13 @@ def test_ffn_sparsity_relu_and_gelu_like():
     g = viz.ffn_sparsity(x)
     assert g["zero"] == pytest.approx(1 / 8) and g["near_zero"] == pytest.approx(2 / 8)
     assert g["negative"] == pytest.approx(4 / 8) and g["count"] == 8
-    fig = viz.ffn_figure(relu, ["a", "b"], title="FFN")
+    fig = viz.ffn_figure(relu, ["a", "b"], title="FFN").plotly()
     assert np.asarray(main_heatmaps(fig)[0].z).shape == (2, 4)
     assert "62.5%" in fig.layout.title.text and fig.layout.xaxis.title.text == "hidden unit"
 
 
 def test_kv_cache_figure():
-    fig = viz.kv_cache_figure(4, 1, TOKENS, title="cache")
+    fig = viz.kv_cache_figure(4, 1, TOKENS, title="cache").plotly()
     (hm,) = main_heatmaps(fig)
     z = np.asarray(hm.z, dtype=float)
     assert z.shape == (3, 5) and list(hm.y) == ["Q", "K", "V"]
@@ -369,7 +386,7 @@ def test_kv_cache_figure():
 
 def test_topk_figure_highlights_the_chosen_token():
     toks, probs = ["▁le", "▁la", XSS, "▁le"], [0.5, 0.2, 0.1, 0.05]
-    fig = viz.topk_figure(toks, probs, 2, title="next")
+    fig = viz.topk_figure(toks, probs, 2, title="next").plotly()
     (bar,) = fig.data
     assert bar.type == "bar" and bar.orientation == "h"
     colors = list(bar.marker.color)
@@ -377,7 +394,7 @@ def test_topk_figure_highlights_the_chosen_token():
     assert list(bar.marker.line.width)[2] > 0 and list(bar.marker.line.width)[0] == 0
     np.testing.assert_allclose(np.asarray(bar.x), probs, rtol=1e-4)
     assert len(set(bar.y)) == 4 and all("<" not in y for y in bar.y)  # duplicates kept apart, escaped
-    none = viz.topk_figure(toks, probs, None, title="")
+    none = viz.topk_figure(toks, probs, None, title="").plotly()
     assert len(set(none.data[0].marker.color)) == 1
 
 
@@ -470,7 +487,7 @@ def check_tree(fig: go.Figure, steps) -> None:
 
 def test_beam_tree_figure_structure():
     steps = fake_beam_steps()
-    fig = viz.beam_tree_figure(steps, token_text=lambda i: f"<t{i}>", title="beam", impossible=PLACEHOLDER)
+    fig = viz.beam_tree_figure(steps, TREE, token_text=lambda i: f"<t{i}>", title="beam").plotly()
     check_tree(fig, steps)
     nodes, points, segs = tree_parts(fig)
     assert set(nodes) == {"start", "kept", "pruned", "finished"}
@@ -495,9 +512,7 @@ def test_beam_tree_from_real_beam_search(tiny_model, tiny_tokenizer):
 
     opts = DecodeOptions(strategy="beam", beam=3, max_len=6, record=True)
     res = decode(tiny_model, tiny_tokenizer.encode("I like pizza."), opts)
-    fig = viz.beam_tree_figure(
-        res.beam_steps, token_text=tiny_tokenizer.id_to_token, title="beam", impossible=PLACEHOLDER
-    )
+    fig = viz.beam_tree_figure(res.beam_steps, TREE, token_text=tiny_tokenizer.id_to_token, title="beam").plotly()
     check_tree(fig, res.beam_steps)
     table = viz.beam_table(res.beam_steps[-1].live, tiny_tokenizer.tokens, impossible=PLACEHOLDER)
     assert 1 <= len(table) <= 3
@@ -511,8 +526,8 @@ def test_beam_tree_numbers_positions_as_the_step_view_and_draws_its_paths():
     winner = next(e for e in steps[-1].expansions if e.status != "pruned")
     path = steps[-1].live[winner.parent].ids + (winner.token,)
     fig = viz.beam_tree_figure(
-        steps, token_text=lambda i: f"t{i}", title="beam", impossible=PLACEHOLDER, paths={"the translation shown": path}
-    )
+        steps, TREE, token_text=lambda i: f"t{i}", title="beam", paths={"the translation shown": path}
+    ).plotly()
     nodes, points, segs = tree_parts(fig)
     assert list(nodes["start"].x) == [-1]
     xa = fig.layout.xaxis
@@ -623,7 +638,9 @@ def test_attention_cells_square_and_big_enough(T, kind):
     values = softmax_rows(s) if kind == "weights" else s
     toks = [f"▁tok{i}" for i in range(T)]
     for hl in (-1, 0, T // 2):
-        fig = viz.attention_figure(values, toks, toks, title=f"step {T}", kind=kind, highlight_row=hl)
+        fig = viz.attention_figure(
+            values, toks, toks, viz.AttentionOptions(kind=kind), title=f"step {T}", highlight_row=hl
+        ).plotly()
         check_square(fig, T, T, hl % T)
         assert fig.layout.width <= 860
 
@@ -633,9 +650,9 @@ def test_alignment_and_kv_cache_cells(T):
     src = [f"src{i}" for i in range(T + 2)]
     fig = viz.alignment_figure(
         softmax_rows(np.ones((T, T + 2))), [f"t{i}" for i in range(T)], src, title="a", highlight_row=-1
-    )
+    ).plotly()
     check_square(fig, T, T + 2, T - 1)
-    kv = viz.kv_cache_figure(T - 1, 1, [f"t{i}" for i in range(T)], title="cache")
+    kv = viz.kv_cache_figure(T - 1, 1, [f"t{i}" for i in range(T)], title="cache").plotly()
     check_rows_figure(kv, 3)
     assert span(kv.layout.xaxis) == (-0.5, T - 0.5)  # every position, the newest included
 
@@ -659,7 +676,7 @@ def check_rows_figure(fig: go.Figure, n_rows: int) -> None:
 @pytest.mark.parametrize("T", [1, 2, 20, 60, 128])
 def test_kv_cache_is_a_full_width_strip_with_every_position(T):
     toks = [f"▁tok{i} → ▁x" for i in range(T)]
-    fig = viz.kv_cache_figure(T - 1, 1, toks, title=f"Position {T - 1}: K, V rows reused vs computed now")
+    fig = viz.kv_cache_figure(T - 1, 1, toks, title=f"Position {T - 1}: K, V rows reused vs computed now").plotly()
     check_rows_figure(fig, 3)
     assert fig.layout.title.text.startswith(f"Position {T - 1}:")
     assert not [a for a in fig.layout.annotations if a.name == "window"]  # nothing hidden, nothing to say
@@ -678,7 +695,7 @@ def test_self_attention_window_ends_at_the_diagonal_and_says_so():
     for hl in (T - 1, 30, 0):
         fig = viz.attention_figure(
             np.where(np.isfinite(causal_scores(T)), w, -np.inf), rows, toks, title="α", highlight_row=hl
-        )
+        ).plotly()
         check_square(fig, T, T, hl)
         c0, c1 = span(fig.layout.xaxis)
         r0, r1 = span(fig.layout.yaxis)
@@ -694,19 +711,29 @@ def test_self_attention_window_ends_at_the_diagonal_and_says_so():
     # figures of one view show the same rows
     kinds = {"scores": causal_scores(T), "mask": np.where(np.isfinite(causal_scores(T)), 0.0, -np.inf), "weights": w}
     windows = {
-        tuple(span(viz.attention_figure(v, rows, toks, title="", kind=k, highlight_row=-1).layout.yaxis))
+        tuple(
+            span(
+                viz.attention_figure(v, rows, toks, viz.AttentionOptions(kind=k), title="", highlight_row=-1)
+                .plotly()
+                .layout.yaxis
+            )
+        )
         for k, v in kinds.items()
     }
     src = [f"s{i}" for i in range(51)]
     windows.add(
         tuple(
             span(
-                viz.alignment_figure(softmax_rows(np.ones((T, 51))), rows, src, title="", highlight_row=-1).layout.yaxis
+                viz.alignment_figure(softmax_rows(np.ones((T, 51))), rows, src, title="", highlight_row=-1)
+                .plotly()
+                .layout.yaxis
             )
         )
     )
     assert len(windows) == 1
-    small = viz.attention_figure(softmax_rows(causal_scores(8)), toks[:8], toks[:8], title="", highlight_row=-1)
+    small = viz.attention_figure(
+        softmax_rows(causal_scores(8)), toks[:8], toks[:8], title="", highlight_row=-1
+    ).plotly()
     assert note(small) is None and small.layout.dragmode is None
 
 
@@ -714,17 +741,21 @@ def test_alignment_shows_every_source_token_that_fits_else_the_largest_weight():
     T = 61
     rows = [f"{i} → x" for i in range(T)]
     few = [f"s{i}" for i in range(12)]
-    fig = viz.alignment_figure(softmax_rows(np.ones((T, 12))), rows, few, title="a", highlight_row=-1)
+    fig = viz.alignment_figure(softmax_rows(np.ones((T, 12))), rows, few, title="a", highlight_row=-1).plotly()
     assert span(fig.layout.xaxis) == (-0.5, 11.5) and "columns" not in (note(fig) or "")
     many = [f"▁source{i}" for i in range(120)]
     w = softmax_rows(np.random.default_rng(0).normal(size=(T, 120)))
     w[T - 1] = 0.001
     w[T - 1, 5] = 0.9
-    fig = viz.alignment_figure(w, rows, many, title="a", highlight_row=-1, value_name="share")
+    fig = viz.alignment_figure(
+        w, rows, many, replace(viz.ALIGNMENT, value_name="share"), title="a", highlight_row=-1
+    ).plotly()
     lo, hi = span(fig.layout.xaxis)
     assert lo < 5 < hi and hi - lo < 120 and "columns" in note(fig)
     assert fig.layout.coloraxis.colorbar.title.text == "share" and "share: %{z" in main_heatmaps(fig)[0].hovertemplate
-    other = viz.alignment_figure(w, rows, many, title="a", highlight_row=-1, focus_col=100)  # e.g. from a twin figure
+    other = viz.alignment_figure(
+        w, rows, many, title="a", highlight_row=-1, focus_col=100
+    ).plotly()  # e.g. from a twin figure
     lo, hi = span(other.layout.xaxis)
     assert lo < 100 < hi
 
@@ -735,12 +766,12 @@ def test_tiny_matrices_keep_square_cells_and_a_short_bar_beside_them():
         softmax_rows(causal_scores(2)),
         toks,
         ["<s>", "▁un"],
+        viz.AttentionOptions(
+            kind="scores", q_title="position: reads → predicts", k_title="key position (token it reads)"
+        ),
         title="Raw scores " + "x" * 40,
-        kind="scores",
-        q_title="position: reads → predicts",
-        k_title="key position (token it reads)",
         highlight_row=-1,
-    )
+    ).plotly()
     cw, ch, _, _ = square_cells(fig)
     assert cw == ch == 40 and fig.layout.width >= 380
     assert fig.layout.margin.autoexpand is False  # Plotly may not take room from the plot
@@ -751,9 +782,13 @@ def test_tiny_matrices_keep_square_cells_and_a_short_bar_beside_them():
 
 
 def test_cell_values_only_when_they_fit():
-    small = viz.heatmap(np.full((3, 3), 0.25), list("abc"), list("abc"), viz.HeatmapSpec(show_values=True), title="")
+    small = viz.heatmap(
+        np.full((3, 3), 0.25), list("abc"), list("abc"), viz.HeatmapSpec(show_values=True), title=""
+    ).plotly()
     assert main_heatmaps(small)[0].texttemplate
-    wide = viz.heatmap(np.full((3, 3), -12345.5), list("abc"), list("abc"), viz.HeatmapSpec(show_values=True), title="")
+    wide = viz.heatmap(
+        np.full((3, 3), -12345.5), list("abc"), list("abc"), viz.HeatmapSpec(show_values=True), title=""
+    ).plotly()
     assert main_heatmaps(wide)[0].texttemplate is None
 
 
@@ -762,7 +797,7 @@ def test_cell_values_only_when_they_fit():
 def test_heads_grid_cells_and_columns(T, H):
     w = np.stack([softmax_rows(causal_scores(T, seed=h)) for h in range(H)])
     toks = [f"▁tok{i}" for i in range(T)]
-    fig = viz.heads_grid(w, toks, toks, title="heads (layer 0)", highlight_row=-1)
+    fig = viz.heads_grid(w, toks, toks, title="heads (layer 0)", highlight_row=-1).plotly()
     assert fig.layout.width <= 860
     for h in range(H):
         n = "" if h == 0 else str(h + 1)
@@ -782,9 +817,9 @@ def test_wide_matrices_have_tall_enough_rows(T):
     rng = np.random.default_rng(T)
     res = rng.normal(size=(T, 256))
     figs = [
-        viz.matrix_figure(res, toks, title="E", highlight_row=-1),
-        viz.ffn_figure(rng.normal(size=(T, 1024)), toks, title="FFN", highlight_row=-1),
-        viz.addnorm_figure(res, res.mean(-1), res.std(-1), res, toks, highlight_row=-1),
+        viz.matrix_figure(res, toks, title="E", highlight_row=-1).plotly(),
+        viz.ffn_figure(rng.normal(size=(T, 1024)), toks, title="FFN", highlight_row=-1).plotly(),
+        viz.addnorm_figure(res, res.mean(-1), res.std(-1), res, toks, highlight_row=-1).plotly(),
     ]
     for fig in figs:
         assert fig.layout.meta["cells"] == "rows" and fig.layout.width is None
@@ -800,22 +835,24 @@ def test_wide_matrices_have_tall_enough_rows(T):
 
 def test_matrix_dims_range_keeps_true_dimension_numbers():
     v = np.arange(5 * 256, dtype=float).reshape(5, 256)
-    fig = viz.matrix_figure(v, TOKENS, title="Q", dims=(40, 72))
+    fig = viz.matrix_figure(v, TOKENS, title="Q", dims=(40, 72)).plotly()
     (hm,) = main_heatmaps(fig)
     np.testing.assert_allclose(np.asarray(hm.z), v[:, 40:72], rtol=1e-3)
     assert list(hm.x) == list(range(40, 72)) and tuple(fig.layout.xaxis.range) == (39.5, 71.5)
     assert "dimension: %{x}" in hm.hovertemplate
-    ffn = viz.ffn_figure(np.ones((5, 1024)), TOKENS, title="FFN", dims=(1000, 1024))
+    ffn = viz.ffn_figure(np.ones((5, 1024)), TOKENS, title="FFN", dims=(1000, 1024)).plotly()
     assert list(main_heatmaps(ffn)[0].x)[0] == 1000 and "100.0%" not in ffn.layout.title.text
-    add = viz.addnorm_figure(v, v.mean(-1), v.std(-1), v, TOKENS, dims=(0, 8))
+    add = viz.addnorm_figure(v, v.mean(-1), v.std(-1), v, TOKENS, dims=(0, 8)).plotly()
     assert [np.asarray(t.z).shape for t in main_heatmaps(add)] == [(5, 8), (5, 8)]
     for bad in [(0, 0), (-1, 5), (10, 300), (5, 2), "ab"]:
         with pytest.raises(ValueError):
-            viz.matrix_figure(v, TOKENS, title="Q", dims=bad)
+            viz.matrix_figure(v, TOKENS, title="Q", dims=bad).plotly()
 
 
 def test_matrix_group_boundaries_and_labels():
-    fig = viz.matrix_figure(np.zeros((3, 256)), list("abc"), title="Q", group_size=32, highlight_row=0)
+    fig = viz.matrix_figure(
+        np.zeros((3, 256)), list("abc"), viz.MatrixOptions(group_size=32), title="Q", highlight_row=0
+    ).plotly()
     lines = [s for s in fig.layout.shapes if s.name == "group"]
     assert sorted(s.x0 for s in lines) == [32 * k - 0.5 for k in range(1, 8)]
     assert all(s.x0 == s.x1 and s.yref == "paper" for s in lines)
@@ -826,29 +863,31 @@ def test_matrix_group_boundaries_and_labels():
     assert all(a.yref == "paper" and a.y == 1 and a.yanchor == "bottom" for a in notes)
     pw = 860 - fig.layout.margin.l - fig.layout.margin.r
     assert 32 * pw / 256 > max(len(a.text) for a in notes) * 0.64 * 12
-    part = viz.matrix_figure(np.zeros((3, 256)), list("abc"), title="Q", group_size=32, dims=(40, 72))
+    part = viz.matrix_figure(
+        np.zeros((3, 256)), list("abc"), viz.MatrixOptions(group_size=32), title="Q", dims=(40, 72)
+    ).plotly()
     assert [s.x0 for s in part.layout.shapes if s.name == "group"] == [63.5]
-    many = viz.matrix_figure(np.zeros((3, 1024)), list("abc"), title="Q", group_size=4)
+    many = viz.matrix_figure(np.zeros((3, 1024)), list("abc"), viz.MatrixOptions(group_size=4), title="Q").plotly()
     texts = [a for a in many.layout.annotations if a.name == "group"]
     px_per_dim = (860 - many.layout.margin.l - many.layout.margin.r) / 1024
     xs = sorted(a.x for a in texts)
     assert min(b - a for a, b in zip(xs, xs[1:])) * px_per_dim >= max(len(a.text) for a in texts) * 0.64 * 12
     with pytest.raises(ValueError):
-        viz.matrix_figure(np.zeros((3, 8)), list("abc"), title="Q", group_size=0)
+        viz.matrix_figure(np.zeros((3, 8)), list("abc"), viz.MatrixOptions(group_size=0), title="Q").plotly()
 
 
 def test_positional_curves_mark_position():
     pe = np.sin(np.arange(12)[:, None] / (1 + np.arange(4)))
-    fig = viz.positional_curves(pe, [0, 1], title="PE", mark_position=7, tokens=[f"t{i}" for i in range(12)])
+    fig = viz.positional_curves(pe, [0, 1], title="PE", mark_position=7, tokens=[f"t{i}" for i in range(12)]).plotly()
     (mark,) = [s for s in fig.layout.shapes if s.name == "mark"]
     assert mark.x0 == mark.x1 == 7 and (mark.y0, mark.y1) == (0, 1) and mark.yref == "paper"
     (label,) = [a for a in fig.layout.annotations if a.name == "mark"]
     assert label.text.startswith("position 7") and "t7" in label.text and label.font.size >= 11
     assert fig.layout.legend.x >= 1.0 and fig.layout.legend.xanchor == "left"  # the legend is right of the plot
-    assert not viz.positional_curves(pe, [0], title="PE").layout.shapes
+    assert not viz.positional_curves(pe, [0], title="PE").plotly().layout.shapes
     for bad in (12, -1):
         with pytest.raises(ValueError):
-            viz.positional_curves(pe, [0], title="PE", mark_position=bad)
+            viz.positional_curves(pe, [0], title="PE", mark_position=bad).plotly()
 
 
 def all_font_sizes(node, inside_font: bool = False):
@@ -878,37 +917,47 @@ def every_figure(T: int) -> list[go.Figure]:
     figs = [
         viz.attention_figure(
             softmax_rows(s), toks, toks, title=f"Self-attention weights (layer 1), step {T}", highlight_row=-1
-        )
+        ).plotly()
     ]
     for kind, vals in (
         ("scores", np.nan_to_num(s, neginf=0.3)),
         ("mask", np.where(np.isfinite(s), 0.0, -np.inf)),
         ("masked_scores", s),
     ):
-        figs.append(viz.attention_figure(vals, toks, toks, title=f"{kind}, step {T}", kind=kind, highlight_row=-1))
+        figs.append(
+            viz.attention_figure(
+                vals, toks, toks, viz.AttentionOptions(kind=kind), title=f"{kind}, step {T}", highlight_row=-1
+            ).plotly()
+        )
     figs += [
-        viz.alignment_figure(softmax_rows(rng.normal(size=(T, T + 1))), toks, src, title="Alignment", highlight_row=-1),
+        viz.alignment_figure(
+            softmax_rows(rng.normal(size=(T, T + 1))), toks, src, title="Alignment", highlight_row=-1
+        ).plotly(),
         viz.heads_grid(
             np.stack([softmax_rows(causal_scores(T, h)) for h in range(8)]),
             toks,
             toks,
             title="Self-attention weights, every head (layer 1)",
             highlight_row=-1,
-        ),
+        ).plotly(),
         viz.heads_grid(
             np.stack([causal_scores(T, h) for h in range(4)]),
             toks,
             toks,
+            viz.AttentionOptions(kind="masked_scores"),
             title="Scores, every head",
-            kind="masked_scores",
             highlight_row=-1,
-        ),
-        viz.matrix_figure(res, toks, title="Token embeddings E[y]·√d", highlight_row=-1),
-        viz.matrix_figure(res, toks, title="Q, heads concatenated", group_size=32, highlight_row=-1),
-        viz.matrix_figure(res[:, :32], toks, title="α·V, head 0", dim_label="d_k", highlight_row=-1),
+        ).plotly(),
+        viz.matrix_figure(res, toks, title="Token embeddings E[y]·√d", highlight_row=-1).plotly(),
+        viz.matrix_figure(
+            res, toks, viz.MatrixOptions(group_size=32), title="Q, heads concatenated", highlight_row=-1
+        ).plotly(),
+        viz.matrix_figure(
+            res[:, :32], toks, viz.MatrixOptions(dim_label="d_k"), title="α·V, head 0", highlight_row=-1
+        ).plotly(),
         viz.ffn_figure(
             np.maximum(rng.normal(size=(T, 1024)), 0), toks, title="FFN hidden activations (relu)", highlight_row=-1
-        ),
+        ).plotly(),
         viz.addnorm_figure(
             res,
             res.mean(-1),
@@ -917,29 +966,29 @@ def every_figure(T: int) -> list[go.Figure]:
             toks,
             highlight_row=-1,
             title="Add & Norm after self-attention (layer 1)",
-        ),
+        ).plotly(),
         viz.positional_curves(
             pe,
             [0, 1, 6, 7, 64, 65],
             title="The model's positional encoding",
             tokens=toks[:1] * 2 if T < 2 else toks,
             mark_position=max(T, 2) - 1,
-        ),
-        viz.kv_cache_figure(T - 1, 1, toks, title=f"Step {T}: K, V rows reused vs computed now"),
-        viz.topk_figure(base + ["a", "b"], p / p.sum(), 0, title=f"Next token, step {T}"),
+        ).plotly(),
+        viz.kv_cache_figure(T - 1, 1, toks, title=f"Step {T}: K, V rows reused vs computed now").plotly(),
+        viz.topk_figure(base + ["a", "b"], p / p.sum(), 0, title=f"Next token, step {T}").plotly(),
         viz.heatmap(
             rng.normal(size=(T, 3)),
             toks,
             ["x", "y", "z"],
             viz.HeatmapSpec(x_title="col", y_title="row"),
             title="Generic",
-        ),
+        ).plotly(),
     ]
     steps = fake_beam_steps() if T <= 8 else synthetic_beam(8, 40)
     figs.append(
         viz.beam_tree_figure(
-            steps, token_text=lambda i: f"<t{i}>", title=f"Beam search, step {len(steps)}", impossible=PLACEHOLDER
-        )
+            steps, TREE, token_text=lambda i: f"<t{i}>", title=f"Beam search, step {len(steps)}"
+        ).plotly()
     )
     return figs
 
@@ -999,7 +1048,7 @@ def test_beam_tree_colours_are_valid():
         )
 
     for steps in (fake_beam_steps(), synthetic_beam(8, 40)):
-        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"t{i}", title="beam", impossible=PLACEHOLDER)
+        fig = viz.beam_tree_figure(steps, TREE, token_text=lambda i: f"t{i}", title="beam").plotly()
         assert fig.layout.coloraxis.colorscale
         for t in fig.data:
             m = t.marker
@@ -1020,7 +1069,7 @@ def test_beam_tree_colours_are_valid():
 
 def test_beam_tree_labels_do_not_collide():
     for steps, n_labels in ((fake_beam_steps(), 1), (synthetic_beam(8, 40), 0)):
-        fig = viz.beam_tree_figure(steps, token_text=lambda i: f"tok{i}", title="beam", impossible=PLACEHOLDER)
+        fig = viz.beam_tree_figure(steps, TREE, token_text=lambda i: f"tok{i}", title="beam").plotly()
         nodes, points, _ = tree_parts(fig)
         pw = 860 - fig.layout.margin.l - fig.layout.margin.r
         x0, x1 = fig.layout.xaxis.range
@@ -1083,11 +1132,11 @@ def test_the_checker_flags_illegible_figures(browser):
         yaxis=dict(tickmode="array", tickvals=rows),
     )
     squashed = go.Figure(go.Heatmap(z=np.random.default_rng(0).normal(size=(60, 60)), x=rows, y=rows), layout=layout)
-    tiny = viz.attention_figure(np.full((4, 4), 0.25), list("abcd"), list("abcd"), title="tiny")
+    tiny = viz.attention_figure(np.full((4, 4), 0.25), list("abcd"), list("abcd"), title="tiny").plotly()
     tiny.update_layout(width=200, height=170, margin=dict(l=60, r=60, t=40, b=40))
-    small_text = viz.topk_figure(["a", "b"], [0.6, 0.4], 0, title="small text")
+    small_text = viz.topk_figure(["a", "b"], [0.6, 0.4], 0, title="small text").plotly()
     small_text.update_yaxes(tickfont=dict(size=8))
-    long_title = viz.matrix_figure(np.zeros((2, 8)), ["a", "b"], title="x" * 60)
+    long_title = viz.matrix_figure(np.zeros((2, 8)), ["a", "b"], title="x" * 60).plotly()
     long_title.update_layout(title=dict(x=1.0, xanchor="right", pad=dict(t=0), y=1.0, yanchor="top"))
     page = browser.new_page(viewport={"width": 900, "height": 1000})
     show_figures(page, [squashed, tiny, small_text, long_title], 860)
@@ -1132,11 +1181,11 @@ def test_figures_carry_their_text_alternative_with_labels_as_written():
     from views.plot import text_alternative
 
     w = np.array([[1.0, -np.inf], [0.3, 0.7]])
-    fig = viz.attention_figure(w, ["<s> → a&b", "a&b → c"], ["<s>", "a&b"], title="Weights <b>x</b>")
+    fig = viz.attention_figure(w, ["<s> → a&b", "a&b → c"], ["<s>", "a&b"], title="Weights <b>x</b>").plotly()
     assert text_alternative(fig) == (
         "Weights <b>x</b>: heatmap of 2 rows × 2 columns; row 1 'a&b → c' attends most to 'a&b' (0.70)."
     )
-    grid = viz.heads_grid(np.stack([w, w[::-1]]), ["r0", "r1"], ["c0", "c1"], title="Every head")
+    grid = viz.heads_grid(np.stack([w, w[::-1]]), ["r0", "r1"], ["c0", "c1"], title="Every head").plotly()
     assert text_alternative(grid).endswith("(the first of 2 panels).")
     bars = go.Figure(go.Bar(x=["a", "b"], y=[0.3, 0.6]), layout=dict(title="Top 2"))  # bars: largest first
     assert text_alternative(bars) == "Top 2: 2 bars, largest first: ‘b’ 0.6, ‘a’ 0.3."
@@ -1148,13 +1197,15 @@ def test_figure_json_is_plotly_s_own_json():
     typed arrays (int64 narrowed, 2-d with its shape) and NaN in a plain list (Plotly's way: null) included."""
     import plotly.io as pio
 
-    from viz.common import figure_json
+    from viz.common import Figure, figure_json
 
     v = causal_scores(6)
     v[5, 0] = np.nan
     figs = [
         viz.heatmap(v, TOKENS + ["x"], list("abcdef"), viz.HeatmapSpec(x_title="k", y_title="q", zmid=0.0), title="t"),
-        viz.attention_figure(softmax_rows(causal_scores(5)), TOKENS, TOKENS, kind="weights", title="w"),
+        viz.attention_figure(
+            softmax_rows(causal_scores(5)), TOKENS, TOKENS, viz.AttentionOptions(kind="weights"), title="w"
+        ),
         viz.positional_curves(
             np.random.default_rng(0).normal(size=(7, 16)).astype(np.float32), dims=(0, 1, 4), title="p"
         ),
@@ -1163,37 +1214,38 @@ def test_figure_json_is_plotly_s_own_json():
     ]
     for fig in figs:
         ours = figure_json(fig)
-        assert json.loads(ours) == json.loads(pio.to_json(fig, validate=False))
+        plotly_own = pio.to_json(fig.plotly() if isinstance(fig, Figure) else fig, validate=False)
+        assert json.loads(ours) == json.loads(plotly_own)
         assert "NaN" not in ours and "Infinity" not in ours
     assert '"bdata"' in figure_json(figs[0]) and '"shape"' in figure_json(figs[0])  # typed arrays, not lists
 
 
-def test_a_figure_is_built_when_first_read_and_writes_the_same_json_either_way():
-    """viz.common.Figure keeps the builder's dicts until something reads it: then it is Plotly's own figure."""
+def test_a_figure_is_an_ordinary_value_of_its_builder_s_dicts():
+    """viz.common.Figure is not Plotly's: its builder's trace and layout dicts, written to JSON as they are;
+    ``plotly()`` is Plotly's own figure of them, which writes the same JSON and is a copy (changing it leaves the
+    figure as it was)."""
     import plotly.io as pio
 
-    from viz.common import Figure, figure_json, figure_parts
+    from viz.common import Figure, figure_json
 
     figs = [
-        viz.attention_figure(softmax_rows(causal_scores(5)), TOKENS, TOKENS, kind=kind, title=kind)
+        viz.attention_figure(
+            softmax_rows(causal_scores(5)), TOKENS, TOKENS, viz.AttentionOptions(kind=kind), title=kind
+        )
         for kind in ("weights", "scores", "mask", "masked_scores")
     ]
     figs.append(viz.positional_curves(np.random.default_rng(1).normal(size=(6, 8)), dims=(0, 3), title="pe"))
+    figs.append(viz.lens_figure([["a", "b"], ["b", "a"]], np.array([[0.6, 0.4], [0.7, 0.3]]), title="l", chosen="b"))
+    figs.append(viz.loss_delta_figure(["a", "b", "c"], np.array([0.5, -0.2, 0.0]), title="d"))
     for fig in figs:
-        assert isinstance(fig, Figure) and isinstance(fig, go.Figure) and "_spec" in fig.__dict__
-        before = figure_json(fig)
-        assert "_spec" in fig.__dict__  # written without building it
-        eager = go.Figure(data=figure_parts(fig)[0], layout=figure_parts(fig)[1], _validate=False)  # as it was
-        assert fig.layout.title.text == eager.layout.title.text  # read: built
-        assert "_spec" not in fig.__dict__ and len(fig.data) == len(eager.data)
-        assert json.loads(before) == json.loads(figure_json(fig)) == json.loads(pio.to_json(eager))
-    fig = figs[0]
-    fig.update_layout(height=123)
-    assert json.loads(figure_json(fig))["layout"]["height"] == 123
-    fresh = viz.attention_figure(softmax_rows(causal_scores(5)), TOKENS, TOKENS, kind="weights", title="weights")
-    eager = go.Figure(data=figure_parts(fresh)[0], layout=figure_parts(fresh)[1], _validate=False)
-    for copied, eager_copy in (
-        (copy.deepcopy(fresh), copy.deepcopy(eager)),
-        (pickle.loads(pickle.dumps(fresh)), pickle.loads(pickle.dumps(eager))),
-    ):
-        assert json.loads(figure_json(copied)) == json.loads(pio.to_json(eager_copy))  # copied as Plotly copies
+        assert type(fig) is Figure and not isinstance(fig, go.Figure)
+        assert all(isinstance(t, dict) for t in fig.data) and isinstance(fig.layout, dict)
+        built = fig.plotly()
+        assert isinstance(built, go.Figure) and built.layout.title.text == fig.layout["title"]["text"]
+        ours = json.loads(figure_json(fig))
+        assert ours == json.loads(pio.to_json(built, validate=False)) == json.loads(figure_json(built))
+        go.Figure(ours)  # valid for Plotly: a property it does not know raises
+        built.update_layout(height=123)
+        assert fig.layout["height"] != 123 and json.loads(figure_json(fig)) == ours
+        for copied in (copy.deepcopy(fig), pickle.loads(pickle.dumps(fig))):
+            assert json.loads(figure_json(copied)) == ours

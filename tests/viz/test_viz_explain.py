@@ -15,10 +15,16 @@ def figures(T: int) -> list:
     probs = np.sort(rng.random((3, 10)))[:, ::-1]
     pos = [f"▁w{i} → ▁x{i}" for i in range(T)]
     return [
-        viz.lens_figure(toks, probs, title=f"What each layer would predict at position {T - 1}", chosen="▁tok13"),
-        viz.layer_position_figure(rng.random((3, T)), pos, title="p(chosen token) per layer", highlight_col=T - 1),
-        viz.loss_delta_figure(pos, rng.normal(size=T), title="Loss change per position"),
-        viz.importance_figure(rng.normal(size=(3, 8)), title="Self-attention heads: loss increase", kind="self"),
+        viz.lens_figure(
+            toks, probs, title=f"What each layer would predict at position {T - 1}", chosen="▁tok13"
+        ).plotly(),
+        viz.layer_position_figure(
+            rng.random((3, T)), pos, title="p(chosen token) per layer", highlight_col=T - 1
+        ).plotly(),
+        viz.loss_delta_figure(pos, rng.normal(size=T), title="Loss change per position").plotly(),
+        viz.importance_figure(
+            rng.normal(size=(3, 8)), title="Self-attention heads: loss increase", kind="self"
+        ).plotly(),
     ]
 
 
@@ -29,14 +35,14 @@ def test_lens_figure_writes_tokens_and_outlines_the_chosen_one():
     outlined = [s for s in fig.layout.shapes if s.name == "chosen"]
     assert len(outlined) == 1 and (outlined[0].x0, outlined[0].y0) == (2.5, 0.5)
     with pytest.raises(ValueError):
-        viz.lens_figure([["a"]], np.ones((2, 1)), title="x")
+        viz.lens_figure([["a"]], np.ones((2, 1)), title="x").plotly()
 
 
 @pytest.mark.parametrize("T", [1, 8, 61, 128])
 @pytest.mark.parametrize("L", [2, 6])
 def test_layer_position_is_full_width_with_tall_layer_rows(T, L):
     pos = [f"{i}:▁tok → ▁x" for i in range(T)]
-    fig = viz.layer_position_figure(np.full((L, T), 0.25), pos, title="p", highlight_col=T - 1)
+    fig = viz.layer_position_figure(np.full((L, T), 0.25), pos, title="p", highlight_col=T - 1).plotly()
     lay = fig.layout
     assert lay.meta["cells"] == "rows" and lay.width is None
     assert (lay.height - lay.margin.t - lay.margin.b) / L >= 22
@@ -51,7 +57,7 @@ def test_layer_position_is_full_width_with_tall_layer_rows(T, L):
 
 
 def test_importance_writes_heads_across():
-    fig = viz.importance_figure(np.ones((2, 8)), title="x", kind="self")
+    fig = viz.importance_figure(np.ones((2, 8)), title="x", kind="self").plotly()
     assert fig.layout.xaxis.tickangle == 0 and list(fig.layout.xaxis.ticktext) == [f"head {h}" for h in range(8)]
 
 
@@ -65,7 +71,7 @@ def test_loss_delta_rows_follow_the_positions():
     assert big.layout.height - mid.layout.height == 40 * 18  # one 18 px row per position
     assert list(small.data[0].marker.color) == ["#d6604d" if d > 0 else "#4393c3" for d in small.data[0].x]
     with pytest.raises(ValueError):
-        viz.loss_delta_figure(["a", "b"], np.zeros(3), title="x")
+        viz.loss_delta_figure(["a", "b"], np.zeros(3), title="x").plotly()
 
 
 @pytest.mark.parametrize("width", [860, 1450])

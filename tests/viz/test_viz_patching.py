@@ -27,7 +27,7 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
             title="p(▁fille) with one decoder site restored",
             zmin=0.0,
             zmax=1.0,
-        ),
+        ).plotly(),
         viz.patch_encoder_figure(
             rng.random((L, S)),
             src,
@@ -35,19 +35,20 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
             value_name="p(▁fille)",
             zmin=0.0,
             zmax=1.0,
-        ),
-        viz.patch_heads_figure(rng.normal(size=(2, L, H)), title=HEADS_TITLE, value_name="logit difference"),
-        *viz.pair_figures(
-            a,
-            b,
-            pos,
-            src,
-            [*pos, "▁y → </s>"],
-            src,
-            title="cross-attention, layer 0",
-            x_title="source token",
-            y_title="position: reads → predicts",
-            value_name="weight",
+        ).plotly(),
+        viz.patch_heads_figure(rng.normal(size=(2, L, H)), title=HEADS_TITLE, value_name="logit difference").plotly(),
+        *(
+            f.plotly()
+            for f in viz.pair_figures(
+                a,
+                b,
+                pos,
+                src,
+                [*pos, "▁y → </s>"],
+                src,
+                viz.PairOptions(x_title="source token", y_title="position: reads → predicts", value_name="weight"),
+                title="cross-attention, layer 0",
+            )
         ),
     ]
 
@@ -55,7 +56,7 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
 def test_decoder_rows_are_layers_and_sublayers_and_the_measured_column_is_outlined():
     fig = viz.patch_decoder_figure(
         np.arange(2 * 3 * 4).reshape(2, 3, 4), list("abcd"), sublayers=SUBLAYERS, title="t", value_name="p"
-    )
+    ).plotly()
     assert list(fig.layout.yaxis.ticktext)[:3] == [
         "layer 0 after self-attn",
         "layer 0 after cross-attn",
@@ -66,26 +67,31 @@ def test_decoder_rows_are_layers_and_sublayers_and_the_measured_column_is_outlin
     (col,) = [s for s in fig.layout.shapes if s.name == "highlight_col"]
     assert (col.x0, col.x1) == (2.5, 3.5)
     with pytest.raises(ValueError):
-        viz.patch_decoder_figure(np.zeros((2, 2, 4)), list("abcd"), sublayers=SUBLAYERS, title="t", value_name="p")
+        viz.patch_decoder_figure(
+            np.zeros((2, 2, 4)), list("abcd"), sublayers=SUBLAYERS, title="t", value_name="p"
+        ).plotly()
     with pytest.raises(ValueError):
-        viz.patch_encoder_figure(np.zeros((2, 3)), list("ab"), title="t", value_name="p")
+        viz.patch_encoder_figure(np.zeros((2, 3)), list("ab"), title="t", value_name="p").plotly()
 
 
 def test_heads_rows_pair_self_and_cross_per_layer():
     v = np.zeros((2, 3, 4))
     v[1, 2, 3] = 1.0  # cross-attention, layer 2, head 3
-    fig = viz.patch_heads_figure(v, title="t", value_name="p")
+    fig = viz.patch_heads_figure(v, title="t", value_name="p").plotly()
     rows = list(fig.layout.yaxis.ticktext)
     z = np.asarray(fig.data[0].z)
     assert rows[int(np.argmax(z.max(1)))] == "layer 2 cross-attn" and int(np.argmax(z.max(0))) == 3
     with pytest.raises(ValueError):
-        viz.patch_heads_figure(np.zeros((3, 3, 4)), title="t", value_name="p")
+        viz.patch_heads_figure(np.zeros((3, 3, 4)), title="t", value_name="p").plotly()
 
 
 def test_pair_shares_one_scale_and_aligns_by_position():
     a, b = np.array([[0.0, 1.0], [0.5, 0.5]]), np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
-    fa, fb, fd = viz.pair_figures(
-        a, b, ["x", "y"], ["s", "t"], ["x", "z", "w"], ["s", "t"], title="t", x_title="k", y_title="q", value_name="w"
+    fa, fb, fd = (
+        f.plotly()
+        for f in viz.pair_figures(
+            a, b, ["x", "y"], ["s", "t"], ["x", "z", "w"], ["s", "t"], viz.PairOptions("k", "q", "w"), title="t"
+        )
     )
     assert fa.layout.coloraxis.cmin == fb.layout.coloraxis.cmin == 0.0
     assert fa.layout.coloraxis.cmax == fb.layout.coloraxis.cmax == 2.0

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from model.core.config import ModelConfig
+
 if TYPE_CHECKING:
     from model.decode.trace import Trace
 
@@ -230,7 +232,7 @@ ALL = "all"  # the selector's last choice: every decoder stage at once
 SECTIONS = tuple(dict.fromkeys(sec for s in REGISTRY for sec in s.sections))
 
 
-def labels(cfg) -> dict[str, str]:
+def labels(cfg: ModelConfig) -> dict[str, str]:
     """Each stage's label for the model ``cfg`` describes (a pre-norm model's in its order: Norm → sublayer → add),
     and All stages'."""
     pre = cfg.norm_position == "pre"

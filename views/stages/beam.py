@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 
 import streamlit as st
@@ -10,6 +11,7 @@ import streamlit as st
 from model.core.constants import IMPOSSIBLE
 from model.decode.decoding import BeamStep, DecodeResult
 from model.decode.steps import Line
+from viz import TreeOptions
 
 from ..common import heading, show, show_token
 from ..plot import Drawing
@@ -77,17 +79,16 @@ def tree_figure(
     token_text: Callable[[int], str],
     title: str,
     paths: dict[str, tuple[int, ...]],
-    **options,
+    options: TreeOptions = TreeOptions(),
 ) -> Drawing:
-    """The hypothesis tree of ``res`` up to position ``step``, ``paths`` drawn through it; ``options``: the tree's
-    others (``viz.beam_tree_figure``)."""
+    """The hypothesis tree of ``res`` up to position ``step``, ``paths`` drawn through it, the rest as ``options``
+    says (the decoder's placeholder score its ``impossible``)."""
     return viz.beam_tree_figure(
         recorded(res)[: step + 1],
+        replace(options, impossible=IMPOSSIBLE),
         token_text=lambda i: show_token(token_text(i)),
         title=title,
-        impossible=IMPOSSIBLE,
         paths=paths,
-        **options,
     )
 
 

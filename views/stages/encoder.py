@@ -26,15 +26,17 @@ def render(lm: LoadedModel, res: DecodeResult, src_tokens: list[str], view: View
             mean_weights(w) if view.head == MEAN_HEADS else w[int(view.head)],
             rows,
             rows,
+            viz.AttentionOptions(q_title="source token (query)", k_title="source token (key)"),
             title=f"Encoder self-attention, layer {layer}, {head_label(view.head)}",
-            q_title="source token (query)",
-            k_title="source token (key)",
         ),
         "enc_self",
     )
     show(
         viz.matrix_figure(
-            mem, rows, title="Encoder output (memory) read by cross-attention", token_label="source token"
+            mem,
+            rows,
+            viz.MatrixOptions(token_label="source token"),
+            title="Encoder output (memory) read by cross-attention",
         ),
         "enc_memory",
     )

@@ -90,7 +90,11 @@ def embedding_figure(ctx: StageContext, key: str | None = None) -> Drawing:
     titles = embedding_titles(ctx.cfg)
     key = list(titles)[-1] if key is None else key
     return viz.matrix_figure(
-        ctx.arrays.embedding("dec", key), ctx.rows, title=titles[key], highlight_row=ctx.current, token_label=ROWS
+        ctx.arrays.embedding("dec", key),
+        ctx.rows,
+        viz.MatrixOptions(token_label=ROWS),
+        title=titles[key],
+        highlight_row=ctx.current,
     )
 
 

@@ -73,9 +73,7 @@ def label_figure(ctx: StageContext) -> Drawing:
     return viz.layer_position_figure(
         a.probs[np.arange(len(ctx.rows)), a.label_ids][None, :],
         ctx.rows,
+        viz.LayerOptions(value_name="p(label)", layer_labels=("p(label)",), y_title="teacher forcing"),
         highlight_col=ctx.current,
-        value_name="p(label)",
-        layer_labels=["p(label)"],
-        y_title="teacher forcing",
         title="Probability of each label, one column per decoder position",
     )

@@ -47,11 +47,13 @@ def qkv_figure(ctx: StageContext, name: str) -> Drawing:
     return viz.matrix_figure(
         ctx.per_head(ctx.arrays.self_attn(ctx.layer, name)),
         ctx.rows,
-        dim_label="head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension",
-        token_label=ROWS,
+        viz.MatrixOptions(
+            dim_label="head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension",
+            token_label=ROWS,
+            group_size=ctx.cfg.d_k if ctx.head == MEAN_HEADS else None,
+        ),
         title=f"{name} = X·W_{name}, {_heads_note(ctx)} (layer {ctx.layer})",
         highlight_row=ctx.current,
-        group_size=ctx.cfg.d_k if ctx.head == MEAN_HEADS else None,
     )
 
 
@@ -146,12 +148,9 @@ def _over_keys(ctx: StageContext, values: np.ndarray, kind: str, title: str, mas
         values,
         ctx.rows,
         ctx.keys,
-        kind=kind,
+        viz.AttentionOptions(kind=kind, q_title=ROWS, k_title=KEYS, masked_hover=masked_hover),
         highlight_row=ctx.current,
         title=title,
-        q_title=ROWS,
-        k_title=KEYS,
-        masked_hover=masked_hover,
     )
 
 
@@ -205,7 +204,7 @@ def render_output(ctx: StageContext) -> None:
         viz.matrix_figure(
             a.self_attn(i, "out"),
             ctx.rows,
-            token_label=ROWS,
+            viz.MatrixOptions(token_label=ROWS),
             highlight_row=ctx.current,
             title=f"Output after W_O: every head mixed back into d_model (layer {ctx.layer})",
         ),
@@ -221,11 +220,13 @@ def context_figure(ctx: StageContext, row: int | None = None) -> Drawing:
     return viz.matrix_figure(
         ctx.per_head(ctx.arrays.self_attn(ctx.layer, "context")),
         ctx.rows,
-        token_label=ROWS,
-        dim_label="head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension",
+        viz.MatrixOptions(
+            token_label=ROWS,
+            dim_label="head · d_k dimension" if ctx.head == MEAN_HEADS else "d_k dimension",
+            group_size=ctx.cfg.d_k if ctx.head == MEAN_HEADS else None,
+        ),
         title=f"α·V, {_heads_note(ctx)} (layer {ctx.layer}{outlined})",
         highlight_row=ctx.current if row is None else row,
-        group_size=ctx.cfg.d_k if ctx.head == MEAN_HEADS else None,
     )
 
 
