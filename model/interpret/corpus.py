@@ -35,7 +35,10 @@ from model.core import keys
 from model.core.constants import BATCH_SIZE
 from model.core.transformer import HeadMask, Transformer, causal_mask, padding_mask
 from model.decode.decoding import (
+    BEAM_ROWS,
     DecodeOptions,
+    batch_beams,
+    beam_batch,
     decode,
     greedy_batch,
     length_batches,
@@ -403,14 +406,24 @@ Progress = Callable[[int, int, str], None]  # (done, total, what is being done)
 
 def translate_ids(model: Transformer, srcs: list[list[int]], opts: DecodeOptions, progress: Progress | None = None):
     """Each source's output ids (</s> included when it ended): batched greedy (``BATCH_SIZE`` a batch, shortest
-    first) for greedy decoding, one decode per sentence otherwise."""
+    first) for greedy decoding, batched beam search (``beam_batch``: ``BEAM_ROWS`` rows a batch, shortest first) for
+    a plain beam search, one decode per sentence otherwise."""
     beam = opts.strategy == "beam" and opts.beam > 1
     lean = LeanDecoder(model, rows=opts.beam if beam else min(BATCH_SIZE, len(srcs)))
     outs: list[list[int]] = [[] for _ in srcs]
     done = 0
-    if opts.strategy == "greedy" and not opts.prefix and opts.ablation is None:
-        for chunk in length_batches(srcs, BATCH_SIZE):
-            for i, ids in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], opts.max_len, lean)):
+    batched = opts.strategy == "greedy" and not opts.prefix and opts.ablation is None
+    if beam and batch_beams(opts, lean):
+        lean = LeanDecoder(model, rows=BEAM_ROWS, compiled_steps=False)
+    if batched or batch_beams(opts, lean):
+        size = BATCH_SIZE if batched else max(1, BEAM_ROWS // opts.beam)
+        for chunk in length_batches(srcs, size):
+            found = (
+                greedy_batch(model, [srcs[i] for i in chunk], opts.max_len, lean)
+                if batched
+                else [list(nb[0].ids) for nb in beam_batch(model, [srcs[i] for i in chunk], opts, lean)]
+            )
+            for i, ids in zip(chunk, found):
                 outs[i] = ids
             done += len(chunk)
             if progress:
