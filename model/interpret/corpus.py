@@ -594,7 +594,9 @@ def _token_loss(model: Transformer, y: torch.Tensor, labels: torch.Tensor, valid
     """(R,) mean cross-entropy over each row's labels; rows repeat the batch (labels (B, T)) R / B times."""
     reps = y.shape[0] // labels.shape[0]
     lab, ok = labels.repeat(reps, 1), valid.repeat(reps, 1)
-    loss = F.cross_entropy(model.logits(y).float().transpose(1, 2), lab, reduction="none")  # (R, T)
+    logits = model.logits(y).float()  # (R, T, V)
+    # over rows of V logits as they lie in memory (the (R, V, T) view's strided softmax took as long as the product)
+    loss = F.cross_entropy(logits.flatten(0, 1), lab.flatten(), reduction="none").view(lab.shape)  # (R, T)
     return (loss * ok).sum(1) / ok.sum(1)
 
 
