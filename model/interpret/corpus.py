@@ -1,7 +1,7 @@
 """From one sentence to a set: every sentence of a corpus translated and scored, and what each attention head does
 over the set, as returned values (rows, a head table), for the Corpus page and ``python -m model corpus`` alike.
 
-Per sentence (``analyse``): the translation (batched greedy, or beam search per sentence), then one batched
+Per sentence (``analyse``): the translation (batched greedy, or batched beam search), then one batched
 teacher-forced pass over (source, translation) pairs that gives each chosen token's probability, the
 cross-attention weights (coverage of each source token) and, by one backward pass, the Input × Gradient
 attribution of the translation's log-probability (the sum over its tokens) to the source and decoder-input
