@@ -110,6 +110,32 @@ class LeanCache:
         mask = self.src_mask if self.src_mask is None or self.src_mask.shape[0] == 1 else self.src_mask[rows]
         return LeanCache(KV, cross, folded, mask, t, self.heads)
 
+    def reorder(self, rows) -> LeanCache:
+        """``select`` of as many rows, each taking the place of a row that reads the same source (a batch of beams,
+        whose rows stay their sentence's): only the K, V of the decoded positions move, in place; the source's
+        cross K, V and mask stay where they are."""
+        from model.decode import fused
+
+        fused.reorder(self.KV, np.asarray(rows, np.int64), self.t)
+        return self
+
+    def shrink(self, rows) -> LeanCache:
+        """``select`` of fewer rows, in place (a batch of beams whose finished sentences leave it): row d takes row
+        rows[d]'s K, V and source, the rest are dropped, and the buffers become views of this cache's first rows, so
+        nothing is allocated and only the rows that move are copied. A cache whose rows share a source, or that
+        folded it, is selected."""
+        from model.decode import fused
+
+        rows, R = np.asarray(rows, np.int64), self.rows
+        if self.folded is not None or self.cross.shape[1] != R:
+            return self.select(rows)
+        n = len(rows)
+        every = np.concatenate([rows, np.arange(n, R)])  # the rows left behind stay as they are
+        fused.reorder(self.KV, every, self.t)
+        fused.reorder(self.cross, every, self.cross.shape[4])  # the same layout: (layers, R, 2, H, S, d_k)
+        mask = None if self.src_mask is None else self.src_mask[rows]
+        return LeanCache(self.KV[:, :n], self.cross[:, :n], None, mask, self.t, self.heads)
+
 
 def check_step(rows: int, cache: LeanCache, positions: int) -> None:
     """A step feeds one token to each row of its cache, at a position the model's table has."""
@@ -230,7 +256,18 @@ class LeanDecoder:
     fallback: ModuleDecoder | None
     family: FamilyStep | None
 
-    def __init__(self, model: Transformer, rows: int = 1, pack_min: int | None = None, mkl_min: int = 100_000):
+    def __init__(
+        self,
+        model: Transformer,
+        rows: int = 1,
+        pack_min: int | None = None,
+        mkl_min: int = 100_000,
+        compiled_steps: bool = True,
+    ):
+        # compiled_steps False: untraced steps in numpy too, whose BLAS products read each weight once for all the
+        # rows, where the compiled step reads it once per five (a batch of beams' 160 rows: 0.9 ms of CPU a
+        # sentence's step against 2.1)
+        self.compiled_steps = compiled_steps
         if pack_min is None and not intel_mkl():
             pack_min = 200_000
         cfg = self.cfg = model.cfg
@@ -401,7 +438,7 @@ class LeanDecoder:
         R, t, H, d_k, D = len(tokens), cache.t, self.H, self.d_k, self.D
         check_step(R, cache, self.pe.shape[0])
         mask, heads = cache.src_mask, cache.heads
-        if not record and not heads and self.compiled is not None:
+        if not record and not heads and self.compiled_steps and self.compiled is not None:
             return self._compiled_step(tokens, cache), cache, None
         embed = self.embed[tokens]  # (R, D)
         y = embed + self.pe[t]  # (R, D)

@@ -1,7 +1,7 @@
 """From one sentence to a set: every sentence of a corpus translated and scored, and what each attention head does
 over the set, as returned values (rows, a head table), for the Corpus page and ``python -m model corpus`` alike.
 
-Per sentence (``analyse``): the translation (batched greedy, or beam search per sentence), then one batched
+Per sentence (``analyse``): the translation (batched greedy, or batched beam search), then one batched
 teacher-forced pass over (source, translation) pairs that gives each chosen token's probability, the
 cross-attention weights (coverage of each source token) and, by one backward pass, the Input × Gradient
 attribution of the translation's log-probability (the sum over its tokens) to the source and decoder-input
@@ -35,7 +35,10 @@ from model.core import keys
 from model.core.constants import BATCH_SIZE
 from model.core.transformer import HeadMask, Transformer, causal_mask, padding_mask
 from model.decode.decoding import (
+    BEAM_ROWS,
     DecodeOptions,
+    batch_beams,
+    beam_batch,
     decode,
     greedy_batch,
     length_batches,
@@ -403,14 +406,24 @@ Progress = Callable[[int, int, str], None]  # (done, total, what is being done)
 
 def translate_ids(model: Transformer, srcs: list[list[int]], opts: DecodeOptions, progress: Progress | None = None):
     """Each source's output ids (</s> included when it ended): batched greedy (``BATCH_SIZE`` a batch, shortest
-    first) for greedy decoding, one decode per sentence otherwise."""
+    first) for greedy decoding, batched beam search (``beam_batch``: ``BEAM_ROWS`` rows a batch, shortest first) for
+    a plain beam search, one decode per sentence otherwise."""
     beam = opts.strategy == "beam" and opts.beam > 1
     lean = LeanDecoder(model, rows=opts.beam if beam else min(BATCH_SIZE, len(srcs)))
     outs: list[list[int]] = [[] for _ in srcs]
     done = 0
-    if opts.strategy == "greedy" and not opts.prefix and opts.ablation is None:
-        for chunk in length_batches(srcs, BATCH_SIZE):
-            for i, ids in zip(chunk, greedy_batch(model, [srcs[i] for i in chunk], opts.max_len, lean)):
+    batched = opts.strategy == "greedy" and not opts.prefix and opts.ablation is None
+    if beam and batch_beams(opts, lean):
+        lean = LeanDecoder(model, rows=BEAM_ROWS, compiled_steps=False)
+    if batched or batch_beams(opts, lean):
+        size = BATCH_SIZE if batched else max(1, BEAM_ROWS // opts.beam)
+        for chunk in length_batches(srcs, size):
+            found = (
+                greedy_batch(model, [srcs[i] for i in chunk], opts.max_len, lean)
+                if batched
+                else [list(nb[0].ids) for nb in beam_batch(model, [srcs[i] for i in chunk], opts, lean)]
+            )
+            for i, ids in zip(chunk, found):
                 outs[i] = ids
             done += len(chunk)
             if progress:
@@ -581,7 +594,9 @@ def _token_loss(model: Transformer, y: torch.Tensor, labels: torch.Tensor, valid
     """(R,) mean cross-entropy over each row's labels; rows repeat the batch (labels (B, T)) R / B times."""
     reps = y.shape[0] // labels.shape[0]
     lab, ok = labels.repeat(reps, 1), valid.repeat(reps, 1)
-    loss = F.cross_entropy(model.logits(y).float().transpose(1, 2), lab, reduction="none")  # (R, T)
+    logits = model.logits(y).float()  # (R, T, V)
+    # over rows of V logits as they lie in memory (the (R, V, T) view's strided softmax took as long as the product)
+    loss = F.cross_entropy(logits.flatten(0, 1), lab.flatten(), reduction="none").view(lab.shape)  # (R, T)
     return (loss * ok).sum(1) / ok.sum(1)
 
 

@@ -16,7 +16,7 @@ import sentencepiece as spm
 import torch
 
 from model.core.transformer import sinusoidal_table
-from model.decode.decoding import DecodeOptions, decode
+from model.decode.decoding import DecodeOptions, beam_batch, decode
 from model.decode.lean import LeanDecoder
 from model.decode.trace import teacher_forced_trace
 from model.io.checkpoint import ModelDirError, load_model_dir, save_model_dir
@@ -246,7 +246,7 @@ def test_beam_matches_generate(hf, ours, length_penalty):
     assert torch.backends.mkldnn.is_available()  # the pinned CPU wheel has oneDNN: several-row steps use it
     leans = (LeanDecoder(ours.model, rows=1), LeanDecoder(ours.model, rows=k, pack_min=0))  # numpy / oneDNN products
     assert leans[0].out.packed is None and leans[1].out.packed is not None
-    endings = set()
+    endings, srcs, wanted = set(), [], []
     for source in SOURCES:
         src = src_ids(hf_tok, source)
         gen = model.generate(
@@ -270,7 +270,13 @@ def test_beam_matches_generate(hf, ours, length_penalty):
             assert [list(h.ids) for h in mine.n_best] == theirs, source
             np.testing.assert_allclose([h.score for h in mine.n_best], gen.sequences_scores.numpy(), atol=1e-4)
             endings |= {h.ids[-1] == cfg.eos_id for h in mine.n_best}
+        srcs.append(src)
+        wanted.append((theirs, gen.sequences_scores.numpy()))
     assert endings == {True, False}  # hypotheses that ended with </s> and ones cut at max_new_tokens
+    # every source at once, as the corpus decodes a beam run
+    for n_best, (theirs, scores) in zip(beam_batch(ours.model, srcs, opts), wanted):
+        assert [list(h.ids) for h in n_best] == theirs
+        np.testing.assert_allclose([h.score for h in n_best], scores, atol=1e-4)
 
 
 def _assert_same_logits(a, b, vocab_size, atol, seed=0):
