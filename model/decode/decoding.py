@@ -581,7 +581,7 @@ def beam_step_record(
 BEAM_ROWS = 160  # rows of one batched beam step (sentences × beam width): 0.9 ms of CPU a sentence's step, as 320
 
 
-def batch_beams(opts: DecodeOptions, decoder) -> bool:
+def batch_beams(opts: DecodeOptions, decoder: LeanDecoder | None) -> bool:
     """Whether ``beam_batch`` searches several sources at once for ``opts``: a plain beam search (no forced prefix,
     no record, no ablated heads) stepped by a LeanDecoder that covers the model."""
     plain = opts.strategy == "beam" and opts.beam > 1 and not opts.prefix and not opts.record

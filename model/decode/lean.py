@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -110,7 +110,7 @@ class LeanCache:
         mask = self.src_mask if self.src_mask is None or self.src_mask.shape[0] == 1 else self.src_mask[rows]
         return LeanCache(KV, cross, folded, mask, t, self.heads)
 
-    def reorder(self, rows) -> LeanCache:
+    def reorder(self, rows: np.ndarray | Sequence[int]) -> LeanCache:
         """``select`` of as many rows, each taking the place of a row that reads the same source (a batch of beams,
         whose rows stay their sentence's): only the K, V of the decoded positions move, in place; the source's
         cross K, V and mask stay where they are."""
@@ -119,7 +119,7 @@ class LeanCache:
         fused.reorder(self.KV, np.asarray(rows, np.int64), self.t)
         return self
 
-    def shrink(self, rows) -> LeanCache:
+    def shrink(self, rows: np.ndarray | Sequence[int]) -> LeanCache:
         """``select`` of fewer rows, in place (a batch of beams whose finished sentences leave it): row d takes row
         rows[d]'s K, V and source, the rest are dropped, and the buffers become views of this cache's first rows, so
         nothing is allocated and only the rows that move are copied. A cache whose rows share a source, or that
