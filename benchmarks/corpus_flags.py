@@ -13,7 +13,8 @@ seeded permutation (SEED). On each fold's four training folds, each thresholded 
 best F1 there (ties: the first, the most conservative); the fold held out is flagged with those values. The figures
 reported are pooled over the five held-out folds (out of fold: no sentence is flagged by a threshold chosen on it).
 The shipped constants are the same rule's choice on all rows, printed beside them, with what they reach in sample.
-A flag is right on a sentence when the sentence carries that label. Prints the table; asserts nothing
+A flag is right on a sentence when the sentence carries that label. Prints the table, and which flags the sentences
+of each label raise (where the fine sentences' flags come from); asserts nothing
 (``tests/model/test_corpus_flags.py`` holds the out-of-fold figures to what they reach).
 """
 
@@ -207,6 +208,18 @@ def table(items: list[Item], flags: list[dict], parts: dict[str, range | list[in
     return lines
 
 
+def confusion(items: list[Item], flags: list[dict], rows) -> list[str]:
+    """Markdown rows: for each label (fine first), its sentences and how many of them raise each flag, and none
+    (a sentence with several labels counts under each)."""
+    head = "| label (sentences) | " + " | ".join(FLAG_OF.values()) + " | no flag |"
+    lines = [head, "|" + "---|" * (len(FLAG_OF) + 2)]
+    for label in ("fine", *KINDS):
+        have = [i for i in rows if label in items[i].labels]
+        cells = [str(sum(f in flags[i] for i in have)) for f in FLAG_OF.values()]
+        lines.append(f"| {label} ({len(have)}) | " + " | ".join(cells) + f" | {sum(not flags[i] for i in have)} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     from model.io.checkpoint import load_model_dir
 
@@ -235,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     flags = [raised(s) for s in sigs]
     print("\n".join(table(items, oof, {"out of fold": everything})))
+    print("Which flags each label's sentences raise (out of fold):")
+    print("\n".join(confusion(items, oof, everything)))
     print("The shipped thresholds on all rows (in sample, for reference):")
     print("\n".join(table(items, flags, {"in sample": everything})))
     for kind, (p_min, r_min) in TARGETS.items():

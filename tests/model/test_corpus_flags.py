@@ -169,3 +169,23 @@ def test_flags_on_the_labelled_set(items, bundled):
     assert clean >= FINE_FLOOR * n, (clean, n)
     cut = B.score(items, [B.raised(s) for s in sigs], "cutoff", everything)
     assert cut.tp >= 1 and cut.fp == cut.fn == 0
+
+
+def test_confusion_counts_each_labels_sentences_by_the_flags_they_raise():
+    items = [
+        B.Item("own", "x", "y", {"fine": []}),
+        B.Item("own", "x", "y", {"fine": []}),
+        B.Item("own", "x", "y", {"dropped": ["w"], "wrong": ["v"]}),
+        B.Item("own", "x", "y", {"wrong": ["v"]}),
+    ]
+    flags = [{}, {"wrong word": ["y"]}, {"dropped words": ["w"], "wrong word": ["y"]}, {"cut off": []}]
+    lines = B.confusion(items, flags, range(len(items)))
+    assert lines[0].split(" | ")[1:-1] == list(B.FLAG_OF.values())
+    cells = {ln.split(" | ")[0].lstrip("| "): ln.strip(" |").split(" | ")[1:] for ln in lines[2:]}
+    # dropped words, invented content, untranslated, wrong word, cut off, no flag
+    assert cells["fine (2)"] == ["0", "0", "0", "1", "0", "1"]
+    assert cells["dropped (1)"] == ["1", "0", "0", "1", "0", "0"]
+    assert cells["wrong (2)"] == ["1", "0", "0", "1", "1", "0"]
+    assert cells["invented (0)"] == ["0"] * 6
+    assert len(lines) == 2 + 1 + len(B.KINDS)
+    assert B.confusion(items, flags, [0])[2] == "| fine (1) | 0 | 0 | 0 | 0 | 0 | 1 |"  # only the rows given
