@@ -60,7 +60,10 @@ DOMAIN = "domain"  # a CSV's column of each sentence's domain (a TSV's third col
 # chosen on a labelled set of the model's own translations and measured out of fold (benchmarks/corpus_flags.py).
 FLAGS = {
     "dropped words": "a source content word (numbers and names included, function words out) whose erasure from the "
-    f"source lowers no token the model wrote with p ≥ {faithful.CONFIDENT} by {faithful.DROPPED_NATS} nat or more",
+    f"source lowers no token the model wrote with p ≥ {faithful.CONFIDENT} by {faithful.DROPPED_NATS:g} nats or more, "
+    f"no French word it lowers as much as any source word does (within {faithful.ALIGN_MARGIN:g}) by "
+    f"{faithful.ALIGNED_NATS:g} or more, and that renders no French word together with the content word next to it "
+    f"(erasing both lowers a word {faithful.PAIR_NATS:g} nats more than erasing either)",
     "invented content": "a content word written more often than the source word it depends on (by erasure), or one "
     "the model writes as readily without the source: log p(y|x) − log p(y|empty source) below "
     f"{faithful.INVENTED_NATS}",

@@ -80,7 +80,52 @@ def test_erasure_signals_by_brute_force(bundled):
         np.testing.assert_allclose(f.drops[k], np.where(sure, full - logp(erased), 0.0), atol=1e-4)
     sig = F.signals(f, "A dog catches a red ball.")
     assert sig["min_support_word"] == "red"  # "rouge" is missing: erasing "red" changes nothing written
-    assert sig["min_support"] < F.DROPPED_NATS <= min(F.support(f)[:2])
+    assert sig["min_support"] < 1.0 <= min(F.support(f)[:2])
+
+
+def test_alignment_and_pair_gain_by_brute_force(bundled):
+    """Each source word's alignment and pair gain against the erasures written out, the output words' drops summed
+    over their pieces (every position, sure or not)."""
+    m, tok = bundled.model.eval(), bundled.tokenizer
+    source = "A construction worker wearing a hard hat is operating a crane."
+    src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
+    out = tok.encode("Un ouvrier du bâtiment portant un casque fait fonctionner une grue.") + [m.cfg.eos_id]
+    (f,) = F.faithfulness(m, tok, [src], [out])
+
+    def logp(s):
+        with torch.inference_mode():
+            dec_in = torch.tensor([[m.cfg.decoder_start_id, *out[:-1]]])
+            lp = m(torch.tensor([s]), dec_in).log_softmax(-1)[0]
+        return lp[torch.arange(len(out)), torch.tensor(out)].numpy()
+
+    full = logp(src)
+    content = f.content_src
+    assert [w.text for w in content] == ["construction", "worker", "wearing", "hard", "hat", "operating", "crane."]
+    words = [list(w.pieces) for w in f.out_words if w.content and F.bare(w.text)]
+
+    def word_drops(gone):  # (J,) each French content word's drop with those source words erased
+        d = full - logp([t for i, t in enumerate(src) if i not in {p for k in gone for p in content[k].pieces}])
+        return np.array([d[w].sum() for w in words])
+
+    by = np.array([word_drops([k]) for k in range(len(content))])  # (K, J)
+    near = by >= by.max(0) - F.ALIGN_MARGIN
+    np.testing.assert_allclose(f.aligned, np.where(near, by, 0).max(1).clip(min=0), atol=1e-3)
+    sup = F.support(f)
+    for k in range(len(content)):
+        if sup[k] >= F.DROPPED_READ or f.aligned[k] >= F.ALIGNED_READ:
+            assert np.isnan(f.pair[k])
+            continue
+        beside = [j for j in (k - 1, k + 1) if 0 <= j < len(content)]  # the content words on either side
+        gains = [0.0] + [float((word_drops([k, j]) - np.maximum(by[k], by[j])).max()) for j in beside]
+        np.testing.assert_allclose(f.pair[k], max(gains), atol=1e-3)
+    # "construction worker" -> "ouvrier du bâtiment", "hard hat" -> "casque": one word erased leaves the other to
+    # carry the French, so "worker" and "hat" have little support; erased with their neighbour, the French goes
+    sig = F.signals(f, source)
+    for word in ("worker", "hat"):
+        at = sig["weak_words"].index(word)
+        assert sig["weak_support"][at] < F.DROPPED_NATS and sig["weak_aligned"][at] < F.ALIGNED_NATS
+        assert sig["weak_pair"][at] >= F.PAIR_NATS
+    assert "dropped words" not in F.flagged_words(sig)
 
 
 def _signal(bundled, source: str, output: str, key: str):
@@ -123,6 +168,10 @@ def _synthetic(n: int) -> tuple[list[B.Item], list[dict]]:
         {
             "min_support": float(v),
             "min_support_word": "w",
+            "weak_words": ["w"],
+            "weak_support": [float(v)],
+            "weak_aligned": [0.0],
+            "weak_pair": [0.0],
             "repeated": [],
             "min_sensitivity": 5.0,
             "min_sensitivity_word": "y",
