@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     for kind, (p_min, r_min) in TARGETS.items():
         s = score(items, oof, kind, everything)
         print(
-            f"{FLAG_OF[kind]} (out of fold): precision {s.precision:.2f} (target ≥ {p_min}), recall {s.recall:.2f} "
+            f"{FLAG_OF[kind]} (out of fold): precision {s.precision:.3f} (target ≥ {p_min}), recall {s.recall:.3f} "
             f"(target ≥ {r_min}): {'meets' if s.precision >= p_min and s.recall >= r_min else 'misses'}"
         )
     clean, n = fine_clean(items, oof, everything)

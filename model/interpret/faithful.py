@@ -214,7 +214,9 @@ def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], o
     aligned = [_aligned(d) for d in by_word]
     drops = [np.where(sure[i], every[i], 0.0) for i in range(len(srcs))]
     supported = [d.max(1) if d.size else np.zeros(len(content[i])) for i, d in enumerate(drops)]
-    weak = [np.flatnonzero((supported[i] < DROPPED_READ) & (aligned[i] < ALIGNED_READ)) for i in range(len(srcs))]
+    weak = [
+        np.flatnonzero((supported[i] < DROPPED_READ) & (aligned[i] < ALIGNED_READ)).tolist() for i in range(len(srcs))
+    ]
     pairs = [[(k, j) for k in weak[i] for j in _neighbours(content[i], k)] for i in range(len(srcs))]
     two = _erasures(
         model,

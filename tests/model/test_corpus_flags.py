@@ -15,9 +15,10 @@ from model.interpret import faithful as F
 from model.io.checkpoint import default_model_dir, load_model_dir
 
 # (precision, recall) out of fold (5-fold cross-validation, thresholds chosen on the training folds), a little under
-# what they measured: the targets for dropped and invented (0.8/0.7) are not all reached.
-FLOORS = {"dropped": (0.65, 0.68), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.69, 0.73)}
-FINE_FLOOR = 0.7  # of the sentences labelled fine, the share that raise no flag out of fold
+# what they measured: the targets (dropped and invented 0.8/0.7, 90 % of the fine sentences unflagged) are not all
+# reached.
+FLOORS = {"dropped": (0.78, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.69, 0.73)}
+FINE_FLOOR = 0.74  # of the sentences labelled fine, the share that raise no flag out of fold
 
 
 @pytest.fixture(scope="module")
