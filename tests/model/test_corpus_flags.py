@@ -59,10 +59,12 @@ def test_words_and_function_words():
     ]
 
 
-def test_erasure_signals_by_brute_force(bundled):
+def _forced(bundled, source: str, output: str):
+    """The signals of (source, output) on the bundled model, the source ids, and log p of the output's tokens given
+    any source ids, computed directly (one forward pass)."""
     m, tok = bundled.model.eval(), bundled.tokenizer
-    src = prepare_ids(tok.encode("A dog catches a red ball."), m.cfg.eos_id, m.cfg.max_len)
-    out = tok.encode("Un chien attrape une balle.") + [m.cfg.eos_id]
+    src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
+    out = tok.encode(output) + [m.cfg.eos_id]
     (f,) = F.faithfulness(m, tok, [src], [out])
 
     def logp(s):
@@ -71,6 +73,12 @@ def test_erasure_signals_by_brute_force(bundled):
             lp = m(torch.tensor([s]), dec_in).log_softmax(-1)[0]
         return lp[torch.arange(len(out)), torch.tensor(out)].numpy()
 
+    return f, src, logp
+
+
+def test_erasure_signals_by_brute_force(bundled):
+    f, src, logp = _forced(bundled, "A dog catches a red ball.", "Un chien attrape une balle.")
+    m = bundled.model
     full = logp(src)
     np.testing.assert_allclose(f.logp, full, atol=1e-4)
     np.testing.assert_allclose(f.sensitivity, full - logp([m.cfg.eos_id]), atol=1e-4)
@@ -87,22 +95,14 @@ def test_erasure_signals_by_brute_force(bundled):
 def test_alignment_and_pair_gain_by_brute_force(bundled):
     """Each source word's alignment and pair gain against the erasures written out, the output words' drops summed
     over their pieces (every position, sure or not)."""
-    m, tok = bundled.model.eval(), bundled.tokenizer
     source = "A construction worker wearing a hard hat is operating a crane."
-    src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
-    out = tok.encode("Un ouvrier du bâtiment portant un casque fait fonctionner une grue.") + [m.cfg.eos_id]
-    (f,) = F.faithfulness(m, tok, [src], [out])
-
-    def logp(s):
-        with torch.inference_mode():
-            dec_in = torch.tensor([[m.cfg.decoder_start_id, *out[:-1]]])
-            lp = m(torch.tensor([s]), dec_in).log_softmax(-1)[0]
-        return lp[torch.arange(len(out)), torch.tensor(out)].numpy()
-
+    output = "Un ouvrier du bâtiment portant un casque fait fonctionner une grue."
+    f, src, logp = _forced(bundled, source, output)
     full = logp(src)
     content = f.content_src
     assert [w.text for w in content] == ["construction", "worker", "wearing", "hard", "hat", "operating", "crane."]
-    words = [list(w.pieces) for w in f.out_words if w.content and F.bare(w.text)]
+    words = [list(w.pieces) for w in f.out_words if (w.content and F.bare(w.text)) or F._head(w.text) in F.FR_LIGHT]
+    assert len(words) == 7  # ouvrier, bâtiment, portant, casque, fait (a light verb), fonctionner, grue
 
     def word_drops(gone):  # (J,) each French content word's drop with those source words erased
         d = full - logp([t for i, t in enumerate(src) if i not in {p for k in gone for p in content[k].pieces}])
