@@ -13,7 +13,8 @@ seeded permutation (SEED). On each fold's four training folds, each thresholded 
 best F1 there (ties: the first, the most conservative); the fold held out is flagged with those values. The figures
 reported are pooled over the five held-out folds (out of fold: no sentence is flagged by a threshold chosen on it).
 The shipped constants are the same rule's choice on all rows, printed beside them, with what they reach in sample.
-A flag is right on a sentence when the sentence carries that label. Prints the table; asserts nothing
+A flag is right on a sentence when the sentence carries that label. Prints the table, and which flags the sentences
+of each label raise (where the fine sentences' flags come from); asserts nothing
 (``tests/model/test_corpus_flags.py`` holds the out-of-fold figures to what they reach).
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import itertools
 import math
 import sys
 import time
@@ -150,19 +152,24 @@ def fine_clean(items: list[Item], flags: list[dict], rows) -> tuple[int, int]:
     return sum(not flags[i] for i in fine), len(fine)
 
 
-GRIDS = {  # kind -> (faithful's constant, candidate values)
-    "dropped": ("DROPPED_NATS", [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0]),
-    "wrong": ("WRONG_PROB", [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15]),
-    "invented": ("INVENTED_NATS", [float("-inf"), 0.0, 1.0, 2.0, 3.0, 4.0]),
+GRIDS = {  # kind -> {faithful's constant: candidate values}; a kind's constants are chosen together
+    "dropped": {
+        "DROPPED_NATS": [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0],  # up to faithful.DROPPED_READ
+        "ALIGNED_NATS": [0.25, 0.5, 1.0],  # up to faithful.ALIGNED_READ
+        "PAIR_NATS": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, float("inf")],
+    },
+    "wrong": {"WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15]},
+    "invented": {"INVENTED_NATS": [float("-inf"), 0.0, 1.0, 2.0, 3.0, 4.0]},
 }
 
 
 def choose(items: list[Item], sigs: list[dict], rows) -> dict[str, float]:
-    """Each grid's value with the best F-beta (BETA) on ``rows`` (ties: the first, the most conservative)."""
-    chosen = {}
-    for kind, (name, grid) in GRIDS.items():
-        best = max(grid, key=lambda v: score(items, [raised(s, **{name: v}) for s in sigs], kind, rows).f())
-        chosen[name] = best
+    """Each kind's values (every combination of its grids, in order) with the best F-beta (BETA) on ``rows`` (ties:
+    the first, the most conservative)."""
+    chosen: dict[str, float] = {}
+    for kind, grids in GRIDS.items():
+        combos = [dict(zip(grids, vs)) for vs in itertools.product(*grids.values())]
+        chosen |= max(combos, key=lambda c: score(items, [raised(s, **c) for s in sigs], kind, rows).f())
     return chosen
 
 
@@ -207,6 +214,18 @@ def table(items: list[Item], flags: list[dict], parts: dict[str, range | list[in
     return lines
 
 
+def confusion(items: list[Item], flags: list[dict], rows) -> list[str]:
+    """Markdown rows: for each label (fine first), its sentences and how many of them raise each flag, and none
+    (a sentence with several labels counts under each)."""
+    head = "| label (sentences) | " + " | ".join(FLAG_OF.values()) + " | no flag |"
+    lines = [head, "|" + "---|" * (len(FLAG_OF) + 2)]
+    for label in ("fine", *KINDS):
+        have = [i for i in rows if label in items[i].labels]
+        cells = [str(sum(f in flags[i] for i in have)) for f in FLAG_OF.values()]
+        lines.append(f"| {label} ({len(have)}) | " + " | ".join(cells) + f" | {sum(not flags[i] for i in have)} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     from model.io.checkpoint import load_model_dir
 
@@ -235,12 +254,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     flags = [raised(s) for s in sigs]
     print("\n".join(table(items, oof, {"out of fold": everything})))
+    print("Which flags each label's sentences raise (out of fold):")
+    print("\n".join(confusion(items, oof, everything)))
     print("The shipped thresholds on all rows (in sample, for reference):")
     print("\n".join(table(items, flags, {"in sample": everything})))
     for kind, (p_min, r_min) in TARGETS.items():
         s = score(items, oof, kind, everything)
         print(
-            f"{FLAG_OF[kind]} (out of fold): precision {s.precision:.2f} (target ≥ {p_min}), recall {s.recall:.2f} "
+            f"{FLAG_OF[kind]} (out of fold): precision {s.precision:.3f} (target ≥ {p_min}), recall {s.recall:.3f} "
             f"(target ≥ {r_min}): {'meets' if s.precision >= p_min and s.recall >= r_min else 'misses'}"
         )
     clean, n = fine_clean(items, oof, everything)

@@ -62,8 +62,11 @@ DOMAIN = "domain"  # a CSV's column of each sentence's domain (a TSV's third col
 # The flags, each one line (the page and docs/cli.md show these definitions); thresholds in model.interpret.faithful,
 # chosen on a labelled set of the model's own translations and measured out of fold (benchmarks/corpus_flags.py).
 FLAGS = {
-    "dropped words": "a source content word (numbers and names included, function words out) whose erasure from the "
-    f"source lowers no token the model wrote with p ≥ {faithful.CONFIDENT} by {faithful.DROPPED_NATS} nat or more",
+    "dropped words": "a source content word (numbers and names included, function words out) the translation does "
+    f"not render, read by erasing it from the source: no token written with p ≥ {faithful.CONFIDENT} drops by "
+    f"{faithful.DROPPED_NATS:g} nats, no French word whose drop it causes as much as any source word does (within "
+    f"{faithful.ALIGN_MARGIN:g} nat) drops by {faithful.ALIGNED_NATS:g} nat, and erased with the content word beside "
+    f"it no French word drops {faithful.PAIR_NATS:g} nats more than with either alone",
     "invented content": "a content word written more often than the source word it depends on (by erasure), or one "
     "the model writes as readily without the source: log p(y|x) − log p(y|empty source) below "
     f"{faithful.INVENTED_NATS}",

@@ -7,6 +7,13 @@ Everything here is teacher-forced on the (source, translation) pair, with no gra
   word k (every occurrence of it, all its pieces) is erased from the source. A word that the translation renders
   makes some token much less likely without it; a dropped word changes little. This is an alignment read from the
   model (erasure, as in leave-one-out attribution), not cross-attention mass.
+- **Alignment of a source word**: the largest drop of an output content word (its pieces' sum, written sure or not)
+  among those that word k's erasure lowers within ALIGN_MARGIN of the most any source word's does: the output word
+  it renders as much as any other source word. Erasing any word shifts the context, so a dropped word can still
+  lower some token by a nat; it is rarely the word that does so most.
+- **Pair gain of a source word**: the source erased without the word and an adjacent content word together; the
+  largest extra drop of an output content word over either erased alone. A compound rendered by one French word
+  ("frying pan" → "poêle") has little support for either word, each carrying it without the other, and a large gain.
 - **Source sensitivity of an output word**: log p(word | x, y_<t) − log p(word | x′, y_<t) summed over its pieces,
   with x′ the empty source (only </s>): how much the source, rather than the French already written, chose it.
   An invented word is one that the model would write as readily without the source.
@@ -32,7 +39,12 @@ from model.decode.decoding import length_batches, read_source
 # Thresholds: the best F1 over a grid on a labelled set of the model's own translations; benchmarks/corpus_flags.py
 # prints the choice and what the same rule reaches out of fold (5-fold cross-validation).
 CONFIDENT = 0.2  # a source word supports only output tokens the model wrote with at least this probability
-DROPPED_NATS = 1.0  # a content word whose support is below this is dropped
+DROPPED_NATS = 3.0  # a content word whose support is below this ...
+ALIGNED_NATS = 1.0  # ... its alignment below this ...
+PAIR_NATS = 4.0  # ... and its pair gain below this is dropped
+DROPPED_READ = 3.0  # alignment and pair gain are read for the words whose support is below this ...
+ALIGNED_READ = 1.0  # ... and their alignment below this (the tops of the thresholds' grids)
+ALIGN_MARGIN = 1.0  # a source word renders an output word whose drop it causes within this of the largest
 WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability is a wrong word
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
 NONWORD_PROB = 0.5
@@ -61,6 +73,7 @@ FR_FUNCTION = frozenset(
     quelques chaque plusieurs certains certaines très trop aussi ainsi bien
     """.split()
 )
+FR_LIGHT = frozenset({"fait", "font", "faire"})  # light verbs: function words that render a verb ("rides" -> "fait du")
 _ALNUM = re.compile(r"\w", re.UNICODE)
 _DIGIT = re.compile(r"\d")
 
@@ -155,6 +168,8 @@ class Faithfulness:
     out_words: list[Word]  # the translation's words
     logp: np.ndarray  # (T,) log-probability of each output token given the source
     drops: np.ndarray  # (K, T) log p with the source − log p with word k erased (0 where p < CONFIDENT)
+    aligned: np.ndarray  # (K,) each source content word's alignment, in nats
+    pair: np.ndarray  # (K,) its pair gain (NaN where not read: support or alignment above the READ bounds)
     sensitivity: np.ndarray  # (T,) log p with the source − log p with the empty source, per token
 
     @property
@@ -170,10 +185,10 @@ def _erased(src: Sequence[int], words: list[Word], texts: set[str]) -> list[int]
 
 def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], outs: Sequence[Sequence[int]]):
     """The signals of each (source ids with </s>, output ids) pair: the translation teacher-forced on the source and
-    on the empty source, then on each source with one content word erased (only at the positions written with at
-    least CONFIDENT probability: the only ones support reads), all in batched passes."""
+    on the empty source, then on each source with one content word erased (read at the positions written with at
+    least CONFIDENT probability, which support reads, and at the output content words, which alignment reads), then
+    with a weakly supported word and an adjacent content word erased together (pair gain), all in batched passes."""
     cfg = model.cfg
-    eos = cfg.eos_id
     codes = {i for i in (cfg.source_prefix_id, cfg.forced_bos_id) if i >= 0}  # language codes (mBART-50, NLLB)
 
     def tokens(ids) -> list[str]:  # a language code is no word: special, as words_of reads <s> and </s>
@@ -184,28 +199,90 @@ def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], o
     empty_src = read_source([], cfg)[0]  # the empty source as the model reads one: its language code, then </s>
     base = teacher_forced(model, [*srcs, *[empty_src] * len(srcs)], [*outs, *outs])
     full, empty = base[: len(srcs)], base[len(srcs) :]
-    rows_src: list[list[int]] = []  # one row per distinct erasure, with its output and the positions read
-    rows_out: list[list[int]] = []
-    rows_at: list[list[int]] = []
-    row_of: list[list[int]] = []  # each content word's row
-    for i, (s, o) in enumerate(zip(srcs, outs)):
-        content = [w for w in src_words[i] if w.content]
-        sure = np.flatnonzero(np.exp(full[i]) >= CONFIDENT).tolist()
-        first: dict[str, int] = {}  # a word written twice is erased once (every occurrence)
-        for w in content:
-            if w.text.lower() not in first:
-                first[w.text.lower()] = len(rows_src)
-                rows_src.append(_erased(s, content, {w.text.lower()}) or [eos])
-                rows_out.append(list(o))
-                rows_at.append(sure)
-        row_of.append([first[w.text.lower()] for w in content])
-    erased = teacher_forced(model, rows_src, rows_out, rows_at) if rows_src else []
-    per = [[np.nan_to_num(full[i] - erased[r], nan=0.0) for r in rows] for i, rows in enumerate(row_of)]
+    content = [[w for w in ws if w.content] for ws in src_words]
+    out_content = [
+        [list(w.pieces) for w in ws if (w.content and bare(w.text)) or _head(w.text) in FR_LIGHT] for ws in out_words
+    ]
+    sure = [np.exp(lp) >= CONFIDENT for lp in full]
+    at = [
+        sorted({*np.flatnonzero(sure[i]).tolist(), *(p for w in out_content[i] for p in w)}) for i in range(len(srcs))
+    ]
+    # a word written twice is erased once (every occurrence)
+    singles = [sorted({w.text.lower() for w in c}) for c in content]
+    one = _erasures(model, srcs, outs, content, [[{t} for t in ts] for ts in singles], at)
+    every = [  # (K, T) drops at every position read, each content word's row
+        np.array(
+            [np.nan_to_num(full[i] - one[i][singles[i].index(w.text.lower())], nan=0.0) for w in content[i]]
+        ).reshape(len(content[i]), len(outs[i]))
+        for i in range(len(srcs))
+    ]
+    by_word = [_word_drops(every[i], out_content[i]) for i in range(len(srcs))]  # (K, J)
+    aligned = [_aligned(d) for d in by_word]
+    drops = [np.where(sure[i], every[i], 0.0) for i in range(len(srcs))]
+    supported = [d.max(1) if d.size else np.zeros(len(content[i])) for i, d in enumerate(drops)]
+    weak = [
+        np.flatnonzero((supported[i] < DROPPED_READ) & (aligned[i] < ALIGNED_READ)).tolist() for i in range(len(srcs))
+    ]
+    pairs = [[(k, j) for k in weak[i] for j in _neighbours(content[i], k)] for i in range(len(srcs))]
+    two = _erasures(
+        model,
+        srcs,
+        outs,
+        content,
+        [[{content[i][k].text.lower(), content[i][j].text.lower()} for k, j in pairs[i]] for i in range(len(srcs))],
+        [sorted(p for w in out_content[i] for p in w) for i in range(len(srcs))],
+    )
     out = []
     for i in range(len(srcs)):
-        drops = np.array(per[i]).reshape(len(per[i]), len(outs[i]))  # (K, T)
-        out.append(Faithfulness(src_words[i], out_words[i], full[i], drops, full[i] - empty[i]))
+        pair = np.full(len(content[i]), np.nan)
+        pair[weak[i]] = 0.0  # a weak word without an adjacent content word gains nothing
+        for (k, j), lp in zip(pairs[i], two[i]):
+            both = _word_drops(np.nan_to_num(full[i] - lp, nan=0.0)[None], out_content[i])[0]  # (J,)
+            if both.size:
+                pair[k] = max(pair[k], float((both - np.maximum(by_word[i][k], by_word[i][j])).max()))
+        out.append(Faithfulness(src_words[i], out_words[i], full[i], drops[i], aligned[i], pair, full[i] - empty[i]))
     return out
+
+
+def _erasures(model, srcs, outs, content, erase: list[list[set[str]]], at: list[list[int]]) -> list[list[np.ndarray]]:
+    """Each sentence's output teacher-forced on its source without each set of words in ``erase[i]`` (every
+    occurrence, case-insensitive), read at the positions ``at[i]``: log-probabilities (T,), NaN elsewhere."""
+    empty = read_source([], model.cfg)[0]  # all erased: the empty source as the model reads one
+    flat = [(i, gone) for i in range(len(srcs)) for gone in erase[i]]
+    got = (
+        teacher_forced(
+            model,
+            [_erased(srcs[i], content[i], gone) or empty for i, gone in flat],
+            [list(outs[i]) for i, _ in flat],
+            [at[i] for i, _ in flat],
+        )
+        if flat
+        else []
+    )
+    out: list[list[np.ndarray]] = [[] for _ in srcs]
+    for (i, _), lp in zip(flat, got):
+        out[i].append(lp)
+    return out
+
+
+def _word_drops(drops: np.ndarray, words: list[list[int]]) -> np.ndarray:
+    """(K, T) token drops -> (K, J) each output content word's drop (its pieces' sum)."""
+    return np.stack([drops[:, w].sum(1) for w in words], 1) if words else np.zeros((len(drops), 0))
+
+
+def _aligned(by_word: np.ndarray) -> np.ndarray:
+    """(K, J) -> (K,) each source word's alignment: the largest drop it causes to an output word among those whose
+    drop it causes within ALIGN_MARGIN of the largest (0 where none)."""
+    if not by_word.size:
+        return np.zeros(len(by_word))
+    near = by_word >= by_word.max(0, keepdims=True) - ALIGN_MARGIN
+    return np.where(near, by_word, 0.0).max(1).clip(min=0.0)
+
+
+def _neighbours(content: list[Word], k: int) -> list[int]:
+    """The content words next to content word k on either side (function words between skipped: "rides a bicycle"),
+    their indices in ``content``; the same word aside."""
+    return [j for j in (k - 1, k + 1) if 0 <= j < len(content) and content[j].text.lower() != content[k].text.lower()]
 
 
 # ---------------------------------------------------------------------------
@@ -274,6 +351,10 @@ def signals(f: Faithfulness, source: str) -> dict:
     sup = support(f)
     words = [(float(s), bare(w.text)) for w, s in zip(f.content_src, sup) if _head(w.text) not in EN_PARTICLES]
     weakest = min(words, default=(float("nan"), ""))
+    weak: dict[str, tuple[float, float, float]] = {}  # the words whose alignment and pair gain were read
+    for w, s, a, g in zip(f.content_src, sup, f.aligned, f.pair):
+        if _head(w.text) not in EN_PARTICLES and np.isfinite(g):
+            weak.setdefault(bare(w.text), (float(s), float(a), float(g)))
     out = [w for w in f.out_words if w.content and bare(w.text)]
     own = [w for w in out if bare(w.text).lower() not in src_low]  # written, not copied from the source
     probs = [(float(np.exp(f.logp[list(w.pieces)].sum())), bare(w.text)) for w in own]
@@ -293,6 +374,10 @@ def signals(f: Faithfulness, source: str) -> dict:
     return {
         "min_support": weakest[0],
         "min_support_word": weakest[1],
+        "weak_words": list(weak),
+        "weak_support": [v[0] for v in weak.values()],
+        "weak_aligned": [v[1] for v in weak.values()],
+        "weak_pair": [v[2] for v in weak.values()],
         "repeated": repeated,
         "min_sensitivity": min(sens, default=(float("nan"), ""))[0],
         "min_sensitivity_word": min(sens, default=(float("nan"), ""))[1],
@@ -309,7 +394,11 @@ FLAG_WORDS = ("dropped words", "invented content", "untranslated", "wrong word")
 def flagged_words(sig: dict) -> dict[str, list[str]]:
     """The faithfulness flags a sentence raises, each with the words concerned (none raised: empty)."""
     found = {
-        "dropped words": [sig["min_support_word"]] if sig["min_support"] < DROPPED_NATS else [],
+        "dropped words": [
+            w
+            for w, s, a, g in zip(sig["weak_words"], sig["weak_support"], sig["weak_aligned"], sig["weak_pair"])
+            if s < DROPPED_NATS and a < ALIGNED_NATS and g < PAIR_NATS
+        ],
         "invented content": sig["repeated"]
         + ([sig["min_sensitivity_word"]] if sig["min_sensitivity"] < INVENTED_NATS else []),
         "untranslated": sig["untranslated_words"],

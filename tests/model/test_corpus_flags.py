@@ -15,9 +15,10 @@ from model.interpret import faithful as F
 from model.io.checkpoint import default_model_dir, load_model_dir
 
 # (precision, recall) out of fold (5-fold cross-validation, thresholds chosen on the training folds), a little under
-# what they measured: the targets for dropped and invented (0.8/0.7) are not all reached.
-FLOORS = {"dropped": (0.65, 0.68), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.69, 0.73)}
-FINE_FLOOR = 0.7  # of the sentences labelled fine, the share that raise no flag out of fold
+# what they measured: the targets (dropped and invented 0.8/0.7, 90 % of the fine sentences unflagged) are not all
+# reached.
+FLOORS = {"dropped": (0.78, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.69, 0.73)}
+FINE_FLOOR = 0.74  # of the sentences labelled fine, the share that raise no flag out of fold
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +59,12 @@ def test_words_and_function_words():
     ]
 
 
-def test_erasure_signals_by_brute_force(bundled):
+def _forced(bundled, source: str, output: str):
+    """The signals of (source, output) on the bundled model, the source ids, and log p of the output's tokens given
+    any source ids, computed directly (one forward pass)."""
     m, tok = bundled.model.eval(), bundled.tokenizer
-    src = prepare_ids(tok.encode("A dog catches a red ball."), m.cfg.eos_id, m.cfg.max_len)
-    out = tok.encode("Un chien attrape une balle.") + [m.cfg.eos_id]
+    src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
+    out = tok.encode(output) + [m.cfg.eos_id]
     (f,) = F.faithfulness(m, tok, [src], [out])
 
     def logp(s):
@@ -70,6 +73,12 @@ def test_erasure_signals_by_brute_force(bundled):
             lp = m(torch.tensor([s]), dec_in).log_softmax(-1)[0]
         return lp[torch.arange(len(out)), torch.tensor(out)].numpy()
 
+    return f, src, logp
+
+
+def test_erasure_signals_by_brute_force(bundled):
+    f, src, logp = _forced(bundled, "A dog catches a red ball.", "Un chien attrape une balle.")
+    m = bundled.model
     full = logp(src)
     np.testing.assert_allclose(f.logp, full, atol=1e-4)
     np.testing.assert_allclose(f.sensitivity, full - logp([m.cfg.eos_id]), atol=1e-4)
@@ -80,7 +89,44 @@ def test_erasure_signals_by_brute_force(bundled):
         np.testing.assert_allclose(f.drops[k], np.where(sure, full - logp(erased), 0.0), atol=1e-4)
     sig = F.signals(f, "A dog catches a red ball.")
     assert sig["min_support_word"] == "red"  # "rouge" is missing: erasing "red" changes nothing written
-    assert sig["min_support"] < F.DROPPED_NATS <= min(F.support(f)[:2])
+    assert sig["min_support"] < 1.0 <= min(F.support(f)[:2])
+
+
+def test_alignment_and_pair_gain_by_brute_force(bundled):
+    """Each source word's alignment and pair gain against the erasures written out, the output words' drops summed
+    over their pieces (every position, sure or not)."""
+    source = "A construction worker wearing a hard hat is operating a crane."
+    output = "Un ouvrier du bâtiment portant un casque fait fonctionner une grue."
+    f, src, logp = _forced(bundled, source, output)
+    full = logp(src)
+    content = f.content_src
+    assert [w.text for w in content] == ["construction", "worker", "wearing", "hard", "hat", "operating", "crane."]
+    words = [list(w.pieces) for w in f.out_words if (w.content and F.bare(w.text)) or F._head(w.text) in F.FR_LIGHT]
+    assert len(words) == 7  # ouvrier, bâtiment, portant, casque, fait (a light verb), fonctionner, grue
+
+    def word_drops(gone):  # (J,) each French content word's drop with those source words erased
+        d = full - logp([t for i, t in enumerate(src) if i not in {p for k in gone for p in content[k].pieces}])
+        return np.array([d[w].sum() for w in words])
+
+    by = np.array([word_drops([k]) for k in range(len(content))])  # (K, J)
+    near = by >= by.max(0) - F.ALIGN_MARGIN
+    np.testing.assert_allclose(f.aligned, np.where(near, by, 0).max(1).clip(min=0), atol=1e-3)
+    sup = F.support(f)
+    for k in range(len(content)):
+        if sup[k] >= F.DROPPED_READ or f.aligned[k] >= F.ALIGNED_READ:
+            assert np.isnan(f.pair[k])
+            continue
+        beside = [j for j in (k - 1, k + 1) if 0 <= j < len(content)]  # the content words on either side
+        gains = [0.0] + [float((word_drops([k, j]) - np.maximum(by[k], by[j])).max()) for j in beside]
+        np.testing.assert_allclose(f.pair[k], max(gains), atol=1e-3)
+    # "construction worker" -> "ouvrier du bâtiment", "hard hat" -> "casque": one word erased leaves the other to
+    # carry the French, so "worker" and "hat" have little support; erased with their neighbour, the French goes
+    sig = F.signals(f, source)
+    for word in ("worker", "hat"):
+        at = sig["weak_words"].index(word)
+        assert sig["weak_support"][at] < F.DROPPED_NATS and sig["weak_aligned"][at] < F.ALIGNED_NATS
+        assert sig["weak_pair"][at] >= F.PAIR_NATS
+    assert "dropped words" not in F.flagged_words(sig)
 
 
 def _signal(bundled, source: str, output: str, key: str):
@@ -123,6 +169,10 @@ def _synthetic(n: int) -> tuple[list[B.Item], list[dict]]:
         {
             "min_support": float(v),
             "min_support_word": "w",
+            "weak_words": ["w"],
+            "weak_support": [float(v)],
+            "weak_aligned": [0.0],
+            "weak_pair": [0.0],
             "repeated": [],
             "min_sensitivity": 5.0,
             "min_sensitivity_word": "y",
@@ -169,3 +219,23 @@ def test_flags_on_the_labelled_set(items, bundled):
     assert clean >= FINE_FLOOR * n, (clean, n)
     cut = B.score(items, [B.raised(s) for s in sigs], "cutoff", everything)
     assert cut.tp >= 1 and cut.fp == cut.fn == 0
+
+
+def test_confusion_counts_each_labels_sentences_by_the_flags_they_raise():
+    items = [
+        B.Item("own", "x", "y", {"fine": []}),
+        B.Item("own", "x", "y", {"fine": []}),
+        B.Item("own", "x", "y", {"dropped": ["w"], "wrong": ["v"]}),
+        B.Item("own", "x", "y", {"wrong": ["v"]}),
+    ]
+    flags = [{}, {"wrong word": ["y"]}, {"dropped words": ["w"], "wrong word": ["y"]}, {"cut off": []}]
+    lines = B.confusion(items, flags, range(len(items)))
+    assert lines[0].split(" | ")[1:-1] == list(B.FLAG_OF.values())
+    cells = {ln.split(" | ")[0].lstrip("| "): ln.strip(" |").split(" | ")[1:] for ln in lines[2:]}
+    # dropped words, invented content, untranslated, wrong word, cut off, no flag
+    assert cells["fine (2)"] == ["0", "0", "0", "1", "0", "1"]
+    assert cells["dropped (1)"] == ["1", "0", "0", "1", "0", "0"]
+    assert cells["wrong (2)"] == ["1", "0", "0", "1", "1", "0"]
+    assert cells["invented (0)"] == ["0"] * 6
+    assert len(lines) == 2 + 1 + len(B.KINDS)
+    assert B.confusion(items, flags, [0])[2] == "| fine (1) | 0 | 0 | 0 | 0 | 0 | 1 |"  # only the rows given
