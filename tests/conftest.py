@@ -16,7 +16,7 @@ import torch
 from harness.browser import BROWSER_ARGS, CHROMIUM
 from model import Transformer
 from model.core.tokenizer import Tokenizer
-from model.io.checkpoint import use_threads
+from model.io.checkpoint import ENV_THREADS, use_threads
 from model.testing import build_tiny_model_dir, make_model, make_tokenizer
 
 THREADS = pytest.StashKey[int]()  # torch's threads for every test, as pytest_configure set them
@@ -26,10 +26,15 @@ def pytest_configure(config) -> None:
     """Under pytest-xdist each worker decodes on one thread: one worker a core, and a worker's torch and BLAS pools
     on several threads each would spin against the other workers' (the fast tier took 1.5 times as long).
 
+    The CLI asks for 2 threads (``model.io.checkpoint.set_threads``): a worker runs its tests on one through the
+    variable that overrides that, or the CLI's tests spin a second thread against the other worker (an explain
+    --contrast test took 15 CPU seconds instead of 2).
+
     Every new AppTest scans the metadata of every installed package for Streamlit components (0.3 s, a third of a
     typical AppTest test here); the installed packages do not change during a session, so the scan runs once."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         use_threads(1)
+        os.environ.setdefault(ENV_THREADS, "1")
     config.stash[THREADS] = torch.get_num_threads()
     from streamlit.components.v2 import manifest_scanner
 

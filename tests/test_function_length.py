@@ -2,6 +2,7 @@
 comment right above its def (or its decorators) that starts with "# Long on purpose:"."""
 
 import ast
+import functools
 import os
 from pathlib import Path
 
@@ -19,6 +20,7 @@ def python_files(root: Path):
         yield from (here / f for f in files if f.endswith(".py"))
 
 
+@functools.cache  # both tests read the same tree: parsed once
 def long_functions(root: Path) -> list[tuple[str, str, int, bool]]:
     """(file, name, length, says why) of every function over LONG lines outside tests/ and .venv."""
     out = []

@@ -22,6 +22,7 @@ from model.core.transformer import Transformer
 CONFIG, WEIGHTS, TOKENIZER, CARD = "config.json", "model.safetensors", "tokenizer.json", "MODEL_CARD.md"
 ENV_MODEL = "DECODER_LENS_MODEL"  # environment variable: the model directory the app opens first
 ENV_DEVICE = "DECODER_LENS_DEVICE"  # cpu (the default) or cuda: where the CLI runs the model
+ENV_THREADS = "DECODER_LENS_THREADS"  # the threads the CLI and the app decode on, instead of their defaults
 
 
 def default_model_dir() -> Path:
@@ -329,7 +330,7 @@ def set_threads(default: int = 1, single_row: bool = False) -> int:
     import os
 
     try:
-        n = int(os.environ.get("DECODER_LENS_THREADS", default))
+        n = int(os.environ.get(ENV_THREADS, default))
     except ValueError:
         n = default
     return use_threads(n, single_row)

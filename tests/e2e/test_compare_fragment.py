@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
+import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from harness.browser import app_env, serve
@@ -22,6 +23,7 @@ def texts(run) -> list[str]:
     return [el.body for kind, el, _ in run.elements.values() if kind in ("markdown", "text")]
 
 
+@pytest.mark.slow  # a real server: a fresh Python process
 def test_a_step_and_the_site_rerun_the_patching_part_alone(tiny_model_dir, tmp_path):
     with serve(ROOT / "app.py", tmp_path / "st.log", app_env(tiny_model_dir)) as server:
         query = urlencode({"src": A, "srcb": B, "step": "1", "site": "dec", "max_len": "6"})

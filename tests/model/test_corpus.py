@@ -381,6 +381,7 @@ def test_cli_missing_file_exits_2(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error:")
 
 
+@pytest.mark.slow  # sacrebleu's command line: a fresh Python process
 def test_corpus_scores_equal_sacrebleu_cli(tmp_path):
     """Corpus BLEU and chrF, their signatures and bootstrap intervals, as the sacrebleu command prints them."""
     hyps = ["le chat est assis sur le tapis", "un chien court vite", "Tom a trois pommes", "bonjour"] * 5
@@ -412,6 +413,7 @@ def test_cli_prints_scores_flag_counts_and_correlations(tiny_model_dir, tmp_path
     assert "Spearman ρ with sentence chrF: mean probability" in out and "3 sentences analysed" in out
 
 
+@pytest.mark.slow  # sacrebleu's command line: a fresh Python process
 def test_two_runs_paired_bootstrap_equals_sacrebleu_cli(tmp_path):
     from model.interpret.runs import compare_runs
 

@@ -983,6 +983,7 @@ def _python(code: str, *args: str, env: dict[str, str]) -> str:
     return run.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow  # a fresh Python process
 def test_a_first_explore_page_imports_none_of_what_it_does_not_show(tiny_model_dir):
     """pandas (~0.3 s) comes with the first table, SQLAlchemy (~0.4 s) with the first page that keeps a class's
     answers and numba (~0.25 s) with the first compiled decode (a beam search, an untraced one): a fresh server's first
@@ -1006,6 +1007,7 @@ print(json.dumps(sorted(m for m in set(sys.modules) - before if m.split(".")[0] 
 """
 
 
+@pytest.mark.slow  # a fresh Python process
 def test_after_the_warm_start_a_first_explore_page_imports_nothing_of_the_model_the_figures_or_streamlit_s_tables(
     tiny_model_dir,
 ):
