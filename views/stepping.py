@@ -24,6 +24,7 @@ from views.plot import tagged
 from . import export, handout, session, stages, whatif
 from .common import (
     badges,
+    decode_ahead,
     fail,
     get_decode,
     head_label,
@@ -185,7 +186,9 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     base = ch.unforced()
     keep_user = frozenset(i for i in v.user_forced if i < step)
     force = partial(_force, keep_user=keep_user, base=base)
-    whatif_panel(partial(whatif.render, lm, v, cur, r_now, list(line.inputs[1 : step + 1]), step, tok_text, force))
+    pick = partial(_decode_ahead, lm, base, src)
+    so_far = list(line.inputs[1 : step + 1])
+    whatif_panel(partial(whatif.render, lm, v, cur, r_now, so_far, step, tok_text, force, pick))
     make = partial(handout_bytes, lm, v, ch, res, line, src, src_tokens, stage)
     at = export.Position(ch, res, list(rows), step, list(reads), list(src_tokens))
     export_panel(partial(export.render_decode, lm, at, table, tok_text, live_table, make))
@@ -210,6 +213,11 @@ def panel_fragment(label: str, key: str, render: Callable[[], None]) -> None:
                 render()
     except Exception as e:  # rerun alone, outside the step view's own guard
         fail("Could not show this panel", e)
+
+
+def _decode_ahead(lm: LoadedModel, base: Choices, src: tuple[int, ...], prefix: tuple[int, ...]) -> None:
+    """Start the decode that forcing ``prefix`` asks for (``_force``), while the reader is still choosing."""
+    decode_ahead(lm, replace(base, decode=replace(base.decode, prefix=prefix)), src)
 
 
 def _force(prefix: tuple[int, ...], user: frozenset[int], keep_user: frozenset[int], base: Choices) -> None:

@@ -13,9 +13,10 @@ from .stages.context import TOP_SHOWN
 from .state import View, to_query
 
 
-def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_text, on_force) -> None:
+def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_text, on_force, on_pick=None) -> None:
     """``on_force(prefix, user_positions)`` receives the new forced prefix (the tokens so far along the shown
-    path, then the forced ones) and the positions of it that the user chose."""
+    path, then the forced ones) and the positions of it that the user chose; ``on_pick(prefix)``, the prefix that
+    re-decoding with the alternative chosen now would force (to decode it ahead)."""
     alts = [int(i) for i in cur.top_ids[r_now][:TOP_SHOWN]]
     probs = np.exp(cur.top_logprobs[r_now][:TOP_SHOWN])
     by_label = {f"{k + 1}. {show_token(token_text(i))}  (p = {p:.3f})": i for k, (i, p) in enumerate(zip(alts, probs))}
@@ -44,6 +45,8 @@ def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_
             forced = [int(i) for i in ids]
     if forced is not None:
         on_force(tuple(so_far + forced), frozenset(range(len(so_far), len(so_far) + len(forced))))
+    if on_pick is not None and pick is not None:
+        on_pick(tuple([*so_far, int(pick)]))
     if pick is not None:  # "why the chosen token rather than this one?" on the Compare page (a link: a new page)
         view = replace(view, contrast=lm.tokenizer.id_to_token(pick), step=step)
         st.link_button(
