@@ -1,0 +1,38 @@
+"""The controls benchmark's ``--only``: the controls named, by the start of their names, with those they need clicked
+before them in the same pass, in the pass's order; a name that matches none is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.controls_latency import NEEDS, selected
+
+NAMES = [
+    "open What if?",
+    "force a token",
+    "Clear",
+    "open Export",
+    "position's records (NPZ)",
+    "handout",
+    "a position's ZIP (handout)",
+    "change stage",
+    "change layer",
+]
+
+
+def test_only_the_controls_named_and_those_they_need_in_pass_order():
+    assert selected(NAMES, None) == NAMES
+    assert selected(NAMES, ["change stage", "change layer"]) == ["change stage", "change layer"]
+    assert selected(NAMES, ["clear"]) == ["open What if?", "force a token", "Clear"]
+    assert selected(NAMES, ["a position's ZIP", "open what"]) == [
+        "open What if?",
+        "open Export",
+        "handout",
+        "a position's ZIP (handout)",
+    ]
+    assert set(NEEDS) | set(NEEDS.values()) <= set(NAMES)
+
+
+def test_a_name_that_matches_no_control_is_refused():
+    with pytest.raises(SystemExit, match="no control is named zoom"):
+        selected(NAMES, ["zoom"])
