@@ -37,7 +37,6 @@ from harness.browser import (
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
-    DRAWN_JS,
     IDLE_JS,
     ROOT,
     app_env,
@@ -57,10 +56,21 @@ URL_HAS = (  # the link's parameter k is v (None: absent)
 )
 
 
+# Every figure in the window drawn (heatmaps as images) and none being drawn: a figure new to the page below the
+# window is drawn once the page's update is over, in idle moments (views/plot.js), as one whose update waits is.
+VIEW_DRAWN_JS = """() => !document.querySelector('[data-drawing]') &&
+  [...document.querySelectorAll('.decoder-lens-plot')].every((el) => {
+    const r = el.getBoundingClientRect();
+    if (!(r.bottom > 0 && r.top < innerHeight && el.offsetWidth > 0)) return true;
+    const heat = (el._fullData || []).some((t) => t.type === 'heatmap');
+    return Boolean(el._fullLayout && el.querySelector('.main-svg') && (!heat || el.querySelector('.hm image')));
+  })"""
+
+
 def settled(page) -> None:
     """The run is over and every figure in view is drawn."""
     page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
-    page.wait_for_function(DRAWN_JS, arg=0, timeout=TIMEOUT_MS)
+    page.wait_for_function(VIEW_DRAWN_JS, timeout=TIMEOUT_MS)
 
 
 def opened(page) -> None:
