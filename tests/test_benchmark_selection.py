@@ -3,26 +3,19 @@ before them in the same pass, in the pass's order; a name that matches none is r
 
 from __future__ import annotations
 
+from unittest.mock import MagicMock
+
 import pytest
 
-from benchmarks.controls_latency import NEEDS, selected
+from benchmarks.controls_latency import NEEDS, controls, selected
 
-NAMES = [
-    "open What if?",
-    "force a token",
-    "Clear",
-    "open Export",
-    "position's records (NPZ)",
-    "handout",
-    "a position's ZIP (handout)",
-    "change stage",
-    "change layer",
-]
+NAMES = [name for name, _ in controls(MagicMock(), "")]  # the pass's controls, none of them clicked
 
 
 def test_only_the_controls_named_and_those_they_need_in_pass_order():
     assert selected(NAMES, None) == NAMES
     assert selected(NAMES, ["change stage", "change layer"]) == ["change stage", "change layer"]
+    assert selected(NAMES, ["switch to C"]) == ["switch to Compare", "switch to Corpus"]
     assert selected(NAMES, ["clear"]) == ["open What if?", "force a token", "Clear"]
     assert selected(NAMES, ["a position's ZIP", "open what"]) == [
         "open What if?",

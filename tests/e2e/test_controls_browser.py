@@ -8,36 +8,15 @@ A missing browser is a failure, never a skip."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from harness.browser import DRAWN_JS, IDLE_JS, serve
-from model.io.checkpoint import ENV_MODEL
+from harness.browser import DRAWN_JS, IDLE_JS
+from tests.e2e import test_student_edges_browser as edges
 from tests.e2e.test_learn_browser import at_position, open_options
 
-ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
 BEAM = "src=The%20cat%20is%20sleeping%20on%20the%20sofa.&strategy=beam&beam=3&max_len=8&stage=output&step=2"
 # What the step view sends when it runs: a figure's element (views/plot.py) and the chips' line (views/stepping.py)
 STEP_VIEW = (b'"figure": {', b"Generated so far")
-
-
-@pytest.fixture(scope="module")
-def server(tiny_model_dir, tmp_path_factory):
-    log = tmp_path_factory.mktemp("controls") / "streamlit.log"
-    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
-        yield srv.url
-    text = log.read_text(errors="replace")
-    assert "Traceback" not in text, text[-4000:]
-
-
-@pytest.fixture
-def page(browser):
-    page = browser.new_page(viewport={"width": 1366, "height": 768})
-    page.set_default_timeout(TIMEOUT_MS)
-    yield page
-    page.close()
+server, page = edges.server, edges.page  # the fixtures: a server of the tiny model, a page at 1366 x 768
 
 
 def received(page) -> list[bytes]:
