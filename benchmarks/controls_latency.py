@@ -37,6 +37,7 @@ from harness.browser import (
     BROWSER_ARGS,
     CHROMIUM,
     DEFAULT_MODEL,
+    DRAWN_JS,
     IDLE_JS,
     ROOT,
     app_env,
@@ -74,9 +75,11 @@ def settled(page) -> None:
 
 
 def opened(page) -> None:
-    """Explore's step view shown (before its first run the page is idle with no figure: not yet opened), settled."""
+    """Explore's step view shown (before its first run the page is idle with no figure: not yet opened), settled,
+    and every figure below the window drawn too: the first control starts from a page done drawing."""
     page.locator(".st-key-next_chip").first.wait_for(timeout=TIMEOUT_MS)
     settled(page)
+    page.wait_for_function(DRAWN_JS, arg=0, timeout=TIMEOUT_MS)
 
 
 def timed(page, act: Callable[[], None], done: Callable[[], None]) -> float:
