@@ -1,7 +1,7 @@
 """Every control a student uses, timed in a real browser against the floor page's rerun, and the CLI's one-sentence
 commands against ``python -c "import torch"``.
 
-    python benchmarks/controls_latency.py [--model DIR] [--runs 3] [--busy] [--smoke]
+    python benchmarks/controls_latency.py [--model DIR] [--runs 3] [--busy] [--smoke] [--only NAME,…]
 
 ``streamlit run app.py`` on a free localhost port, driven by Playwright and Debian's Chromium, Explore opened on a
 sentence in beam search (its step view shown and drawn first): each control from its click (or key) until the page
@@ -14,7 +14,9 @@ rerun (a button that redraws one heatmap), measured in the same run (``app_laten
 torch"``. Prints a table (median of ``--runs``) and a verdict per target: every control ≤ 3 × the floor's rerun, a
 page switch ≤ 2 s, each CLI command ≤ 2 × the import. ``--busy`` times every control again while a second process
 keeps one core busy (a class shares its server), interleaved pass by pass with the quiet ones, verdict: each control
-≤ 2 × its quiet median. The machine's load is the caller's to say.
+≤ 2 × its quiet median. ``--only`` times the controls named (as the table names them, or the start of the name:
+"force", "change stage"), with the ones they need clicked first (What if? opened before a token is forced, …),
+and the floor; not the CLI. The machine's load is the caller's to say.
 """
 
 from __future__ import annotations
@@ -55,16 +57,29 @@ URL_HAS = (  # the link's parameter k is v (None: absent)
 )
 
 
+# Every figure in the window drawn (heatmaps as images) and none being drawn: a figure new to the page below the
+# window is drawn once the page's update is over, in idle moments (views/plot.js), as one whose update waits is.
+VIEW_DRAWN_JS = """() => !document.querySelector('[data-drawing]') &&
+  [...document.querySelectorAll('.decoder-lens-plot')].every((el) => {
+    const r = el.getBoundingClientRect();
+    if (!(r.bottom > 0 && r.top < innerHeight && el.offsetWidth > 0)) return true;
+    const heat = (el._fullData || []).some((t) => t.type === 'heatmap');
+    return Boolean(el._fullLayout && el.querySelector('.main-svg') && (!heat || el.querySelector('.hm image')));
+  })"""
+
+
 def settled(page) -> None:
     """The run is over and every figure in view is drawn."""
     page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
-    page.wait_for_function(DRAWN_JS, arg=0, timeout=TIMEOUT_MS)
+    page.wait_for_function(VIEW_DRAWN_JS, timeout=TIMEOUT_MS)
 
 
 def opened(page) -> None:
-    """Explore's step view shown (before its first run the page is idle with no figure: not yet opened), settled."""
+    """Explore's step view shown (before its first run the page is idle with no figure: not yet opened), settled,
+    and every figure below the window drawn too: the first control starts from a page done drawing."""
     page.locator(".st-key-next_chip").first.wait_for(timeout=TIMEOUT_MS)
     settled(page)
+    page.wait_for_function(DRAWN_JS, arg=0, timeout=TIMEOUT_MS)
 
 
 def timed(page, act: Callable[[], None], done: Callable[[], None]) -> float:
@@ -141,6 +156,30 @@ def pick(page, key: str, option: int | str) -> Callable[[], None]:
         options.nth(option).click()
 
     return act
+
+
+# What a control needs clicked before it, in the same pass (``--only``).
+NEEDS = {
+    "force a token": "open What if?",
+    "Clear": "force a token",
+    "position's records (NPZ)": "open Export",
+    "handout": "open Export",
+    "a position's ZIP (handout)": "handout",
+}
+
+
+def selected(names: list[str], only: list[str] | None) -> list[str]:
+    """The controls of ``names`` that ``only`` names (by the start of the name) and those they need, in pass order."""
+    if not only:
+        return names
+    chosen = {n for n in names if any(n.lower().startswith(o.strip().lower()) for o in only)}
+    if unknown := [o for o in only if not any(n.lower().startswith(o.strip().lower()) for n in names)]:
+        raise SystemExit(f"--only: no control is named {', '.join(unknown)}; the controls: {', '.join(names)}")
+    for name in list(chosen):
+        while name in NEEDS:
+            name = NEEDS[name]
+            chosen.add(name)
+    return [n for n in names if n in chosen]
 
 
 def controls(page, url: str) -> list[tuple[str, Callable[[], float]]]:
@@ -241,6 +280,8 @@ def report(app: dict[str, list[float]], floor_s: float, cli: dict[str, float]) -
         ok = m <= MAX_SWITCH_S if switch else m <= MAX_CONTROL_RATIO * floor_s
         target = f"≤ {MAX_SWITCH_S:g} s" if switch else f"≤ {MAX_CONTROL_RATIO:g}× floor"
         print(f"{name:<32}{m * 1000:>8.0f} ms{m / floor_s:>9.1f}×  {'PASS' if ok else 'FAIL'} ({target})")
+    if not cli:
+        return
     base = cli['python -c "import torch"']
     print(f'CLI, one sentence, fresh process (python -c "import torch": {base:.2f} s)')
     for name, secs in cli.items():
@@ -258,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--busy", action="store_true", help="each pass again with one core kept busy")
     ap.add_argument("--smoke", action="store_true", help="the tests' tiny random model, one run")
+    ap.add_argument("--only", type=lambda s: s.split(","), help="these controls only (and those they need), no CLI")
     args = ap.parse_args(argv)
     require_chromium()
     from playwright.sync_api import sync_playwright
@@ -274,25 +316,28 @@ def main(argv: list[str] | None = None) -> int:
                     for _ in range(runs):
                         for busy in (False, True) if args.busy else (False,):
                             with one_core_busy(busy):
-                                passes(browser, server.url, app[busy])
+                                passes(browser, server.url, app[busy], args.only)
                 floor = measure_floor(browser, tmp, (64, 64), max(5, 3 * runs), 1)
             finally:
                 browser.close()
-        report(app[False], statistics.median(floor["step"]), cli_times(model, runs))
+        report(app[False], statistics.median(floor["step"]), {} if args.only else cli_times(model, runs))
         if args.busy:
             report_busy(app[False], app[True])
     return 0
 
 
-def passes(browser, url: str, into: dict[str, list[float]]) -> None:
-    """One pass over every control in a fresh page, each time added to ``into``."""
+def passes(browser, url: str, into: dict[str, list[float]], only: list[str] | None = None) -> None:
+    """One pass over every control (or those ``only`` selects) in a fresh page, each time added to ``into``."""
     page = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
     page.set_default_timeout(TIMEOUT_MS)
     try:
         page.goto(f"{url}/explore?{QUERY}&stage=output&step=2")
         opened(page)
-        for name, control in controls(page, url):
-            into.setdefault(name, []).append(control())
+        every = controls(page, url)
+        chosen = selected([name for name, _ in every], only)
+        for name, control in every:
+            if name in chosen:
+                into.setdefault(name, []).append(control())
     finally:
         page.close()
 

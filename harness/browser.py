@@ -121,13 +121,16 @@ PAINTED_JS = (
 """
 )
 
-# True once the page is idle, shows at least ``minPlots`` plots and every plot is drawn (heatmaps as images);
+# True once the page is idle, shows at least ``minPlots`` plots and every plot is drawn (heatmaps as images), those
+# new to the page below the window too (views/plot.js draws them once the page's update is over, in idle moments);
 # unlike PAINTED_JS it asks nothing of what the plots show.
 DRAWN_JS = """
 (minPlots) => {
   if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (document.querySelector('[data-stale="true"]')) return false;
   if (document.querySelector('[data-drawing]')) return false;
+  for (const el of document.querySelectorAll('.decoder-lens-plot:not(.js-plotly-plot)'))
+    if (el.offsetWidth > 0 && !el.closest('details:not([open])')) return false;
   const plots = [...document.querySelectorAll('.js-plotly-plot')];
   for (const el of plots) {
     if (!el._fullLayout || !el.querySelector('.main-svg')) return false;

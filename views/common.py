@@ -21,7 +21,7 @@ from model.io.checkpoint import LoadedModel, load_model_dir, set_threads
 from viz.common import Figure
 
 from .cache import SessionCache
-from .plot import Drawing, plot
+from .plot import Drawing, ahead, plot
 from .state import MEAN_HEADS, Choices
 
 log = logging.getLogger("decoder_lens")
@@ -233,13 +233,47 @@ def cached(name: str, key: Hashable, compute: Callable[[], Any], shared: bool = 
 
 def get_decode(lm: LoadedModel, ch: Choices, src_ids: tuple[int, ...]) -> DecodeResult:
     """The recorded decode of ``ch`` (compacted: O(T) K/V records): the same for every session that asks for it
-    (a class typing the sentence on the board decodes it once), so shared between sessions while one keeps it."""
+    (a class typing the sentence on the board decodes it once), so shared between sessions while one keeps it.
+    A decode started ahead (``decode_ahead``) is waited for rather than started again."""
+    key = (ch, src_ids, dir_stamp(str(lm.path)))
+    job = st.session_state.get(DECODES_AHEAD, {}).pop(key, None)
 
     def compute():
         with st.spinner("Decoding…"):
-            return compact_result(decode(lm.model, src_ids, ch.options(record=True), lean_decoder(lm)))
+            if job is not None:
+                job.exception()  # decoded into the cache, or failed: then it is decoded here and the error shown
+                found = session_cache().get("decodes", key)
+                if found is not None:
+                    return found
+            return _decoded(lm, ch, src_ids, lean_decoder(lm))
 
-    return cached("decodes", (ch, src_ids, dir_stamp(str(lm.path))), compute, shared=True)
+    return cached("decodes", key, compute, shared=True)
+
+
+def _decoded(lm: LoadedModel, ch: Choices, src_ids: tuple[int, ...], lean: LeanDecoder):
+    return compact_result(decode(lm.model, src_ids, ch.options(record=True), lean))
+
+
+DECODES_AHEAD = "decodes_ahead"  # the session's decodes started ahead, by their cache key: {key: Future}
+
+
+def decode_ahead(lm: LoadedModel, ch: Choices, src_ids: tuple[int, ...]) -> None:
+    """Decode ``ch`` into the session's cache off the page's run (``views.plot.ahead``), unless it is kept already:
+    the decode the reader most likely asks for next (the token chosen in *What if?*), ready or under way when they
+    do. A decode started ahead for another choice and not begun yet is dropped."""
+    key, cache = (ch, src_ids, dir_stamp(str(lm.path))), session_cache()
+    pending = st.session_state.setdefault(DECODES_AHEAD, {})
+    if key in pending or cache.get("decodes", key) is not None or cache.pool.find("decodes", key):
+        return
+    for job in pending.values():
+        job.cancel()
+    pending.clear()
+    pending[key] = ahead(_decode_into, cache, key, lm, ch, src_ids, lean_decoder(lm))  # its resource got here
+
+
+def _decode_into(cache: SessionCache, key, lm: LoadedModel, ch: Choices, src_ids, lean: LeanDecoder) -> None:
+    if cache.get("decodes", key) is None:
+        cache.put("decodes", key, _decoded(lm, ch, src_ids, lean))
 
 
 def get_trace(lm: LoadedModel, src_ids: tuple[int, ...], target: str | Sequence[int], causal: bool) -> Trace:

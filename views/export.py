@@ -35,8 +35,11 @@ def downloads(files: list[tuple[str, Callable[[], bytes | str], str, str, str]])
 
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """The arrays as an NPZ file, stored uncompressed: deflating them took most of the server's time for a click on
+    the download (about 25 of 30 ms for a position's records), for a quarter of their size (0.9 MB instead of 0.67),
+    and a class's clicks share the server's cores."""
     buf = io.BytesIO()
-    np.savez_compressed(buf, allow_pickle=False, **{k: np.asarray(v) for k, v in arrays.items()})
+    np.savez(buf, allow_pickle=False, **{k: np.asarray(v) for k, v in arrays.items()})
     return buf.getvalue()
 
 

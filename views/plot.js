@@ -228,20 +228,42 @@ function soon(div) {
   settle();
 }
 
+function first(div) {
+  // A figure never drawn, out of view when it arrives (another stage's figures below the stage buttons): drawn once
+  // the page's update is over, one per idle moment in page order, so that what the reader sees is drawn first and
+  // the page still ends with every figure drawn (one in view is drawn as soon as it is reported so).
+  (window.__decoderLensFirst ??= new Set()).add(div);
+  settle();
+}
+
+function idle(f) {
+  (window.requestIdleCallback || ((g) => setTimeout(g, 0)))(f, { timeout: NEAR_WAIT_MS });
+}
+
+function drawFirst() {
+  const queue = window.__decoderLensFirst;
+  if (!queue?.size) return;
+  const [div] = queue;
+  queue.delete(div);
+  // nothing to do once drawn; one drawn before whose update waits is brought up to date when it scrolls near
+  if (div.isConnected && !div._fullLayout && !div.closest("details:not([open])")) draw(div);
+  if (queue.size) idle(drawFirst);
+}
+
 function settle() {
   // Another figure changed: the page's update is not over, and figures waiting to be drawn near the view wait on.
   clearTimeout(window.__decoderLensQuiet);
-  if (!window.__decoderLensSoon?.size) return;
-  window.__decoderLensQuiet = setTimeout(() => {
-    (window.requestIdleCallback || ((f) => setTimeout(f, 0)))(
-      () => {
-        const waiting = [...window.__decoderLensSoon];
-        window.__decoderLensSoon.clear();
+  if (!window.__decoderLensSoon?.size && !window.__decoderLensFirst?.size) return;
+  window.__decoderLensQuiet = setTimeout(
+    () =>
+      idle(() => {
+        const waiting = [...(window.__decoderLensSoon || [])];
+        window.__decoderLensSoon?.clear();
         for (const div of waiting) if (div.isConnected && div.__near) draw(div);
-      },
-      { timeout: NEAR_WAIT_MS },
-    );
-  }, QUIET_MS);
+        drawFirst();
+      }),
+    QUIET_MS,
+  );
 }
 
 function watcher(root) {
@@ -334,13 +356,15 @@ export default function ({ data: bytes, parentElement, setStateValue }) {
     div.removeAttribute("data-deferred");
     drawAhead(data.ahead, parentElement);
   }
-  // Drawn now: in view, or never drawn and laid out (so the page's first paint has every figure); not in a closed
-  // expander (its content keeps a layout in Chromium): opening it brings the figure into view, and draws it. Near
-  // the view: once the page's update is over.
-  else if (div.__seen || (!div._fullLayout && div.offsetWidth > 0 && !div.closest("details:not([open])"))) draw(div);
+  // Drawn now: in view (a new element is, once its observer first reports it in view). Never drawn and laid out,
+  // not in a closed expander (its content keeps a layout in Chromium: opening it brings the figure into view, and
+  // draws it): once the page's update is over, after those near the view (``first``). Near the view: once the
+  // page's update is over.
+  else if (div.__seen) draw(div);
   else {
     div.setAttribute("data-deferred", "1");
     if (div.__near) soon(div);
+    if (!div._fullLayout && div.offsetWidth > 0 && !div.closest("details:not([open])")) first(div);
   }
   return cleanup;
 }

@@ -6,6 +6,8 @@ updates it in place with ``Plotly.react`` (Streamlit renders it again only when 
 of view is updated only when it scrolls near the viewport (in the "All stages" view most of ~25 figures are), and
 its element carries ``data-deferred="1"`` until then; after a step, a figure in view is drawn at once and one just
 below it once the page's update is over and the browser is idle, so the step paints what the reader sees first. A
+figure new to the page (another stage's) is drawn at once in view; below the window, once the page's update is over,
+one per idle moment, those near the view first, so that the page still ends with every figure drawn. A
 graph taken off the page (another chapter, another stage) is kept drawn, off the page, under its figure's id
 (``plot``: its digest and key), and put back instead of drawn again when that figure returns; an element can carry
 the figure most likely shown next (the lesson's next chapter), which the browser draws off the page in an idle

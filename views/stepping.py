@@ -6,6 +6,7 @@ It runs as a fragment, so a step reruns this part of the page alone.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -24,6 +25,7 @@ from views.plot import tagged
 from . import export, handout, session, stages, whatif
 from .common import (
     badges,
+    decode_ahead,
     fail,
     get_decode,
     head_label,
@@ -184,23 +186,37 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
         live_table = viz.beam_table(res.beam_steps[step].live, stream_text, impossible=IMPOSSIBLE)
     base = ch.unforced()
     keep_user = frozenset(i for i in v.user_forced if i < step)
-    if panel := lazy_panel(WHATIF_LABEL, "whatif_open"):
-        with panel:
-            whatif.render(
-                lm,
-                v,
-                cur,
-                r_now,
-                list(line.inputs[1 : step + 1]),
-                step,
-                tok_text,
-                partial(_force, keep_user=keep_user, base=base),
-            )
-    if panel := lazy_panel(export.LABEL, "export_open"):
-        with panel:
-            make = partial(handout_bytes, lm, v, ch, res, line, src, src_tokens, stage)
-            at = export.Position(ch, res, list(rows), step, list(reads), list(src_tokens))
-            export.render_decode(lm, at, table, tok_text, live_table, make)
+    on = whatif.Forcing(partial(_force, keep_user=keep_user, base=base), partial(_decode_ahead, lm, base, src))
+    whatif_panel(partial(whatif.render, lm, v, cur, r_now, list(line.inputs[1 : step + 1]), step, tok_text, on))
+    make = partial(handout_bytes, lm, v, ch, res, line, src, src_tokens, stage)
+    at = export.Position(ch, res, list(rows), step, list(reads), list(src_tokens))
+    export_panel(partial(export.render_decode, lm, at, table, tok_text, live_table, make))
+
+
+# Each panel is a fragment of its own inside the step view's: opening or closing it, or a choice inside it, reruns
+# the panel alone, and the step view's figures, tables and equations are left as they are on the page.
+@st.fragment
+def whatif_panel(render: Callable[[], None]) -> None:
+    panel_fragment(WHATIF_LABEL, "whatif_open", render)
+
+
+@st.fragment
+def export_panel(render: Callable[[], None]) -> None:
+    panel_fragment(export.LABEL, "export_open", render)
+
+
+def panel_fragment(label: str, key: str, render: Callable[[], None]) -> None:
+    try:
+        if panel := lazy_panel(label, key):
+            with panel:
+                render()
+    except Exception as e:  # rerun alone, outside the step view's own guard
+        fail("Could not show this panel", e)
+
+
+def _decode_ahead(lm: LoadedModel, base: Choices, src: tuple[int, ...], prefix: tuple[int, ...]) -> None:
+    """Start the decode that forcing ``prefix`` asks for (``_force``), while the reader is still choosing."""
+    decode_ahead(lm, replace(base, decode=replace(base.decode, prefix=prefix)), src)
 
 
 def _force(prefix: tuple[int, ...], user: frozenset[int], keep_user: frozenset[int], base: Choices) -> None:

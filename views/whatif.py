@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 import numpy as np
@@ -13,9 +14,18 @@ from .stages.context import TOP_SHOWN
 from .state import View, to_query
 
 
-def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_text, on_force) -> None:
-    """``on_force(prefix, user_positions)`` receives the new forced prefix (the tokens so far along the shown
-    path, then the forced ones) and the positions of it that the user chose."""
+@dataclass(frozen=True)
+class Forcing:
+    """What the panel's choices call: ``force(prefix, user_positions)`` with the new forced prefix (the tokens so far
+    along the shown path, then the forced ones) and the positions of it that the user chose; ``ahead(prefix)`` with
+    the prefix that re-decoding with the alternative chosen now would force (to decode it ahead)."""
+
+    force: Callable[[tuple[int, ...], frozenset[int]], None]
+    ahead: Callable[[tuple[int, ...]], None] | None = None
+
+
+def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_text, on: Forcing) -> None:
+    """The alternatives at position ``step`` and the typed token, each forced through ``on``."""
     alts = [int(i) for i in cur.top_ids[r_now][:TOP_SHOWN]]
     probs = np.exp(cur.top_logprobs[r_now][:TOP_SHOWN])
     by_label = {f"{k + 1}. {show_token(token_text(i))}  (p = {p:.3f})": i for k, (i, p) in enumerate(zip(alts, probs))}
@@ -43,7 +53,9 @@ def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_
         else:
             forced = [int(i) for i in ids]
     if forced is not None:
-        on_force(tuple(so_far + forced), frozenset(range(len(so_far), len(so_far) + len(forced))))
+        on.force(tuple(so_far + forced), frozenset(range(len(so_far), len(so_far) + len(forced))))
+    if on.ahead is not None and pick is not None:
+        on.ahead(tuple([*so_far, int(pick)]))
     if pick is not None:  # "why the chosen token rather than this one?" on the Compare page (a link: a new page)
         view = replace(view, contrast=lm.tokenizer.id_to_token(pick), step=step)
         st.link_button(

@@ -141,6 +141,8 @@ def all_stages_at_the_stepper(server):
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(f"{server}/?max_len=12&stage=all&src=I+like+pizza.")
             page.wait_for_function(PAINTED_JS, arg=[0, 10, None])
+            # the figures below the window are drawn once the first page's update is over (views/plot.js)
+            page.wait_for_function("() => !document.querySelector('.decoder-lens-plot:not(.js-plotly-plot)')")
             page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
             yield page
         finally:

@@ -1,0 +1,50 @@
+"""What if? decodes the alternative chosen in it off the page's run, while the reader is still choosing: forcing it
+then waits for that decode instead of starting it again, and shows the same line a fresh decode shows."""
+
+from __future__ import annotations
+
+from tests.helpers import chip_markdown, ok, open_app, open_panel
+from views import common
+from views.common import DECODES_AHEAD
+
+SRC = "The cat is sleeping on the sofa."
+
+
+def forced_prefixes(monkeypatch) -> list[tuple[int, ...]]:
+    """The forced prefix of every decode the app starts from now on (the page's own and those started ahead)."""
+    calls: list[tuple[int, ...]] = []
+    real = common.decode
+
+    def counted(model, src_ids, options, lean=None):
+        calls.append(tuple(options.prefix))
+        return real(model, src_ids, options, lean)
+
+    monkeypatch.setattr(common, "decode", counted)
+    return calls
+
+
+def test_the_chosen_alternative_is_decoded_ahead_and_forcing_it_does_not_decode_again(tiny_model_dir, monkeypatch):
+    at = open_app(tiny_model_dir, monkeypatch, src=SRC)
+    at.button(key="next").click().run()
+    at.button(key="next").click().run()
+    calls = forced_prefixes(monkeypatch)
+    open_panel(at, "whatif_open")
+    ok(at)
+    (job,) = at.session_state[DECODES_AHEAD].values()
+    job.result(timeout=120)
+    assert len(calls) == 1 and len(calls[0]) == 3  # the two tokens so far, then the alternative chosen
+
+    at.selectbox(key="whatif_pick").select_index(3).run()  # another alternative: decoded ahead in its turn
+    (job,) = at.session_state[DECODES_AHEAD].values()
+    job.result(timeout=120)
+    assert len(calls) == 2 and calls[1][:2] == calls[0][:2] and calls[1][2] != calls[0][2]
+
+    at.button(key="whatif_go").click().run()
+    ok(at)
+    assert at.session_state["forced"] == calls[1]
+    assert len(calls) == 2  # the forced line was the one decoded ahead
+    shown = chip_markdown(at)
+
+    fresh = open_app(tiny_model_dir, monkeypatch, **{k: at.query_params[k] for k in at.query_params})
+    assert chip_markdown(fresh) == shown  # the same line as a fresh decode of the page's link
+    assert len(calls) == 3
