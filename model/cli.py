@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +23,7 @@ from model.core.positions import position_labels
 from model.core.tokenizer import Tokenizer
 from model.decode.decoding import (
     DecodeOptions,
+    DecodeResult,
     decode,
     greedy_batch,
     length_batches,
@@ -28,7 +31,10 @@ from model.decode.decoding import (
     read_source,
     step_decoder,
 )
-from model.io.checkpoint import ENV_DEVICE, ModelDirError, default_model_dir, load_model_dir, set_threads
+from model.io.checkpoint import ENV_DEVICE, LoadedModel, ModelDirError, default_model_dir, load_model_dir, set_threads
+
+if TYPE_CHECKING:
+    from model.interpret.corpus import Corpus
 
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
 
@@ -195,7 +201,7 @@ def source_ids(tokenizer: Tokenizer, cfg: ModelConfig, text: str, where: str = "
     return read_source(ids, cfg)[0]
 
 
-def result_json(lm, text: str, res) -> dict:
+def result_json(lm: LoadedModel, text: str, res: DecodeResult) -> dict:
     tok, eos = lm.tokenizer, lm.cfg.eos_id
     return {
         "source": text,
@@ -532,7 +538,7 @@ def explain_contrast(a: argparse.Namespace) -> int:
     return emit(a, report(lm.model, tok, src, out, contrast, a.position, a.steps), format_contrast)
 
 
-def emit(a: argparse.Namespace, r: dict, as_text) -> int:
+def emit(a: argparse.Namespace, r: dict, as_text: Callable[[dict], str]) -> int:
     """A report as ``--out`` NPZ, ``--json`` (strict) or text."""
     if a.out is not None:
         np.savez_compressed(a.out, **r)
@@ -618,11 +624,12 @@ def print_summary(r: dict) -> None:
         print(f"  by {sl['by']}: {sl['slice']}: {sl['sentences']:,}{scores}{flagged}")
 
 
-def versus(a: argparse.Namespace, lm, corpus, opts: DecodeOptions, first: list[str]) -> dict:
+def versus(a: argparse.Namespace, lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, first: list[str]) -> dict:
     """The second run of ``corpus`` (``--versus-beam`` or ``--versus-model``) against the first (its translations
     ``first``): printed, and returned for the JSON."""
     from model.interpret.runs import beam_of, decoding, run_names, second_run
 
+    assert corpus.references is not None  # a second run is refused before the first without references
     other = lm if a.versus_model is None else load_model_dir(a.versus_model)
     opts_b = decoding(a.versus_beam if a.versus_beam is not None else beam_of(opts))
     names = run_names((opts, lm.path.name), (opts_b, other.path.name))

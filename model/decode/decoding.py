@@ -24,8 +24,9 @@ from model.core import keys
 from model.core.ablation import Ablation
 from model.core.config import ModelConfig
 from model.core.constants import BATCH_SIZE, MAX_BEAM, NEG
+from model.core.tokenizer import Tokenizer
 from model.core.transformer import LayerCache, Transformer, head_masks
-from model.decode.lean import LeanDecoder
+from model.decode.lean import LeanCache, LeanDecoder
 
 TOP = 20  # alternatives kept per step for display
 
@@ -114,7 +115,7 @@ class DecodeResult:
     encoder: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def to_numpy(rec: dict[str, torch.Tensor], drop=(keys.LOGITS,)) -> dict[str, np.ndarray]:
+def to_numpy(rec: dict[str, torch.Tensor], drop: tuple[str, ...] = (keys.LOGITS,)) -> dict[str, np.ndarray]:
     """Read-only views on the CPU, not copies (some share memory with the KV cache or the PE table); a record made
     on another device is copied to the CPU."""
     out = {}
@@ -144,7 +145,9 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return z
 
 
-def own_view(logits: np.ndarray, logp: np.ndarray, held: np.ndarray, forbidden: list[int], chosen: np.ndarray):
+def own_view(
+    logits: np.ndarray, logp: np.ndarray, held: np.ndarray, forbidden: list[int], chosen: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Rank (1 = top, 0: none) and own log-probability (NaN: none) of each row's ``chosen`` token among the model's
     own logits (R, V), from the suppressed log-probabilities (R, V) and the forbidden tokens' own ones (R, F)."""
     rows = np.arange(len(chosen))
@@ -235,7 +238,7 @@ class ModuleCache:
     def rows(self) -> int:
         return self.memory.shape[0]
 
-    def select(self, rows) -> ModuleCache:
+    def select(self, rows: np.ndarray | Sequence[int]) -> ModuleCache:
         idx = torch.as_tensor(np.asarray(rows), dtype=torch.long, device=self.memory.device)
 
         def pick(x: torch.Tensor) -> torch.Tensor:
@@ -254,7 +257,9 @@ class ModuleDecoder:
     def __init__(self, model: Transformer):
         self.model = model
 
-    def encode(self, src_ids, ablation: Ablation | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def encode(
+        self, src_ids: np.ndarray | torch.Tensor, ablation: Ablation | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         memory, src_mask, _ = self.model.encode(torch.as_tensor(src_ids), heads=head_masks(ablation, self.model.cfg))
         return memory, src_mask
 
@@ -268,7 +273,9 @@ class ModuleDecoder:
         mask = None if src_mask is None else torch.as_tensor(src_mask)
         return ModuleCache(torch.as_tensor(memory), mask, head_masks(ablation, self.model.cfg))
 
-    def step(self, tokens, cache: ModuleCache, record: bool = False):
+    def step(
+        self, tokens: np.ndarray | Sequence[int], cache: ModuleCache, record: bool = False
+    ) -> tuple[np.ndarray, ModuleCache, dict[str, np.ndarray] | None]:
         ids = torch.as_tensor(np.asarray(tokens), dtype=torch.long)[:, None]  # (R, 1)
         if ids.shape[0] != cache.rows:
             raise ValueError(f"{ids.shape[0]} tokens for a cache of {cache.rows} rows")
@@ -292,7 +299,7 @@ def step_decoder(model: Transformer, rows: int = 1) -> LeanDecoder | ModuleDecod
 @torch.inference_mode()
 def decode(
     model: Transformer,
-    src_ids,
+    src_ids: Sequence[int] | np.ndarray,
     opts: DecodeOptions = DecodeOptions(),
     decoder: LeanDecoder | ModuleDecoder | None = None,
 ) -> DecodeResult:
@@ -325,7 +332,13 @@ def decode(
 Policy = Generator[Any, Any, Any]
 
 
-def search(decoder, cache, policy: Policy, cfg, opts: DecodeOptions) -> tuple[list[Step], tuple]:
+def search(
+    decoder: LeanDecoder | ModuleDecoder,
+    cache: LeanCache | ModuleCache,  # the decoder's own, from its start()
+    policy: Policy,
+    cfg: ModelConfig,
+    opts: DecodeOptions,
+) -> tuple[list[Step], tuple]:
     """The decoding loop. Each step feeds every row its newest token; the policy reads the log-probabilities and
     says which rows go on (a beam reorders them, greedy and sampling keep them: None) and the token each feeds next;
     the cache follows. Returns the recorded steps (``opts.record``) and what the policy returns when it is done.
@@ -340,7 +353,7 @@ def search(decoder, cache, policy: Policy, cfg, opts: DecodeOptions) -> tuple[li
         cache = cache.select(np.zeros(len(tokens), dtype=np.int64))
     steps = []
     for t in range(max_len):
-        logits, cache, rec = decoder.step(tokens, cache, opts.record)  # (R, V)
+        logits, cache, rec = decoder.step(tokens, cache, opts.record)  # type: ignore[arg-type]  # (R, V)
         logp = log_softmax(logits)
         held = logp[:, forbidden].copy() if opts.record else None  # (R, F) before suppress
         logp = suppress(logp, forbidden)
@@ -353,7 +366,7 @@ def search(decoder, cache, policy: Policy, cfg, opts: DecodeOptions) -> tuple[li
         summary = step_summary(torch.from_numpy(logp)) if opts.record else None
         rows, nxt, chosen, done = policy.send((t, logits, logp, forced_tok, summary))
         if opts.record:
-            assert held is not None and summary is not None  # both made when recording
+            assert held is not None and summary is not None and rec is not None  # all made when recording
             rank, own = own_view(logits, logp, held, forbidden, chosen)
             steps.append(Step(t, np.array(tokens), chosen, forced, *summary, rec, held, rank, own))
         if done:
@@ -674,7 +687,7 @@ def greedy_batch(
 
 def translate_batch(
     model: Transformer,
-    tokenizer,
+    tokenizer: Tokenizer,
     texts: list[str],
     beam: int = 1,
     max_len: int = DecodeOptions.max_len,
@@ -700,7 +713,7 @@ def translate_batch(
 
 def translate_corpus(
     model: Transformer,
-    tokenizer,
+    tokenizer: Tokenizer,
     texts: list[str],
     beam: int = 1,
     batch_size: int = BATCH_SIZE,

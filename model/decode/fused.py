@@ -128,7 +128,7 @@ def _attend(q, K, V, n, mask, scores, out):
 
 
 @_jit
-def activate(h, code):
+def activate(h: np.ndarray, code: int) -> None:
     """The FFN's activation in place (its ACTIVATION_CODES code)."""
     R, F = h.shape
     for r in range(R):
@@ -175,7 +175,7 @@ class StepCache(NamedTuple):
 # Long on purpose: one numba-compiled decoding step, every layer top to bottom in one compiled function (lean.py
 # holds the same step in numpy, function by function, with its record).
 @_jit
-def step(tokens, t, weights, cache, logits):
+def step(tokens: np.ndarray, t: int, weights: StepWeights, cache: StepCache, logits: np.ndarray) -> None:
     """One untraced step for rows fed ``tokens`` (R,) at position ``t``: the logits (R, V) written into ``logits``, the
     K, V of position t into ``cache.KV``. ``weights``: a StepWeights; ``cache``: a StepCache."""
     embed, pe, W, b, norms, eps, act = weights
@@ -259,7 +259,7 @@ def step(tokens, t, weights, cache, logits):
 
 
 @_jit
-def best_continuations(logp, running, n):
+def best_continuations(logp: np.ndarray, running: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The n best of the R·V continuations of (R, V) log-probabilities by running[r] + logp[r, v], best first (ties:
     lower row, then lower token): their scores, rows and tokens. A row's best n are at or above the n-th largest of
     the maxima of its groups of 16 tokens (j, j + V/16, ...; each maximum is one of its tokens): only the tokens of
@@ -315,7 +315,7 @@ def _copy_row(KV, dest, src, t):
 
 
 @_jit
-def reorder(KV, rows, t):
+def reorder(KV: np.ndarray, rows: np.ndarray, t: int) -> None:
     """KV[:, r, :, :, :t] = KV[:, rows[r], :, :, :t] for every row r, in place (a beam's reorder). Only the rows that
     take another's place are written, each once, after every row that reads it has (a cycle of rows, which a beam
     rarely makes, goes through copies)."""
@@ -345,14 +345,14 @@ def reorder(KV, rows, t):
 
 
 @_jit
-def add_norm(x, f, g, b, eps, out):
+def add_norm(x: np.ndarray, f: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float, out: np.ndarray) -> None:
     """out = LayerNorm(x + f) row by row (x, f, out: (R, D)); out may be x."""
     f += x
     _add_norm(f, g, b, eps, out)
 
 
 @_jit
-def encoder_attention(qkv, B, H, mask, ctx):
+def encoder_attention(qkv: np.ndarray, B: int, H: int, mask: np.ndarray, ctx: np.ndarray) -> None:
     """softmax(Q Kᵀ + mask) V of every head of the B sentences whose positions are the rows of ``qkv`` (B·S, 3D): Q
     (scaled by 1/sqrt(d_k)), K, V side by side, as the fused W_QKV gives them. ``mask`` (B or 1, S) is added to the
     scores; the heads' contexts are written side by side into ``ctx`` (B·S, D), as W_O reads them. Its own loops,

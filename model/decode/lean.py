@@ -86,7 +86,7 @@ class LeanCache:
     def rows(self) -> int:
         return self.KV.shape[1]
 
-    def select(self, rows) -> LeanCache:
+    def select(self, rows: np.ndarray | Sequence[int]) -> LeanCache:
         """Reorder or repeat the rows, as beam search does after each step. Reorders in place (``fused.reorder``), so
         this cache is the one to keep; cross K, V shared by every row are not copied."""
         rows, t = np.asarray(rows, np.int64), self.t
@@ -346,7 +346,9 @@ class LeanDecoder:
         b = tuple(np.zeros(lin.W.shape[1], np.float32) if lin.b is None else lin.b for lin in linears)
         return W, b, np.array([w["norms"] for w in self.layers], np.float32)  # norms: (layers, 3, 2, D)
 
-    def encode(self, src_ids, ablation: Ablation | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    def encode(
+        self, src_ids: np.ndarray | torch.Tensor, ablation: Ablation | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """Transformer.encode without its record, in numpy: source ids (B, S) -> memory (B, S, D) and the additive
         padding mask (B, 1, 1, S), None without padding; the same numbers to float rounding. The encoder heads of
         ``ablation`` are switched off."""
@@ -380,7 +382,12 @@ class LeanDecoder:
             fused.add_norm(x, w["w2"](hidden), *w["norms"][1], self.eps, x)
         return x.reshape(B, S, D), mask
 
-    def start(self, memory, src_mask, ablation: Ablation | None = None) -> LeanCache:
+    def start(
+        self,
+        memory: np.ndarray | torch.Tensor,
+        src_mask: np.ndarray | torch.Tensor | None,
+        ablation: Ablation | None = None,
+    ) -> LeanCache:
         """An empty cache for the rows of ``memory`` (R, S, D) from ``encode`` (or Transformer.encode's tensors):
         projects the cross-attention K, V once. A memory of one row serves any number of rows (beam search repeats
         it with select). The decoder heads of ``ablation`` are switched off at every step of this cache (encoder
@@ -425,7 +432,7 @@ class LeanDecoder:
         return fn(torch.from_numpy(h)).numpy()
 
     def step(
-        self, tokens, cache: LeanCache, record: bool = False
+        self, tokens: np.ndarray | Sequence[int], cache: LeanCache, record: bool = False
     ) -> tuple[np.ndarray, LeanCache, dict[str, np.ndarray] | None]:
         """Feed each row its newest token (R,): logits (R, V), the cache (updated in place, position t filled),
         and, with ``record``, every stage as Transformer.decode(record=True) names and shapes them (read-only

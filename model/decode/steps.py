@@ -10,13 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from model.core import keys
 from model.core.constants import IMPOSSIBLE
 from model.core.keys import ATTENTION_MAPS, ATTENTION_RELATIVE, Records
-from model.decode.decoding import DecodeResult
+from model.decode.decoding import BeamStep, DecodeResult, Step
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # ---------------------------------------------------------------------------
 # Compact storage and the arrays of one path.
@@ -71,7 +75,9 @@ def layer_keep(layer: int) -> Callable[[str], bool]:
     return keep
 
 
-def stack_view(steps, rows: Sequence[int], step: int, keep: Callable[[str], bool] | None = None) -> Records[np.ndarray]:
+def stack_view(
+    steps: Sequence[Step], rows: Sequence[int], step: int, keep: Callable[[str], bool] | None = None
+) -> Records[np.ndarray]:
     """Per-step records of positions 0..step along ``rows`` → arrays shaped like ``Trace.arrays``.
 
     ``keep`` (optional) picks the keys to build (e.g. one layer's). Q, context, embeddings, norms, FFN: one new
@@ -120,7 +126,7 @@ class OutputRecord:
     chosen_logprob: np.ndarray  # (T,) NaN: none
 
 
-def output_record(steps, rows: Sequence[int], step: int) -> OutputRecord | None:
+def output_record(steps: Sequence[Step], rows: Sequence[int], step: int) -> OutputRecord | None:
     """``OutputRecord`` of positions 0..step along ``rows``; None for steps recorded without it."""
     picked = [(steps[i], rows[i]) for i in range(step + 1)]
     if any(s.chosen_rank is None for s, _ in picked):
@@ -200,7 +206,7 @@ def sharpest_head(weights: np.ndarray) -> int:
 # Beam paths and following a hypothesis by identity.
 
 
-def beam_path(beam_steps, step: int, row: int) -> list[int]:
+def beam_path(beam_steps: Sequence[BeamStep], step: int, row: int) -> list[int]:
     """Rows of one hypothesis at steps 0..step (row ``row`` at ``step``), following parents back."""
     rows = [0] * (step + 1)
     rows[step] = row
@@ -351,7 +357,7 @@ def _line(result, predicts, rows, start, end: Ending) -> Line:
 # Tokens along a line.
 
 
-def token_prob(step, row: int, token: int) -> float | None:
+def token_prob(step: Step, row: int, token: int) -> float | None:
     """Probability of ``token`` at one step/row, if it is among the recorded top alternatives."""
     hits = np.nonzero(step.top_ids[row] == token)[0]
     return float(np.exp(step.top_logprobs[row][hits[0]])) if len(hits) else None
@@ -410,7 +416,7 @@ def _flat(choices: dict) -> dict:
 
 
 def summary_dict(
-    choices,
+    choices: DataclassInstance,
     result: DecodeResult,
     token_text: Callable[[int], str],
     src_tokens: Sequence[str],

@@ -84,7 +84,9 @@ class Attribution:
     position_steps: np.ndarray  # (T,) IG steps each position took (0 for ixg)
 
 
-def as_ids(ids: Sequence[int] | np.ndarray | Tensor, name: str, vocab_size: int, device=None) -> Tensor:
+def as_ids(
+    ids: Sequence[int] | np.ndarray | Tensor, name: str, vocab_size: int, device: torch.device | str | None = None
+) -> Tensor:
     """Token ids as a 1-d int64 tensor on ``device`` (the model's), refused (ValueError naming ``name``) when empty or
     outside the vocabulary."""
     t = torch.as_tensor(np.asarray(ids, dtype=np.int64).reshape(-1), device=device)

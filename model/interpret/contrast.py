@@ -180,7 +180,13 @@ class LensDifference:
 
 
 @torch.inference_mode()
-def lens_difference(model: Transformer, src_ids, out_ids, position: int, contrast_id: int) -> LensDifference:
+def lens_difference(
+    model: Transformer,
+    src_ids: Sequence[int] | np.ndarray,
+    out_ids: Sequence[int] | np.ndarray,
+    position: int,
+    contrast_id: int,
+) -> LensDifference:
     """The logit lens of the difference: each decoder layer's output (``keys.layer_output``) at ``position`` through
     the output head (post-norm: no extra norm, see ``model.interpret.explain``); the last layer's is the model's own."""
     src, out, dec_in = _check(model, src_ids, out_ids, position, contrast_id)
@@ -194,7 +200,9 @@ def lens_difference(model: Transformer, src_ids, out_ids, position: int, contras
 
 
 @torch.inference_mode()
-def closest_position(model: Transformer, src_ids, out_ids, contrast_id: int) -> int:
+def closest_position(
+    model: Transformer, src_ids: Sequence[int] | np.ndarray, out_ids: Sequence[int] | np.ndarray, contrast_id: int
+) -> int:
     """The position where Y comes closest to the chosen token (the smallest logit X − logit Y, teacher-forced),
     leaving out positions where Y is the chosen token."""
     cfg = model.cfg
@@ -211,7 +219,7 @@ def closest_position(model: Transformer, src_ids, out_ids, contrast_id: int) -> 
 
 def report(
     model: Transformer,
-    tokenizer,
+    tokenizer: Tokenizer,
     src_ids: Sequence[int],
     out_ids: Sequence[int],
     contrast: ContrastToken,

@@ -26,6 +26,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TextIO
 
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 
 from model.core import keys
 from model.core.constants import BATCH_SIZE
+from model.core.tokenizer import Tokenizer
 from model.core.transformer import HeadMask, Transformer, causal_mask, padding_mask
 from model.decode.decoding import (
     BEAM_ROWS,
@@ -407,7 +409,9 @@ def flags_text(row: dict) -> str:
 Progress = Callable[[int, int, str], None]  # (done, total, what is being done)
 
 
-def translate_ids(model: Transformer, srcs: list[list[int]], opts: DecodeOptions, progress: Progress | None = None):
+def translate_ids(
+    model: Transformer, srcs: list[list[int]], opts: DecodeOptions, progress: Progress | None = None
+) -> list[list[int]]:
     """Each source's output ids (</s> included when it ended): batched greedy (``BATCH_SIZE`` a batch, shortest
     first) for greedy decoding, batched beam search (``beam_batch``: ``BEAM_ROWS`` rows a batch, shortest first) for
     a plain beam search, one decode per sentence otherwise."""
@@ -440,7 +444,11 @@ def translate_ids(model: Transformer, srcs: list[list[int]], opts: DecodeOptions
 
 
 def translations(
-    model: Transformer, tokenizer, sources: Sequence[str], opts: DecodeOptions, progress: Progress | None = None
+    model: Transformer,
+    tokenizer: Tokenizer,
+    sources: Sequence[str],
+    opts: DecodeOptions,
+    progress: Progress | None = None,
 ) -> list[str]:
     """Each source's translation as ``analyse`` decodes it (for a second run of a set, where only its text counts)."""
     cfg = model.cfg
@@ -460,7 +468,7 @@ class Analysis:
 
 def analyse(
     model: Transformer,
-    tokenizer,
+    tokenizer: Tokenizer,
     corpus: Corpus,
     opts: DecodeOptions = DecodeOptions(),
     heads: bool = True,
@@ -604,7 +612,9 @@ def _token_loss(model: Transformer, y: torch.Tensor, labels: torch.Tensor, valid
 
 
 @torch.inference_mode()
-def removal_losses(model: Transformer, src, dec_in, labels, valid) -> dict[str, np.ndarray]:
+def removal_losses(
+    model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, labels: torch.Tensor, valid: torch.Tensor
+) -> dict[str, np.ndarray]:
     """Mean loss increase (B, L, H) of each sentence of a padded batch when one head alone is removed, per kind.
     A head of layer l changes nothing before layer l: its rows start from the unablated pass's input to layer l,
     and each layer's H heads run as H·B rows of one pass. The layers run as ``Transformer.encode`` and ``decode``
@@ -905,7 +915,7 @@ def _cell(v) -> object:
     return "" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
 
 
-def write_csv(rows: list[dict], stream) -> None:
+def write_csv(rows: list[dict], stream: TextIO) -> None:
     """Rows as CSV (see ``_cell``)."""
     w = csv.DictWriter(stream, fieldnames=list(rows[0]))
     w.writeheader()

@@ -16,7 +16,7 @@ first; ``lens_problem`` says when a configuration would make the lens wrong.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -27,8 +27,9 @@ from model.core import keys
 from model.core.ablation import Ablation, Head, format_heads, parse_heads, record_prefix
 from model.core.config import ModelConfig
 from model.core.keys import Records
+from model.core.tokenizer import Tokenizer
 from model.core.transformer import HeadMask, Transformer, head_masks
-from model.decode.decoding import DecodeOptions, DecodeResult, decode, forbidden_ids
+from model.decode.decoding import DecodeOptions, DecodeResult, ModuleDecoder, decode, forbidden_ids
 from model.decode.lean import LeanDecoder
 from model.decode.steps import OutputRecord
 
@@ -247,7 +248,7 @@ def _losses(model: Transformer, src_ids, tgt_ids, rows: Sequence[Ablation | None
 
 
 @torch.inference_mode()
-def head_means(model: Transformer, src_ids, tgt_ids) -> dict[Head, np.ndarray]:
+def head_means(model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int]) -> dict[Head, np.ndarray]:
     """Every head's mean context (d_k,) over the positions of one unablated teacher-forced pass of the pair: the
     target positions for decoder heads, the source positions for encoder heads."""
     cfg = model.cfg
@@ -264,7 +265,11 @@ def head_means(model: Transformer, src_ids, tgt_ids) -> dict[Head, np.ndarray]:
 
 
 def mean_ablation(
-    model: Transformer, heads, src_ids, tgt_ids, means: Mapping[Head, np.ndarray] | None = None
+    model: Transformer,
+    heads: str | Iterable[Head],
+    src_ids: Sequence[int],
+    tgt_ids: Sequence[int],
+    means: Mapping[Head, np.ndarray] | None = None,
 ) -> Ablation:
     """A mean ablation of ``heads`` (a set of heads, or their text ``dec.1.cross.2,...``): each head's output
     replaced by its mean context over an unablated teacher-forced pass of this sentence pair (``head_means``).
@@ -276,13 +281,21 @@ def mean_ablation(
     return Ablation(heads, "mean", tuple((h, tuple(float(x) for x in means[h])) for h in sorted(heads)))
 
 
-def ablation_of(model: Transformer, heads, mode: str, src_ids, tgt_ids) -> Ablation:
+def ablation_of(
+    model: Transformer, heads: Iterable[Head], mode: str, src_ids: Sequence[int], tgt_ids: Sequence[int]
+) -> Ablation:
     """``heads`` switched off by ``mode``: "zero" (their output zeroed before W_O) or "mean" (``mean_ablation`` on
     the pair)."""
     return mean_ablation(model, heads, src_ids, tgt_ids) if mode == "mean" else Ablation(frozenset(heads))
 
 
-def ablated_decode(model: Transformer, src_ids, opts: DecodeOptions, ablation: Ablation, lean=None) -> DecodeResult:
+def ablated_decode(
+    model: Transformer,
+    src_ids: Sequence[int],
+    opts: DecodeOptions,
+    ablation: Ablation,
+    lean: LeanDecoder | ModuleDecoder | None = None,
+) -> DecodeResult:
     """The sentence decoded again with the same choices and ``ablation``'s heads switched off (translation only)."""
     return decode(model, src_ids, replace(opts, ablation=ablation, record=False), lean)
 
@@ -295,7 +308,9 @@ def same_positions(ids: Sequence[int], other: Sequence[int]) -> set[int]:
     return same
 
 
-def position_loss_delta(model: Transformer, src_ids, tgt_ids, ablation: Ablation) -> np.ndarray:
+def position_loss_delta(
+    model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int], ablation: Ablation
+) -> np.ndarray:
     """(T,) cross-entropy of each label with ``ablation`` minus without, teacher-forced on the pair (positive: the
     ablated model finds the reference less likely there). Two passes of one row, not one of two: rows of a batch
     can round differently, and an empty ablation must give exactly zero."""
@@ -313,7 +328,9 @@ class HeadImportance:
     cross_position_delta: np.ndarray  # (L, H, T)
 
 
-def head_importance(model: Transformer, src_ids, tgt_ids, mode: str = "zero") -> HeadImportance:
+def head_importance(
+    model: Transformer, src_ids: Sequence[int], tgt_ids: Sequence[int], mode: str = "zero"
+) -> HeadImportance:
     """Remove each decoder head alone (self- and cross-attention) and measure the loss change on the pair,
     teacher-forced: the 2·L·H ablated passes and the unablated one run as rows of one batched pass. ``mode="mean"``
     replaces each head by its mean over the unablated pass of the same pair (``head_means``)."""
@@ -360,7 +377,7 @@ class ExplainOptions:
 
 def report(
     model: Transformer,
-    tokenizer,
+    tokenizer: Tokenizer,
     src_ids: Sequence[int],
     target_ids: Sequence[int] | None = None,
     opts: ExplainOptions = ExplainOptions(),

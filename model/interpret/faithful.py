@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.core.tokenizer import Tokenizer
 from model.core.transformer import Transformer
 from model.decode.decoding import length_batches, read_source
 
@@ -183,7 +184,9 @@ def _erased(src: Sequence[int], words: list[Word], texts: set[str]) -> list[int]
     return [t for i, t in enumerate(src) if i not in gone]
 
 
-def faithfulness(model: Transformer, tokenizer, srcs: Sequence[Sequence[int]], outs: Sequence[Sequence[int]]):
+def faithfulness(
+    model: Transformer, tokenizer: Tokenizer, srcs: Sequence[Sequence[int]], outs: Sequence[Sequence[int]]
+) -> list[Faithfulness]:
     """The signals of each (source ids with </s>, output ids) pair: the translation teacher-forced on the source and
     on the empty source, then on each source with one content word erased (read at the positions written with at
     least CONFIDENT probability, which support reads, and at the output content words, which alignment reads), then

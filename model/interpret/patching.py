@@ -28,6 +28,7 @@ from torch import Tensor
 
 from model.core import keys
 from model.core.constants import PATCH_SUBLAYERS
+from model.core.tokenizer import Tokenizer
 from model.core.transformer import HeadMask, Transformer, causal_mask
 from model.interpret.attribution import as_ids
 
@@ -362,7 +363,7 @@ def activation_patching(
     return p.map(default_position(p) if position is None else position, contrast_id)
 
 
-def report(tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
+def report(tokenizer: Tokenizer, p: Patcher, r: Patching) -> dict[str, np.ndarray]:
     """The maps of one patching run as named arrays (docs/cli.md lists the keys), for the command line and downloads."""
     P = r.position + 1
     out = {

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from model.core.tokenizer import Tokenizer
+from model.core.transformer import Transformer
 from model.decode.decoding import DecodeOptions
 from model.interpret.corpus import BOOTSTRAP, Progress, translations
 
@@ -41,8 +43,8 @@ def run_names(first: tuple[DecodeOptions, str], second: tuple[DecodeOptions, str
 
 
 def second_run(
-    model,
-    tokenizer,
+    model: Transformer,
+    tokenizer: Tokenizer,
     sources: Sequence[str],
     references: Sequence[str],
     first: Sequence[str],

@@ -19,12 +19,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from model.core.config import ModelConfig
 from model.core.jsonio import write as write_json
 from model.core.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer as HFTokenizer
 from model.io.checkpoint import load_model_dir
 from model.io.family import BART_DEFAULTS, FamilyError, bart_like_config, bart_like_map, import_model
 
@@ -99,7 +103,7 @@ def marian_to_config(hf: dict, unk_id: int) -> ModelConfig:
 # ------------------------------------------------------------------------------------------- tokenizer
 
 
-def spm_to_tokenizer(spm_path: str | Path, vocab: dict[str, int]):
+def spm_to_tokenizer(spm_path: str | Path, vocab: dict[str, int]) -> tuple[HFTokenizer, int]:
     """A `tokenizers` Unigram tokenizer equivalent to MarianTokenizer(spm, vocab.json) on ordinary text,
     and the number of vocab.json pieces (specials aside) that the spm model lacks.
 
