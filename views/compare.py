@@ -4,8 +4,10 @@ patching of A's run against B's (or noisy A's), and "why X rather than Y" at a p
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -14,6 +16,8 @@ import streamlit as st
 from model.core.constants import PATCH_SUBLAYERS
 from model.core.jsonio import dumps
 from model.core.positions import POSITION_AXIS, position_labels
+from model.decode.decoding import DecodeOptions, DecodeResult
+from model.decode.trace import Trace
 from model.io.checkpoint import LoadedModel, ModelDirError
 from views.plot import ahead
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
@@ -28,11 +32,17 @@ from .state import (
     MAX_CHARS,
     SITE_LABELS,
     SITES,
+    Choices,
+    Limits,
     View,
     offered_model_dirs,
     prepare_source,
 )
 from .stepping import stepper
+
+if TYPE_CHECKING:
+    from model.interpret.contrast import ContrastToken
+    from model.interpret.patching import Patcher, Patching
 
 # minimal pairs that show something with the bundled model (each: label, A, B, a contrast for A's first word)
 PRESETS = (
@@ -115,7 +125,7 @@ def model_b(lm: LoadedModel, view: View) -> LoadedModel | None:
         return None
 
 
-def body(lm: LoadedModel, limits, view) -> None:
+def body(lm: LoadedModel, limits: Limits, view: View) -> None:
     cfg, tok = lm.cfg, lm.tokenizer
     lm_b = model_b(lm, view)
     if lm_b is None:
@@ -174,7 +184,7 @@ def body(lm: LoadedModel, limits, view) -> None:
     patching_part(lm, limits, view, src_a.ids, out_a, patch_b, tr_a)
 
 
-def decoding_b(decode, beam_b: int):
+def decoding_b(decode: DecodeOptions, beam_b: int) -> DecodeOptions:
     """Sentence B's decoding: A's (``beam_b`` 0), or A's with the beam width ``beam_b`` (1: greedy)."""
     if beam_b == 0:
         return decode
@@ -185,7 +195,7 @@ def _decode_b_as_a() -> None:
     st.session_state["beam_b"] = 0
 
 
-def open_where_they_part(view: View, src_a, src_b, first: int | None) -> View:
+def open_where_they_part(view: View, src_a: Sequence[int], src_b: Sequence[int], first: int | None) -> View:
     """A pair's patching opens at the position where the outputs first differ (at the same position both runs
     agree and the map shows nothing), unless the link names a position; later the reader's position stays."""
     s = st.session_state
@@ -200,7 +210,15 @@ def open_where_they_part(view: View, src_a, src_b, first: int | None) -> View:
 
 
 @st.fragment
-def patching_part(lm, limits, view, src_a, out_a, src_b, tr_a) -> None:
+def patching_part(
+    lm: LoadedModel,
+    limits: Limits,
+    view: View,
+    src_a: tuple[int, ...],
+    out_a: list[int],
+    src_b: tuple[int, ...] | None,
+    tr_a: Trace,
+) -> None:
     """The patching section, a fragment: a step, the map's site, the noise and the contrast rerun it alone (none of
     them changes the decodes or the stage compared above it), and it writes the URL itself then."""
     v = session.fragment_view(view, limits)
@@ -214,7 +232,14 @@ def model_name(lm: LoadedModel) -> str:
     return md(Path(lm.path).name)
 
 
-def outputs(lms, chs, res_a, res_b, tr_a, tr_b) -> int | None:
+def outputs(
+    lms: tuple[LoadedModel, LoadedModel],
+    chs: tuple[Choices, Choices],
+    res_a: DecodeResult,
+    res_b: DecodeResult,
+    tr_a: Trace,
+    tr_b: Trace,
+) -> int | None:
     """Both translations (each with its model, ``lms``, and its decoding, ``chs``) and their tokens side by side;
     returns the first position where they differ (None: the same translation)."""
     c1, c2 = st.columns(2)
@@ -268,7 +293,7 @@ def _stage_chosen() -> None:
     st.session_state[STAGE_CHOSEN] = True
 
 
-def stage_pair(lms, view, tr_a, tr_b) -> None:
+def stage_pair(lms: tuple[LoadedModel, LoadedModel], view: View, tr_a: Trace, tr_b: Trace) -> None:
     """The chosen stage of both runs side by side (``lms``: A's and B's models, the same one or two), at the view's
     layer and head, each within its model's."""
     lm, lm_b = lms
@@ -355,7 +380,14 @@ def _patch_into(cache, key, lm, src_a, out_a, src_b, position: int, contrast_id)
         cache.put("patching", key, _patch(lm, src_a, out_a, src_b, position, contrast_id))
 
 
-def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
+def patching(
+    lm: LoadedModel,
+    view: View,
+    src_a: tuple[int, ...],
+    out_a: list[int],
+    src_b: tuple[int, ...] | None,
+    tr_a: Trace,
+) -> None:
     from model.interpret.contrast import contrast_token
 
     tok = lm.tokenizer
@@ -373,7 +405,7 @@ def patching(lm, view, src_a, out_a, src_b, tr_a) -> None:
         st.text_input("Why A's token rather than … (contrast)", key="contrast", max_chars=100, placeholder="e.g. la")
     st.radio("Map", SITES, key="site", format_func=SITE_LABELS.get, horizontal=True)
     noise = view.noise or src_b is None
-    if not noise and len(src_b) != len(src_a):
+    if not noise and src_b is not None and len(src_b) != len(src_a):  # not noise: src_b is given
         st.warning(
             f"A and B have {len(src_a) - 1} and {len(src_b) - 1} tokens: position-wise patching needs the "
             "same token length, so switch on noise corruption (or make B as long as A)."
@@ -439,7 +471,16 @@ def _map(site: str, m, tr_a, t: int, what: str, key: str) -> None:
         )
 
 
-def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view) -> None:
+def explain_contrast(
+    lm: LoadedModel,
+    src_a: tuple[int, ...],
+    out_a: list[int],
+    t: int,
+    contrast: ContrastToken,
+    r: Patching,
+    tr_a: Trace,
+    view: View,
+) -> None:
     from model.interpret.attribution import BASELINES, baseline_for
     from model.interpret.contrast import contrast_attribution, lens_difference
 
@@ -508,11 +549,12 @@ def explain_contrast(lm, src_a, out_a, t: int, contrast, r, tr_a, view) -> None:
         "patching map below is."
     )
     what = f"logit {x_tok} − logit {y_tok}"
+    assert r.diff is not None  # a map with a contrast has its difference
     st.markdown(f"**Patching on the difference**: clean {r.diff.clean:+.3f}, corrupted {r.diff.corrupted:+.3f}.")
     _map(view.site, r.diff, tr_a, t, what, "patch_diff")
 
 
-def downloads(lm, p, r) -> None:
+def downloads(lm: LoadedModel, p: Patcher, r: Patching) -> None:
     """The maps as files, each built when its button is clicked (not on every step)."""
     from model.interpret.patching import report, site_rows
 

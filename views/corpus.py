@@ -15,10 +15,11 @@ import io
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlencode
 
 import numpy as np
@@ -40,6 +41,7 @@ from model.interpret.corpus import (
     MAX_BYTES,
     SIGNALS,
     STATS,
+    Analysis,
     Corpus,
     CorpusError,
     analyse,
@@ -107,7 +109,7 @@ def bundled(name: str, size: int, data_dir: str) -> tuple[bytes, str]:
     return text.encode(), f"{name}.tsv"
 
 
-def from_url(key: str, param: str, options, default, parse: Callable = str) -> None:
+def from_url(key: str, param: str, options: Container[object], default: object, parse: Callable = str) -> None:
     """The widget ``key`` starts at the value kept from this session's last visit to the page (``keep``), else at
     the link's ``param`` (``default`` when it is not one of ``options``), and keeps the user's choice after: given
     by its key, not by an index or value that a link's changing parameter would make a new widget of (which
@@ -242,9 +244,12 @@ def _worker() -> ThreadPoolExecutor:
 
 
 Work = Callable[[Callable[[int, int, str], None]], object]  # a job: given its progress report, returns its result
+R = TypeVar("R")  # a job's result
 
 
-def background(key: tuple, sentences: int, parts: dict[str, float], work: Work):
+def background(
+    key: tuple, sentences: int, parts: dict[str, float], work: Callable[[Callable[[int, int, str], None]], R]
+) -> R | None:
     """A job's result from the server's cache; or, while it runs on the server (started here when it is new), None
     and its progress bar, updated without blocking the page: the reader may change the settings or open another page
     meanwhile, and the job goes on (the page opened again shows it, or its result)."""
@@ -267,7 +272,7 @@ def background(key: tuple, sentences: int, parts: dict[str, float], work: Work):
     return None
 
 
-def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str):
+def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str) -> Analysis | None:
     """The set's analysis (``background``), keyed by model, decoding and the set's digest."""
     key = (lm.path.name, dir_stamp(str(lm.path)), opts, digest)
     work = lambda report: analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=report)  # noqa: E731
@@ -321,7 +326,7 @@ def watch(key: tuple) -> None:
     st.caption("The analysis runs on the server: change the settings or open another page meanwhile.")
 
 
-def explore_link(row: dict, opts: DecodeOptions, model: str, **extra) -> str:
+def explore_link(row: dict, opts: DecodeOptions, model: str, **extra: str) -> str:
     """Explore on this sentence with the page's decoding (and its reference)."""
     q = {"src": row["source"]}
     if row.get("reference"):
@@ -392,7 +397,7 @@ def column_config() -> dict:
     }
 
 
-def render_rows(result, corpus: Corpus, opts: DecodeOptions, model: str) -> None:
+def render_rows(result: Analysis, corpus: Corpus, opts: DecodeOptions, model: str) -> None:
     rows = result.rows
     refs = corpus.references is not None
     st.header("Sentences")
@@ -435,7 +440,7 @@ def scatter_key(x_key: str, digest: str, opts: DecodeOptions) -> str:
     return f"corpus_scatter_{x_key}_{hashlib.sha256(repr((digest, opts)).encode()).hexdigest()[:12]}"
 
 
-def render_summary(result, corpus: Corpus, opts: DecodeOptions, model: str, digest: str) -> None:
+def render_summary(result: Analysis, corpus: Corpus, opts: DecodeOptions, model: str, digest: str) -> None:
     rows = result.rows
     refs = corpus.references is not None
     st.header("Over the set")
@@ -507,7 +512,7 @@ def scores_of(pairs: tuple[tuple[str, str | None], ...]) -> dict | None:
     return corpus_scores([{"translation": t, "reference": r} for t, r in pairs])
 
 
-def render_scores(result) -> None:
+def render_scores(result: Analysis) -> None:
     """Corpus BLEU and chrF as papers report them: the score, its bootstrap 95 % interval and sacrebleu's
     signature."""
     scores = scores_of(tuple((r["translation"], r["reference"]) for r in result.rows))
@@ -524,7 +529,7 @@ def render_scores(result) -> None:
         )
 
 
-def render_slices(result, corpus: Corpus) -> None:
+def render_slices(result: Analysis, corpus: Corpus) -> None:
     """The scores per slice: by source length, by flag, by the file's domain column."""
     st.subheader("Slices")
     st.caption(
@@ -545,8 +550,9 @@ def render_slices(result, corpus: Corpus) -> None:
     )
 
 
-def render_heads(result, opts: DecodeOptions, model: str) -> None:
+def render_heads(result: Analysis, opts: DecodeOptions, model: str) -> None:
     heads = result.heads
+    assert heads is not None  # the page's analysis measures them (run_analysis)
     st.header("What each head does over the set")
     st.caption(
         f"Over the first {heads['sentences']:,} sentences, teacher-forced on {heads['target']}. "
@@ -638,7 +644,7 @@ def set_param(param: str, value: str, default: str) -> None:
         st.query_params[param] = value
 
 
-def render_versus(lm: LoadedModel, result, corpus: Corpus, opts: DecodeOptions, digest: str) -> None:
+def render_versus(lm: LoadedModel, result: Analysis, corpus: Corpus, opts: DecodeOptions, digest: str) -> None:
     """The set translated a second time (another beam width, or another model with the page's decoding) against the
     analysed run: per-sentence chrF differences, the corpus scores with sacrebleu's paired bootstrap test (the same
     function as the CLI's ``--versus-beam`` and ``--versus-model``), and the sentences that changed most."""
@@ -666,7 +672,9 @@ def render_versus(lm: LoadedModel, result, corpus: Corpus, opts: DecodeOptions, 
         show_versus(out, result.rows, (opts, lm.path.name), (opts_b, other.path.name))
 
 
-def show_versus(out: dict, analysed: list[dict], run_a: tuple[DecodeOptions, str], run_b: tuple[DecodeOptions, str]):
+def show_versus(
+    out: dict, analysed: list[dict], run_a: tuple[DecodeOptions, str], run_b: tuple[DecodeOptions, str]
+) -> None:
     """The two runs' corpus scores and p-values, the histogram of sentence chrF differences, the sentences that
     changed most (each opening Explore with either run's settings)."""
     a, b = out["runs"]

@@ -9,6 +9,7 @@ import streamlit as st
 
 from model.core.constants import IMPOSSIBLE
 from model.core.tokenizer import Readability, readability
+from model.decode.decoding import DecodeResult
 from model.decode.steps import LOW_CONFIDENCE, ended_by_length, low_confidence, mean_token_prob
 from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
@@ -22,6 +23,8 @@ from .state import (
     MAX_CHARS,
     TAB_LABELS,
     TABS,
+    Choices,
+    Source,
     prepare_source,
 )
 
@@ -95,7 +98,7 @@ def inputs(msgs: list[str]) -> None:
         st.warning(md(m))
 
 
-def translation(lm: LoadedModel, src, src_tokens: list[str], ch, res) -> None:
+def translation(lm: LoadedModel, src: Source, src_tokens: list[str], ch: Choices, res: DecodeResult) -> None:
     """The source tokens, what makes the output untrustworthy, the sentence as the model reads it beside its
     translation, and the beam's candidates (in a panel)."""
     st.markdown("**Source tokens** " + badges([(show_token(t), "gray") for t in src_tokens]))
@@ -128,7 +131,7 @@ def translation(lm: LoadedModel, src, src_tokens: list[str], ch, res) -> None:
             )
 
 
-def honesty(lm: LoadedModel, res, r: Readability) -> None:
+def honesty(lm: LoadedModel, res: DecodeResult, r: Readability) -> None:
     """Say plainly when the output cannot be trusted: unreadable source, low confidence, or a cut-off."""
     cfg = lm.cfg
     n_unk, n_bytes, n_src, n_byte_chars, n_chars = r.n_unk, r.n_bytes, r.n_tokens, r.n_byte_chars, r.n_chars

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import streamlit as st
@@ -19,8 +19,12 @@ from model.core.jsonio import dump_bytes
 from model.decode.decoding import DecodeResult, source_body
 from model.decode.steps import prefix_scores, stack_view, summary_dict
 from model.decode.trace import teacher_forced_trace
+from model.io.checkpoint import LoadedModel
 
 from .state import Choices
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LABEL = "Export: summary (JSON), records (NPZ), tables (CSV), handout (HTML)"
 JSON, NPZ, CSV, HTML = "application/json", "application/octet-stream", "text/csv", "text/html"
@@ -64,7 +68,15 @@ def with_prefix_scores(arrays: Mapping[str, np.ndarray], cfg: ModelConfig) -> di
     return out
 
 
-def summary_bytes(ch, res, rows, step: int, src_tokens, token_text, table) -> bytes:
+def summary_bytes(
+    ch: Choices,
+    res: DecodeResult,
+    rows: Sequence[int],
+    step: int,
+    src_tokens: Sequence[str],
+    token_text: Callable[[int], str],
+    table: pd.DataFrame,
+) -> bytes:
     """The Summary (JSON) download: strict JSON, the model named by its directory's name, never the server's path;
     the decoder-input table of the followed line as shown (reads, predicts, p, entropy, forced)."""
     named = replace(ch, model_dir=Path(ch.model_dir).name)
@@ -72,7 +84,9 @@ def summary_bytes(ch, res, rows, step: int, src_tokens, token_text, table) -> by
     return dump_bytes(summary_dict(named, res, token_text, src_tokens, step, extra=extra))
 
 
-def record_bytes(lm, res, rows, step: int, reads, src_tokens) -> bytes:
+def record_bytes(
+    lm: LoadedModel, res: DecodeResult, rows: Sequence[int], step: int, reads: Sequence[str], src_tokens: Sequence[str]
+) -> bytes:
     """The positions 0…step download (NPZ): every layer's records along the followed rows, the encoder's, tokens."""
     arrays = with_prefix_scores(stack_view(res.steps, rows, step), lm.cfg)
     arrays.update({k: v[0] if v.ndim >= 3 and v.shape[0] == 1 else v for k, v in res.encoder.items()})
@@ -81,7 +95,7 @@ def record_bytes(lm, res, rows, step: int, reads, src_tokens) -> bytes:
     return npz_bytes(arrays)
 
 
-def trace_bytes(lm, res) -> bytes:
+def trace_bytes(lm: LoadedModel, res: DecodeResult) -> bytes:
     """The full trace download (NPZ): a teacher-forced pass over the translation shown."""
     out = [i for i in res.ids if i != lm.cfg.eos_id]
     tr = teacher_forced_trace(lm.model, lm.tokenizer, source_body(res.src_ids, lm.cfg), out, causal=True)
@@ -101,7 +115,14 @@ class Position:
     src_tokens: list[str]
 
 
-def render_decode(lm, at: Position, table, token_text, live_table=None, handout=None) -> None:
+def render_decode(
+    lm: LoadedModel,
+    at: Position,
+    table: Callable[[], pd.DataFrame],
+    token_text: Callable[[int], str],
+    live_table: pd.DataFrame | None = None,
+    handout: Callable[[], bytes] | None = None,
+) -> None:
     """Downloads are built on click (``table``: a function that returns the decoder-input table; ``handout``: one
     that returns the handout's HTML): the NPZ files hold every layer."""
     ch, res, rows, step, reads, src_tokens = at.ch, at.res, at.rows, at.step, at.reads, at.src_tokens

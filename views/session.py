@@ -118,7 +118,7 @@ def at_position(step: int, n: int) -> int:
     return bounded
 
 
-def start_position(view: View, key, n: int) -> tuple[int, str | None]:
+def start_position(view: View, key: Choices, n: int) -> tuple[int, str | None]:
     """The position of a view of ``n`` positions: the view's while ``key`` (the decode) stays; a new decode starts
     at the link's position (once), where the user forced tokens, or at 0. Returns it, and a message when the link's
     position is past the last one."""

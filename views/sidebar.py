@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from model.io.checkpoint import LoadedModel
 
@@ -11,7 +12,7 @@ from .common import head_label
 from .state import CHOICE, MEAN_HEADS, STRATEGIES, STRATEGY_LABELS, View
 
 
-def section(sb, title: str) -> None:
+def section(sb: DeltaGenerator, title: str) -> None:
     """A section's title in the sidebar, drawn as a subheader is but not a heading: the sidebar comes before the
     page's title in the document, so headings there would open the page's outline above its h1 (page.css)."""
     sb.container(key=f"sidebar_section_{title.lower()}").markdown(f"**{title}**")

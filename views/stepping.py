@@ -6,17 +6,18 @@ It runs as a fragment, so a step reruns this part of the page alone.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Container, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import streamlit as st
 
 from model.core.config import ModelConfig
 from model.core.constants import IMPOSSIBLE
+from model.decode.decoding import DecodeResult
 from model.decode.steps import Line, chips, follow_line, layer_keep, live_rows, stack_view
 from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
@@ -70,7 +71,7 @@ def view(lm: LoadedModel, limits: Limits, v: View, src: tuple[int, ...], src_tok
 
 
 def choice_control(
-    label: str, options: tuple[str, ...], key: str, labels: dict[str, str], fallback: str, **kwargs
+    label: str, options: tuple[str, ...], key: str, labels: dict[str, str], fallback: str, **kwargs: Any
 ) -> None:
     """A segmented control of one of ``options``; clicking the chosen one again keeps ``fallback``."""
     st.segmented_control(
@@ -238,7 +239,16 @@ def handout_inputs(lm: LoadedModel, raw: dict) -> tuple:
     return lm, view, ch, res, line, src.ids, lm.tokenizer.tokens(list(src.ids)), view.stage
 
 
-def handout_bytes(lm: LoadedModel, v: View, ch, res, line: Line, src, src_tokens, stage: str) -> bytes:
+def handout_bytes(
+    lm: LoadedModel,
+    v: View,
+    ch: Choices,
+    res: DecodeResult,
+    line: Line,
+    src: tuple[int, ...],
+    src_tokens: list[str],
+    stage: str,
+) -> bytes:
     """The handout of the followed line (``views.handout``): the sentence, its translation, the choices, and at
     every position the chosen stages' figures."""
     lines = (
@@ -252,7 +262,16 @@ def handout_bytes(lm: LoadedModel, v: View, ch, res, line: Line, src, src_tokens
     return handout.page(context, line.end + 1, stage, line.probs, lines).encode()
 
 
-def stage_context(lm: LoadedModel, v: View, ch, res, line: Line, step: int, src, src_tokens) -> StageContext:
+def stage_context(
+    lm: LoadedModel,
+    v: View,
+    ch: Choices,
+    res: DecodeResult,
+    line: Line,
+    step: int,
+    src: tuple[int, ...],
+    src_tokens: list[str],
+) -> StageContext:
     """What the stages draw at position ``step`` of the followed ``line`` (the step view's, and the handout's at
     every position)."""
     rows = list(line.rows[: step + 1])
@@ -265,7 +284,14 @@ def stage_context(lm: LoadedModel, v: View, ch, res, line: Line, step: int, src,
     return StageContext(lm, v, run, arrays, reads, predicts, src_tokens, step, incremental=True, causal=True, key="dec")
 
 
-def position_table(res, line: Line, step: int, reads, predicts, user_forced) -> pd.DataFrame:
+def position_table(
+    res: DecodeResult,
+    line: Line,
+    step: int,
+    reads: Sequence[str],
+    predicts: Sequence[str],
+    user_forced: Container[int],
+) -> pd.DataFrame:
     """The decoder-input table of positions 0..step along the line (shown, and exported as CSV and JSON)."""
     import pandas as pd  # with the first table, as in viz.decoding.loss_table
 
@@ -300,9 +326,10 @@ def stepper(n: int, help: str = POSITION_HELP) -> None:
             st.slider("Position", 0, n - 1, key="step", width=420, help=help)
 
 
-def pick_line(res, line: Line, step: int, stream_text) -> None:
+def pick_line(res: DecodeResult, line: Line, step: int, stream_text: Callable[[Sequence[int]], list[str]]) -> None:
     """The picker: the final candidates, then the hypotheses live at this position."""
     s = st.session_state
+    assert res.beam_steps is not None  # a beam search's decode: the picker is drawn for no other
     live = res.beam_steps[step].live
     ids_by_option: dict[str, tuple[int, ...]] = {}
     labels: dict[str, str] = {}
@@ -335,6 +362,6 @@ def pick_line(res, line: Line, step: int, stream_text) -> None:
     )
 
 
-def src_ids(lm: LoadedModel, ch) -> tuple[int, ...]:
+def src_ids(lm: LoadedModel, ch: Choices) -> tuple[int, ...]:
     src = prepare_source(ch.source, lm.tokenizer, lm.cfg)
     return src.ids if src else (lm.cfg.eos_id,)
