@@ -15,7 +15,9 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -38,11 +40,12 @@ RETRY_SHARE = 0.3  # of the wrong first picks, tried again with the right option
 # a student with the lesson open in two tabs, who answers one chapter's question differently in each
 PRE_JOIN, TWO_TABS = "pre-join", "two tabs"
 TIMEOUT_S = 60.0
+T = TypeVar("T")  # what an attempt returns
 RECONNECT_S = 120.0  # how long a client waits for a restarted server (it loads its model first) before giving up
 BACKOFF_S = (0.25, 4.0)  # the first wait between reconnection attempts, doubled each time up to the second
 
 
-def with_backoff(attempt, deadline_s: float = RECONNECT_S, stop: threading.Event | None = None):
+def with_backoff(attempt: Callable[[], T], deadline_s: float = RECONNECT_S, stop: threading.Event | None = None) -> T:
     """``attempt()`` until it returns, as a browser reconnects to a server that is starting again: the waits between
     attempts double from ``BACKOFF_S[0]`` up to ``BACKOFF_S[1]``; after ``deadline_s`` (or once ``stop`` is set)
     the last error is raised."""
@@ -89,7 +92,7 @@ class Tally:
     faults_at: dict[str, float] = field(default_factory=dict)  # when each fault began (time.monotonic())
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, what: str, item) -> None:
+    def add(self, what: str, item: object) -> None:
         with self.lock:
             getattr(self, what).append(item)
 
@@ -185,7 +188,7 @@ class LearnStudent:
         digest)."""
         return sorted((k, v) for k, v in self.page.widgets.items() if k.startswith(prefix))
 
-    def element(self, widget_id: str):
+    def element(self, widget_id: str) -> Any:  # the page's protobuf element, None when not shown
         return next((el for _, el, _ in self.page.elements.values() if getattr(el, "id", "") == widget_id), None)
 
     def pause(self) -> None:
@@ -306,7 +309,9 @@ class LearnStudent:
             self.reconnect()
             return None
 
-    def answer(self, questions: list[str], options: list[str], build) -> Run | None:
+    def answer(
+        self, questions: list[str], options: list[str], build: Callable[[], tuple[list[WidgetState], str]]
+    ) -> Run | None:
         """Send an answer (``build()``: its widget states and fragment, from the page as it is now) and record what
         the page said. When no reply comes (its server died), the student reconnects and gives the same answer
         again on the page that comes back; a resending student sends the same message twice."""

@@ -18,11 +18,15 @@ import os
 import runpy
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from pyinstrument.session import Session
+
+P = ParamSpec("P")  # a profiled run's parameters
+T = TypeVar("T")  # and its result
 
 ENV_DIR = "DECODER_LENS_PROFILE_DIR"
 IDLE = "-"
@@ -50,11 +54,12 @@ def wait_written(folder: Path, phase: str, timeout: float = 120.0) -> dict | Non
     return None
 
 
-def summarize(session, runs: int) -> dict:
+def summarize(session: Session | None, runs: int) -> dict:
     """Script runs, their summed wall time and the functions with the most time of their own (pyinstrument samples
     wall time: a thread waiting for the GIL counts in the function it was in)."""
     own: dict[str, float] = {}
-    todo = [session.root_frame()] if session else []
+    root = session.root_frame() if session else None  # None too for a session without samples
+    todo = [root] if root is not None else []
     while todo:
         f = todo.pop()
         todo += f.children
@@ -85,7 +90,7 @@ class PhaseProfiles:
         except OSError:
             return IDLE
 
-    def profiled(self, run, *args, **kwargs):
+    def profiled(self, run: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``run(*args, **kwargs)`` sampled by pyinstrument, its profile added to the current phase's."""
         from pyinstrument import Profiler
         from pyinstrument.session import Session

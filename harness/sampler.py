@@ -20,7 +20,9 @@ import json
 import random
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, TextIO
 
 from harness.browser import BROWSER_ARGS, CHROMIUM
 from harness.sessions import SENTENCES, Drive, Session, act, open_session
@@ -29,7 +31,9 @@ from views.state import DECODER_STAGES
 PHASE = 0
 
 
-def write(out, kind: str, seconds: float | None, errors=(), crosstalk=()) -> None:
+def write(
+    out: TextIO, kind: str, seconds: float | None, errors: Iterable[str] = (), crosstalk: Iterable[str] = ()
+) -> None:
     out.write(
         json.dumps(
             {"t": time.time(), "kind": kind, "seconds": seconds, "errors": list(errors), "crosstalk": list(crosstalk)}
@@ -39,7 +43,7 @@ def write(out, kind: str, seconds: float | None, errors=(), crosstalk=()) -> Non
     out.flush()
 
 
-async def sample(s: Session, browser, url: str, drive: Drive, out, stop: Path) -> None:
+async def sample(s: Session, browser: Any, url: str, drive: Drive, out: TextIO, stop: Path) -> None:
     t0 = time.perf_counter()
     try:
         await open_session(s, browser, url, drive)

@@ -13,6 +13,7 @@ import asyncio
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
@@ -254,7 +255,7 @@ async def step_once(s: Session, drive: Drive) -> bool:
     return len(s.errors) == errors and len(s.crosstalk) == crosstalk
 
 
-async def run_session(s: Session, drive: Drive, deadline: float, stop=None) -> None:
+async def run_session(s: Session, drive: Drive, deadline: float, stop: Callable[[], bool] | None = None) -> None:
     """Act until ``deadline`` (time.monotonic()) or until ``stop()`` is true, pausing ``drive.think`` seconds on
     average after each paint."""
     rng = random.Random(drive.seed * 100_003 + drive.phase * 1009 + s.index)

@@ -17,6 +17,7 @@ import json
 import secrets
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
@@ -32,6 +33,9 @@ from views.state import MAX_CHARS
 
 from .class_link import LINK_KEY, class_store
 from .common import md, show
+
+if TYPE_CHECKING:
+    from model.io.checkpoint import LoadedModel
 
 STUDENT_ROWS_SHOWN = 40  # more students than this: their one-row-each figure waits in an expander
 REFRESH_S = 5  # the dashboard's live part reruns this often while the page is open
@@ -74,7 +78,7 @@ def base_url() -> str:
     return f"{parts.scheme}://{parts.netloc}{path.rstrip('/')}" if parts.netloc else ""
 
 
-def render(lm=None, error: str | None = None) -> None:
+def render(lm: LoadedModel | None = None, error: str | None = None) -> None:
     st.title(":material/groups: Class: what your students understood")
     done = st.session_state.pop("class_done", None)
     if done:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
@@ -18,11 +19,18 @@ from .stages.context import StageContext, TeacherForced
 from .state import MEAN_HEADS, Limits, View
 from .stepping import stage_selector, stepper
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from model.decode.trace import Trace
+
 LOSS = r"\mathcal{L} = -\frac{1}{T}\sum_{t} \log p(y_t \mid y_{<t}, x)"
 
 
 @st.fragment
-def view(lm: LoadedModel, limits: Limits, v: View, src_ids: tuple[int, ...], src_tokens, reference: str) -> None:
+def view(
+    lm: LoadedModel, limits: Limits, v: View, src_ids: tuple[int, ...], src_tokens: list[str], reference: str
+) -> None:
     try:
         _view(lm, session.fragment_view(v, limits), src_ids, src_tokens, reference)
     except Exception as e:
@@ -101,7 +109,7 @@ def _view(lm: LoadedModel, v: View, src_ids, src_tokens, reference: str) -> None
             )
 
 
-def compare_without_mask(lm: LoadedModel, tr, nc, table, v, pos: int) -> None:
+def compare_without_mask(lm: LoadedModel, tr: Trace, nc: Trace, table: pd.DataFrame, v: View, pos: int) -> None:
     """The loss and the attention with and without the causal mask, side by side in numbers."""
     T = len(tr.dec_input_tokens)
     label_ids = tr.arrays.label_ids

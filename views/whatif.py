@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import numpy as np
@@ -12,6 +13,10 @@ import streamlit as st
 from .common import show_token
 from .stages.context import TOP_SHOWN
 from .state import View, to_query
+
+if TYPE_CHECKING:
+    from model.decode.decoding import Step
+    from model.io.checkpoint import LoadedModel
 
 
 @dataclass(frozen=True)
@@ -24,7 +29,16 @@ class Forcing:
     ahead: Callable[[tuple[int, ...]], None] | None = None
 
 
-def render(lm, view: View, cur, r_now: int, so_far: list[int], step: int, token_text, on: Forcing) -> None:
+def render(
+    lm: LoadedModel,
+    view: View,
+    cur: Step,
+    r_now: int,
+    so_far: list[int],
+    step: int,
+    token_text: Callable[[int], str],
+    on: Forcing,
+) -> None:
     """The alternatives at position ``step`` and the typed token, each forced through ``on``."""
     alts = [int(i) for i in cur.top_ids[r_now][:TOP_SHOWN]]
     probs = np.exp(cur.top_logprobs[r_now][:TOP_SHOWN])
