@@ -484,8 +484,7 @@ def explain_contrast(
     from model.interpret.attribution import BASELINES, baseline_for
     from model.interpret.contrast import contrast_attribution, lens_difference
 
-    x_tok = show_token(tr_a.label_tokens[t])
-    y_tok = show_token(contrast.token)
+    x_tok, y_tok = show_token(tr_a.label_tokens[t]), show_token(contrast.token)
     st.header(f"Why {x_tok} rather than {y_tok}?")
     method = view.attribution
     st.radio(

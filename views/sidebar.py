@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 from model.io.checkpoint import LoadedModel
 
@@ -12,10 +11,10 @@ from .common import head_label
 from .state import CHOICE, MEAN_HEADS, STRATEGIES, STRATEGY_LABELS, View
 
 
-def section(sb: DeltaGenerator, title: str) -> None:
+def section(title: str) -> None:
     """A section's title in the sidebar, drawn as a subheader is but not a heading: the sidebar comes before the
     page's title in the document, so headings there would open the page's outline above its h1 (page.css)."""
-    sb.container(key=f"sidebar_section_{title.lower()}").markdown(f"**{title}**")
+    st.sidebar.container(key=f"sidebar_section_{title.lower()}").markdown(f"**{title}**")
 
 
 def sidebar(lm: LoadedModel, view: View) -> None:
@@ -25,7 +24,7 @@ def sidebar(lm: LoadedModel, view: View) -> None:
     def widget(name: str) -> dict:
         return CHOICE[name].widget(limits)
 
-    section(sb, "Decoding")
+    section("Decoding")
     sb.radio(**widget("strategy"), options=STRATEGIES, format_func=STRATEGY_LABELS.get, horizontal=True)
     if view.decode.strategy == "beam":
         sb.slider(**widget("beam"))
@@ -37,7 +36,7 @@ def sidebar(lm: LoadedModel, view: View) -> None:
         sb.number_input(**widget("seed"), step=1)
     if limits.max_new > 1:
         sb.slider(**widget("max_len"))
-    section(sb, "View")
+    section("View")
     layer, head = widget("layer"), widget("head")
     sb.selectbox(layer["label"], list(range(layer["max_value"] + 1)), key="layer", on_change=session.layer_head_chosen)
     sb.selectbox(
