@@ -49,6 +49,7 @@ from harness.browser import (
 SENTENCE = "The little girl is reading a book in the garden."
 QUERY = "src=The%20little%20girl%20is%20reading%20a%20book%20in%20the%20garden.&strategy=beam&beam=3&max_len=12"
 TIMEOUT_MS = 300_000  # generous: a loaded 2-core machine can take minutes (harness.browser)
+LOST_CLICK_MS = 60_000  # a page switch on a loaded machine takes seconds: none after a minute, the click was lost
 MAX_CONTROL_RATIO, MAX_SWITCH_S, MAX_CLI_RATIO, MAX_BUSY_RATIO = 3.0, 2.0, 2.0, 2.0
 SPIN = "while True: pass"  # one core kept busy
 URL_HAS = (  # the link's parameter k is v (None: absent)
@@ -222,11 +223,39 @@ def controls(page, url: str) -> list[tuple[str, Callable[[], float]]]:
 
 
 def switch(page, link: str, heading: str) -> float:
-    return timed(
-        page,
-        lambda: page.get_by_role("link", name=link, exact=True).first.click(),
-        lambda: page.get_by_role("heading", level=1, name=heading, exact=False).first.wait_for(),
+    """Seconds from the click on the page's link until its heading shows and the page is settled. A click that no
+    page change follows within ``LOST_CLICK_MS`` is reported with what the page shows, and clicked once more: its
+    time counts from the first click, so the control fails its target, and the pass goes on."""
+    link_el = page.get_by_role("link", name=link, exact=True).first
+    head = page.get_by_role("heading", level=1, name=heading, exact=False).first
+
+    def arrived() -> None:
+        try:
+            head.wait_for(timeout=LOST_CLICK_MS)
+            return
+        except Exception:
+            said = page_state(page)
+            print(f"After the click on {link!r}, no heading {heading!r}: {said}; clicked again", file=sys.stderr)
+        link_el.click()
+        try:
+            head.wait_for()
+        except Exception as e:  # say what the page shows instead, so that a failure can be read from the log
+            raise RuntimeError(f"after two clicks on {link!r}, no heading {heading!r}: {page_state(page)}") from e
+
+    return timed(page, link_el.click, arrived)
+
+
+def page_state(page) -> str:
+    """The address, the headings and any error or alert the page shows: what a failed wait found instead."""
+    said = page.evaluate(
+        """() => ({url: location.href,
+          headings: [...document.querySelectorAll('h1, h2')].map((h) => h.innerText.trim()).slice(0, 8),
+          alerts: [...document.querySelectorAll('[data-testid="stAlert"], [data-testid="stException"]')]
+            .map((a) => a.innerText.trim().slice(0, 300)),
+          running: Boolean(document.querySelector('[data-testid="stStatusWidget"]')),
+          stale: document.querySelectorAll('[data-stale="true"]').length})"""
     )
+    return str(said)
 
 
 def cli_times(model: Path, runs: int) -> dict[str, float]:
@@ -313,10 +342,14 @@ def main(argv: list[str] | None = None) -> int:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
             try:
                 with serve(ROOT / "app.py", tmp / "app.log", app_env(model)) as server:
-                    for _ in range(runs):
-                        for busy in (False, True) if args.busy else (False,):
-                            with one_core_busy(busy):
-                                passes(browser, server.url, app[busy], args.only)
+                    try:
+                        for _ in range(runs):
+                            for busy in (False, True) if args.busy else (False,):
+                                with one_core_busy(busy):
+                                    passes(browser, server.url, app[busy], args.only)
+                    except Exception:  # the server's own words beside the failure
+                        print("The app's log, last lines:", *log_tail(tmp / "app.log"), sep="\n", file=sys.stderr)
+                        raise
                 floor = measure_floor(browser, tmp, (64, 64), max(5, 3 * runs), 1)
             finally:
                 browser.close()
@@ -324,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.busy:
             report_busy(app[False], app[True])
     return 0
+
+
+def log_tail(log: Path, lines: int = 60) -> list[str]:
+    return log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else ["(no log)"]
 
 
 def passes(browser, url: str, into: dict[str, list[float]], only: list[str] | None = None) -> None:
