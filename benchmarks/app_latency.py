@@ -455,14 +455,22 @@ def report(app: dict, floor: dict, model: Path) -> None:
     verdicts(app, floor)
 
 
+def against(times: list[float], ref: list[float], ref_name: str) -> str:
+    """The median and p95 of ``times`` (s), each in ms and as a multiple of ``ref``'s, which ``ref_name`` names."""
+    (m, p), (rm, rp) = (median(times), p95(times)), (median(ref), p95(ref))
+    return (
+        f"median {m * 1e3:.0f} ms = {m / rm:.2f}× {ref_name}{rm * 1e3:.0f} ms; "
+        f"p95 {p * 1e3:.0f} ms = {p / rp:.2f}× {ref_name}{rp * 1e3:.0f} ms"
+    )
+
+
 def verdicts(app: dict, floor: dict) -> None:
     """One line per target: the app's times against the floor's (or the step view's), PASS or FAIL."""
     am, ap, fm, fp = median(app["step"]), p95(app["step"]), median(floor["step"]), p95(floor["step"])
     ok = am <= MAX_FLOOR_RATIO * fm and ap <= MAX_FLOOR_RATIO * fp
     print(
-        f"verdict step-to-paint ≤ {MAX_FLOOR_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} (median {am * 1e3:.0f} ms "
-        f"= {am / fm:.2f}× floor {fm * 1e3:.0f} ms; p95 {ap * 1e3:.0f} ms = {ap / fp:.2f}× floor "
-        f"{fp * 1e3:.0f} ms)"
+        f"verdict step-to-paint ≤ {MAX_FLOOR_RATIO:g}× floor: {'PASS' if ok else 'FAIL'} "
+        f"({against(app['step'], floor['step'], 'floor ')})"
     )
     kb = [b / 1e3 for b in app["bytes"]]
     ok = max(kb) <= MAX_STEP_KB
@@ -498,8 +506,7 @@ def verdicts(app: dict, floor: dict) -> None:
     print(
         f"verdict Compare step-to-paint ≤ {MAX_COMPARE_RATIO:g}× the step view's (median; p95 ≤ "
         f"{MAX_COMPARE_P95_RATIO:g}×): {'PASS' if ok else 'FAIL'} "
-        f"(median {cm * 1e3:.0f} ms = {cm / am:.2f}× {am * 1e3:.0f} ms; p95 {cp * 1e3:.0f} ms = {cp / ap:.2f}× "
-        f"{ap * 1e3:.0f} ms; {len(app['compare'])} steps)"
+        f"({against(app['compare'], app['step'], '')}; {len(app['compare'])} steps)"
     )
     ac, fc = median(app["cold"]), median(floor["cold"])
     ok = ac <= MAX_COLD_RATIO * fc

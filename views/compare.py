@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -181,7 +181,7 @@ def body(lm: LoadedModel, limits: Limits, view: View) -> None:
     patch_b = None if tr_b is None or src_b is None or src_b.ids == src_a.ids or two_models else src_b.ids
     if two_models and tr_b is not None:
         st.caption("Patching below runs A's model alone: A against A with noise.")
-    patching_part(lm, limits, view, src_a.ids, out_a, patch_b, tr_a)
+    patching_part(lm, limits, view, PatchRuns(src_a.ids, out_a, patch_b, tr_a))
 
 
 def decoding_b(decode: DecodeOptions, beam_b: int) -> DecodeOptions:
@@ -209,21 +209,23 @@ def open_where_they_part(view: View, src_a: Sequence[int], src_b: Sequence[int],
     return replace(view, step=first)
 
 
+@dataclass(frozen=True)
+class PatchRuns:
+    """What patching measures: A's source, output and trace, and the source that corrupts it (None: noise)."""
+
+    src_a: tuple[int, ...]
+    out_a: list[int]
+    src_b: tuple[int, ...] | None
+    tr_a: Trace
+
+
 @st.fragment
-def patching_part(
-    lm: LoadedModel,
-    limits: Limits,
-    view: View,
-    src_a: tuple[int, ...],
-    out_a: list[int],
-    src_b: tuple[int, ...] | None,
-    tr_a: Trace,
-) -> None:
+def patching_part(lm: LoadedModel, limits: Limits, view: View, runs: PatchRuns) -> None:
     """The patching section, a fragment: a step, the map's site, the noise and the contrast rerun it alone (none of
     them changes the decodes or the stage compared above it), and it writes the URL itself then."""
     v = session.fragment_view(view, limits)
     try:
-        patching(lm, v, src_a, out_a, src_b, tr_a)
+        patching(lm, v, runs)
     finally:
         session.sync_url(v)
 
@@ -380,16 +382,10 @@ def _patch_into(cache, key, lm, src_a, out_a, src_b, position: int, contrast_id)
         cache.put("patching", key, _patch(lm, src_a, out_a, src_b, position, contrast_id))
 
 
-def patching(
-    lm: LoadedModel,
-    view: View,
-    src_a: tuple[int, ...],
-    out_a: list[int],
-    src_b: tuple[int, ...] | None,
-    tr_a: Trace,
-) -> None:
+def patching(lm: LoadedModel, view: View, runs: PatchRuns) -> None:
     from model.interpret.contrast import contrast_token
 
+    src_a, out_a, src_b, tr_a = runs.src_a, runs.out_a, runs.src_b, runs.tr_a
     tok = lm.tokenizer
     st.header("Activation patching — where does the model decide?")
     rows = _rows(tr_a)[: len(out_a)]
@@ -449,26 +445,19 @@ def patching(
 
 def _map(site: str, m, tr_a, t: int, what: str, key: str) -> None:
     lo, hi = viz.shared_range(m.enc, m.dec, m.heads, np.array([m.clean, m.corrupted]))
-    kw = dict(value_name=what, zmin=lo, zmax=hi)
+    scale = viz.PatchScale(what, lo, hi)
     if site == "dec":
-        show(
-            viz.patch_decoder_figure(
-                m.dec,
-                _rows(tr_a)[: t + 1],
-                sublayers=PATCH_SUBLAYERS,
-                title=f"{what} with one decoder site restored",
-                **kw,
-            ),
-            f"{key}_dec",
-        )
+        rows = _rows(tr_a)[: t + 1]
+        title = f"{what} with one decoder site restored"
+        show(viz.patch_decoder_figure(m.dec, rows, scale, sublayers=PATCH_SUBLAYERS, title=title), f"{key}_dec")
     elif site == "enc":
         src = [show_token(x) for x in tr_a.src_tokens]
-        show(viz.patch_encoder_figure(m.enc, src, title=f"{what} with one encoder output restored", **kw), f"{key}_enc")
-    else:
         show(
-            viz.patch_heads_figure(m.heads, title=f"{what} with one head's output restored (every position)", **kw),
-            f"{key}_heads",
+            viz.patch_encoder_figure(m.enc, src, scale, title=f"{what} with one encoder output restored"), f"{key}_enc"
         )
+    else:
+        title = f"{what} with one head's output restored (every position)"
+        show(viz.patch_heads_figure(m.heads, scale, title=title), f"{key}_heads")
 
 
 def explain_contrast(

@@ -365,24 +365,19 @@ def checks(data: ClassData) -> None:
     if not scores:
         return
     st.subheader("The first check against the final one", anchor=False)
-    names, pre, post = [c.nickname for c in scores], [c.pre for c in scores], [c.post for c in scores]
+    pre, post = [c.pre for c in scores], [c.post for c in scores]
+    class_scores = viz.CheckScores([c.nickname for c in scores], pre, post, stats.CHECK_MAX)
     both = sum(a is not None and b is not None for a, b in zip(pre, post))
     if both:
         show(
             viz.transitions_figure(
-                names, pre, post, max_score=stats.CHECK_MAX,
+                class_scores,
                 title=f"Where the {students(both)} who took both checks went: on the "
                 "dotted line the same score, right of it a better one",
             ),
             "class_transitions",
         )  # fmt: skip
-    per_student = viz.checks_figure(
-        names,
-        pre,
-        post,
-        max_score=stats.CHECK_MAX,
-        title="Each student's score: first check (grey) → final check (blue)",
-    )
+    per_student = viz.checks_figure(class_scores, title="Each student's score: first check (grey) → final check (blue)")
     if len(scores) <= STUDENT_ROWS_SHOWN:
         show(per_student, "class_checks")
     else:  # a row per student: drawn when opened, so a large class's dashboard opens at once

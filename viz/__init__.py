@@ -7,7 +7,14 @@ the token lists (``ValueError`` on mismatch); every heatmap goes through :func:`
 :class:`HeatmapSpec` says and sized as a :class:`Framing` says.
 """
 
-from .classroom import checks_figure, concepts_figure, first_try_figure, progress_figure, transitions_figure
+from .classroom import (
+    CheckScores,
+    checks_figure,
+    concepts_figure,
+    first_try_figure,
+    progress_figure,
+    transitions_figure,
+)
 from .common import MASK_COLOR, MASKED_HOVER, safe_label, unique_labels
 from .corpus import bar_figure, head_grid, sentence_scatter
 from .decoding import TreeOptions, beam_table, beam_tree_figure, entropy, loss_table, topk_figure
@@ -29,6 +36,7 @@ from .figures import (
 from .heatmap import Framing, HeatmapSpec, Marks, Ticks, heatmap
 from .patching import (
     PairOptions,
+    PatchScale,
     aligned_difference,
     pair_figures,
     patch_decoder_figure,
@@ -45,6 +53,7 @@ __all__ = [
     "LayerOptions",
     "Marks",
     "PairOptions",
+    "PatchScale",
     "MASK_COLOR",
     "MASKED_HOVER",
     "MatrixOptions",
@@ -80,6 +89,7 @@ __all__ = [
     "shared_range",
     "topk_figure",
     "unique_labels",
+    "CheckScores",
     "checks_figure",
     "concepts_figure",
     "first_try_figure",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,6 +25,20 @@ RIGHT, WRONG, BEFORE, AFTER = "#2b8cbe", "#e4572e", "#9e9e9e", "#2b8cbe"
 def _n(values: Sequence, labels: Sequence, what: str) -> None:
     if len(values) != len(labels):
         raise ValueError(f"{len(values)} {what} but {len(labels)} labels were given")
+
+
+@dataclass(frozen=True)
+class CheckScores:
+    """Each student's score on the first check and on the final one (None: not taken), out of ``max_score``."""
+
+    nicknames: Sequence[str]
+    pre: Sequence[int | None]
+    post: Sequence[int | None]
+    max_score: int
+
+    def __post_init__(self) -> None:
+        _n(self.pre, self.nicknames, "first-check scores")
+        _n(self.post, self.nicknames, "final-check scores")
 
 
 def _layout(
@@ -121,17 +136,9 @@ def first_try_figure(
     return new_figure([bars], layout)
 
 
-def checks_figure(
-    nicknames: Sequence[str],
-    pre: Sequence[int | None],
-    post: Sequence[int | None],
-    *,
-    max_score: int,
-    title: str,
-) -> Figure:
+def checks_figure(checks: CheckScores, *, title: str) -> Figure:
     """Each student's score on the first check (grey) and the final one (blue), joined by a line: one row each."""
-    _n(pre, nicknames, "first-check scores")
-    _n(post, nicknames, "final-check scores")
+    nicknames, pre, post, max_score = checks.nicknames, checks.pre, checks.post, checks.max_score
     y = _labels(nicknames)
     rows = [i + DOT_OFFSET for i in range(len(y))]  # each student's dots below the row's line, the name above it
     a = np.array([np.nan if v is None else v for v in pre], dtype=float)
@@ -205,19 +212,11 @@ HOVER_NAMES = 8  # nicknames listed in a cell's hover; the rest counted
 COLORBAR_PX = 64  # the transitions' colour bar with its ticks and title
 
 
-def transitions_figure(
-    nicknames: Sequence[str],
-    pre: Sequence[int | None],
-    post: Sequence[int | None],
-    *,
-    max_score: int,
-    title: str,
-) -> Figure:
+def transitions_figure(checks: CheckScores, *, title: str) -> Figure:
     """Where the students who took both checks went: rows their first-check score, columns their final-check score,
     each cell the number of students (their nicknames in the hover). Cells right of the diagonal improved. One cell
     per pair of scores, so a class of any size reads at a glance."""
-    _n(pre, nicknames, "first-check scores")
-    _n(post, nicknames, "final-check scores")
+    nicknames, pre, post, max_score = checks.nicknames, checks.pre, checks.post, checks.max_score
     n = max_score + 1
     names: list[list[list[str]]] = [[[] for _ in range(n)] for _ in range(n)]
     for name, u, v in zip(nicknames, pre, post):

@@ -25,15 +25,25 @@ def _shape(values, shape: tuple[int, ...], name: str) -> np.ndarray:
     return v
 
 
-def _patch_spec(x_title: str, y_title: str, value_name: str, zmin, zmax, **more) -> HeatmapSpec:
+@dataclass(frozen=True)
+class PatchScale:
+    """What a patching map's cells measure and their colour range (None: the values' own), one for the three maps
+    of a measurement so that they read on one scale."""
+
+    value_name: str
+    zmin: float | None = None
+    zmax: float | None = None
+
+
+def _patch_spec(x_title: str, y_title: str, scale: PatchScale, **more) -> HeatmapSpec:
     """A patching map's look: the shared patching scale, every cell's value printed, rows without an index."""
     return HeatmapSpec(
         x_title=x_title,
         y_title=y_title,
-        value_name=value_name,
+        value_name=scale.value_name,
         colorscale=PATCH_SCALE,
-        zmin=zmin,
-        zmax=zmax,
+        zmin=scale.zmin,
+        zmax=scale.zmax,
         row_index=False,
         show_values=True,
         **more,
@@ -41,14 +51,7 @@ def _patch_spec(x_title: str, y_title: str, value_name: str, zmin, zmax, **more)
 
 
 def patch_decoder_figure(
-    values: np.ndarray,
-    positions: Sequence[str],
-    *,
-    sublayers: Sequence[str],
-    title: str,
-    value_name: str,
-    zmin: float | None = None,
-    zmax: float | None = None,
+    values: np.ndarray, positions: Sequence[str], scale: PatchScale, *, sublayers: Sequence[str], title: str
 ) -> Figure:
     """Decoder sites (L, K, P): rows = each layer's residual stream after each of its K ``sublayers`` (e.g. "after
     self-attn", top to bottom in data-flow order), columns = positions (``reads → predicts``); each cell the
@@ -61,38 +64,23 @@ def patch_decoder_figure(
     positions = as_tokens(positions, "positions")
     check_len(P, positions, "columns", f"values of shape {v.shape}")
     rows = [f"layer {i} {s}" for i in range(L) for s in sublayers]
-    spec = _patch_spec("position: reads → predicts", "decoder residual restored", value_name, zmin, zmax)
+    spec = _patch_spec("position: reads → predicts", "decoder residual restored", scale)
     return heatmap(
         v.reshape(L * K, P), rows, positions, spec, title=title, marks=Marks(highlight_col=P - 1), framing=ROWS
     )
 
 
-def patch_encoder_figure(
-    values: np.ndarray,
-    src_tokens: Sequence[str],
-    *,
-    title: str,
-    value_name: str,
-    zmin: float | None = None,
-    zmax: float | None = None,
-) -> Figure:
+def patch_encoder_figure(values: np.ndarray, src_tokens: Sequence[str], scale: PatchScale, *, title: str) -> Figure:
     """Encoder sites (Le, S): rows = encoder layers (their output), columns = source tokens."""
     v = as_2d(values, "values")
     src_tokens = as_tokens(src_tokens, "src_tokens")
     check_len(v.shape[1], src_tokens, "columns", f"values of shape {v.shape}")
     rows = [f"encoder layer {i}" for i in range(v.shape[0])]
-    spec = _patch_spec("source token whose encoder output is restored", "encoder layer", value_name, zmin, zmax)
+    spec = _patch_spec("source token whose encoder output is restored", "encoder layer", scale)
     return heatmap(v, rows, src_tokens, spec, title=title, framing=ROWS)
 
 
-def patch_heads_figure(
-    values: np.ndarray,
-    *,
-    title: str,
-    value_name: str,
-    zmin: float | None = None,
-    zmax: float | None = None,
-) -> Figure:
+def patch_heads_figure(values: np.ndarray, scale: PatchScale, *, title: str) -> Figure:
     """Head sites (2, L, H): rows = each decoder layer's self-attention, then its cross-attention; columns = heads;
     each cell with that head's output (before W_O, at every position) restored."""
     v = np.asarray(values, dtype=np.float64)
@@ -100,7 +88,7 @@ def patch_heads_figure(
         raise ValueError(f"head sites must be (2, layers, heads), not {v.shape}")
     _, L, H = v.shape
     rows = [f"layer {i} {kind}" for i in range(L) for kind in HEAD_KINDS]
-    spec = _patch_spec("head whose output is restored", "decoder layer", value_name, zmin, zmax, col_index=False)
+    spec = _patch_spec("head whose output is restored", "decoder layer", scale, col_index=False)
     heads = [f"head {h}" for h in range(H)]
     return heatmap(v.transpose(1, 0, 2).reshape(2 * L, H), rows, heads, spec, title=title, framing=ROWS)
 

@@ -26,7 +26,7 @@ from model.core.config import ModelConfig
 from model.core.constants import BATCH_SIZE, MAX_BEAM, NEG
 from model.core.tokenizer import Tokenizer
 from model.core.transformer import LayerCache, Transformer, head_masks
-from model.decode.lean import LeanCache, LeanDecoder
+from model.decode.lean import AnyArray, LeanCache, LeanDecoder
 
 TOP = 20  # alternatives kept per step for display
 
@@ -257,18 +257,11 @@ class ModuleDecoder:
     def __init__(self, model: Transformer):
         self.model = model
 
-    def encode(
-        self, src_ids: np.ndarray | torch.Tensor, ablation: Ablation | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def encode(self, src_ids: AnyArray, ablation: Ablation | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         memory, src_mask, _ = self.model.encode(torch.as_tensor(src_ids), heads=head_masks(ablation, self.model.cfg))
         return memory, src_mask
 
-    def start(
-        self,
-        memory: torch.Tensor | np.ndarray,
-        src_mask: torch.Tensor | np.ndarray | None,
-        ablation: Ablation | None = None,
-    ) -> ModuleCache:
+    def start(self, memory: AnyArray, src_mask: AnyArray | None, ablation: Ablation | None = None) -> ModuleCache:
         """An empty cache for the rows of ``memory`` (R, S, D): the model's encoder output (or LeanDecoder.encode's)."""
         mask = None if src_mask is None else torch.as_tensor(src_mask)
         return ModuleCache(torch.as_tensor(memory), mask, head_masks(ablation, self.model.cfg))
@@ -313,8 +306,8 @@ def decode(
     decoder = decoder or step_decoder(model, rows=opts.beam if beam else 1)
     if opts.record and isinstance(decoder, LeanDecoder) and decoder.fallback is not None:
         decoder = decoder.fallback  # a family whose steps the numpy step does not record: its modules do
-    memory: torch.Tensor | np.ndarray  # the model's own encoder's when recorded, the decoder's otherwise
-    src_mask: torch.Tensor | np.ndarray | None
+    memory: AnyArray  # the model's own encoder's when recorded, the decoder's otherwise
+    src_mask: AnyArray | None
     if opts.record:
         heads = head_masks(opts.ablation, model.cfg)
         memory, src_mask, enc = model.encode(torch.from_numpy(src), record=True, heads=heads)

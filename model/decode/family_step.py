@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from model.core import keys
 from model.core.ablation import Ablation
 from model.core.transformer import ACTIVATION_FNS, Transformer, relative_bucket
-from model.decode.lean import LeanCache, check_step
+from model.decode.lean import AnyArray, LeanCache, check_step, decoder_heads
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -79,9 +79,7 @@ class FamilyStep:
         self.eps = np.float32(cfg.layer_norm_eps)
         self.act = ACTIVATION_FNS[cfg.activation]
 
-    def encode(
-        self, src_ids: np.ndarray | torch.Tensor, ablation: Ablation | None = None
-    ) -> tuple[np.ndarray, np.ndarray | None]:
+    def encode(self, src_ids: AnyArray, ablation: Ablation | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """The model's own encoder (once per sentence; a step's products are the decode's cost): memory (B, S, D)
         and the additive padding mask (B, 1, 1, S) or None, as arrays."""
         from model.core.transformer import head_masks
@@ -90,12 +88,7 @@ class FamilyStep:
             memory, mask, _ = self.model.encode(torch.as_tensor(src_ids), heads=head_masks(ablation, self.cfg))
         return memory.float().cpu().numpy(), None if mask is None else mask.float().cpu().numpy()
 
-    def start(
-        self,
-        memory: np.ndarray | torch.Tensor,
-        src_mask: np.ndarray | torch.Tensor | None,
-        ablation: Ablation | None = None,
-    ) -> LeanCache:
+    def start(self, memory: AnyArray, src_mask: AnyArray | None, ablation: Ablation | None = None) -> LeanCache:
         """An empty ``lean.LeanCache`` for the rows of ``memory`` (R, S, D): every layer's cross K, V projected once."""
         memory = memory if isinstance(memory, np.ndarray) else _np(memory)
         R, S, D = memory.shape
@@ -106,8 +99,7 @@ class FamilyStep:
             cross[i] = w["ckv"](flat).reshape(R, S, 2, H, d_k).transpose(0, 2, 3, 1, 4)
         KV = np.empty((L, R, 2, H, self.cfg.max_len, d_k), np.float32)  # only positions written are read
         mask = None if src_mask is None else np.asarray(src_mask if isinstance(src_mask, np.ndarray) else _np(src_mask))
-        heads = {k: v for k, v in ablation.arrays(self.cfg).items() if keys.parse(k).side == "dec"} if ablation else {}
-        return LeanCache(KV, cross, None, mask, heads=heads)
+        return LeanCache(KV, cross, None, mask, heads=decoder_heads(ablation, self.cfg))
 
     def _norm(self, x: np.ndarray, gb) -> np.ndarray:
         """LayerNorm (x − mean) / sqrt(var + eps) · g + b, or RMSNorm x / sqrt(mean(x²) + eps) · g, per row."""

@@ -25,7 +25,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import torch
@@ -42,12 +42,20 @@ if TYPE_CHECKING:
     from model.decode.family_step import FamilyStep
 
 
+AnyArray: TypeAlias = np.ndarray | torch.Tensor  # what the steps take: their own arrays, or the model's tensors
+
+
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().float().numpy()
 
 
-def _array(x: np.ndarray | torch.Tensor) -> np.ndarray:
+def _array(x: AnyArray) -> np.ndarray:
     return x if isinstance(x, np.ndarray) else _np(x)
+
+
+def decoder_heads(ablation: Ablation | None, cfg: ModelConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The decoder heads ``ablation`` switches off, as the step reads them (every step of a cache)."""
+    return {k: v for k, v in ablation.arrays(cfg).items() if keys.parse(k).side == "dec"} if ablation else {}
 
 
 ENCODER_ROWS = 16  # oneDNN's prepacking hint for the encoder's products, whose rows are a sentence's tokens
@@ -346,9 +354,7 @@ class LeanDecoder:
         b = tuple(np.zeros(lin.W.shape[1], np.float32) if lin.b is None else lin.b for lin in linears)
         return W, b, np.array([w["norms"] for w in self.layers], np.float32)  # norms: (layers, 3, 2, D)
 
-    def encode(
-        self, src_ids: np.ndarray | torch.Tensor, ablation: Ablation | None = None
-    ) -> tuple[np.ndarray, np.ndarray | None]:
+    def encode(self, src_ids: AnyArray, ablation: Ablation | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Transformer.encode without its record, in numpy: source ids (B, S) -> memory (B, S, D) and the additive
         padding mask (B, 1, 1, S), None without padding; the same numbers to float rounding. The encoder heads of
         ``ablation`` are switched off."""
@@ -382,12 +388,7 @@ class LeanDecoder:
             fused.add_norm(x, w["w2"](hidden), *w["norms"][1], self.eps, x)
         return x.reshape(B, S, D), mask
 
-    def start(
-        self,
-        memory: np.ndarray | torch.Tensor,
-        src_mask: np.ndarray | torch.Tensor | None,
-        ablation: Ablation | None = None,
-    ) -> LeanCache:
+    def start(self, memory: AnyArray, src_mask: AnyArray | None, ablation: Ablation | None = None) -> LeanCache:
         """An empty cache for the rows of ``memory`` (R, S, D) from ``encode`` (or Transformer.encode's tensors):
         projects the cross-attention K, V once. A memory of one row serves any number of rows (beam search repeats
         it with select). The decoder heads of ``ablation`` are switched off at every step of this cache (encoder
@@ -411,8 +412,7 @@ class LeanDecoder:
             folded = (M, c, np.ascontiguousarray(N.swapaxes(-1, -2)))  # Nᵀ (layers, R, D, H·S): a product's W layout
         KV = np.empty((L, R, 2, H, self.cfg.max_len, d_k), np.float32)  # only positions written are read
         mask = None if src_mask is None else _array(src_mask)  # (R, 1, 1, S)
-        heads = {k: v for k, v in ablation.arrays(self.cfg).items() if keys.parse(k).side == "dec"} if ablation else {}
-        return LeanCache(KV, cross, folded, mask, heads=heads)
+        return LeanCache(KV, cross, folded, mask, heads=decoder_heads(ablation, self.cfg))
 
     def _norm(self, x: np.ndarray, gb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # means over D as products with a column of 1/D: one call each, not a reduction and a scaling (~2% of a step)

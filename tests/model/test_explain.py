@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pytest
@@ -171,22 +171,14 @@ def test_lens_differs_per_layer_and_handles_a_dead_row(tiny_model, tiny_tokenize
         logit_lens(tiny_model, tr.arrays, chosen[:-1])
 
 
-def test_lens_refuses_a_configuration_it_would_misread(tiny_tokenizer):
+def test_lens_refuses_a_configuration_it_would_misread(tiny_tokenizer, tiny_model):
     assert lens_problem(ModelConfig()) is None
 
     @dataclass(frozen=True)
     class PreNorm(ModelConfig):
         normalize_before: bool = True
 
-    cfg = PreNorm(
-        vocab_size=tiny_tokenizer.vocab_size,
-        d_model=16,
-        n_heads=2,
-        d_ff=32,
-        n_encoder_layers=1,
-        n_decoder_layers=1,
-        max_len=32,
-    )
+    cfg = PreNorm(**asdict(tiny_model.cfg))  # the tiny model's sizes, read as a pre-norm model
     assert "pre-norm" in lens_problem(cfg)
     assert "no decoder layer" in lens_problem(ModelConfig(n_decoder_layers=0))
     model = Transformer(cfg).eval()

@@ -7,6 +7,7 @@ import math
 import plotly.graph_objects as go
 import pytest
 
+from viz import CheckScores
 from viz.classroom import ROW_PX, checks_figure, concepts_figure, first_try_figure, progress_figure, transitions_figure
 
 
@@ -29,13 +30,13 @@ def test_first_try_bars_say_share_and_students_and_escape_options():
 
 
 def test_checks_draw_both_scores_and_skip_a_missing_one():
-    fig = checks_figure(["ana", "<i>bo</i>", "cy"], [1, 2, None], [4, None, 3], max_score=5, title="Checks").plotly()
+    fig = checks_figure(CheckScores(["ana", "<i>bo</i>", "cy"], [1, 2, None], [4, None, 3], 5), title="Checks").plotly()
     link, before, after = fig.data
     assert before.x == (1, 2) and after.x == (4, 3)
     assert [x for x in link.x if x is not None] == [1, 4]  # only ana took both
     assert "&lt;i&gt;bo&lt;/i&gt;" in fig.layout.yaxis.ticktext
     assert tuple(fig.layout.yaxis.range) == (2.5, -0.5)  # a row each, the first on top, no padding rows
-    tall = checks_figure([f"s{i}" for i in range(40)], [1] * 40, [2] * 40, max_score=5, title="Checks").plotly()
+    tall = checks_figure(CheckScores([f"s{i}" for i in range(40)], [1] * 40, [2] * 40, 5), title="Checks").plotly()
     assert fig.layout.xaxis.side is None and tall.layout.xaxis.side == "top"  # the scores' axis where a reader starts
 
 
@@ -50,9 +51,9 @@ def test_concepts_group_the_two_checks():
     [
         lambda: progress_figure(["a", "b"], [1], title="t").plotly(),
         lambda: first_try_figure(["a"], [0.5, 0.2], [1], ["x"], title="t").plotly(),
-        lambda: checks_figure(["a"], [1, 2], [1], max_score=5, title="t").plotly(),
+        lambda: checks_figure(CheckScores(["a"], [1, 2], [1], 5), title="t").plotly(),
         lambda: concepts_figure(["a"], [0.1], [], title="t").plotly(),
-        lambda: transitions_figure(["a", "b"], [1], [1, 2], max_score=5, title="t").plotly(),
+        lambda: transitions_figure(CheckScores(["a", "b"], [1], [1, 2], 5), title="t").plotly(),
     ],
 )
 def test_shapes_that_do_not_match_their_labels_are_refused(build):
@@ -62,7 +63,7 @@ def test_shapes_that_do_not_match_their_labels_are_refused(build):
 
 def test_transitions_count_each_student_who_took_both_checks_in_their_cell():
     names = ["ana", "<b>bo</b>", "cy", "dee", "eve"]
-    fig = transitions_figure(names, [1, 1, 2, None, 5], [4, 4, 2, 3, None], max_score=5, title="Moves").plotly()
+    fig = transitions_figure(CheckScores(names, [1, 1, 2, None, 5], [4, 4, 2, 3, None], 5), title="Moves").plotly()
     (cells,) = fig.data
     z = [list(r) for r in cells.z]
     assert sum(map(sum, z)) == 3 and z[1][4] == 2 and z[2][2] == 1  # dee and eve took one check only
@@ -72,10 +73,10 @@ def test_transitions_count_each_student_who_took_both_checks_in_their_cell():
 
 
 def test_transitions_list_a_few_names_and_count_the_rest():
-    fig = transitions_figure([f"s{i}" for i in range(12)], [0] * 12, [5] * 12, max_score=5, title="Moves").plotly()
+    fig = transitions_figure(CheckScores([f"s{i}" for i in range(12)], [0] * 12, [5] * 12, 5), title="Moves").plotly()
     assert fig.data[0].customdata[0][5].endswith("s7 and 4 more")
 
 
 def test_transitions_refuse_a_score_outside_the_check():
     with pytest.raises(ValueError, match="outside"):
-        transitions_figure(["a"], [6], [1], max_score=5, title="t").plotly()
+        transitions_figure(CheckScores(["a"], [6], [1], 5), title="t").plotly()

@@ -10,6 +10,8 @@ import viz
 from harness.legibility import figures_violations
 
 SUBLAYERS = ("after self-attn", "after cross-attn", "after FFN")  # as model.core.constants.PATCH_SUBLAYERS
+PROB = viz.PatchScale("p(▁fille)", 0.0, 1.0)
+P = viz.PatchScale("p")
 HEADS_TITLE = "logit ▁fille − logit ▁garçon with one head's output restored (every position)"
 
 
@@ -20,23 +22,14 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
     a, b = rng.random((P, S)), rng.random((P + 1, S))
     return [
         viz.patch_decoder_figure(
-            rng.random((L, 3, P)),
-            pos,
-            sublayers=SUBLAYERS,
-            value_name="p(▁fille)",
-            title="p(▁fille) with one decoder site restored",
-            zmin=0.0,
-            zmax=1.0,
+            rng.random((L, 3, P)), pos, PROB, sublayers=SUBLAYERS, title="p(▁fille) with one decoder site restored"
         ).plotly(),
         viz.patch_encoder_figure(
-            rng.random((L, S)),
-            src,
-            title="p(▁fille) with one encoder output restored",
-            value_name="p(▁fille)",
-            zmin=0.0,
-            zmax=1.0,
+            rng.random((L, S)), src, PROB, title="p(▁fille) with one encoder output restored"
         ).plotly(),
-        viz.patch_heads_figure(rng.normal(size=(2, L, H)), title=HEADS_TITLE, value_name="logit difference").plotly(),
+        viz.patch_heads_figure(
+            rng.normal(size=(2, L, H)), viz.PatchScale("logit difference"), title=HEADS_TITLE
+        ).plotly(),
         *(
             f.plotly()
             for f in viz.pair_figures(
@@ -55,7 +48,7 @@ def figures(S: int, P: int, L: int = 3, H: int = 4) -> list:
 
 def test_decoder_rows_are_layers_and_sublayers_and_the_measured_column_is_outlined():
     fig = viz.patch_decoder_figure(
-        np.arange(2 * 3 * 4).reshape(2, 3, 4), list("abcd"), sublayers=SUBLAYERS, title="t", value_name="p"
+        np.arange(2 * 3 * 4).reshape(2, 3, 4), list("abcd"), P, sublayers=SUBLAYERS, title="t"
     ).plotly()
     assert list(fig.layout.yaxis.ticktext)[:3] == [
         "layer 0 after self-attn",
@@ -67,22 +60,20 @@ def test_decoder_rows_are_layers_and_sublayers_and_the_measured_column_is_outlin
     (col,) = [s for s in fig.layout.shapes if s.name == "highlight_col"]
     assert (col.x0, col.x1) == (2.5, 3.5)
     with pytest.raises(ValueError):
-        viz.patch_decoder_figure(
-            np.zeros((2, 2, 4)), list("abcd"), sublayers=SUBLAYERS, title="t", value_name="p"
-        ).plotly()
+        viz.patch_decoder_figure(np.zeros((2, 2, 4)), list("abcd"), P, sublayers=SUBLAYERS, title="t").plotly()
     with pytest.raises(ValueError):
-        viz.patch_encoder_figure(np.zeros((2, 3)), list("ab"), title="t", value_name="p").plotly()
+        viz.patch_encoder_figure(np.zeros((2, 3)), list("ab"), P, title="t").plotly()
 
 
 def test_heads_rows_pair_self_and_cross_per_layer():
     v = np.zeros((2, 3, 4))
     v[1, 2, 3] = 1.0  # cross-attention, layer 2, head 3
-    fig = viz.patch_heads_figure(v, title="t", value_name="p").plotly()
+    fig = viz.patch_heads_figure(v, P, title="t").plotly()
     rows = list(fig.layout.yaxis.ticktext)
     z = np.asarray(fig.data[0].z)
     assert rows[int(np.argmax(z.max(1)))] == "layer 2 cross-attn" and int(np.argmax(z.max(0))) == 3
     with pytest.raises(ValueError):
-        viz.patch_heads_figure(np.zeros((3, 3, 4)), title="t", value_name="p").plotly()
+        viz.patch_heads_figure(np.zeros((3, 3, 4)), P, title="t").plotly()
 
 
 def test_pair_shares_one_scale_and_aligns_by_position():
