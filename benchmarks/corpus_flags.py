@@ -158,7 +158,11 @@ GRIDS = {  # kind -> {faithful's constant: candidate values}; a kind's constants
         "ALIGNED_NATS": [0.25, 0.5, 1.0],  # up to faithful.ALIGNED_READ
         "PAIR_NATS": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, float("inf")],
     },
-    "wrong": {"WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15]},
+    "wrong": {
+        "WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15],  # below faithful.WRONG_READ
+        # no unbounded value: an unsure word that a source word's erasure takes away is a rendering, not wrong
+        "WRONG_SUPPORT": [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0],
+    },
     "invented": {"INVENTED_NATS": [float("-inf"), 0.0, 1.0, 2.0, 3.0, 4.0]},
 }
 
@@ -204,12 +208,12 @@ def table(items: list[Item], flags: list[dict], parts: dict[str, range | list[in
         cells = []
         for rows in parts.values():
             s = score(items, flags, kind, rows)
-            cells += [f"{s.precision:.2f} ({s.tp}/{s.tp + s.fp})", f"{s.recall:.2f} ({s.tp}/{s.tp + s.fn})"]
+            cells += [f"{s.precision:.3f} ({s.tp}/{s.tp + s.fp})", f"{s.recall:.3f} ({s.tp}/{s.tp + s.fn})"]
         lines.append(f"| {FLAG_OF[kind]} | " + " | ".join(cells) + " |")
     cells = []
     for rows in parts.values():
         clean, n = fine_clean(items, flags, rows)
-        cells += [f"{clean / n:.2f} ({clean}/{n})" if n else "–", ""]
+        cells += [f"{clean / n:.3f} ({clean}/{n})" if n else "–", ""]
     lines.append("| fine sentences without a flag | " + " | ".join(cells) + " |")
     return lines
 
