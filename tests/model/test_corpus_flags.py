@@ -243,3 +243,26 @@ def test_confusion_counts_each_labels_sentences_by_the_flags_they_raise():
     assert cells["invented (0)"] == ["0"] * 6
     assert len(lines) == 2 + 1 + len(B.KINDS)
     assert B.confusion(items, flags, [0])[2] == "| fine (1) | 0 | 0 | 0 | 0 | 0 | 1 |"  # only the rows given
+
+
+def test_cached_signals_read_back_as_computed_while_the_key_holds(tmp_path, monkeypatch):
+    items, sigs = _synthetic(4)
+    items = [B.Item("own", f"x{i}", "y", it.labels) for i, it in enumerate(items)]
+    sigs[1] = {**sigs[1], "min_sensitivity": float("nan"), "weak_pair": [float("nan"), 1.0]}
+    calls = []
+
+    def computed(model, tokenizer, todo):
+        calls.append([it.english for it in todo])
+        return [sigs[int(it.english[1:])] for it in todo]
+
+    monkeypatch.setattr(B, "flags_on", computed)
+    cache = tmp_path / "signals.json"
+    first = B.cached_flags(None, None, items[:3], cache, "k")
+    again = B.cached_flags(None, None, items, cache, "k")
+    assert calls == [["x0", "x1", "x2"], ["x3"]]  # each sentence read once
+    assert np.isnan(again[1]["min_sensitivity"]) and np.isnan(again[1]["weak_pair"][0])
+    for got in (first, again[:3]):
+        assert [B.raised(s) for s in got] == [B.raised(s) for s in sigs[:3]]
+    assert again[3] == sigs[3]
+    B.cached_flags(None, None, items[:1], cache, "other model")
+    assert calls[-1] == ["x0"]  # another key reads again
