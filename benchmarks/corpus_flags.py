@@ -1,6 +1,6 @@
 """Precision and recall of the Corpus page's flags on a labelled set of the bundled model's own translations.
 
-    python benchmarks/corpus_flags.py [--model DIR] [--data DIR] [--labels TSV] [--json OUT]
+    python benchmarks/corpus_flags.py [--model DIR] [--data DIR] [--labels TSV] [--json OUT] [--cache JSON]
 
 The set (``benchmarks/data/corpus_labels.tsv``, how it was made in ``benchmarks/data/README.md``): held-out
 Multi30k lines by (file, line number), read from the data directory, and sentences written for the check, each with
@@ -101,6 +101,39 @@ def flags_on(model, tokenizer, items: list[Item]) -> list[dict]:
     return [{**signals(f, it.english), "cut_off": c} for f, it, c in zip(found, items, cut)]
 
 
+def digest(model_dir: Path) -> str:
+    """What the readings depend on: the model's files and the code that reads them (a change reads them again)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    code = [*sorted((ROOT / "model" / "core").glob("*.py")), *sorted((ROOT / "model" / "decode").glob("*.py"))]
+    for path in [
+        *sorted(p for p in Path(model_dir).iterdir() if p.is_file()),
+        ROOT / "model/interpret/faithful.py",
+        *code,
+    ]:
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def cached_flags(model, tokenizer, items: list[Item], cache: Path, key: str) -> list[dict]:
+    """``flags_on``, each sentence's signals kept in ``cache`` (strict JSON, under ``key``: ``digest``) and read
+    again while the key holds, so that trying thresholds or a flag's rule does not erase the set again."""
+    from model.core.jsonio import loads_strict, write
+
+    stored = loads_strict(cache.read_text(encoding="utf-8")) if cache.exists() else {}
+    kept = stored.get("signals", {}) if stored.get("key") == key else {}
+    todo = [it for it in items if f"{it.english}\t{it.output}" not in kept]
+    for it, sig in zip(todo, flags_on(model, tokenizer, todo) if todo else []):
+        kept[f"{it.english}\t{it.output}"] = sig
+    write(cache, {"key": key, "signals": kept})
+
+    def nan(v: object) -> object:  # strict JSON wrote NaN as null
+        return float("nan") if v is None else [nan(x) for x in v] if isinstance(v, list) else v
+
+    return [{k: nan(v) for k, v in kept[f"{it.english}\t{it.output}"].items()} for it in items]
+
+
 def raised(sig: dict, **thresholds) -> dict[str, list[str]]:
     """The flags of one sentence under the module's thresholds, or those given (faithful's constant names)."""
     from model.interpret import faithful
@@ -158,7 +191,11 @@ GRIDS = {  # kind -> {faithful's constant: candidate values}; a kind's constants
         "ALIGNED_NATS": [0.25, 0.5, 1.0],  # up to faithful.ALIGNED_READ
         "PAIR_NATS": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, float("inf")],
     },
-    "wrong": {"WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15]},
+    "wrong": {
+        "WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15],  # below faithful.WRONG_READ
+        # no unbounded value: an unsure word that a source word's erasure takes away is a rendering, not wrong
+        "WRONG_SUPPORT": [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0],
+    },
     "invented": {"INVENTED_NATS": [float("-inf"), 0.0, 1.0, 2.0, 3.0, 4.0]},
 }
 
@@ -204,12 +241,12 @@ def table(items: list[Item], flags: list[dict], parts: dict[str, range | list[in
         cells = []
         for rows in parts.values():
             s = score(items, flags, kind, rows)
-            cells += [f"{s.precision:.2f} ({s.tp}/{s.tp + s.fp})", f"{s.recall:.2f} ({s.tp}/{s.tp + s.fn})"]
+            cells += [f"{s.precision:.3f} ({s.tp}/{s.tp + s.fp})", f"{s.recall:.3f} ({s.tp}/{s.tp + s.fn})"]
         lines.append(f"| {FLAG_OF[kind]} | " + " | ".join(cells) + " |")
     cells = []
     for rows in parts.values():
         clean, n = fine_clean(items, flags, rows)
-        cells += [f"{clean / n:.2f} ({clean}/{n})" if n else "–", ""]
+        cells += [f"{clean / n:.3f} ({clean}/{n})" if n else "–", ""]
     lines.append("| fine sentences without a flag | " + " | ".join(cells) + " |")
     return lines
 
@@ -234,11 +271,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, help="the data directory (default: the project's)")
     ap.add_argument("--labels", type=Path, default=LABELS)
     ap.add_argument("--json", type=Path, help="write each sentence's signals and flags as strict JSON")
+    ap.add_argument(
+        "--cache", type=Path, help="keep each sentence's signals here, read again while model and code hold"
+    )
     a = ap.parse_args(argv)
     items = load(a.labels, a.data)
     lm = load_model_dir(a.model)
     t0 = time.perf_counter()
-    sigs = flags_on(lm.model, lm.tokenizer, items)
+    if a.cache:
+        sigs = cached_flags(lm.model, lm.tokenizer, items, a.cache, digest(Path(a.model)))
+    else:
+        sigs = flags_on(lm.model, lm.tokenizer, items)
     seconds = time.perf_counter() - t0
     everything = range(len(items))
     oof, per_fold = cross_validated(items, sigs)

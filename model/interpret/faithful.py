@@ -14,6 +14,10 @@ Everything here is teacher-forced on the (source, translation) pair, with no gra
 - **Pair gain of a source word**: the source erased without the word and an adjacent content word together; the
   largest extra drop of an output content word over either erased alone. A compound rendered by one French word
   ("frying pan" → "poêle") has little support for either word, each carrying it without the other, and a large gain.
+- **Support of an output word**: the largest drop of an output content word (its pieces' sum) when one source
+  content word is erased: how much the source word it renders chose it. A word written unsure but strongly supported
+  is a faithful rendering the model hesitated over ("photographié" for "photographed"); a wrong word is unsure and
+  weakly tied to any one source word.
 - **Source sensitivity of an output word**: log p(word | x, y_<t) − log p(word | x′, y_<t) summed over its pieces,
   with x′ the empty source (only </s>): how much the source, rather than the French already written, chose it.
   An invented word is one that the model would write as readily without the source.
@@ -46,9 +50,11 @@ PAIR_NATS = 4.0  # ... and its pair gain below this is dropped
 DROPPED_READ = 3.0  # alignment and pair gain are read for the words whose support is below this ...
 ALIGNED_READ = 1.0  # ... and their alignment below this (the tops of the thresholds' grids)
 ALIGN_MARGIN = 1.0  # a source word renders an output word whose drop it causes within this of the largest
-WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability is a wrong word
+WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability ...
+WRONG_SUPPORT = 8.0  # ... and whose support (the largest drop when one source word is erased) is below this is wrong
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
 NONWORD_PROB = 0.5
+WRONG_READ = 0.2  # the words below this probability are listed with their support (the top of WRONG_PROB's grid)
 COPY_ZIPF_GAP = 1.0  # a copied source word is untranslated when English uses it this much more (Zipf) than French
 INVENTED_NATS = 0.0  # an output content word whose source sensitivity is below this is invented
 ROWS_PER_PASS = 256  # (source variant, translation) rows teacher-forced together (fewer, larger products)
@@ -172,10 +178,16 @@ class Faithfulness:
     aligned: np.ndarray  # (K,) each source content word's alignment, in nats
     pair: np.ndarray  # (K,) its pair gain (NaN where not read: support or alignment above the READ bounds)
     sensitivity: np.ndarray  # (T,) log p with the source − log p with the empty source, per token
+    by_word: np.ndarray  # (K, J) each rendering output word's drop (pieces summed) when source word k is erased
 
     @property
     def content_src(self) -> list[Word]:
         return [w for w in self.src_words if w.content]
+
+
+def renders(out_words: list[Word]) -> list[Word]:
+    """The output words that render source words (the J columns of ``by_word``): content words and light verbs."""
+    return [w for w in out_words if (w.content and bare(w.text)) or _head(w.text) in FR_LIGHT]
 
 
 def _erased(src: Sequence[int], words: list[Word], texts: set[str]) -> list[int]:
@@ -203,9 +215,7 @@ def faithfulness(
     base = teacher_forced(model, [*srcs, *[empty_src] * len(srcs)], [*outs, *outs])
     full, empty = base[: len(srcs)], base[len(srcs) :]
     content = [[w for w in ws if w.content] for ws in src_words]
-    out_content = [
-        [list(w.pieces) for w in ws if (w.content and bare(w.text)) or _head(w.text) in FR_LIGHT] for ws in out_words
-    ]
+    out_content = [[list(w.pieces) for w in renders(ws)] for ws in out_words]
     sure = [np.exp(lp) >= CONFIDENT for lp in full]
     at = [
         sorted({*np.flatnonzero(sure[i]).tolist(), *(p for w in out_content[i] for p in w)}) for i in range(len(srcs))
@@ -243,7 +253,11 @@ def faithfulness(
             both = _word_drops(np.nan_to_num(full[i] - lp, nan=0.0)[None], out_content[i])[0]  # (J,)
             if both.size:
                 pair[k] = max(pair[k], float((both - np.maximum(by_word[i][k], by_word[i][j])).max()))
-        out.append(Faithfulness(src_words[i], out_words[i], full[i], drops[i], aligned[i], pair, full[i] - empty[i]))
+        out.append(
+            Faithfulness(
+                src_words[i], out_words[i], full[i], drops[i], aligned[i], pair, full[i] - empty[i], by_word[i]
+            )
+        )
     return out
 
 
@@ -361,6 +375,12 @@ def signals(f: Faithfulness, source: str) -> dict:
     out = [w for w in f.out_words if w.content and bare(w.text)]
     own = [w for w in out if bare(w.text).lower() not in src_low]  # written, not copied from the source
     probs = [(float(np.exp(f.logp[list(w.pieces)].sum())), bare(w.text)) for w in own]
+    column = {w: j for j, w in enumerate(renders(f.out_words))}
+    unsure = [  # (probability, support, word) of the own words written below WRONG_READ
+        (p, float(f.by_word[:, column[w]].max()) if f.by_word.size else 0.0, word)
+        for (p, word), w in zip(probs, own)
+        if p < WRONG_READ
+    ]
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
     repeated = _repeated(f, out)
     names = [w.text for i, w in enumerate(f.src_words) if i > 0 and w.text[:1].isupper() and not w.text.isupper()]
@@ -386,6 +406,9 @@ def signals(f: Faithfulness, source: str) -> dict:
         "min_sensitivity_word": min(sens, default=(float("nan"), ""))[1],
         "min_word_prob": min(probs, default=(float("nan"), ""))[0],
         "min_word_prob_word": min(probs, default=(float("nan"), ""))[1],
+        "unsure_words": [u[2] for u in unsure],
+        "unsure_prob": [u[0] for u in unsure],
+        "unsure_support": [u[1] for u in unsure],
         "non_words": [w for p, w in probs if p < NONWORD_PROB and _zipf(_head(w), "fr") < NONWORD_ZIPF],
         "untranslated_words": copied,
     }
@@ -405,6 +428,11 @@ def flagged_words(sig: dict) -> dict[str, list[str]]:
         "invented content": sig["repeated"]
         + ([sig["min_sensitivity_word"]] if sig["min_sensitivity"] < INVENTED_NATS else []),
         "untranslated": sig["untranslated_words"],
-        "wrong word": sig["non_words"] or ([sig["min_word_prob_word"]] if sig["min_word_prob"] < WRONG_PROB else []),
+        "wrong word": sig["non_words"]
+        or [
+            w
+            for w, p, s in zip(sig["unsure_words"], sig["unsure_prob"], sig["unsure_support"])
+            if p < WRONG_PROB and s < WRONG_SUPPORT
+        ],
     }
     return {k: v for k, v in found.items() if v}

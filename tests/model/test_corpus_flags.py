@@ -17,8 +17,8 @@ from model.io.checkpoint import default_model_dir, load_model_dir
 # (precision, recall) out of fold (5-fold cross-validation, thresholds chosen on the training folds), a little under
 # what they measured: the targets (dropped and invented 0.8/0.7, 90 % of the fine sentences unflagged) are not all
 # reached.
-FLOORS = {"dropped": (0.78, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.69, 0.73)}
-FINE_FLOOR = 0.74  # of the sentences labelled fine, the share that raise no flag out of fold
+FLOORS = {"dropped": (0.78, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.73, 0.67)}
+FINE_FLOOR = 0.82  # of the sentences labelled fine, the share that raise no flag out of fold (57/68 measured)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +111,7 @@ def test_alignment_and_pair_gain_by_brute_force(bundled):
     by = np.array([word_drops([k]) for k in range(len(content))])  # (K, J)
     near = by >= by.max(0) - F.ALIGN_MARGIN
     np.testing.assert_allclose(f.aligned, np.where(near, by, 0).max(1).clip(min=0), atol=1e-3)
+    np.testing.assert_allclose(f.by_word, by, atol=1e-3)  # each output word's support is its column's largest
     sup = F.support(f)
     for k in range(len(content)):
         if sup[k] >= F.DROPPED_READ or f.aligned[k] >= F.ALIGNED_READ:
@@ -178,6 +179,9 @@ def _synthetic(n: int) -> tuple[list[B.Item], list[dict]]:
             "min_sensitivity_word": "y",
             "min_word_prob": 1.0,
             "min_word_prob_word": "y",
+            "unsure_words": [],
+            "unsure_prob": [],
+            "unsure_support": [],
             "non_words": [],
             "untranslated_words": [],
             "cut_off": False,
@@ -239,3 +243,26 @@ def test_confusion_counts_each_labels_sentences_by_the_flags_they_raise():
     assert cells["invented (0)"] == ["0"] * 6
     assert len(lines) == 2 + 1 + len(B.KINDS)
     assert B.confusion(items, flags, [0])[2] == "| fine (1) | 0 | 0 | 0 | 0 | 0 | 1 |"  # only the rows given
+
+
+def test_cached_signals_read_back_as_computed_while_the_key_holds(tmp_path, monkeypatch):
+    items, sigs = _synthetic(4)
+    items = [B.Item("own", f"x{i}", "y", it.labels) for i, it in enumerate(items)]
+    sigs[1] = {**sigs[1], "min_sensitivity": float("nan"), "weak_pair": [float("nan"), 1.0]}
+    calls = []
+
+    def computed(model, tokenizer, todo):
+        calls.append([it.english for it in todo])
+        return [sigs[int(it.english[1:])] for it in todo]
+
+    monkeypatch.setattr(B, "flags_on", computed)
+    cache = tmp_path / "signals.json"
+    first = B.cached_flags(None, None, items[:3], cache, "k")
+    again = B.cached_flags(None, None, items, cache, "k")
+    assert calls == [["x0", "x1", "x2"], ["x3"]]  # each sentence read once
+    assert np.isnan(again[1]["min_sensitivity"]) and np.isnan(again[1]["weak_pair"][0])
+    for got in (first, again[:3]):
+        assert [B.raised(s) for s in got] == [B.raised(s) for s in sigs[:3]]
+    assert again[3] == sigs[3]
+    B.cached_flags(None, None, items[:1], cache, "other model")
+    assert calls[-1] == ["x0"]  # another key reads again
