@@ -191,11 +191,7 @@ GRIDS = {  # kind -> {faithful's constant: candidate values}; a kind's constants
         "ALIGNED_NATS": [0.25, 0.5, 1.0],  # up to faithful.ALIGNED_READ
         "PAIR_NATS": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, float("inf")],
     },
-    "wrong": {
-        "WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15],  # below faithful.WRONG_READ
-        # no unbounded value: an unsure word that a source word's erasure takes away is a rendering, not wrong
-        "WRONG_SUPPORT": [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0],
-    },
+    "wrong": {"WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15]},  # below faithful.WRONG_READ
     "invented": {"INVENTED_NATS": [float("-inf"), 0.0, 1.0, 2.0, 3.0, 4.0]},
 }
 

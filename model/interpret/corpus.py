@@ -74,8 +74,7 @@ FLAGS = {
     f"{faithful.INVENTED_NATS}",
     "untranslated": "a source word copied (case-insensitive) that French does not use: wordfreq finds it at least "
     f"{10**faithful.COPY_ZIPF_GAP:.0f}× more often in English (names inside the sentence, quoted words, numbers aside)",
-    "wrong word": f"a content word written (not copied) with probability below {faithful.WRONG_PROB} that no source "
-    f"word's erasure lowers by {faithful.WRONG_SUPPORT:g} nats (unsure and not tied to a source word), or one that is "
+    "wrong word": f"a content word written (not copied) with probability below {faithful.WRONG_PROB}, or one that is "
     f"not French (wordfreq Zipf below {faithful.NONWORD_ZIPF}) written with probability below {faithful.NONWORD_PROB}",
     "cut off": "the translation reached the maximum length without </s>",
 }

@@ -14,10 +14,9 @@ Everything here is teacher-forced on the (source, translation) pair, with no gra
 - **Pair gain of a source word**: the source erased without the word and an adjacent content word together; the
   largest extra drop of an output content word over either erased alone. A compound rendered by one French word
   ("frying pan" → "poêle") has little support for either word, each carrying it without the other, and a large gain.
-- **Support of an output word**: the largest drop of an output content word (its pieces' sum) when one source
-  content word is erased: how much the source word it renders chose it. A word written unsure but strongly supported
-  is a faithful rendering the model hesitated over ("photographié" for "photographed"); a wrong word is unsure and
-  weakly tied to any one source word.
+- **Each output word's drops** (``by_word``): each rendering output word's drop (its pieces' sum) when one source
+  content word is erased, which the alignment and the pair gain read. Its largest, the output word's support, was
+  measured as a bound for *wrong word* (an unsure word a source word chose) and left out: docs/cli.md.
 - **Source sensitivity of an output word**: log p(word | x, y_<t) − log p(word | x′, y_<t) summed over its pieces,
   with x′ the empty source (only </s>): how much the source, rather than the French already written, chose it.
   An invented word is one that the model would write as readily without the source.
@@ -50,8 +49,7 @@ PAIR_NATS = 4.0  # ... and its pair gain below this is dropped
 DROPPED_READ = 3.0  # alignment and pair gain are read for the words whose support is below this ...
 ALIGNED_READ = 1.0  # ... and their alignment below this (the tops of the thresholds' grids)
 ALIGN_MARGIN = 1.0  # a source word renders an output word whose drop it causes within this of the largest
-WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability ...
-WRONG_SUPPORT = 8.0  # ... and whose support (the largest drop when one source word is erased) is below this is wrong
+WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability is a wrong word
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
 NONWORD_PROB = 0.5
 WRONG_READ = 0.2  # the words below this probability are listed with their support (the top of WRONG_PROB's grid)
@@ -375,12 +373,7 @@ def signals(f: Faithfulness, source: str) -> dict:
     out = [w for w in f.out_words if w.content and bare(w.text)]
     own = [w for w in out if bare(w.text).lower() not in src_low]  # written, not copied from the source
     probs = [(float(np.exp(f.logp[list(w.pieces)].sum())), bare(w.text)) for w in own]
-    column = {w: j for j, w in enumerate(renders(f.out_words))}
-    unsure = [  # (probability, support, word) of the own words written below WRONG_READ
-        (p, float(f.by_word[:, column[w]].max()) if f.by_word.size else 0.0, word)
-        for (p, word), w in zip(probs, own)
-        if p < WRONG_READ
-    ]
+    unsure = [(p, word) for p, word in probs if p < WRONG_READ]  # the own words written below WRONG_READ
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
     repeated = _repeated(f, out)
     names = [w.text for i, w in enumerate(f.src_words) if i > 0 and w.text[:1].isupper() and not w.text.isupper()]
@@ -406,9 +399,8 @@ def signals(f: Faithfulness, source: str) -> dict:
         "min_sensitivity_word": min(sens, default=(float("nan"), ""))[1],
         "min_word_prob": min(probs, default=(float("nan"), ""))[0],
         "min_word_prob_word": min(probs, default=(float("nan"), ""))[1],
-        "unsure_words": [u[2] for u in unsure],
+        "unsure_words": [u[1] for u in unsure],
         "unsure_prob": [u[0] for u in unsure],
-        "unsure_support": [u[1] for u in unsure],
         "non_words": [w for p, w in probs if p < NONWORD_PROB and _zipf(_head(w), "fr") < NONWORD_ZIPF],
         "untranslated_words": copied,
     }
@@ -429,10 +421,6 @@ def flagged_words(sig: dict) -> dict[str, list[str]]:
         + ([sig["min_sensitivity_word"]] if sig["min_sensitivity"] < INVENTED_NATS else []),
         "untranslated": sig["untranslated_words"],
         "wrong word": sig["non_words"]
-        or [
-            w
-            for w, p, s in zip(sig["unsure_words"], sig["unsure_prob"], sig["unsure_support"])
-            if p < WRONG_PROB and s < WRONG_SUPPORT
-        ],
+        or [w for w, p in zip(sig["unsure_words"], sig["unsure_prob"]) if p < WRONG_PROB],
     }
     return {k: v for k, v in found.items() if v}
