@@ -12,7 +12,9 @@ from zero the path starts where RMSNorm's x / sqrt(mean(x²) + eps) is steepest,
 completeness by far even at 512 steps (``baseline_for``).
 
 - Integrated Gradients: (x − x′) × the mean gradient along the straight path from baseline x′ to x.
-  Completeness: the attributions sum to f(x) − f(x′), up to the integral's numerical error.
+  Completeness: the attributions sum to f(x) − f(x′), up to the integral's numerical error. The integral is
+  Gauss-Legendre's (Captum's); where the path is too steep for it (an attention that flips within a
+  millionth of the path, as on a sharp T5), the trapezoid rule on path points placed where they are needed.
 - Input × Gradient: (x − x′) × ∂f/∂x at x, one backward pass; no completeness guarantee.
 
 Each explained position t is one example of the batch given to Captum (a copy of the inputs explaining
@@ -41,6 +43,9 @@ COMPLETENESS_TOL = 0.05
 MAX_IG_STEPS = 512  # bundled model, 8 sentences (105 positions): 256 at most were needed, 16 for half
 BATCH = 64  # path points × positions per forward/backward pass: bounds memory; larger is no faster on CPU
 HARD_START = 8  # the first output token and </s> start at HARD_START × steps (they needed 128 of 16 most often)
+MAX_REFINED_NODES = 4096  # path points of the trapezoid rule per position (the sharp T5 test model: 600 to 1800)
+REFINE_START = 33  # evenly spaced path points the trapezoid rule starts from
+REFINE_SPLIT = 32  # segments halved per position and round: those whose trapezoid misses their own change most
 METHODS = ATTRIBUTION_METHODS
 BASELINES = {
     "zero": "zero token embedding, positional encoding kept",
@@ -81,7 +86,8 @@ class Attribution:
     method: str  # "ig" | "ixg"
     steps: int  # IG steps: the most any position took (0 for ixg)
     baseline: str  # the baseline, in words
-    position_steps: np.ndarray  # (T,) IG steps each position took (0 for ixg)
+    position_steps: np.ndarray  # (T,) IG steps (path points) each position took (0 for ixg)
+    refined: np.ndarray  # (T,) bool: integrated by the trapezoid rule on refined path points, not Gauss-Legendre
 
 
 def as_ids(
@@ -141,9 +147,70 @@ def scaled_embeddings(model: Transformer, src: Tensor, dec_in: Tensor, n: int) -
     return embed[src].expand(n, -1, -1).contiguous(), embed[dec_in].expand(n, -1, -1).contiguous()
 
 
+def _path_points(model: Transformer, src, dec_in, out, baseline: str, pos: Tensor, alpha: np.ndarray):
+    """f and its derivative along the straight path, per input token: (n,) and (n, S + T) at the path points
+    ``alpha`` (n,) of the positions ``pos`` (n,), the integrand of IG's trapezoid rule."""
+    src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, 1)  # (1, S, D), (1, T, D)
+    base_src, base_tgt = baseline_embeddings(model, baseline, src_tok, tgt_tok)
+    d_src, d_tgt = src_tok - base_src, tgt_tok - base_tgt  # x − x′
+    forward = explained_logprob(model, src, dec_in, out)
+    a_all = torch.as_tensor(alpha, dtype=src_tok.dtype, device=src.device)
+    values, slopes = [], []
+    for p, a in zip(pos.split(BATCH), a_all.split(BATCH), strict=True):
+        x_src = (base_src + a[:, None, None] * d_src).requires_grad_()  # (n, S, D)
+        x_tgt = (base_tgt + a[:, None, None] * d_tgt).requires_grad_()  # (n, T, D)
+        f = forward(x_src, x_tgt, p)  # (n,): the copies are independent, so one backward gives each its gradient
+        g_src, g_tgt = torch.autograd.grad(f.sum(), (x_src, x_tgt))
+        values.append(f.detach())
+        slopes.append(torch.cat([(g_src * d_src).sum(-1), (g_tgt * d_tgt).sum(-1)], 1))  # (n, S + T)
+    return torch.cat(values).double().cpu().numpy(), torch.cat(slopes).double().cpu().numpy()
+
+
+def _refined_ig(model: Transformer, src, dec_in, out, gap: np.ndarray, rows: np.ndarray, tolerance: float, baseline):
+    """IG of the positions ``rows`` by the trapezoid rule on path points placed where the path is steep: from
+    REFINE_START even points, each round halves the REFINE_SPLIT segments whose trapezoid misses the change of f
+    across them most (known exactly: f is evaluated at both ends), until completeness is within ``tolerance``,
+    MAX_REFINED_NODES points, or no segment float32 can halve. Raw (n, S + T) and the points each row took (n,)."""
+    grid = np.linspace(0.0, 1.0, REFINE_START).astype(np.float32).astype(np.float64)  # points float32 can place
+    pos = torch.from_numpy(np.repeat(rows, len(grid))).to(src.device)
+    f, d = _path_points(model, src, dec_in, out, baseline, pos, np.tile(grid, len(rows)))
+    n = len(grid)
+    path = {int(r): (grid, f[i * n : (i + 1) * n], d[i * n : (i + 1) * n]) for i, r in enumerate(rows)}
+    raw, pending = {}, [int(r) for r in rows]
+    while pending:
+        new_pos, new_alpha = [], []
+        for r in pending:
+            a, f_r, d_r = path[r]
+            parts = np.diff(a)[:, None] / 2 * (d_r[:-1] + d_r[1:])  # (K, S + T): each segment's trapezoid
+            raw[r] = parts.sum(0)
+            miss = np.abs(parts.sum(1) - np.diff(f_r))  # (K,) each segment's own completeness error
+            mid = ((a[:-1] + a[1:]) / 2).astype(np.float32).astype(np.float64)
+            miss[(mid <= a[:-1]) | (mid >= a[1:])] = 0  # too short for float32 to halve
+            if abs(raw[r].sum() - gap[r]) <= tolerance * abs(gap[r]) or len(a) >= MAX_REFINED_NODES or not miss.any():
+                continue
+            split = np.argsort(-miss)[:REFINE_SPLIT]
+            split = split[miss[split] > 0]
+            new_pos += [r] * len(split)
+            new_alpha.append(mid[split])
+        pending = sorted(set(new_pos))
+        if not pending:
+            break
+        alpha = np.concatenate(new_alpha)
+        f, d = _path_points(model, src, dec_in, out, baseline, torch.tensor(new_pos, device=src.device), alpha)
+        for r in pending:
+            at = np.flatnonzero(np.asarray(new_pos) == r)
+            a, f_r, d_r = (np.concatenate(pair) for pair in zip(path[r], (alpha[at], f[at], d[at]), strict=True))
+            order = np.argsort(a, kind="stable")
+            path[r] = (a[order], f_r[order], d_r[order])
+    S = src.numel()
+    stacked = np.stack([raw[int(r)] for r in rows])  # (n, S + T)
+    return stacked[:, :S], stacked[:, S:], np.array([len(path[int(r)][0]) for r in rows])
+
+
 def _adaptive_ig(model: Transformer, src, dec_in, out, gap, steps: int, tolerance, baseline: str):
     """Integrated Gradients of every position with ``steps`` nodes, done again with more where completeness misses
-    ``tolerance`` (see ``attribute``): the raw attributions (T, S) and (T, T), and the steps each position took."""
+    ``tolerance`` (see ``attribute``): the raw attributions (T, S) and (T, T), the steps each position took, and
+    which positions the trapezoid rule on refined path points took over."""
     S, T = src.numel(), out.numel()
     position_steps = np.zeros(T, dtype=np.int64)
     raw_src, raw_tgt = (torch.zeros(T, n, dtype=torch.float64, device=src.device) for n in (S, T))
@@ -166,7 +233,20 @@ def _adaptive_ig(model: Transformer, src, dec_in, out, gap, steps: int, toleranc
         # Gauss-Legendre error falls ~2-4x per doubling here: jump further when far above tolerance
         factor = np.where(err > 16 * tolerance, 8, np.where(err > 4 * tolerance, 4, 2))
         want[todo[redo]] = np.minimum(position_steps[todo[redo]] * factor[redo], MAX_IG_STEPS)
-    return raw_src, raw_tgt, position_steps
+    refined = np.zeros(T, dtype=bool)
+    if tolerance is None:
+        return raw_src, raw_tgt, position_steps, refined
+    g = gap.cpu().numpy()
+    err = np.abs((raw_src.sum(1) + raw_tgt.sum(1)).cpu().numpy() - g) / np.maximum(np.abs(g), 1e-12)
+    rows = np.flatnonzero(err > tolerance)  # Gauss-Legendre at MAX_IG_STEPS still misses: the path is too steep
+    if rows.size:
+        r_src, r_tgt, nodes = _refined_ig(model, src, dec_in, out, g, rows, tolerance, baseline)
+        better = np.abs(r_src.sum(1) + r_tgt.sum(1) - g[rows]) < err[rows] * np.abs(g[rows])
+        rows, t = rows[better], torch.from_numpy(rows[better]).to(src.device)
+        raw_src[t] = torch.from_numpy(r_src[better]).to(raw_src)
+        raw_tgt[t] = torch.from_numpy(r_tgt[better]).to(raw_tgt)
+        position_steps[rows], refined[rows] = nodes[better], True
+    return raw_src, raw_tgt, position_steps, refined
 
 
 @torch.inference_mode(False)  # callers may be inside inference mode (the app's views): gradients are needed here
@@ -189,7 +269,10 @@ def attribute(
     everywhere). Most positions need few steps, but where the prediction flips sharply somewhere along the
     path (often the first token and ``</s>``) a fixed count meeting 5 % everywhere would cost every position
     256 steps on the bundled model; with ``tolerance`` set, the first and the last position (of more than
-    two) start at HARD_START × ``steps``.
+    two) start at HARD_START × ``steps``. A position still short of ``tolerance`` at MAX_IG_STEPS, whose path is
+    too steep for Gauss-Legendre, is integrated again by the trapezoid rule on path points placed where the path
+    is steep (``_refined_ig``), kept if nearer completeness; ``refined`` marks it and ``position_steps`` counts its
+    points.
     ``"ixg"``: Input × Gradient, one forward and backward pass. ``baseline``: a key of BASELINES (default: the
     model's, ``baseline_for``).
     """
@@ -212,7 +295,7 @@ def attribute(
         raise ValueError("model is in training mode (dropout would make attributions random): call model.eval()")
 
     everywhere = torch.arange(T, device=src.device)  # copy t explains position t
-    position_steps = np.zeros(T, dtype=np.int64)
+    position_steps, refined = np.zeros(T, dtype=np.int64), np.zeros(T, dtype=bool)
     forward = explained_logprob(model, src, dec_in, out)
     src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, T)
     with torch.no_grad():
@@ -224,7 +307,8 @@ def attribute(
         )
         raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (T, S), (T, T)
     else:
-        raw_src, raw_tgt, position_steps = _adaptive_ig(model, src, dec_in, out, gap, steps, tolerance, baseline)
+        ig = _adaptive_ig(model, src, dec_in, out, gap, steps, tolerance, baseline)
+        raw_src, raw_tgt, position_steps, refined = ig
     a_src, a_tgt, v, g = raw_src.cpu().numpy(), raw_tgt.cpu().numpy(), value.cpu().numpy(), gap.cpu().numpy()
     completeness = np.abs(a_src.sum(1) + a_tgt.sum(1) - g) / np.maximum(np.abs(g), 1e-12)
     magnitude = np.abs(a_src).sum(1) + np.abs(a_tgt).sum(1)  # (T,)
@@ -241,6 +325,7 @@ def attribute(
         steps=int(position_steps.max()),
         baseline=BASELINES[baseline],
         position_steps=position_steps,
+        refined=refined,
     )
 
 

@@ -68,6 +68,31 @@ def test_redone_positions_equal_a_plain_run_at_their_step_count(tiny_model, ids)
         np.testing.assert_allclose(a.raw_tgt[rows], plain.raw_tgt[rows], atol=1e-6, rtol=1e-4)
 
 
+def test_the_trapezoid_rule_on_refined_points_gives_gauss_legendres_attributions(tiny_model, ids, monkeypatch):
+    """Where Gauss-Legendre's steps are exact (the smooth tiny model), the trapezoid rule on refined path points
+    gives each token the attribution they give (within 1 % of the row's largest: both are within 0.2 % of
+    completeness), not only their sum; a tolerance it cannot meet takes the most points it may, and a plain run
+    marks no position refined."""
+    from model.interpret import attribution as A
+
+    src, out = ids
+    assert not attribute(tiny_model, src, out, steps=2, tolerance=None).refined.any()
+    ends = attribute(tiny_model, src, out, method="ixg")
+    gap = ends.target_logit - ends.baseline_value
+    s, o = (torch.tensor(x) for x in (src, out))
+    dec_in = torch.cat([o.new_tensor([tiny_model.cfg.decoder_start_id]), o[:-1]])
+    rows = np.array([0, len(out) - 1])
+    with torch.enable_grad():
+        exact = A._integrated(tiny_model, s, dec_in, o, torch.from_numpy(rows), 64, "zero")  # Gauss-Legendre, 64
+    r_src, r_tgt, _ = A._refined_ig(tiny_model, s, dec_in, o, gap, rows, 1e-3, "zero")
+    for got, want in ((r_src, exact[0].numpy()), (r_tgt, exact[1].numpy())):
+        np.testing.assert_allclose(got, want, atol=1e-2 * np.abs(want).max())
+    assert (np.abs(r_src.sum(1) + r_tgt.sum(1) - gap[rows]) <= 1e-3 * np.abs(gap[rows])).all()
+    monkeypatch.setattr(A, "MAX_REFINED_NODES", A.REFINE_START + 1)  # one round at most
+    *_, most = A._refined_ig(tiny_model, s, dec_in, o, gap, rows[:1], 0.0, "zero")
+    assert most[0] == A.REFINE_START + A.REFINE_SPLIT
+
+
 def test_input_x_gradient_equals_autograd_by_hand(tiny_model, ids):
     src, out = ids
     a = attribute(tiny_model, src, out, method="ixg")

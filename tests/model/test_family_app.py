@@ -111,3 +111,21 @@ def test_learn_says_when_the_model_is_not_the_one_it_teaches(family_dir, monkeyp
     if family.startswith("t5"):
         assert "no positional encoding" in said and "Embeddings and positional encoding" in said, said
     assert load_model_dir(tiny_model_dir).cfg.paper_differences() == []  # the paper's model: nothing said
+
+
+def test_about_and_the_model_card_name_the_family_and_its_settings(family_dir, monkeypatch):
+    """The model card says which family the model was imported from and its settings (``ModelConfig.family``); the
+    About page names those settings beside the model's size, shows the card's text (its title line dropped) and
+    holds every setting in its configuration table."""
+    family, path = family_dir
+    lm = load_model_dir(path)
+    cfg = lm.cfg
+    label = {"bart": "BART", "mbart": "mBART", "m2m_100": "M2M100", "t5": "T5", "t5_gated": "T5"}[family]
+    named = f"Family: {label}: {cfg.family}."
+    assert f"(imported from {label})" in lm.card and named in lm.card
+    at = open_app(path, monkeypatch, page="About")
+    said = " ".join(str(m.value) for m in at.markdown)
+    assert f"parameters** ({cfg.family})" in said and named in said, said
+    (settings,) = [d.value["value"] for d in at.dataframe if "norm_position" in d.value.index]
+    for name in ("norm_position", "norm_kind", "positions", "gated_ffn", "scale_attention", "output_scale"):
+        assert settings[name] == str(getattr(cfg, name)), name

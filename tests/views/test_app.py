@@ -852,8 +852,10 @@ def test_attribution_beside_attention(tiny_model_dir, monkeypatch):
 def test_attribution_of_a_prefix_is_the_whole_outputs_cut(tiny_model, tiny_tokenizer):
     """The step view attributes the whole output once and cuts it to the shown positions: a position's attribution
     depends only on the tokens up to it, so the cut equals attributing the prefix itself."""
+    from dataclasses import replace
+
     from model.interpret.attribution import attribute
-    from views.stages.attribution import _prefix
+    from views.stages.attribution import _prefix, _refined_note
 
     src = tiny_tokenizer.encode("I like pizza.") + [tiny_model.cfg.eos_id]
     out = decode(tiny_model, src, DecodeOptions(max_len=6)).ids
@@ -862,6 +864,10 @@ def test_attribution_of_a_prefix_is_the_whole_outputs_cut(tiny_model, tiny_token
     cut = _prefix(whole, 3)
     for name in ("src", "tgt", "raw_src", "raw_tgt", "target_logit", "baseline_value"):
         np.testing.assert_allclose(getattr(cut, name), getattr(part, name), rtol=1e-4, atol=1e-6, err_msg=name)
+    assert cut.refined.shape == (3,) and _refined_note(cut) == ""  # nothing refined: nothing said
+    refined = replace(whole, refined=np.arange(len(out)) % 2 == 0)  # positions 0, 2, 4, ...
+    assert "At 2 positions" in _refined_note(_prefix(refined, 3))
+    assert "At 1 position the" in _refined_note(_prefix(refined, 1))
 
 
 def test_the_server_loads_the_first_page_s_model_before_any_browser(tiny_model_dir, monkeypatch):

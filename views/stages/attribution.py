@@ -59,6 +59,7 @@ def _prefix(attr: Attribution, n: int) -> Attribution:
         completeness=attr.completeness[:n],
         position_steps=attr.position_steps[:n],
         steps=int(attr.position_steps[:n].max()),
+        refined=attr.refined[:n],
     )
 
 
@@ -140,8 +141,20 @@ def render(ctx: StageContext) -> None:
             f"Integrated Gradients with {attr.position_steps.min()} to {attr.steps} steps per position (more "
             "where fewer were not exact enough): the attributions of each row add up to the "
             f"log-probability's change from the baseline within {attr.completeness.max():.1%} "
-            "(completeness)."
+            f"(completeness).{_refined_note(attr)}"
         )
+
+
+def _refined_note(attr: Attribution) -> str:
+    """A sentence naming the positions whose path was too steep for Gauss-Legendre's steps, if any."""
+    n = int(attr.refined.sum())
+    if not n:
+        return ""
+    which = "1 position" if n == 1 else f"{n} positions"
+    return (
+        f" At {which} the prediction flips too steeply along the path for evenly weighted steps: "
+        "there the steps are path points placed where it flips (the trapezoid rule)."
+    )
 
 
 def _source_maps(ctx: StageContext, attr, valid: int, method: str) -> tuple[np.ndarray, str]:
