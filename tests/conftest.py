@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from classroom.db import DATA_ENV
 from harness.browser import BROWSER_ARGS, CHROMIUM
 from model import Transformer
 from model.core.tokenizer import Tokenizer
@@ -49,6 +50,16 @@ def pytest_runtest_setup(item) -> None:
     n = item.config.stash[THREADS]
     if torch.get_num_threads() != n:
         use_threads(n)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def class_data_dir(tmp_path_factory):
+    """The class store's default SQLite file in the session's own folder, not the home directory: the apps a test
+    serves without a ``DATABASE_URL`` never share one file with another pytest-xdist worker's (two workers migrating
+    one fresh file at once could collide) or with the developer's classes."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(DATA_ENV, str(tmp_path_factory.mktemp("class-data")))
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -109,9 +120,15 @@ SLOW_FILES = {  # every test here drives Chromium or a benchmark script
     "test_capacity.py",
 }
 SLOW_NAMES = ("chromium", "smoke", "as_a_script")  # such tests in the other files
+# The benchmarks that time a browser against a served app (and kill or busy its processes): one xdist group, so
+# they run one after another on one worker, never two at once.
+BROWSER_BENCHMARKS = {"test_bench_smoke.py", "test_capacity.py", "test_class_answers.py"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items) -> None:
+    """Mark the slow tier, and group it for ``-n 2 --dist loadgroup`` (the README's test command): each slow test
+    with its module's tests, so a module's server and Chromium start once; the browser benchmarks all together."""
     for item in items:
         if (
             item.path.name in SLOW_FILES
@@ -119,3 +136,5 @@ def pytest_collection_modifyitems(items) -> None:
             or any(word in item.name for word in SLOW_NAMES)
         ):
             item.add_marker(pytest.mark.slow)
+            benchmark = item.path.name in BROWSER_BENCHMARKS and "smoke" in item.name
+            item.add_marker(pytest.mark.xdist_group("browser-benchmarks" if benchmark else item.path.name))
