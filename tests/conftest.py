@@ -128,7 +128,11 @@ BROWSER_BENCHMARKS = {"test_bench_smoke.py", "test_capacity.py", "test_class_ans
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items) -> None:
     """Mark the slow tier, and group it for ``-n 2 --dist loadgroup`` (the README's test command): each slow test
-    with its module's tests, so a module's server and Chromium start once; the browser benchmarks all together."""
+    with its module's tests, so a module's server and Chromium start once; the browser benchmarks all together.
+
+    Then order the run: the browser benchmarks first (the longest group: with ``--no-loadscope-reorder`` one worker
+    starts it at once), the fast tier next (the other worker's, one thread: the one core the benchmarks' busy pass
+    assumes taken), the other slow modules last."""
     for item in items:
         if (
             item.path.name in SLOW_FILES
@@ -138,3 +142,9 @@ def pytest_collection_modifyitems(items) -> None:
             item.add_marker(pytest.mark.slow)
             benchmark = item.path.name in BROWSER_BENCHMARKS and "smoke" in item.name
             item.add_marker(pytest.mark.xdist_group("browser-benchmarks" if benchmark else item.path.name))
+    items.sort(key=run_order)
+
+
+def run_order(item) -> int:
+    group = item.get_closest_marker("xdist_group")
+    return 1 if group is None else 0 if group.args[0] == "browser-benchmarks" else 2
