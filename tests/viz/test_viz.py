@@ -1092,19 +1092,6 @@ def test_beam_tree_labels_do_not_collide():
 # --- legibility: measured in Chromium -------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def browser():
-    pw_api = pytest.importorskip("playwright.sync_api")
-    from harness.browser import BROWSER_ARGS, CHROMIUM
-
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no Chromium")
-    with pw_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
-        yield b
-        b.close()
-
-
 @pytest.mark.parametrize("width", [860, 1450])
 def test_every_figure_is_legible_in_chromium(browser, width):
     from harness.legibility import show_figures, violations
