@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from model.core import keys
 from model.core.constants import BATCH_SIZE
 from model.core.tokenizer import Tokenizer
-from model.core.transformer import HeadMask, Transformer, causal_mask, padding_mask
+from model.core.transformer import HeadMask, LayerCache, Transformer, causal_mask, padding_mask
 from model.decode.decoding import (
     BEAM_ROWS,
     DecodeOptions,
@@ -605,9 +605,10 @@ def _token_loss(model: Transformer, y: torch.Tensor, labels: torch.Tensor, valid
     """(R,) mean cross-entropy over each row's labels; rows repeat the batch (labels (B, T)) R / B times."""
     reps = y.shape[0] // labels.shape[0]
     lab, ok = labels.repeat(reps, 1), valid.repeat(reps, 1)
-    logits = model.logits(y).float()  # (R, T, V)
+    # the output product and softmax for the labelled positions only (a batch's padding is an eighth of its rows),
     # over rows of V logits as they lie in memory (the (R, V, T) view's strided softmax took as long as the product)
-    loss = F.cross_entropy(logits.flatten(0, 1), lab.flatten(), reduction="none").view(lab.shape)  # (R, T)
+    logits = model.logits(y[ok]).float()  # (N, V): N labelled positions
+    loss = torch.zeros(lab.shape).masked_scatter_(ok, F.cross_entropy(logits, lab[ok], reduction="none"))  # (R, T)
     return (loss * ok).sum(1) / ok.sum(1)
 
 
@@ -646,10 +647,11 @@ def removal_losses(
         y, _, _ = dec_layer(y, memory, src_mask, mask, None, False, (None, None), dec_bias)
     base = _token_loss(model, y, labels, valid)  # (B,)
 
-    def decoder_from(start: int, y, memory, masks: dict) -> torch.Tensor:
+    def decoder_from(start: int, y, memory, masks: dict, caches: list[LayerCache] | None = None) -> torch.Tensor:
         for i in range(start, len(model.decoder_layers)):
             heads = masks.get(keys.dec(i, "self")), masks.get(keys.dec(i, "cross"))
-            y, _, _ = model.decoder_stack[i](y, memory, rep(src_mask), mask, None, False, heads, dec_bias)
+            cache = None if caches is None else caches[i]
+            y, _, _ = model.decoder_stack[i](y, memory, rep(src_mask), mask, cache, False, heads, dec_bias)
         return (_token_loss(model, y, labels, valid).view(H, B) - base).T  # (B, H)
 
     out = {k: np.zeros((B, n, H)) for k, n in (("enc", cfg.n_encoder_layers), ("self", cfg.n_decoder_layers))}
@@ -659,10 +661,18 @@ def removal_losses(
         for i in range(li, cfg.n_encoder_layers):
             x, _ = model.encoder_stack[i](x, rep(src_mask), False, knock if i == li else None, enc_bias)
         out["enc"][:, li] = decoder_from(0, rep(dec_in_states[0]), memory_of(x), {}).numpy()
-    big_memory = rep(memory)
+    # a decoder head's removal leaves the memory as it is: each layer's cross-attention K, V projected once, on B
+    # rows, and handed to the H·B rows as a cache that holds no self-attention keys yet
+    empty = torch.zeros(H * B, H, 0, cfg.d_k)  # (H·B, H, 0, d_k)
+    cross = []
+    for layer in model.decoder_stack:
+        K, V = layer.cross_attn.project_kv(memory)  # (B, H, S, d_k) each
+        cross.append(LayerCache(empty, empty, K.repeat(H, 1, 1, 1), V.repeat(H, 1, 1, 1)))
     for li in range(cfg.n_decoder_layers):
         for kind in ("self", "cross"):
-            out[kind][:, li] = decoder_from(li, rep(dec_in_states[li]), big_memory, {keys.dec(li, kind): knock}).numpy()
+            # the memory is read from the caches only
+            loss = decoder_from(li, rep(dec_in_states[li]), memory, {keys.dec(li, kind): knock}, cross)
+            out[kind][:, li] = loss.numpy()
     return out
 
 
