@@ -9,8 +9,9 @@
 const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
 const QUIET_MS = 120; // a near figure is drawn once the page has had no figure to update for this long
 const NEAR_WAIT_MS = 300; // and then the longest it waits for an idle moment
-// A figure out of view waits this long after the reader's last click or key: drawing one is a long task, and the
-// menu just opened, the option chosen and the run it starts come first (a layer chosen right after a stage).
+// A figure never drawn, out of view (another stage's), waits this long after the reader's last click or key: drawing
+// one is a long task, and the menu just opened, the option chosen and the run it starts come first (a layer chosen
+// right after a stage).
 const INPUT_HOLD_MS = 1000;
 // A full-width heatmap (matrices, every head side by side) is drawn at least this wide: on a phone it scrolls
 // inside its frame rather than squeezing its cells and panel titles together; a tablet's column (~700 px) holds it.
@@ -250,9 +251,14 @@ function lastInput() {
 }
 
 function idle(f) {
+  (window.requestIdleCallback || ((g) => setTimeout(g, 0)))(f, { timeout: NEAR_WAIT_MS });
+}
+
+function held(f) {
+  // in an idle moment at least INPUT_HOLD_MS after the reader's last click or key
   const wait = lastInput() + INPUT_HOLD_MS - performance.now();
-  if (wait > 0) setTimeout(() => idle(f), wait);
-  else (window.requestIdleCallback || ((g) => setTimeout(g, 0)))(f, { timeout: NEAR_WAIT_MS });
+  if (wait > 0) setTimeout(() => held(f), wait);
+  else idle(f);
 }
 
 function drawFirst() {
@@ -262,7 +268,7 @@ function drawFirst() {
   queue.delete(div);
   // nothing to do once drawn; one drawn before whose update waits is brought up to date when it scrolls near
   if (div.isConnected && !div._fullLayout && !div.closest("details:not([open])")) draw(div);
-  if (queue.size) idle(drawFirst);
+  if (queue.size) held(drawFirst);
 }
 
 function settle() {
@@ -312,6 +318,7 @@ function watcher(root) {
 }
 
 export default function ({ data: bytes, parentElement, setStateValue }) {
+  lastInput(); // listening from the page's first figure
   const text = typeof bytes === "string" ? bytes : new TextDecoder().decode(bytes);
   let div = parentElement.querySelector("div.decoder-lens-plot");
   const cleanup = () => {
