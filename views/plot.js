@@ -9,6 +9,10 @@
 const NEAR = "600px 0px"; // draw a deferred figure this far before it enters the viewport
 const QUIET_MS = 120; // a near figure is drawn once the page has had no figure to update for this long
 const NEAR_WAIT_MS = 300; // and then the longest it waits for an idle moment
+// A figure never drawn, out of view (another stage's), waits this long after the reader's last click or key: drawing
+// one is a long task, and the menu just opened, the option chosen and the run it starts come first (a layer chosen
+// right after a stage).
+const INPUT_HOLD_MS = 1000;
 // A full-width heatmap (matrices, every head side by side) is drawn at least this wide: on a phone it scrolls
 // inside its frame rather than squeezing its cells and panel titles together; a tablet's column (~700 px) holds it.
 // Bars and curves squeeze well.
@@ -236,8 +240,25 @@ function first(div) {
   settle();
 }
 
+function lastInput() {
+  // when the reader last clicked or pressed a key (listened to once per page)
+  if (window.__decoderLensInput === undefined) {
+    window.__decoderLensInput = -Infinity;
+    const seen = () => (window.__decoderLensInput = performance.now());
+    for (const type of ["pointerdown", "keydown"]) document.addEventListener(type, seen, { capture: true, passive: true });
+  }
+  return window.__decoderLensInput;
+}
+
 function idle(f) {
   (window.requestIdleCallback || ((g) => setTimeout(g, 0)))(f, { timeout: NEAR_WAIT_MS });
+}
+
+function held(f) {
+  // in an idle moment at least INPUT_HOLD_MS after the reader's last click or key
+  const wait = lastInput() + INPUT_HOLD_MS - performance.now();
+  if (wait > 0) setTimeout(() => held(f), wait);
+  else idle(f);
 }
 
 function drawFirst() {
@@ -247,7 +268,7 @@ function drawFirst() {
   queue.delete(div);
   // nothing to do once drawn; one drawn before whose update waits is brought up to date when it scrolls near
   if (div.isConnected && !div._fullLayout && !div.closest("details:not([open])")) draw(div);
-  if (queue.size) idle(drawFirst);
+  if (queue.size) held(drawFirst);
 }
 
 function settle() {
@@ -297,6 +318,7 @@ function watcher(root) {
 }
 
 export default function ({ data: bytes, parentElement, setStateValue }) {
+  lastInput(); // listening from the page's first figure
   const text = typeof bytes === "string" ? bytes : new TextDecoder().decode(bytes);
   let div = parentElement.querySelector("div.decoder-lens-plot");
   const cleanup = () => {

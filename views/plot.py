@@ -38,7 +38,9 @@ import hashlib
 import html
 import json
 import logging
+import os
 import re
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -352,21 +354,36 @@ def _payload(item: tuple[str, str | None], config: dict, fid: str | None) -> str
 
 AT = "plot_at"  # the thread's attribute naming the position its figures are of (``tagged``)
 
-# Started this long after it is asked for: by then the run that asked has finished and its messages are out, so
-# that the build never holds Python's lock while that run's last elements are sent.
-AHEAD_DELAY_S = 0.05
+# The work ahead starts once the run that asked for it is over (its thread, a session's script thread, has ended:
+# it ends when no rerun waits), at most AHEAD_WAIT_S later, then AHEAD_DELAY_S more, by when that run's last messages
+# are out: the build never holds Python's lock while the page's own run, or a rerun it caused, sends its elements.
+AHEAD_WAIT_S, AHEAD_DELAY_S = 10.0, 0.05
+# Its thread's niceness (Linux): the browser drawing the page on the same cores, and the sessions' own runs, come
+# first; the work ahead takes what they leave.
+AHEAD_NICE = 10
+
+
+def _lower_priority() -> None:
+    """Make the calling thread (the work ahead's) yield the cores to everything at the default priority: on Linux
+    a thread's id names that thread alone (elsewhere it could name another process: left as it is)."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), AHEAD_NICE)
 
 
 @functools.cache  # one per process: one thread, so that work done ahead never crowds the sessions' own runs
 def _ahead() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead")
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahead", initializer=_lower_priority)
 
 
 def ahead(fn: Callable, *args: Any) -> Future:
     """Run ``fn(*args)`` on the process's one thread for work done ahead (a figure, a patching map the reader most
-    likely asks for next), AHEAD_DELAY_S after the run that asked for it, which has by then sent its elements."""
+    likely asks for next), once the run that asked for it is over and has sent its elements (``AHEAD_WAIT_S``)."""
+    asker = threading.current_thread()
 
     def later():
+        if asker is not threading.main_thread() and asker is not threading.current_thread():
+            asker.join(AHEAD_WAIT_S)
         time.sleep(AHEAD_DELAY_S)
         return fn(*args)
 

@@ -57,13 +57,20 @@ PICK_CHARS = 90  # characters of a hypothesis in the picker's labels
 POSITION_HELP = "Position 0 reads <s>; position t reads the token chosen at position t − 1 and predicts the next one."
 
 
-def _clear_forced_and_rerun() -> None:
-    session.clear_forced(keep_position=True)  # the same position of the model's own translation
-    st.rerun(scope="app")  # the translation above the fragment changes too
+CLEARED = "forced_cleared"  # the session's flag: Clear was clicked, the whole page reruns before the view draws
+
+
+def _clear_forced() -> None:
+    """Clear's callback: back to the model's own translation at the same position; the view's run it causes goes
+    straight to a run of the whole page (``view``), the translation above the fragment changing too."""
+    session.clear_forced(keep_position=True)
+    st.session_state[CLEARED] = True
 
 
 @st.fragment
 def view(lm: LoadedModel, limits: Limits, v: View, src: tuple[int, ...], src_tokens: list[str]) -> None:
+    if st.session_state.pop(CLEARED, False):  # before anything is drawn: the fragment's elements are sent once
+        st.rerun(scope="app")
     try:
         _view(lm, session.fragment_view(v, limits), src, src_tokens)
     except Exception as e:
@@ -176,8 +183,8 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
             f"**Position {step}** of 0–{n - 1} reads {badges([(show_token(reads[-1]), 'gray')])}"
             f" → predicts {badges([(f'{show_token(predicts[-1])} (p = {fmt_p(p_next)}){note}', 'green')])}"
         )
-    if ch.prefix and st.button("Clear forced tokens", key="clear_forced"):
-        _clear_forced_and_rerun()
+    if ch.prefix:
+        st.button("Clear forced tokens", key="clear_forced", on_click=_clear_forced)
 
     with tagged(str(step)):  # a figure still drawn for the position before is marked until drawn (page.js)
         stages.render(ctx, stage)

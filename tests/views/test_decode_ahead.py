@@ -3,8 +3,14 @@ then waits for that decode instead of starting it again, and shows the same line
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+
+import pytest
+
 from tests.helpers import chip_markdown, ok, open_app, open_panel
-from views import common
+from views import common, plot
 from views.common import DECODES_AHEAD
 
 SRC = "The cat is sleeping on the sofa."
@@ -52,3 +58,26 @@ def test_the_chosen_alternative_is_decoded_ahead_and_forcing_it_does_not_decode_
     fresh = open_app(tiny_model_dir, monkeypatch, **{k: at.query_params[k] for k in at.query_params})
     assert chip_markdown(fresh) == shown  # the same line as a fresh decode of the page's link
     assert calls[before] == calls[1]  # which the fresh page decoded itself (then it may decode its own pick ahead)
+
+
+def test_work_ahead_starts_once_the_run_that_asked_for_it_is_over():
+    asked, release, jobs = threading.Event(), threading.Event(), []
+
+    def run() -> None:  # a page's run: asks for work ahead, then goes on drawing
+        jobs.append(plot.ahead(asked.set))
+        release.wait(30)
+
+    page_run = threading.Thread(target=run)
+    page_run.start()
+    assert not asked.wait(1.0)  # the run goes on: the work ahead waits
+    release.set()
+    page_run.join()
+    jobs[0].result(timeout=30)
+    assert asked.is_set()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own priority is set on Linux only")
+def test_work_ahead_runs_at_a_lower_priority_than_the_page():
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    theirs = plot.ahead(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result(timeout=30)
+    assert theirs == max(mine, plot.AHEAD_NICE) and os.getpriority(os.PRIO_PROCESS, 0) == mine
