@@ -77,6 +77,7 @@ from harness.browser import (
     require_chromium,
     row,
     serve,
+    session_counts,
     tree_cpu_seconds,
     tree_rss_kb,
 )
@@ -687,20 +688,10 @@ def summary(report: dict, args) -> None:
     report["errors"], report["crosstalk"], report["actions"] = n_err, n_ct, n_act
 
 
-def counts_arg(text: str) -> tuple[int, ...]:
-    try:
-        counts = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of session counts: {text!r}") from None
-    if not counts or counts[0] < 1:
-        raise argparse.ArgumentTypeError("session counts must be positive")
-    return counts
-
-
 def make_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model directory (default: the bundled one)")
-    ap.add_argument("--sessions", type=counts_arg, help="class sizes N (default 8,16,32,64,128,256; smoke 2,4)")
+    ap.add_argument("--sessions", type=session_counts, help="class sizes N (default 8,16,32,64,128,256; smoke 2,4)")
     ap.add_argument("--seconds", type=float, help="measured window per N (default 60; smoke 5)")
     ap.add_argument("--think", type=float, help="mean pause after an answer (default 2: 1–3 s; smoke 0.5)")
     ap.add_argument("--browsers", type=int, help="Chromium sessions sampled beside the students (default 2)")
