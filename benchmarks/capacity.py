@@ -50,7 +50,6 @@ import json
 import math
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -81,7 +80,7 @@ from harness.browser import (
     tree_cpu_seconds,
     tree_rss_kb,
 )
-from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written
+from harness.profiling import IDLE, served_script, set_phase, wait_written
 from harness.protocol import ACTIONS, WEIGHTS, Outcome, Student, reference
 from harness.sessions import SENTENCES
 from views.state import DECODER_STAGES, STAGES
@@ -429,12 +428,8 @@ def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: d
     run_dir.mkdir()
     stages = args.stage_list
     if name == "single":
-        env, script = app_env(model), ROOT / "app.py"
-        if args.profile:  # the script runs under pyinstrument (timings include its cost)
-            shutil.rmtree(args.profile, ignore_errors=True)
-            args.profile.mkdir(parents=True)
-            set_phase(args.profile, IDLE)
-            env, script = {**env, ENV_DIR: str(args.profile.resolve())}, ROOT / "benchmarks" / "profiled_app.py"
+        # with --profile the script runs under pyinstrument (timings include its cost)
+        env, script = served_script(app_env(model), args.profile)
         ctx = serve(script, run_dir / "streamlit.log", env)
         server = ctx.__enter__()
         url, servers, stop = server.url, Servers([server.proc.pid]), lambda: ctx.__exit__(None, None, None)

@@ -42,7 +42,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -68,7 +67,7 @@ from harness.browser import (
     tree_cpu_seconds,
     tree_rss_kb,
 )
-from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written
+from harness.profiling import IDLE, served_script, set_phase, wait_written
 from harness.sessions import IDLE_PHASE, SENTENCES, Drive, Session, open_session, run_session
 from views.cache import PROCESS_CACHE_BYTES, SESSION_CACHE_BYTES
 from views.state import DECODER_STAGES, STAGES
@@ -380,12 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         model, n_layers = benchmark_model(args.smoke, args.model, tmp, ap)
         drive = Drive(n_layers, args.stages, args.action_timeout * 1000, args.think, args.seed)
-        env, script = app_env(model), ROOT / "app.py"
-        if args.profile:
-            shutil.rmtree(args.profile, ignore_errors=True)
-            args.profile.mkdir(parents=True)
-            set_phase(args.profile, IDLE)
-            env, script = {**env, ENV_DIR: str(args.profile.resolve())}, ROOT / "benchmarks" / "profiled_app.py"
+        env, script = served_script(app_env(model), args.profile)
         log = tmp / "streamlit.log"
         try:
             with serve(script, log, env) as server:
