@@ -50,7 +50,6 @@ import json
 import math
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -77,10 +76,11 @@ from harness.browser import (
     require_chromium,
     row,
     serve,
+    session_counts,
     tree_cpu_seconds,
     tree_rss_kb,
 )
-from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written
+from harness.profiling import IDLE, served_script, set_phase, wait_written
 from harness.protocol import ACTIONS, WEIGHTS, Outcome, Student, reference
 from harness.sessions import SENTENCES
 from views.state import DECODER_STAGES, STAGES
@@ -428,12 +428,8 @@ def run_config(name: str, args, model: Path, n_layers: int, tmp: Path, report: d
     run_dir.mkdir()
     stages = args.stage_list
     if name == "single":
-        env, script = app_env(model), ROOT / "app.py"
-        if args.profile:  # the script runs under pyinstrument (timings include its cost)
-            shutil.rmtree(args.profile, ignore_errors=True)
-            args.profile.mkdir(parents=True)
-            set_phase(args.profile, IDLE)
-            env, script = {**env, ENV_DIR: str(args.profile.resolve())}, ROOT / "benchmarks" / "profiled_app.py"
+        # with --profile the script runs under pyinstrument (timings include its cost)
+        env, script = served_script(app_env(model), args.profile)
         ctx = serve(script, run_dir / "streamlit.log", env)
         server = ctx.__enter__()
         url, servers, stop = server.url, Servers([server.proc.pid]), lambda: ctx.__exit__(None, None, None)
@@ -687,20 +683,10 @@ def summary(report: dict, args) -> None:
     report["errors"], report["crosstalk"], report["actions"] = n_err, n_ct, n_act
 
 
-def counts_arg(text: str) -> tuple[int, ...]:
-    try:
-        counts = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of session counts: {text!r}") from None
-    if not counts or counts[0] < 1:
-        raise argparse.ArgumentTypeError("session counts must be positive")
-    return counts
-
-
 def make_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model directory (default: the bundled one)")
-    ap.add_argument("--sessions", type=counts_arg, help="class sizes N (default 8,16,32,64,128,256; smoke 2,4)")
+    ap.add_argument("--sessions", type=session_counts, help="class sizes N (default 8,16,32,64,128,256; smoke 2,4)")
     ap.add_argument("--seconds", type=float, help="measured window per N (default 60; smoke 5)")
     ap.add_argument("--think", type=float, help="mean pause after an answer (default 2: 1–3 s; smoke 0.5)")
     ap.add_argument("--browsers", type=int, help="Chromium sessions sampled beside the students (default 2)")

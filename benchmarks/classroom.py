@@ -42,10 +42,10 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from harness.browser import (
@@ -63,10 +63,11 @@ from harness.browser import (
     require_chromium,
     row,
     serve,
+    session_counts,
     tree_cpu_seconds,
     tree_rss_kb,
 )
-from harness.profiling import ENV_DIR, IDLE, set_phase, wait_written
+from harness.profiling import IDLE, served_script, set_phase, wait_written
 from harness.sessions import IDLE_PHASE, SENTENCES, Drive, Session, open_session, run_session
 from views.cache import PROCESS_CACHE_BYTES, SESSION_CACHE_BYTES
 from views.state import DECODER_STAGES, STAGES
@@ -329,16 +330,6 @@ def report(sessions: list[Session], phases: list[dict], profiles: dict, model: P
     }
 
 
-def counts_arg(text: str) -> tuple[int, ...]:
-    try:
-        counts = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of session counts: {text!r}") from None
-    if not counts or counts[0] < 1 or counts[-1] > len(SENTENCES):
-        raise argparse.ArgumentTypeError(f"session counts must be between 1 and {len(SENTENCES)}")
-    return counts
-
-
 def stages_arg(text: str) -> tuple[str, ...]:
     stages = tuple(x.strip() for x in text.split(",") if x.strip())
     bad = [x for x in stages if x not in STAGES]
@@ -350,7 +341,11 @@ def stages_arg(text: str) -> tuple[str, ...]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model directory (default: the bundled one)")
-    ap.add_argument("--sessions", type=counts_arg, help="session counts N, e.g. 1,8,16,32 (default; smoke 1,2)")
+    ap.add_argument(
+        "--sessions",
+        type=partial(session_counts, most=len(SENTENCES)),
+        help="session counts N, e.g. 1,8,16,32 (default; smoke 1,2)",
+    )
     ap.add_argument("--seconds", type=float, help="length of the concurrent run for each N (default 60; smoke 4)")
     ap.add_argument("--think", type=float, help="mean pause between a paint and the next click (default 2; smoke 0.3)")
     ap.add_argument(
@@ -384,12 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         model, n_layers = benchmark_model(args.smoke, args.model, tmp, ap)
         drive = Drive(n_layers, args.stages, args.action_timeout * 1000, args.think, args.seed)
-        env, script = app_env(model), ROOT / "app.py"
-        if args.profile:
-            shutil.rmtree(args.profile, ignore_errors=True)
-            args.profile.mkdir(parents=True)
-            set_phase(args.profile, IDLE)
-            env, script = {**env, ENV_DIR: str(args.profile.resolve())}, ROOT / "benchmarks" / "profiled_app.py"
+        env, script = served_script(app_env(model), args.profile)
         log = tmp / "streamlit.log"
         try:
             with serve(script, log, env) as server:

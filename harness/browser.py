@@ -343,6 +343,19 @@ def p95(xs: list[float]) -> float:
     return s[max(0, math.ceil(0.95 * len(s)) - 1)]
 
 
+def session_counts(text: str, most: int | None = None) -> tuple[int, ...]:
+    """``--sessions``: comma-separated class sizes, distinct and ascending, each from 1 (to ``most``, if given)."""
+    try:
+        counts = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of session counts: {text!r}") from None
+    if not counts or counts[0] < 1 or (most is not None and counts[-1] > most):
+        raise argparse.ArgumentTypeError(
+            "session counts must be positive" if most is None else f"session counts must be between 1 and {most}"
+        )
+    return counts
+
+
 def row(cells: list[object], widths: list[int], left: int = 1) -> str:
     """One table row: the first ``left`` cells left-aligned, the rest right-aligned."""
     return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))

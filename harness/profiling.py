@@ -16,6 +16,7 @@ import functools
 import json
 import os
 import runpy
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 P = ParamSpec("P")  # a profiled run's parameters
 T = TypeVar("T")  # and its result
 
+ROOT = Path(__file__).resolve().parents[1]
 ENV_DIR = "DECODER_LENS_PROFILE_DIR"
 IDLE = "-"
 TOP = 15
@@ -41,6 +43,17 @@ def set_phase(folder: Path, phase: str) -> None:
     tmp = Path(folder) / "phase.tmp"
     tmp.write_text(phase)
     tmp.replace(phase_path(folder))  # atomic: the server never reads half a name
+
+
+def served_script(env: dict[str, str], profile: Path | None) -> tuple[dict[str, str], Path]:
+    """The environment and script a benchmark serves: ``app.py`` or, given a ``profile`` folder (emptied, its phase
+    not recorded), ``benchmarks/profiled_app.py``, which writes each phase's profile there."""
+    if profile is None:
+        return env, ROOT / "app.py"
+    shutil.rmtree(profile, ignore_errors=True)
+    profile.mkdir(parents=True)
+    set_phase(profile, IDLE)
+    return {**env, ENV_DIR: str(profile.resolve())}, ROOT / "benchmarks" / "profiled_app.py"
 
 
 def wait_written(folder: Path, phase: str, timeout: float = 120.0) -> dict | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Container
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import numpy as np
@@ -366,21 +366,31 @@ def table(rows: list[dict], opts: DecodeOptions, model: str, refs: bool) -> pd.D
     return df[cols]
 
 
+def index_column() -> Any:  # Streamlit names its column type only in a private module
+    """A table's sentence number: its line in the set."""
+    return st.column_config.NumberColumn("#", help="the sentence's line in the set (from 0)", width="small")
+
+
+def score_column(label: str, help: str | None = None) -> Any:
+    """A corpus score's column (BLEU, chrF), with the one decimal the page prints scores with."""
+    return st.column_config.NumberColumn(label, help=help, format="%.1f")
+
+
 def column_config() -> dict:
     num = st.column_config.NumberColumn
     prob = lambda label, key: st.column_config.ProgressColumn(  # noqa: E731
         label, help=COLUMN_HELP[key], min_value=0.0, max_value=1.0, format="%.2f"
     )
     return {
-        "index": num("#", help="the sentence's line in the set (from 0)", width="small"),
+        "index": index_column(),
         "flags": st.column_config.TextColumn(
             "flags", help=FLAG_WORDS_HELP + ". " + "; ".join(f"{k}: {v}" for k, v in FLAGS.items()), width="large"
         ),
         "source": st.column_config.TextColumn("source", width="medium"),
         "translation": st.column_config.TextColumn("translation", width="medium"),
         "reference": st.column_config.TextColumn("reference", width="medium"),
-        "chrf": num("chrF", help=COLUMN_HELP["chrf"], format="%.1f"),
-        "bleu": num("BLEU", help=COLUMN_HELP["bleu"], format="%.1f"),
+        "chrf": score_column("chrF", COLUMN_HELP["chrf"]),
+        "bleu": score_column("BLEU", COLUMN_HELP["bleu"]),
         "mean_prob": prob("mean p", "mean_prob"),
         "min_prob": prob("lowest p", "min_prob"),
         "min_prob_token": st.column_config.TextColumn("lowest-p token"),
@@ -537,14 +547,13 @@ def render_slices(result: Analysis, corpus: Corpus) -> None:
         "domain column, when the file gives one): corpus BLEU and chrF of each slice, and the share flagged."
     )
     df = pd.DataFrame(slices(result.rows, corpus.domains))
-    num = st.column_config.NumberColumn
     st.dataframe(
         df,
         hide_index=True,
         key="corpus_slices",
         column_config={
-            "bleu": num("BLEU", format="%.1f"),
-            "chrf": num("chrF", format="%.1f"),
+            "bleu": score_column("BLEU"),
+            "chrf": score_column("chrF"),
             "flagged": st.column_config.ProgressColumn("flagged", min_value=0.0, max_value=1.0, format="percent"),
         },
     )
@@ -715,12 +724,12 @@ def show_versus(
         hide_index=True,
         key="corpus_versus_table",
         column_config={
-            "index": num("#", help="the sentence's line in the set (from 0)", width="small"),
+            "index": index_column(),
             "source": st.column_config.TextColumn("source", width="medium"),
             "first": st.column_config.TextColumn(a, width="medium"),
             "second": st.column_config.TextColumn(b, width="medium"),
-            "chrf_first": num(f"chrF, {a}", format="%.1f"),
-            "chrf_second": num(f"chrF, {b}", format="%.1f"),
+            "chrf_first": score_column(f"chrF, {a}"),
+            "chrf_second": score_column(f"chrF, {b}"),
             "difference": num("difference", help=f"sentence chrF, {b} − {a}", format="%+.1f"),
             "open_first": st.column_config.LinkColumn(
                 f"open ({a})", help=f"this sentence in Explore, {a}", display_text="Explore"

@@ -8,19 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .common import (
-    FONT,
-    HIGHLIGHT_COLOR,
-    PAD,
-    TICK_FONT,
-    Figure,
-    as_2d,
-    figure_parts,
-    layout_defaults,
-    new_figure,
-    safe_label,
-    text_px,
-)
+from . import common
 from .heatmap import CELL_MAX, Framing, HeatmapSpec, heatmap
 
 POINT_COLOR = "#4063d8"
@@ -30,7 +18,7 @@ HOVER_CHARS = 80  # a sentence in a hover is cut to this many characters
 
 def _short(text: str, n: int = HOVER_CHARS) -> str:
     text = str(text)
-    return safe_label(text if len(text) <= n else text[: n - 1] + "…")
+    return common.safe_label(text if len(text) <= n else text[: n - 1] + "…")
 
 
 def sentence_scatter(
@@ -43,7 +31,7 @@ def sentence_scatter(
     x_title: str,
     y_title: str,
     title: str,
-) -> Figure:
+) -> common.Figure:
     """One point per sentence (its index in ``customdata``, for a click to open it), flagged sentences in the
     highlight colour; the hover shows the sentence, its translation and both values. NaN points are left out."""
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -51,7 +39,7 @@ def sentence_scatter(
     if not (len(ys) == len(sources) == len(translations) == len(flagged) == n):
         raise ValueError("x, y, sources, translations and flagged must have one entry per sentence")
     data = []
-    for name, want, color in (("not flagged", False, POINT_COLOR), ("flagged", True, HIGHLIGHT_COLOR)):
+    for name, want, color in (("not flagged", False, POINT_COLOR), ("flagged", True, common.HIGHLIGHT_COLOR)):
         idx = [i for i in range(n) if bool(flagged[i]) == want and math.isfinite(xs[i]) and math.isfinite(ys[i])]
         data.append(
             dict(
@@ -62,33 +50,35 @@ def sentence_scatter(
                 y=ys[idx].tolist(),
                 customdata=[[i] for i in idx],
                 text=[f"#{i} {_short(sources[i])}<br>→ {_short(translations[i])}" for i in idx],
-                hovertemplate=f"%{{text}}<br>{safe_label(x_title)} %{{x:.3g}} · {safe_label(y_title)} %{{y:.3g}}"
-                "<extra></extra>",
+                hovertemplate=f"%{{text}}<br>{common.safe_label(x_title)} %{{x:.3g}} · "
+                f"{common.safe_label(y_title)} %{{y:.3g}}<extra></extra>",
                 marker=dict(color=color, size=7, opacity=0.7),
             )
         )
-    layout = layout_defaults(title, height=380, legend=True, squeezes=True)
+    layout = common.layout_defaults(title, height=380, legend=True, squeezes=True)
     layout.update(
-        xaxis=dict(title=dict(text=safe_label(x_title)), zeroline=False, gridcolor="#eee"),
-        yaxis=dict(title=dict(text=safe_label(y_title)), zeroline=False, gridcolor="#eee"),
-        legend=dict(orientation="h", y=-0.2, font=dict(size=FONT)),
+        xaxis=dict(title=dict(text=common.safe_label(x_title)), zeroline=False, gridcolor="#eee"),
+        yaxis=dict(title=dict(text=common.safe_label(y_title)), zeroline=False, gridcolor="#eee"),
+        legend=dict(orientation="h", y=-0.2, font=dict(size=common.FONT)),
         clickmode="event+select",
     )
     layout["margin"]["b"] = 70
     # Room for the widest y tick label ("100" for chrF, "0.95" for a probability) and the axis title beside it
     finite = ys[np.isfinite(ys)]
     ticks = ["0.00"] + [f"{v:.0f}" for v in (finite.min(), finite.max())] if finite.size else ["0.00"]
-    layout["margin"]["l"] = math.ceil(max(text_px(t, TICK_FONT) for t in ticks)) + FONT + 30
-    return new_figure(data, layout)
+    layout["margin"]["l"] = math.ceil(max(common.text_px(t, common.TICK_FONT) for t in ticks)) + common.FONT + 30
+    return common.new_figure(data, layout)
 
 
-def bar_figure(labels: Sequence[str], values: Sequence[float], *, title: str, x_title: str, fmt: str = ".0f") -> Figure:
+def bar_figure(
+    labels: Sequence[str], values: Sequence[float], *, title: str, x_title: str, fmt: str = ".0f"
+) -> common.Figure:
     """Horizontal bars, one a label (top to bottom in the given order), each value written at its bar."""
     vals = np.asarray(values, dtype=float)
     if len(vals) != len(labels):
         raise ValueError("one value per label")
-    names = [safe_label(s) for s in labels]
-    left = math.ceil(max((text_px(s, TICK_FONT) for s in names), default=40)) + 12
+    names = [common.safe_label(s) for s in labels]
+    left = math.ceil(max((common.text_px(s, common.TICK_FONT) for s in names), default=40)) + 12
     shown = np.where(np.isfinite(vals), vals, 0.0)
     data = [
         dict(
@@ -100,21 +90,21 @@ def bar_figure(labels: Sequence[str], values: Sequence[float], *, title: str, x_
             textposition="outside",
             cliponaxis=False,
             marker=dict(color=POINT_COLOR),
-            hovertemplate=f"%{{y}}: %{{text}}<extra>{safe_label(x_title)}</extra>",
+            hovertemplate=f"%{{y}}: %{{text}}<extra>{common.safe_label(x_title)}</extra>",
         )
     ]
-    layout = layout_defaults(title, height=BAR_H * len(names) + 110, squeezes=True)
+    layout = common.layout_defaults(title, height=BAR_H * len(names) + 110, squeezes=True)
     layout.update(
-        xaxis=dict(title=dict(text=safe_label(x_title)), gridcolor="#eee", automargin=True),
-        yaxis=dict(autorange="reversed", tickfont=dict(size=TICK_FONT)),
+        xaxis=dict(title=dict(text=common.safe_label(x_title)), gridcolor="#eee", automargin=True),
+        yaxis=dict(autorange="reversed", tickfont=dict(size=common.TICK_FONT)),
     )
-    layout["margin"].update(l=left + PAD, r=40, b=50)
-    return new_figure(data, layout)
+    layout["margin"].update(l=left + common.PAD, r=40, b=50)
+    return common.new_figure(data, layout)
 
 
-def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: str, layer_name: str) -> Figure:
+def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: str, layer_name: str) -> common.Figure:
     """A layer × head grid of one statistic over the set, each cell labelled with the head's role."""
-    v = as_2d(values, "values")
+    v = common.as_2d(values, "values")
     r = np.asarray(roles)
     if r.shape != v.shape:
         raise ValueError(f"roles {r.shape} and values {v.shape} must have one shape")
@@ -124,7 +114,7 @@ def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: 
     labels = [
         [f"{r[i, j]}<br>{v[i, j]:.2f}" if math.isfinite(v[i, j]) else str(r[i, j]) for j in range(H)] for i in range(L)
     ]
-    width = math.ceil(max(text_px(str(x), TICK_FONT) for x in r.ravel()) + 14) if r.size else CELL_MAX
+    width = math.ceil(max(common.text_px(str(x), common.TICK_FONT) for x in r.ravel()) + 14) if r.size else CELL_MAX
     spec = HeatmapSpec(
         x_title="head",
         y_title=layer_name,
@@ -144,15 +134,15 @@ def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: 
         title=title,
         framing=Framing(cells="square", cell_max=max(CELL_MAX, width, 64)),
     )
-    data, layout = figure_parts(fig)
-    cells = {**data[0], "text": labels, "texttemplate": "%{text}", "textfont": dict(size=TICK_FONT)}
-    return new_figure([cells, *data[1:]], layout)
+    data, layout = common.figure_parts(fig)
+    cells = {**data[0], "text": labels, "texttemplate": "%{text}", "textfont": dict(size=common.TICK_FONT)}
+    return common.new_figure([cells, *data[1:]], layout)
 
 
 DIFF_BIN = 5.0  # chrF points per bar of a difference histogram
 
 
-def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title: str, x_title: str) -> Figure:
+def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title: str, x_title: str) -> common.Figure:
     """How many sentences moved by how much: bars of DIFF_BIN points of a per-sentence difference (second run of
     ``runs`` minus the first), those that got better in the highlight colour, those unchanged (exactly 0) counted
     in the y axis's title; the x axis's title names the runs on a line of their own (a phone's width)."""
@@ -167,7 +157,7 @@ def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title
     mids = (bins[:-1] + bins[1:]) / 2
     same = int((d == 0).sum())
     data = []
-    for name, keep, color in (("worse", mids < 0, POINT_COLOR), ("better", mids > 0, HIGHLIGHT_COLOR)):
+    for name, keep, color in (("worse", mids < 0, POINT_COLOR), ("better", mids > 0, common.HIGHLIGHT_COLOR)):
         data.append(
             dict(
                 type="bar",
@@ -180,19 +170,21 @@ def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title
                 customdata=[f"{abs(m) - DIFF_BIN / 2:.0f}–{abs(m) + DIFF_BIN / 2:.0f}" for m in mids[keep]],
             )
         )
-    layout = layout_defaults(title, height=400, squeezes=True)
+    layout = common.layout_defaults(title, height=400, squeezes=True)
     # the key inside the plot's top corners, on the side each colour is drawn: a legend below the axis title met it
     # once a phone's width wrapped the title and shortened the plot
     key = [
         dict(text=f"<span style='color:{color}'>■</span> {words}", x=x, xanchor=x_anchor)
         for words, color, x, x_anchor in (
             ("← worse", POINT_COLOR, 0, "left"),
-            ("better →", HIGHLIGHT_COLOR, 1, "right"),
+            ("better →", common.HIGHLIGHT_COLOR, 1, "right"),
         )
     ]
     layout.update(
         xaxis=dict(
-            title=dict(text=f"{safe_label(x_title)}<br>({safe_label(runs[1])} − {safe_label(runs[0])})"),
+            title=dict(
+                text=f"{common.safe_label(x_title)}<br>({common.safe_label(runs[1])} − {common.safe_label(runs[0])})"
+            ),
             zeroline=True,
             zerolinecolor="#888",
             gridcolor="#eee",
@@ -203,10 +195,11 @@ def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title
             range=[0, 1.25 * max(int(counts.max()), 1)],  # room for the key above the tallest bar
         ),
         annotations=[
-            dict(a, xref="paper", yref="paper", y=1, yanchor="top", showarrow=False, font=dict(size=FONT)) for a in key
+            dict(a, xref="paper", yref="paper", y=1, yanchor="top", showarrow=False, font=dict(size=common.FONT))
+            for a in key
         ],
         showlegend=False,
         bargap=0.05,
     )
-    layout["margin"].update(l=FONT + 50, b=FONT * 2 + 50)
-    return new_figure(data, layout)
+    layout["margin"].update(l=common.FONT + 50, b=common.FONT * 2 + 50)
+    return common.new_figure(data, layout)

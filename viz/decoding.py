@@ -9,21 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .common import (
-    FONT,
-    HIGHLIGHT_COLOR,
-    MIN_WIDTH,
-    PAD,
-    TICK_FONT,
-    Figure,
-    as_tokens,
-    layout_defaults,
-    new_figure,
-    round_sig,
-    safe_label,
-    text_px,
-    unique_labels,
-)
+from . import common
 from .heatmap import AXIS_TITLE, colorbar_dict, colorbar_px
 
 if TYPE_CHECKING:
@@ -44,7 +30,7 @@ MIN_COLUMN_PX = 40  # px between two positions of the beam tree
 LABEL_GAP_PX = 26  # a node's marker, the gap before its label, and the gap after it
 MARKER_GAP_PX = 14  # a node's marker and the gap before its label (a cut label ends at the next column)
 # the paths drawn over the beam tree's edges: colour, width, dash
-PATH_STYLES = (("#2ca02c", 5.0, "solid"), (HIGHLIGHT_COLOR, 3.0, "dash"))
+PATH_STYLES = (("#2ca02c", 5.0, "solid"), (common.HIGHLIGHT_COLOR, 3.0, "dash"))
 LEGEND_ROW = 26
 X_TITLE = "position that predicted the token (numbered as in the step view)"  # the beam tree's x axis
 BAR_PX = 26  # px per bar of the top-k chart
@@ -110,10 +96,10 @@ def topk_figure(
     *,
     title: str,
     color: str = "#9ecae1",
-    chosen_color: str = HIGHLIGHT_COLOR,
-) -> Figure:
+    chosen_color: str = common.HIGHLIGHT_COLOR,
+) -> common.Figure:
     """Horizontal bars of next-token probabilities (first token on top); bar ``chosen`` is highlighted."""
-    tokens = as_tokens(tokens)
+    tokens = common.as_tokens(tokens)
     p = _probs(probs)
     if p.shape[0] != len(tokens):
         raise ValueError(f"{p.shape[0]} probabilities but {len(tokens)} tokens were given")
@@ -121,14 +107,14 @@ def topk_figure(
         if isinstance(chosen, bool) or not isinstance(chosen, int | np.integer) or not 0 <= chosen < len(tokens):
             raise ValueError(f"chosen must be an index into the {len(tokens)} tokens or None, not {chosen!r}")
         chosen = int(chosen)
-    labels = unique_labels(tokens, index=False)
+    labels = common.unique_labels(tokens, index=False)
     colors = [chosen_color if i == chosen else color for i in range(len(tokens))]
     widths = [2.0 if i == chosen else 0.0 for i in range(len(tokens))]
     with np.errstate(divide="ignore"):
         logp = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -np.inf)
     bars = dict(
         type="bar",
-        x=round_sig(p),
+        x=common.round_sig(p),
         y=labels,
         orientation="h",
         marker=dict(color=colors, line=dict(color="#222", width=widths)),
@@ -136,15 +122,17 @@ def topk_figure(
         texttemplate="%{x:.1%}",
         textposition="outside",
         cliponaxis=False,
-        textfont=dict(size=TICK_FONT),
+        textfont=dict(size=common.TICK_FONT),
         hovertemplate="token: %{y}<br>p = %{x:.4g}<br>log p = %{customdata[1]}<br>%{customdata[0]}<extra></extra>",
     )
     xmax = float(p.max()) if p.size else 1.0
-    layout = layout_defaults(title, height=0, squeezes=True)
-    top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
+    layout = common.layout_defaults(title, height=0, squeezes=True)
+    top, bottom = layout["margin"]["t"], common.PAD + AXIS_TITLE + int(common.FONT * 1.6)
     layout.update(
         height=top + max(len(tokens), 2) * BAR_PX + bottom,
-        margin=dict(l=PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0)), r=40, t=top, b=bottom),
+        margin=dict(
+            l=common.PAD + AXIS_TITLE + 16 + int(max(map(common.text_px, labels), default=0)), r=40, t=top, b=bottom
+        ),
     )
     layout["xaxis"] = dict(
         title=dict(text="probability", standoff=8),
@@ -152,7 +140,7 @@ def topk_figure(
         showgrid=True,
         gridcolor="#eee",
         tickformat=".0%",
-        tickfont=dict(size=TICK_FONT),
+        tickfont=dict(size=common.TICK_FONT),
     )
     layout["yaxis"] = dict(
         title=dict(text="next token", standoff=8),
@@ -162,9 +150,9 @@ def topk_figure(
         tickmode="array",
         tickvals=labels,
         ticktext=labels,
-        tickfont=dict(size=TICK_FONT),
+        tickfont=dict(size=common.TICK_FONT),
     )
-    return new_figure([bars], layout)
+    return common.new_figure([bars], layout)
 
 
 def loss_table(
@@ -180,7 +168,7 @@ def loss_table(
     """
     import pandas as pd  # imported by the first table, not with the figures: a page without one never waits for it
 
-    inp, lab = as_tokens(dec_input_tokens, "dec_input_tokens"), as_tokens(label_tokens, "label_tokens")
+    inp, lab = common.as_tokens(dec_input_tokens, "dec_input_tokens"), common.as_tokens(label_tokens, "label_tokens")
     if len(inp) != len(lab):
         raise ValueError(f"{len(inp)} decoder inputs but {len(lab)} labels: they must align position by position")
     T = len(inp)
@@ -230,7 +218,7 @@ def beam_tree_figure(
     token_text: Callable[[int], str],
     title: str = "Beam search",
     paths: Mapping[str, Sequence[int]] | None = None,
-) -> Figure:
+) -> common.Figure:
     """The tree of beam hypotheses: x = the position that predicted a node's token (numbered as the step view
     numbers positions; the start, <s>, is left of position 0), one node per kept or finished candidate and per
     pruned one among the ``options.max_pruned`` best of its parent (the others are counted in the parent's hover).
@@ -274,8 +262,8 @@ def beam_tree_figure(
             status = str(e.status)
             idx = len(nodes)
             hover = (
-                f"position {pos} · {safe_label(status)}<br>token: {safe_label(tok)}<br>"
-                f"hypothesis: {safe_label(_node_text(ids, token_text))}<br>"
+                f"position {pos} · {common.safe_label(status)}<br>token: {common.safe_label(tok)}<br>"
+                f"hypothesis: {common.safe_label(_node_text(ids, token_text))}<br>"
                 f"token log p: {float(e.token_logprob):.4g}<br>cumulative log p: {float(e.cum_logprob):.4g}"
             )
             nodes.append(
@@ -317,7 +305,7 @@ def _parent_node(nodes: list[dict], prev: list[dict], si: int, pos: int, r: int,
                     status="start",
                     cum=float(h.logprob),
                     token=label,
-                    hover=f"start: {safe_label(label)}",
+                    hover=f"start: {common.safe_label(label)}",
                     ids=ids,
                 )
             )
@@ -331,7 +319,7 @@ def _parent_node(nodes: list[dict], prev: list[dict], si: int, pos: int, r: int,
                 status="live",
                 cum=float(h.logprob),
                 token=token_text(ids[-1]),
-                hover=f"live row {r}: {safe_label(text)}",
+                hover=f"live row {r}: {common.safe_label(text)}",
                 ids=ids,
             )
         )
@@ -367,7 +355,7 @@ def _colour_range(nodes: list[dict], impossible: float) -> tuple[float, float]:
 
 def _tree_figure(
     nodes: list[dict], edges: list[tuple[int, int]], options: TreeOptions, *, title: str, paths: Mapping
-) -> Figure:
+) -> common.Figure:
     """Draw the nodes and edges of a beam tree: ``TREE_ROW_PX`` per hypothesis row; columns wide enough for their
     labels, the latest positions in view when they do not all fit (the earlier ones by panning, read on hover)."""
     if len(paths) > len(PATH_STYLES):
@@ -376,13 +364,17 @@ def _tree_figure(
     cmin, cmax = _colour_range(nodes, options.impossible)
     labelled = [i for i, nd in enumerate(nodes) if nd["status"] != "pruned"]
     xs = [nd["x"] for nd in nodes] or [0]
-    widest_label = max([text_px(safe_label(nodes[i]["token"]), TICK_FONT) for i in labelled] or [0])
+    widest_label = max(
+        [common.text_px(common.safe_label(nodes[i]["token"]), common.TICK_FONT) for i in labelled] or [0]
+    )
     col_px = max(MIN_COLUMN_PX, widest_label + LABEL_GAP_PX)  # a node, its label, then room before the next column
     widest = max([sum(1 for nd in nodes if nd["x"] == x) for x in set(xs)] or [1])
     y_half = (widest - 1) / 2 + 0.7
     plot_h = int(2 * y_half * TREE_ROW_PX)
-    margin = dict(l=PAD + AXIS_TITLE, r=colorbar_px(None, "cum. log p"), b=PAD + AXIS_TITLE + int(FONT * 1.6))
-    plot_w = MIN_WIDTH - margin["l"] - margin["r"]
+    margin = dict(
+        l=common.PAD + AXIS_TITLE, r=colorbar_px(None, "cum. log p"), b=common.PAD + AXIS_TITLE + int(common.FONT * 1.6)
+    )
+    plot_w = common.MIN_WIDTH - margin["l"] - margin["r"]
     x_min, x_max = min(xs), max(xs)
     columns = max(int(plot_w // col_px), 1)  # columns in view at the narrowest width
     x_hi = x_max + 1.0  # room right of the last column for its labels
@@ -400,7 +392,7 @@ def _tree_figure(
     dtick = _nice_step(shown / max(plot_w / 48, 1))
     ticks = [x for x in range(int(math.ceil(x_min)), int(x_max) + 1) if x < 0 or x % dtick == 0]
     xaxis = dict(
-        title=dict(text=safe_label(options.x_title), standoff=8),
+        title=dict(text=common.safe_label(options.x_title), standoff=8),
         showgrid=True,
         gridcolor="#eee",
         zeroline=False,
@@ -408,7 +400,7 @@ def _tree_figure(
         tickmode="array",
         tickvals=ticks,
         ticktext=[start_label(x) for x in ticks],
-        tickfont=dict(size=TICK_FONT),
+        tickfont=dict(size=common.TICK_FONT),
     )
     yaxis = dict(
         title=dict(text="hypotheses", standoff=8),
@@ -419,22 +411,22 @@ def _tree_figure(
         autorange=False,
         fixedrange=True,
     )
-    layout = layout_defaults(title, height=0, legend=True)
+    layout = common.layout_defaults(title, height=0, legend=True)
     top = layout["margin"]["t"] + LEGEND_ROW
     margin.update(t=top)
     if options.whole:
-        layout["meta"] = {"min_width": MIN_WIDTH}  # plot.js: on a phone it scrolls in its frame, labels readable
+        layout["meta"] = {"min_width": common.MIN_WIDTH}  # plot.js: on a phone it scrolls in its frame, labels readable
     layout.update(
         height=top + plot_h + margin["b"],
         margin=margin,
         dragmode="pan",
-        legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=FONT)),
+        legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=common.FONT)),
     )
     colorbar = colorbar_dict(None, "cum. log p", length=max(min(plot_h, 300), 100))
     layout.update(
         coloraxis=dict(colorscale="Viridis", cmin=cmin, cmax=cmax, colorbar=colorbar), xaxis=xaxis, yaxis=yaxis
     )
-    return new_figure(traces, layout)
+    return common.new_figure(traces, layout)
 
 
 def _edge_traces(nodes: list[dict], edges: list[tuple[int, int]]) -> list[dict]:
@@ -480,7 +472,7 @@ def _path_traces(nodes: list[dict], paths: Mapping) -> list[dict]:
                 mode="lines",
                 line=dict(color=color, width=width, dash=dash),
                 hoverinfo="skip",
-                name=safe_label(name),
+                name=common.safe_label(name),
                 showlegend=True,
                 meta=dict(path=name),
             )
@@ -491,9 +483,9 @@ def _path_traces(nodes: list[dict], paths: Mapping) -> list[dict]:
 def fit_label(text: str, px: float | None) -> str:
     """``text`` as a safe label at most ``px`` wide: cut with "…" when it is wider (the hover holds it whole)."""
     cut = text
-    while cut and px is not None and text_px(safe_label(cut if cut == text else cut + "…")) > px:
+    while cut and px is not None and common.text_px(common.safe_label(cut if cut == text else cut + "…")) > px:
         cut = cut[:-1]
-    return safe_label(cut if cut == text else cut + "…") if cut else ""
+    return common.safe_label(cut if cut == text else cut + "…") if cut else ""
 
 
 def _node_traces(
@@ -529,10 +521,10 @@ def _node_traces(
                 y=[nd["y"] for nd in sel],
                 mode="markers+text" if any(labels) else "markers",
                 marker=marker,
-                name=safe_label(status),
+                name=common.safe_label(status),
                 text=labels if any(labels) else None,
                 textposition="middle right",
-                textfont=dict(size=TICK_FONT, color="#222"),
+                textfont=dict(size=common.TICK_FONT, color="#222"),
                 hovertext=[nd["hover"] for nd in sel],
                 hovertemplate="%{hovertext}<extra></extra>",
                 meta=dict(status=status),
@@ -548,7 +540,7 @@ def _node_traces(
                 y=[None],
                 mode="markers",
                 marker=swatch,
-                name=safe_label(status),
+                name=common.safe_label(status),
                 showlegend=True,
                 hoverinfo="skip",
             )

@@ -8,22 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import (
-    FONT,
-    HIGHLIGHT_COLOR,
-    PAD,
-    TICK_FONT,
-    Figure,
-    as_2d,
-    as_tokens,
-    check_len,
-    layout_defaults,
-    new_figure,
-    round_sig,
-    safe_label,
-    text_px,
-    unique_labels,
-)
+from . import common
 from .heatmap import AXIS_TITLE, CELL_MAX, Framing, HeatmapSpec, Marks, heatmap
 
 BAR_PX = 18  # px per position bar: one 11 px tick label each
@@ -36,16 +21,16 @@ def lens_figure(
     title: str,
     chosen: str | None = None,
     layer_labels: Sequence[str] | None = None,
-) -> Figure:
+) -> common.Figure:
     """What each layer would predict at one position: rows = layers, columns = rank 1..k, the token written in
     its cell, the colour its probability; cells holding ``chosen`` (the token finally chosen) are outlined."""
-    p = as_2d(top_probs, "top_probs")
+    p = common.as_2d(top_probs, "top_probs")
     L, k = p.shape
-    toks = [as_tokens(row, "top_tokens row") for row in top_tokens]
+    toks = [common.as_tokens(row, "top_tokens row") for row in top_tokens]
     if len(toks) != L or any(len(r) != k for r in toks):
         raise ValueError(f"top_tokens must be {L} rows of {k} tokens")
     rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
-    check_len(L, rows, "rows", f"top_probs of shape {p.shape}")
+    common.check_len(L, rows, "rows", f"top_probs of shape {p.shape}")
     spec = HeatmapSpec(
         x_title="rank of the token at this layer",
         y_title="decoder layer",
@@ -57,13 +42,13 @@ def lens_figure(
         col_index=False,
     )
     fig = heatmap(p, rows, [f"#{j + 1}" for j in range(k)], spec, title=title, framing=Framing(cells="rows"))
-    text = [[safe_label(t) for t in r] for r in toks]
+    text = [[common.safe_label(t) for t in r] for r in toks]
     for trace in fig.data:
         if trace.get("name") == "probability":
             trace.update(
                 text=text,
                 texttemplate="%{text}",
-                textfont=dict(size=TICK_FONT + 1),
+                textfont=dict(size=common.TICK_FONT + 1),
                 hovertemplate="%{y}, rank %{x}<br>token: %{text}<br>p = %{z:.3f}<extra></extra>",
             )
     if chosen is not None:
@@ -77,7 +62,7 @@ def lens_figure(
                     y0=i - 0.5,
                     y1=i + 0.5,
                     name="chosen",
-                    line=dict(color=HIGHLIGHT_COLOR, width=2.5),
+                    line=dict(color=common.HIGHLIGHT_COLOR, width=2.5),
                     fillcolor="rgba(0,0,0,0)",
                     layer="above",
                 )
@@ -110,7 +95,7 @@ def layer_position_figure(
     *,
     title: str,
     highlight_col: int | None = None,
-) -> Figure:
+) -> common.Figure:
     """One number per decoder layer (rows) and position (columns), e.g. the chosen token's lens probability, as
     ``options`` says.
 
@@ -118,10 +103,10 @@ def layer_position_figure(
     and upright when they do not fit side by side), the column ``highlight_col`` outlined; the numbers are
     printed in the cells when they fit."""
     layer_labels, zmax = options.layer_labels, options.zmax
-    v = as_2d(values)
+    v = common.as_2d(values)
     L, T = v.shape
-    positions = as_tokens(positions, "positions")
-    check_len(T, positions, "columns", f"values of shape {v.shape}")
+    positions = common.as_tokens(positions, "positions")
+    common.check_len(T, positions, "columns", f"values of shape {v.shape}")
     rows = list(layer_labels) if layer_labels is not None else [f"layer {i}" for i in range(L)]
     spec = HeatmapSpec(
         x_title="position: reads → predicts",
@@ -137,13 +122,13 @@ def layer_position_figure(
     return heatmap(v, rows, positions, spec, title=title, marks=Marks(highlight_col=highlight_col), framing=framing)
 
 
-def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> Figure:
+def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> common.Figure:
     """Head importance: rows = layers, columns = heads, the loss increase when that head alone is removed."""
-    d = as_2d(loss_delta, "loss_delta")
+    d = common.as_2d(loss_delta, "loss_delta")
     L, H = d.shape
     m = float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 1.0
     heads = [f"head {h}" for h in range(H)]
-    wide = math.ceil(max(text_px(h) for h in heads) + 6) if heads else CELL_MAX  # "head k" written across
+    wide = math.ceil(max(common.text_px(h) for h in heads) + 6) if heads else CELL_MAX  # "head k" written across
     spec = HeatmapSpec(
         x_title=f"{kind}-attention head",
         y_title="decoder layer",
@@ -158,27 +143,29 @@ def importance_figure(loss_delta: np.ndarray, *, title: str, kind: str) -> Figur
     return heatmap(d, [f"layer {i}" for i in range(L)], heads, spec, title=title, framing=framing)
 
 
-def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str) -> Figure:
+def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str) -> common.Figure:
     """Per-position change of the cross-entropy (ablated − baseline), one horizontal bar per position (first on
     top): right (red) = the ablation made that token less likely, left (blue) = more likely."""
-    positions = as_tokens(positions, "positions")
+    positions = common.as_tokens(positions, "positions")
     d = np.asarray(delta, dtype=np.float64).ravel()
     if d.shape[0] != len(positions):
         raise ValueError(f"{d.shape[0]} loss changes for {len(positions)} positions")
-    labels = unique_labels(positions)
+    labels = common.unique_labels(positions)
     bars = dict(
         type="bar",
-        x=round_sig(d),
+        x=common.round_sig(d),
         y=labels,
         orientation="h",
         marker=dict(color=np.where(d > 0, "#d6604d", "#4393c3").tolist()),
         hovertemplate="%{y}<br>loss change %{x:+.3f} nats<extra></extra>",
     )
-    layout = layout_defaults(title, height=0, squeezes=True)
-    top, bottom = layout["margin"]["t"], PAD + AXIS_TITLE + int(FONT * 1.6)
-    left = PAD + AXIS_TITLE + 16 + int(max(map(text_px, labels), default=0))
+    layout = common.layout_defaults(title, height=0, squeezes=True)
+    top, bottom = layout["margin"]["t"], common.PAD + AXIS_TITLE + int(common.FONT * 1.6)
+    left = common.PAD + AXIS_TITLE + 16 + int(max(map(common.text_px, labels), default=0))
     y_title = "position: reads → predicts"
-    plot_h = max(len(labels) * BAR_PX, int(text_px(y_title, FONT)) + 20)  # room for the rotated axis title
+    plot_h = max(
+        len(labels) * BAR_PX, int(common.text_px(y_title, common.FONT)) + 20
+    )  # room for the rotated axis title
     layout.update(
         height=top + plot_h + bottom,
         margin=dict(l=left, r=30, t=top, b=bottom),
@@ -187,7 +174,7 @@ def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str
             zeroline=True,
             zerolinecolor="#888",
             gridcolor="#eee",
-            tickfont=dict(size=TICK_FONT),
+            tickfont=dict(size=common.TICK_FONT),
         ),
         yaxis=dict(
             title=dict(text=y_title, standoff=8),
@@ -196,7 +183,7 @@ def loss_delta_figure(positions: Sequence[str], delta: np.ndarray, *, title: str
             tickmode="array",
             tickvals=labels,
             ticktext=labels,
-            tickfont=dict(size=TICK_FONT),
+            tickfont=dict(size=common.TICK_FONT),
         ),
     )
-    return new_figure([bars], layout)
+    return common.new_figure([bars], layout)
