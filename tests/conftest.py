@@ -120,44 +120,9 @@ SLOW_FILES = {  # every test here drives Chromium or a benchmark script
     "test_capacity.py",
 }
 SLOW_NAMES = ("chromium", "smoke", "as_a_script")  # such tests in the other files
-# The benchmarks that time a browser against a served app (and kill or busy its processes): one unit of work, so
-# they run one after another on one worker, never two at once.
-BROWSER_BENCHMARKS = {"test_bench_smoke.py", "test_capacity.py", "test_class_answers.py"}
-
-
-def run_group(nodeid: str) -> str:
-    """The unit of work a test belongs to under ``-n 2 --dist loadgroup`` (the README's test command): the browser
-    benchmarks together; each module of tests/e2e/ and each benchmark file whole, so its server and Chromium start
-    once; any other test alone. (Read from the test's id: pytest-xdist's own ``xdist_group`` mark does not group
-    under this pytest, whose node ids it can no longer rename.)"""
-    path, _, name = nodeid.partition("::")
-    file = path.rsplit("/", 1)[-1]
-    if file in BROWSER_BENCHMARKS and "smoke" in name:
-        return "browser-benchmarks"
-    if path.startswith("tests/e2e/") or file in SLOW_FILES:
-        return path
-    return nodeid
-
-
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
-def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadgroup`` schedules run_group's units, in the order of the collection (run_order's)."""
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class RunGroups(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return run_group(nodeid)
-
-    config.option.loadscopereorder = False  # not the largest unit first: the order run_order gives
-    return RunGroups(config, log)
 
 
 def pytest_collection_modifyitems(items) -> None:
-    """Mark the slow tier, then order the run: the browser benchmarks first (the longest unit: one worker starts it
-    at once), the fast tier next (the other worker's, on one thread: the one core the benchmarks' busy pass assumes
-    taken), the other slow tests last."""
     for item in items:
         if (
             item.path.name in SLOW_FILES
@@ -165,10 +130,3 @@ def pytest_collection_modifyitems(items) -> None:
             or any(word in item.name for word in SLOW_NAMES)
         ):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=run_order)
-
-
-def run_order(item) -> int:
-    if run_group(item.nodeid) == "browser-benchmarks":
-        return 0
-    return 2 if item.get_closest_marker("slow") else 1

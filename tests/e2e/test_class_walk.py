@@ -68,11 +68,13 @@ def test_a_blank_check_before_joining_is_scored_on_the_dashboard_as_on_the_scree
         teacher.goto(f"{server.url}/class?c={cls.id}#t={cls.secret}")
         teacher.get_by_text("The first check against the final one").wait_for(timeout=TIMEOUT_MS)
         wait_idle(teacher, TIMEOUT_MS)
-        drawn = teacher.evaluate(
+        # a figure below the window is drawn once the page is idle: waited for, as a reader scrolling to it would
+        drawn = teacher.wait_for_function(
             """() => [...document.querySelectorAll('.js-plotly-plot')]
-                 .map(d => d._fullData.filter(t => t.name === 'first check').map(t => Array.from(t.x)))
-                 .find(x => x.length)"""
-        )
+                 .map(d => (d._fullData || []).filter(t => t.name === 'first check').map(t => Array.from(t.x)))
+                 .find(x => x.length) || null""",
+            timeout=TIMEOUT_MS,
+        ).json_value()
         assert drawn == [[shown]], drawn  # the student's row of "Each student's score": the screen's score
         assert server.tracebacks() == 0
     data = store.snapshot(cls.id, cls.secret)
