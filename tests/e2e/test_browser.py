@@ -127,6 +127,13 @@ def test_browser_end_to_end(server):
     assert dialogs == []
 
 
+def near_margin() -> int:
+    """How far below the window a waiting figure is drawn without a scroll (views/plot.js ``NEAR``), in px."""
+    match = re.search(r'const NEAR = "(\d+)px', (ROOT / "views" / "plot.js").read_text())
+    assert match, "views/plot.js defines NEAR"
+    return int(match.group(1))
+
+
 @contextmanager
 def all_stages_at_the_stepper(server):
     """A page of the "All stages" view at 1366 × 768, drawn, the step buttons scrolled to the top of the window."""
@@ -164,10 +171,16 @@ def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_n
         page.wait_for_function(PAINTED_JS, arg=[1, 10, None])
         marks = page.evaluate("() => [...document.querySelectorAll('.decoder-lens-plot')].map(e => e.__mark)")
         assert marks == list(range(n))  # the same elements: each graph was updated where it was
+        # those near the window are drawn once the page's update is over; from then on the rest wait for a scroll
+        page.wait_for_function(
+            "(m) => ![...document.querySelectorAll('[data-deferred], [data-drawing]')]"
+            ".some(e => e.getBoundingClientRect().top < innerHeight + m)",
+            arg=near_margin(),
+        )
         deferred = page.locator(".decoder-lens-plot[data-deferred]")
         waiting = deferred.count()
         assert waiting >= 5, waiting  # most of the page is out of view
-        last = deferred.nth(waiting - 1)
+        last = deferred.last
         assert 1 not in last.evaluate(SHOWN_JS)  # not redrawn yet
         # ... nor laid out or painted: the browser skips a graph out of view, and renders one in view
         skipped = "e => !e.querySelector('.main-svg').checkVisibility({contentVisibilityAuto: true})"
@@ -191,7 +204,7 @@ def test_a_step_draws_the_figures_in_view_at_once_and_those_just_below_once_its_
     page's update is over, without any scrolling: the step paints what the reader sees first."""
     from harness.browser import PAINTED_JS, SHOWN_JS
 
-    margin = 600  # views/plot.js NEAR
+    margin = near_margin()
     with all_stages_at_the_stepper(server) as page:
         page.wait_for_timeout(500)
         # where each figure is: well in the window, or below it well within the margin (a step lengthens the page
