@@ -16,6 +16,7 @@ from model.core.config import ModelConfig
 from model.core.tokenizer import Tokenizer
 from model.core.transformer import Transformer
 from model.io.checkpoint import save_model_dir
+from model.io.family import bart_sizes
 from model.train.data import train_tokenizer
 
 TOY_CORPUS = (
@@ -48,13 +49,7 @@ def marian_config(vocab_size: int, size: dict, pad: int, eos: int, **extra: Any)
 
     return MarianConfig(
         vocab_size=vocab_size,
-        d_model=size["d_model"],
-        encoder_layers=size["layers"],
-        decoder_layers=size["layers"],
-        encoder_attention_heads=size["heads"],
-        decoder_attention_heads=size["heads"],
-        encoder_ffn_dim=size["ffn"],
-        decoder_ffn_dim=size["ffn"],
+        **bart_sizes(size["d_model"], (size["layers"], size["layers"]), size["heads"], size["ffn"]),
         activation_function="swish",
         scale_embedding=True,
         pad_token_id=pad,

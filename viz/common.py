@@ -20,6 +20,7 @@ from . import plotly_private
 MASK_COLOR = "#d9d9d9"  # neutral light grey for masked (-inf / NaN) cells
 MASKED_HOVER = "masked (future)"
 HIGHLIGHT_COLOR = "#e4572e"
+OUTLINE_W = 2.5  # px of a highlighted cell, row or column's outline on a heatmap
 # Plotly's "none" template as the object it stands for (figures are not validated, which would expand the name):
 # no theme, and the smallest figure JSON
 TEMPLATE = {"data": {"scatter": [{"type": "scatter"}]}}
@@ -105,6 +106,23 @@ def check_row(highlight_row: int | None, n_rows: int) -> int | None:
     if not -n_rows <= r < n_rows:
         raise ValueError(f"highlight_row {r} is out of range for {n_rows} rows")
     return r % n_rows
+
+
+def outline(name: str, x: tuple[float, float], y: tuple[float, float], width: float = OUTLINE_W, **refs: str) -> dict:
+    """A highlight: a rectangle from x[0] to x[1] and y[0] to y[1] outlined in the highlight colour above the
+    cells, not filled; ``refs`` its xref and yref where they are not the first axes'."""
+    return dict(
+        type="rect",
+        **refs,
+        x0=x[0],
+        x1=x[1],
+        y0=y[0],
+        y1=y[1],
+        line=dict(color=HIGHLIGHT_COLOR, width=width),
+        fillcolor="rgba(0,0,0,0)",
+        layer="above",
+        name=name,
+    )
 
 
 def text_px(text: str, size: float = TICK_FONT) -> float:

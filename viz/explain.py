@@ -55,17 +55,7 @@ def lens_figure(
         fig.layout["shapes"] = [
             *fig.layout.get("shapes", []),
             *(
-                dict(
-                    type="rect",
-                    x0=j - 0.5,
-                    x1=j + 0.5,
-                    y0=i - 0.5,
-                    y1=i + 0.5,
-                    name="chosen",
-                    line=dict(color=common.HIGHLIGHT_COLOR, width=2.5),
-                    fillcolor="rgba(0,0,0,0)",
-                    layer="above",
-                )
+                common.outline("chosen", (j - 0.5, j + 0.5), (i - 0.5, i + 0.5))
                 for i, r in enumerate(toks)
                 for j, t in enumerate(r)
                 if t == chosen

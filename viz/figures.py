@@ -28,6 +28,7 @@ from .common import (
     check_row,
     layout_defaults,
     new_figure,
+    outline,
     round_sig,
     safe_label,
     text_px,
@@ -744,19 +745,7 @@ def _stats_panel(stats: dict, labels: list[str], token_label: str, geo, T: int, 
     set_window(yaxis, geo.rows, T, reverse=True)
     shape = None
     if hl is not None:
-        shape = dict(
-            type="rect",
-            xref="x2 domain",
-            x0=0,
-            x1=1,
-            yref="y2",
-            y0=hl - 0.5,
-            y1=hl + 0.5,
-            line=dict(color=HIGHLIGHT_COLOR, width=2),
-            fillcolor="rgba(0,0,0,0)",
-            layer="above",
-            name="highlight",
-        )
+        shape = outline("highlight", (0, 1), (hl - 0.5, hl + 0.5), 2, xref="x2 domain", yref="y2")
     return traces, xaxis, yaxis, shape
 
 

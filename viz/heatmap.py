@@ -12,7 +12,6 @@ import numpy as np
 
 from .common import (
     FONT,
-    HIGHLIGHT_COLOR,
     MASK_COLOR,
     MASKED_HOVER,
     MIN_WIDTH,
@@ -24,6 +23,7 @@ from .common import (
     check_row,
     layout_defaults,
     new_figure,
+    outline,
     round_sig,
     safe_label,
     text_px,
@@ -528,17 +528,7 @@ def _heatmap_parts(
     )
     shape = None
     if hl is not None:
-        shape = dict(
-            type="rect",
-            x0=x0,
-            x1=x1,
-            y0=hl - 0.5,
-            y1=hl + 0.5,
-            line=dict(color=HIGHLIGHT_COLOR, width=2.5),
-            fillcolor="rgba(0,0,0,0)",
-            layer="above",
-            name="highlight",
-        )
+        shape = outline("highlight", (x0, x1), (hl - 0.5, hl + 0.5))
     return traces, axis, xaxis, yaxis, shape
 
 
@@ -657,20 +647,7 @@ def heatmap(
     shapes = [shape] if shape else []
     if hc is not None:
         x = float(x_values[hc]) if x_values is not None else hc
-        shapes.append(
-            dict(
-                type="rect",
-                x0=x - 0.5,
-                x1=x + 0.5,
-                yref="paper",
-                y0=0,
-                y1=1,
-                layer="above",
-                line=dict(color=HIGHLIGHT_COLOR, width=2.5),
-                fillcolor="rgba(0,0,0,0)",
-                name="highlight_col",
-            )
-        )
+        shapes.append(outline("highlight_col", (x - 0.5, x + 0.5), (0, 1), yref="paper"))
     layout.update(coloraxis=axis, xaxis=xaxis, yaxis=yaxis, shapes=shapes, annotations=notes)
     return new_figure(traces, layout)
 

@@ -68,6 +68,19 @@ def baseline_embeddings(model: Transformer, baseline: str, src_tok: Tensor, tgt_
     return pad.expand_as(src_tok).contiguous(), pad.expand_as(tgt_tok).contiguous()
 
 
+def shares(raw_src: np.ndarray, raw_tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """|raw| over the sum of |raw| across the source and decoder inputs of each row (..., S), (..., P): non-negative,
+    a row's shares summing to 1 (a row of zeros stays zeros)."""
+    magnitude = np.abs(raw_src).sum(-1) + np.abs(raw_tgt).sum(-1)  # (...,)
+    norm = np.where(magnitude > 0, magnitude, 1.0)[..., None]
+    return np.abs(raw_src) / norm, np.abs(raw_tgt) / norm
+
+
+def completeness_error(total: np.ndarray | float, gap: np.ndarray | float) -> np.ndarray:
+    """IG's completeness error: |sum of the attributions − (value − baseline value)| / |value − baseline value|."""
+    return np.abs(total - gap) / np.maximum(np.abs(gap), 1e-12)
+
+
 @dataclass(frozen=True)
 class Attribution:
     """Attributions of T output tokens to S source tokens and T decoder inputs (``<s> y1 … y_{T-1}``).
@@ -237,7 +250,7 @@ def _adaptive_ig(model: Transformer, src, dec_in, out, gap, steps: int, toleranc
     if tolerance is None:
         return raw_src, raw_tgt, position_steps, refined
     g = gap.cpu().numpy()
-    err = np.abs((raw_src.sum(1) + raw_tgt.sum(1)).cpu().numpy() - g) / np.maximum(np.abs(g), 1e-12)
+    err = completeness_error((raw_src.sum(1) + raw_tgt.sum(1)).cpu().numpy(), g)
     rows = np.flatnonzero(err > tolerance)  # Gauss-Legendre at MAX_IG_STEPS still misses: the path is too steep
     if rows.size:
         r_src, r_tgt, nodes = _refined_ig(model, src, dec_in, out, g, rows, tolerance, baseline)
@@ -310,17 +323,15 @@ def attribute(
         ig = _adaptive_ig(model, src, dec_in, out, gap, steps, tolerance, baseline)
         raw_src, raw_tgt, position_steps, refined = ig
     a_src, a_tgt, v, g = raw_src.cpu().numpy(), raw_tgt.cpu().numpy(), value.cpu().numpy(), gap.cpu().numpy()
-    completeness = np.abs(a_src.sum(1) + a_tgt.sum(1) - g) / np.maximum(np.abs(g), 1e-12)
-    magnitude = np.abs(a_src).sum(1) + np.abs(a_tgt).sum(1)  # (T,)
-    norm = np.where(magnitude > 0, magnitude, 1.0)[:, None]
+    share_src, share_tgt = shares(a_src, a_tgt)
     return Attribution(
-        src=np.abs(a_src) / norm,
-        tgt=np.abs(a_tgt) / norm,
+        src=share_src,
+        tgt=share_tgt,
         raw_src=a_src,
         raw_tgt=a_tgt,
         target_logit=v,
         baseline_value=v - g,
-        completeness=completeness,
+        completeness=completeness_error(a_src.sum(1) + a_tgt.sum(1), g),
         method=method,
         steps=int(position_steps.max()),
         baseline=BASELINES[baseline],

@@ -34,8 +34,10 @@ from model.interpret.attribution import (
     as_ids,
     baseline_embeddings,
     baseline_for,
+    completeness_error,
     explained_logprob,
     scaled_embeddings,
+    shares,
 )
 
 CONTRAST_IG_STEPS = 32  # first pass; doubled until within COMPLETENESS_TOL (one position: cheap)
@@ -157,16 +159,15 @@ def contrast_attribution(
                 break
             n = min(2 * n, MAX_IG_STEPS)
     raw_src, raw_tgt = (a.detach()[0].double().sum(-1).cpu().numpy() for a in attr)  # (S,), (P,)
-    magnitude = np.abs(raw_src).sum() + np.abs(raw_tgt).sum()
-    norm = magnitude if magnitude > 0 else 1.0
+    share_src, share_tgt = shares(raw_src, raw_tgt)
     return ContrastAttribution(
-        src=np.abs(raw_src) / norm,
-        tgt=np.abs(raw_tgt) / norm,
+        src=share_src,
+        tgt=share_tgt,
         raw_src=raw_src,
         raw_tgt=raw_tgt,
         value=value,
         baseline_value=baseline,
-        completeness=abs(raw_src.sum() + raw_tgt.sum() - gap) / max(abs(gap), 1e-12),
+        completeness=float(completeness_error(raw_src.sum() + raw_tgt.sum(), gap)),
         method=method,
         steps=n,
     )

@@ -55,6 +55,15 @@ BART_DEFAULTS = {
     "forced_bos_token_id": None,
     "tie_word_embeddings": True,
 }
+# ModelConfig's sizes as the BART layout's configs name them (Marian, BART, mBART, M2M100 / NLLB), read on import and
+# written on export: the encoder's and the decoder's heads and FFN widths are one field of ours, so they must agree
+BART_SIZES = {
+    "d_model": ("d_model",),
+    "n_heads": ("encoder_attention_heads", "decoder_attention_heads"),
+    "d_ff": ("encoder_ffn_dim", "decoder_ffn_dim"),
+    "n_encoder_layers": ("encoder_layers",),
+    "n_decoder_layers": ("decoder_layers",),
+}
 DEFAULTS: dict[str, dict[str, Any]] = {
     "bart": BART_DEFAULTS,
     "mbart": {**BART_DEFAULTS, "decoder_start_token_id": None},
@@ -168,13 +177,18 @@ def _one_eos(hf: dict, kind: str) -> int:
     return eos
 
 
+def bart_sizes(d_model: int, layers: tuple[int, int], heads: int, ffn: int) -> dict[str, Any]:
+    """A model's sizes under the BART layout's config keys (``layers``: the encoder's and the decoder's)."""
+    ours = dict(d_model=d_model, n_heads=heads, d_ff=ffn, n_encoder_layers=layers[0], n_decoder_layers=layers[1])
+    return {key: ours[field] for field, keys in BART_SIZES.items() for key in keys}
+
+
 def bart_like_config(kind: str, hf: dict, unk_id: int) -> ModelConfig:
     """Marian (the paper's post-norm model, sinusoidal sin | cos positions), BART (post-norm, learned positions,
     embedding LayerNorm), mBART (the same, pre-norm with final norms) and M2M100 / NLLB (pre-norm, final norms,
     fairseq's sinusoidal positions from row pad + 1)."""
-    for side in ("attention_heads", "ffn_dim"):
-        enc, dec = hf[f"encoder_{side}"], hf[f"decoder_{side}"]
-        _require(enc == dec, kind, f"encoder_{side}={enc} != decoder_{side}={dec}")
+    for enc, dec in (keys for keys in BART_SIZES.values() if len(keys) == 2):
+        _require(hf[enc] == hf[dec], kind, f"{enc}={hf[enc]} != {dec}={hf[dec]}")
     act = hf["activation_function"]
     _require(act in ACTIVATIONS, kind, f"activation_function={act!r} (supported: {', '.join(ACTIVATIONS)})")
     _require(hf["pad_token_id"] is not None, kind, "pad_token_id is not set")
@@ -184,11 +198,7 @@ def bart_like_config(kind: str, hf: dict, unk_id: int) -> ModelConfig:
     pre, sinusoidal = kind in ("mbart", "m2m_100"), kind in ("marian", "m2m_100")
     return ModelConfig(
         vocab_size=hf["vocab_size"],
-        d_model=hf["d_model"],
-        n_heads=hf["encoder_attention_heads"],
-        d_ff=hf["encoder_ffn_dim"],
-        n_encoder_layers=hf["encoder_layers"],
-        n_decoder_layers=hf["decoder_layers"],
+        **{field: hf[keys[0]] for field, keys in BART_SIZES.items()},
         max_len=hf["max_position_embeddings"],
         dropout=0.0,
         pe_layout="fairseq" if kind == "m2m_100" else "half",

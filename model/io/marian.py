@@ -30,7 +30,7 @@ from model.core.tokenizer import Tokenizer
 if TYPE_CHECKING:
     from tokenizers import Tokenizer as HFTokenizer
 from model.io.checkpoint import load_model_dir
-from model.io.family import BART_DEFAULTS, FamilyError, bart_like_config, bart_like_map, import_model
+from model.io.family import BART_DEFAULTS, FamilyError, bart_like_config, bart_like_map, bart_sizes, import_model
 
 # MarianConfig's defaults (transformers 5.x) where they differ from BART's: an old config.json may leave them out
 MARIAN_DEFAULTS = {
@@ -219,13 +219,7 @@ def export_marian(model_dir: str | Path, hf_dir: str | Path) -> Path:
     hf_cfg = MarianConfig(
         vocab_size=cfg.vocab_size,
         decoder_vocab_size=cfg.vocab_size,
-        d_model=cfg.d_model,
-        encoder_layers=cfg.n_encoder_layers,
-        decoder_layers=cfg.n_decoder_layers,
-        encoder_attention_heads=cfg.n_heads,
-        decoder_attention_heads=cfg.n_heads,
-        encoder_ffn_dim=cfg.d_ff,
-        decoder_ffn_dim=cfg.d_ff,
+        **bart_sizes(cfg.d_model, (cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads, cfg.d_ff),
         max_position_embeddings=cfg.max_len,
         activation_function=cfg.activation,
         scale_embedding=cfg.scale_embedding,

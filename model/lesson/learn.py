@@ -752,6 +752,20 @@ def _gap(d: float) -> str:
     return "equal in every dimension" if d == 0 else f"largest difference {d:.1e}"
 
 
+def _cross_question(key: str, p_: Sequence[str], s_: Sequence[str], cross: np.ndarray, r: int) -> Question:
+    """Which source token row ``r`` of the cross-attention ``cross`` (T, S) weighs most: asked before and after."""
+    a = int(np.argmax(cross[r]))
+    opts_c, r_c = _ranked(key, cross[r], lambda k: f"‘{s_[k]}’ (column {k})")
+    return Question(
+        key,
+        f"While predicting ‘{p_[r]}’ (row {r}), which English token gets the most cross-attention?",
+        opts_c,
+        r_c,
+        f"chapter 9, row {r}, column {a}",
+        f"weight {cross[r, a]:.3f}",
+    )
+
+
 def _pre(arrays, q, p_, s_, cross, r: int, beam_text: str, g_text: str) -> tuple[Question, ...]:
     T = len(q)
     i, j = (0, 1) if T > 1 else (0, 0)
@@ -764,8 +778,6 @@ def _pre(arrays, q, p_, s_, cross, r: int, beam_text: str, g_text: str) -> tuple
     total = float(w[r].sum())
     sums = dict.fromkeys(("0", "1", str(r + 1), str(T)))
     right_sum = min(sums, key=lambda s: abs(float(s) - total))
-    a = int(np.argmax(cross[r]))
-    opts_c, r_c = _ranked("pre_cross", cross[r], lambda k: f"‘{s_[k]}’ (column {k})")
     same = "yes" if beam_text == g_text else "no"
     return (
         Question(
@@ -789,14 +801,7 @@ def _pre(arrays, q, p_, s_, cross, r: int, beam_text: str, g_text: str) -> tuple
             f"chapter 6, row {r}",
             f"row {r} sums to {total:.3f}",
         ),
-        Question(
-            "pre_cross",
-            f"While predicting ‘{p_[r]}’ (row {r}), which English token gets the most cross-attention?",
-            opts_c,
-            r_c,
-            f"chapter 9, row {r}, column {a}",
-            f"weight {cross[r, a]:.3f}",
-        ),
+        _cross_question("pre_cross", p_, s_, cross, r),
         Question(
             "pre_decoding",
             "For this sentence, does beam search return the same translation as greedy decoding?",
@@ -816,8 +821,6 @@ def _post(arrays, q, p_, s_, cross, r: int, beam: tuple[str, float], greedy: tup
     w00 = float(arrays.dec(SELF_LAYER, "self", "weights")[SELF_HEAD][0, 0])
     w_opts = {"1": 1.0, "0": 0.0, "0.5": 0.5, f"1/{T}": 1 / T}
     right_w = min(w_opts, key=lambda s: abs(w_opts[s] - w00))
-    a = int(np.argmax(cross[r]))
-    opts_c, r_c = _ranked("post_cross", cross[r], lambda k: f"‘{s_[k]}’ (column {k})")
     (bt, bs), (gt, gs) = beam, greedy
     higher = "they are the same translation" if bt == gt else "beam search's" if bs >= gs else "greedy's"
     return (
@@ -843,14 +846,7 @@ def _post(arrays, q, p_, s_, cross, r: int, beam: tuple[str, float], greedy: tup
             "chapter 6, row 0, column 0",
             f"α₀₀ = {w00:.3f}",
         ),
-        Question(
-            "post_cross",
-            f"While predicting ‘{p_[r]}’ (row {r}), which English token gets the most cross-attention?",
-            opts_c,
-            r_c,
-            f"chapter 9, row {r}, column {a}",
-            f"weight {cross[r, a]:.3f}",
-        ),
+        _cross_question("post_cross", p_, s_, cross, r),
         Question(
             "post_decoding",
             "Which translation has the better score (log-probability per length)?",
