@@ -9,18 +9,22 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 
-from classroom.db import DATA_ENV
-from harness.browser import BROWSER_ARGS, CHROMIUM
-from model import Transformer
-from model.core.tokenizer import Tokenizer
-from model.io.checkpoint import ENV_THREADS, use_threads
-from model.testing import build_tiny_model_dir, make_model, make_tokenizer
+if TYPE_CHECKING:
+    from model import Transformer
+    from model.core.tokenizer import Tokenizer
 
 THREADS = pytest.StashKey[int]()  # torch's threads for every test, as pytest_configure set them
+
+
+def _runs_tests(config) -> bool:
+    """False in pytest-xdist's controller, which hands the tests to its workers and runs none itself: the project's
+    modules (torch, Streamlit, Alembic: ~5 CPU seconds) are imported where tests run, by the hooks and fixtures
+    below, and not in the controller too."""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER")) or not config.getoption("numprocesses", None)
 
 
 def pytest_configure(config) -> None:
@@ -33,6 +37,12 @@ def pytest_configure(config) -> None:
 
     Every new AppTest scans the metadata of every installed package for Streamlit components (0.3 s, a third of a
     typical AppTest test here); the installed packages do not change during a session, so the scan runs once."""
+    if not _runs_tests(config):
+        return
+    import torch
+
+    from model.io.checkpoint import ENV_THREADS, use_threads
+
     if os.environ.get("PYTEST_XDIST_WORKER"):
         use_threads(1)
         os.environ.setdefault(ENV_THREADS, "1")
@@ -47,6 +57,10 @@ def pytest_runtest_setup(item) -> None:
     """Each test starts on the session's threads. The CLI's main asks for 2 (its default): a test or a fixture that
     calls it would leave the worker's later tests on them, and on a busy 2-core machine a tiny model's every op
     then waits for the other thread (a family's generate() parity test took a minute instead of seconds)."""
+    import torch
+
+    from model.io.checkpoint import use_threads
+
     n = item.config.stash[THREADS]
     if torch.get_num_threads() != n:
         use_threads(n)
@@ -57,6 +71,8 @@ def class_data_dir(tmp_path_factory):
     """The class store's default SQLite file in the session's own folder, not the home directory: the apps a test
     serves without a ``DATABASE_URL`` never share one file with another pytest-xdist worker's (two workers migrating
     one fresh file at once could collide) or with the developer's classes."""
+    from classroom.db import DATA_ENV
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(DATA_ENV, str(tmp_path_factory.mktemp("class-data")))
         yield
@@ -64,22 +80,30 @@ def class_data_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer() -> Tokenizer:
+    from model.testing import make_tokenizer
+
     return make_tokenizer()
 
 
 @pytest.fixture(scope="session")
 def tiny_model(tiny_tokenizer) -> Transformer:
+    from model.testing import make_model
+
     return make_model(tiny_tokenizer.vocab_size)
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
+    from model.testing import build_tiny_model_dir
+
     return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
 
 
 @pytest.fixture(scope="module")
 def browser():
     """One Chromium for a module's tests; a missing one is a failure, never a skip."""
+    from harness.browser import BROWSER_ARGS, CHROMIUM
+
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
     from playwright.sync_api import sync_playwright

@@ -47,9 +47,9 @@ NORM_NAMES = {b for b in BLOCK_NAMES if b.startswith("norm")}
 RECORD_KEYS = {"embedding", "layer_output", *(k for k in WHOLE if k != keys.CAUSAL)}
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
+def _docstrings(nodes: list[ast.AST]) -> set[int]:
     found = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         body = getattr(node, "body", None)
         if (
             isinstance(body, list)
@@ -84,11 +84,11 @@ def _is_keys(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id == "keys"
 
 
-def _read_indices(tree: ast.AST) -> list[ast.expr]:
+def _read_indices(nodes: list[ast.AST]) -> list[ast.expr]:
     """What records are read by: the index of every subscript that is read (not written) and the first argument
     of every ``.get``."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             found.append(node.slice)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
@@ -96,30 +96,28 @@ def _read_indices(tree: ast.AST) -> list[ast.expr]:
     return found
 
 
-def _whole_names(tree: ast.AST, skip: set[int]) -> list[ast.Constant]:
+def _whole_names(nodes: list[ast.AST], skip: set[int]) -> list[ast.Constant]:
     """Every literal that is a whole-model record's name, but for a table's column written (``df["loss"] = …``)
     or renamed (``columns={"loss": …}``)."""
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
             skip.add(id(node.slice))
         if isinstance(node, ast.keyword) and node.arg == "columns":
             skip.update(id(n) for n in ast.walk(node.value))
     return [
         n
-        for n in ast.walk(tree)
+        for n in nodes
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in WHOLE and id(n) not in skip
     ]
 
 
-def hand_read_records(tree: ast.AST, whole: bool, skip: set[int]) -> list[tuple[int, str]]:
+def hand_read_records(nodes: list[ast.AST], whole: bool, skip: set[int]) -> list[tuple[int, str]]:
     """(line, text) of every record read or named by hand: a whole-model name spelled (with ``whole``), an Add &
     Norm block's name as what something is read by, any block's name joined into a key with ``+``, a record's key
     read by subscript."""
-    found = [(n.lineno, repr(n.value)) for n in _whole_names(tree, set(skip))] if whole else []
-    joined = [
-        s for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) for s in (n.left, n.right)
-    ]
-    for node in _read_indices(tree):
+    found = [(n.lineno, repr(n.value)) for n in _whole_names(nodes, set(skip))] if whole else []
+    joined = [s for n in nodes if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) for s in (n.left, n.right)]
+    for node in _read_indices(nodes):
         if isinstance(node, ast.Constant) and node.value in NORM_NAMES:
             found.append((node.lineno, f"block {node.value!r}"))
         elif _is_record_key(node):
@@ -140,20 +138,21 @@ def hand_built_keys(root: Path) -> list[str]:
             rel = path.relative_to(root)
             if rel == KEY_MODULE:
                 continue
-            tree = ast.parse(path.read_text())
-            docs, inside = _docstrings(tree), set()
-            found += [f"{rel}:{line}: {text}" for line, text in hand_read_records(tree, top in WHOLE_SCANNED, docs)]
-            for node in ast.walk(tree):
+            nodes = list(ast.walk(ast.parse(path.read_text())))  # walked once: the checks below read the same nodes
+            docs, inside = _docstrings(nodes), set()
+            found += [f"{rel}:{line}: {text}" for line, text in hand_read_records(nodes, top in WHOLE_SCANNED, docs)]
+            for node in nodes:
                 if isinstance(node, ast.JoinedStr):
                     text = _shape(node)
                     inside.update(id(v) for v in node.values)
                     if any(p.search(text) for p in ASSEMBLED):
                         found.append(f"{rel}:{node.lineno}: f{text!r}")
-            for node in ast.walk(tree):
+            said = docs | inside
+            for node in nodes:
                 if (
                     isinstance(node, ast.Constant)
                     and isinstance(node.value, str)
-                    and id(node) not in docs | inside
+                    and id(node) not in said
                     and LITERAL.fullmatch(node.value)
                 ):
                     found.append(f"{rel}:{node.lineno}: {node.value!r}")
