@@ -15,7 +15,8 @@ time over ``--runs`` divided by its steps, wall-clock and CPU (the process's CPU
 processes on a shared machine). The bundled model is timed the same way, first and last (its median of both), and
 each family's ratio to it printed with the verdict ``step <= 2x bundled``, beside the ratio of the step's
 multiply-adds (the decoder's products and the output head's, one row): the ratio a step reaches when it costs only
-its products. Prints figures; asserts nothing.
+its products; then the rate at which each untraced step reads its float32 weights (their bytes / its CPU time) beside
+the rate one thread copies memory at (256 MiB, far beyond any cache). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -94,6 +95,21 @@ def step_ms(lm, src: list[int], runs: int, record: bool) -> tuple[float, float, 
     return 1000 * statistics.median(wall) / n, 1000 * statistics.median(cpu) / n, n
 
 
+def copy_gbs(mib: int = 256, runs: int = 5) -> float:
+    """This machine's memory bandwidth as one thread sees it: GB/s read and written by copying ``mib`` MiB (far larger
+    than any cache) from one array into another, the best of ``runs``, in CPU time as the steps are read."""
+    import numpy as np
+
+    a = np.ones(mib * 2**20 // 4, np.float32)
+    b = np.empty_like(a)
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.process_time()
+        np.copyto(b, a)
+        best = min(best, time.process_time() - t0)
+    return 2 * a.nbytes / best / 1e9
+
+
 def report(rows, ref, bundled) -> None:
     """The table (wall-clock and CPU ms per step, their ratios to the bundled model's, the multiply-adds' ratio) and
     the verdicts, read on the CPU ratio."""
@@ -112,6 +128,14 @@ def report(rows, ref, bundled) -> None:
             f"{n_steps:7d}   {ratios[0]:.2f}x, {ratios[1]:.2f}x / {ratios[2]:.2f}x / {ratios[3]:.2f}x"
         )
     print()
+    for family, _, _, _, macs, ((_, fc, _), _) in rows:  # float32 weights, one row: each multiply-add reads 4 bytes
+        print(
+            f"{family}: the untraced step reads its {4 * macs / 1e6:.0f} MB of weights: {4 * macs / fc / 1e6:.1f} GB/s"
+        )
+    print(
+        f"bundled: {4 * macs_bundled / 1e6:.0f} MB at {4 * macs_bundled / uc / 1e6:.1f} GB/s; copying memory: "
+        f"{copy_gbs():.1f} GB/s read + written (one thread, 256 MiB)\n"
+    )
     for family, (_, ru, rr, rm) in verdicts:
         for what, r in (("untraced", ru), ("recorded", rr)):
             print(

@@ -425,7 +425,8 @@ def format_contrast(r: dict) -> str:
         labels = [f"source {s}" for s in src] + [f"target {s}" for s in reads]
         top = np.argsort(-np.abs(raw), kind="stable")[:5]
         steps = int(r[f"attribution.{m}.steps"])
-        extra = f", {steps} steps, completeness error {float(r[f'attribution.{m}.completeness']):.1%}" if steps else ""
+        unit = "path points (trapezoid rule)" if bool(r[f"attribution.{m}.refined"]) else "steps"
+        extra = f", {steps} {unit}, completeness error {float(r[f'attribution.{m}.completeness']):.1%}" if steps else ""
         lines += ["", f"attribution ({name}{extra}; signed, toward {x} when positive):"]
         lines += [f"  {labels[j]:<24} {raw[j]:+.3f}" for j in top]
     lines += [

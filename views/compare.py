@@ -41,7 +41,7 @@ from .state import (
 from .stepping import stepper
 
 if TYPE_CHECKING:
-    from model.interpret.contrast import ContrastToken
+    from model.interpret.contrast import ContrastAttribution, ContrastToken
     from model.interpret.patching import Patcher, Patching
 
 # minimal pairs that show something with the bundled model (each: label, A, B, a contrast for A's first word)
@@ -460,6 +460,20 @@ def _map(site: str, m, tr_a, t: int, what: str, key: str) -> None:
         show(viz.patch_heads_figure(m.heads, scale, title=title), f"{key}_heads")
 
 
+def _ig_caption(at: ContrastAttribution) -> str:
+    """What Integrated Gradients integrated with, and how near completeness it came."""
+    how = (
+        f"{at.steps} path points placed where the prediction flips (the trapezoid rule: the path is too steep "
+        "for evenly weighted steps)"
+        if at.refined
+        else f"{at.steps} steps"
+    )
+    return (
+        f"Integrated Gradients with {how}: the attributions add up to the difference's change "
+        f"from the baseline within {at.completeness:.1%} (completeness)."
+    )
+
+
 def explain_contrast(
     lm: LoadedModel,
     src_a: tuple[int, ...],
@@ -527,10 +541,7 @@ def explain_contrast(
         column_config={"share": st.column_config.NumberColumn(format="percent")},
     )
     if method == "ig":
-        st.caption(
-            f"Integrated Gradients with {at.steps} steps: the attributions add up to the difference's change "
-            f"from the baseline within {at.completeness:.1%} (completeness)."
-        )
+        st.caption(_ig_caption(at))
     st.caption(
         "Attribution credits each input token with a share of the logit difference by its gradient; it "
         f"depends on the baseline (the {BASELINES[baseline_for(lm.cfg)]} here) and is not a causal test, which the "

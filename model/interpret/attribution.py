@@ -139,19 +139,40 @@ def explained_logprob(
     return forward
 
 
-def _integrated(model: Transformer, src: Tensor, dec_in: Tensor, out: Tensor, positions: Tensor, steps: int, baseline):
+@dataclass(frozen=True)
+class Explained:
+    """What Integrated Gradients integrates along the path from ``baseline`` (a key of BASELINES) for one source and
+    decoder input: log p(out[pos]) at output position pos, or with ``contrast`` (T,) the logit difference
+    out[pos] − contrast[pos] (``explained_logprob``)."""
+
+    model: Transformer
+    src: Tensor  # (S,)
+    dec_in: Tensor  # (T,) <s> y1 … y_{T-1}
+    out: Tensor  # (T,)
+    baseline: str
+    contrast: Tensor | None = None  # (T,)
+
+    def forward(self, upto: int | None = None) -> Callable[..., Tensor]:
+        """``explained_logprob`` on the first ``upto`` decoder inputs (all by default): later ones cannot reach the
+        positions before them."""
+        L = self.dec_in.numel() if upto is None else upto
+        contrast = None if self.contrast is None else self.contrast[:L]
+        return explained_logprob(self.model, self.src, self.dec_in[:L], self.out[:L], contrast)
+
+
+def _integrated(q: Explained, positions: Tensor, steps: int) -> tuple[Tensor, Tensor]:
     """Integrated Gradients of the given output positions, one Captum call: raw (n, S), (n, T) summed over D."""
     L = int(positions.max()) + 1  # later decoder inputs cannot reach these positions: leave them out
-    src_tok, tgt_tok = scaled_embeddings(model, src, dec_in[:L], len(positions))
-    attr = IntegratedGradients(explained_logprob(model, src, dec_in[:L], out[:L])).attribute(
+    src_tok, tgt_tok = scaled_embeddings(q.model, q.src, q.dec_in[:L], len(positions))
+    attr = IntegratedGradients(q.forward(L)).attribute(
         (src_tok, tgt_tok),
-        baselines=baseline_embeddings(model, baseline, src_tok, tgt_tok),
+        baselines=baseline_embeddings(q.model, q.baseline, src_tok, tgt_tok),
         additional_forward_args=(positions,),
         n_steps=steps,
         internal_batch_size=max(BATCH, len(positions)),
     )
     raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (n, S), (n, L)
-    return raw_src, F.pad(raw_tgt, (0, dec_in.numel() - L))
+    return raw_src, F.pad(raw_tgt, (0, q.dec_in.numel() - L))
 
 
 def scaled_embeddings(model: Transformer, src: Tensor, dec_in: Tensor, n: int) -> tuple[Tensor, Tensor]:
@@ -160,14 +181,14 @@ def scaled_embeddings(model: Transformer, src: Tensor, dec_in: Tensor, n: int) -
     return embed[src].expand(n, -1, -1).contiguous(), embed[dec_in].expand(n, -1, -1).contiguous()
 
 
-def _path_points(model: Transformer, src, dec_in, out, baseline: str, pos: Tensor, alpha: np.ndarray):
+def _path_points(q: Explained, pos: Tensor, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """f and its derivative along the straight path, per input token: (n,) and (n, S + T) at the path points
     ``alpha`` (n,) of the positions ``pos`` (n,), the integrand of IG's trapezoid rule."""
-    src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, 1)  # (1, S, D), (1, T, D)
-    base_src, base_tgt = baseline_embeddings(model, baseline, src_tok, tgt_tok)
+    src_tok, tgt_tok = scaled_embeddings(q.model, q.src, q.dec_in, 1)  # (1, S, D), (1, T, D)
+    base_src, base_tgt = baseline_embeddings(q.model, q.baseline, src_tok, tgt_tok)
     d_src, d_tgt = src_tok - base_src, tgt_tok - base_tgt  # x − x′
-    forward = explained_logprob(model, src, dec_in, out)
-    a_all = torch.as_tensor(alpha, dtype=src_tok.dtype, device=src.device)
+    forward = q.forward()
+    a_all = torch.as_tensor(alpha, dtype=src_tok.dtype, device=q.src.device)
     values, slopes = [], []
     for p, a in zip(pos.split(BATCH), a_all.split(BATCH), strict=True):
         x_src = (base_src + a[:, None, None] * d_src).requires_grad_()  # (n, S, D)
@@ -179,86 +200,99 @@ def _path_points(model: Transformer, src, dec_in, out, baseline: str, pos: Tenso
     return torch.cat(values).double().cpu().numpy(), torch.cat(slopes).double().cpu().numpy()
 
 
-def _refined_ig(model: Transformer, src, dec_in, out, gap: np.ndarray, rows: np.ndarray, tolerance: float, baseline):
-    """IG of the positions ``rows`` by the trapezoid rule on path points placed where the path is steep: from
-    REFINE_START even points, each round halves the REFINE_SPLIT segments whose trapezoid misses the change of f
-    across them most (known exactly: f is evaluated at both ends), until completeness is within ``tolerance``,
-    MAX_REFINED_NODES points, or no segment float32 can halve. Raw (n, S + T) and the points each row took (n,)."""
+def _refined_ig(q: Explained, positions: np.ndarray, gap: np.ndarray, tolerance: float):
+    """IG of the output positions ``positions`` (n,), whose f changes by ``gap`` (n,) along the path, by the trapezoid
+    rule on path points placed where the path is steep: from REFINE_START even points, each round halves the
+    REFINE_SPLIT segments whose trapezoid misses the change of f across them most (known exactly: f is evaluated at
+    both ends), until completeness is within ``tolerance``, MAX_REFINED_NODES points, or no segment float32 can
+    halve. Raw (n, S + T) and the points each row took (n,)."""
     grid = np.linspace(0.0, 1.0, REFINE_START).astype(np.float32).astype(np.float64)  # points float32 can place
-    pos = torch.from_numpy(np.repeat(rows, len(grid))).to(src.device)
-    f, d = _path_points(model, src, dec_in, out, baseline, pos, np.tile(grid, len(rows)))
+    pos = torch.from_numpy(np.repeat(positions, len(grid))).to(q.src.device)
+    f, d = _path_points(q, pos, np.tile(grid, len(positions)))
     n = len(grid)
-    path = {int(r): (grid, f[i * n : (i + 1) * n], d[i * n : (i + 1) * n]) for i, r in enumerate(rows)}
-    raw, pending = {}, [int(r) for r in rows]
+    path = [(grid, f[i * n : (i + 1) * n], d[i * n : (i + 1) * n]) for i in range(len(positions))]
+    raw, pending = [np.zeros(0)] * len(positions), list(range(len(positions)))
     while pending:
-        new_pos, new_alpha = [], []
-        for r in pending:
-            a, f_r, d_r = path[r]
-            parts = np.diff(a)[:, None] / 2 * (d_r[:-1] + d_r[1:])  # (K, S + T): each segment's trapezoid
-            raw[r] = parts.sum(0)
-            miss = np.abs(parts.sum(1) - np.diff(f_r))  # (K,) each segment's own completeness error
+        new_rows, new_alpha = [], []
+        for i in pending:
+            a, f_i, d_i = path[i]
+            parts = np.diff(a)[:, None] / 2 * (d_i[:-1] + d_i[1:])  # (K, S + T): each segment's trapezoid
+            raw[i] = parts.sum(0)
+            miss = np.abs(parts.sum(1) - np.diff(f_i))  # (K,) each segment's own completeness error
             mid = ((a[:-1] + a[1:]) / 2).astype(np.float32).astype(np.float64)
             miss[(mid <= a[:-1]) | (mid >= a[1:])] = 0  # too short for float32 to halve
-            if abs(raw[r].sum() - gap[r]) <= tolerance * abs(gap[r]) or len(a) >= MAX_REFINED_NODES or not miss.any():
+            if abs(raw[i].sum() - gap[i]) <= tolerance * abs(gap[i]) or len(a) >= MAX_REFINED_NODES or not miss.any():
                 continue
             split = np.argsort(-miss)[:REFINE_SPLIT]
             split = split[miss[split] > 0]
-            new_pos += [r] * len(split)
+            new_rows += [i] * len(split)
             new_alpha.append(mid[split])
-        pending = sorted(set(new_pos))
+        pending = sorted(set(new_rows))
         if not pending:
             break
-        alpha = np.concatenate(new_alpha)
-        f, d = _path_points(model, src, dec_in, out, baseline, torch.tensor(new_pos, device=src.device), alpha)
-        for r in pending:
-            at = np.flatnonzero(np.asarray(new_pos) == r)
-            a, f_r, d_r = (np.concatenate(pair) for pair in zip(path[r], (alpha[at], f[at], d[at]), strict=True))
+        alpha, rows = np.concatenate(new_alpha), np.asarray(new_rows)
+        f, d = _path_points(q, torch.from_numpy(positions[rows]).to(q.src.device), alpha)
+        for i in pending:
+            at = np.flatnonzero(rows == i)
+            a, f_i, d_i = (np.concatenate(pair) for pair in zip(path[i], (alpha[at], f[at], d[at]), strict=True))
             order = np.argsort(a, kind="stable")
-            path[r] = (a[order], f_r[order], d_r[order])
-    S = src.numel()
-    stacked = np.stack([raw[int(r)] for r in rows])  # (n, S + T)
-    return stacked[:, :S], stacked[:, S:], np.array([len(path[int(r)][0]) for r in rows])
+            path[i] = (a[order], f_i[order], d_i[order])
+    S = q.src.numel()
+    stacked = np.stack(raw)  # (n, S + T)
+    return stacked[:, :S], stacked[:, S:], np.array([len(a) for a, _, _ in path])
 
 
-def _adaptive_ig(model: Transformer, src, dec_in, out, gap, steps: int, tolerance, baseline: str):
+def refine_short(
+    q: Explained, positions: np.ndarray, raw_src: Tensor, raw_tgt: Tensor, gap: np.ndarray, tolerance: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where Gauss-Legendre's attributions ``raw_src`` (n, S) and ``raw_tgt`` (n, T) of the output positions
+    ``positions`` (n,) still miss completeness (the change ``gap`` (n,)) by more than ``tolerance``, the path is too
+    steep for evenly spread nodes: those rows are integrated again by the trapezoid rule on refined path points
+    (``_refined_ig``), and replaced where that comes nearer. In place; returns which rows were replaced (n,) and
+    the path points each of them took (0 elsewhere)."""
+    err = completeness_error((raw_src.sum(1) + raw_tgt.sum(1)).cpu().numpy(), gap)
+    rows = np.flatnonzero(err > tolerance)
+    refined, nodes = np.zeros(len(positions), dtype=bool), np.zeros(len(positions), dtype=np.int64)
+    if rows.size:
+        r_src, r_tgt, points = _refined_ig(q, positions[rows], gap[rows], tolerance)
+        better = np.abs(r_src.sum(1) + r_tgt.sum(1) - gap[rows]) < err[rows] * np.abs(gap[rows])
+        rows, t = rows[better], torch.from_numpy(rows[better]).to(raw_src.device)
+        raw_src[t] = torch.from_numpy(r_src[better]).to(raw_src)
+        raw_tgt[t] = torch.from_numpy(r_tgt[better]).to(raw_tgt)
+        refined[rows], nodes[rows] = True, points[better]
+    return refined, nodes
+
+
+def _adaptive_ig(q: Explained, gap: Tensor, steps: int, tolerance: float | None):
     """Integrated Gradients of every position with ``steps`` nodes, done again with more where completeness misses
     ``tolerance`` (see ``attribute``): the raw attributions (T, S) and (T, T), the steps each position took, and
     which positions the trapezoid rule on refined path points took over."""
-    S, T = src.numel(), out.numel()
+    S, T = q.src.numel(), q.out.numel()
     position_steps = np.zeros(T, dtype=np.int64)
-    raw_src, raw_tgt = (torch.zeros(T, n, dtype=torch.float64, device=src.device) for n in (S, T))
+    raw_src, raw_tgt = (torch.zeros(T, n, dtype=torch.float64, device=q.src.device) for n in (S, T))
     want = np.full(T, steps, dtype=np.int64)  # steps of each position's next pass; 0: done
     if tolerance is not None and T > 2:  # the first token and the last (</s>) need the most: start them high
         want[[0, T - 1]] = min(HARD_START * steps, max(MAX_IG_STEPS, steps))
     while want.any():
         for k in np.unique(want[want > 0]):
-            rows_k = torch.from_numpy(np.flatnonzero(want == k)).to(src.device)
+            rows_k = torch.from_numpy(np.flatnonzero(want == k)).to(q.src.device)
             # one call per ~BATCH rows: the decoder runs only up to each call's last position
             for group in rows_k.split(max(1, BATCH // int(k))):
-                raw_src[group], raw_tgt[group] = _integrated(model, src, dec_in, out, group, int(k), baseline)
+                raw_src[group], raw_tgt[group] = _integrated(q, group, int(k))
         todo = np.flatnonzero(want)
         position_steps[todo], want[:] = want[todo], 0
         if tolerance is None:
             break
-        t = torch.from_numpy(todo).to(src.device)
+        t = torch.from_numpy(todo).to(q.src.device)
         err = ((raw_src[t].sum(1) + raw_tgt[t].sum(1) - gap[t]).abs() / gap[t].abs()).cpu().numpy()
         redo = (err > tolerance) & (position_steps[todo] < MAX_IG_STEPS)
         # Gauss-Legendre error falls ~2-4x per doubling here: jump further when far above tolerance
         factor = np.where(err > 16 * tolerance, 8, np.where(err > 4 * tolerance, 4, 2))
         want[todo[redo]] = np.minimum(position_steps[todo[redo]] * factor[redo], MAX_IG_STEPS)
-    refined = np.zeros(T, dtype=bool)
     if tolerance is None:
-        return raw_src, raw_tgt, position_steps, refined
-    g = gap.cpu().numpy()
-    err = completeness_error((raw_src.sum(1) + raw_tgt.sum(1)).cpu().numpy(), g)
-    rows = np.flatnonzero(err > tolerance)  # Gauss-Legendre at MAX_IG_STEPS still misses: the path is too steep
-    if rows.size:
-        r_src, r_tgt, nodes = _refined_ig(model, src, dec_in, out, g, rows, tolerance, baseline)
-        better = np.abs(r_src.sum(1) + r_tgt.sum(1) - g[rows]) < err[rows] * np.abs(g[rows])
-        rows, t = rows[better], torch.from_numpy(rows[better]).to(src.device)
-        raw_src[t] = torch.from_numpy(r_src[better]).to(raw_src)
-        raw_tgt[t] = torch.from_numpy(r_tgt[better]).to(raw_tgt)
-        position_steps[rows], refined[rows] = nodes[better], True
+        return raw_src, raw_tgt, position_steps, np.zeros(T, dtype=bool)
+    refined, nodes = refine_short(q, np.arange(T), raw_src, raw_tgt, gap.cpu().numpy(), tolerance)
+    position_steps[refined] = nodes[refined]
     return raw_src, raw_tgt, position_steps, refined
 
 
@@ -320,7 +354,7 @@ def attribute(
         )
         raw_src, raw_tgt = (a.detach().sum(-1).double() for a in attr)  # (T, S), (T, T)
     else:
-        ig = _adaptive_ig(model, src, dec_in, out, gap, steps, tolerance, baseline)
+        ig = _adaptive_ig(Explained(model, src, dec_in, out, baseline), gap, steps, tolerance)
         raw_src, raw_tgt, position_steps, refined = ig
     a_src, a_tgt, v, g = raw_src.cpu().numpy(), raw_tgt.cpu().numpy(), value.cpu().numpy(), gap.cpu().numpy()
     share_src, share_tgt = shares(a_src, a_tgt)

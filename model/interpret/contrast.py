@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from captum.attr import InputXGradient, IntegratedGradients
+from torch import Tensor
 
 from model.core import keys
 from model.core.keys import Records
@@ -31,11 +33,12 @@ from model.interpret.attribution import (
     COMPLETENESS_TOL,
     MAX_IG_STEPS,
     METHODS,
+    Explained,
     as_ids,
     baseline_embeddings,
     baseline_for,
     completeness_error,
-    explained_logprob,
+    refine_short,
     scaled_embeddings,
     shares,
 )
@@ -88,7 +91,8 @@ class ContrastAttribution:
     baseline_value: float  # the same at the baseline (attribution.baseline_for)
     completeness: float  # |sum(raw) − (value − baseline)| / |value − baseline|
     method: str  # "ig" | "ixg"
-    steps: int  # IG steps used (0 for ixg)
+    steps: int  # IG steps used, or path points where ``refined`` (0 for ixg)
+    refined: bool = False  # integrated by the trapezoid rule on refined path points, not Gauss-Legendre
 
 
 def _check(model: Transformer, src_ids, out_ids, position: int, contrast_id: int):
@@ -105,6 +109,32 @@ def _check(model: Transformer, src_ids, out_ids, position: int, contrast_id: int
     return src, out[: position + 1], dec_in
 
 
+def _contrast_ig(q: Explained, gap: float, steps: int, tolerance: float | None) -> tuple[Tensor, Tensor, int, bool]:
+    """Integrated Gradients of the last position of ``q``: Gauss-Legendre's ``steps`` nodes doubled until completeness
+    (the change ``gap``) is within ``tolerance`` or MAX_IG_STEPS, then, still short of it, the trapezoid rule on
+    refined path points where that comes nearer (``attribution.refine_short``, as every output token's IG). Raw
+    (1, S), (1, P) summed over D, the steps or path points taken, and whether the trapezoid rule took over."""
+    P = q.dec_in.numel()
+    pos = torch.tensor([P - 1], device=q.src.device)
+    src_tok, tgt_tok = scaled_embeddings(q.model, q.src, q.dec_in, 1)  # (1, S, D), (1, P, D)
+    ig = IntegratedGradients(q.forward())
+    base = baseline_embeddings(q.model, q.baseline, src_tok, tgt_tok)
+    n = steps
+    while True:
+        attr = ig.attribute(
+            (src_tok, tgt_tok), baselines=base, additional_forward_args=(pos,), n_steps=n, internal_batch_size=BATCH
+        )
+        raw_src, raw_tgt = (a.detach().double().sum(-1) for a in attr)  # (1, S), (1, P)
+        total = float(raw_src.sum() + raw_tgt.sum())
+        if tolerance is None or abs(total - gap) <= tolerance * abs(gap) or n >= MAX_IG_STEPS:
+            break
+        n = min(2 * n, MAX_IG_STEPS)
+    if tolerance is None:
+        return raw_src, raw_tgt, n, False
+    refined, nodes = refine_short(q, np.array([P - 1]), raw_src, raw_tgt, np.array([gap]), tolerance)
+    return raw_src, raw_tgt, int(nodes[0]) if refined[0] else n, bool(refined[0])
+
+
 @torch.inference_mode(False)  # callers may be inside inference mode (the app's views): gradients are needed here
 @torch.enable_grad()
 def contrast_attribution(
@@ -118,10 +148,9 @@ def contrast_attribution(
     tolerance: float | None = COMPLETENESS_TOL,
 ) -> ContrastAttribution:
     """``"ig"``: Integrated Gradients from ``steps`` (CONTRAST_IG_STEPS) Gauss-Legendre nodes, doubled until the
-    completeness error is within ``tolerance`` or MAX_IG_STEPS (``tolerance=None``: exactly ``steps``).
-    ``"ixg"``: Input × Gradient."""
-    from captum.attr import InputXGradient, IntegratedGradients
-
+    completeness error is within ``tolerance`` or MAX_IG_STEPS (``tolerance=None``: exactly ``steps``); still short of
+    it there, the trapezoid rule on path points placed where the path is steep, as ``attribution.attribute`` does
+    (``refined``). ``"ixg"``: Input × Gradient."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
     if model.training:
@@ -129,36 +158,28 @@ def contrast_attribution(
     src, out, dec_in = _check(model, src_ids, out_ids, position, contrast_id)
     P = dec_in.numel()
     pos = torch.tensor([P - 1], device=src.device)
-    forward = explained_logprob(model, src, dec_in, out, torch.full((P,), int(contrast_id), device=src.device))
+    q = Explained(
+        model, src, dec_in, out, baseline_for(model.cfg), torch.full((P,), int(contrast_id), device=src.device)
+    )
+    forward = q.forward()
     src_tok, tgt_tok = scaled_embeddings(model, src, dec_in, 1)  # (1, S, D), (1, P, D)
-    base = baseline_embeddings(model, baseline_for(model.cfg), src_tok, tgt_tok)  # zero, or <pad>'s (T5)
     with torch.no_grad():
         value = float(forward(src_tok, tgt_tok, pos))
-        baseline = float(forward(*base, pos))
+        baseline = float(forward(*baseline_embeddings(model, q.baseline, src_tok, tgt_tok), pos))  # zero, or <pad>'s
     gap = value - baseline
+    refined = False
     if method == "ixg":
         attr = InputXGradient(forward).attribute(
             (src_tok.requires_grad_(), tgt_tok.requires_grad_()), additional_forward_args=(pos,)
         )
+        r_src, r_tgt = (a.detach().double().sum(-1) for a in attr)  # (1, S), (1, P)
         n = 0
     else:
         n = CONTRAST_IG_STEPS if steps is None else int(steps)
         if n < 1:
             raise ValueError("steps must be at least 1")
-        ig = IntegratedGradients(forward)
-        while True:
-            attr = ig.attribute(
-                (src_tok, tgt_tok),
-                baselines=base,
-                additional_forward_args=(pos,),
-                n_steps=n,
-                internal_batch_size=BATCH,
-            )
-            total = float(sum(a.detach().double().sum() for a in attr))
-            if tolerance is None or abs(total - gap) <= tolerance * abs(gap) or n >= MAX_IG_STEPS:
-                break
-            n = min(2 * n, MAX_IG_STEPS)
-    raw_src, raw_tgt = (a.detach()[0].double().sum(-1).cpu().numpy() for a in attr)  # (S,), (P,)
+        r_src, r_tgt, n, refined = _contrast_ig(q, gap, n, tolerance)
+    raw_src, raw_tgt = r_src[0].cpu().numpy(), r_tgt[0].cpu().numpy()  # (S,), (P,)
     share_src, share_tgt = shares(raw_src, raw_tgt)
     return ContrastAttribution(
         src=share_src,
@@ -170,6 +191,7 @@ def contrast_attribution(
         completeness=float(completeness_error(raw_src.sum() + raw_tgt.sum(), gap)),
         method=method,
         steps=n,
+        refined=refined,
     )
 
 
@@ -274,6 +296,7 @@ def report(
                 f"attribution.{a.method}.raw_tgt": a.raw_tgt,
                 f"attribution.{a.method}.completeness": np.array(a.completeness),
                 f"attribution.{a.method}.steps": np.array(a.steps),
+                f"attribution.{a.method}.refined": np.array(a.refined),
             }
         )
     return r

@@ -102,6 +102,7 @@ def test_soak_smoke():
 
 
 IN_PROCESS = {  # script: its timed rows, their figures, how many of those (first ones) must be positive, verdicts
+    "completeness.py": (("bart",), rf"{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}", 0, ("completeness ≤ 5 %",)),
     "explain.py": (
         (
             "recorded greedy decode",

@@ -82,14 +82,15 @@ def test_the_trapezoid_rule_on_refined_points_gives_gauss_legendres_attributions
     s, o = (torch.tensor(x) for x in (src, out))
     dec_in = torch.cat([o.new_tensor([tiny_model.cfg.decoder_start_id]), o[:-1]])
     rows = np.array([0, len(out) - 1])
+    q = A.Explained(tiny_model, s, dec_in, o, "zero")
     with torch.enable_grad():
-        exact = A._integrated(tiny_model, s, dec_in, o, torch.from_numpy(rows), 64, "zero")  # Gauss-Legendre, 64
-    r_src, r_tgt, _ = A._refined_ig(tiny_model, s, dec_in, o, gap, rows, 1e-3, "zero")
+        exact = A._integrated(q, torch.from_numpy(rows), 64)  # Gauss-Legendre, 64
+    r_src, r_tgt, _ = A._refined_ig(q, rows, gap[rows], 1e-3)
     for got, want in ((r_src, exact[0].numpy()), (r_tgt, exact[1].numpy())):
         np.testing.assert_allclose(got, want, atol=1e-2 * np.abs(want).max())
     assert (np.abs(r_src.sum(1) + r_tgt.sum(1) - gap[rows]) <= 1e-3 * np.abs(gap[rows])).all()
     monkeypatch.setattr(A, "MAX_REFINED_NODES", A.REFINE_START + 1)  # one round at most
-    *_, most = A._refined_ig(tiny_model, s, dec_in, o, gap, rows[:1], 0.0, "zero")
+    *_, most = A._refined_ig(q, rows[:1], gap[rows[:1]], 0.0)
     assert most[0] == A.REFINE_START + A.REFINE_SPLIT
 
 
