@@ -50,6 +50,7 @@ def analyse_set(page: Any) -> None:
     box = page.locator(".st-key-corpus_paste textarea")
     box.fill(CORPUS_SET)
     box.press("Control+Enter")
+    page.locator(".st-key-corpus_go button").click()  # opening the page translates nothing until asked
     page.get_by_role("heading", name="What each head does over the set").wait_for(timeout=TIMEOUT_MS)
     page.wait_for_function(DRAWN_JS, arg=3, timeout=TIMEOUT_MS)
 
