@@ -160,7 +160,7 @@ class Explained:
         return explained_logprob(self.model, self.src, self.dec_in[:L], self.out[:L], contrast)
 
 
-def _integrated(q: Explained, positions: Tensor, steps: int) -> tuple[Tensor, Tensor]:
+def integrated(q: Explained, positions: Tensor, steps: int) -> tuple[Tensor, Tensor]:
     """Integrated Gradients of the given output positions, one Captum call: raw (n, S), (n, T) summed over D."""
     L = int(positions.max()) + 1  # later decoder inputs cannot reach these positions: leave them out
     src_tok, tgt_tok = scaled_embeddings(q.model, q.src, q.dec_in[:L], len(positions))
@@ -278,7 +278,7 @@ def _adaptive_ig(q: Explained, gap: Tensor, steps: int, tolerance: float | None)
             rows_k = torch.from_numpy(np.flatnonzero(want == k)).to(q.src.device)
             # one call per ~BATCH rows: the decoder runs only up to each call's last position
             for group in rows_k.split(max(1, BATCH // int(k))):
-                raw_src[group], raw_tgt[group] = _integrated(q, group, int(k))
+                raw_src[group], raw_tgt[group] = integrated(q, group, int(k))
         todo = np.flatnonzero(want)
         position_steps[todo], want[:] = want[todo], 0
         if tolerance is None:

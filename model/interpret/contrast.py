@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from captum.attr import InputXGradient, IntegratedGradients
+from captum.attr import InputXGradient
 from torch import Tensor
 
 from model.core import keys
@@ -29,7 +29,6 @@ from model.core.keys import Records
 from model.core.tokenizer import Tokenizer
 from model.core.transformer import Transformer
 from model.interpret.attribution import (
-    BATCH,
     COMPLETENESS_TOL,
     MAX_IG_STEPS,
     METHODS,
@@ -38,6 +37,7 @@ from model.interpret.attribution import (
     baseline_embeddings,
     baseline_for,
     completeness_error,
+    integrated,
     refine_short,
     scaled_embeddings,
     shares,
@@ -116,17 +116,11 @@ def _contrast_ig(q: Explained, gap: float, steps: int, tolerance: float | None) 
     (1, S), (1, P) summed over D, the steps or path points taken, and whether the trapezoid rule took over."""
     P = q.dec_in.numel()
     pos = torch.tensor([P - 1], device=q.src.device)
-    src_tok, tgt_tok = scaled_embeddings(q.model, q.src, q.dec_in, 1)  # (1, S, D), (1, P, D)
-    ig = IntegratedGradients(q.forward())
-    base = baseline_embeddings(q.model, q.baseline, src_tok, tgt_tok)
     n = steps
     while True:
-        attr = ig.attribute(
-            (src_tok, tgt_tok), baselines=base, additional_forward_args=(pos,), n_steps=n, internal_batch_size=BATCH
-        )
-        raw_src, raw_tgt = (a.detach().double().sum(-1) for a in attr)  # (1, S), (1, P)
+        raw_src, raw_tgt = integrated(q, pos, n)  # (1, S), (1, P)
         total = float(raw_src.sum() + raw_tgt.sum())
-        if tolerance is None or abs(total - gap) <= tolerance * abs(gap) or n >= MAX_IG_STEPS:
+        if tolerance is None or completeness_error(total, gap) <= tolerance or n >= MAX_IG_STEPS:
             break
         n = min(2 * n, MAX_IG_STEPS)
     if tolerance is None:

@@ -84,7 +84,7 @@ def test_the_trapezoid_rule_on_refined_points_gives_gauss_legendres_attributions
     rows = np.array([0, len(out) - 1])
     q = A.Explained(tiny_model, s, dec_in, o, "zero")
     with torch.enable_grad():
-        exact = A._integrated(q, torch.from_numpy(rows), 64)  # Gauss-Legendre, 64
+        exact = A.integrated(q, torch.from_numpy(rows), 64)  # Gauss-Legendre, 64
     r_src, r_tgt, _ = A._refined_ig(q, rows, gap[rows], 1e-3)
     for got, want in ((r_src, exact[0].numpy()), (r_tgt, exact[1].numpy())):
         np.testing.assert_allclose(got, want, atol=1e-2 * np.abs(want).max())
