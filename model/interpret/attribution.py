@@ -284,7 +284,7 @@ def _adaptive_ig(q: Explained, gap: Tensor, steps: int, tolerance: float | None)
         if tolerance is None:
             break
         t = torch.from_numpy(todo).to(q.src.device)
-        err = ((raw_src[t].sum(1) + raw_tgt[t].sum(1) - gap[t]).abs() / gap[t].abs()).cpu().numpy()
+        err = completeness_error((raw_src[t].sum(1) + raw_tgt[t].sum(1)).cpu().numpy(), gap[t].cpu().numpy())
         redo = (err > tolerance) & (position_steps[todo] < MAX_IG_STEPS)
         # Gauss-Legendre error falls ~2-4x per doubling here: jump further when far above tolerance
         factor = np.where(err > 16 * tolerance, 8, np.where(err > 4 * tolerance, 4, 2))
