@@ -16,7 +16,7 @@ from model.core.config import ModelConfig
 from model.core.tokenizer import Tokenizer
 from model.core.transformer import Transformer
 from model.io.checkpoint import save_model_dir
-from model.io.family import bart_sizes
+from model.io.family import bart_sizes, token_ids
 from model.train.data import train_tokenizer
 
 TOY_CORPUS = (
@@ -52,10 +52,7 @@ def marian_config(vocab_size: int, size: dict, pad: int, eos: int, **extra: Any)
         **bart_sizes(size["d_model"], (size["layers"], size["layers"]), size["heads"], size["ffn"]),
         activation_function="swish",
         scale_embedding=True,
-        pad_token_id=pad,
-        eos_token_id=eos,
-        decoder_start_token_id=pad,
-        forced_eos_token_id=None,
+        **token_ids(pad, eos, None, pad),
         dropout=0.0,
         attention_dropout=0.0,
         activation_dropout=0.0,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -79,6 +80,21 @@ def shares(raw_src: np.ndarray, raw_tgt: np.ndarray) -> tuple[np.ndarray, np.nda
 def completeness_error(total: np.ndarray | float, gap: np.ndarray | float) -> np.ndarray:
     """IG's completeness error: |sum of the attributions − (value − baseline value)| / |value − baseline value|."""
     return np.abs(total - gap) / np.maximum(np.abs(gap), 1e-12)
+
+
+def attributed(raw_src: np.ndarray, raw_tgt: np.ndarray, gap: np.ndarray | float) -> dict[str, Any]:
+    """The fields every attribution result holds, from its signed attributions (..., S), (..., P) and the explained
+    quantity's change from the baseline ``gap`` (...,): the shares, the raw values and the completeness error (a
+    plain float for one explained quantity)."""
+    share_src, share_tgt = shares(raw_src, raw_tgt)
+    error = completeness_error(raw_src.sum(-1) + raw_tgt.sum(-1), gap)
+    return dict(
+        src=share_src,
+        tgt=share_tgt,
+        raw_src=raw_src,
+        raw_tgt=raw_tgt,
+        completeness=error if np.ndim(error) else float(error),
+    )
 
 
 @dataclass(frozen=True)
@@ -357,15 +373,10 @@ def attribute(
         ig = _adaptive_ig(Explained(model, src, dec_in, out, baseline), gap, steps, tolerance)
         raw_src, raw_tgt, position_steps, refined = ig
     a_src, a_tgt, v, g = raw_src.cpu().numpy(), raw_tgt.cpu().numpy(), value.cpu().numpy(), gap.cpu().numpy()
-    share_src, share_tgt = shares(a_src, a_tgt)
     return Attribution(
-        src=share_src,
-        tgt=share_tgt,
-        raw_src=a_src,
-        raw_tgt=a_tgt,
+        **attributed(a_src, a_tgt, g),
         target_logit=v,
         baseline_value=v - g,
-        completeness=completeness_error(a_src.sum(1) + a_tgt.sum(1), g),
         method=method,
         steps=int(position_steps.max()),
         baseline=BASELINES[baseline],

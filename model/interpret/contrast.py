@@ -34,13 +34,13 @@ from model.interpret.attribution import (
     METHODS,
     Explained,
     as_ids,
+    attributed,
     baseline_embeddings,
     baseline_for,
     completeness_error,
     integrated,
     refine_short,
     scaled_embeddings,
-    shares,
 )
 
 CONTRAST_IG_STEPS = 32  # first pass; doubled until within COMPLETENESS_TOL (one position: cheap)
@@ -174,15 +174,10 @@ def contrast_attribution(
             raise ValueError("steps must be at least 1")
         r_src, r_tgt, n, refined = _contrast_ig(q, gap, n, tolerance)
     raw_src, raw_tgt = r_src[0].cpu().numpy(), r_tgt[0].cpu().numpy()  # (S,), (P,)
-    share_src, share_tgt = shares(raw_src, raw_tgt)
     return ContrastAttribution(
-        src=share_src,
-        tgt=share_tgt,
-        raw_src=raw_src,
-        raw_tgt=raw_tgt,
+        **attributed(raw_src, raw_tgt, gap),
         value=value,
         baseline_value=baseline,
-        completeness=float(completeness_error(raw_src.sum() + raw_tgt.sum(), gap)),
         method=method,
         steps=n,
         refined=refined,

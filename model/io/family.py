@@ -183,6 +183,14 @@ def bart_sizes(d_model: int, layers: tuple[int, int], heads: int, ffn: int) -> d
     return {key: ours[field] for field, keys in BART_SIZES.items() for key in keys}
 
 
+def token_ids(pad: int, eos: int, bos: int | None, start: int) -> dict[str, Any]:
+    """Our special ids under the keys transformers reads them by, alike in a model's config and in its generation
+    settings: decoding starts from ``start`` and ends only where the model itself writes </s> (none forced)."""
+    return dict(
+        pad_token_id=pad, eos_token_id=eos, bos_token_id=bos, decoder_start_token_id=start, forced_eos_token_id=None
+    )
+
+
 def bart_like_config(kind: str, hf: dict, unk_id: int) -> ModelConfig:
     """Marian (the paper's post-norm model, sinusoidal sin | cos positions), BART (post-norm, learned positions,
     embedding LayerNorm), mBART (the same, pre-norm with final norms) and M2M100 / NLLB (pre-norm, final norms,

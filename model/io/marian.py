@@ -30,7 +30,15 @@ from model.core.tokenizer import Tokenizer
 if TYPE_CHECKING:
     from tokenizers import Tokenizer as HFTokenizer
 from model.io.checkpoint import load_model_dir
-from model.io.family import BART_DEFAULTS, FamilyError, bart_like_config, bart_like_map, bart_sizes, import_model
+from model.io.family import (
+    BART_DEFAULTS,
+    FamilyError,
+    bart_like_config,
+    bart_like_map,
+    bart_sizes,
+    import_model,
+    token_ids,
+)
 
 # MarianConfig's defaults (transformers 5.x) where they differ from BART's: an old config.json may leave them out
 MARIAN_DEFAULTS = {
@@ -216,6 +224,7 @@ def export_marian(model_dir: str | Path, hf_dir: str | Path) -> Path:
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     if cfg.pe_layout == "interleaved":
         state = permute_residual(state, cfg, half_order(cfg.d_model))
+    ids = token_ids(cfg.pad_id, cfg.eos_id, cfg.bos_id, cfg.decoder_start_id)
     hf_cfg = MarianConfig(
         vocab_size=cfg.vocab_size,
         decoder_vocab_size=cfg.vocab_size,
@@ -226,11 +235,7 @@ def export_marian(model_dir: str | Path, hf_dir: str | Path) -> Path:
         dropout=cfg.dropout,
         activation_dropout=cfg.dropout,
         attention_dropout=0.0,
-        pad_token_id=cfg.pad_id,
-        eos_token_id=cfg.eos_id,
-        bos_token_id=cfg.bos_id,
-        decoder_start_token_id=cfg.decoder_start_id,
-        forced_eos_token_id=None,
+        **ids,
         share_encoder_decoder_embeddings=True,
         tie_word_embeddings=cfg.tie_output,
     )
@@ -247,8 +252,8 @@ def export_marian(model_dir: str | Path, hf_dir: str | Path) -> Path:
     if missing or unexpected:
         raise MarianError(f"internal error: MarianMTModel expects {missing[:3]}, does not know {unexpected[:3]}")
     gen = hf_model.generation_config
-    gen.pad_token_id, gen.eos_token_id, gen.bos_token_id = cfg.pad_id, cfg.eos_id, cfg.bos_id
-    gen.decoder_start_token_id, gen.forced_eos_token_id = cfg.decoder_start_id, None
+    for key, value in ids.items():
+        setattr(gen, key, value)
     gen.bad_words_ids = [[cfg.pad_id]] + ([[cfg.decoder_start_id]] if cfg.decoder_start_id != cfg.pad_id else [])
     gen.max_length = cfg.max_len
     hf_dir.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from model.decode.decoding import DecodeOptions, beam_batch, decode
 from model.decode.lean import LeanDecoder
 from model.decode.trace import teacher_forced_trace
 from model.io.checkpoint import ModelDirError, load_model_dir, save_model_dir
+from model.io.family import token_ids
 from model.io.marian import (
     MarianError,
     export_marian,
@@ -75,12 +76,8 @@ def neutral_generation(pad: int, eos: int, start: int | None = None, **kw):
     from transformers import GenerationConfig
 
     return GenerationConfig(
-        decoder_start_token_id=pad if start is None else start,
-        pad_token_id=pad,
-        eos_token_id=eos,
-        bos_token_id=None,
+        **token_ids(pad, eos, None, pad if start is None else start),
         forced_bos_token_id=kw.pop("forced_bos_token_id", None),
-        forced_eos_token_id=None,
         min_length=0,
         min_new_tokens=None,
         no_repeat_ngram_size=0,
@@ -124,7 +121,7 @@ def marian_dir(tmp_path_factory):
     tok = MarianTokenizer(str(src / "source.spm"), str(src / "target.spm"), str(src / "vocab.json"))
     pad, eos = vocab["<pad>"], vocab["</s>"]
     size = dict(d_model=32, layers=2, heads=4, ffn=64)
-    cfg = marian_config(len(vocab), size, pad, eos, max_position_embeddings=64, bos_token_id=None, init_std=0.3)
+    cfg = marian_config(len(vocab), size, pad, eos, max_position_embeddings=64, init_std=0.3)
     torch.manual_seed(0)
     model = MarianMTModel(cfg).eval()
     with torch.no_grad():  # scaled so that outputs vary with the source instead of repeating one token
