@@ -57,6 +57,10 @@ MAX_BYTES = 20 * 2**20  # a larger file is refused (the CLI; the page's uploader
 MAX_CHARS = 1_000  # a longer line is skipped: no sentence is that long, and its decode would cut at max_len
 MAX_SENTENCES = 5_000  # lines beyond are skipped
 HEAD_SENTENCES = 200  # the head table reads the set's first sentences
+# sentences whose head removals run as one pass (H·B rows a layer): on 2 cores, 64 took about half the CPU time of 16,
+# whose products are too small to keep both threads busy
+HEAD_BATCH = 2 * BATCH_SIZE
+ATTRIBUTION_BATCH = BATCH_SIZE // 2  # of those, sentences whose per-token attribution runs together (T cotangents)
 FAITHFUL_CHUNK = 256  # sentences erased together between two progress reports
 COLUMNS = ("english", "french")  # a CSV's columns (a header row names them)
 DOMAIN = "domain"  # a CSV's column of each sentence's domain (a TSV's third column), for the slices
@@ -575,23 +579,43 @@ def role_of(stats: dict[str, float]) -> str:
     return "sharp" if stats.get("spread", math.inf) <= SHARP_SPREAD else "broad"
 
 
-def _row_stats(w: torch.Tensor, q_len: int, k_len: int, eos: bool) -> dict[str, torch.Tensor]:
-    """Per head (H,) means over the q_len query rows of one sentence's weights (H, Tq, Tk); without ``eos`` (decoder
-    self-attention) row q sees keys 0..q only."""
-    w = w[:, :q_len, :k_len].double()  # (H, q, k)
-    q = torch.arange(q_len)
-    seen = torch.full((q_len,), k_len, dtype=torch.float64) if eos else (q + 1).double()  # (q,) keys each row sees
-    same = torch.where(q < k_len, w[:, q, q.clamp(max=k_len - 1)], 0.0)  # (H, q)
-    prev = torch.where((q >= 1) & (q - 1 < k_len), w[:, q, (q - 1).clamp(0, k_len - 1)], 0.0)
-    ent = -(w * torch.where(w > 0, w.log(), 0.0)).sum(-1)  # (H, q)
+def _row_stats(w: torch.Tensor, q_lens: torch.Tensor, k_lens: torch.Tensor, eos: bool) -> dict[str, torch.Tensor]:
+    """Per sentence and head (B, H) means over each sentence's q_lens[b] query rows of a padded batch's weights
+    (B, H, Tq, Tk), its keys the first k_lens[b]; without ``eos`` (decoder self-attention) row q sees keys 0..q
+    only. Padded rows and keys are masked out, so each sentence's values are those of its own weights."""
+    w = w.double()
+    B, H, Tq, Tk = w.shape
+    q = torch.arange(Tq)  # (Tq,)
+    ql, kl = q_lens[:, None, None], k_lens[:, None, None]  # (B, 1, 1)
+    rows = q < ql  # (B, 1, Tq)
+    w = torch.where(rows[..., None] & (torch.arange(Tk) < kl[..., None]), w, 0.0)  # (B, H, Tq, Tk)
+    seen = kl.double().expand(B, 1, Tq) if eos else (q + 1).double().expand(B, 1, Tq)  # (B, 1, Tq) keys seen
+    same = torch.where(q < kl, w[:, :, q, q.clamp(max=Tk - 1)], 0.0)  # (B, H, Tq)
+    prev = torch.where((q >= 1) & (q - 1 < kl), w[:, :, q, (q - 1).clamp(0, Tk - 1)], 0.0)
+    ent = -(w * torch.where(w > 0, w.log(), 0.0)).sum(-1)  # (B, H, Tq)
+    n = q_lens.double()[:, None]  # (B, 1)
+    last = w.gather(-1, (k_lens - 1).clamp(min=0)[:, None, None, None].expand(B, H, Tq, 1))[..., 0]  # (B, H, Tq)
+    nan = torch.full((B, H), float("nan"), dtype=torch.float64)
     return {
-        "same": same.mean(1),
-        "previous": prev[:, 1:].mean(1) if q_len > 1 else torch.full((w.shape[0],), float("nan")),
-        "first": w[:, :, 0].mean(1),
-        "eos": w[:, :, k_len - 1].mean(1) if eos else torch.full((w.shape[0],), float("nan")),
-        "entropy": ent.mean(1),
-        "spread": torch.where(seen > 1, ent / seen.clamp(min=2).log(), 0.0).mean(1),
+        "same": same.sum(-1) / n,
+        "previous": torch.where(n > 1, prev.sum(-1) / (n - 1).clamp(min=1), nan),
+        "first": w[..., 0].sum(-1) / n,
+        "eos": last.sum(-1) / n if eos else nan,
+        "entropy": ent.sum(-1) / n,
+        "spread": torch.where(rows & (seen > 1), ent / seen.clamp(min=2).log(), 0.0).sum(-1) / n,
     }
+
+
+def _agreement(attr: torch.Tensor, w: torch.Tensor, q_lens: torch.Tensor, k_lens: torch.Tensor) -> torch.Tensor:
+    """(B, H) share of each sentence's target positions whose top source token (</s> left out) is the same for the
+    cross-attention weights w (B, H, T, S) as for the attribution (B, T, S); NaN for a source of </s> alone."""
+    B, H, T, S = w.shape
+    keys_ok = torch.arange(S) < (k_lens - 1)[:, None]  # (B, S): the source tokens before </s>
+    top_attr = attr[:, :T, :S].masked_fill(~keys_ok[:, None], -math.inf).argmax(-1)  # (B, T)
+    top_head = w.masked_fill(~keys_ok[:, None, None], -math.inf).argmax(-1)  # (B, H, T)
+    rows = torch.arange(T) < q_lens[:, None]  # (B, T)
+    agree = ((top_head == top_attr[:, None]) & rows[:, None]).double().sum(-1) / q_lens.double()[:, None]
+    return torch.where((k_lens > 1)[:, None], agree, math.nan)
 
 
 def _knock(H: int, B: int, d_k: int) -> HeadMask:
@@ -704,6 +728,7 @@ def head_table(
     targets: Sequence[Sequence[int]],
     progress: Progress | None = None,
     on_references: bool = True,
+    batch: int = HEAD_BATCH,
 ) -> dict:
     """Every head's statistics (STATS) averaged over the pairs (source ids with </s>, target ids with </s>), its
     role (``role_of``) and its three example sentences (where its role's statistic (ROLES) is highest; for sharp
@@ -713,28 +738,29 @@ def head_table(
     n_layers = {"enc": cfg.n_encoder_layers, "self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
     per = {k: {s: np.full((len(srcs), n, cfg.n_heads), np.nan) for s in STATS} for k, n in n_layers.items()}
     done = 0
-    for chunk in length_batches([list(s) + list(t) for s, t in zip(srcs, targets)], BATCH_SIZE // 2):
-        src, dec_in, labels, valid = _batch(model, [srcs[i] for i in chunk], [targets[i] for i in chunk])
-        attr, weights = _per_token_attribution(model, src, dec_in, labels, valid)
-        losses = removal_losses(model, src, dec_in, labels, valid)
-        for b, i in enumerate(chunk):
-            S, T = len(srcs[i]), len(targets[i])
+    for chunk in length_batches([list(s) + list(t) for s, t in zip(srcs, targets)], batch):
+        losses = removal_losses(model, *_batch(model, [srcs[i] for i in chunk], [targets[i] for i in chunk]))
+        for kind in n_layers:
+            per[kind]["loss_increase"][chunk] = losses[kind]
+        for a in range(0, len(chunk), ATTRIBUTION_BATCH):
+            part = chunk[a : a + ATTRIBUTION_BATCH]
+            attr, weights = _per_token_attribution(
+                model, *_batch(model, [srcs[i] for i in part], [targets[i] for i in part])
+            )
+            S = torch.tensor([len(srcs[i]) for i in part])  # (b,)
+            T = torch.tensor([len(targets[i]) for i in part])
             for key, w in weights.items():
                 name = keys.parse(key)
                 if name.layer is None or name.block is None:
                     raise ValueError(f"{key} is not an attention block")
-                li, kind = name.layer, "enc" if name.side == "enc" else name.block
+                li, kind = int(name.layer), "enc" if name.side == "enc" else name.block
                 q, k = (S, S) if kind == "enc" else (T, T) if kind == "self" else (T, S)
-                for stat, v in _row_stats(w[b], q, k, eos=kind != "self").items():
-                    per[kind][stat][i, int(li)] = v.numpy()
-                if kind == "cross" and S > 1:
-                    top_attr = attr[b, :T, : S - 1].argmax(-1)  # (T,)
-                    top_head = w[b, :, :T, : S - 1].argmax(-1)  # (H, T)
-                    agree = (top_head == top_attr).double().mean(1).numpy()
-                    per[kind]["agreement"][i, int(li)] = agree
-                    per[kind]["agreement_lift"][i, int(li)] = agree - 1 / (S - 1)
-            for kind in n_layers:
-                per[kind]["loss_increase"][i] = losses[kind][b]
+                for stat, v in _row_stats(w, q, k, eos=kind != "self").items():
+                    per[kind][stat][part, li] = v.numpy()
+                if kind == "cross":
+                    agree = _agreement(attr, w, T, S)  # (b, H)
+                    per[kind]["agreement"][part, li] = agree.numpy()
+                    per[kind]["agreement_lift"][part, li] = (agree - 1 / (S[:, None] - 1.0)).numpy()  # less chance
         done += len(chunk)
         if progress:
             progress(done, len(srcs), "measuring the heads")

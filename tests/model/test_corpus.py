@@ -9,6 +9,7 @@ import math
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -166,6 +167,28 @@ def test_head_statistics_by_brute_force(tiny_model, tiny_tokenizer):
     lift = table["cross"]["agreement_lift"] - table["cross"]["agreement"]
     np.testing.assert_allclose(lift, -1 / (len(src) - 1))  # one sentence: chance is one over its tokens
     assert table["cross"]["examples"].shape == (m.cfg.n_decoder_layers, m.cfg.n_heads, 3)
+
+
+def test_head_table_in_batches_holds_each_sentence_measured_alone(tiny_model, tiny_tokenizer):
+    """Padded batches, several of them, and a source of </s> alone: every statistic is the mean of each sentence's
+    own, measured on it alone (no padding), and the roles are those of these means."""
+    m, tok = tiny_model.eval(), tiny_tokenizer
+    sources = [*SOURCES, "two men are talking on a bench near the old red house", "the sun", ""]
+    refs = [*REFS, "deux hommes parlent sur un banc", "le soleil", "bonjour"]
+    srcs = [ids_of(tok, m, s) for s in sources]
+    tgts = [tok.encode(r) + [m.cfg.eos_id] for r in refs]
+    alone = [C.head_table(m, [s], [t]) for s, t in zip(srcs, tgts)]
+    for batch in (2, C.HEAD_BATCH):
+        table = C.head_table(m, srcs, tgts, batch=batch)
+        for kind in C.KINDS:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # decoder self-attention has no </s> key: all NaN
+                want = {s: np.nanmean([a[kind][s] for a in alone], 0) for s in C.STATS}  # (L, H) each
+            for stat in C.STATS:
+                np.testing.assert_allclose(table[kind][stat], want[stat], atol=1e-6, err_msg=f"{batch} {kind} {stat}")
+            L, H = table[kind]["role"].shape
+            roles = [[C.role_of({s: want[s][li, h] for s in C.STATS}) for h in range(H)] for li in range(L)]
+            assert table[kind]["role"].tolist() == roles
 
 
 def test_role_examples_are_where_the_head_shows_its_role_most(tiny_model, tiny_tokenizer):
