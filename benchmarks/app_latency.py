@@ -80,7 +80,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # read_s: the pause before each timed turn of the Learn page (a learner reads: ~50 s a chapter, the page says)
 FULL = dict(clicks=30, all_clicks=10, sentences=10, cold_starts=3, learn_passes=3, read_s=1.0)
-SMOKE = dict(clicks=3, all_clicks=2, sentences=1, cold_starts=1, learn_passes=1, read_s=0.3)
+SMOKE = dict(clicks=3, all_clicks=1, sentences=1, cold_starts=1, learn_passes=1, read_s=0.3)
 ALL_STAGES = "All stages"  # the stage selector's option that draws every figure
 STEP_SENTENCE = "We will go to the beach tomorrow if it does not rain."  # the longest example: the most steps
 NEW_SENTENCES = (

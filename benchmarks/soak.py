@@ -16,7 +16,7 @@ all sessions run at once for ``--seconds`` with no pause between actions, each r
 - memory: VmRSS of the streamlit process and its children, sampled every second; the reading at the
   half-way mark (after the first minute of the default two) is compared with the one after the run.
 
-``--smoke`` runs 2 sessions for 10 s on the tests' tiny random model. Prints a table and one verdict
+``--smoke`` runs 2 sessions for 4 s on the tests' tiny random model. Prints a table and one verdict
 line per target (exit status 0 either way): zero errors, zero cross-talk, final RSS ≤ 1.10 × half-way RSS.
 """
 
@@ -137,13 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model directory (default: the bundled one)")
     ap.add_argument("--sessions", type=int, help="concurrent browser sessions (default 8; smoke 2)")
-    ap.add_argument("--seconds", type=float, help="length of the concurrent run (default 120; smoke 10)")
+    ap.add_argument("--seconds", type=float, help="length of the concurrent run (default 120; smoke 4)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the sessions' random actions")
-    ap.add_argument("--smoke", action="store_true", help="tiny random model, 2 sessions for 10 s (a quick check)")
+    ap.add_argument("--smoke", action="store_true", help="tiny random model, 2 sessions for 4 s (a quick check)")
     args = ap.parse_args(argv)
     require_chromium()
     sessions = args.sessions or (2 if args.smoke else 8)
-    seconds = args.seconds or (10.0 if args.smoke else 120.0)
+    seconds = args.seconds or (4.0 if args.smoke else 120.0)
     if sessions < 1 or seconds <= 0:
         ap.error("--sessions must be at least 1 and --seconds positive")
     with tempfile.TemporaryDirectory(prefix="soak_") as d:

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,21 +21,20 @@ from model.lesson.learn import CHAPTER_KEYS
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 NUMBER = r"(\d+(?:\.\d+)?)"
+TIMEOUT_S = 600
 
 
-def run_smoke(script: str, *extra: str, browser: bool = True) -> str:
-    """The script's ``--smoke`` output (it exited 0); ``browser``: it drives Chromium, which must be there."""
-    if browser and not Path(CHROMIUM).exists():
+def run_smoke(script: str, *extra: str) -> str:
+    """The script's ``--smoke`` output (it exited 0); it drives Chromium, which must be there."""
+    if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--smoke", *extra],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = subprocess.run(smoke_command(script, *extra), cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert proc.returncode == 0, f"{script} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
+
+
+def smoke_command(script: str, *extra: str) -> list[str]:
+    return [sys.executable, str(ROOT / "benchmarks" / script), "--smoke", *extra]
 
 
 def verdict(out: str, target: str) -> str:
@@ -136,12 +136,38 @@ IN_PROCESS = {  # script: its timed rows, their figures, how many of those (firs
 }
 
 
+@pytest.fixture(scope="module")
+def in_process_runs(request, tmp_path_factory) -> Iterator[dict[str, tuple[subprocess.Popen, Path, Path]]]:
+    """The in-process smokes of this session's tests, started at once: none drives a browser or holds a target, and
+    each runs on one core most of the time, so they share the machine's cores; each test reads its own script's."""
+    scripts = sorted(
+        {item.callspec.params["script"] for item in request.session.items if item.originalname == IN_PROCESS_TEST}
+    )
+    tmp = tmp_path_factory.mktemp("in_process")
+    runs = {}
+    for script in scripts:
+        out, err = tmp / f"{script}.out", tmp / f"{script}.err"
+        with out.open("w") as o, err.open("w") as e:
+            runs[script] = (subprocess.Popen(smoke_command(script), cwd=ROOT, stdout=o, stderr=e, text=True), out, err)
+    yield runs
+    for proc, _, _ in runs.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+IN_PROCESS_TEST = "test_in_process_smoke"
+
+
 @pytest.mark.parametrize("script", sorted(IN_PROCESS))
-def test_in_process_smoke(script):
+def test_in_process_smoke(script, in_process_runs):
     """No browser here: the explain and corpus benchmarks run the tiny model in-process (corpus: through the CLI
     too)."""
     names, figures, positive, targets = IN_PROCESS[script]
-    out = run_smoke(script, browser=False)
+    proc, stdout, stderr = in_process_runs[script]
+    returncode = proc.wait(timeout=TIMEOUT_S)
+    out, err = stdout.read_text(), stderr.read_text()
+    assert returncode == 0, f"{script} exited {returncode}\n{out[-3000:]}\n{err[-3000:]}"
     for name in names:
         m = re.search(rf"^{re.escape(name)}.*?\s{figures}$", out, re.M)
         assert m and all(float(x) > 0 for x in m.groups()[:positive]), f"no row {name!r}:\n{out}"
