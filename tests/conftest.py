@@ -1,5 +1,5 @@
-"""Shared fixtures: the tiny seeded model and tokenizer of ``model.testing``, built once per session, and one Chromium
-per browser-test module; and the slow
+"""Shared fixtures: the tiny seeded model and tokenizer of ``model.testing``, built once per session, one Chromium and
+one server of the app on the tiny model for the session's browser tests; and the slow
 tier: tests that drive Chromium or run a benchmark script are marked ``slow`` here, and tests that start a fresh Python
 process or audit the whole app state by state are marked where they are written (``pytest -m "not slow"``
 leaves them out while developing; CI runs everything)."""
@@ -99,9 +99,10 @@ def tiny_model_dir(tmp_path_factory):
     return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """One Chromium for a module's tests; a missing one is a failure, never a skip."""
+    """One Chromium for the session's tests (each opens its own pages, in contexts of their own: no cookie, storage
+    or cache passes from one test to the next); a missing one is a failure, never a skip."""
     from harness.browser import BROWSER_ARGS, CHROMIUM
 
     if not Path(CHROMIUM).exists():
@@ -114,6 +115,18 @@ def browser():
             yield chromium
         finally:
             chromium.close()
+
+
+@pytest.fixture(scope="session")
+def server(tiny_model_dir, tmp_path_factory):
+    """The app on the tiny model, served once for the session's browser tests (a module that needs another app
+    defines its own ``server``): its URL. Each page opens a Streamlit session of its own, so a test sees no other
+    test's state; what they share is the server's caches, which hold results, never a session's choices. Once it
+    stops, its log must hold no traceback."""
+    from tests.helpers import app_served
+
+    with app_served(tiny_model_dir, tmp_path_factory.mktemp("app") / "streamlit.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,6 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
-from harness.browser import BROWSER_ARGS, CHROMIUM, serve
-from model.io.checkpoint import ENV_MODEL
 from tests import helpers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,15 +19,6 @@ PLOT_SIZES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(e
   const r = e.getBoundingClientRect();
   return [Math.round(r.width), Math.round(r.height)];
 })"""
-
-
-@pytest.fixture
-def server(tiny_model_dir, tmp_path):
-    log = tmp_path / "streamlit.log"
-    with serve(ROOT / "app.py", log, {ENV_MODEL: str(tiny_model_dir)}) as srv:
-        yield srv.url
-    text = log.read_text(errors="replace")
-    assert "Traceback" not in text, text[-4000:]
 
 
 def set_source(page, text: str) -> None:
@@ -57,74 +44,76 @@ def wait_for_chips(page, n: int) -> None:
     )
 
 
-def test_browser_end_to_end(server):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
-    from playwright.sync_api import sync_playwright
-
+def test_browser_end_to_end(server, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     dialogs: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.set_default_timeout(TIMEOUT_MS)
 
-            def on_dialog(d) -> None:
-                dialogs.append(d.message)
-                d.dismiss()
+        def on_dialog(d) -> None:
+            dialogs.append(d.message)
+            d.dismiss()
 
-            page.on("dialog", on_dialog)
-            page.goto(f"{server}/?max_len=12")  # short decodes keep the test fast; also checks the URL is read
-            page.locator(".st-key-source textarea").wait_for()
+        page.on("dialog", on_dialog)
+        page.goto(f"{server}/?max_len=12")  # short decodes keep the test fast; also checks the URL is read
+        page.locator(".st-key-source textarea").wait_for()
+        wait_idle(page)
+
+        set_source(page, "I like pizza.")
+        page.locator('[data-testid="stText"]', has_text="I like pizza.").first.wait_for()
+        wait_idle(page)
+        wait_for_chips(page, 0)
+        for n in range(1, 4):
+            page.locator(".st-key-next button:visible").first.click()
+            wait_for_chips(page, n)
             wait_idle(page)
+        assert page.locator(".st-key-chips .stMarkdownBadge").count() == 3
+        assert "Generated so far (3 tokens)" in chips_text(page)
+        step_text = page.locator(".st-key-next_chip").inner_text()
+        m = re.search(r"Position 3 of 0–(\d+)", step_text)
+        assert m and int(m.group(1)) + 1 <= 12, step_text  # max_len=12 from the URL: positions 0..11 at most
 
-            set_source(page, "I like pizza.")
-            page.locator('[data-testid="stText"]', has_text="I like pizza.").first.wait_for()
-            wait_idle(page)
-            wait_for_chips(page, 0)
-            for n in range(1, 4):
-                page.locator(".st-key-next button:visible").first.click()
-                wait_for_chips(page, n)
-                wait_idle(page)
-            assert page.locator(".st-key-chips .stMarkdownBadge").count() == 3
-            assert "Generated so far (3 tokens)" in chips_text(page)
-            step_text = page.locator(".st-key-next_chip").inner_text()
-            m = re.search(r"Position 3 of 0–(\d+)", step_text)
-            assert m and int(m.group(1)) + 1 <= 12, step_text  # max_len=12 from the URL: positions 0..11 at most
+        # The default stage draws a few figures; "All stages" draws every stage's figures.
+        few = page.locator(".js-plotly-plot").count()
+        assert 1 <= few < 10, few
+        page.locator(".st-key-stage button", has_text="All stages").first.click()
+        wait_idle(page)
+        assert "stage=all" in page.url  # the URL keeps the stage
+        assert "Generated so far (3 tokens)" in chips_text(page)  # and the step
 
-            # The default stage draws a few figures; "All stages" draws every stage's figures.
-            few = page.locator(".js-plotly-plot").count()
-            assert 1 <= few < 10, few
-            page.locator(".st-key-stage button", has_text="All stages").first.click()
-            wait_idle(page)
-            assert "stage=all" in page.url  # the URL keeps the stage
-            assert "Generated so far (3 tokens)" in chips_text(page)  # and the step
+        # Plotly heatmaps rendered: SVG plots with heatmap layers drawn as images.
+        page.wait_for_function(
+            "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 10 && "
+            "document.querySelectorAll('.js-plotly-plot .hm image').length >= 10"
+        )
+        assert page.locator(".js-plotly-plot svg.main-svg").count() >= 10
+        page.set_viewport_size({"width": 1400, "height": 3200})  # chips and the first heatmaps in one shot
+        helpers.wait_still(page, PLOT_SIZES_JS, TIMEOUT_MS)  # redrawn at the new width
+        page.screenshot(path=str(ARTIFACTS / "browser.png"))
+        page.set_viewport_size({"width": 1400, "height": 1000})
 
-            # Plotly heatmaps rendered: SVG plots with heatmap layers drawn as images.
-            page.wait_for_function(
-                "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 10 && "
-                "document.querySelectorAll('.js-plotly-plot .hm image').length >= 10"
-            )
-            assert page.locator(".js-plotly-plot svg.main-svg").count() >= 10
-            page.set_viewport_size({"width": 1400, "height": 3200})  # chips and the first heatmaps in one shot
-            helpers.wait_still(page, PLOT_SIZES_JS, TIMEOUT_MS)  # redrawn at the new width
-            page.screenshot(path=str(ARTIFACTS / "browser.png"))
-            page.set_viewport_size({"width": 1400, "height": 1000})
-
-            # User text is shown as text, never interpreted as HTML.
-            set_source(page, XSS)
-            page.locator('[data-testid="stText"]', has_text=XSS).first.wait_for()
-            wait_idle(page)
-            helpers.wait_images_settled(page, TIMEOUT_MS)  # an injected image's error handler has had its turn
-            assert dialogs == []
-            assert page.locator('img[src="x"]').count() == 0
-            assert page.locator('[data-testid="stText"]', has_text=XSS).first.inner_text().strip() == XSS
-            assert page.locator('[data-testid="stException"]').count() == 0
-            page.screenshot(path=str(ARTIFACTS / "browser_xss.png"))
-        finally:
-            browser.close()
+        # User text is shown as text, never interpreted as HTML.
+        set_source(page, XSS)
+        page.locator('[data-testid="stText"]', has_text=XSS).first.wait_for()
+        wait_idle(page)
+        helpers.wait_images_settled(page, TIMEOUT_MS)  # an injected image's error handler has had its turn
+        assert dialogs == []
+        assert page.locator('img[src="x"]').count() == 0
+        assert page.locator('[data-testid="stText"]', has_text=XSS).first.inner_text().strip() == XSS
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "browser_xss.png"))
+    finally:
+        page.close()
     assert dialogs == []
+
+
+# Where each figure is: "seen" well in the window, "near" below it within ``reach`` px, else "edge or far".
+PLACES_JS = """(reach) => [...document.querySelectorAll('.decoder-lens-plot')].map(e => {
+  const r = e.getBoundingClientRect();
+  if (r.bottom > 0 && r.top < innerHeight - 150) return 'seen';
+  return r.top > innerHeight && r.top < innerHeight + reach ? 'near' : 'edge or far';
+})"""
 
 
 def near_margin() -> int:
@@ -135,34 +124,30 @@ def near_margin() -> int:
 
 
 @contextmanager
-def all_stages_at_the_stepper(server):
+def all_stages_at_the_stepper(server, browser):
     """A page of the "All stages" view at 1366 × 768, drawn, the step buttons scrolled to the top of the window."""
-    from playwright.sync_api import sync_playwright
-
     from harness.browser import PAINTED_JS
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(f"{server}/?max_len=12&stage=all&src=I+like+pizza.")
-            page.wait_for_function(PAINTED_JS, arg=[0, 10, None])
-            # the figures below the window are drawn once the first page's update is over (views/plot.js)
-            page.wait_for_function("() => !document.querySelector('.decoder-lens-plot:not(.js-plotly-plot)')")
-            page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
-            yield page
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(f"{server}/?max_len=12&stage=all&src=I+like+pizza.")
+        page.wait_for_function(PAINTED_JS, arg=[0, 10, None])
+        # the figures below the window are drawn once the first page's update is over (views/plot.js)
+        page.wait_for_function("() => !document.querySelector('.decoder-lens-plot:not(.js-plotly-plot)')")
+        page.locator(".st-key-next").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        yield page
+    finally:
+        page.close()
 
 
-def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_near(server):
+def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_near(server, browser):
     """Every figure keeps its graph between steps (updated in place, not rebuilt); after ▶ in "All stages" the
     figures far below the window wait, marked ``data-deferred``, still showing the previous position, and are
     brought up to date when they scroll near."""
     from harness.browser import PAINTED_JS, SHOWN_JS
 
-    with all_stages_at_the_stepper(server) as page:
+    with all_stages_at_the_stepper(server, browser) as page:
         plots = page.locator(".decoder-lens-plot")
         n = plots.count()
         assert n >= 20, n
@@ -198,25 +183,18 @@ def test_figures_stay_on_the_page_and_out_of_view_ones_update_when_they_scroll_n
         assert plots.nth(target).evaluate(SHOWN_JS) == [1]
 
 
-def test_a_step_draws_the_figures_in_view_at_once_and_those_just_below_once_its_update_is_over(server):
+def test_a_step_draws_the_figures_in_view_at_once_and_those_just_below_once_its_update_is_over(server, browser):
     """After ▶ in "All stages", a figure in the window is drawn at once (never marked waiting), and one just below it
     (within the page's drawing margin, out of the window) waits, marked ``data-deferred``, and is drawn once the
     page's update is over, without any scrolling: the step paints what the reader sees first."""
     from harness.browser import PAINTED_JS, SHOWN_JS
 
     margin = near_margin()
-    with all_stages_at_the_stepper(server) as page:
-        page.wait_for_timeout(500)
+    with all_stages_at_the_stepper(server, browser) as page:
         # where each figure is: well in the window, or below it well within the margin (a step lengthens the page
-        # above them by a row of its table, and a figure at the window's edge may leave it)
-        places = page.evaluate(
-            """(reach) => [...document.querySelectorAll('.decoder-lens-plot')].map(e => {
-              const r = e.getBoundingClientRect();
-              if (r.bottom > 0 && r.top < innerHeight - 150) return 'seen';
-              return r.top > innerHeight && r.top < innerHeight + reach ? 'near' : 'edge or far';
-            })""",
-            margin // 2,
-        )
+        # above them by a row of its table, and a figure at the window's edge may leave it), once the page stays so
+        helpers.wait_still(page, PLACES_JS, TIMEOUT_MS, margin // 2)
+        places = page.evaluate(PLACES_JS, margin // 2)
         plots = page.locator(".decoder-lens-plot")
         tracking = [plots.nth(i).evaluate(SHOWN_JS) == [0] for i in range(len(places))]  # redrawn by a step
         seen = [i for i, w in enumerate(places) if w == "seen" and tracking[i]]
@@ -246,33 +224,29 @@ def test_a_step_draws_the_figures_in_view_at_once_and_those_just_below_once_its_
         assert all(plots.nth(i).evaluate(SHOWN_JS) == [1] for i in seen + near)
 
 
-def test_plotly_is_fetched_with_the_page_not_after_its_first_figure(server):
+def test_plotly_is_fetched_with_the_page_not_after_its_first_figure(server, browser):
     """The page's shell (views/shell.py) preloads Plotly's bundle from its <head>: the request starts before the
     document has been parsed (the first figure's loader would start it only once the page's elements arrive),
     Plotly is fetched once, and the preload is used (Chromium warns in the console about one that is not)."""
-    from playwright.sync_api import sync_playwright
-
     from harness.browser import DRAWN_JS
     from views.plot import PLOTLY_ROUTE
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
-            page.set_default_timeout(TIMEOUT_MS)
-            console = []
-            page.on("console", lambda m: console.append(m.text) if m.type in ("warning", "error") else None)
-            page.goto(f"{server}/?max_len=12&src=I+like+pizza.")
-            page.wait_for_function(DRAWN_JS, arg=1)
-            page.wait_for_timeout(3500)  # Chromium's "preloaded but not used" warning comes ~3 s after load
-            starts = page.evaluate(
-                """(route) => [performance.getEntriesByType('navigation')[0].domContentLoadedEventStart,
-                    performance.getEntriesByType('resource').filter(e => e.name.endsWith(route))
-                        .map(e => e.startTime)]""",
-                PLOTLY_ROUTE,
-            )
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        page.set_default_timeout(TIMEOUT_MS)
+        console = []
+        page.on("console", lambda m: console.append(m.text) if m.type in ("warning", "error") else None)
+        page.goto(f"{server}/?max_len=12&src=I+like+pizza.")
+        page.wait_for_function(DRAWN_JS, arg=1)
+        page.wait_for_timeout(3500)  # Chromium's "preloaded but not used" warning comes ~3 s after load
+        starts = page.evaluate(
+            """(route) => [performance.getEntriesByType('navigation')[0].domContentLoadedEventStart,
+                performance.getEntriesByType('resource').filter(e => e.name.endsWith(route))
+                    .map(e => e.startTime)]""",
+            PLOTLY_ROUTE,
+        )
+    finally:
+        page.close()
     parsed, plotly = starts
     assert len(plotly) == 1, plotly
     assert plotly[0] < parsed, starts

@@ -273,10 +273,59 @@ def axe_check(page, name: str, width: int) -> None:
     assert all(b[0] <= a[0] + 1 for a, b in zip(levels, levels[1:])), levels  # ... and no level skipped
 
 
-def open_for_axe(browser, url: str, width: int, height: int, plots: int):
-    page = browser.new_page(viewport={"width": width, "height": height})
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(url)
+class AxePages:
+    """The axe tests' pages, each asked for while the test before it runs (its own page, in a context of its own):
+    the server and the browser load the next page while axe reads this one. A test then waits for its page's
+    state as if it had just asked for it, so axe reads the same state; pages asked for but not taken (a test
+    deselected or failed) are closed with the module."""
+
+    def __init__(self, browser, address, order: list[tuple[str, int, int]]):
+        self.browser, self.address, self.order = browser, address, order  # address(name): the page's URL
+        self.asked: dict[tuple[str, int, int], object] = {}
+
+    def ask(self, key: tuple[str, int, int]) -> None:
+        if key not in self.asked:
+            name, width, height = key
+            page = self.browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(self.address(name), wait_until="commit")
+            self.asked[key] = page
+
+    def take(self, key: tuple[str, int, int]):
+        """The page of ``key``, loaded; the page of the test after it asked for."""
+        self.ask(key)
+        page = self.asked.pop(key)
+        later = self.order[self.order.index(key) + 1 :] if key in self.order else []
+        if later:
+            self.ask(later[0])
+        page.wait_for_load_state("load")
+        return page
+
+    def close(self) -> None:
+        for page in self.asked.values():
+            page.close()
+
+
+@pytest.fixture(scope="module")
+def axe_pages(request, server, classes, browser):
+    """The module's axe pages, in the order of the axe tests that this session runs."""
+
+    def address(name: str) -> str:
+        path = AXE_PAGES[name][0] if name in AXE_PAGES else AXE_CLASS_CORPUS[name][0]
+        return server + (path or classes[1])
+
+    order = [
+        (item.callspec.params["name"], item.callspec.params["width"], item.callspec.params["height"])
+        for item in request.session.items
+        if item.module is request.module and "axe_pages" in item.fixturenames
+    ]
+    pages = AxePages(browser, address, order)
+    yield pages
+    pages.close()
+
+
+def open_for_axe(axe_pages: AxePages, name: str, width: int, height: int, plots: int):
+    page = axe_pages.take((name, width, height))
     page.get_by_role("heading", level=1).first.wait_for()
     page.wait_for_function("() => window.__decoderLensPage === true")  # the page's own behaviour and styles
     wait_still(page, DRAWN_JS, TIMEOUT_MS, plots)
@@ -285,9 +334,9 @@ def open_for_axe(browser, url: str, width: int, height: int, plots: int):
 
 @pytest.mark.parametrize("width,height", [(1366, 768), (390, 844)])
 @pytest.mark.parametrize("name", list(AXE_PAGES))
-def test_axe_finds_no_serious_violation_and_headings_are_in_order(server, browser, name, width, height):
-    path, plots, panel = AXE_PAGES[name]
-    page = open_for_axe(browser, server + path, width, height, plots)
+def test_axe_finds_no_serious_violation_and_headings_are_in_order(axe_pages, name, width, height):
+    _, plots, panel = AXE_PAGES[name]
+    page = open_for_axe(axe_pages, name, width, height, plots)
     try:
         if panel:
             page.get_by_text(panel).first.click()
@@ -330,9 +379,9 @@ AXE_CLASS_CORPUS = {
 
 @pytest.mark.parametrize("width,height", [(1366, 768), (390, 844)])
 @pytest.mark.parametrize("name", list(AXE_CLASS_CORPUS))
-def test_axe_on_the_class_and_corpus_pages(server, classes, browser, name, width, height):
-    path, plots, action = AXE_CLASS_CORPUS[name]
-    page = open_for_axe(browser, server + (path or classes[1]), width, height, plots)
+def test_axe_on_the_class_and_corpus_pages(axe_pages, name, width, height):
+    _, plots, action = AXE_CLASS_CORPUS[name]
+    page = open_for_axe(axe_pages, name, width, height, plots)
     try:
         if action:
             action(page)

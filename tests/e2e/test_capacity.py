@@ -14,10 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.browser import ROOT as APP_ROOT
-from harness.browser import app_env, serve
 from harness.protocol import Student, badge_labels, reference
-from model.testing import build_tiny_model_dir
 from views.state import DECODER_STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,31 +28,29 @@ def test_badge_labels_keep_escapes_and_brackets():
     assert badge_labels(body) == [r"\<s\> 0\.50", r"a\]b 0\.25"]
 
 
-def test_student_checks_catch_another_sessions_state(tmp_path):
+def test_student_checks_catch_another_sessions_state(server):
     """A student's answer checked against another sentence's reference is cross-talk, against its own it is
     clean; stepping and switching keep it clean."""
-    model = build_tiny_model_dir(tmp_path / "tiny")
-    with serve(APP_ROOT / "app.py", tmp_path / "st.log", app_env(model)) as server:
-        refs = {A: reference(server.url, A), B: reference(server.url, B)}
-        assert refs[A]["english"] == A and refs[A]["source"] != refs[B]["source"]
-        good = Student(0, server.url, A, refs, 2, DECODER_STAGES, random.Random(0))
-        out = good.open()
-        assert out.kind == "open" and out.seconds > 0 and not out.problems and not out.crosstalk, out
-        for choice in ("next", "next", "prev", "jump", "stage", "layer", "sentence", "next"):
-            out = good.act(choice)
-            assert not out.problems and not out.crosstalk, (choice, out)
-        assert good.sentence == B and good.step == 1
-        wrong = Student(1, server.url, A, {A: refs[B], B: refs[B]}, 2, DECODER_STAGES, random.Random(1))
-        out = wrong.open()
-        assert any(c.startswith("student 1 (open) source:") for c in out.crosstalk), out
-        good.sentence = A  # as if its answers were another session's
-        out = good.act("stage")  # the step view's fragment alone: its chips are not A's
-        assert any(c.startswith("student 0 (stage) chips:") for c in out.crosstalk), out
-        out = good.act("layer")  # the whole page: neither the English nor the URL is A's
-        assert any(c.startswith("student 0 (layer) english:") for c in out.crosstalk), out
-        assert any("URL query" in c for c in out.crosstalk), out
-        good.close()
-        wrong.close()
+    refs = {A: reference(server, A), B: reference(server, B)}
+    assert refs[A]["english"] == A and refs[A]["source"] != refs[B]["source"]
+    good = Student(0, server, A, refs, 2, DECODER_STAGES, random.Random(0))
+    out = good.open()
+    assert out.kind == "open" and out.seconds > 0 and not out.problems and not out.crosstalk, out
+    for choice in ("next", "next", "prev", "jump", "stage", "layer", "sentence", "next"):
+        out = good.act(choice)
+        assert not out.problems and not out.crosstalk, (choice, out)
+    assert good.sentence == B and good.step == 1
+    wrong = Student(1, server, A, {A: refs[B], B: refs[B]}, 2, DECODER_STAGES, random.Random(1))
+    out = wrong.open()
+    assert any(c.startswith("student 1 (open) source:") for c in out.crosstalk), out
+    good.sentence = A  # as if its answers were another session's
+    out = good.act("stage")  # the step view's fragment alone: its chips are not A's
+    assert any(c.startswith("student 0 (stage) chips:") for c in out.crosstalk), out
+    out = good.act("layer")  # the whole page: neither the English nor the URL is A's
+    assert any(c.startswith("student 0 (layer) english:") for c in out.crosstalk), out
+    assert any("URL query" in c for c in out.crosstalk), out
+    good.close()
+    wrong.close()
 
 
 def test_capacity_smoke(tmp_path):

@@ -16,7 +16,7 @@ TIMEOUT_MS = 120_000
 BEAM = "src=The%20cat%20is%20sleeping%20on%20the%20sofa.&strategy=beam&beam=3&max_len=8&stage=output&step=2"
 # What the step view sends when it runs: a figure's element (views/plot.py) and the chips' line (views/stepping.py)
 STEP_VIEW = (b'"figure": {', b"Generated so far")
-server, page = edges.server, edges.page  # the fixtures: a server of the tiny model, a page at 1366 x 768
+page = edges.page  # the fixture: a page at 1366 x 768
 
 
 def received(page) -> list[bytes]:

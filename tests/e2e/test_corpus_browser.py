@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.browser import DRAWN_JS, ROOT, serve
+from harness.browser import DRAWN_JS
 from model.interpret.corpus import MAX_BYTES
-from model.io.checkpoint import ENV_MODEL
 from tests.helpers import wait_still
 
 TIMEOUT_MS = 120_000
@@ -25,18 +24,6 @@ POINT_JS = """([sel, i]) => {
   }
   return null;
 }"""
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from model.testing import build_tiny_model_dir
-
-    tmp = tmp_path_factory.mktemp("corpus")
-    log = tmp / "streamlit.log"
-    with serve(ROOT / "app.py", log, {ENV_MODEL: str(build_tiny_model_dir(tmp / "tiny"))}) as srv:
-        yield srv.url
-    text = log.read_text(errors="replace")
-    assert "Traceback" not in text, text[-4000:]
 
 
 def test_a_click_on_a_point_opens_its_sentence(browser, server):

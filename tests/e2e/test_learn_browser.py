@@ -22,7 +22,6 @@ from harness.browser import DRAWN_JS, IDLE_JS
 from harness.legibility import violations
 from model.lesson.learn import CHAPTER_KEYS
 from tests import helpers
-from tests.helpers import app_served
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "learn"
@@ -110,12 +109,6 @@ def walk(page, base: str, size: tuple[int, int], shots: Path, query: str = "") -
     assert f"chapter={len(CHAPTER_KEYS) + 1}" in page.url
     check_page(f"{len(CHAPTER_KEYS) + 1:02d}_check")
     return problems
-
-
-@pytest.fixture(scope="module")
-def server(tiny_model_dir, tmp_path_factory):
-    with app_served(tiny_model_dir, tmp_path_factory.mktemp("learn") / "streamlit.log") as url:
-        yield url
 
 
 def new_page(browser, size: tuple[int, int]):

@@ -32,14 +32,12 @@ from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from playwright.sync_api import sync_playwright
 
-from harness.browser import BROWSER_ARGS, CHROMIUM, DRAWN_JS
+from harness.browser import DRAWN_JS
 from harness.legibility import violations
 from model.core.tokenizer import SPECIALS, Tokenizer
 from model.lesson.learn import CHAPTER_KEYS
 from tests import helpers
-from tests.helpers import app_served
 from views.state import DEFAULT_STAGE, SITES, STAGE_LABELS, STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,15 +130,7 @@ def screenshot(page, path: Path, size: tuple[int, int]) -> None:
     page.set_viewport_size({"width": size[0], "height": size[1]})
 
 
-@pytest.fixture(scope="module")
-def server(tiny_model_dir, tmp_path_factory):
-    with app_served(tiny_model_dir, tmp_path_factory.mktemp("legibility") / "streamlit.log") as url:
-        yield url
-
-
-def test_figures_legible(server, tiny_model_dir):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does this")
+def test_figures_legible(server, browser, tiny_model_dir):
     tok = Tokenizer.load(tiny_model_dir / "tokenizer.json")
     refs = {n: french_reference(tok, n) for n in SOURCES}
     shutil.rmtree(SHOTS, ignore_errors=True)
@@ -171,48 +161,43 @@ def test_figures_legible(server, tiny_model_dir):
         if msg.type in ("error", "warning"):
             console.append(f"{at['state']}: console.{msg.type}: {msg.text}")
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            for size, lengths in PLAN.items():
-                vp = f"{size[0]}x{size[1]}"
-                page = browser.new_page(viewport={"width": size[0], "height": size[1]})
-                page.set_default_timeout(TIMEOUT_MS)
-                page.on("console", on_console)
-                page.on("pageerror", lambda e: console.append(f"{at['state']}: page error: {e}"))
-                for n, view in itertools.product(lengths, VIEWS):
-                    ids = tok.encode(refs[n])
-                    for i, stage in enumerate(lengths[n]):
-                        name = f"{vp}/{n:02d}tok/{view}/{stage}"
-                        if i == 0:
-                            act = partial(page.goto, url(server, n, refs[n], ids, view, stage))
-                        else:  # a click reruns the script without reloading the page: much faster than a new URL
-                            label = re.compile(f"^{re.escape(STAGE_LABELS[stage])}$")
-                            act = page.locator(".st-key-stage button").filter(has_text=label).first.click
-                        if not visit(page, size, name, act, STAGE_IS_JS, [stage, DEFAULT_STAGE]) or view != "step":
-                            continue
-                        want = f"Generated so far ({n} token{'s' if n != 1 else ''})"
-                        chips = page.locator(".st-key-chips").inner_text()
-                        if want not in chips:
-                            problems.append(f"{name}: expected {want!r}, the page shows {chips[:80]!r}")
-                for k in LEARN_CHAPTERS[size]:
-                    query = urlencode(dict(page="Learn", chapter=k, src=SOURCES[LEARN_LENGTH], max_len=LEARN_LENGTH))
-                    visit(page, size, f"{vp}/learn/{k:02d}", partial(page.goto, f"{server}/?{query}"), LEARN_IS_JS, k)
-                for site, stage in zip(SITES, ("cross", "self", "inputs")):  # the Compare page: every map kind
-                    q = dict(
-                        page="Compare",
-                        src=COMPARE[0],
-                        srcb=COMPARE[1],
-                        contrast="la",
-                        site=site,
-                        stage=stage,
-                        step="3",
-                        max_len="8",
-                    )
-                    visit(page, size, f"{vp}/compare/{site}", partial(page.goto, f"{server}/?{urlencode(q)}"))
-                page.close()
-        finally:
-            browser.close()
+    for size, lengths in PLAN.items():
+        vp = f"{size[0]}x{size[1]}"
+        page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("console", on_console)
+        page.on("pageerror", lambda e: console.append(f"{at['state']}: page error: {e}"))
+        for n, view in itertools.product(lengths, VIEWS):
+            ids = tok.encode(refs[n])
+            for i, stage in enumerate(lengths[n]):
+                name = f"{vp}/{n:02d}tok/{view}/{stage}"
+                if i == 0:
+                    act = partial(page.goto, url(server, n, refs[n], ids, view, stage))
+                else:  # a click reruns the script without reloading the page: much faster than a new URL
+                    label = re.compile(f"^{re.escape(STAGE_LABELS[stage])}$")
+                    act = page.locator(".st-key-stage button").filter(has_text=label).first.click
+                if not visit(page, size, name, act, STAGE_IS_JS, [stage, DEFAULT_STAGE]) or view != "step":
+                    continue
+                want = f"Generated so far ({n} token{'s' if n != 1 else ''})"
+                chips = page.locator(".st-key-chips").inner_text()
+                if want not in chips:
+                    problems.append(f"{name}: expected {want!r}, the page shows {chips[:80]!r}")
+        for k in LEARN_CHAPTERS[size]:
+            query = urlencode(dict(page="Learn", chapter=k, src=SOURCES[LEARN_LENGTH], max_len=LEARN_LENGTH))
+            visit(page, size, f"{vp}/learn/{k:02d}", partial(page.goto, f"{server}/?{query}"), LEARN_IS_JS, k)
+        for site, stage in zip(SITES, ("cross", "self", "inputs")):  # the Compare page: every map kind
+            q = dict(
+                page="Compare",
+                src=COMPARE[0],
+                srcb=COMPARE[1],
+                contrast="la",
+                site=site,
+                stage=stage,
+                step="3",
+                max_len="8",
+            )
+            visit(page, size, f"{vp}/compare/{site}", partial(page.goto, f"{server}/?{urlencode(q)}"))
+        page.close()
     report = []
     if problems:
         report += [f"{len(problems)} legibility problems:", *problems]

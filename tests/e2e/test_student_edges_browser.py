@@ -15,7 +15,6 @@ from harness.browser import IDLE_JS, serve
 from model.io.checkpoint import ENV_MODEL, save_model_dir
 from model.testing import make_model, make_tokenizer
 from tests.e2e.test_learn_browser import at_position, open_options  # the step view shows a position, its run over
-from tests.helpers import app_served
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
@@ -53,12 +52,6 @@ WATCH_JS = (
   requestAnimationFrame(tick);
 }"""
 )
-
-
-@pytest.fixture(scope="module")
-def server(tiny_model_dir, tmp_path_factory):
-    with app_served(tiny_model_dir, tmp_path_factory.mktemp("edges") / "streamlit.log") as url:
-        yield url
 
 
 @pytest.fixture
