@@ -15,7 +15,6 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from harness.browser import BROWSER_ARGS, CHROMIUM
 from viz.common import Figure
 
 MIN_FONT_PX = 11
@@ -195,20 +194,12 @@ def show_figures(page: Any, figures: Sequence[Figure | go.Figure], width: int, *
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def figures_violations(figures: Sequence[Figure | go.Figure], width: int) -> list[str]:
-    """Every legibility problem of ``figures`` drawn in a ``width`` px container of a fresh Chromium page; a missing
-    Chromium is a failure, never a skip."""
-    from pathlib import Path
-
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": width + 40, "height": 900})
-            show_figures(page, figures, width)
-            return violations(page)
-        finally:
-            browser.close()
+def figures_violations(browser: Any, figures: Sequence[Figure | go.Figure], width: int) -> list[str]:
+    """Every legibility problem of ``figures`` drawn in a ``width`` px container of a fresh page of ``browser`` (a
+    launched Chromium: the tests' one, as a process runs one Playwright at a time)."""
+    page = browser.new_page(viewport={"width": width + 40, "height": 900})
+    try:
+        show_figures(page, figures, width)
+        return violations(page)
+    finally:
+        page.close()

@@ -1,5 +1,5 @@
-"""Shared fixtures: the tiny seeded model and tokenizer of ``model.testing``, built once per session, one Chromium and
-one server of the app on the tiny model for the session's browser tests; and the slow
+"""Shared fixtures: the tiny seeded model and tokenizer of ``model.testing``, built once per session, one Chromium per
+browser-test module and one server of the app on the tiny model for the session's browser tests; and the slow
 tier: tests that drive Chromium or run a benchmark script are marked ``slow`` here, and tests that start a fresh Python
 process or audit the whole app state by state are marked where they are written (``pytest -m "not slow"``
 leaves them out while developing; CI runs everything)."""
@@ -99,10 +99,12 @@ def tiny_model_dir(tmp_path_factory):
     return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """One Chromium for the session's tests (each opens its own pages, in contexts of their own: no cookie, storage
-    or cache passes from one test to the next); a missing one is a failure, never a skip."""
+    """One Chromium for a module's tests (each opens its own pages, in contexts of their own: no cookie, storage or
+    cache passes from one test to the next); a missing one is a failure, never a skip. Not one for the session:
+    Playwright's synchronous API keeps an event loop in the thread while it is open, and the later modules'
+    ``asyncio.run`` would find it."""
     from harness.browser import BROWSER_ARGS, CHROMIUM
 
     if not Path(CHROMIUM).exists():

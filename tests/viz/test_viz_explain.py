@@ -75,5 +75,5 @@ def test_loss_delta_rows_follow_the_positions():
 
 
 @pytest.mark.parametrize("width", [860, 1450])
-def test_explanation_figures_are_legible_in_chromium(width):
-    assert figures_violations([f for T in (1, 8, 20, 60) for f in figures(T)], width) == []
+def test_explanation_figures_are_legible_in_chromium(browser, width):
+    assert figures_violations(browser, [f for T in (1, 8, 20, 60) for f in figures(T)], width) == []

@@ -94,5 +94,8 @@ def test_pair_shares_one_scale_and_aligns_by_position():
 
 
 @pytest.mark.parametrize("width", [860, 1450])
-def test_patching_figures_are_legible_in_chromium(width):
-    assert figures_violations([f for S, P in ((3, 1), (8, 8), (16, 16), (60, 40)) for f in figures(S, P)], width) == []
+def test_patching_figures_are_legible_in_chromium(browser, width):
+    assert (
+        figures_violations(browser, [f for S, P in ((3, 1), (8, 8), (16, 16), (60, 40)) for f in figures(S, P)], width)
+        == []
+    )
