@@ -77,10 +77,11 @@ def settled(page) -> None:
 
 def opened(page) -> None:
     """Explore's step view shown (before its first run the page is idle with no figure: not yet opened), settled,
-    and every figure below the window drawn too: the first control starts from a page done drawing."""
+    and every figure below the window drawn too, at least one of them: the position's line shows before its figures
+    are drawn, and a page with none drawn yet would have the first control timed with the page's first drawing."""
     page.locator(".st-key-next_chip").first.wait_for(timeout=TIMEOUT_MS)
     settled(page)
-    page.wait_for_function(DRAWN_JS, arg=0, timeout=TIMEOUT_MS)
+    page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
 
 
 def timed(page, act: Callable[[], None], done: Callable[[], None]) -> float:
