@@ -102,7 +102,8 @@ def translation(lm: LoadedModel, src: Source, src_tokens: list[str], ch: Choices
     """The source tokens, what makes the output untrustworthy, the sentence as the model reads it beside its
     translation, and the beam's candidates (in a panel)."""
     st.markdown("**Source tokens** " + badges([(show_token(t), "gray") for t in src_tokens]))
-    honesty(lm, res, readability(lm.tokenizer, src.ids[:-1], lm.cfg.unk_id))
+    with st.container(key="honesty"):  # a note that comes or goes (a token forced) moves no element after it
+        honesty(lm, res, readability(lm.tokenizer, src.ids[:-1], lm.cfg.unk_id))
     c1, c2 = st.columns(2)
     with c1:
         st.markdown("**English**")
