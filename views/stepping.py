@@ -183,8 +183,9 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
             f"**Position {step}** of 0–{n - 1} reads {badges([(show_token(reads[-1]), 'gray')])}"
             f" → predicts {badges([(f'{show_token(predicts[-1])} (p = {fmt_p(p_next)}){note}', 'green')])}"
         )
+    clear = st.empty()  # always there: Clear coming or going moves no element after it (each would be drawn anew)
     if ch.prefix:
-        st.button("Clear forced tokens", key="clear_forced", on_click=_clear_forced)
+        clear.button("Clear forced tokens", key="clear_forced", on_click=_clear_forced)
 
     with tagged(str(step)):  # a figure still drawn for the position before is marked until drawn (page.js)
         stages.render(ctx, stage)

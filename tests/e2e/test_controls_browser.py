@@ -101,6 +101,37 @@ def test_a_token_forced_from_the_panel_and_clear_redraw_the_page(server, page):
     assert page.locator(".st-key-chips").inner_text() == chips  # the model's own line again
 
 
+# Every graph of the page and the element it sits in, marked; then how many of the page's graphs are not marked (new
+# nodes: their elements were mounted anew and drawn from scratch) and how many marked ones left the page.
+GRAPHS_JS = "[...document.querySelectorAll('.decoder-lens-plot')].flatMap((d) => [d, d.parentElement])"
+MARK_JS = f"""() => {{ window.__marked = {GRAPHS_JS};
+  window.__marked.forEach((n) => {{ n.__mark = true; }}); return window.__marked.length / 2; }}"""
+UNMARKED_JS = f"""() => [{GRAPHS_JS}.filter((n) => !n.__mark).length,
+  window.__marked.filter((n) => !n.isConnected).length]"""
+
+
+def test_force_and_clear_update_every_graph_in_place(server, page):
+    """A forced token and Clear redraw the page's graphs where they are, none remounted: an element whose place
+    among the page's elements shifts (Clear's button, a note that comes or goes) is mounted anew by Streamlit, and
+    every one after it with it, each graph then built from scratch instead of updated."""
+    page.goto(f"{server}/explore?{BEAM}")
+    at_position(page, 2)
+    settled(page)
+    open_panel(page, [], "whatif_open", ".st-key-whatif_go")
+    assert page.evaluate(MARK_JS) > 0
+    page.locator(".st-key-whatif_go button").click()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('forced') !== null", timeout=TIMEOUT_MS)
+    at_position(page, 3)
+    settled(page)
+    assert page.evaluate(UNMARKED_JS) == [0, 0]  # after the force: the same graphs, updated
+
+    page.locator(".st-key-clear_forced button").click()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('forced') === null", timeout=TIMEOUT_MS)
+    at_position(page, 3)
+    settled(page)
+    assert page.evaluate(UNMARKED_JS) == [0, 0]  # after Clear too
+
+
 # The browser's idle callbacks held back (views/plot.js draws a figure out of view in one), until released.
 HOLD_IDLE_JS = """() => {
   window.__held = [];
