@@ -519,6 +519,33 @@ def test_cut_off_and_low_confidence_are_flagged(tiny_model_dir, monkeypatch):
     assert not any("cut off" in w.value for w in at.warning) or "</s>" not in " ".join(t.value for t in at.text)
 
 
+def place(node, starts: str) -> tuple[int, ...] | None:
+    """Where the first markdown element that starts with ``starts`` sits in the page's tree (its indices)."""
+    for i, child in getattr(node, "children", {}).items():
+        if child.type == "markdown" and str(child.value).startswith(starts):
+            return (i,)
+        if (inner := place(child, starts)) is not None:
+            return (i, *inner)
+    return None
+
+
+def test_a_note_that_comes_or_goes_moves_no_element_below_it(tiny_model_dir, monkeypatch):
+    """The browser mounts anew an element whose place in the page's tree shifts (drawing its figures from scratch):
+    a note on the output that a forced token brings or takes away leaves every element below it where it was."""
+    import views.explore
+
+    monkeypatch.setattr(views.explore, "LOW_CONFIDENCE", 0.0)  # no output is below that
+    at = open_app(tiny_model_dir, monkeypatch)
+    notes = len(at.warning)
+    below = [place(at.main, s) for s in ("**English**", "**Generated so far")]
+    assert None not in below
+    monkeypatch.setattr(views.explore, "LOW_CONFIDENCE", 0.999)  # every output is below that
+    at.run()
+    ok(at)
+    assert len(at.warning) == notes + 1
+    assert [place(at.main, s) for s in ("**English**", "**Generated so far")] == below
+
+
 def test_generated_byte_pieces_are_named_by_the_character_they_spell(tiny_model_dir, monkeypatch):
     lm = load_model_dir(tiny_model_dir)
     c3, a9 = (lm.tokenizer.token_to_id(f"<0x{b:02X}>") for b in "é".encode())
