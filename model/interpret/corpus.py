@@ -61,6 +61,8 @@ HEAD_SENTENCES = 200  # the head table reads the set's first sentences
 # whose products are too small to keep both threads busy
 HEAD_BATCH = 2 * BATCH_SIZE
 ATTRIBUTION_BATCH = BATCH_SIZE // 2  # of those, sentences whose per-token attribution runs together (T cotangents)
+ATTRIBUTION_SPAN = 5  # target positions explained by one backward pass (the decoder run up to the span's end)
+LOSS_ROWS = 128  # rows of the head removals whose logits and cross-entropy are taken together
 FAITHFUL_CHUNK = 256  # sentences erased together between two progress reports
 COLUMNS = ("english", "french")  # a CSV's columns (a header row names them)
 DOMAIN = "domain"  # a CSV's column of each sentence's domain (a TSV's third column), for the slices
@@ -274,15 +276,18 @@ def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_to
     attention block's weights (B, H, Tq, Tk) by key (``enc.0.self``, ``dec.1.cross``)."""
     memory, src_mask, enc = model.encode(src, record, tok=src_tok)  # the model as it is (norms, T5's bias)
     y, _, dec = model.decode_states(dec_in, memory, src_mask, record=record, tok=tgt_tok)  # (B, T, D)
-    weights = {}
-    if record:
-        r = keys.Records({**enc, **dec})
-        for i in range(model.cfg.n_encoder_layers):
-            weights[keys.enc(i, "self")] = r.enc_weights(i).detach()
-        for i in range(model.cfg.n_decoder_layers):
-            weights[keys.dec(i, "self")] = r.self_weights(i).detach()
-            weights[keys.dec(i, "cross")] = r.cross_weights(i).detach()
-    return y, weights
+    return y, _weights(model, {**enc, **dec}) if record else {}
+
+
+def _weights(model: Transformer, trace: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Every attention block's weights (B, H, Tq, Tk) in a recorded pass's trace, by key (``enc.0.self``)."""
+    r, weights = keys.Records(trace), {}
+    for i in range(model.cfg.n_encoder_layers):
+        weights[keys.enc(i, "self")] = r.enc_weights(i).detach()
+    for i in range(model.cfg.n_decoder_layers):
+        weights[keys.dec(i, "self")] = r.self_weights(i).detach()
+        weights[keys.dec(i, "cross")] = r.cross_weights(i).detach()
+    return weights
 
 
 def _padded(seqs: Sequence[Sequence[int]], pad: int) -> torch.Tensor:
@@ -629,10 +634,14 @@ def _token_loss(model: Transformer, y: torch.Tensor, labels: torch.Tensor, valid
     """(R,) mean cross-entropy over each row's labels; rows repeat the batch (labels (B, T)) R / B times."""
     reps = y.shape[0] // labels.shape[0]
     lab, ok = labels.repeat(reps, 1), valid.repeat(reps, 1)
+    loss = torch.zeros(lab.shape)  # (R, T)
     # the output product and softmax for the labelled positions only (a batch's padding is an eighth of its rows),
-    # over rows of V logits as they lie in memory (the (R, V, T) view's strided softmax took as long as the product)
-    logits = model.logits(y[ok]).float()  # (N, V): N labelled positions
-    loss = torch.zeros(lab.shape).masked_scatter_(ok, F.cross_entropy(logits, lab[ok], reduction="none"))  # (R, T)
+    # over rows of V logits as they lie in memory (the (R, V, T) view's strided softmax took as long as the product),
+    # LOSS_ROWS rows at a time: the logits of all R rows are never held at once
+    for r in range(0, y.shape[0], LOSS_ROWS):
+        rows, o = slice(r, r + LOSS_ROWS), ok[r : r + LOSS_ROWS]
+        logits = model.logits(y[rows][o]).float()  # (N, V): N labelled positions
+        loss[rows].masked_scatter_(o, F.cross_entropy(logits, lab[rows][o], reduction="none"))
     return (loss * ok).sum(1) / ok.sum(1)
 
 
@@ -706,18 +715,30 @@ def _per_token_attribution(model: Transformer, src, dec_in, labels, valid):
     """Input × Gradient of each label's log-probability to the source tokens, as shares of its attribution
     (B, T, S), and the attention weights of every block (no gradient)."""
     src_tok, tgt_tok = _embed(model, src), _embed(model, dec_in)
-    y, weights = _forward(model, src, dec_in, src_tok, tgt_tok, record=True)  # (B, T, D)
+    memory, src_mask, enc = model.encode(src, record=True, tok=src_tok)  # (B, S, D), kept for the backward passes
+    with torch.no_grad():
+        y, _, dec = model.decode_states(dec_in, memory, src_mask, record=True, tok=tgt_tok)  # (B, T, D)
+    weights = _weights(model, {**enc, **dec})
     B, T = labels.shape
     # d log p(label) / d y = W_out[label] − softmax(logits) · W_out, written out: the backward passes below start at
     # y, not at the (B, T, V) logits, which T of them would each go through again
     with torch.no_grad():
         W = model.W_out.float()  # (V, D)
         g_y = (W[labels] - model.logits(y).float().softmax(-1) @ W) * valid[..., None]  # (B, T, D)
-    # every position's gradient from one vectorised backward pass (T cotangents, one per explained position)
-    cot = torch.eye(T)[:, None, :, None] * g_y[None]  # (T, B, T, D): cotangent t is g_y at position t only
-    g_src, g_tgt = torch.autograd.grad(y, (src_tok, tgt_tok), cot.to(y.dtype), is_grads_batched=True)
-    a_src = (src_tok.detach() * g_src).sum(-1).abs()  # (T, B, S)
-    a_tgt = (tgt_tok.detach() * g_tgt).sum(-1).abs()  # (T, B, T)
+    # the positions' gradients by vectorised backward passes, ATTRIBUTION_SPAN cotangents (one per explained
+    # position) each; the decoder is causal, so a span's pass runs it only up to the span's last position, not over
+    # all T (the T × T cost of one pass over every position)
+    a_src, a_tgt = torch.zeros(T, B, src.shape[1]), torch.zeros(T, B, T)
+    for a in range(0, T, ATTRIBUTION_SPAN):
+        e = min(a + ATTRIBUTION_SPAN, T)
+        tgt_in = tgt_tok.detach()[:, :e].requires_grad_()
+        y_e, _, _ = model.decode_states(dec_in[:, :e], memory, src_mask, tok=tgt_in)  # (B, e, D)
+        cot = torch.eye(e)[a:e, None, :, None] * g_y[None, :, :e]  # (e − a, B, e, D): g_y at its position only
+        g_src, g_tgt = torch.autograd.grad(
+            y_e, (src_tok, tgt_in), cot.to(y_e.dtype), retain_graph=e < T, is_grads_batched=True
+        )
+        a_src[a:e] = (src_tok.detach() * g_src).sum(-1).abs()  # (e − a, B, S)
+        a_tgt[a:e, :, :e] = (tgt_in.detach() * g_tgt).sum(-1).abs()  # (e − a, B, e)
     out = (a_src / (a_src.sum(-1, keepdim=True) + a_tgt.sum(-1, keepdim=True)).clamp_min(1e-30)).transpose(0, 1)
     return out, weights
 

@@ -115,7 +115,9 @@ def test_pair_signals_match_trace_and_captum(tiny_model, tiny_tokenizer):
         assert p.source_share == pytest.approx(a_src / (a_src + a_tgt), rel=1e-3)
 
 
-def test_per_token_attribution_matches_captum(tiny_model, tiny_tokenizer):
+@pytest.mark.parametrize("span", [C.ATTRIBUTION_SPAN, 2, 1])  # positions a backward pass explains
+def test_per_token_attribution_matches_captum(tiny_model, tiny_tokenizer, monkeypatch, span):
+    monkeypatch.setattr(C, "ATTRIBUTION_SPAN", span)
     m, tok = tiny_model.eval(), tiny_tokenizer
     srcs = [ids_of(tok, m, s) for s in SOURCES]
     tgts = [tok.encode(r)[:6] + [m.cfg.eos_id] for r in REFS]
@@ -124,7 +126,9 @@ def test_per_token_attribution_matches_captum(tiny_model, tiny_tokenizer):
         np.testing.assert_allclose(attr[i, : len(t), : len(s)].numpy(), attribute(m, s, t, "ixg").src, atol=1e-5)
 
 
-def test_removal_losses_match_one_ablated_pass_each(tiny_model, tiny_tokenizer):
+@pytest.mark.parametrize("rows", [C.LOSS_ROWS, 3])  # rows whose logits are taken together (3 splits the H·B rows)
+def test_removal_losses_match_one_ablated_pass_each(tiny_model, tiny_tokenizer, monkeypatch, rows):
+    monkeypatch.setattr(C, "LOSS_ROWS", rows)
     m, tok = tiny_model.eval(), tiny_tokenizer
     srcs = [ids_of(tok, m, s) for s in SOURCES[:2]]
     tgts = [tok.encode(r) + [m.cfg.eos_id] for r in REFS[:2]]
