@@ -271,12 +271,10 @@ def _embed(model: Transformer, ids: torch.Tensor) -> torch.Tensor:
     return (model.embed.weight.detach()[ids] * model.src_embed.scale).requires_grad_()
 
 
-def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_tok, tgt_tok, record: bool):
-    """One teacher-forced pass from token embeddings: the last decoder layer's output (B, T, D) and, recorded, every
-    attention block's weights (B, H, Tq, Tk) by key (``enc.0.self``, ``dec.1.cross``)."""
-    memory, src_mask, enc = model.encode(src, record, tok=src_tok)  # the model as it is (norms, T5's bias)
-    y, _, dec = model.decode_states(dec_in, memory, src_mask, record=record, tok=tgt_tok)  # (B, T, D)
-    return y, _weights(model, {**enc, **dec}) if record else {}
+def _forward(model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, src_tok, tgt_tok) -> torch.Tensor:
+    """One teacher-forced pass from token embeddings: the last decoder layer's output (B, T, D)."""
+    memory, src_mask, _ = model.encode(src, False, tok=src_tok)  # the model as it is (norms, T5's bias)
+    return model.decode_states(dec_in, memory, src_mask, tok=tgt_tok)[0]  # (B, T, D)
 
 
 def _weights(model: Transformer, trace: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -317,7 +315,7 @@ def pair_signals(model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequen
     do not interact, so the batch's sum has each row's own gradient)."""
     src, dec_in, labels, valid = _batch(model, srcs, outs)
     src_tok, tgt_tok = _embed(model, src), _embed(model, dec_in)
-    y, _ = _forward(model, src, dec_in, src_tok, tgt_tok, record=False)
+    y = _forward(model, src, dec_in, src_tok, tgt_tok)
     logp = model.logits(y).float().log_softmax(-1)  # (B, T, V)
     chosen = logp.gather(-1, labels[..., None])[..., 0] * valid  # (B, T)
     chosen.sum().backward()

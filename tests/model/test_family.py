@@ -380,7 +380,7 @@ def test_patching_and_attribution_run_the_model_as_it_is(fam, tok):
     _close(got[0], want_a.log_softmax(-1)[out[t]], "attribution's forward")
     from model.interpret import corpus  # the corpus page's pass from token embeddings
 
-    y, _ = corpus._forward(model, src_t[None], dec_in, s_tok, t_tok, record=True)
+    y = corpus._forward(model, src_t[None], dec_in, s_tok, t_tok)
     _close(model.logits(y)[0, t].detach(), want_a, "the corpus's pass")
     r = attribute(model, src_a, out, steps=4, tolerance=None)  # what it explains is the model's log p
     _close(r.target_logit[t], want_a.log_softmax(-1)[out[t]], "the explained log-probability")
