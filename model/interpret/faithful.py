@@ -92,14 +92,17 @@ class Word:
 
 def words_of(tokens: Sequence[str], function: frozenset[str]) -> list[Word]:
     """The words of a token sequence: a piece starting with ▁ starts a word; a piece continues the previous word
-    when both hold a letter or digit (so "l'" and "-" split words); special tokens (<s>, </s>) are left out."""
+    when both hold a letter or digit, or when a hyphen joins them ("mid-air", "T-shirts": one word each), so that
+    "l'" splits words and a hyphenated compound is erased whole; special tokens (<s>, </s>) are left out."""
     groups: list[list[int]] = []
     texts: list[str] = []
     for i, t in enumerate(tokens):
         if t.startswith("<") and t.endswith(">") and len(t) > 2:
             continue
         body = t.lstrip("▁")
-        joins = groups and not t.startswith("▁") and _ALNUM.search(body) and _ALNUM.search(texts[-1][-1:] or "")
+        prev = texts[-1][-1:] if texts else ""
+        hyphen = (body.startswith("-") and _ALNUM.search(prev)) or (prev == "-" and _ALNUM.search(body[:1]))
+        joins = groups and not t.startswith("▁") and ((_ALNUM.search(body) and _ALNUM.search(prev)) or hyphen)
         if joins and groups[-1][-1] == i - 1:
             groups[-1].append(i)
             texts[-1] += body

@@ -15,10 +15,10 @@ from model.interpret import faithful as F
 from model.io.checkpoint import default_model_dir, load_model_dir
 
 # (precision, recall) out of fold (5-fold cross-validation, thresholds chosen on the training folds), a little under
-# what they measured: the targets (dropped and invented 0.8/0.7, 90 % of the fine sentences unflagged) are not all
-# reached.
-FLOORS = {"dropped": (0.78, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.72, 0.75)}
-FINE_FLOOR = 0.77  # of the sentences labelled fine, the share that raise no flag out of fold (52/66 measured)
+# what they measured (dropped words: 0.808 / 0.819, its target of 0.8 / 0.7 met): the invented content's recall
+# and the 90 % of fine sentences unflagged are not reached.
+FLOORS = {"dropped": (0.8, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.72, 0.75)}
+FINE_FLOOR = 0.78  # of the sentences labelled fine, the share that raise no flag out of fold (53/66 measured)
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +56,17 @@ def test_words_and_function_words():
         ("l", (6,), False),
         ("'", (7,), False),
         ("herbe", (8,), True),
+    ]
+    # a hyphen joins a compound into one word, however the pieces fall; an apostrophe still splits
+    hyphened = ["▁in", "▁mid", "-", "air.", "▁a", "▁cast", "le", "-l", "ike", "▁T", "-", "sh", "irts", "▁-", "▁2"]
+    assert [(w.text, w.pieces, w.content) for w in F.words_of(hyphened, F.EN_FUNCTION)] == [
+        ("in", (0,), False),
+        ("mid-air.", (1, 2, 3), True),
+        ("a", (4,), False),
+        ("castle-like", (5, 6, 7, 8), True),
+        ("T-shirts", (9, 10, 11, 12), True),
+        ("-", (13,), False),
+        ("2", (14,), True),
     ]
 
 
