@@ -15,8 +15,13 @@ from .stages.context import TOP_SHOWN
 from .state import View, to_query
 
 if TYPE_CHECKING:
+    from model.core.tokenizer import Tokenizer
     from model.decode.decoding import Step
     from model.io.checkpoint import LoadedModel
+
+
+Force = Callable[[tuple[int, ...], frozenset[int]], None]  # (the new forced prefix, its positions the user chose)
+NOTHING_TYPED = "whatif_nothing_typed"  # the typed button was pressed on an empty box: said once, in the panel
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class Forcing:
     along the shown path, then the forced ones) and the positions of it that the user chose; ``ahead(prefix)`` with
     the prefix that re-decoding with the alternative chosen now would force (to decode it ahead)."""
 
-    force: Callable[[tuple[int, ...], frozenset[int]], None]
+    force: Force
     ahead: Callable[[tuple[int, ...]], None] | None = None
 
 
@@ -46,28 +51,22 @@ def render(
     options = list(by_label)
     if st.session_state.get("whatif_pick") not in by_label:
         st.session_state["whatif_pick"] = options[1] if len(options) > 1 else options[0]
+    # the buttons force in their callbacks, before the run they start: that run is then the whole page's (the
+    # panel's own rerun would draw it only to be replaced by one)
     c1, c2 = st.columns(2)
     with c1:
         pick = by_label.get(st.selectbox(f"Alternative next token at position {step}", options, key="whatif_pick"))
-        go_pick = st.button("Re-decode with this token", key="whatif_go")
+        st.button("Re-decode with this token", key="whatif_go", on_click=_force_pick, args=(by_label, so_far, on.force))
     with c2:
-        typed = st.text_input("…or type a token / word", key="whatif_text", max_chars=100)
-        go_typed = st.button("Re-decode with the typed token", key="whatif_typed_go")
-    forced: list[int] | None = None
-    if go_pick and pick is not None:
-        forced = [int(pick)]
-    elif go_typed:
-        text = (typed or "").strip()
-        tid = lm.tokenizer.token_to_id(text) if text else None
-        if tid is None and text:
-            tid = lm.tokenizer.token_to_id("▁" + text)
-        ids = [tid] if tid is not None else (lm.tokenizer.encode(text) if text else [])
-        if not ids:
-            st.warning("Type a token or a word first.")
-        else:
-            forced = [int(i) for i in ids]
-    if forced is not None:
-        on.force(tuple(so_far + forced), frozenset(range(len(so_far), len(so_far) + len(forced))))
+        st.text_input("…or type a token / word", key="whatif_text", max_chars=100)
+        st.button(
+            "Re-decode with the typed token",
+            key="whatif_typed_go",
+            on_click=_force_typed,
+            args=(lm.tokenizer, so_far, on.force),
+        )
+    if st.session_state.pop(NOTHING_TYPED, False):
+        st.warning("Type a token or a word first.")
     if on.ahead is not None and pick is not None:
         on.ahead(tuple([*so_far, int(pick)]))
     if pick is not None:  # "why the chosen token rather than this one?" on the Compare page (a link: a new page)
@@ -76,3 +75,22 @@ def render(
             "Why the chosen token rather than this one? (Compare page)",
             "compare?" + urlencode(to_query(view)),  # relative: the Compare page beside this one
         )
+
+
+def _force_pick(by_label: dict[str, int], so_far: list[int], force: Force) -> None:
+    """The alternative chosen in the box (as it is now), forced at the position."""
+    if (pick := by_label.get(st.session_state.get("whatif_pick", ""))) is not None:
+        force((*so_far, pick), frozenset({len(so_far)}))
+
+
+def _force_typed(tokenizer: Tokenizer, so_far: list[int], force: Force) -> None:
+    """The typed token (or the word's pieces) forced at the position; an empty box is said in the panel."""
+    text = str(st.session_state.get("whatif_text") or "").strip()
+    tid = tokenizer.token_to_id(text) if text else None
+    if tid is None and text:
+        tid = tokenizer.token_to_id("▁" + text)
+    ids = [tid] if tid is not None else (tokenizer.encode(text) if text else [])
+    if not ids:
+        st.session_state[NOTHING_TYPED] = True
+        return
+    force((*so_far, *map(int, ids)), frozenset(range(len(so_far), len(so_far) + len(ids))))

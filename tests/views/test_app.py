@@ -398,7 +398,11 @@ def test_force_a_token_marks_only_that_token(app):
     body = chip_markdown(app)
     assert body.count(":orange-badge[") == 1 and body.count(":blue-badge[") == 2
     assert qp(app, "forced").split(".")[2].startswith("!")  # the link keeps which one the user forced
+    app.button(key="whatif_typed_go").click().run()  # nothing typed: said in the panel, nothing forced
+    nothing = "Type a token or a word first."
+    assert nothing in [w.value for w in app.warning] and app.session_state["forced"] == forced
     app.text_input(key="whatif_text").input("pizza").run()
+    assert nothing not in [w.value for w in app.warning]  # said once
     app.button(key="whatif_typed_go").click().run()
     ok(app)
     assert len(app.session_state["forced"]) > 3 and app.session_state["forced"][:3] == forced
