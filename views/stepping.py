@@ -57,20 +57,15 @@ PICK_CHARS = 90  # characters of a hypothesis in the picker's labels
 POSITION_HELP = "Position 0 reads <s>; position t reads the token chosen at position t − 1 and predicts the next one."
 
 
-CLEARED = "forced_cleared"  # the session's flag: Clear was clicked, the whole page reruns before the view draws
-
-
 def _clear_forced() -> None:
-    """Clear's callback: back to the model's own translation at the same position; the view's run it causes goes
-    straight to a run of the whole page (``view``), the translation above the fragment changing too."""
+    """Clear's callback: back to the model's own translation at the same position, in a run of the whole page (the
+    translation above the fragment changes too) rather than the fragment's own."""
     session.clear_forced(keep_position=True)
-    st.session_state[CLEARED] = True
+    st.rerun(scope="app")
 
 
 @st.fragment
 def view(lm: LoadedModel, limits: Limits, v: View, src: tuple[int, ...], src_tokens: list[str]) -> None:
-    if st.session_state.pop(CLEARED, False):  # before anything is drawn: the fragment's elements are sent once
-        st.rerun(scope="app")
     try:
         _view(lm, session.fragment_view(v, limits), src, src_tokens)
     except Exception as e:
