@@ -8,8 +8,9 @@ Checked against Streamlit ``STREAMLIT_VERSION`` (requirements.txt pins it). What
 - the page's shell (``views/shell.py``): Streamlit's ``static/index.html``, served with preloads added, the chunk of
   its components code (``COMPONENT_CHUNK``) and the chunks it imports statically (``STATIC_IMPORT``), and Streamlit's
   own routes (``ROUTES``), which never get the shell;
-- the element classes and test ids that ``views/page.js`` and ``views/page.css`` find and style elements by
-  (``ELEMENT_CLASSES``, ``TEST_IDS``), and the class Streamlit gives an element with a key (``KEY_CLASS`` + key);
+- the element classes and test ids that ``views/page.js``, ``views/page.css`` and the header's style in
+  ``views/main.py`` find and style elements by (``ELEMENT_CLASSES``, ``TEST_IDS``), and the class Streamlit gives an
+  element with a key (``KEY_CLASS`` + key);
 - the emoji table ``st.set_page_config`` checks a page's icon against (``EMOJIS``), imported by the warm start
   (``app.py``) so that the first page does not wait for it;
 - the logger of Streamlit's script-run context (``SCRIPT_RUN_CONTEXT_LOGGER``), whose warnings a handout built
@@ -40,7 +41,7 @@ ROUTE_MODULES = (
 )
 KEY_CLASS = "st-key-"
 ELEMENT_CLASSES = ("stElementContainer", "stVerticalBlock", "stMarkdown")
-TEST_IDS = ("stLayoutWrapper", "stCaptionContainer", "stPopoverBody", "stFileChip")
+TEST_IDS = ("stLayoutWrapper", "stCaptionContainer", "stPopoverBody", "stFileChip", "stTopNav")
 EMOJIS = "streamlit.emojis"
 SCRIPT_RUN_CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
 # what page.js and page.css name of Streamlit's: its element classes (stName) and test ids

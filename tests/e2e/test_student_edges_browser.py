@@ -327,6 +327,41 @@ def test_on_a_phone_the_pages_are_a_menu_that_opens_by_keyboard(server, browser)
         page.close()
 
 
+# Where each of the header's page links is drawn (its text after its icon's name, its left edge, its top).
+NAV_LINKS_JS = """() => [...document.querySelectorAll('[data-testid="stTopNav"] a')].map(a => {
+  const r = a.getBoundingClientRect();
+  return [a.innerText.trim().split('\\n').pop(), Math.round(r.left), Math.round(r.top)];
+})"""
+
+
+def test_the_page_links_stay_where_they_are_when_the_page_changes(server, page):
+    """Explore shows the sidebar, Learn and Corpus close it: the header's page links are drawn at the same places on
+    each, and do not move while the page changes, so that a link pressed as the page changes is the link released."""
+    page.goto(f"{server}/explore?{BEAM}")
+    page.wait_for_function("() => window.__decoderLensPage === true")
+    page.wait_for_function(IDLE_JS)
+    sidebar = "() => document.querySelector('[data-testid=\"stSidebar\"]')?.getBoundingClientRect().right > 200"
+    page.wait_for_function(sidebar)  # shown here; Corpus and Learn close it
+    first = page.evaluate(NAV_LINKS_JS)
+    assert [name for name, _, _ in first] == PAGE_NAMES
+    for link, heading in (("Corpus", "Corpus"), ("Learn", "Learn"), ("Explore", "Decoder Lens")):
+        page.evaluate(  # every frame while the page changes: the links' places when they differ from the first
+            """(first) => { window.__moved = []; const links = """
+            + NAV_LINKS_JS
+            + """; const tick = () => { const now = JSON.stringify(links());
+              if (now !== JSON.stringify(first)) window.__moved.push(now);
+              if (!window.__stop) requestAnimationFrame(tick); };
+              window.__stop = false; requestAnimationFrame(tick); }""",
+            first,
+        )
+        page.get_by_role("link", name=link, exact=True).first.click()
+        page.get_by_role("heading", level=1, name=heading, exact=False).first.wait_for()
+        page.wait_for_function(IDLE_JS)
+        page.wait_for_timeout(500)  # the sidebar's own transition is over
+        assert page.evaluate("() => { window.__stop = true; return window.__moved; }") == [], link
+        assert page.evaluate(NAV_LINKS_JS) == first, link
+
+
 def test_after_next_the_keyboard_starts_at_the_chapter_s_top_a_few_stops_from_its_question(server, page):
     page.goto(f"{server}/?chapter=2&max_len=8")
     page.wait_for_function("() => window.__decoderLensPage === true")
