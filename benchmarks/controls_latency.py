@@ -12,11 +12,12 @@ switched Learn → Explore → Compare → Corpus → back. The floor is ``bench
 rerun (a button that redraws one heatmap), measured in the same run (``app_latency.measure_floor``). Then the CLI's
 ``translate``, ``trace`` and ``explain`` of one sentence, each from a fresh process, against ``python -c "import
 torch"``. Prints a table (median of ``--runs``) and a verdict per target: every control ≤ 3 × the floor's rerun, a
-page switch ≤ 2 s, each CLI command ≤ 2 × the import. ``--busy`` times every control again while a second process
-keeps one core busy (a class shares its server), interleaved pass by pass with the quiet ones, verdict: each control
-≤ 2 × its quiet median. ``--only`` times the controls named (as the table names them, or the start of the name:
-"force", "change stage"), with the ones they need clicked first (What if? opened before a token is forced, …),
-and the floor; not the CLI. The machine's load is the caller's to say.
+page switch ≤ 2 s, no page switch whose first click is lost (one that brought no page in ``LOST_CLICK_MS`` is
+clicked again, and counted), each CLI command ≤ 2 × the import. ``--busy`` times every control again while a second
+process keeps one core busy (a class shares its server), interleaved pass by pass with the quiet ones, verdict: each
+control ≤ 2 × its quiet median, and no lost switch. ``--only`` times the controls named (as the table names them,
+or the start of the name: "force", "change stage"), with the ones they need clicked first (What if? opened before a
+token is forced, …), and the floor; not the CLI. The machine's load is the caller's to say.
 """
 
 from __future__ import annotations
@@ -299,6 +300,16 @@ def report_busy(quiet: dict[str, list[float]], busy: dict[str, list[float]]) -> 
         q, b = statistics.median(quiet[name]), statistics.median(times)
         verdict = f"{'PASS' if b <= MAX_BUSY_RATIO * q else 'FAIL'} (≤ {MAX_BUSY_RATIO:g}× quiet)"
         print(f"{name:<32}{q * 1000:>8.0f} ms{b * 1000:>8.0f} ms{b / q:>9.1f}×  {verdict}")
+    if any(name.startswith("switch") for name in busy):
+        print(lost_switches(busy))
+
+
+def lost_switches(times: dict[str, list[float]]) -> str:
+    """A verdict line on the page switches whose first click brought no page (``switch`` clicked again after
+    ``LOST_CLICK_MS``): a median hides one, a student clicking a link that does nothing does not."""
+    switches = [t for name, ts in times.items() if name.startswith("switch") for t in ts]
+    lost = sum(t >= LOST_CLICK_MS / 1000 for t in switches)
+    return f"page switches whose first click was lost: {lost} of {len(switches)}  {'FAIL' if lost else 'PASS'} (none)"
 
 
 def report(app: dict[str, list[float]], floor_s: float, cli: dict[str, float]) -> None:
@@ -310,6 +321,8 @@ def report(app: dict[str, list[float]], floor_s: float, cli: dict[str, float]) -
         ok = m <= MAX_SWITCH_S if switch else m <= MAX_CONTROL_RATIO * floor_s
         target = f"≤ {MAX_SWITCH_S:g} s" if switch else f"≤ {MAX_CONTROL_RATIO:g}× floor"
         print(f"{name:<32}{m * 1000:>8.0f} ms{m / floor_s:>9.1f}×  {'PASS' if ok else 'FAIL'} ({target})")
+    if any(name.startswith("switch") for name in app):
+        print(lost_switches(app))
     if not cli:
         return
     base = cli['python -c "import torch"']

@@ -254,6 +254,8 @@ def test_controls_latency_smoke():
         "switch back to Explore",
     )
     quiet, busy = out.split("With a second process keeping one core busy")
+    for part in (quiet, busy):
+        assert re.search(r"^page switches whose first click was lost: \d+ of 5  (PASS|FAIL) \(none\)$", part, re.M)
     for name in controls:
         assert re.search(rf"^{re.escape(name)} +\d+ ms .*(PASS|FAIL) \(", quiet, re.M), (name, quiet)
         assert re.search(rf"^{re.escape(name)} +\d+ ms +\d+ ms .*(PASS|FAIL) \(≤ 2× quiet\)", busy, re.M), (name, busy)
