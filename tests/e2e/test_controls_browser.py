@@ -128,10 +128,11 @@ def test_force_and_clear_update_every_graph_in_place(server, page):
     """A forced token and Clear redraw the page's graphs where they are, none remounted: an element whose place
     among the page's elements shifts (Clear's button, a note that comes or goes) is mounted anew by Streamlit, and
     every one after it with it, each graph then built from scratch instead of updated."""
+    frames = received(page)
     page.goto(f"{server}/explore?{BEAM}")
     at_position(page, 2)
     settled(page)
-    open_panel(page, [], "whatif_open", ".st-key-whatif_go")
+    open_panel(page, frames, "whatif_open", ".st-key-whatif_go")
     assert page.evaluate(MARK_JS) > 0
     page.locator(".st-key-whatif_go button").click()
     page.wait_for_function("() => new URL(location.href).searchParams.get('forced') !== null", timeout=TIMEOUT_MS)
