@@ -32,30 +32,28 @@ PAGE = Path(__file__).resolve().parent / "views" / "main.py"
 
 
 def warm_start() -> None:
-    """Prepare what the first page run needs, in the caches every session shares: the model
-    (``views.common.load_model``), its step decoder (``views.common.lean_decoder``), Explore's modules, the emoji
-    table ``st.set_page_config`` checks the page's icon against, and plotly's figure classes (their first figure
-    imports ~40 ms of validators); then the other pages' modules and SQLAlchemy, which no Explore page needs (~0.5 s
-    more that a first Explore page would otherwise wait behind). Without the garbage collector meanwhile: each of its
-    full collections walks every object made so far, and torch's import makes ~250k (~0.3 s of collections, the
-    first page's wait); frozen after, later collections skip them."""
+    """Prepare what the first page run needs, in the caches every session shares: the page script's modules and
+    Explore's (torch, the model's code), through ``views.imports`` (one thread imports a group, a page run that
+    needs it meanwhile waits), the model (``views.common.load_model``), its step decoder
+    (``views.common.lean_decoder``) and plotly's figure classes (their first figure imports ~40 ms of validators);
+    then the other pages' modules and SQLAlchemy, which no Explore page needs (~1 s more that a first Explore page
+    would otherwise wait behind). Without the garbage collector meanwhile: each of its full collections walks every
+    object made so far, and torch's import makes ~250k (~0.3 s of collections, the first page's wait); frozen after,
+    later collections skip them."""
     gc.disable()
     try:
-        from views.common import database_imported, lean_decoder, load_model
+        from views.imports import imported
+
+        imported("page script")
+        imported("model")
+        from views.common import lean_decoder, load_model
         from views.state import offered_model_dirs
 
         lean_decoder(load_model(str(offered_model_dirs()[0])))
         import plotly.graph_objects as go
 
-        import views.explore  # noqa: F401 - imported for the page script
-        from views.streamlit_private import import_emojis
-
-        import_emojis()  # the table the page's icon is checked against
-
         go.Figure(go.Heatmap(z=[[0.0]]), layout={"title": {"text": "warm"}})
-        database_imported()
-        import views.about
-        import views.learn  # noqa: F401 - imported for the page script
+        imported("pages")
     except Exception as e:  # the page loads it again and says what is wrong
         logging.getLogger("decoder_lens").warning("warm start: %s", str(e).splitlines()[0] if str(e) else e)
     finally:

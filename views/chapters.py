@@ -24,7 +24,7 @@ from model.io.checkpoint import LoadedModel
 from model.lesson import learn as lesson
 from model.lesson.learn import SELF_HEAD, SELF_LAYER, Learn, Run, mistakes
 from model.lesson.lesson import EXAMPLE_TOKENS, Lesson, build_lesson, causal_mask
-from viz import TreeOptions
+from viz.decoding import TreeOptions
 
 from .common import md, token_texter
 from .plot import Drawing

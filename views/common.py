@@ -184,15 +184,6 @@ def load_model(path: str) -> LoadedModel:
 
 
 @st.cache_resource(show_spinner=False)
-def database_imported() -> bool:
-    """SQLAlchemy (``classroom``), imported once per server before a page that keeps a class's answers: two threads
-    importing it for the first time at once (the warm start and a first Class page) meet in its circular imports, each
-    left with a half-made module. Through this cache the second waits for the first."""
-    import classroom.store  # noqa: F401
-
-    return True
-
-
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _lean_decoder(_lm: LoadedModel, path: str, stamp: tuple) -> LeanDecoder:
     return LeanDecoder(_lm.model, rows=MAX_BEAM)

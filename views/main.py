@@ -14,8 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from views.page import behaviour
-from views.plot import preload
+from views.imports import imported, imported_through
 
 RECONNECT_TIMER_S = 3600
 NAV_LINKS_MIN_PX = 768  # the narrowest window whose header Streamlit shows the top navigation's links in
@@ -62,7 +61,6 @@ class Page:
     icon: str
     explores: bool = False
     choices: bool = True  # False: the page holds no choice, so its link is the page alone
-    database: bool = False  # True: the page keeps or reads a class's answers (SQLAlchemy)
 
     @property
     def path(self) -> str:
@@ -71,12 +69,12 @@ class Page:
 
 # The navigation's order; the first is the default, at the site's root. A new page: one module, one line.
 PAGES = (
-    Page("Learn", "learn", ":material/school:", database=True),
+    Page("Learn", "learn", ":material/school:"),
     Page("Explore", "explore", ":material/frame_inspect:", True),
     Page("Compare", "compare", ":material/compare:", True),
     Page("Corpus", "corpus", ":material/table_chart:"),
     # a teacher's class: made here, its dashboard by the teacher link
-    Page("Class", "teacher", ":material/groups:", database=True),
+    Page("Class", "teacher", ":material/groups:"),
     Page("About", "about", ":material/info:", choices=False),
 )
 PAGE_ALIASES = {"Lesson": "Learn"}  # older links
@@ -86,7 +84,7 @@ OPENED = "session_opened"  # set on a session's first run: a link's page is chos
 def show(page: Page) -> None:
     """Run ``page``: the model (the sidebar may offer others), then the page's module."""
     from model.io.checkpoint import ModelDirError
-    from views.common import database_imported, load_model, md
+    from views.common import load_model, md
     from views.state import offered_model_dirs
 
     # the sidebar holds the exploring pages' choices ("auto": shown, but not over a phone's page); the others close it
@@ -100,8 +98,7 @@ def show(page: Page) -> None:
         lm = load_model(model_dir)
     except ModelDirError as e:
         error = f"Cannot load the model: {e}"
-    if page.database:
-        database_imported()
+    imported_through(f"views.{page.module}")  # a fresh server's other pages: imported by one thread at a time
     render = import_module(f"views.{page.module}").render
     if not page.choices:
         st.query_params.clear()
@@ -129,6 +126,10 @@ def linked_page(current: Page, query: dict[str, str], opening: bool) -> Page | N
 
 
 def main() -> None:
+    imported("page script")  # on a fresh server, after the warm start's import or before it (views.imports)
+    from views.page import behaviour
+    from views.plot import preload
+
     st.set_page_config(page_title="Decoder Lens", page_icon="🔎", layout="wide")
     preload()  # first, and not in the sidebar: a closed sidebar (on the pages that close it) renders it late
     with st.sidebar:
@@ -136,6 +137,7 @@ def main() -> None:
         rerun_on_reconnect()
     # The rest imports torch (~1 s on a fresh server, where the warm start may still be importing it): the first
     # elements go out before, so that the browser loads Plotly meanwhile.
+    imported("model")
     from views.session import keep_widget_values
 
     keep_widget_values()

@@ -54,7 +54,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-import viz as viz_module
+from viz import api as viz_module
 from viz.common import Figure, describe_heatmap, figure_json, figure_parts
 
 from .routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
@@ -230,7 +230,7 @@ class Builders:
 
 @functools.cache
 def _drawing_maker(fn, builds_figure: bool):
-    """``fn`` itself, or for a figure builder (``viz.FIGURE_BUILDERS``) a function of its arguments that returns
+    """``fn`` itself, or for a figure builder (``viz.api.FIGURE_BUILDERS``) a function of its arguments that returns
     their ``Drawing`` (made once per builder: an attribute of ``builders`` is read for every figure drawn)."""
     return functools.wraps(fn)(functools.partial(Drawing.of, fn)) if builds_figure else fn
 

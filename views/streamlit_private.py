@@ -11,8 +11,8 @@ Checked against Streamlit ``STREAMLIT_VERSION`` (requirements.txt pins it). What
 - the element classes and test ids that ``views/page.js``, ``views/page.css`` and the header's style in
   ``views/main.py`` find and style elements by (``ELEMENT_CLASSES``, ``TEST_IDS``), and the class Streamlit gives an
   element with a key (``KEY_CLASS`` + key);
-- the emoji table ``st.set_page_config`` checks a page's icon against (``EMOJIS``), imported by the warm start
-  (``app.py``) so that the first page does not wait for it;
+- the emoji table ``st.set_page_config`` checks a page's icon against (``EMOJIS``), imported with the page script's
+  modules (``views.imports``);
 - the logger of Streamlit's script-run context (``SCRIPT_RUN_CONTEXT_LOGGER``), whose warnings a handout built
   outside a page run would print (``views/handout.py``).
 """
@@ -62,10 +62,6 @@ def module_graph(name: str) -> list[str]:
             seen.append(module)
             todo += STATIC_IMPORT.findall((STATIC_JS / module).read_text(encoding="utf-8"))
     return seen
-
-
-def import_emojis() -> None:
-    importlib.import_module(EMOJIS)
 
 
 def _served_routes() -> set[str]:

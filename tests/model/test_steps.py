@@ -10,7 +10,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import viz
 from model.core import keys
 from model.decode.decoding import DecodeOptions, decode
 from model.decode.steps import (
@@ -27,6 +26,7 @@ from model.decode.steps import (
     summary_dict,
 )
 from model.decode.trace import teacher_forced_trace
+from viz import api as viz
 
 
 def src_of(tok, model, text: str) -> list[int]:

@@ -1057,45 +1057,6 @@ def test_after_the_warm_start_a_first_explore_page_imports_nothing_of_the_model_
     assert sorted(set(new) - own) == [], new
 
 
-def _imports(module: str, seen: set[str]) -> set[str]:
-    """The modules ``module`` (one of views/) imports at its top level, following views/ modules (read, not run)."""
-    import ast
-
-    root = Path(APP).parents[1]
-    path = root / (module.replace(".", "/") + ".py")
-    if not path.exists():
-        path = path.with_suffix("") / "__init__.py"
-    if module in seen or not path.exists():
-        return set()
-    seen.add(module)
-    found: set[str] = set()
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.parse(path.read_text()).body:
-        names = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            head = ".".join(x for x in (base, node.module or "") if x)
-            names = [head] + [f"{head}.{a.name}" for a in node.names]
-        for name in names:
-            found.add(name)
-            if name.startswith("views."):
-                found |= _imports(name, seen)
-    return found
-
-
-def test_the_pages_that_import_the_database_are_the_ones_that_say_so():
-    """A page whose module imports ``classroom`` (SQLAlchemy) says ``database=True``: its first run then imports it
-    through ``views.common.database_imported``, the one way in that the warm start takes too (two threads entering
-    SQLAlchemy by different modules at once each get a half-made module), and no other page waits for it."""
-    from views.main import PAGES
-
-    uses = {p.name: any(m.split(".")[0] == "classroom" for m in _imports(f"views.{p.module}", set())) for p in PAGES}
-    assert uses == {p.name: p.database for p in PAGES}
-    assert uses["Learn"] and uses["Class"] and not uses["Explore"]
-
-
 def test_plotly_s_bundle_is_compressed_once_per_server_not_per_browser(monkeypatch):
     """Every new visitor loads Plotly's bundle: gzipped once, then the same bytes for each; a browser that takes no
     gzip gets the file itself."""

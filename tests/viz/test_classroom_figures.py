@@ -7,8 +7,15 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from viz import CheckScores
-from viz.classroom import ROW_PX, checks_figure, concepts_figure, first_try_figure, progress_figure, transitions_figure
+from viz.classroom import (
+    ROW_PX,
+    CheckScores,
+    checks_figure,
+    concepts_figure,
+    first_try_figure,
+    progress_figure,
+    transitions_figure,
+)
 
 
 def test_progress_has_a_bar_per_stage_and_grows_with_them():

@@ -9,10 +9,10 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-import viz
 from harness import audit
 from tests.helpers import open_app, specs, title
 from views.plot import Drawing, FigureCache, builders
+from viz import api as viz
 
 
 def drawing(values, **kw) -> Drawing:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import viz
 from harness.legibility import figures_violations
+from viz import api as viz
 
 
 def figures(T: int) -> list:

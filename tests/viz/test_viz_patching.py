@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import viz
 from harness.legibility import figures_violations
+from viz import api as viz
 
 SUBLAYERS = ("after self-attn", "after cross-attn", "after FFN")  # as model.core.constants.PATCH_SUBLAYERS
 PROB = viz.PatchScale("p(▁fille)", 0.0, 1.0)

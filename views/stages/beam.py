@@ -11,7 +11,7 @@ import streamlit as st
 from model.core.constants import IMPOSSIBLE
 from model.decode.decoding import BeamStep, DecodeResult
 from model.decode.steps import Line
-from viz import TreeOptions
+from viz.decoding import TreeOptions
 
 from ..common import heading, show, show_token
 from ..plot import Drawing
