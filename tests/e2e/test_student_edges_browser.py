@@ -342,6 +342,7 @@ def test_the_page_links_stay_where_they_are_when_the_page_changes(server, page):
     page.wait_for_function(IDLE_JS)
     sidebar = "() => document.querySelector('[data-testid=\"stSidebar\"]')?.getBoundingClientRect().right > 200"
     page.wait_for_function(sidebar)  # shown here; Corpus and Learn close it
+    page.wait_for_function(f"() => ({NAV_LINKS_JS})().length === {len(PAGE_NAMES)}")  # drawn (late on a busy machine)
     first = page.evaluate(NAV_LINKS_JS)
     assert [name for name, _, _ in first] == PAGE_NAMES
     for link, heading in (("Corpus", "Corpus"), ("Learn", "Learn"), ("Explore", "Decoder Lens")):
