@@ -7,15 +7,8 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from viz.classroom import (
-    ROW_PX,
-    CheckScores,
-    checks_figure,
-    concepts_figure,
-    first_try_figure,
-    progress_figure,
-    transitions_figure,
-)
+from viz.api import CheckScores
+from viz.classroom import ROW_PX, checks_figure, concepts_figure, first_try_figure, progress_figure, transitions_figure
 
 
 def test_progress_has_a_bar_per_stage_and_grows_with_them():
