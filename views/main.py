@@ -17,7 +17,6 @@ import streamlit as st
 from views.imports import imported, imported_through
 
 RECONNECT_TIMER_S = 3600
-NAV_LINKS_MIN_PX = 768  # the narrowest window whose header Streamlit shows the top navigation's links in
 
 
 @st.fragment(run_every=RECONNECT_TIMER_S)
@@ -160,26 +159,11 @@ def main() -> None:
     current.run()
 
 
-# With the menu, not in page.css (which comes with the sidebar, mounted late when the sidebar is closed); out of the
-# page's flow (in the header's band), and no room taken where the header shows the links.
-MENU_WRAPPER = '[data-testid="stLayoutWrapper"]:has(> .st-key-phone_pages)'
-# The top navigation's links at the header's right, beside its menu: their place then hangs on the window's right
-# edge alone. At its left they slid by the sidebar's width between a page that shows the sidebar and one that closes
-# it, under a pointer already on its way (a press and its release on two links make no click).
-TOP_NAV = '[data-testid="stTopNav"]'
-HEADER_CSS = (
-    f"<style>{MENU_WRAPPER} {{ position: fixed; top: 0.55rem; left: 3.25rem; z-index: 999991; }}"
-    f"@media (min-width: {NAV_LINKS_MIN_PX}px) {{ {MENU_WRAPPER} {{ display: none; }} }}"
-    f"{TOP_NAV} {{ justify-content: flex-end; }}</style>"
-)
-
-
 def phone_menu(routes: list) -> None:
     """The pages as a menu that opens (a button, then a link per page; keyboard and screen reader alike; page.js
     moves the keyboard into it), in the header of a window too narrow for the top navigation's links, which
     Streamlit then takes out of the header."""
-    with st.container(key="phone_pages"):
-        st.html(HEADER_CSS)
+    with st.container(key="phone_pages"):  # placed by the shell's style (views.shell.HEADER_CSS)
         with st.popover("Pages", icon=":material/menu:"):
             for route in routes:
                 st.page_link(route)

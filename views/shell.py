@@ -26,13 +26,30 @@ from views.streamlit_private import INDEX, ROUTES, component_chunks, module_grap
 
 # Streamlit's own paths and ours (the figures' code, Plotly's bundle): never the page shell
 NOT_PAGES = (*ROUTES, "vendor")
+NAV_LINKS_MIN_PX = 768  # the narrowest window whose header Streamlit shows the top navigation's links in
+# The phone's page menu (``views.main.phone_menu``) out of the page's flow, in the header's band, and no room taken
+# where the header shows the links.
+MENU_WRAPPER = '[data-testid="stLayoutWrapper"]:has(> .st-key-phone_pages)'
+# The top navigation's links at the header's right, beside its menu: their place then hangs on the window's right
+# edge alone. At its left they slid by the sidebar's width between a page that shows the sidebar and one that closes
+# it, under a pointer already on its way (a press and its release on two links make no click). In the shell, not
+# sent by the page's run: a run of another page takes the last run's elements away before it sends its own, and on
+# a busy server the links stood at their left for a moment in between. ``!important``: Streamlit's own styles come
+# later in the page.
+HEADER_CSS = (
+    f"<style>{MENU_WRAPPER} {{ position: fixed !important; top: 0.55rem; left: 3.25rem; z-index: 999991; }}"
+    f"@media (min-width: {NAV_LINKS_MIN_PX}px) {{ {MENU_WRAPPER} {{ display: none !important; }} }}"
+    f'[data-testid="stTopNav"] {{ justify-content: flex-end !important; }}</style>'
+)
 
 
 @functools.cache
 def shell() -> str:
     """``index.html`` with our tags at the end of its ``<head>`` (paths relative, as Streamlit's own are): Plotly, the
-    figures' module, and Streamlit's components code with what it imports that the page does not preload already."""
+    figures' module, the header's style, and Streamlit's components code with what it imports that the page does not
+    preload already."""
     tags = f'<link rel="preload" as="script" href=".{PLOTLY_ROUTE}"><link rel="modulepreload" href=".{PLOT_JS_ROUTE}">'
+    tags += HEADER_CSS
     html = INDEX.read_text(encoding="utf-8")
     for chunk in component_chunks()[:1]:
         for module in module_graph(chunk.name):

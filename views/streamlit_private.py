@@ -9,7 +9,7 @@ Checked against Streamlit ``STREAMLIT_VERSION`` (requirements.txt pins it). What
   its components code (``COMPONENT_CHUNK``) and the chunks it imports statically (``STATIC_IMPORT``), and Streamlit's
   own routes (``ROUTES``), which never get the shell;
 - the element classes and test ids that ``views/page.js``, ``views/page.css`` and the header's style in
-  ``views/main.py`` find and style elements by (``ELEMENT_CLASSES``, ``TEST_IDS``), and the class Streamlit gives an
+  ``views/shell.py`` find and style elements by (``ELEMENT_CLASSES``, ``TEST_IDS``), and the class Streamlit gives an
   element with a key (``KEY_CLASS`` + key);
 - the emoji table ``st.set_page_config`` checks a page's icon against (``EMOJIS``), imported with the page script's
   modules (``views.imports``);

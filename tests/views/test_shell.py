@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from views.routes import PLOT_JS_ROUTE, PLOTLY_ROUTE
-from views.shell import ShellMiddleware, is_page, shell
+from views.shell import HEADER_CSS, ShellMiddleware, is_page, shell
 from views.streamlit_private import INDEX, STATIC_IMPORT, STATIC_JS
 
 HTML = [(b"accept", b"text/html,application/xhtml+xml,*/*;q=0.8")]
@@ -23,6 +23,7 @@ def test_the_shell_is_streamlit_s_page_with_plotly_and_the_figures_module_preloa
     head = page.split("</head>")[0]
     assert f'<link rel="preload" as="script" href=".{PLOTLY_ROUTE}">' in head
     assert f'<link rel="modulepreload" href=".{PLOT_JS_ROUTE}">' in head
+    assert HEADER_CSS in head and "stTopNav" in HEADER_CSS and "st-key-phone_pages" in HEADER_CSS  # the header's style
     # nothing of Streamlit's own page is lost or changed
     assert page.replace(head, "") == index.replace(index.split("</head>")[0], "")
     assert head.startswith(index.split("</head>")[0])

@@ -14,7 +14,7 @@ import streamlit
 from views import streamlit_private as sp
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGE_FILES = tuple(ROOT / "views" / f for f in ("page.js", "page.css", "plot.js", "main.py"))
+PAGE_FILES = tuple(ROOT / "views" / f for f in ("page.js", "page.css", "plot.js", "main.py", "shell.py"))
 
 
 def test_the_installed_streamlit_has_every_private_part_the_app_depends_on():
