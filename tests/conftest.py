@@ -6,8 +6,11 @@ leaves them out while developing; CI runs everything)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +67,34 @@ def pytest_runtest_setup(item) -> None:
     n = item.config.stash[THREADS]
     if torch.get_num_threads() != n:
         use_threads(n)
+
+
+@contextlib.contextmanager
+def _machine(config, alone: bool):
+    """Under pytest-xdist, a test marked ``alone`` runs while no other worker runs one: it holds the run's machine
+    lock exclusively, every other test holds it shared. A gate taken before the machine lock and let go once it is
+    held keeps a waiting ``alone`` test ahead of the tests that come after it (a writer first, or two workers could
+    keep it waiting for ever). Outside xdist, or in its controller, nothing is locked."""
+    run = getattr(config, "workerinput", {}).get("testrunuid")
+    if not run:
+        yield
+        return
+    folder = Path(tempfile.gettempdir())
+    with open(folder / f"pytest-{run}.gate", "a") as gate, open(folder / f"pytest-{run}.machine", "a") as machine:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Setup, call and teardown of a test under the machine lock (``_machine``)."""
+    with _machine(item.config, item.get_closest_marker("alone") is not None):
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)

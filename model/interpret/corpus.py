@@ -318,10 +318,8 @@ def pair_signals(model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequen
     y = _forward(model, src, dec_in, src_tok, tgt_tok)
     logp = model.logits(y).float().log_softmax(-1)  # (B, T, V)
     chosen = logp.gather(-1, labels[..., None])[..., 0] * valid  # (B, T)
-    chosen.sum().backward()
-    g_src, g_tgt = src_tok.grad, tgt_tok.grad
-    if g_src is None or g_tgt is None:
-        raise RuntimeError("no gradient reached the token embeddings")
+    # Gradients of the embeddings alone: .backward() would also fill every parameter's .grad, left on the model.
+    g_src, g_tgt = torch.autograd.grad(chosen.sum(), (src_tok, tgt_tok))
     raw_src = (src_tok * g_src).sum(-1).detach().abs()  # (B, S)
     raw_tgt = (tgt_tok * g_tgt).sum(-1).detach().abs() * valid  # (B, T)
     out = []

@@ -105,6 +105,7 @@ def test_pair_signals_match_trace_and_captum(tiny_model, tiny_tokenizer):
     srcs = [ids_of(tok, m, s) for s in SOURCES]
     outs = [list(decode(m, s, DecodeOptions(max_len=9)).ids) for s in srcs]
     pairs = C.pair_signals(m, srcs, outs)  # one padded batch of three
+    assert all(q.grad is None for q in m.parameters()), "the backward pass left gradients on the model"
     for s, o, p in zip(srcs, outs, pairs):
         body = o[:-1] if o[-1] == m.cfg.eos_id else o
         tr = teacher_forced_trace(m, tok, s[:-1], body)
