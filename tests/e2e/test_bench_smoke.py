@@ -212,6 +212,7 @@ def test_classroom_smoke(tmp_path):
     assert data["verdicts"] == {"errors = 0": True, "cross-talk = 0": True}, data
 
 
+@pytest.mark.alone  # a replica answering late under another worker's load lets nginx move a browser before the kill
 def test_replicas_smoke(tmp_path):
     if not (shutil.which("nginx") or Path("/usr/sbin/nginx").exists()):
         pytest.fail("nginx is missing: install Debian's nginx (apt-get install nginx); .ci/run does this")

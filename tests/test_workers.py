@@ -1,0 +1,59 @@
+"""The machine lock of tests/conftest.py: under pytest-xdist a test marked ``alone`` runs while no other test does,
+and a test waiting to run alone is not overtaken by the tests that ask after it."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from types import SimpleNamespace
+
+from tests.conftest import _machine
+
+
+def _config():
+    return SimpleNamespace(workerinput={"testrunuid": uuid.uuid4().hex})
+
+
+def _run(config, alone: bool, name: str, events: list[str], hold: float) -> threading.Thread:
+    def body():
+        with _machine(config, alone):
+            events.append(f"{name} in")
+            time.sleep(hold)
+            events.append(f"{name} out")
+
+    t = threading.Thread(target=body)
+    t.start()
+    return t
+
+
+def test_an_alone_test_waits_for_the_others_and_goes_before_later_ones():
+    config, events = _config(), []
+    first = _run(config, False, "shared", events, 0.4)
+    time.sleep(0.1)
+    alone = _run(config, True, "alone", events, 0.3)
+    time.sleep(0.1)
+    later = _run(config, False, "later", events, 0.1)
+    for t in (first, alone, later):
+        t.join(5)
+    assert events == ["shared in", "shared out", "alone in", "alone out", "later in", "later out"], events
+
+
+def test_shared_tests_run_together():
+    config, events = _config(), []
+    a = _run(config, False, "a", events, 0.3)
+    time.sleep(0.1)
+    b = _run(config, False, "b", events, 0.1)
+    for t in (a, b):
+        t.join(5)
+    assert events == ["a in", "b in", "b out", "a out"], events
+
+
+def test_nothing_is_locked_outside_a_worker():
+    events: list[str] = []
+    a = _run(SimpleNamespace(), True, "a", events, 0.3)
+    time.sleep(0.1)
+    b = _run(SimpleNamespace(), True, "b", events, 0.1)
+    for t in (a, b):
+        t.join(5)
+    assert events == ["a in", "b in", "b out", "a out"], events
