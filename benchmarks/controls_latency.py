@@ -4,7 +4,8 @@ commands against ``python -c "import torch"``.
     python benchmarks/controls_latency.py [--model DIR] [--runs 3] [--busy] [--smoke] [--only NAME,…]
 
 ``streamlit run app.py`` on a free localhost port, driven by Playwright and Debian's Chromium, Explore opened on a
-sentence in beam search (its step view shown and drawn first): each control from its click (or key) until the page
+sentence in beam search (its step view shown and drawn first): each control from its click (or key; a select box's,
+from the click on the option, the box opened before) until the page
 shows what it asked for and is idle with every figure in view drawn (a download: until the file is handed over):
 open *What if?*, force a token, Clear, open *Export*, the position's records (NPZ), the handout, a position's ZIP
 in the handout opened from its file, change stage, layer, head, beam, the Follow-hypothesis pick, and the pages
@@ -85,7 +86,11 @@ def opened(page) -> None:
     page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
 
 
-def timed(page, act: Callable[[], None], done: Callable[[], None]) -> float:
+def timed(page, act: Callable[[], None], done: Callable[[], None], ready: Callable[[], None] | None = None) -> float:
+    """Seconds from ``act`` (the click that asks the app) until ``done`` and the page is settled; ``ready`` (opening a
+    select box: the browser's own, no run) is done before the clock starts."""
+    if ready is not None:
+        ready()
     t0 = time.perf_counter()
     act()
     done()
@@ -144,21 +149,34 @@ def expander(page, label_start: str) -> Callable[[], None]:
     return lambda: page.get_by_text(label_start).first.click()
 
 
-def pick(page, key: str, option: int | str) -> Callable[[], None]:
-    """Open the select box ``key`` and choose its option at index ``option`` (or named ``option``)."""
+def pick(page, key: str, option: int | str) -> tuple[Callable[[], None], Callable[[], None]]:
+    """Opening the select box ``key`` (typing ``option`` into its filter when it is a name, as a student filters a
+    long list), then, timed, choosing its option at index ``option`` (or the one typed)."""
+    box = page.locator(f".st-key-{key}").get_by_role("combobox")
+    options = page.locator("[role=option]:visible")  # the open list's: another box's may linger, hidden
 
-    def act() -> None:
-        box = page.locator(f".st-key-{key}").get_by_role("combobox")
+    def ready() -> None:
+        # Scrolled to first: a box that the click scrolls into view opens its list and closes it as the page moves.
+        box.scroll_into_view_if_needed()
         box.click()
-        if isinstance(option, str):  # typed, as a student filters a long list, then chosen
+        if isinstance(option, str):
             box.fill(option)
-            box.press("Enter")
-            return
-        options = page.get_by_role("option")
-        options.first.wait_for(timeout=TIMEOUT_MS)
-        options.nth(option).click()
+        else:
+            options.first.wait_for(timeout=TIMEOUT_MS)
 
-    return act
+    def choose() -> None:
+        if isinstance(option, str):
+            box.press("Enter")
+        else:
+            options.nth(option).click()
+
+    return ready, choose
+
+
+def chosen(page, box: tuple[Callable[[], None], Callable[[], None]], done: Callable[[], None]) -> float:
+    """A select box's choice timed from the click on the option (``pick``)."""
+    ready, choose = box
+    return timed(page, choose, done, ready)
 
 
 # What a control needs clicked before it, in the same pass (``--only``).
@@ -205,13 +223,13 @@ def controls(page, url: str) -> list[tuple[str, Callable[[], float]]]:
                 page, lambda: seg.get_by_text("Cross-attention").first.click(), url_is(page, "stage", "cross")
             ),
         ),
-        ("change layer", lambda: timed(page, pick(page, "layer", 1), url_is(page, "layer", "1"))),
-        ("change head", lambda: timed(page, pick(page, "head", "head 1"), url_is(page, "head", "1"))),
+        ("change layer", lambda: chosen(page, pick(page, "layer", 1), url_is(page, "layer", "1"))),
+        ("change head", lambda: chosen(page, pick(page, "head", "head 1"), url_is(page, "head", "1"))),
         (
             "change beam",
             lambda: timed(page, lambda: (slider.focus(), slider.press("ArrowRight")), url_is(page, "beam", "4")),
         ),
-        ("Follow-hypothesis pick", lambda: timed(page, pick(page, "follow_pick", 1), url_set(page, "follow"))),
+        ("Follow-hypothesis pick", lambda: chosen(page, pick(page, "follow_pick", 1), url_set(page, "follow"))),
     ]
     for name, link, heading in (
         ("to Learn", "Learn", "Learn"),
