@@ -86,11 +86,7 @@ def opened(page) -> None:
     page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
 
 
-def timed(page, act: Callable[[], None], done: Callable[[], None], ready: Callable[[], None] | None = None) -> float:
-    """Seconds from ``act`` (the click that asks the app) until ``done`` and the page is settled; ``ready`` (opening a
-    select box: the browser's own, no run) is done before the clock starts."""
-    if ready is not None:
-        ready()
+def timed(page, act: Callable[[], None], done: Callable[[], None]) -> float:
     t0 = time.perf_counter()
     act()
     done()
@@ -173,10 +169,12 @@ def pick(page, key: str, option: int | str) -> tuple[Callable[[], None], Callabl
     return ready, choose
 
 
-def chosen(page, box: tuple[Callable[[], None], Callable[[], None]], done: Callable[[], None]) -> float:
-    """A select box's choice timed from the click on the option (``pick``)."""
+def timed_pick(page, box: tuple[Callable[[], None], Callable[[], None]], done: Callable[[], None]) -> float:
+    """A select box (``pick``) opened, then its choice timed from the click on the option: opening it is the
+    browser's own and runs nothing."""
     ready, choose = box
-    return timed(page, choose, done, ready)
+    ready()
+    return timed(page, choose, done)
 
 
 # What a control needs clicked before it, in the same pass (``--only``).
@@ -223,13 +221,13 @@ def controls(page, url: str) -> list[tuple[str, Callable[[], float]]]:
                 page, lambda: seg.get_by_text("Cross-attention").first.click(), url_is(page, "stage", "cross")
             ),
         ),
-        ("change layer", lambda: chosen(page, pick(page, "layer", 1), url_is(page, "layer", "1"))),
-        ("change head", lambda: chosen(page, pick(page, "head", "head 1"), url_is(page, "head", "1"))),
+        ("change layer", lambda: timed_pick(page, pick(page, "layer", 1), url_is(page, "layer", "1"))),
+        ("change head", lambda: timed_pick(page, pick(page, "head", "head 1"), url_is(page, "head", "1"))),
         (
             "change beam",
             lambda: timed(page, lambda: (slider.focus(), slider.press("ArrowRight")), url_is(page, "beam", "4")),
         ),
-        ("Follow-hypothesis pick", lambda: chosen(page, pick(page, "follow_pick", 1), url_set(page, "follow"))),
+        ("Follow-hypothesis pick", lambda: timed_pick(page, pick(page, "follow_pick", 1), url_set(page, "follow"))),
     ]
     for name, link, heading in (
         ("to Learn", "Learn", "Learn"),

@@ -69,18 +69,33 @@ def pytest_runtest_setup(item) -> None:
         use_threads(n)
 
 
+def _lock_paths(config) -> tuple[Path, Path] | None:
+    """The gate's and the machine's lock files of this pytest-xdist run (None outside a worker)."""
+    run = getattr(config, "workerinput", {}).get("testrunuid")
+    if not run:
+        return None
+    folder = Path(tempfile.gettempdir())
+    return folder / f"pytest-{run}.gate", folder / f"pytest-{run}.machine"
+
+
+def pytest_unconfigure(config) -> None:
+    """A worker done has no test left to order: its lock files go (the other worker, if still running, makes them
+    anew and is alone with them)."""
+    for path in _lock_paths(config) or ():
+        path.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def _machine(config, alone: bool):
     """Under pytest-xdist, a test marked ``alone`` runs while no other worker runs one: it holds the run's machine
     lock exclusively, every other test holds it shared. A gate taken before the machine lock and let go once it is
     held keeps a waiting ``alone`` test ahead of the tests that come after it (a writer first, or two workers could
     keep it waiting for ever). Outside xdist, or in its controller, nothing is locked."""
-    run = getattr(config, "workerinput", {}).get("testrunuid")
-    if not run:
+    paths = _lock_paths(config)
+    if not paths:
         yield
         return
-    folder = Path(tempfile.gettempdir())
-    with open(folder / f"pytest-{run}.gate", "a") as gate, open(folder / f"pytest-{run}.machine", "a") as machine:
+    with open(paths[0], "a") as gate, open(paths[1], "a") as machine:
         fcntl.flock(gate, fcntl.LOCK_EX)
         fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         fcntl.flock(gate, fcntl.LOCK_UN)

@@ -8,11 +8,17 @@ import time
 import uuid
 from types import SimpleNamespace
 
-from tests.conftest import _machine
+import pytest
+
+from tests.conftest import _lock_paths, _machine, pytest_unconfigure
 
 
-def _config():
-    return SimpleNamespace(workerinput={"testrunuid": uuid.uuid4().hex})
+@pytest.fixture
+def config():
+    """A worker's config as far as the lock reads it, its lock files removed afterwards."""
+    worker = SimpleNamespace(workerinput={"testrunuid": uuid.uuid4().hex})
+    yield worker
+    pytest_unconfigure(worker)
 
 
 def _run(config, alone: bool, name: str, events: list[str], hold: float) -> threading.Thread:
@@ -27,8 +33,8 @@ def _run(config, alone: bool, name: str, events: list[str], hold: float) -> thre
     return t
 
 
-def test_an_alone_test_waits_for_the_others_and_goes_before_later_ones():
-    config, events = _config(), []
+def test_an_alone_test_waits_for_the_others_and_goes_before_later_ones(config):
+    events: list[str] = []
     first = _run(config, False, "shared", events, 0.4)
     time.sleep(0.1)
     alone = _run(config, True, "alone", events, 0.3)
@@ -39,8 +45,8 @@ def test_an_alone_test_waits_for_the_others_and_goes_before_later_ones():
     assert events == ["shared in", "shared out", "alone in", "alone out", "later in", "later out"], events
 
 
-def test_shared_tests_run_together():
-    config, events = _config(), []
+def test_shared_tests_run_together(config):
+    events: list[str] = []
     a = _run(config, False, "a", events, 0.3)
     time.sleep(0.1)
     b = _run(config, False, "b", events, 0.1)
@@ -57,3 +63,12 @@ def test_nothing_is_locked_outside_a_worker():
     for t in (a, b):
         t.join(5)
     assert events == ["a in", "b in", "b out", "a out"], events
+
+
+def test_a_worker_done_leaves_no_lock_file(config):
+    with _machine(config, True):
+        pass
+    paths = _lock_paths(config)
+    assert paths and all(p.exists() for p in paths)
+    pytest_unconfigure(config)
+    assert not any(p.exists() for p in paths)
