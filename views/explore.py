@@ -23,8 +23,9 @@ from .state import (
     MAX_CHARS,
     TAB_LABELS,
     TABS,
-    Choices,
+    Limits,
     Source,
+    View,
     prepare_source,
 )
 
@@ -56,7 +57,8 @@ def render(lm: LoadedModel, dirs: list[Path], url_msgs: list[str]) -> None:
     res = get_decode(lm, ch, src.ids)
 
     src_tokens = lm.tokenizer.tokens(src.ids)
-    translation(lm, src, src_tokens, ch, res)
+    with st.container(key="translation_block"):
+        translation(lm, limits, view, src, src_tokens)
 
     reference = view.reference.strip()[:MAX_CHARS]
     if reference and len(lm.tokenizer.encode(reference)) > cfg.max_len - 1:
@@ -98,9 +100,14 @@ def inputs(msgs: list[str]) -> None:
         st.warning(md(m))
 
 
-def translation(lm: LoadedModel, src: Source, src_tokens: list[str], ch: Choices, res: DecodeResult) -> None:
+@st.fragment(key=session.TRANSLATION_FRAGMENT)
+def translation(lm: LoadedModel, limits: Limits, v: View, src: Source, src_tokens: list[str]) -> None:
     """The source tokens, what makes the output untrustworthy, the sentence as the model reads it beside its
-    translation, and the beam's candidates (in a panel)."""
+    translation, and the beam's candidates (in a panel). A fragment: a token forced or cleared reruns it with the
+    step view (the source stays; the decoding choices are read afresh)."""
+    view = session.fragment_view(v, limits, last=False)
+    ch = view.choices(str(lm.path))
+    res = get_decode(lm, ch, src.ids)
     st.markdown("**Source tokens** " + badges([(show_token(t), "gray") for t in src_tokens]))
     with st.container(key="honesty"):  # a note that comes or goes (a token forced) moves no element after it
         honesty(lm, res, readability(lm.tokenizer, src.ids[:-1], lm.cfg.unk_id))
@@ -117,7 +124,9 @@ def translation(lm: LoadedModel, src: Source, src_tokens: list[str], ch: Choices
             st.markdown(f"**As the model reads it**{why}".replace("<", "\\<"))
             st.text(read)
     with c2:
-        st.markdown(f"**French** ({md(ch.describe())})")
+        n = len(view.user_forced)
+        yours = f", {n} token{'s' if n != 1 else ''} forced by you" if n else ""
+        st.markdown(f"**French** ({md(ch.describe())}{yours})")
         st.text(lm.tokenizer.decode(res.ids) or "(empty)")
     if len(res.n_best) > 1 and (panel := lazy_panel(f"All {len(res.n_best)} beam candidates", "nbest_open")):
         with panel:

@@ -35,6 +35,10 @@ LOADED = "url_loaded"  # set once the session has read its URL
 LAYER_HEAD_CHOSEN = "layer_head_chosen"
 PENDING_LAYER_HEAD = "pending_layer_head"
 FRAGMENT_VIEW = "fragment_view"  # the view a full run hands its fragment (a fragment's own rerun reads afresh)
+# Explore's fragments that a forced token changes: forcing or clearing reruns these two, not the whole page (the
+# sentence box, the examples, the sidebar and the encoder stay as they are)
+TRANSLATION_FRAGMENT, STEP_FRAGMENT = "translation", "step_view"
+FORCED_CHANGES = [TRANSLATION_FRAGMENT, STEP_FRAGMENT]
 PRESET_CONTRAST = "preset_contrast"  # the contrast word a Compare preset filled in, while its pair stands
 
 
@@ -100,11 +104,12 @@ def _keep_forced(view: View, model_dir: str) -> View:
     return view
 
 
-def fragment_view(view: View, limits: Limits) -> View:
+def fragment_view(view: View, limits: Limits, last: bool = True) -> View:
     """The view a fragment shows: the full run's (``view``), or, when the fragment reruns alone (a step), the
-    session's choices read afresh (bounded already by the full run; nothing is reported)."""
+    session's choices read afresh (bounded already by the full run; nothing is reported). ``last``: the last of a
+    run's fragments to ask, which takes the full run's view off the session."""
     s = st.session_state
-    if s.pop(FRAGMENT_VIEW, None) is view:
+    if (s.pop(FRAGMENT_VIEW, None) if last else s.get(FRAGMENT_VIEW)) is view:
         return view
     return clamp_view({name: s[name] for name in VIEW_FIELDS if name in s}, limits)[0]
 

@@ -58,13 +58,13 @@ POSITION_HELP = "Position 0 reads <s>; position t reads the token chosen at posi
 
 
 def _clear_forced() -> None:
-    """Clear's callback: back to the model's own translation at the same position, in a run of the whole page (the
-    translation above the fragment changes too) rather than the fragment's own."""
+    """Clear's callback: back to the model's own translation at the same position, in a run of the translation's
+    fragment and this one (the translation above changes too) rather than this fragment's alone."""
     session.clear_forced(keep_position=True)
-    st.rerun(scope="app")
+    st.rerun(session.FORCED_CHANGES)
 
 
-@st.fragment
+@st.fragment(key=session.STEP_FRAGMENT)
 def view(lm: LoadedModel, limits: Limits, v: View, src: tuple[int, ...], src_tokens: list[str]) -> None:
     try:
         _view(lm, session.fragment_view(v, limits), src, src_tokens)
@@ -224,9 +224,9 @@ def _decode_ahead(lm: LoadedModel, base: Choices, src: tuple[int, ...], prefix: 
 
 
 def _force(prefix: tuple[int, ...], user: frozenset[int], keep_user: frozenset[int], base: Choices) -> None:
-    """Decode again with ``prefix`` forced, and draw the whole page for it."""
+    """Decode again with ``prefix`` forced, and draw the translation and the step view for it."""
     session.force(prefix, user, keep_user, base)
-    st.rerun(scope="app")
+    st.rerun(session.FORCED_CHANGES)
 
 
 def handout_inputs(lm: LoadedModel, raw: dict) -> tuple:

@@ -51,8 +51,8 @@ def render(
     options = list(by_label)
     if st.session_state.get("whatif_pick") not in by_label:
         st.session_state["whatif_pick"] = options[1] if len(options) > 1 else options[0]
-    # the buttons force in their callbacks, before the run they start: that run is then the whole page's (the
-    # panel's own rerun would draw it only to be replaced by one)
+    # the buttons force in their callbacks, before the run they start: that run is then the translation's and the
+    # step view's (the panel's own rerun would draw it only to be replaced by theirs)
     c1, c2 = st.columns(2)
     with c1:
         pick = by_label.get(st.selectbox(f"Alternative next token at position {step}", options, key="whatif_pick"))

@@ -1,7 +1,7 @@
 """A student's controls in a browser, each doing only the work its change needs: opening *What if?* or *Export*, or
 choosing inside one, reruns that panel alone, so the page is sent none of the step view's figures, chips or tables
-again (each panel is a fragment of its own inside the step view's); forcing a token from the panel and Clear still
-redraw the whole page for the new line; another stage draws its figures in view at once and those below the window
+again (each panel is a fragment of its own inside the step view's); forcing a token from the panel and Clear redraw
+the translation and the step view for the new line, and send nothing of the page above them again; another stage draws its figures in view at once and those below the window
 once the page's update is over, in an idle moment (views/plot.js), and then every one of them.
 
 A missing browser is a failure, never a skip."""
@@ -19,6 +19,8 @@ TIMEOUT_MS = 120_000
 BEAM = "src=The%20cat%20is%20sleeping%20on%20the%20sofa.&strategy=beam&beam=3&max_len=8&stage=output&step=2"
 # What the step view sends when it runs: a figure's element (views/plot.py) and the chips' line (views/stepping.py)
 STEP_VIEW = (b'"figure": {', b"Generated so far")
+# What a run of the whole Explore page sends above the translation: the title's caption and the sentence box's label
+PAGE_TOP = (b"step through an English", b"English sentence (press Enter")
 page = edges.page  # the fixture: a page at 1366 x 768
 
 
@@ -88,11 +90,18 @@ def test_opening_a_panel_reruns_the_panel_alone(server, page):
     page.locator(".st-key-dl_steps button").wait_for(timeout=TIMEOUT_MS)  # the panel's buttons, shown
 
 
-def test_a_token_forced_from_the_panel_and_clear_redraw_the_page(server, page):
+def french(page) -> str:
+    """The French line's heading (the decoding, and the tokens forced) and its text."""
+    return page.locator(".st-key-translation_block").inner_text().split("French (", 1)[1]
+
+
+def test_a_token_forced_from_the_panel_and_clear_redraw_the_translation_and_the_step_view(server, page):
     frames = received(page)
     page.goto(f"{server}/explore?{BEAM}")
     at_position(page, 2)
-    chips = page.locator(".st-key-chips").inner_text()
+    settled(page)
+    assert [what for what in PAGE_TOP if any(what in f for f in frames)] == list(PAGE_TOP)  # looked for: there
+    chips, own = page.locator(".st-key-chips").inner_text(), french(page)
     open_panel(page, frames, "whatif_open", ".st-key-whatif_go")
 
     frames.clear()
@@ -101,7 +110,9 @@ def test_a_token_forced_from_the_panel_and_clear_redraw_the_page(server, page):
     at_position(page, 3)  # the forced token read at the next position
     settled(page)
     assert step_view_sent(frames) == list(STEP_VIEW)
+    assert not [what for what in PAGE_TOP if any(what in f for f in frames)]  # the page above: not run again
     assert "forced by you" in page.locator(".st-key-chips").inner_text()
+    assert "1 token forced by you" in french(page) and "forced" not in own  # the French line is the forced one
 
     frames.clear()
     page.locator(".st-key-clear_forced button").click()
@@ -109,7 +120,9 @@ def test_a_token_forced_from_the_panel_and_clear_redraw_the_page(server, page):
     at_position(page, 3)
     settled(page)
     assert step_view_sent(frames) == list(STEP_VIEW)
+    assert not [what for what in PAGE_TOP if any(what in f for f in frames)]
     assert "forced by you" not in page.locator(".st-key-chips").inner_text()
+    assert french(page) == own
     page.locator(".st-key-prev button").first.click()
     at_position(page, 2)
     assert page.locator(".st-key-chips").inner_text() == chips  # the model's own line again
