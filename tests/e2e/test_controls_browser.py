@@ -1,8 +1,9 @@
 """A student's controls in a browser, each doing only the work its change needs: opening *What if?* or *Export*, or
 choosing inside one, reruns that panel alone, so the page is sent none of the step view's figures, chips or tables
 again (each panel is a fragment of its own inside the step view's); forcing a token from the panel and Clear redraw
-the translation and the step view for the new line, and send nothing of the page above them again; another stage draws its figures in view at once and those below the window
-once the page's update is over, in an idle moment (views/plot.js), and then every one of them.
+the translation and the step view for the new line, and send nothing of the page above them again; another stage
+draws its figures in view at once and those below the window once the page's update is over, in an idle moment
+(views/plot.js), and then every one of them.
 
 A missing browser is a failure, never a skip."""
 
