@@ -129,6 +129,16 @@ def test_a_token_forced_from_the_panel_and_clear_redraw_the_translation_and_the_
     assert page.locator(".st-key-chips").inner_text() == chips  # the model's own line again
 
 
+def test_opening_the_beam_candidates_reruns_the_translation_alone(server, page):
+    frames = received(page)
+    page.goto(f"{server}/explore?{BEAM}")
+    at_position(page, 2)
+    settled(page)
+    open_panel(page, frames, "nbest_open", ".st-key-nbest_open [data-testid=stDataFrame]")  # the candidates' table
+    assert frames and step_view_sent(frames) == []
+    assert not [what for what in PAGE_TOP if any(what in f for f in frames)]
+
+
 # Every graph of the page and the element it sits in, marked; then how many of the page's graphs are not marked (new
 # nodes: their elements were mounted anew and drawn from scratch) and how many marked ones left the page.
 GRAPHS_JS = "[...document.querySelectorAll('.decoder-lens-plot')].flatMap((d) => [d, d.parentElement])"
