@@ -38,7 +38,7 @@ FRAGMENT_VIEW = "fragment_view"  # the view a full run hands its fragment (a fra
 # Explore's fragments that a forced token changes: forcing or clearing reruns these two, not the whole page (the
 # sentence box, the examples, the sidebar and the encoder stay as they are)
 TRANSLATION_FRAGMENT, STEP_FRAGMENT = "translation", "step_view"
-FORCED_CHANGES = [TRANSLATION_FRAGMENT, STEP_FRAGMENT]
+FORCED_CHANGES = (TRANSLATION_FRAGMENT, STEP_FRAGMENT)
 PRESET_CONTRAST = "preset_contrast"  # the contrast word a Compare preset filled in, while its pair stands
 
 
