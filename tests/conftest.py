@@ -11,6 +11,7 @@ import fcntl
 import functools
 import os
 import tempfile
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,7 @@ def pytest_configure(config) -> None:
     Every new AppTest scans the metadata of every installed package for Streamlit components (0.3 s, a third of a
     typical AppTest test here); the installed packages do not change during a session, so the scan runs once."""
     if not _runs_tests(config):
+        _name_the_run(config)
         return
     import torch
 
@@ -69,20 +71,31 @@ def pytest_runtest_setup(item) -> None:
         use_threads(n)
 
 
-def _lock_paths(config) -> tuple[Path, Path] | None:
-    """The gate's and the machine's lock files of this pytest-xdist run (None outside a worker)."""
-    run = getattr(config, "workerinput", {}).get("testrunuid")
+def _name_the_run(config) -> None:
+    """The xdist controller names the run (xdist hands the name to every worker): it knows the lock files' names
+    and removes them once every worker has ended (``pytest_unconfigure``)."""
+    if config.getoption("numprocesses", None) and config.getoption("testrunuid", None) is None:
+        config.option.testrunuid = uuid.uuid4().hex
+
+
+def _lock_paths(run: str | None) -> tuple[Path, Path] | None:
+    """The gate's and the machine's lock files of the xdist run ``run`` (None: no run, nothing locked)."""
     if not run:
         return None
     folder = Path(tempfile.gettempdir())
     return folder / f"pytest-{run}.gate", folder / f"pytest-{run}.machine"
 
 
+def _worker_run(config) -> str | None:
+    return getattr(config, "workerinput", {}).get("testrunuid")
+
+
 def pytest_unconfigure(config) -> None:
-    """A worker done has no test left to order: its lock files go (the other worker, if still running, makes them
-    anew and is alone with them)."""
-    for path in _lock_paths(config) or ():
-        path.unlink(missing_ok=True)
+    """The controller, every worker ended, removes the run's lock files (a worker that ended early must not: the
+    others would lock files made anew, each its own)."""
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        for path in _lock_paths(config.getoption("testrunuid", None)) or ():
+            path.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -91,7 +104,7 @@ def _machine(config, alone: bool):
     lock exclusively, every other test holds it shared. A gate taken before the machine lock and let go once it is
     held keeps a waiting ``alone`` test ahead of the tests that come after it (a writer first, or two workers could
     keep it waiting for ever). Outside xdist, or in its controller, nothing is locked."""
-    paths = _lock_paths(config)
+    paths = _lock_paths(_worker_run(config))
     if not paths:
         yield
         return

@@ -10,15 +10,21 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import _lock_paths, _machine, pytest_unconfigure
+from tests.conftest import _lock_paths, _machine, _name_the_run, pytest_unconfigure
+
+
+def controller(run: str | None = None) -> SimpleNamespace:
+    """The xdist controller's config as far as the lock reads it (two workers asked for; ``run`` its name)."""
+    option = SimpleNamespace(numprocesses=2, testrunuid=run)
+    return SimpleNamespace(option=option, getoption=lambda name, default=None: getattr(option, name, default))
 
 
 @pytest.fixture
 def config():
-    """A worker's config as far as the lock reads it, its lock files removed afterwards."""
-    worker = SimpleNamespace(workerinput={"testrunuid": uuid.uuid4().hex})
-    yield worker
-    pytest_unconfigure(worker)
+    """A worker's config as far as the lock reads it, its lock files removed afterwards (as the controller does)."""
+    run = uuid.uuid4().hex
+    yield SimpleNamespace(workerinput={"testrunuid": run}, getoption=lambda name, default=None: 2)
+    pytest_unconfigure(controller(run))
 
 
 def _run(config, alone: bool, name: str, events: list[str], hold: float) -> threading.Thread:
@@ -65,10 +71,21 @@ def test_nothing_is_locked_outside_a_worker():
     assert events == ["a in", "b in", "b out", "a out"], events
 
 
-def test_a_worker_done_leaves_no_lock_file(config):
+def test_the_run_leaves_no_lock_file_and_a_worker_done_removes_none(config):
     with _machine(config, True):
         pass
-    paths = _lock_paths(config)
+    paths = _lock_paths(config.workerinput["testrunuid"])
     assert paths and all(p.exists() for p in paths)
-    pytest_unconfigure(config)
+    pytest_unconfigure(config)  # a worker that ended: another may still lock these files
+    assert all(p.exists() for p in paths)
+    pytest_unconfigure(controller(config.workerinput["testrunuid"]))  # every worker ended
     assert not any(p.exists() for p in paths)
+
+
+def test_the_controller_names_the_run_once():
+    named = controller()
+    _name_the_run(named)
+    run = named.option.testrunuid
+    assert isinstance(run, str) and len(run) == 32
+    _name_the_run(named)  # a name given (--testrunuid) is kept
+    assert named.option.testrunuid == run
