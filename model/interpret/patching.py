@@ -11,7 +11,8 @@ the logit difference X − Y there). One site at a time is restored from the cle
   cross-attention, the FFN) at target position p <= t, (L, 3, t + 1);
 - ``heads``: head h's output (its context α·V, before W_O) at every position, self- and cross-attention, (2, L, H).
 
-Every patched copy is one row of a batch run stage by stage through the model's own modules: a restore is
+Every patched copy is one row of a batch run stage by stage through the model's own modules, from the first layer
+it restores (what comes before is the corrupted run's, computed once): a restore is
 ``torch.where`` on the stream (the encoder's and the decoder's) or a ``HeadMask`` whose fill is the clean context
 (keep 0 for a restored head, 1 and fill 0 elsewhere, so an unrestored row computes what the corrupted run does). No
 hooks, nothing kept on the modules. Shapes: B rows, S source tokens, P = t + 1 decoder positions, D d_model.
@@ -95,11 +96,24 @@ def embedding_std(model: Transformer) -> float:
 
 @dataclass(frozen=True)
 class _Clean:
-    """What restoring copies from the clean run."""
+    """One run's streams, one row: what restoring copies from the clean run, and where a patched copy of the
+    corrupted run starts."""
 
+    src_in: Tensor  # (1, S, D) the encoder's input (embeddings and positions)
+    tgt_in: Tensor  # (1, P, D) the decoder's input
     enc: Tensor  # (Le, S, D) each encoder layer's output
     dec: Tensor  # (L, 3, P, D) the decoder residual after each sublayer
     ctx: Tensor  # (2, L, H, P, d_k) each head's context
+
+    def memory(self, model: Transformer) -> Tensor:
+        x = self.enc[-1][None]  # (1, S, D)
+        return x if model.enc_norm is None else model.enc_norm(x)  # the final norm of a pre-norm stack
+
+    def enc_input(self, layer: int) -> Tensor:
+        return self.src_in if layer == 0 else self.enc[layer - 1][None]  # (1, S, D)
+
+    def dec_input(self, layer: int) -> Tensor:
+        return self.tgt_in if layer == 0 else self.dec[layer - 1, 2][None]  # (1, P, D)
 
 
 def _needed(clean: _Clean | None) -> _Clean:
@@ -113,36 +127,43 @@ def _source_tokens(model: Transformer, src: Tensor) -> Tensor:
     return model.embed(src)[None] * model.src_embed.scale  # (1, S, D)
 
 
-def _forward(
+def _encode(
     model: Transformer,
-    src_tok: Tensor,  # (1, S, D) scaled token embeddings of the source this run reads
-    dec_in: Tensor,  # (P,)
+    x: Tensor,  # (1, S, D) the input to encoder layer ``start``
+    start: int = 0,
     enc_mask: Tensor | None = None,  # (B, Le, S) bool: restore encoder layer l at source position s
+    clean: _Clean | None = None,
+) -> tuple[Tensor, list[Tensor]]:
+    """The memory (1 or B, S, D) and each encoder layer's output from ``start`` on, each row with its sites restored."""
+    S = x.shape[1]
+    enc_bias = None if model.enc_bias is None else model.enc_bias(S, S)  # (1, H, S, S): T5's relative positions
+    out = []
+    for i in range(start, model.cfg.n_encoder_layers):
+        x, _ = model.encoder_stack[i](x, None, position_bias=enc_bias)  # (1 or B, S, D); the sources hold no padding
+        if enc_mask is not None and enc_mask[:, i].any():
+            x = torch.where(enc_mask[:, i, :, None], _needed(clean).enc[i], x)
+        out.append(x)
+    return (x if model.enc_norm is None else model.enc_norm(x)), out
+
+
+def _decode(
+    model: Transformer,
+    memory: Tensor,  # (1 or B, S, D)
+    y: Tensor,  # (B, P, D) the input to decoder layer ``start``
+    start: int = 0,
     dec_mask: Tensor | None = None,  # (B, L, 3, P) bool
     head_mask: Tensor | None = None,  # (B, 2, L, H) bool
     clean: _Clean | None = None,
     keep: bool = False,
-) -> tuple[Tensor, _Clean | None]:
-    """Logits (B, V) at the last position P − 1, each row with its sites restored; ``keep``: also what a clean copy
-    needs (one row, nothing restored)."""
-    cfg = model.cfg
-    S, P = src_tok.shape[1], dec_in.numel()
-    src_mask = None  # the sources hold no padding
-    x = model.src_embed.dropout(model.src_embed.place(src_tok))  # (1, S, D)
-    enc_bias = None if model.enc_bias is None else model.enc_bias(S, S)  # (1, H, S, S): T5's relative positions
-    enc_out = []
-    for i, enc_layer in enumerate(model.encoder_stack):
-        x, _ = enc_layer(x, src_mask, position_bias=enc_bias)  # (1 or B, S, D)
-        if enc_mask is not None and enc_mask[:, i].any():
-            x = torch.where(enc_mask[:, i, :, None], _needed(clean).enc[i], x)
-        enc_out.append(x)
-    memory = x if model.enc_norm is None else model.enc_norm(x)  # (1 or B, S, D): the final norm of a pre-norm stack
-    B = 1 if enc_mask is None else enc_mask.shape[0]
-    mask = causal_mask(P, device=dec_in.device)
+) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+    """Logits (B, V) at the last position P − 1, each row with its sites restored, from decoder layer ``start`` on;
+    ``keep`` (one row): also the residual after each sublayer (P, D) and each head's context (H, P, d_k)."""
+    B, P = y.shape[0], y.shape[1]
+    mask = causal_mask(P, device=y.device)
     dec_bias = None if model.dec_bias is None else model.dec_bias(P, P)  # (1, H, P, P)
-    y = model.tgt_embed(dec_in[None])[0].expand(B, -1, -1)  # (B, P, D)
     res, ctx = [], []
-    for i, layer in enumerate(model.decoder_stack):
+    for i in range(start, model.cfg.n_decoder_layers):
+        layer = model.decoder_stack[i]
         heads: list[HeadMask | None] = [None, None]
         if head_mask is not None:
             for k in range(2):
@@ -159,7 +180,7 @@ def _forward(
                 h,
                 K.expand(B, -1, -1, -1),
                 V.expand(B, -1, -1, -1),
-                mask if k == 0 else src_mask,
+                mask if k == 0 else None,
                 record=keep,
                 heads=heads[k],
                 position_bias=dec_bias if k == 0 else None,
@@ -173,18 +194,38 @@ def _forward(
         y, _ = layer.norm3(y, f)
         y = _restore(y, dec_mask, clean, i, 2)
         res.append(y[0])
-    logits = model.logits(y[:, -1:])[:, 0]  # (B, V)
-    if not keep:
-        return logits, None
-    H, L = cfg.n_heads, cfg.n_decoder_layers
+    return model.logits(y[:, -1:])[:, 0], res, ctx  # (B, V)
+
+
+def _forward(model: Transformer, src_tok: Tensor, dec_in: Tensor) -> tuple[Tensor, _Clean]:
+    """One unpatched run of ``src_tok`` (1, S, D) teacher-forced on ``dec_in`` (P,): its logits (1, V) at the last
+    position and every stream a patched copy restores from or starts from."""
+    cfg = model.cfg
+    src_in = model.src_embed.dropout(model.src_embed.place(src_tok))  # (1, S, D)
+    memory, enc_out = _encode(model, src_in)
+    tgt_in = model.tgt_embed(dec_in[None])[0]  # (1, P, D)
+    logits, res, ctx = _decode(model, memory, tgt_in, keep=True)
+    H, L, P = cfg.n_heads, cfg.n_decoder_layers, dec_in.numel()
     ctxs = torch.stack(ctx).view(L, 2, H, P, cfg.d_k).transpose(0, 1)  # (2, L, H, P, d_k)
-    return logits, _Clean(torch.stack([e[0] for e in enc_out]), torch.stack(res).view(L, 3, P, -1), ctxs)
+    return logits, _Clean(
+        src_in, tgt_in, torch.stack([e[0] for e in enc_out]), torch.stack(res).view(L, 3, P, -1), ctxs
+    )
 
 
 def _restore(y: Tensor, dec_mask: Tensor | None, clean: _Clean | None, layer: int, k: int) -> Tensor:
     if dec_mask is None or not dec_mask[:, layer, k].any():
         return y
     return torch.where(dec_mask[:, layer, k, :, None], _needed(clean).dec[layer, k], y)  # (B, P, D)
+
+
+def _first_layer(model: Transformer, sites: Sequence[Site]) -> tuple[bool, int]:
+    """Where a patched copy starts to differ from the corrupted run: (in the encoder, its layer) at the first encoder
+    layer restored, else (in the decoder, its layer) at the first decoder layer restored (after the last layer: a
+    copy that restores nothing)."""
+    enc = [site[1] for site in sites if site[0] == "enc"]
+    if enc:
+        return True, min(enc)
+    return False, min((site[1] for site in sites), default=model.cfg.n_decoder_layers)
 
 
 def _masks(model: Transformer, S: int, P: int, rows: Sequence[Sequence[Site]]) -> tuple[Tensor, Tensor, Tensor]:
@@ -279,22 +320,36 @@ class Patcher:
     @torch.inference_mode()
     def clean(self, position: int) -> tuple[Tensor, _Clean]:
         """The clean run up to ``position``: its logits (1, V) there and what restoring copies."""
-        logits, kept = _forward(self.model, self.clean_tok, self.dec_in[: position + 1], keep=True)
-        return logits, _needed(kept)
+        return _forward(self.model, self.clean_tok, self.dec_in[: position + 1])
 
     @torch.inference_mode()
     def run(self, position: int, rows: Sequence[Sequence[Site]], clean: _Clean | None = None) -> Tensor:
         """Logits (len(rows), V) at ``position`` of the corrupted run with each row's sites restored from the clean
-        run, in batched passes of ROWS_PER_PASS rows."""
-        position = self.check_position(position)
+        run. Rows are grouped by the layer where they first differ from the corrupted run, and each group starts
+        there from the corrupted run's stream (what comes before is the same in every row: computed once), in
+        batched passes of ROWS_PER_PASS rows; a group that restores nothing in the encoder reads the corrupted
+        memory, one row for all."""
+        model, position = self.model, self.check_position(position)
         if clean is None:
             clean = self.clean(position)[1]
-        dec_in, S = self.dec_in[: position + 1], self.src.numel()
-        out = []
-        for b in range(0, len(rows), ROWS_PER_PASS):
-            enc, dec, heads = _masks(self.model, S, position + 1, rows[b : b + ROWS_PER_PASS])
-            out.append(_forward(self.model, self.corrupt_tok, dec_in, enc, dec, heads, clean)[0])
-        return torch.cat(out) if out else torch.zeros(0, self.model.cfg.vocab_size, device=self.model.device)
+        P, S = position + 1, self.src.numel()
+        _, corrupted = _forward(model, self.corrupt_tok, self.dec_in[:P])
+        memory = corrupted.memory(model)  # (1, S, D)
+        groups: dict[tuple[bool, int], list[int]] = {}
+        for r, sites in enumerate(rows):
+            groups.setdefault(_first_layer(model, sites), []).append(r)
+        out = torch.zeros(len(rows), model.cfg.vocab_size, device=model.device)
+        for (in_encoder, layer), members in groups.items():
+            for b in range(0, len(members), ROWS_PER_PASS):
+                part = members[b : b + ROWS_PER_PASS]
+                enc, dec, heads = _masks(model, S, P, [rows[i] for i in part])
+                if in_encoder:
+                    mem, _ = _encode(model, corrupted.enc_input(layer), layer, enc, clean)  # (B, S, D)
+                    y, start = corrupted.tgt_in.expand(len(part), -1, -1), 0
+                else:
+                    mem, y, start = memory, corrupted.dec_input(layer).expand(len(part), -1, -1), layer
+                out[part] = _decode(model, mem, y, start, dec, heads, clean)[0]
+        return out
 
     def map(self, position: int, contrast_id: int | None = None) -> Patching:
         """Every site restored alone (``all_sites``), in one batched run, measured as p(X) and, with a contrast

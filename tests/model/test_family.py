@@ -352,7 +352,7 @@ def test_patching_and_attribution_run_the_model_as_it_is(fam, tok):
     """Patching and Integrated Gradients rebuild the forward pass from token embeddings: on every family it is the
     model's own (pre-norm, embedding norm, final norms, T5's relative bias), which is transformers' (above): the
     patcher's clean and corrupted runs give the model's logits for A and B, the corrupted run with every site of
-    the last encoder layer restored gives A's, and IG explains the model's own log p(y)."""
+    the last encoder layer, the last decoder layer's output or every head's context restored gives A's, and IG explains the model's own log p(y)."""
     from model.interpret.attribution import attribute, explained_logprob, scaled_embeddings
     from model.interpret.patching import Patcher
 
@@ -367,10 +367,18 @@ def test_patching_and_attribution_run_the_model_as_it_is(fam, tok):
     with torch.no_grad():
         want_a, want_b = (model(torch.tensor([s]), dec_in)[0, t] for s in (src_a, src_b))
     _close(p.clean(t)[0][0], want_a, "patching's clean run")
-    rows = [[], [("enc", cfg.n_encoder_layers - 1, s) for s in range(len(src_a))]]
+    last, heads = cfg.n_decoder_layers - 1, range(cfg.n_heads)
+    rows = [
+        [],
+        [("enc", cfg.n_encoder_layers - 1, s) for s in range(len(src_a))],
+        [("dec", last, 2, q) for q in range(t + 1)],  # a copy that starts at the last decoder layer
+        [(kind, layer, h) for kind in ("self", "cross") for layer in range(last + 1) for h in heads],
+    ]
     restored = p.run(t, rows)
     _close(restored[0], want_b, "patching's corrupted run")
     _close(restored[1], want_a, "the corrupted run with the last encoder layer restored")
+    _close(restored[2], want_a, "the corrupted run with the last decoder layer's output restored")
+    _close(restored[3], want_a, "the corrupted run with every head's context restored")
     assert (p.corrupted_top()[t] == int(want_b.argmax())) or abs(float(want_b.max() - want_b.sort().values[-2])) < 1e-4
     src_t, dec_t = torch.tensor(src_a), dec_in[0]
     f = explained_logprob(model, src_t, dec_t, torch.tensor(out))
