@@ -1,7 +1,7 @@
 """Step-to-paint: how long the app takes, in a real browser, from a click to every figure redrawn.
 
     python benchmarks/app_latency.py [--model DIR] [--clicks 30] [--all-clicks 10] [--sentences 10]
-                                     [--cold-starts 3] [--smoke]
+                                     [--cold-starts 3] [--max-len N] [--smoke]
 
 ``streamlit run app.py`` on a free localhost port, driven by Playwright and Debian's Chromium:
 
@@ -56,6 +56,7 @@ from harness.browser import (
     DEFAULT_MODEL,
     DRAWN_JS,
     FIGURES_JS,
+    IDLE_JS,
     IN_VIEW_JS,
     PAGE_STATE_JS,
     PAINTED_JS,
@@ -111,9 +112,10 @@ LEARN_HEADER_JS = (
     "k => ((document.querySelector('[data-testid=\"stHeading\"] h2') || {}).textContent || '').startsWith(k + '. ')"
 )
 # Chapter k shown and painted, in one check as the floor's clicks are timed: its header, every figure drawn
-# (DRAWN_JS), and the figures' titles no longer those of the chapter before (``before``, TITLES_JS).
+# (DRAWN_JS, at least ``least``: the chapter's figures on this model), and the figures' titles no longer those of the
+# chapter before (``before``, TITLES_JS).
 CHAPTER_PAINTED_JS = f"""
-([k, before]) => ({LEARN_HEADER_JS})(k) && ({DRAWN_JS})(1) && ({TITLES_JS})() !== before
+([k, before, least]) => ({LEARN_HEADER_JS})(k) && ({DRAWN_JS})(least) && ({TITLES_JS})() !== before
 """
 
 
@@ -253,9 +255,11 @@ def check_in_view(page, tracking: int) -> None:
 
 def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
     env = app_env(model)
+    choices = {"max_len": n["max_len"]} if n.get("max_len") else {}  # in every link the app is opened by
     colds = []
     for i in range(n["cold_starts"]):
-        server, page, frames, secs = cold_start(browser, ROOT / "app.py", tmp / f"app{i}.log", env, EXPLORE_LINK)
+        link = f"{EXPLORE_LINK}&{urlencode(choices)}" if choices else EXPLORE_LINK
+        server, page, frames, secs = cold_start(browser, ROOT / "app.py", tmp / f"app{i}.log", env, link)
         colds.append(secs)
         if i < n["cold_starts"] - 1:
             page.context.close()
@@ -302,9 +306,9 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
             )
             step = step + 1 if step < n_steps - 1 else 0
             scrolls.append(scroll_through(page))
-        turns = learn_chapters(page, server.url, n["learn_passes"], n["read_s"])
-        at_once = learn_chapters(page, server.url, n["learn_passes"], 0.0)
-        compare = compare_steps(page, server.url, n["clicks"])
+        turns = learn_chapters(page, server.url, n["learn_passes"], n["read_s"], choices)
+        at_once = learn_chapters(page, server.url, n["learn_passes"], 0.0, choices)
+        compare = compare_steps(page, server.url, n["clicks"], choices)
         errors = state(page)["errors"] + server.tracebacks()
     finally:
         server.stop()
@@ -360,21 +364,23 @@ def measure_floor(
     return dict(cold=colds, step=times, bytes=sizes)
 
 
-def learn_chapters(page, url: str, passes: int, read_s: float) -> list[tuple[str, float]]:
+def learn_chapters(page, url: str, passes: int, read_s: float, choices: dict) -> list[tuple[str, float]]:
     """(chapter turned to, seconds) from each *Next* or *Previous* click of the Learn page to the new chapter
     painted: the lesson opened at chapter 1, one turn to chapter 2 and back not counted (as the floor's first click
     is not), then walked to the last chapter and back to the first ``passes`` times, every turn timed, each after
-    ``read_s`` seconds on the chapter before (untimed)."""
+    ``read_s`` seconds on the chapter before (untimed). A chapter with no figure on this model (the layers' lens of
+    a model whose layers the output head cannot read) is painted once its header shows and the page is idle."""
+    least = chapter_figures(page, url, choices)
 
     def turn(button: str, k: int) -> tuple[str, float]:
         page.wait_for_timeout(read_s * 1e3)
         before = page.evaluate(TITLES_JS)
         t0 = time.perf_counter()
         click(page, button)()
-        page.wait_for_function(CHAPTER_PAINTED_JS, arg=[k, before], timeout=TIMEOUT_MS)
+        page.wait_for_function(CHAPTER_PAINTED_JS, arg=[k, before, least[k]], timeout=TIMEOUT_MS)
         return CHAPTER_KEYS[k - 1], time.perf_counter() - t0
 
-    page.goto(f"{url}/?chapter=1")
+    page.goto(f"{url}/?{urlencode(dict(chapter=1, **choices))}")
     page.wait_for_function(LEARN_HEADER_JS, arg=1, timeout=TIMEOUT_MS)
     page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
     turn("learn_next", 2)
@@ -386,16 +392,30 @@ def learn_chapters(page, url: str, passes: int, read_s: float) -> list[tuple[str
     return times
 
 
+def chapter_figures(page, url: str, choices: dict) -> dict[int, int]:
+    """Each chapter's figures on this model (at most 1: what a turn waits for), each chapter opened by its link and
+    left once idle with every figure drawn (untimed)."""
+    least = {}
+    for k in range(1, len(CHAPTER_KEYS) + 1):
+        page.goto(f"{url}/?{urlencode(dict(chapter=k, **choices))}")
+        page.wait_for_function(LEARN_HEADER_JS, arg=k, timeout=TIMEOUT_MS)
+        page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
+        page.wait_for_timeout(1000)  # a figure's element comes after the header: let the run's last messages land
+        page.wait_for_function(DRAWN_JS, arg=0, timeout=TIMEOUT_MS)
+        least[k] = min(1, int(page.evaluate("() => document.querySelectorAll('.decoder-lens-plot').length")))
+    return least
+
+
 def by_chapter(turns: list[tuple[str, float]]) -> dict[str, list[float]]:
     return {key: [secs for k, secs in turns if k == key] for key in dict(turns)}
 
 
-def compare_steps(page, url: str, clicks: int) -> list[float]:
+def compare_steps(page, url: str, clicks: int, choices: dict) -> list[float]:
     """Seconds from each ▶ click on the Compare page (its first minimal pair, noise corruption, which any pair
     allows, the decoder map) to the measured
     position's line naming the new position and every figure drawn; ⏮ back to the start, untimed, at the end."""
     a, b = PRESETS[0][1], PRESETS[0][2]
-    page.goto(f"{url}/compare?{urlencode(dict(src=a, srcb=b, site='dec', noise=1, step=0))}")
+    page.goto(f"{url}/compare?{urlencode(dict(src=a, srcb=b, site='dec', noise=1, step=0, **choices))}")
     page.wait_for_function(MEASURED_AT_JS, arg=0, timeout=TIMEOUT_MS)
     page.wait_for_function(DRAWN_JS, arg=1, timeout=TIMEOUT_MS)
     click(page, "last")()  # the last position, read off the page (untimed)
@@ -530,6 +550,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help=f"measured server launches of the app and of the floor (default {FULL['cold_starts']})",
     )
+    ap.add_argument(
+        "--max-len",
+        type=int,
+        help="the decoding's maximum length in every link (default: the app's): a random model never ends its line",
+    )
     ap.add_argument("--smoke", action="store_true", help="tiny random model, a few clicks (a quick check)")
     args = ap.parse_args(argv)
     require_chromium()
@@ -546,7 +571,8 @@ def main(argv: list[str] | None = None) -> int:
             if v is not None
         }
     )
-    if min(v for k, v in n.items() if k != "read_s") < 1:
+    n["max_len"] = args.max_len
+    if min(v for k, v in n.items() if k not in ("read_s", "max_len")) < 1:
         ap.error("--clicks, --all-clicks, --sentences and --cold-starts must be at least 1")
     from playwright.sync_api import sync_playwright
 

@@ -14,7 +14,6 @@ import hashlib
 from dataclasses import replace
 from urllib.parse import urlencode
 
-import numpy as np
 import streamlit as st
 
 from model.core.config import ModelConfig
@@ -97,16 +96,14 @@ def lesson_for(lm: LoadedModel, text: str) -> tuple[Learn, LessonRun] | None:
 
     def compute():
         labels = [int(i) for i in tr.arrays.label_ids]
-        problem = lens_problem(lm.cfg)
-        L, T = lm.cfg.n_decoder_layers, len(labels)
-        lens = None if problem else logit_lens(lm.model, tr.arrays, labels, k=TOP, lean=lean_decoder(lm))
+        lens = None if lens_problem(lm.cfg) else logit_lens(lm.model, tr.arrays, labels, k=TOP, lean=lean_decoder(lm))
         run = LessonRun(lm, src, tr, nc, beam, lens, key)
         g = greedy.n_best[0]
         outcomes = Outcomes(
             beam=[(run.text(h.ids), h.score) for h in beam.n_best],
             beam_width=DEFAULTS.beam,
             greedy=(run.text(g.ids), g.score),
-            lens_rank=lens.chosen_rank if lens else np.ones((L, T)),
+            lens_rank=lens.chosen_rank if lens else None,
         )
         learn = build(
             tr,

@@ -19,6 +19,7 @@ from model.core.config import ModelConfig
 from model.core.keys import Records
 from model.core.positions import position_labels
 from model.decode.trace import Trace
+from model.interpret.explain import lens_problem
 from model.lesson.lesson import EXAMPLE_SOURCE, Lesson
 
 READ_S = 50  # reading time of one chapter, question included
@@ -185,7 +186,7 @@ class Run:
     cross: np.ndarray  # (T, S)
     f: int
     activation: str
-    lens_rank: np.ndarray
+    lens_rank: np.ndarray | None  # None: the model has no lens (``no_lens`` says why)
     beam: Sequence[tuple[str, float]]
     beam_width: int
     greedy: tuple[str, float]
@@ -195,6 +196,7 @@ class Run:
     tie_output: bool
     example: Lesson
     h: int = SELF_HEAD
+    no_lens: str | None = None
 
     @property
     def T(self) -> int:
@@ -220,12 +222,12 @@ class Run:
 class Outcomes:
     """What the lesson reads besides the teacher-forced traces: beam search's candidates as (text, score), the one
     it returns first, and its width; greedy decoding's translation and score (same length penalty); ``lens_rank``
-    (L, T): the rank of each label after each layer (``explain.logit_lens``)."""
+    (L, T): the rank of each label after each layer (``explain.logit_lens``), None where the model has no lens."""
 
     beam: Sequence[tuple[str, float]]
     beam_width: int
     greedy: tuple[str, float]
-    lens_rank: np.ndarray
+    lens_rank: np.ndarray | None
 
 
 def build(
@@ -274,6 +276,7 @@ def build(
         cfg.scale_embedding,
         cfg.tie_output,
         example,
+        no_lens=lens_problem(cfg) if outcomes.lens_rank is None else None,
     )
     written = tuple(chapter(r) for chapter in chapters)
     assert len({c.key for c in written}) == len(written), "a chapter's key is its own"
@@ -708,7 +711,9 @@ def decoding_chapter(r: Run) -> Chapter:
 
 
 def lens_chapter(r: Run) -> Chapter:
-    """The logit lens."""
+    """The logit lens; on a model whose layers the output head cannot read, why not, and no figure."""
+    if r.lens_rank is None:
+        return _no_lens_chapter(r.no_lens or "the output head cannot read this model's layers")
     T, p_, f, fr, lens_rank = r.T, r.p_, r.f, r.fr, r.lens_rank
     ranks = lens_rank[:, f]
     L = lens_rank.shape[0]
@@ -739,6 +744,29 @@ def lens_chapter(r: Run) -> Chapter:
             r_l,
             f"column {f} of the figure, the first row where it is the top token",
             "ranks per layer: " + ", ".join(str(int(r)) for r in ranks),
+        ),
+    )
+
+
+def _no_lens_chapter(why: str) -> Chapter:
+    """The lens chapter on a model that has no lens: the idea, why it cannot be read here, and a question on that."""
+    return Chapter(
+        "lens",
+        CHAPTER_TITLES["lens"],
+        "The logit lens sends every decoder layer's output through the output head, as if decoding stopped "
+        "there. It shows when the choice becomes clear across the layers. It does not show why: the earlier "
+        "layers were never trained to be read this way.",
+        r"p^{(\ell)} = \operatorname{softmax}\!\left(h^{(\ell)}_t W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
+        f"The loaded model has no lens to draw: {why}. The lens reads the paper's post-norm model, whose every layer "
+        "ends in a LayerNorm, as the output head expects.",
+        "No figure: the loaded model's layers cannot be read by the output head.",
+        Question(
+            "lens",
+            "Why does this chapter draw no lens for the loaded model?",
+            ("The lens needs beam search", why[0].upper() + why[1:], "The decoder has no output head"),
+            1,
+            "the note at the top of the page, on how the loaded model differs",
+            "The output head reads a layer's output only as the model hands it on: " + why + ".",
         ),
     )
 

@@ -115,6 +115,7 @@ IN_PROCESS = {  # script: its timed rows, their figures, how many of those (firs
         2,
         ("lens ≤ 10% of the recorded decode", "head importance ≤ 3 s", "IG attribution ≤ 3 s"),
     ),
+    "patching.py": (("map at position 1", "map at position 19"), rf"{NUMBER}\s+{NUMBER}", 2, ()),
     "corpus.py": (
         (
             "rows, every column and flag (in process)",

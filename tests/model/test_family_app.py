@@ -129,3 +129,30 @@ def test_about_and_the_model_card_name_the_family_and_its_settings(family_dir, m
     (settings,) = [d.value["value"] for d in at.dataframe if "norm_position" in d.value.index]
     for name in ("norm_position", "norm_kind", "positions", "gated_ffn", "scale_attention", "output_scale"):
         assert settings[name] == str(getattr(cfg, name)), name
+
+
+def test_the_lens_chapter_claims_no_ranks_on_a_model_without_a_lens(family_dir, monkeypatch):
+    """A pre-norm model has no logit lens (``explain.lens_problem``): its lesson's lens chapter draws no figure, asks
+    why (the reason among the options, the right one), and says it on reveal, claiming no rank it never read; the
+    post-norm BART reads its ranks."""
+    from model.interpret.explain import lens_problem
+
+    family, path = family_dir
+    at = open_app(path, monkeypatch, page="Learn", chapter="13")
+    assert at.header[0].value.startswith("13. "), at.header[0].value
+    problem = lens_problem(load_model_dir(path).cfg)
+    q = next(r for r in at.radio if r.key.startswith("learn_q_lens_"))
+    check = next(b for b in at.button if b.key.startswith("learn_check_lens_"))
+    if family == "bart":
+        assert problem is None and "after layer 0" in q.options, q.options
+        return
+    assert problem is not None and "no lens" in q.label, q.label
+    right = problem[0].upper() + problem[1:]
+    assert right in q.options, q.options
+    q.set_value(right).run()
+    check.click().run()
+    ok(at)
+    assert at.success and at.success[0].value.startswith("Right"), [w.value for w in at.warning]
+    text = " ".join(str(m.value) for m in at.markdown).replace("\\", "")
+    assert "no lens to draw" in text and "the rank of" not in text, text
+    assert not any("The figure in words" in c.value for c in at.caption)
