@@ -254,11 +254,9 @@ def check_in_view(page, tracking: int) -> None:
 
 
 def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
-    env = app_env(model)
-    choices = {"max_len": n["max_len"]} if n.get("max_len") else {}  # in every link the app is opened by
-    colds = []
+    env, choices = app_env(model), {"max_len": n["max_len"]} if n.get("max_len") else {}  # in every link opened
+    colds, link = [], f"{EXPLORE_LINK}&{urlencode(choices)}".rstrip("&")
     for i in range(n["cold_starts"]):
-        link = f"{EXPLORE_LINK}&{urlencode(choices)}" if choices else EXPLORE_LINK
         server, page, frames, secs = cold_start(browser, ROOT / "app.py", tmp / f"app{i}.log", env, link)
         colds.append(secs)
         if i < n["cold_starts"] - 1:

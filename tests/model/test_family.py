@@ -352,7 +352,8 @@ def test_patching_and_attribution_run_the_model_as_it_is(fam, tok):
     """Patching and Integrated Gradients rebuild the forward pass from token embeddings: on every family it is the
     model's own (pre-norm, embedding norm, final norms, T5's relative bias), which is transformers' (above): the
     patcher's clean and corrupted runs give the model's logits for A and B, the corrupted run with every site of
-    the last encoder layer, the last decoder layer's output or every head's context restored gives A's, and IG explains the model's own log p(y)."""
+    the last encoder layer, the last decoder layer's output or every head's context restored gives A's (a patched
+    copy starts at the first layer it restores), and IG explains the model's own log p(y)."""
     from model.interpret.attribution import attribute, explained_logprob, scaled_embeddings
     from model.interpret.patching import Patcher
 
