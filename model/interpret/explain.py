@@ -47,7 +47,7 @@ def lens_problem(cfg: ModelConfig) -> str | None:
     if getattr(cfg, "normalize_before", False) or getattr(cfg, "norm_position", "post") == "pre":
         return (
             "this model normalises before each sublayer (pre-norm), so a layer's output is an unnormalised "
-            "residual that the output head only reads after the final LayerNorm"
+            "residual that the output head only reads after the final norm"
         )
     if cfg.n_decoder_layers < 1:
         return "this model has no decoder layer to read"

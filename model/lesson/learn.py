@@ -757,8 +757,8 @@ def _no_lens_chapter(why: str) -> Chapter:
         "there. It shows when the choice becomes clear across the layers. It does not show why: the earlier "
         "layers were never trained to be read this way.",
         r"p^{(\ell)} = \operatorname{softmax}\!\left(h^{(\ell)}_t W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
-        f"The loaded model has no lens to draw: {why}. The lens reads the paper's post-norm model, whose every layer "
-        "ends in a LayerNorm, as the output head expects.",
+        "The loaded model has no lens to draw. The lens reads the paper's post-norm model, whose every layer ends "
+        "in a LayerNorm: each layer hands on a vector scaled as the output head expects.",
         "No figure: the loaded model's layers cannot be read by the output head.",
         Question(
             "lens",
@@ -766,7 +766,8 @@ def _no_lens_chapter(why: str) -> Chapter:
             ("The lens needs beam search", why[0].upper() + why[1:], "The decoder has no output head"),
             1,
             "the note at the top of the page, on how the loaded model differs",
-            "The output head reads a layer's output only as the model hands it on: " + why + ".",
+            "Read before that norm, a layer's output is on another scale than the one the output head was trained "
+            "on, so its predictions would mean nothing.",
         ),
     )
 
