@@ -184,8 +184,8 @@ class ModelConfig:
             out.append(("unscaled scores (no 1/√d_k)", "scores"))
         if self.gated_ffn or self.activation != "relu":
             out.append((f"a {'gated ' if self.gated_ffn else ''}{self.activation} FFN", "ffn"))
-        if self.norm_position == "pre":
-            out.append(("layer outputs the output head cannot read before the final norm", "lens"))
+        if self.norm_position == "pre" and not self.final_norm:
+            out.append(("layer outputs the output head was never trained to read (no final norm)", "lens"))
         return out
 
     def to_json(self) -> str:

@@ -6,11 +6,12 @@ inputs ``<s> y1 … yn``, each predicting the next token), S source tokens, D d_
 
 The lens sends each decoder layer's output ``dec.{l}.norm3.out`` through the output head (the tied embedding or
 ``out_proj``, plus ``final_logits_bias`` when the config has one), exactly as the last layer's output is sent.
-In the post-norm Transformer of the paper, the one every ``ModelConfig`` describes, each layer ends with a
-LayerNorm and nothing comes between the last one and the output head, so every layer's output is on the scale
-the head reads and needs no extra norm; the last layer's lens *is* the model's distribution. A pre-norm model
-(a final LayerNorm after the stack, unnormalised residuals between layers) would need that final norm applied
-first; ``lens_problem`` says when a configuration would make the lens wrong.
+In the post-norm Transformer of the paper each layer ends with a LayerNorm and nothing comes between the last one
+and the output head, so every layer's output is on the scale the head reads; the last layer's lens *is* the
+model's distribution. A pre-norm model (mBART, M2M100, NLLB, T5) hands on unnormalised residuals and reads the last
+one through a final norm (and T5's output scale): the lens reads every layer's the same way, as if decoding stopped
+there (``Transformer.logits``), as the logit lens reads GPT-2. ``lens_problem`` says when a configuration has no
+lens (pre-norm without a final norm, or no decoder layer).
 """
 
 from __future__ import annotations
@@ -40,18 +41,26 @@ MAX_LOGITS = 50_000_000
 def lens_problem(cfg: ModelConfig) -> str | None:
     """One sentence saying why the logit lens would misread this configuration, or None when it reads it right.
 
-    A post-norm model's layer output is normalised as the output head reads it. A pre-norm one (``norm_position``
-    "pre": mBART, M2M100, NLLB, T5; ``normalize_before``, fairseq's name) hands on an unnormalised residual, and a
-    configuration without a decoder layer has nothing to read: both are refused.
+    A post-norm model's layer output is normalised as the output head reads it; a pre-norm one (``norm_position``
+    "pre"; ``normalize_before``, fairseq's name) hands on an unnormalised residual that the final norm scales for
+    the head (``lens_reads_final_norm``). A pre-norm configuration without that final norm, and one without a
+    decoder layer, have nothing the head reads: both are refused.
     """
-    if getattr(cfg, "normalize_before", False) or getattr(cfg, "norm_position", "post") == "pre":
+    pre = getattr(cfg, "normalize_before", False) or getattr(cfg, "norm_position", "post") == "pre"
+    if pre and not getattr(cfg, "final_norm", False):
         return (
-            "this model normalises before each sublayer (pre-norm), so a layer's output is an unnormalised "
-            "residual that the output head only reads after the final norm"
+            "this model normalises before each sublayer (pre-norm) and has no final norm, so a layer's output is an "
+            "unnormalised residual that the output head was never trained to read"
         )
     if cfg.n_decoder_layers < 1:
         return "this model has no decoder layer to read"
     return None
+
+
+def lens_reads_final_norm(cfg: ModelConfig) -> bool:
+    """Whether the lens reads each layer through the model's final norm (a pre-norm model), as the head reads the
+    last layer's."""
+    return bool(cfg.final_norm)
 
 
 @dataclass(frozen=True)
@@ -138,7 +147,9 @@ def _head_lens(model: Transformer, arrays: Records[np.ndarray], L: int, chosen: 
     # (3.3 against 4.1 ms for 51 rows); on two, torch's W @ yᵀ and a transposed copy of its (V, N) result.
     N = L * T
     y = np.ascontiguousarray(y.reshape(N, D))
-    if lean is not None and lean.fallback is None:  # a family the numpy step does not cover has no head of its own
+    if lens_reads_final_norm(model.cfg) or model.cfg.output_scale != 1.0:  # through the final norm (pre-norm)
+        z = model.logits(torch.from_numpy(y)[None])[0].numpy()  # (N, V), as the last layer's output is read
+    elif lean is not None and lean.fallback is None:  # a family the numpy step does not cover has no head of its own
         z = lean.out(y)  # (N, V) logits, bias included
     else:
         W_t = model.embed.weight if model.out_proj is None else model.out_proj.weight  # (V, D)

@@ -19,7 +19,7 @@ from model.core.config import ModelConfig
 from model.core.keys import Records
 from model.core.positions import position_labels
 from model.decode.trace import Trace
-from model.interpret.explain import lens_problem
+from model.interpret.explain import lens_problem, lens_reads_final_norm
 from model.lesson.lesson import EXAMPLE_SOURCE, Lesson
 
 READ_S = 50  # reading time of one chapter, question included
@@ -197,6 +197,7 @@ class Run:
     example: Lesson
     h: int = SELF_HEAD
     no_lens: str | None = None
+    lens_norm: bool = False  # the lens reads each layer through the final norm (a pre-norm model)
 
     @property
     def T(self) -> int:
@@ -277,6 +278,7 @@ def build(
         cfg.tie_output,
         example,
         no_lens=lens_problem(cfg) if outcomes.lens_rank is None else None,
+        lens_norm=lens_reads_final_norm(cfg),
     )
     written = tuple(chapter(r) for chapter in chapters)
     assert len({c.key for c in written}) == len(written), "a chapter's key is its own"
@@ -720,13 +722,14 @@ def lens_chapter(r: Run) -> Chapter:
     first = next((int(layer) for layer in range(L) if ranks[layer] == 1), None)
     opts_l = tuple(f"after layer {layer}" for layer in range(L)) + ("at no layer",)
     r_l = L if first is None else first
+    through, h = ("the final norm and ", r"\operatorname{Norm}(h^{(\ell)}_t)") if r.lens_norm else ("", r"h^{(\ell)}_t")
     return Chapter(
         "lens",
         CHAPTER_TITLES["lens"],
-        "The logit lens sends every decoder layer's output through the output head, as if decoding stopped "
-        "there. It shows when the choice becomes clear across the layers. It does not show why: the earlier "
-        "layers were never trained to be read this way.",
-        r"p^{(\ell)} = \operatorname{softmax}\!\left(h^{(\ell)}_t W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
+        f"The logit lens sends every decoder layer's output through {through}the output head, as if decoding "
+        "stopped there. It shows when the choice becomes clear across the layers. It does not show why: the "
+        "earlier layers were never trained to be read this way.",
+        r"p^{(\ell)} = \operatorname{softmax}\!\left(" + h + r" W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
         f"At {fr} the rank of ‘{p_[f]}’ after each layer is "
         + ", ".join(f"{int(r)}" for r in ranks)
         + " (1 = top); it "
@@ -758,7 +761,8 @@ def _no_lens_chapter(why: str) -> Chapter:
         "layers were never trained to be read this way.",
         r"p^{(\ell)} = \operatorname{softmax}\!\left(h^{(\ell)}_t W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
         "The loaded model has no lens to draw. The lens reads the paper's post-norm model, whose every layer ends "
-        "in a LayerNorm: each layer hands on a vector scaled as the output head expects.",
+        "in a LayerNorm, and a pre-norm model through its final norm: either way, a vector scaled as the output head "
+        "expects.",
         "No figure: the loaded model's layers cannot be read by the output head.",
         Question(
             "lens",
@@ -766,8 +770,8 @@ def _no_lens_chapter(why: str) -> Chapter:
             ("The lens needs beam search", why[0].upper() + why[1:], "The decoder has no output head"),
             1,
             "the note at the top of the page, on how the loaded model differs",
-            "Read before that norm, a layer's output is on another scale than the one the output head was trained "
-            "on, so its predictions would mean nothing.",
+            "With no norm between a layer and the head, a layer's output is on another scale than the one the "
+            "output head was trained on, so its predictions would mean nothing.",
         ),
     )
 

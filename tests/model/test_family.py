@@ -231,12 +231,48 @@ def test_language_codes_match_generate(tok, tmp_path, capsys, family, codes):
     assert json.loads(capsys.readouterr().out)["target"] == codes[1]
 
 
-def test_logit_lens_refuses_pre_norm_models(fam):
-    """A pre-norm layer hands on an unnormalised residual that the output head only reads after the final norm."""
-    from model.interpret.explain import lens_problem
+def _hf_head(family: str, hf, h: torch.Tensor, out) -> torch.Tensor:
+    """transformers' logits for a decoder residual h, read as its own last layer's is: its final norm where it has
+    one, T5's rescaling before the head (read off transformers' own last layer: its logits over its head on its
+    last hidden state), the head and the final logits bias."""
+    if family.startswith("t5"):
+        last = hf.lm_head(out.decoder_hidden_states[-1][0])  # (T, V) the head on the final norm's output, unscaled
+        scale = float((out.logits[0] * last).sum() / (last * last).sum())
+        return hf.lm_head(hf.decoder.final_layer_norm(h) * scale)
+    if family != "bart":  # mBART and M2M100: pre-norm, a final LayerNorm
+        h = hf.model.decoder.layer_norm(h)
+    z = hf.lm_head(h)
+    return z + hf.final_logits_bias if hasattr(hf, "final_logits_bias") else z
 
-    _, _, _, ours = fam
-    assert (lens_problem(ours.cfg) is not None) == (ours.cfg.norm_position == "pre")
+
+def test_logit_lens_reads_each_layer_as_transformers_reads_its_last(fam, tok):
+    """The lens reads every decoder layer as the model reads its last one: a pre-norm layer's residual through the
+    final norm (and T5's output scale), a post-norm one as it is; each layer's distribution equals transformers'
+    head on transformers' own hidden state, and the last layer's is the model's."""
+    from model.interpret.explain import lens_problem, lens_reads_final_norm, logit_lens
+
+    family, _, hf, ours = fam
+    cfg = ours.cfg
+    assert lens_problem(cfg) is None and lens_reads_final_norm(cfg) == (cfg.norm_position == "pre")
+    src, tgt = _src(tok, SOURCES[2]), tok.encode(TARGET)
+    with torch.no_grad():
+        out = hf(
+            input_ids=torch.tensor([src]),
+            decoder_input_ids=torch.tensor([[cfg.decoder_start_id, *tgt]]),
+            output_hidden_states=True,
+        )
+    a = teacher_forced_trace(ours.model, ours.tokenizer, src[:-1], tgt).arrays
+    labels = [int(i) for i in a[keys.LABEL_IDS]]
+    lens = logit_lens(ours.model, a, labels, k=3)
+    L = cfg.n_decoder_layers
+    for layer in range(L):
+        with torch.no_grad():
+            z = out.logits[0] if layer == L - 1 else _hf_head(family, hf, out.decoder_hidden_states[layer + 1][0], out)
+        p = z.double().softmax(-1)
+        want = p[torch.arange(len(labels)), torch.tensor(labels)]
+        _close(lens.chosen_prob[layer], want.float(), f"lens, layer {layer}: p(label)")
+        _close(lens.top_probs[layer, :, 0], p.max(-1).values.float(), f"lens, layer {layer}: p(top)")
+    assert np.ptp(lens.chosen_prob[:-1]) > 1e-3  # the layers read differently: a constant lens could not pass
 
 
 def test_fast_step_covers_the_paper_family_and_steps_the_rest_in_numpy(fam):

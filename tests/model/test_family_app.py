@@ -49,6 +49,11 @@ def test_all_stages_draw_on_every_family(family_dir, monkeypatch, tab):
         assert "Norm 3 → FFN → add" in selector and "Add & Norm" not in selector, selector
     else:
         assert "Add & Norm 1" in shown and "FFN → Add & Norm 3" in selector, (shown, selector)
+    # the lens on every family, read through the final norm where the model has one, and said so
+    at = show_stage(at, "lens")
+    lens = " ".join(str(m.value) for m in at.markdown) + " ".join(str(i.value) for i in at.info)
+    assert "Logit lens — what each layer would predict" in headings(at) and "not shown" not in lens, lens
+    assert ("each layer's output first goes through the final norm" in lens) == (family != "bart"), lens
 
 
 @pytest.mark.parametrize("family, codes", [("mbart", ("en_XX", "fr_XX")), ("m2m_100", ("eng_Latn", "fra_Latn"))])
@@ -131,28 +136,19 @@ def test_about_and_the_model_card_name_the_family_and_its_settings(family_dir, m
         assert settings[name] == str(getattr(cfg, name)), name
 
 
-def test_the_lens_chapter_claims_no_ranks_on_a_model_without_a_lens(family_dir, monkeypatch):
-    """A pre-norm model has no logit lens (``explain.lens_problem``): its lesson's lens chapter draws no figure, asks
-    why (the reason among the options, the right one), and says it on reveal, claiming no rank it never read; the
-    post-norm BART reads its ranks."""
-    from model.interpret.explain import lens_problem
+def test_the_lens_chapter_reads_every_family_as_its_lens_does(family_dir, monkeypatch):
+    """Learn's lens chapter on every family asks after which layer the label first ranks top and draws its figure;
+    on a pre-norm model its text and equation say the lens reads each layer through the final norm, as
+    ``explain.logit_lens`` does (held to transformers in tests/model/test_family.py)."""
+    from model.lesson.learn import CHAPTER_KEYS
 
     family, path = family_dir
-    at = open_app(path, monkeypatch, page="Learn", chapter="13")
-    assert at.header[0].value.startswith("13. "), at.header[0].value
-    problem = lens_problem(load_model_dir(path).cfg)
-    q = next(r for r in at.radio if r.key.startswith("learn_q_lens_"))
-    check = next(b for b in at.button if b.key.startswith("learn_check_lens_"))
-    if family == "bart":
-        assert problem is None and "after layer 0" in q.options, q.options
-        return
-    assert problem is not None and "no lens" in q.label, q.label
-    right = problem[0].upper() + problem[1:]
-    assert right in q.options, q.options
-    q.set_value(right).run()
-    check.click().run()
-    ok(at)
-    assert at.success and at.success[0].value.startswith("Right"), [w.value for w in at.warning]
+    at = open_app(path, monkeypatch, page="Learn", chapter=str(CHAPTER_KEYS.index("lens") + 1))
+    assert at.header[0].value.startswith(f"{CHAPTER_KEYS.index('lens') + 1}. "), at.header[0].value
+    pre = load_model_dir(path).cfg.norm_position == "pre"
     text = " ".join(str(m.value) for m in at.markdown).replace("\\", "")
-    assert "no lens to draw" in text and "the rank of" not in text, text
-    assert not any("The figure in words" in c.value for c in at.caption)
+    assert ("through the final norm and the output head" in text) == pre, text
+    assert ("operatorname{Norm}" in " ".join(str(x.value) for x in at.latex)) == pre
+    q = next(r for r in at.radio if r.key.startswith("learn_q_lens_"))
+    assert "first become the top prediction" in q.label and "after layer 0" in q.options, (q.label, q.options)
+    assert any("The figure in words" in c.value for c in at.caption)

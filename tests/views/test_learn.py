@@ -270,6 +270,38 @@ def built_lesson(lm, text: str):
     return learn, ref
 
 
+def test_a_model_without_a_lens_gets_a_lens_chapter_that_claims_no_rank(lm):
+    """A pre-norm configuration without a final norm has no lens (``explain.lens_problem``): the chapter asks why,
+    its right option the reason, and states no rank it never read."""
+    from dataclasses import asdict, dataclass
+
+    from model.core.config import ModelConfig
+    from model.interpret.explain import lens_problem
+    from model.lesson.learn import Outcomes, build
+
+    @dataclass(frozen=True)
+    class PreNorm(ModelConfig):
+        normalize_before: bool = True
+
+    cfg = PreNorm(**asdict(lm.cfg))
+    problem = lens_problem(cfg)
+    assert problem is not None and "no final norm" in problem
+    learn, ref = built_lesson(lm, SENTENCES[0])
+    nc = teacher_forced_trace(
+        lm.model,
+        lm.tokenizer,
+        lm.tokenizer.encode(SENTENCES[0]),
+        [int(i) for i in ref.a["label_ids"][:-1]],
+        causal=False,
+    )
+    outcomes = Outcomes(beam=[("x", -1.0)], beam_width=5, greedy=("x", -1.0), lens_rank=None)
+    chapter = build(ref.tr, nc, cfg, outcomes, build_lesson()).chapter("lens")
+    q = chapter.question
+    assert "no lens" in q.prompt and q.options[q.answer] == problem[0].upper() + problem[1:], q
+    assert "rank" not in chapter.notice and "no lens to draw" in chapter.notice, chapter.notice
+    assert "first become the top prediction" in learn.chapter("lens").question.prompt  # the paper's model: ranks
+
+
 def test_ten_to_fourteen_chapters_in_at_most_a_quarter_of_an_hour(lm):
     from model.lesson.learn import READ_S
 

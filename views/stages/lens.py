@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from model.core.config import ModelConfig
-from model.interpret.explain import lens_problem, logit_lens
+from model.interpret.explain import lens_problem, lens_reads_final_norm, logit_lens
 
 from ..common import lean_decoder, show, show_token
 from ..plot import Drawing
@@ -23,6 +23,17 @@ def head_words(cfg: ModelConfig) -> str:
     return f"{linear}, plus the final logits bias" if cfg.final_logits_bias else linear
 
 
+def read_as(cfg: ModelConfig) -> str:
+    """How a layer's output reaches the head, in words: as it is (post-norm) or through the final norm (pre-norm)."""
+    if not lens_reads_final_norm(cfg):
+        return "this post-norm model's layer outputs are already normalised, so nothing else is applied"
+    scale = f" and scaled by {cfg.output_scale:.4g}" if cfg.output_scale != 1.0 else ""
+    return (
+        "this pre-norm model hands on unnormalised residuals, so each layer's output first goes through the final "
+        f"norm{scale}, as the last layer's does"
+    )
+
+
 def render(ctx: StageContext) -> None:
     """Reads the run's ``dec.{l}.norm3.out`` (T, D) of every layer and the token chosen (or the label) at each
     position, -1 where there is none; a decode's ``steps.output_record`` of the same positions, if there is one (the
@@ -35,9 +46,8 @@ def render(ctx: StageContext) -> None:
         return
     st.markdown(
         f"Each decoder layer's output is sent through the model's own output head ({head_words(lm.cfg)}), as if "
-        "decoding stopped after that layer; this post-norm model's layer outputs are already "
-        "normalised, so nothing else is applied. It shows *when* the choice becomes clear across the layers, not "
-        "*why*: the earlier layers were never trained to be read this way."
+        f"decoding stopped after that layer; {read_as(lm.cfg)}. It shows *when* the choice becomes clear across "
+        "the layers, not *why*: the earlier layers were never trained to be read this way."
     )
     lens = logit_lens(
         lm.model, ctx.run.layer_outputs(), chosen_ids, k=TOP, lean=lean_decoder(lm), record=ctx.run.lens_record()
