@@ -12,7 +12,8 @@ the logit difference X − Y there). One site at a time is restored from the cle
 - ``heads``: head h's output (its context α·V, before W_O) at every position, self- and cross-attention, (2, L, H).
 
 Every patched copy is one row of a batch run stage by stage through the model's own modules, from the first layer
-it restores (what comes before is the corrupted run's, computed once): a restore is
+and the first decoder position it restores (what comes before is the corrupted run's, computed once; causal
+attention leaves the earlier positions as they were): a restore is
 ``torch.where`` on the stream (the encoder's and the decoder's) or a ``HeadMask`` whose fill is the clean context
 (keep 0 for a restored head, 1 and fill 0 elsewhere, so an unrestored row computes what the corrupted run does). No
 hooks, nothing kept on the modules. Shapes: B rows, S source tokens, P = t + 1 decoder positions, D d_model.
@@ -39,6 +40,9 @@ SUBLAYERS = ("self", "cross", "ffn")  # the decoder residual after Add & Norm 1,
 SUBLAYER_LABELS = dict(zip(SUBLAYERS, PATCH_SUBLAYERS))
 HEAD_KINDS = ("self", "cross")
 ROWS_PER_PASS = 512  # rows per batched pass: bounds memory (a row of the bundled model's 16 positions is ~0.5 MB)
+# a copy restoring from decoder position p starts at p rounded down to a multiple of this, with the corrupted run's
+# keys before it: fewer, larger batches than one per position (8 measured fastest of 1, 4 and 8, benchmarks/patching.py)
+PREFIX_BLOCK = 8
 
 # a site: ("enc", layer, source position) | ("dec", layer, sublayer index, position) | ("self"|"cross", layer, head)
 Site = tuple
@@ -155,12 +159,17 @@ def _decode(
     head_mask: Tensor | None = None,  # (B, 2, L, H) bool
     clean: _Clean | None = None,
     keep: bool = False,
+    prefix: Sequence[tuple[Tensor, Tensor]] = (),  # each layer's self-attention K, V (1, H, f, d_k) of positions < f
 ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
     """Logits (B, V) at the last position P − 1, each row with its sites restored, from decoder layer ``start`` on;
-    ``keep`` (one row): also the residual after each sublayer (P, D) and each head's context (H, P, d_k)."""
-    B, P = y.shape[0], y.shape[1]
-    mask = causal_mask(P, device=y.device)
-    dec_bias = None if model.dec_bias is None else model.dec_bias(P, P)  # (1, H, P, P)
+    ``keep`` (one row): also the residual after each sublayer (P, D) and each head's context (H, P, d_k). With a
+    ``prefix``, ``y`` holds only the positions f … P − 1 (f: the prefix's length), the rows' first f positions being
+    the prefix's run's in every layer (a restore at position f or later leaves them, causally, as they were)."""
+    f = prefix[start][0].shape[2] if prefix else 0
+    B, n = y.shape[0], y.shape[1]  # n = P − f positions computed
+    P = f + n
+    mask = causal_mask(n, f, device=y.device)  # (n, P)
+    dec_bias = None if model.dec_bias is None else model.dec_bias(n, P, f)  # (1, H, n, P)
     res, ctx = [], []
     for i in range(start, model.cfg.n_decoder_layers):
         layer = model.decoder_stack[i]
@@ -171,11 +180,13 @@ def _decode(
                 if m.any():
                     mf = m[:, :, None, None].float()
                     heads[k] = HeadMask(
-                        keep=1.0 - mf, fill=mf * _needed(clean).ctx[k, i]
-                    )  # (B, H, 1, 1), (B, H, P, d_k)
+                        keep=1.0 - mf, fill=mf * _needed(clean).ctx[k, i][:, f:]
+                    )  # (B, H, 1, 1), (B, H, n, d_k)
         for k, (attn, norm) in enumerate(((layer.self_attn, layer.norm1), (layer.cross_attn, layer.norm2))):
             h = norm.sublayer_input(y)  # y (post-norm) or Norm(y) (pre-norm): what the sublayer reads
-            K, V = attn.project_kv(h if k == 0 else memory)  # (B or 1, H, P or S, d_k)
+            K, V = attn.project_kv(h if k == 0 else memory)  # (B or 1, H, n or S, d_k)
+            if k == 0 and f:
+                K, V = (torch.cat([c.expand(B, -1, -1, -1), x], 2) for c, x in zip(prefix[i], (K, V)))  # (B, H, P, d_k)
             a, rec = attn(
                 h,
                 K.expand(B, -1, -1, -1),
@@ -188,11 +199,11 @@ def _decode(
             if keep:
                 ctx.append(rec["context"][0])  # (H, P, d_k)
             y, _ = norm(y, a)
-            y = _restore(y, dec_mask, clean, i, k)
+            y = _restore(y, dec_mask, clean, i, k, f)
             res.append(y[0])
-        f, _ = layer.ffn(layer.norm3.sublayer_input(y))
-        y, _ = layer.norm3(y, f)
-        y = _restore(y, dec_mask, clean, i, 2)
+        z, _ = layer.ffn(layer.norm3.sublayer_input(y))
+        y, _ = layer.norm3(y, z)
+        y = _restore(y, dec_mask, clean, i, 2, f)
         res.append(y[0])
     return model.logits(y[:, -1:])[:, 0], res, ctx  # (B, V)
 
@@ -212,20 +223,23 @@ def _forward(model: Transformer, src_tok: Tensor, dec_in: Tensor) -> tuple[Tenso
     )
 
 
-def _restore(y: Tensor, dec_mask: Tensor | None, clean: _Clean | None, layer: int, k: int) -> Tensor:
-    if dec_mask is None or not dec_mask[:, layer, k].any():
+def _restore(y: Tensor, dec_mask: Tensor | None, clean: _Clean | None, layer: int, k: int, f: int = 0) -> Tensor:
+    """y (B, n, D) at positions f … with the rows' sites after sublayer k of ``layer`` restored."""
+    if dec_mask is None or not dec_mask[:, layer, k, f:].any():
         return y
-    return torch.where(dec_mask[:, layer, k, :, None], _needed(clean).dec[layer, k], y)  # (B, P, D)
+    return torch.where(dec_mask[:, layer, k, f:, None], _needed(clean).dec[layer, k][f:], y)  # (B, n, D)
 
 
-def _first_layer(model: Transformer, sites: Sequence[Site]) -> tuple[bool, int]:
-    """Where a patched copy starts to differ from the corrupted run: (in the encoder, its layer) at the first encoder
-    layer restored, else (in the decoder, its layer) at the first decoder layer restored (after the last layer: a
-    copy that restores nothing)."""
+def _first_layer(model: Transformer, sites: Sequence[Site]) -> tuple[bool, int, int]:
+    """Where a patched copy starts to differ from the corrupted run: (in the encoder, its layer, 0) at the first
+    encoder layer restored, else (in the decoder, its layer, its first position) at the first decoder layer restored
+    (after the last layer: a copy that restores nothing) and the first position restored, rounded down to a multiple of
+    PREFIX_BLOCK (a head: every position)."""
     enc = [site[1] for site in sites if site[0] == "enc"]
     if enc:
-        return True, min(enc)
-    return False, min((site[1] for site in sites), default=model.cfg.n_decoder_layers)
+        return True, min(enc), 0
+    first = min((site[3] // PREFIX_BLOCK * PREFIX_BLOCK if site[0] == "dec" else 0 for site in sites), default=0)
+    return False, min((site[1] for site in sites), default=model.cfg.n_decoder_layers), first
 
 
 def _masks(model: Transformer, S: int, P: int, rows: Sequence[Sequence[Site]]) -> tuple[Tensor, Tensor, Tensor]:
@@ -335,11 +349,16 @@ class Patcher:
         P, S = position + 1, self.src.numel()
         _, corrupted = _forward(model, self.corrupt_tok, self.dec_in[:P])
         memory = corrupted.memory(model)  # (1, S, D)
-        groups: dict[tuple[bool, int], list[int]] = {}
+        kv = [  # each layer's self-attention K, V (1, H, P, d_k) in the corrupted run: the prefix a copy reads
+            layer.self_attn.project_kv(layer.norm1.sublayer_input(corrupted.dec_input(i)))
+            for i, layer in enumerate(model.decoder_stack)
+        ]
+        groups: dict[tuple[bool, int, int], list[int]] = {}
         for r, sites in enumerate(rows):
             groups.setdefault(_first_layer(model, sites), []).append(r)
         out = torch.zeros(len(rows), model.cfg.vocab_size, device=model.device)
-        for (in_encoder, layer), members in groups.items():
+        for (in_encoder, layer, f), members in groups.items():
+            prefix = [(K[:, :, :f], V[:, :, :f]) for K, V in kv] if f else []
             for b in range(0, len(members), ROWS_PER_PASS):
                 part = members[b : b + ROWS_PER_PASS]
                 enc, dec, heads = _masks(model, S, P, [rows[i] for i in part])
@@ -347,8 +366,8 @@ class Patcher:
                     mem, _ = _encode(model, corrupted.enc_input(layer), layer, enc, clean)  # (B, S, D)
                     y, start = corrupted.tgt_in.expand(len(part), -1, -1), 0
                 else:
-                    mem, y, start = memory, corrupted.dec_input(layer).expand(len(part), -1, -1), layer
-                out[part] = _decode(model, mem, y, start, dec, heads, clean)[0]
+                    mem, y, start = memory, corrupted.dec_input(layer)[:, f:].expand(len(part), -1, -1), layer
+                out[part] = _decode(model, mem, y, start, dec, heads, clean, prefix=prefix)[0]
         return out
 
     def map(self, position: int, contrast_id: int | None = None) -> Patching:

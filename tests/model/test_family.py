@@ -275,6 +275,34 @@ def test_logit_lens_reads_each_layer_as_transformers_reads_its_last(fam, tok):
     assert np.ptp(lens.chosen_prob[:-1]) > 1e-3  # the layers read differently: a constant lens could not pass
 
 
+def test_each_patched_decoder_site_equals_a_brute_force_run(fam, tok):
+    """Every decoder site and head of the patching map on every family (pre-norm, T5's relative bias, whose copies
+    start at their first restored position with the corrupted run's keys before it) equals one unbatched run of the
+    model that restores the site through temporary hooks (tests/model/test_patching.py)."""
+    from model.interpret.patching import PREFIX_BLOCK, activation_patching
+    from tests.model.test_patching import brute_force
+
+    _, _, _, ours = fam
+    model, cfg = ours.model, ours.cfg
+    a, b = _src(tok, "The cat is sleeping on the sofa."), _src(tok, "The man is sleeping on the sofa.")
+    gen = torch.Generator().manual_seed(0)
+    out = [int(i) for i in torch.randint(EOS + 1, cfg.vocab_size, (2 * PREFIX_BLOCK - 3,), generator=gen)]
+    P, x, y = len(out), out[-1], (out[-1] + 1) % cfg.vocab_size  # copies from position PREFIX_BLOCK start there
+    r = activation_patching(model, a, out, b, position=P - 1, contrast_id=y)  # measured as logit x − logit y
+    clean: dict = {}
+    brute_force(model, a, out, P, clean=clean)
+    got, want = [], []
+    sites = [("dec", layer, k, q) for layer in range(cfg.n_decoder_layers) for k in range(3) for q in range(P)]
+    for site in sites + [(kind, layer, 0) for kind in ("self", "cross") for layer in range(cfg.n_decoder_layers)]:
+        z = brute_force(model, b, out, P, site=site, clean=clean).double()
+        want.append(float(z[x] - z[y]))
+        got.append(
+            float(r.diff.dec[site[1:]] if site[0] == "dec" else r.diff.heads[int(site[0] == "cross"), site[1], 0])
+        )
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert np.ptp(want) > 1e-2  # the sites differ far beyond the tolerance: a flat map could not pass
+
+
 def test_fast_step_covers_the_paper_family_and_steps_the_rest_in_numpy(fam):
     """The numpy / compiled step covers post-norm LayerNorm models with a positional table (the bundled model,
     Marian), recorded or not; every other family steps untraced through ``FamilyStep`` and recorded through its own
