@@ -155,8 +155,7 @@ def _decode(
     memory: Tensor,  # (1 or B, S, D)
     y: Tensor,  # (B, P, D) the input to decoder layer ``start``
     start: int = 0,
-    dec_mask: Tensor | None = None,  # (B, L, 3, P) bool
-    head_mask: Tensor | None = None,  # (B, 2, L, H) bool
+    masks: tuple[Tensor, Tensor] | None = None,  # (B, L, 3, P), (B, 2, L, H) bool: the decoder sites, the heads
     clean: _Clean | None = None,
     keep: bool = False,
     prefix: Sequence[tuple[Tensor, Tensor]] = (),  # each layer's self-attention K, V (1, H, f, d_k) of positions < f
@@ -170,6 +169,7 @@ def _decode(
     P = f + n
     mask = causal_mask(n, f, device=y.device)  # (n, P)
     dec_bias = None if model.dec_bias is None else model.dec_bias(n, P, f)  # (1, H, n, P)
+    dec_mask, head_mask = (None, None) if masks is None else masks
     res, ctx = [], []
     for i in range(start, model.cfg.n_decoder_layers):
         layer = model.decoder_stack[i]
@@ -367,7 +367,7 @@ class Patcher:
                     y, start = corrupted.tgt_in.expand(len(part), -1, -1), 0
                 else:
                     mem, y, start = memory, corrupted.dec_input(layer)[:, f:].expand(len(part), -1, -1), layer
-                out[part] = _decode(model, mem, y, start, dec, heads, clean, prefix=prefix)[0]
+                out[part] = _decode(model, mem, y, start, (dec, heads), clean, prefix=prefix)[0]
         return out
 
     def map(self, position: int, contrast_id: int | None = None) -> Patching:
