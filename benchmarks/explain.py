@@ -142,7 +142,7 @@ def main() -> None:
         (f"contrastive IG, {cig.steps} {cig_unit}, position {t}", cig_ms),
     ]
     for label, ms in rows:
-        print(f"{label:<54}{ms:>12.1f}{ms / decode_ms:>10.2f}")
+        print(f"{label:<54}{ms:>12.1f}{ms / decode_ms:>10.4f}")
     print(
         f"completeness error: IG worst {float(ig.completeness.max()):.1%}, median "
         f"{float(np.median(ig.completeness)):.1%}; ixg worst {float(ixg.completeness.max()):.1%}, median "
