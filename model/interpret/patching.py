@@ -339,10 +339,11 @@ class Patcher:
     @torch.inference_mode()
     def run(self, position: int, rows: Sequence[Sequence[Site]], clean: _Clean | None = None) -> Tensor:
         """Logits (len(rows), V) at ``position`` of the corrupted run with each row's sites restored from the clean
-        run. Rows are grouped by the layer where they first differ from the corrupted run, and each group starts
-        there from the corrupted run's stream (what comes before is the same in every row: computed once), in
-        batched passes of ROWS_PER_PASS rows; a group that restores nothing in the encoder reads the corrupted
-        memory, one row for all."""
+        run. Rows are grouped by the layer and the decoder position where they first differ from the corrupted run
+        (``_first_layer``), and each group starts there from the corrupted run's stream, with its keys and values
+        before that position (what comes before is the same in every row: computed once), in batched passes of
+        ROWS_PER_PASS rows; a group that restores nothing in the encoder reads the corrupted memory, one row for
+        all."""
         model, position = self.model, self.check_position(position)
         if clean is None:
             clean = self.clean(position)[1]
