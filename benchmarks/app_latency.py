@@ -304,8 +304,9 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
             )
             step = step + 1 if step < n_steps - 1 else 0
             scrolls.append(scroll_through(page))
-        turns = learn_chapters(page, server.url, n["learn_passes"], n["read_s"], choices)
-        at_once = learn_chapters(page, server.url, n["learn_passes"], 0.0, choices)
+        least = chapter_figures(page, server.url, choices)  # each chapter's figures on this model, read once
+        turns = learn_chapters(page, server.url, n["learn_passes"], n["read_s"], choices, least)
+        at_once = learn_chapters(page, server.url, n["learn_passes"], 0.0, choices, least)
         compare = compare_steps(page, server.url, n["clicks"], choices)
         errors = state(page)["errors"] + server.tracebacks()
     finally:
@@ -362,13 +363,15 @@ def measure_floor(
     return dict(cold=colds, step=times, bytes=sizes)
 
 
-def learn_chapters(page, url: str, passes: int, read_s: float, choices: dict) -> list[tuple[str, float]]:
+def learn_chapters(
+    page, url: str, passes: int, read_s: float, choices: dict, least: dict[int, int]
+) -> list[tuple[str, float]]:
     """(chapter turned to, seconds) from each *Next* or *Previous* click of the Learn page to the new chapter
     painted: the lesson opened at chapter 1, one turn to chapter 2 and back not counted (as the floor's first click
     is not), then walked to the last chapter and back to the first ``passes`` times, every turn timed, each after
     ``read_s`` seconds on the chapter before (untimed). A chapter with no figure on this model (the layers' lens of
-    a model whose layers the output head cannot read) is painted once its header shows and the page is idle."""
-    least = chapter_figures(page, url, choices)
+    a model whose layers the output head cannot read; ``least``: ``chapter_figures``) is painted once its header
+    shows and the page is idle."""
 
     def turn(button: str, k: int) -> tuple[str, float]:
         page.wait_for_timeout(read_s * 1e3)

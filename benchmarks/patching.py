@@ -14,9 +14,7 @@ model of model.testing.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,17 +26,13 @@ SEED = 0
 
 
 def map_ms(model, src: list[int], out: list[int], position: int, runs: int) -> tuple[float, int]:
-    """The map's median milliseconds at ``position`` and its number of sites."""
+    """The map's median milliseconds at ``position`` (after a warm-up) and its number of sites."""
+    from benchmarks.explain import timed
     from model.interpret.patching import Patcher
 
     p = Patcher(model, src, out, None)
-    r = p.map(position)
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        p.map(position)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), r.prob.enc.size + r.prob.dec.size + r.prob.heads.size
+    ms, r = timed(lambda: p.map(position), runs)
+    return ms, r.prob.enc.size + r.prob.dec.size + r.prob.heads.size
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -722,14 +722,10 @@ def lens_chapter(r: Run) -> Chapter:
     first = next((int(layer) for layer in range(L) if ranks[layer] == 1), None)
     opts_l = tuple(f"after layer {layer}" for layer in range(L)) + ("at no layer",)
     r_l = L if first is None else first
-    through, h = ("the final norm and ", r"\operatorname{Norm}(h^{(\ell)}_t)") if r.lens_norm else ("", r"h^{(\ell)}_t")
     return Chapter(
         "lens",
         CHAPTER_TITLES["lens"],
-        f"The logit lens sends every decoder layer's output through {through}the output head, as if decoding "
-        "stopped there. It shows when the choice becomes clear across the layers. It does not show why: the "
-        "earlier layers were never trained to be read this way.",
-        r"p^{(\ell)} = \operatorname{softmax}\!\left(" + h + r" W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
+        *_lens_idea(r.lens_norm),
         f"At {fr} the rank of ‘{p_[f]}’ after each layer is "
         + ", ".join(f"{int(r)}" for r in ranks)
         + " (1 = top); it "
@@ -751,15 +747,26 @@ def lens_chapter(r: Run) -> Chapter:
     )
 
 
+def _lens_idea(through_norm: bool) -> tuple[str, str]:
+    """The lens chapter's text and equation: each layer read by the output head, through the final norm first on a
+    model whose last layer is read that way (pre-norm)."""
+    through, h = (
+        ("the final norm and ", r"\operatorname{Norm}(h^{(\ell)}_t)") if through_norm else ("", r"h^{(\ell)}_t")
+    )
+    return (
+        f"The logit lens sends every decoder layer's output through {through}the output head, as if decoding "
+        "stopped there. It shows when the choice becomes clear across the layers. It does not show why: the "
+        "earlier layers were never trained to be read this way.",
+        r"p^{(\ell)} = \operatorname{softmax}\!\left(" + h + r" W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
+    )
+
+
 def _no_lens_chapter(why: str) -> Chapter:
     """The lens chapter on a model that has no lens: the idea, why it cannot be read here, and a question on that."""
     return Chapter(
         "lens",
         CHAPTER_TITLES["lens"],
-        "The logit lens sends every decoder layer's output through the output head, as if decoding stopped "
-        "there. It shows when the choice becomes clear across the layers. It does not show why: the earlier "
-        "layers were never trained to be read this way.",
-        r"p^{(\ell)} = \operatorname{softmax}\!\left(h^{(\ell)}_t W_E^{\top} + b\right),\quad \ell = 0, \dots, L-1",
+        *_lens_idea(False),
         "The loaded model has no lens to draw. The lens reads the paper's post-norm model, whose every layer ends "
         "in a LayerNorm, and a pre-norm model through its final norm: either way, a vector scaled as the output head "
         "expects.",

@@ -24,14 +24,13 @@ def head_words(cfg: ModelConfig) -> str:
 
 
 def read_as(cfg: ModelConfig) -> str:
-    """How a layer's output reaches the head, in words: as it is (post-norm) or through the final norm (pre-norm)."""
+    """How a layer's output reaches the head, in words: as it is (post-norm) or through the final norm (a model with
+    one: pre-norm)."""
     if not lens_reads_final_norm(cfg):
         return "this post-norm model's layer outputs are already normalised, so nothing else is applied"
     scale = f" and scaled by {cfg.output_scale:.4g}" if cfg.output_scale != 1.0 else ""
-    return (
-        "this pre-norm model hands on unnormalised residuals, so each layer's output first goes through the final "
-        f"norm{scale}, as the last layer's does"
-    )
+    why = "this pre-norm model hands on unnormalised residuals, so " if cfg.norm_position == "pre" else ""
+    return f"{why}each layer's output first goes through the final norm{scale}, as the last layer's does"
 
 
 def render(ctx: StageContext) -> None:
