@@ -304,9 +304,7 @@ def measure_app(browser, model: Path, tmp: Path, n: dict) -> dict:
             )
             step = step + 1 if step < n_steps - 1 else 0
             scrolls.append(scroll_through(page))
-        least = chapter_figures(page, server.url, choices)  # each chapter's figures on this model, read once
-        turns = learn_chapters(page, server.url, n["learn_passes"], n["read_s"], choices, least)
-        at_once = learn_chapters(page, server.url, n["learn_passes"], 0.0, choices, least)
+        turns, at_once = learn_walks(page, server.url, n, choices)
         compare = compare_steps(page, server.url, n["clicks"], choices)
         errors = state(page)["errors"] + server.tracebacks()
     finally:
@@ -391,6 +389,14 @@ def learn_chapters(
         times += [turn("learn_next", k) for k in range(2, len(CHAPTER_KEYS) + 1)]
         times += [turn("learn_prev", k) for k in range(len(CHAPTER_KEYS) - 1, 0, -1)]
     return times
+
+
+def learn_walks(page, url: str, n: dict, choices: dict) -> tuple[list, list]:
+    """The lesson walked after a reading pause and turned at once (``learn_chapters``), each chapter's figures on
+    this model read once for both."""
+    least = chapter_figures(page, url, choices)
+    read = learn_chapters(page, url, n["learn_passes"], n["read_s"], choices, least)
+    return read, learn_chapters(page, url, n["learn_passes"], 0.0, choices, least)
 
 
 def chapter_figures(page, url: str, choices: dict) -> dict[int, int]:
