@@ -130,15 +130,7 @@ def translation(lm: LoadedModel, limits: Limits, v: View, src: Source, src_token
         st.text(lm.tokenizer.decode(res.ids) or "(empty)")
     if len(res.n_best) > 1 and (panel := lazy_panel(f"All {len(res.n_best)} beam candidates", "nbest_open")):
         with panel:
-            table = viz.beam_table(res.n_best, partial(shown_labels, lm), impossible=IMPOSSIBLE)
-            st.dataframe(
-                table,
-                hide_index=True,
-                key="nbest",
-                width="stretch",
-                column_config=beam.COLUMNS,
-                column_order=beam.ORDER,
-            )
+            beam.table(viz.beam_table(res.n_best, partial(shown_labels, lm), impossible=IMPOSSIBLE), "nbest")
 
 
 def honesty(lm: LoadedModel, res: DecodeResult, r: Readability) -> None:

@@ -61,7 +61,7 @@ function reachable(root) {
 // faded at once and busy for a screen reader until drawn, never read beside the new position's line.
 // The beam's tables (views/stages/beam.py) likewise: each carries its position in its key.
 const TABLE_AT = /^st-key-beam_(?:live|finished)_(\d+)$/;
-const TABLES = '.stElementContainer[class*="st-key-beam_live_"], .stElementContainer[class*="st-key-beam_finished_"]';
+const TABLES = '.stVerticalBlock:is([class*="st-key-beam_live_"], [class*="st-key-beam_finished_"])';
 const FADED = "{ opacity: 0.12 !important; transition: none !important; }";
 const REDRAWN = `:is(.decoder-lens-plot, ${TABLES})[aria-busy="true"] ${FADED}`;
 

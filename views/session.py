@@ -207,10 +207,6 @@ def step_to(action: str, n: int) -> None:
     s["step"] = move(s.get("step", 0), action, n)
 
 
-def follow(ids: tuple[int, ...]) -> None:
-    st.session_state["follow"] = ids
-
-
 def follow_pick(ids_by_option: dict[str, tuple[int, ...]]) -> None:
     s = st.session_state
     s["follow"] = ids_by_option.get(str(s.get("follow_pick")), s.get("follow", ()))

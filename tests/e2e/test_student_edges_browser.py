@@ -100,7 +100,7 @@ TABLES_WATCH_JS = (
     + LINE_JS
     + """  const tick = () => {
     const at = line();
-    const tables = document.querySelectorAll('.stElementContainer:is([class*="st-key-beam_live"], '
+    const tables = document.querySelectorAll('.stVerticalBlock:is([class*="st-key-beam_live"], '
       + '[class*="st-key-beam_finished"])');
     for (const el of tables) {
       window.__tablesSeen++;

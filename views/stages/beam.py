@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
 
+import pandas as pd
 import streamlit as st
 
 from model.core.constants import IMPOSSIBLE
@@ -18,17 +18,9 @@ from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 
-# every column readable: the hypothesis text gets the room, the numbers a fixed precision
-COLUMNS = {
-    "rank": st.column_config.NumberColumn("rank", width="small"),
-    "row": st.column_config.NumberColumn("row", width="small", help="the hypothesis' row in the beam at this step"),
-    "tokens": st.column_config.TextColumn("tokens", help="the hypothesis' tokens; hover a cut-off cell to read all"),
-    "cumulative log-prob": st.column_config.NumberColumn("cumulative log-prob", format="%.3f"),
-    "length-normalized score": st.column_config.NumberColumn("length-normalized score", format="%.3f"),
-    "finished": st.column_config.CheckboxColumn("finished", width="small"),
-}
-# the numbers first, so that every column is in view at 1366 x 768; the tokens take the rest of the width
+# the numbers first, so that they are in view on a phone; the tokens take the rest of the width and wrap
 ORDER = ("rank", "row", "cumulative log-prob", "length-normalized score", "finished", "tokens")
+ROW_HELP = "row: the hypothesis' row in the beam at this step"
 
 
 def render(
@@ -37,40 +29,35 @@ def render(
     step: int,
     token_text: Callable[[int], str],
     stream_text: Callable[[Sequence[int]], list[str]],
-    on_pick: Callable[[int], None],
 ) -> None:
     """``line`` is the followed line; ``token_text`` labels one token (the tree's nodes), ``stream_text`` a
-    hypothesis's tokens together (the tables); ``on_pick(row)`` is called when a live row is selected in the table
-    (to follow that hypothesis)."""
+    hypothesis's tokens together (the tables)."""
     heading(
         numbered("beam", "Beam search"), r"\text{score}(y) = \frac{\log p(y \mid x)}{|y|^{\,\text{length penalty}}}"
     )
     title = f"Hypothesis tree up to position {step}"
     show(tree_figure(res, step, token_text, title, tree_paths(res, line)), "beam_tree")
     bs = recorded(res)[step]
-    st.markdown(f"**Live hypotheses at position {step}** (expanded at this step) — select a row to follow it")
-    live = viz.beam_table(bs.live, stream_text, impossible=IMPOSSIBLE)
-    key = f"beam_live_{step}"
-    st.dataframe(
-        live,
-        hide_index=True,
-        key=key,
-        width="stretch",
-        column_config=COLUMNS,
-        column_order=ORDER,
-        selection_mode="single-row",
-        on_select=partial(_picked, key, live["row"].tolist(), on_pick),
+    st.markdown(
+        f"**Live hypotheses at position {step}** (expanded at this step; {ROW_HELP}). Pick one in *Follow "
+        "hypothesis* above to follow it."
     )
+    table(viz.beam_table(bs.live, stream_text, impossible=IMPOSSIBLE), f"beam_live_{step}")
     st.markdown("**Finished hypotheses so far** (the n-best pool)")
-    finished = viz.beam_table(bs.finished, stream_text, impossible=IMPOSSIBLE)
-    st.dataframe(  # its position in its key, as the live table's: marked while the position before is shown
-        finished,
-        hide_index=True,
-        key=f"beam_finished_{step}",
-        width="stretch",
-        column_config=COLUMNS,
-        column_order=ORDER,
-    )
+    table(viz.beam_table(bs.finished, stream_text, impossible=IMPOSSIBLE), f"beam_finished_{step}")
+
+
+def table(hypotheses: pd.DataFrame, key: str) -> None:
+    """A beam table (``viz.beam_table``) as a plain table under ``key``: each cell read whole (the tokens wrap) and
+    read by a screen reader cell by cell; lighter for the browser than a data grid, since the live table and the
+    finished pool are drawn anew at every position (each carries its position in its key, so that the table of the
+    position before is marked until redrawn: ``views/page.js``)."""
+    shown = hypotheses[list(ORDER)].copy()
+    for column in ("cumulative log-prob", "length-normalized score"):
+        shown[column] = shown[column].map(lambda v: "" if v != v else f"{v:.3f}")
+    shown["finished"] = shown["finished"].map(lambda done: "yes" if done else "")
+    with st.container(key=key):
+        st.table(shown, hide_index=True)
 
 
 def tree_figure(
@@ -105,9 +92,3 @@ def tree_paths(res: DecodeResult, line: Line) -> dict[str, tuple[int, ...]]:
     if tuple(line.predicts) == winner:
         return {"followed: the translation shown": winner}
     return {"the translation shown": winner, "followed": tuple(line.predicts)}
-
-
-def _picked(key: str, rows: list[int], on_pick) -> None:
-    picked = st.session_state[key].selection.rows
-    if picked:
-        on_pick(int(rows[picked[0]]))

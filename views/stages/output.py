@@ -7,7 +7,6 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from .. import session
 from ..common import heading, md, show, show_token, shown_labels, token_texter
 from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
@@ -27,15 +26,7 @@ def render(ctx: StageContext) -> None:
     if ctx.incremental:
         kv_cache.render(ctx.cfg, ctx.reads, ctx.current)
     if isinstance(run, Decoded) and run.beam_steps is not None:
-        live = run.beam_steps[ctx.current].live
-        beam.render(
-            run.res,
-            run.line,
-            ctx.current,
-            token_text,
-            lambda ids: shown_labels(ctx.lm, ids),
-            lambda r: session.follow(tuple(live[r].ids)),
-        )
+        beam.render(run.res, run.line, ctx.current, token_text, lambda ids: shown_labels(ctx.lm, ids))
 
 
 def bars(token_text: Callable[[int], str], nt: NextTokens) -> None:
