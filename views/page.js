@@ -1,7 +1,8 @@
 // Page-wide behaviour, installed once per page (views/page.py): the step buttons get names a screen reader can
 // say, and ← / → press them from anywhere on the page except where the arrow keys already mean something
 // (typing in a text box, a slider, a menu, a radio group, a table); a new Learn chapter is scrolled into view
-// from its top (its buttons are at its bottom); a wide equation's or code block's frame is reached by the keyboard.
+// from its top (its buttons are at its bottom); a wide equation's, code block's or table's frame is reached by the
+// keyboard.
 const NAMES = { first: "First position", prev: "Previous position", next: "Next position", last: "Last position" };
 // the stepper's keys (a view may prefix them); Learn's Previous / Next keep the names they show
 const STEP_KEY = /^st-key-(?!learn_)(?:[a-z0-9]+_)?(first|prev|next|last)$/;
@@ -47,9 +48,9 @@ function toChapter(root) {
 }
 
 function reachable(root) {
-  // A displayed equation or a block of code wider than the column scrolls sideways in its own frame: the keyboard
-  // reaches it.
-  for (const selector of [".katex-display", "pre"])
+  // A displayed equation, a block of code or a table wider than the column scrolls sideways in its own frame: the
+  // keyboard reaches it.
+  for (const selector of [".katex-display", "pre", '[data-testid="stTable"] > div'])
     for (const el of root.querySelectorAll(selector)) {
       const stop = el.scrollWidth > el.clientWidth ? 0 : -1; // only a frame that scrolls (by a pixel even) is a stop
       if (el.tabIndex !== stop) el.tabIndex = stop;

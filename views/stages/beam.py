@@ -13,12 +13,12 @@ from model.decode.decoding import BeamStep, DecodeResult
 from model.decode.steps import Line
 from viz.decoding import TreeOptions
 
-from ..common import heading, show, show_token
+from ..common import heading, md, show, show_token
 from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
 
-# the numbers first, so that they are in view on a phone; the tokens take the rest of the width and wrap
+# the numbers first: on a phone the tokens take the width left and wrap, every column in view
 ORDER = ("rank", "row", "cumulative log-prob", "length-normalized score", "finished", "tokens")
 ROW_HELP = "row: the hypothesis' row in the beam at this step"
 
@@ -56,6 +56,7 @@ def table(hypotheses: pd.DataFrame, key: str) -> None:
     for column in ("cumulative log-prob", "length-normalized score"):
         shown[column] = shown[column].map(lambda v: "" if v != v else f"{v:.3f}")
     shown["finished"] = shown["finished"].map(lambda done: "yes" if done else "")
+    shown["tokens"] = shown["tokens"].map(md)  # a table's cells are read as Markdown: a token is shown as it is
     with st.container(key=key):
         st.table(shown, hide_index=True)
 
