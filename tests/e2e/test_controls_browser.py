@@ -134,7 +134,7 @@ def test_opening_the_beam_candidates_reruns_the_translation_alone(server, page):
     page.goto(f"{server}/explore?{BEAM}")
     at_position(page, 2)
     settled(page)
-    open_panel(page, frames, "nbest_open", ".st-key-nbest_open [data-testid=stDataFrame]")  # the candidates' table
+    open_panel(page, frames, "nbest_open", ".st-key-nbest_open [data-testid=stTable]")  # the candidates' table
     assert frames and step_view_sent(frames) == []
     assert not [what for what in PAGE_TOP if any(what in f for f in frames)]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
 from model.core.constants import IMPOSSIBLE
@@ -17,6 +17,9 @@ from ..common import heading, md, show, show_token
 from ..plot import Drawing
 from ..plot import builders as viz  # viz, its figures built on first use (cached)
 from . import numbered
+
+if TYPE_CHECKING:  # pandas is imported with the first table drawn, not with the page
+    import pandas as pd
 
 # the numbers first: on a phone the tokens take the width left and wrap, every column in view
 ORDER = ("rank", "row", "cumulative log-prob", "length-normalized score", "finished", "tokens")
