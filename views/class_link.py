@@ -98,8 +98,9 @@ def link_query() -> dict[str, str]:
     link = st.session_state.get(S_LINK)
     if not link:
         return {}
-    m = member()
-    return {LINK_KEY: link, STUDENT_KEY: m.student_id} if m else {LINK_KEY: link}
+    m, waiting = member(), st.session_state.get(S_RESUME)
+    student = m.student_id if m else waiting  # a student the database could not be asked about yet stays named
+    return {LINK_KEY: link, STUDENT_KEY: student} if student else {LINK_KEY: link}
 
 
 def member() -> Member | None:
@@ -133,6 +134,15 @@ def _resume(cid: str, student_id: str) -> None:
         return
     s[S_QUEUE], s[S_RESUMED] = [], True
     s.pop(S_RESUME, None)
+    for q, chosen, sentence in s.pop(S_BEFORE, []):  # checked while the database could not be reached
+        submit(q, chosen, sentence)
+
+
+def resuming() -> bool:
+    """Whether the link names a student this session could not look up yet (the database unreachable): the
+    student's answers are kept in the page and sent once it is back. Read after ``member()`` has tried."""
+    s = st.session_state
+    return s.get(S_MEMBER) is None and bool(s.get(S_RESUME)) and bool(s.get(S_LINK))
 
 
 def _sync(store: Store, m: Member) -> list[tuple[str, str, str]]:
@@ -180,10 +190,7 @@ def class_sentence() -> str | None:
 def join_panel() -> None:
     """Above the lesson, with a class link: the class's name and the join form, or who the student is in it."""
     cid = st.session_state.get(S_LINK)
-    if not cid:
-        return
-    m = member()
-    if m is not None:
+    if not cid or member() is not None or resuming():  # a student the link names is no new student
         return
     store = class_store()
     if store is None:
@@ -254,7 +261,7 @@ def submit(q: Question, chosen: str | None, sentence: str) -> None:
     if chosen is not None and chosen not in q.options:
         return
     if m is None:
-        if s.get(S_LINK):  # not joined yet: carried, and sent on joining
+        if s.get(S_LINK):  # not joined yet, or not looked up yet: carried, and sent on joining or once looked up
             s.setdefault(S_BEFORE, []).append((q, chosen, sentence))
         return
     s.pop(S_RESUMED, None)  # the student acts on this page now: what it sends next is what it says
@@ -316,6 +323,9 @@ def flush() -> None:
     stored ones, and any that is missing is said."""
     m = member()
     if m is None:
+        if resuming() and st.session_state.get(S_BEFORE):
+            with st.container(key="class_ack"):
+                st.warning(md(_unreachable(len(st.session_state[S_BEFORE]))), icon=":material/sync_problem:")
         return
     s = st.session_state
     queue: list[Answer] = s.setdefault(S_QUEUE, [])
@@ -351,8 +361,12 @@ def flush() -> None:
         s[S_SAVED] = s.get(S_SAVED, 0) + 1
     if queue and store is None:
         s[S_DOWN] = True
-        problem = f"Not saved: the class's database cannot be reached. {answers(len(queue))} kept here and sent again."
+        problem = _unreachable(len(queue))
     _ack_line(m, problem or lost, sent, s.get(S_SAVED, 0))
+
+
+def _unreachable(n: int) -> str:
+    return f"Not saved: the class's database cannot be reached. {answers(n)} kept here and sent again."
 
 
 def _reconcile(store: Store, m: Member, acked: set[str]) -> str | None:

@@ -221,7 +221,7 @@ def finish(learn: Learn, sid: str) -> None:
         c2.metric("After the chapters", f"{post} / 5", delta=None if pre is None else post - pre)
         st.caption(
             "Kept for your class's teacher (the answers, not the score)."
-            if class_link.member()
+            if class_link.member() or class_link.resuming()
             else "Kept in this browser tab only: nothing is stored."
         )
 

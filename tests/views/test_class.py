@@ -373,6 +373,38 @@ def test_a_page_back_after_its_server_died_says_which_chosen_answer_was_not_save
     assert [(q, o) for q, o, _ in db.answers_of(cls.id, student)] == [(key, option)]
 
 
+def test_a_student_back_while_the_database_is_down_is_told_and_the_answer_is_sent_once_it_is_back(
+    tiny_model_dir, monkeypatch, db
+):
+    """A student's page comes back on a new server (its replica gone) while the database is down, so the student
+    the link names cannot be looked up: an answer checked then is said not saved and kept (never dropped without a
+    word, never a join form), the link keeps the student, and once the database is back the answer is stored."""
+    from classroom.errors import DatabaseError
+
+    cls, at, key, (first, second) = first_chapter_answered(tiny_model_dir, monkeypatch, db, "ada")
+    student = at.query_params["student"]
+    real = Store.class_info
+
+    def down(self, class_id):
+        raise DatabaseError("The class's database cannot be reached right now; nothing was saved.")
+
+    monkeypatch.setattr(Store, "class_info", down)
+    back = app(tiny_model_dir, monkeypatch, src=SENTENCE, chapter="1", **{"class": cls.id, "student": student})
+    ok(back)
+    radio(back, f"learn_q_{key}_").set_value(second).run()
+    check(back, key)
+    said = texts(back)
+    assert "Not saved: the class's database cannot be reached. 1 answer kept here and sent again." in said, said
+    assert "not kept" not in said and not [t for t in back.text_input if t.key == "class_nick"]
+    assert back.query_params["student"] == student and db.counts(cls.id).answers == 1
+    monkeypatch.setattr(Store, "class_info", real)
+    back.button(key="learn_next").click().run()
+    ok(back)
+    assert "Saved to the class “Monday”: 1 answer just now, 2 in all." in texts(back), texts(back)
+    stored = [(q, o) for q, o, _ in db.answers_of(cls.id, student)]
+    assert stored == [(key, first), (key, second)]
+
+
 def test_after_an_outage_an_acknowledged_answer_the_database_lost_is_said(tiny_model_dir, monkeypatch, db):
     """An answer is saved; the database goes away (the next answer waits in the page) and comes back without the
     first (a restore from an older copy): the page compares what it was told was saved with what is stored and
