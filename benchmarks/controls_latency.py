@@ -14,11 +14,13 @@ rerun (a button that redraws one heatmap), measured in the same run (``app_laten
 ``translate``, ``trace`` and ``explain`` of one sentence, each from a fresh process, against ``python -c "import
 torch"``. Prints a table (median of ``--runs``) and a verdict per target: every control ≤ 3 × the floor's rerun, a
 page switch ≤ 2 s, no page switch whose first click is lost (one that brought no page in ``LOST_CLICK_MS`` is
-clicked again, and counted), each CLI command ≤ 2 × the import. ``--busy`` times every control again while a second
-process keeps one core busy (a class shares its server), interleaved pass by pass with the quiet ones, verdict: each
-control ≤ 2 × its quiet median, and no lost switch. ``--only`` times the controls named (as the table names them,
-or the start of the name: "force", "change stage"), with the ones they need clicked first (What if? opened before a
-token is forced, …), and the floor; not the CLI. The machine's load is the caller's to say.
+clicked again, and counted; a force or Clear that changed nothing is clicked again too, what the page showed
+printed, its time counted from the first click), each CLI command ≤ 2 × the import. ``--busy`` times every control
+again while a second process keeps one core busy (a class shares its server), interleaved pass by pass with the
+quiet ones, verdict: each control ≤ 2 × its quiet median, and no lost switch. ``--only`` times the controls named
+(as the table names them, or the start of the name: "force", "change stage"), with the ones they need clicked first
+(What if? opened before a token is forced, …), and the floor; not the CLI. The machine's load is the caller's to
+say.
 """
 
 from __future__ import annotations
@@ -94,18 +96,37 @@ def timed(page, act: Callable[[], None], done: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
-def url_is(page, key: str, value: str | None) -> Callable[[], None]:
-    return lambda: page.wait_for_function(URL_HAS, arg=[key, value], timeout=TIMEOUT_MS)
+def url_is(page, key: str, value: str | None) -> Callable[..., None]:
+    return lambda timeout=TIMEOUT_MS: page.wait_for_function(URL_HAS, arg=[key, value], timeout=timeout)
 
 
-def url_set(page, key: str) -> Callable[[], None]:
-    return lambda: page.wait_for_function(
-        "k => new URL(location.href).searchParams.get(k) !== null", arg=key, timeout=TIMEOUT_MS
+def url_set(page, key: str) -> Callable[..., None]:
+    return lambda timeout=TIMEOUT_MS: page.wait_for_function(
+        "k => new URL(location.href).searchParams.get(k) !== null", arg=key, timeout=timeout
     )
 
 
-def click(page, key: str) -> Callable[[], None]:
-    return lambda: page.locator(f".st-key-{key} button").first.click()
+def once_more(page, what: str, wait: Callable[[int], None], click: Callable[[], None]) -> None:
+    """``wait`` (given a timeout in ms) for what a click on ``what`` brings; none within ``LOST_CLICK_MS``: what the
+    page shows is reported, and ``click`` once more (the time still counts from the first click, so the control
+    fails its target, and the pass goes on)."""
+    try:
+        wait(LOST_CLICK_MS)
+        return
+    except Exception:
+        print(f"After the click on {what}, nothing followed: {page_state(page)}; clicked again", file=sys.stderr)
+    click()
+    try:
+        wait(TIMEOUT_MS)
+    except Exception as e:  # say what the page shows instead, so that a failure can be read from the log
+        raise RuntimeError(f"after two clicks on {what}, nothing followed: {page_state(page)}") from e
+
+
+def pressed(page, key: str, done: Callable[..., None]) -> float:
+    """Seconds from the click on the button ``key`` until ``done`` holds and the page is settled; a click lost is
+    clicked once more (``once_more``)."""
+    button = page.locator(f".st-key-{key} button").first
+    return timed(page, button.click, lambda: once_more(page, repr(key), done, button.click))
 
 
 def shows(page, selector: str) -> Callable[[], None]:
@@ -209,8 +230,8 @@ def controls(page, url: str) -> list[tuple[str, Callable[[], float]]]:
     slider = page.locator(".st-key-beam input[type=range]")
     out: list[tuple[str, Callable[[], float]]] = [
         ("open What if?", lambda: timed(page, expander(page, "What if?"), shows(page, ".st-key-whatif_go"))),
-        ("force a token", lambda: timed(page, click(page, "whatif_go"), url_set(page, "forced"))),
-        ("Clear", lambda: timed(page, click(page, "clear_forced"), url_is(page, "forced", None))),
+        ("force a token", lambda: pressed(page, "whatif_go", url_set(page, "forced"))),
+        ("Clear", lambda: pressed(page, "clear_forced", url_is(page, "forced", None))),
         ("open Export", lambda: timed(page, expander(page, "Export:"), shows(page, ".st-key-dl_handout"))),
         ("position's records (NPZ)", lambda: download(page, "dl_steps")),
         ("handout", lambda: download(page, "dl_handout", files)),
@@ -241,26 +262,17 @@ def controls(page, url: str) -> list[tuple[str, Callable[[], float]]]:
 
 
 def switch(page, link: str, heading: str) -> float:
-    """Seconds from the click on the page's link until its heading shows and the page is settled. A click that no
-    page change follows within ``LOST_CLICK_MS`` is reported with what the page shows, and clicked once more: its
-    time counts from the first click, so the control fails its target, and the pass goes on."""
+    """Seconds from the click on the page's link until its heading shows and the page is settled; a click that no
+    page change follows is clicked once more (``once_more``)."""
     link_el = page.get_by_role("link", name=link, exact=True).first
     head = page.get_by_role("heading", level=1, name=heading, exact=False).first
 
-    def arrived() -> None:
-        try:
-            head.wait_for(timeout=LOST_CLICK_MS)
-            return
-        except Exception:
-            said = page_state(page)
-            print(f"After the click on {link!r}, no heading {heading!r}: {said}; clicked again", file=sys.stderr)
-        link_el.click()
-        try:
-            head.wait_for()
-        except Exception as e:  # say what the page shows instead, so that a failure can be read from the log
-            raise RuntimeError(f"after two clicks on {link!r}, no heading {heading!r}: {page_state(page)}") from e
+    def arrived(timeout: int) -> None:
+        head.wait_for(timeout=timeout)
 
-    return timed(page, link_el.click, arrived)
+    return timed(
+        page, link_el.click, lambda: once_more(page, f"{link!r} (heading {heading!r})", arrived, link_el.click)
+    )
 
 
 def page_state(page) -> str:
