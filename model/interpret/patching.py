@@ -350,13 +350,13 @@ class Patcher:
         P, S = position + 1, self.src.numel()
         _, corrupted = _forward(model, self.corrupt_tok, self.dec_in[:P])
         memory = corrupted.memory(model)  # (1, S, D)
-        kv = [  # each layer's self-attention K, V (1, H, P, d_k) in the corrupted run: the prefix a copy reads
-            layer.self_attn.project_kv(layer.norm1.sublayer_input(corrupted.dec_input(i)))
-            for i, layer in enumerate(model.decoder_stack)
-        ]
         groups: dict[tuple[bool, int, int], list[int]] = {}
         for r, sites in enumerate(rows):
             groups.setdefault(_first_layer(model, sites), []).append(r)
+        kv = [  # each layer's self-attention K, V (1, H, P, d_k) in the corrupted run: the prefix a copy reads
+            layer.self_attn.project_kv(layer.norm1.sublayer_input(corrupted.dec_input(i)))
+            for i, layer in enumerate(model.decoder_stack)
+        ] if any(f for _, _, f in groups) else []  # fmt: skip
         out = torch.zeros(len(rows), model.cfg.vocab_size, device=model.device)
         for (in_encoder, layer, f), members in groups.items():
             prefix = [(K[:, :, :f], V[:, :, :f]) for K, V in kv] if f else []
