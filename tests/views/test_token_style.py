@@ -23,7 +23,7 @@ def test_the_beam_tables_and_picker_show_tokens_as_the_chips_do(monkeypatch):
     ok(at)
     show_stage(at, "output")
     # the n-best candidates, the live hypotheses at this position, the finished ones so far
-    tables = [d.value for d in at.table if "length-normalized score" in d.value.columns]
+    tables = [d.value for d in at.table if "score(y)" in d.value.columns]
     assert len(tables) == 3
     for key, table in enumerate(tables):
         cells = [str(t) for t in table["tokens"]]

@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # pandas is imported with the first table drawn, not with the
 # the numbers first: on a phone the tokens take the width left and wrap, every column in view
 ORDER = ("rank", "row", "cumulative log-prob", "length-normalized score", "finished", "tokens")
 ROW_HELP = "row: the hypothesis' row in the beam at this step"
+# the scores' columns named as the heading's equation names them: short headers leave a phone's width to the tokens
+SHOWN = {"cumulative log-prob": "log p(y | x)", "length-normalized score": "score(y)"}
 
 
 def render(
@@ -61,7 +63,7 @@ def table(hypotheses: pd.DataFrame, key: str) -> None:
     shown["finished"] = shown["finished"].map(lambda done: "yes" if done else "")
     shown["tokens"] = shown["tokens"].map(md)  # a table's cells are read as Markdown: a token is shown as it is
     with st.container(key=key):
-        st.table(shown, hide_index=True)
+        st.table(shown.rename(columns=SHOWN), hide_index=True)
 
 
 def tree_figure(
