@@ -85,8 +85,9 @@ def load(labels: Path = LABELS, data_dir: Path | None = None) -> list[Item]:
     return items
 
 
-def flags_on(model, tokenizer, items: list[Item]) -> list[dict]:
-    """Each item's signals (``faithful.signals``) with ``cut_off``: the labelled translation teacher-forced."""
+def flags_on(model, tokenizer, items: list[Item], lexicon=None) -> list[dict]:
+    """Each item's signals (``faithful.signals``, with the model's ``lexicon``) with ``cut_off``: the labelled
+    translation teacher-forced."""
     from model.decode.decoding import prepare_ids
     from model.interpret.faithful import faithfulness, signals
 
@@ -98,7 +99,7 @@ def flags_on(model, tokenizer, items: list[Item]) -> list[dict]:
         cut.append(len(body) >= cfg.max_len - 1)  # it ran to the maximum length without </s>
         outs.append(body[: cfg.max_len] if cut[-1] else [*body[: cfg.max_len - 1], cfg.eos_id])
     found = faithfulness(model, tokenizer, srcs, outs)
-    return [{**signals(f, it.english), "cut_off": c} for f, it, c in zip(found, items, cut)]
+    return [{**signals(f, it.english, lexicon), "cut_off": c} for f, it, c in zip(found, items, cut)]
 
 
 def digest(model_dir: Path) -> str:
@@ -110,13 +111,14 @@ def digest(model_dir: Path) -> str:
     for path in [
         *sorted(p for p in Path(model_dir).iterdir() if p.is_file()),
         ROOT / "model/interpret/faithful.py",
+        ROOT / "model/interpret/lexicon.py",
         *code,
     ]:
         h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()
 
 
-def cached_flags(model, tokenizer, items: list[Item], cache: Path, key: str) -> list[dict]:
+def cached_flags(model, tokenizer, items: list[Item], cache: Path, key: str, lexicon=None) -> list[dict]:
     """``flags_on``, each sentence's signals kept in ``cache`` (strict JSON, under ``key``: ``digest``) and read
     again while the key holds, so that trying thresholds or a flag's rule does not erase the set again."""
     from model.core.jsonio import loads_strict, write
@@ -124,7 +126,7 @@ def cached_flags(model, tokenizer, items: list[Item], cache: Path, key: str) -> 
     stored = loads_strict(cache.read_text(encoding="utf-8")) if cache.exists() else {}
     kept = stored.get("signals", {}) if stored.get("key") == key else {}
     todo = [it for it in items if f"{it.english}\t{it.output}" not in kept]
-    for it, sig in zip(todo, flags_on(model, tokenizer, todo) if todo else []):
+    for it, sig in zip(todo, flags_on(model, tokenizer, todo, lexicon) if todo else []):
         kept[f"{it.english}\t{it.output}"] = sig
     write(cache, {"key": key, "signals": kept})
 
@@ -185,13 +187,18 @@ def fine_clean(items: list[Item], flags: list[dict], rows) -> tuple[int, int]:
     return sum(not flags[i] for i in fine), len(fine)
 
 
+LEXICON_GRID = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, float("inf")]  # from lexicon.KEEP; inf: unused
 GRIDS = {  # kind -> {faithful's constant: candidate values}; a kind's constants are chosen together
     "dropped": {
         "DROPPED_NATS": [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0],  # up to faithful.DROPPED_READ
         "ALIGNED_NATS": [0.25, 0.5, 1.0],  # up to faithful.ALIGNED_READ
         "PAIR_NATS": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, float("inf")],
+        "LEXICON_DROPPED": LEXICON_GRID,
     },
-    "wrong": {"WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15]},  # below faithful.WRONG_READ
+    "wrong": {
+        "WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15],  # below faithful.WRONG_READ
+        "LEXICON_WRONG": LEXICON_GRID,
+    },
     "invented": {"INVENTED_NATS": [float("-inf"), 0.0, 1.0, 2.0, 3.0, 4.0]},
 }
 
@@ -260,6 +267,7 @@ def confusion(items: list[Item], flags: list[dict], rows) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from model.interpret.lexicon import of_model
     from model.io.checkpoint import load_model_dir
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -273,11 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     items = load(a.labels, a.data)
     lm = load_model_dir(a.model)
+    lexicon = of_model(lm.path)
     t0 = time.perf_counter()
     if a.cache:
-        sigs = cached_flags(lm.model, lm.tokenizer, items, a.cache, digest(Path(a.model)))
+        sigs = cached_flags(lm.model, lm.tokenizer, items, a.cache, digest(Path(a.model)), lexicon)
     else:
-        sigs = flags_on(lm.model, lm.tokenizer, items)
+        sigs = flags_on(lm.model, lm.tokenizer, items, lexicon)
     seconds = time.perf_counter() - t0
     everything = range(len(items))
     oof, per_fold = cross_validated(items, sigs)

@@ -553,6 +553,7 @@ def emit(a: argparse.Namespace, r: dict, as_text: Callable[[dict], str]) -> int:
 
 def cmd_corpus(a: argparse.Namespace) -> int:
     from model.core.jsonio import write
+    from model.interpret import lexicon
     from model.interpret.corpus import (
         HEAD_SENTENCES,
         analyse,
@@ -578,7 +579,7 @@ def cmd_corpus(a: argparse.Namespace) -> int:
     if (a.versus_beam is not None or a.versus_model is not None) and corpus.references is None:
         raise ValueError("comparing two runs needs references (a TSV, a CSV with a french column, or --refs)")
     lm = load_model_dir(a.model)
-    res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=not a.no_heads)
+    res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=not a.no_heads, lexicon=lexicon.of_model(lm.path))
     r = report(res, corpus, opts, lm.path.name)
     if a.json is not None:
         write(a.json, r)
@@ -606,7 +607,7 @@ def cmd_corpus(a: argparse.Namespace) -> int:
 
 def print_summary(r: dict) -> None:
     """The corpus scores with their interval and signature, the flag counts, the correlations and the slices."""
-    from model.interpret.corpus import BOOTSTRAP, SIGNALS
+    from model.interpret.corpus import BOOTSTRAP, SIGNALS, lexicon_note
 
     for name, sc in (r["corpus"] or {}).items():
         print(
@@ -615,6 +616,7 @@ def print_summary(r: dict) -> None:
             f"{sc['signature']}"
         )
     print("flags: " + ", ".join(f"{f} {n:,}" for f, n in r["flag_counts"].items()))
+    print(lexicon_note(r["lexicon"]))
     if r["correlations"]:
         rho = ", ".join(f"{SIGNALS[k]} {v:+.2f}" for k, v in r["correlations"].items())
         print(f"Spearman ρ with sentence chrF: {rho}")

@@ -50,12 +50,14 @@ from model.interpret.corpus import (
     flag_counts,
     flags_text,
     head_rows,
+    lexicon_note,
     read_corpus,
     report,
     sentences,
     slices,
     write_csv,
 )
+from model.interpret.lexicon import of_model
 from model.interpret.runs import beam_of, changed_rows, decoding, run_names, second_run
 from model.io.checkpoint import LoadedModel, ModelDirError
 from model.train import data
@@ -275,7 +277,10 @@ def background(
 def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str) -> Analysis | None:
     """The set's analysis (``background``), keyed by model, decoding and the set's digest."""
     key = (lm.path.name, dir_stamp(str(lm.path)), opts, digest)
-    work = lambda report: analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=report)  # noqa: E731
+
+    def work(report: Callable[[int, int, str], None]) -> Analysis:
+        return analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=report, lexicon=of_model(lm.path))
+
     return background(key, len(corpus.sources), PART_COST, work)
 
 
@@ -412,7 +417,7 @@ def render_rows(result: Analysis, corpus: Corpus, opts: DecodeOptions, model: st
     refs = corpus.references is not None
     st.header("Sentences")
     st.markdown("**Flags**, each defined in one line:\n" + "\n".join(f"- *{k}*: {md(v)}" for k, v in FLAGS.items()))
-    st.caption(f"Share from the source: {md(ATTRIBUTION)}.")
+    st.caption(f"{md(lexicon_note(result.lexicon))} Share from the source: {md(ATTRIBUTION)}.")
     if "corpus_flags" not in st.session_state:  # the link's choice on the first run, the widget's after
         st.session_state["corpus_flags"] = [f for f in st.query_params.get_all("flag") if f in FLAGS]
     chosen = st.multiselect("Show only sentences flagged", list(FLAGS), key="corpus_flags")

@@ -49,6 +49,7 @@ from model.decode.decoding import (
 )
 from model.decode.lean import LeanDecoder
 from model.interpret import faithful
+from model.interpret.lexicon import Lexicon
 
 # ---------------------------------------------------------------------------
 # Reading a set: one clear sentence for what cannot be read, the rest analysed, skipped lines counted by reason.
@@ -74,16 +75,33 @@ FLAGS = {
     f"not render, read by erasing it from the source: no token written with p ≥ {faithful.CONFIDENT} drops by "
     f"{faithful.DROPPED_NATS:g} nats, no French word whose drop it causes as much as any source word does (within "
     f"{faithful.ALIGN_MARGIN:g} nat) drops by {faithful.ALIGNED_NATS:g} nat, and erased with the content word beside "
-    f"it no French word drops {faithful.PAIR_NATS:g} nats more than with either alone",
+    f"it no French word drops {faithful.PAIR_NATS:g} nats more than with either alone; and, where the model has a "
+    f"word translation table, no word of the translation is its translation with t ≥ {faithful.LEXICON_DROPPED:g}",
     "invented content": "a content word written more often than the source word it depends on (by erasure), or one "
     "the model writes as readily without the source: log p(y|x) − log p(y|empty source) below "
     f"{faithful.INVENTED_NATS}",
     "untranslated": "a source word copied (case-insensitive) that French does not use: wordfreq finds it at least "
     f"{10**faithful.COPY_ZIPF_GAP:.0f}× more often in English (names inside the sentence, quoted words, numbers aside)",
-    "wrong word": f"a content word written (not copied) with probability below {faithful.WRONG_PROB}, or one that is "
-    f"not French (wordfreq Zipf below {faithful.NONWORD_ZIPF}) written with probability below {faithful.NONWORD_PROB}",
+    "wrong word": f"a content word written (not copied) with probability below {faithful.WRONG_PROB} (where the "
+    f"model has a word translation table: and no source word's translation with t ≥ {faithful.LEXICON_WRONG:g}), or "
+    f"one that is not French (wordfreq Zipf below {faithful.NONWORD_ZIPF}) written with probability below "
+    f"{faithful.NONWORD_PROB}",
     "cut off": "the translation reached the maximum length without </s>",
 }
+
+
+def lexicon_note(used: bool) -> str:
+    """Whether the flags consulted a word translation table: one sentence for the page and the CLI."""
+    if used:
+        return (
+            "The flags consulted this model's word translation table (lexicon.tsv.gz, IBM Model 1 fit on its "
+            "training pairs)."
+        )
+    return (
+        "This model has no word translation table (lexicon.tsv.gz): dropped words and wrong words are read from the "
+        "model alone, which flags more of the words a French neighbour renders (python -m model.train.lexicon "
+        "builds one)."
+    )
 
 
 @dataclass(frozen=True)
@@ -469,6 +487,7 @@ class Analysis:
     heads: dict | None  # head_table's value (None when not computed)
     seconds: dict[str, float]  # time spent per part
     max_len: int  # the most tokens a translation could have, </s> included (output_limit: the decodes' own bound)
+    lexicon: bool = False  # whether the flags consulted the model's word translation table
 
 
 def analyse(
@@ -479,9 +498,11 @@ def analyse(
     heads: bool = True,
     progress: Progress | None = None,
     outputs: Sequence[Sequence[int]] | None = None,
+    lexicon: Lexicon | None = None,
 ) -> Analysis:
     """Every row of the set (and, with ``heads``, the head table over its first HEAD_SENTENCES sentences).
-    ``outputs``: output ids to analyse instead of decoding (tests plant translations this way)."""
+    ``outputs``: output ids to analyse instead of decoding (tests plant translations this way); ``lexicon``: the
+    model's word translation table (``lexicon.of_model``), which the flags consult beside erasure."""
     cfg = model.cfg
     model.eval()
     clock = {}
@@ -505,7 +526,7 @@ def analyse(
     sigs = []
     for b in range(0, len(srcs), FAITHFUL_CHUNK):
         found = faithful.faithfulness(model, tokenizer, srcs[b : b + FAITHFUL_CHUNK], outs[b : b + FAITHFUL_CHUNK])
-        sigs += [faithful.signals(f, src) for f, src in zip(found, corpus.sources[b : b + FAITHFUL_CHUNK])]
+        sigs += [faithful.signals(f, src, lexicon) for f, src in zip(found, corpus.sources[b : b + FAITHFUL_CHUNK])]
         if progress:
             progress(len(sigs), len(srcs), "erasing source words")
     rows = []
@@ -525,7 +546,7 @@ def analyse(
             refs = outs[:n]
         table = head_table(model, srcs[:n], refs, progress, on_references=corpus.references is not None)
         clock["heads"] = time.perf_counter() - t0
-    return Analysis(rows, table, clock, output_limit(opts.max_len, cfg))
+    return Analysis(rows, table, clock, output_limit(opts.max_len, cfg), lexicon is not None)
 
 
 # ---------------------------------------------------------------------------
@@ -942,6 +963,7 @@ def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: 
         "notes": list(corpus.notes),
         "attribution": ATTRIBUTION,
         "flags": dict(FLAGS),
+        "lexicon": analysis.lexicon,
         "columns": {**COLUMN_HELP, "flag_words": FLAG_WORDS_HELP},
         "corpus": corpus_scores(analysis.rows),
         "flag_counts": flag_counts(analysis.rows),

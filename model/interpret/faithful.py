@@ -39,6 +39,7 @@ import torch
 from model.core.tokenizer import Tokenizer
 from model.core.transformer import Transformer
 from model.decode.decoding import length_batches, read_source
+from model.interpret.lexicon import Lexicon
 
 # Thresholds: the best F1 over a grid on a labelled set of the model's own translations; benchmarks/corpus_flags.py
 # prints the choice and what the same rule reaches out of fold (5-fold cross-validation).
@@ -49,7 +50,9 @@ PAIR_NATS = 4.0  # ... and its pair gain below this is dropped
 DROPPED_READ = 3.0  # alignment and pair gain are read for the words whose support is below this ...
 ALIGNED_READ = 1.0  # ... and their alignment below this (the tops of the thresholds' grids)
 ALIGN_MARGIN = 1.0  # a source word renders an output word whose drop it causes within this of the largest
+LEXICON_DROPPED = 0.02  # ... and none of the output's words its translation this likely (the lexicon's t(f | e))
 WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability is a wrong word
+LEXICON_WRONG = 0.2  # ... that is no source word's translation this likely (the lexicon's t(f | e))
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
 NONWORD_PROB = 0.5
 WRONG_READ = 0.2  # the words below this probability are listed with their support (the top of WRONG_PROB's grid)
@@ -363,8 +366,10 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     return found
 
 
-def signals(f: Faithfulness, source: str) -> dict:
-    """One sentence's faithfulness signals and the words concerned (JSON-ready values)."""
+def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dict:
+    """One sentence's faithfulness signals and the words concerned (JSON-ready values); with a ``lexicon``, each
+    weak source word's best lexical translation among the output's words and each unsure output word's among the
+    source's (0 without one, which leaves the flags to erasure)."""
     src_low = {bare(w.text).lower() for w in f.src_words}
     sup = support(f)
     words = [(float(s), bare(w.text)) for w, s in zip(f.content_src, sup) if _head(w.text) not in EN_PARTICLES]
@@ -377,6 +382,12 @@ def signals(f: Faithfulness, source: str) -> dict:
     own = [w for w in out if bare(w.text).lower() not in src_low]  # written, not copied from the source
     probs = [(float(np.exp(f.logp[list(w.pieces)].sum())), bare(w.text)) for w in own]
     unsure = [(p, word) for p, word in probs if p < WRONG_READ]  # the own words written below WRONG_READ
+    src_heads = [_head(w.text) for w in f.src_words if _head(w.text)]
+    out_heads = [_head(w.text) for w in out]
+
+    def lexical(english: str) -> float:  # the best of its lexical translations the output holds
+        return max((lexicon.prob(_head(english), fr) for fr in out_heads), default=0.0) if lexicon else 0.0
+
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
     repeated = _repeated(f, out)
     names = [w.text for i, w in enumerate(f.src_words) if i > 0 and w.text[:1].isupper() and not w.text.isupper()]
@@ -397,6 +408,7 @@ def signals(f: Faithfulness, source: str) -> dict:
         "weak_support": [v[0] for v in weak.values()],
         "weak_aligned": [v[1] for v in weak.values()],
         "weak_pair": [v[2] for v in weak.values()],
+        "weak_lexical": [lexical(w) for w in weak],
         "repeated": repeated,
         "min_sensitivity": min(sens, default=(float("nan"), ""))[0],
         "min_sensitivity_word": min(sens, default=(float("nan"), ""))[1],
@@ -404,6 +416,7 @@ def signals(f: Faithfulness, source: str) -> dict:
         "min_word_prob_word": min(probs, default=(float("nan"), ""))[1],
         "unsure_words": [u[1] for u in unsure],
         "unsure_prob": [u[0] for u in unsure],
+        "unsure_lexical": [lexicon.best(src_heads, _head(u[1])) if lexicon else 0.0 for u in unsure],
         "non_words": [w for p, w in probs if p < NONWORD_PROB and _zipf(_head(w), "fr") < NONWORD_ZIPF],
         "untranslated_words": copied,
     }
@@ -417,13 +430,19 @@ def flagged_words(sig: dict) -> dict[str, list[str]]:
     found = {
         "dropped words": [
             w
-            for w, s, a, g in zip(sig["weak_words"], sig["weak_support"], sig["weak_aligned"], sig["weak_pair"])
-            if s < DROPPED_NATS and a < ALIGNED_NATS and g < PAIR_NATS
+            for w, s, a, g, lex in zip(
+                sig["weak_words"], sig["weak_support"], sig["weak_aligned"], sig["weak_pair"], sig["weak_lexical"]
+            )
+            if s < DROPPED_NATS and a < ALIGNED_NATS and g < PAIR_NATS and lex < LEXICON_DROPPED
         ],
         "invented content": sig["repeated"]
         + ([sig["min_sensitivity_word"]] if sig["min_sensitivity"] < INVENTED_NATS else []),
         "untranslated": sig["untranslated_words"],
         "wrong word": sig["non_words"]
-        or [w for w, p in zip(sig["unsure_words"], sig["unsure_prob"]) if p < WRONG_PROB],
+        or [
+            w
+            for w, p, lex in zip(sig["unsure_words"], sig["unsure_prob"], sig["unsure_lexical"])
+            if p < WRONG_PROB and lex < LEXICON_WRONG
+        ],
     }
     return {k: v for k, v in found.items() if v}

@@ -262,6 +262,7 @@ def test_each_flag_from_its_signal():
         "weak_support": [F.DROPPED_NATS - 0.01],
         "weak_aligned": [F.ALIGNED_NATS - 0.01],
         "weak_pair": [F.PAIR_NATS],  # rendered with the word beside it
+        "weak_lexical": [0.0],
         "repeated": [],
         "min_sensitivity": 3.0,
         "min_sensitivity_word": "chien",
@@ -269,6 +270,7 @@ def test_each_flag_from_its_signal():
         "min_word_prob_word": "chien",
         "unsure_words": ["chien"],
         "unsure_prob": [F.WRONG_PROB],
+        "unsure_lexical": [0.0],
         "non_words": [],
         "untranslated_words": [],
         "cut_off": False,
@@ -283,6 +285,7 @@ def test_each_flag_from_its_signal():
                 "weak_support": [3.5, 0.0],
                 "weak_aligned": [0.0, 0.0],
                 "weak_pair": [0.0, 0.0],
+                "weak_lexical": [0.0, F.LEXICON_DROPPED * 0.99],
             },
             ["ball"],
         ),
@@ -298,6 +301,12 @@ def test_each_flag_from_its_signal():
     assert C.flags_text({"flag_words": {"dropped words": ["dog"], "cut off": []}}) == "dropped words (dog), cut off"
     assert C.flag_words({**clean, "min_support": float("nan"), "min_word_prob": float("nan")}) == {}
     assert C.flag_words({**clean, "weak_aligned": [F.ALIGNED_NATS], "weak_pair": [0.0]}) == {}  # it renders a word
+    # a word the translation holds a lexical translation of is not dropped; one a source word translates, not wrong
+    assert C.flag_words({**clean, "weak_pair": [0.0], "weak_lexical": [F.LEXICON_DROPPED]}) == {}
+    assert C.flag_words({**clean, "unsure_prob": [0.0], "unsure_lexical": [F.LEXICON_WRONG]}) == {}
+    assert C.flag_words({**clean, "unsure_prob": [0.0], "unsure_lexical": [F.LEXICON_WRONG * 0.99]}) == {
+        "wrong word": ["chien"]
+    }
 
 
 def test_names_and_numbers():

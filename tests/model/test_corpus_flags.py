@@ -12,13 +12,14 @@ import torch
 from benchmarks import corpus_flags as B
 from model.decode.decoding import prepare_ids
 from model.interpret import faithful as F
+from model.interpret.lexicon import Lexicon, of_model
 from model.io.checkpoint import default_model_dir, load_model_dir
 
 # (precision, recall) out of fold (5-fold cross-validation, thresholds chosen on the training folds), a little under
-# what they measured (dropped words: 0.808 / 0.819, its target of 0.8 / 0.7 met): the invented content's recall
+# what they measured (dropped words: 0.855 / 0.819, its target of 0.8 / 0.7 met): the invented content's recall
 # and the 90 % of fine sentences unflagged are not reached.
-FLOORS = {"dropped": (0.8, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.72, 0.75)}
-FINE_FLOOR = 0.78  # of the sentences labelled fine, the share that raise no flag out of fold (53/66 measured)
+FLOORS = {"dropped": (0.84, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.8, 0.77)}
+FINE_FLOOR = 0.88  # of the sentences labelled fine, the share that raise no flag out of fold (59/66 measured)
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +142,27 @@ def test_alignment_and_pair_gain_by_brute_force(bundled):
     assert "dropped words" not in F.flagged_words(sig)
 
 
+def test_the_lexicon_clears_a_word_rendered_where_erasure_cannot_see_it(bundled):
+    """ "street" is rendered by "rue", which "a busy" and "the corner of" make likely anyway: erased, it changes
+    little, so erasure alone calls it dropped; the lexicon's t(rue | street) clears it. An unsure word likewise."""
+    source = "A tall, thin, bald man in a red jacket is playing an accordion on the corner of a busy street."
+    output = "Un grand homme mince, chauve en veste rouge joue de l'accordéon au coin d'une rue très fréquentée."
+    f, _, _ = _forced(bundled, source, output)
+    alone = F.signals(f, source)
+    assert "street" in F.flagged_words(alone)["dropped words"] and set(alone["weak_lexical"]) == {0.0}
+    lex = Lexicon({("stree", "rue"): F.LEXICON_DROPPED, ("stree", "coin"): F.LEXICON_DROPPED / 2})
+    read = F.signals(f, source, lex)
+    assert read["weak_lexical"][read["weak_words"].index("street")] == F.LEXICON_DROPPED  # the best of the two
+    assert "street" not in F.flagged_words(read).get("dropped words", [])
+    below = F.signals(f, source, Lexicon({("stree", "rue"): F.LEXICON_DROPPED * 0.99}))
+    assert "street" in F.flagged_words(below)["dropped words"]
+    sig = {**alone, "non_words": [], "unsure_words": ["rue", "coin"], "unsure_prob": [0.01, 0.01]}
+    sig["unsure_lexical"] = [F.LEXICON_WRONG, F.LEXICON_WRONG * 0.99]
+    assert F.flagged_words(sig)["wrong word"] == ["coin"]  # "rue" is the translation of a source word
+    unsure = F.signals(f, source, lex)
+    assert len(unsure["unsure_lexical"]) == len(unsure["unsure_words"])
+
+
 def _signal(bundled, source: str, output: str, key: str):
     """One signal of ``faithful.signals`` for a (source, output) pair written out, the bundled model reading it."""
     m, tok = bundled.model.eval(), bundled.tokenizer
@@ -185,6 +207,7 @@ def _synthetic(n: int) -> tuple[list[B.Item], list[dict]]:
             "weak_support": [float(v)],
             "weak_aligned": [0.0],
             "weak_pair": [0.0],
+            "weak_lexical": [0.0],
             "repeated": [],
             "min_sensitivity": 5.0,
             "min_sensitivity_word": "y",
@@ -192,6 +215,7 @@ def _synthetic(n: int) -> tuple[list[B.Item], list[dict]]:
             "min_word_prob_word": "y",
             "unsure_words": [],
             "unsure_prob": [],
+            "unsure_lexical": [],
             "non_words": [],
             "untranslated_words": [],
             "cut_off": False,
@@ -223,7 +247,7 @@ def test_cross_validation_flags_each_row_by_thresholds_chosen_without_it():
 
 @pytest.mark.slow
 def test_flags_on_the_labelled_set(items, bundled):
-    sigs = B.flags_on(bundled.model.eval(), bundled.tokenizer, items)
+    sigs = B.flags_on(bundled.model.eval(), bundled.tokenizer, items, of_model(bundled.path))
     oof, _ = B.cross_validated(items, sigs)
     everything = range(len(items))
     for kind, (p_min, r_min) in FLOORS.items():
@@ -261,7 +285,7 @@ def test_cached_signals_read_back_as_computed_while_the_key_holds(tmp_path, monk
     sigs[1] = {**sigs[1], "min_sensitivity": float("nan"), "weak_pair": [float("nan"), 1.0]}
     calls = []
 
-    def computed(model, tokenizer, todo):
+    def computed(model, tokenizer, todo, lexicon=None):
         calls.append([it.english for it in todo])
         return [sigs[int(it.english[1:])] for it in todo]
 
