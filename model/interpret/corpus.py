@@ -76,15 +76,16 @@ FLAGS = {
     f"{faithful.DROPPED_NATS:g} nats, no French word whose drop it causes as much as any source word does (within "
     f"{faithful.ALIGN_MARGIN:g} nat) drops by {faithful.ALIGNED_NATS:g} nat, and erased with the content word beside "
     f"it no French word drops {faithful.PAIR_NATS:g} nats more than with either alone; and, where the model has a "
-    f"word translation table, no word of the translation is its translation with t ≥ {faithful.LEXICON_DROPPED:g}",
+    "word translation table (t(f | e): how likely its training pairs write English word e as French word f), no "
+    f"word of the translation is one the table translates it as with t ≥ {faithful.LEXICON_DROPPED:g}",
     "invented content": "a content word written more often than the source word it depends on (by erasure), or one "
     "the model writes as readily without the source: log p(y|x) − log p(y|empty source) below "
     f"{faithful.INVENTED_NATS}",
     "untranslated": "a source word copied (case-insensitive) that French does not use: wordfreq finds it at least "
     f"{10**faithful.COPY_ZIPF_GAP:.0f}× more often in English (names inside the sentence, quoted words, numbers aside)",
-    "wrong word": f"a content word written (not copied) with probability below {faithful.WRONG_PROB} (where the "
-    f"model has a word translation table: and no source word's translation with t ≥ {faithful.LEXICON_WRONG:g}), or "
-    f"one that is not French (wordfreq Zipf below {faithful.NONWORD_ZIPF}) written with probability below "
+    "wrong word": f"a content word written (not copied) with probability below {faithful.WRONG_PROB} that, where the "
+    f"model has a word translation table, no source word is translated as with t(f | e) ≥ {faithful.LEXICON_WRONG:g}; "
+    f"or one that is not French (wordfreq Zipf below {faithful.NONWORD_ZIPF}) written with probability below "
     f"{faithful.NONWORD_PROB}",
     "cut off": "the translation reached the maximum length without </s>",
 }
@@ -94,8 +95,8 @@ def lexicon_note(used: bool) -> str:
     """Whether the flags consulted a word translation table: one sentence for the page and the CLI."""
     if used:
         return (
-            "The flags consulted this model's word translation table (lexicon.tsv.gz, IBM Model 1 fit on its "
-            "training pairs)."
+            "The flags consulted this model's word translation table (lexicon.tsv.gz: t(f | e), IBM Model 1 fit on "
+            "its training pairs)."
         )
     return (
         "This model has no word translation table (lexicon.tsv.gz): dropped words and wrong words are read from the "
@@ -868,11 +869,17 @@ def corpus_scores(rows: list[dict], n_bootstrap: int = BOOTSTRAP) -> dict | None
     None without references."""
     from sacrebleu.metrics import BLEU, CHRF
 
+    class FloatCHRF(CHRF):  # sacrebleu's own chrF, each score a float
+        def _compute_f_score(self, statistics: list[int]) -> float:
+            # a resample of empty translations scores a float 0 and the others numpy floats, which sacrebleu's mean
+            # of the resamples cannot add up (TypeError: a set of three sentences, one translated as nothing)
+            return float(super()._compute_f_score(statistics))
+
     if not rows or any(r["reference"] is None for r in rows):
         return None
     hyps, refs = [r["translation"] for r in rows], [[r["reference"] for r in rows]]
     out = {}
-    for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
+    for name, metric in (("bleu", BLEU()), ("chrf", FloatCHRF())):
         s = metric.corpus_score(hyps, refs, n_bootstrap=n_bootstrap)
         mean, ci = getattr(s, "_mean", s.score), getattr(s, "_ci", 0.0)
         out[name] = {

@@ -441,6 +441,22 @@ def test_corpus_scores_equal_sacrebleu_cli(tmp_path):
     assert C.corpus_scores([{"translation": "a", "reference": None}]) is None
 
 
+def test_corpus_scores_of_a_set_with_an_empty_translation():
+    """sacrebleu's chrF bootstrap fails on a small set with an empty translation (a resample of it alone scores a
+    float among numpy floats); the scores are still sacrebleu's."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    hyps = ["", "Un homme court.", "Deux chiens"]
+    refs = ["Un chat dort.", "Un homme court vite.", "Deux chiens jouent."]
+    with pytest.raises(TypeError):
+        CHRF().corpus_score(hyps, [refs], n_bootstrap=C.BOOTSTRAP)
+    got = C.corpus_scores([{"translation": h, "reference": r} for h, r in zip(hyps, refs)])
+    assert got is not None and got["chrf"]["score"] == CHRF().corpus_score(hyps, [refs]).score
+    assert got["bleu"]["score"] == BLEU().corpus_score(hyps, [refs]).score
+    assert got["chrf"]["low"] <= got["chrf"]["mean"] <= got["chrf"]["high"] and got["chrf"]["ci"] > 0
+    assert f"bs:{C.BOOTSTRAP}|" in got["chrf"]["signature"] and "|nc:6|nw:0|" in got["chrf"]["signature"]
+
+
 def test_cli_prints_scores_flag_counts_and_correlations(tiny_model_dir, tmp_path, capsys):
     f = tmp_path / "set.tsv"
     f.write_text("".join(f"{s}\t{r}\n" for s, r in zip(SOURCES, REFS)), encoding="utf-8")
