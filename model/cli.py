@@ -618,8 +618,13 @@ def print_summary(r: dict) -> None:
     print("flags: " + ", ".join(f"{f} {n:,}" for f, n in r["flag_counts"].items()))
     print(lexicon_note(r["lexicon"]))
     if r["correlations"]:
-        rho = ", ".join(f"{SIGNALS[k]} {v:+.2f}" for k, v in r["correlations"].items())
+        rho = ", ".join(
+            f"{SIGNALS[k]} {v:+.2f}" if v is not None and math.isfinite(v) else f"{SIGNALS[k]} undefined"
+            for k, v in r["correlations"].items()
+        )
         print(f"Spearman ρ with sentence chrF: {rho}")
+        if "undefined" in rho:
+            print("(undefined: fewer than 3 sentences have a value, or they all have the same, or the same chrF)")
     print("slices (sentences, BLEU, chrF, share flagged):")
     for sl in r["slices"]:
         scores = "" if sl["chrf"] is None else f", BLEU {sl['bleu']:.1f}, chrF {sl['chrf']:.1f}"

@@ -503,20 +503,29 @@ def render_summary(result: Analysis, corpus: Corpus, opts: DecodeOptions, model:
             )
     if refs:
         rho_of = correlations(rows)
-        names, rho = [SIGNALS[k] for k in rho_of], list(rho_of.values())
+        names = [SIGNALS[k] for k, v in rho_of.items() if np.isfinite(v)]
+        rho = [v for v in rho_of.values() if np.isfinite(v)]
+        undefined = [SIGNALS[k] for k, v in rho_of.items() if not np.isfinite(v)]
         st.caption(
             "Which signal to trust on this model: the closer ρ is to 1, the better it ranks the sentences as chrF does."
+            + (
+                f" No ρ for {', '.join(undefined)}: fewer than 3 sentences have a value, or they all have the same "
+                "(or the same chrF), so there is nothing to rank."
+                if undefined
+                else ""
+            )
         )
-        show(
-            viz.bar_figure(
-                names,
-                rho,
-                title="Each signal's Spearman ρ with chrF",
-                x_title="Spearman ρ with chrF",
-                fmt=".2f",
-            ),
-            "corpus_correlations",
-        )
+        if names:
+            show(
+                viz.bar_figure(
+                    names,
+                    rho,
+                    title="Each signal's Spearman ρ with chrF",
+                    x_title="Spearman ρ with chrF",
+                    fmt=".2f",
+                ),
+                "corpus_correlations",
+            )
     else:
         st.caption("Correlations with chrF need references.")
 

@@ -457,6 +457,18 @@ def test_corpus_scores_of_a_set_with_an_empty_translation():
     assert f"bs:{C.BOOTSTRAP}|" in got["chrf"]["signature"] and "|nc:6|nw:0|" in got["chrf"]["signature"]
 
 
+def test_the_cli_says_a_correlation_is_undefined_rather_than_nan(capsys):
+    from model.cli import print_summary
+
+    r = {"corpus": None, "flag_counts": {}, "lexicon": True, "slices": []}
+    print_summary({**r, "correlations": {"mean_prob": float("nan"), "min_prob": 0.5}})
+    out = capsys.readouterr().out
+    assert "mean probability undefined, lowest token probability +0.50" in out and "nan" not in out.lower()
+    assert "fewer than 3 sentences have a value" in out and C.lexicon_note(True) in out
+    print_summary({**r, "correlations": {"min_prob": 0.5}})
+    assert "undefined" not in capsys.readouterr().out
+
+
 def test_cli_prints_scores_flag_counts_and_correlations(tiny_model_dir, tmp_path, capsys):
     f = tmp_path / "set.tsv"
     f.write_text("".join(f"{s}\t{r}\n" for s, r in zip(SOURCES, REFS)), encoding="utf-8")

@@ -15,9 +15,10 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from harness import audit
 from model.cli import main as cli
 from model.decode.decoding import DecodeOptions
-from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text
+from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text, lexicon_note
 from views.corpus import PART_COST, analysis_jobs, done_share
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
@@ -104,6 +105,8 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
     for flag in ("dropped words", "invented content", "untranslated", "wrong word", "cut off"):
         assert f"*{flag}*" in shown
     assert "input × gradient" in "\n".join(c.value for c in at.caption).lower()
+    assert json.loads(out.read_text())["lexicon"] is False  # the tiny model has no word translation table
+    assert any(lexicon_note(False) in plain(c.value) for c in at.caption)
     assert len(at.dataframe) == 5  # the sentences, the slices, then one head table per kind
     sliced = at.dataframe[1].value
     want = json.loads(out.read_text())["slices"]
@@ -114,6 +117,19 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
         "Download JSON (rows and heads)",
         "Download CSV (rows)",
     ]
+
+
+def test_a_correlation_with_nothing_to_rank_is_named_not_drawn(tiny_model_dir, tmp_path):
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), "a dog runs\tun chien court\n" * 3)
+    caption = next(c.value for c in at.caption if "Which signal to trust" in c.value)
+    assert "No ρ for mean probability" in plain(caption)  # three equal sentences: every signal the same
+    assert not [f for f in audit.figures(at) if "Spearman" in f["layout"]["title"]["text"]]  # no empty chart
+    near = ["\ufffd" * 40, "\ufffd" * 8 + " chat", "le garçon lit"]  # the tiny model writes U+FFFD: chrF differs
+    at = paste(at, "".join(f"{en}\t{fr}\n" for en, fr in zip(("a dog runs", "a cat sleeps", "the boy reads"), near)))
+    bars = next(f for f in audit.figures(at) if "Spearman" in f["layout"]["title"]["text"])
+    shown = [y for trace in bars["data"] for y in trace.get("y", [])]
+    caption = next(c.value for c in at.caption if "Which signal to trust" in c.value)
+    assert shown and all(name not in plain(caption) for name in shown)  # each signal drawn or named, not both
 
 
 def test_beam_choice_goes_into_the_links(tiny_model_dir, tmp_path):
