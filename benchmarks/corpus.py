@@ -251,6 +251,7 @@ def main() -> None:
 
     from model.decode.decoding import DecodeOptions
     from model.interpret.corpus import Corpus, analyse, head_table
+    from model.interpret.lexicon import of_model
     from model.io.checkpoint import default_model_dir, load_model_dir, use_threads
     from model.testing import build_tiny_model_dir
     from model.train.data import MULTI30K_TESTS, default_data_dir, load_multi30k_test
@@ -282,7 +283,7 @@ def main() -> None:
 
     if "rows" in parts:
         t0, c0 = time.perf_counter(), time.process_time()
-        res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=False)
+        res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=False, lexicon=of_model(lm.path))  # as the page
         report("rows, every column and flag (in process)", time.perf_counter() - t0, time.process_time() - c0)
         for part, seconds in res.seconds.items():
             report(f"  of which {part}", seconds)

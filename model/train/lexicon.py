@@ -68,7 +68,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         from model.train.data import load_corpora
 
-        pairs = load_corpora(a.data).train
+        try:
+            pairs = load_corpora(a.data).train
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"error: the training pairs cannot be read ({e})", file=sys.stderr)
+            return 2
+    if a.iterations < 1:
+        print("error: --iterations must be at least 1", file=sys.stderr)
+        return 2
     if not pairs:
         print("error: no english<TAB>french pair to fit on", file=sys.stderr)
         return 2

@@ -93,6 +93,9 @@ def test_the_builder_writes_the_table_or_exits_2(tmp_path, capsys):
     assert T.main([str(tmp_path), "--pairs", str(tmp_path / "none.tsv")]) == 2
     (tmp_path / "empty.tsv").write_text("no tab here\n", encoding="utf-8")
     assert T.main([str(tmp_path), "--pairs", str(tmp_path / "empty.tsv")]) == 2
+    assert T.main([str(tmp_path), "--data", str(tmp_path / "no data")]) == 2
+    assert T.main([str(tmp_path), "--pairs", str(pairs), "--iterations", "0"]) == 2
+    assert all(line.startswith("error: ") for line in capsys.readouterr().err.splitlines())
     assert T.main([str(tmp_path), "--pairs", str(pairs)]) == 0
     lex = L.of_model(tmp_path)
     assert lex is not None and lex.prob("dog", "chien") == pytest.approx(T.fit(BITEXT)[("dog", "chien")], rel=1e-3)
