@@ -13,6 +13,7 @@ from .heatmap import CELL_MAX, Framing, HeatmapSpec, heatmap
 
 POINT_COLOR = "#4063d8"
 BAR_H = 26  # px per bar of a horizontal bar chart
+VALUE_ROOM = 0.3  # of the bars' span, left beyond the longest bar on each side for its written value (a phone's width)
 HOVER_CHARS = 80  # a sentence in a hover is cut to this many characters
 
 
@@ -94,8 +95,15 @@ def bar_figure(
         )
     ]
     layout = common.layout_defaults(title, height=BAR_H * len(names) + 110, squeezes=True)
+    lo, hi = min(0.0, float(shown.min(initial=0.0))), max(0.0, float(shown.max(initial=0.0)))
+    room = VALUE_ROOM * ((hi - lo) or 1.0)  # each value is written past its bar's end, inside the axes
     layout.update(
-        xaxis=dict(title=dict(text=common.safe_label(x_title)), gridcolor="#eee", automargin=True),
+        xaxis=dict(
+            title=dict(text=common.safe_label(x_title)),
+            gridcolor="#eee",
+            automargin=True,
+            range=[lo - room if lo < 0 else lo, hi + room],
+        ),
         yaxis=dict(autorange="reversed", tickfont=dict(size=common.TICK_FONT)),
     )
     layout["margin"].update(l=left + common.PAD, r=40, b=50)

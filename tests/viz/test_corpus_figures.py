@@ -53,6 +53,16 @@ def test_bars_write_their_values():
         bar_figure(["a"], [1, 2], title="t", x_title="x").plotly()
 
 
+def test_a_negative_bar_writes_its_value_inside_the_axes_not_over_the_labels():
+    rho = [0.79, -0.57, -0.11, 0.99]
+    fig = go.Figure(bar_figure(["a", "lowest source sensitivity", "c", "d"], rho, title="t", x_title="ρ").plotly())
+    lo, hi = fig.layout.xaxis.range
+    span = max(rho) - min(rho)
+    assert lo <= min(rho) - 0.25 * span and hi >= max(rho) + 0.25 * span  # room for "-0.57" left of its bar
+    counts = go.Figure(bar_figure(["a", "b"], [3, 0], title="t", x_title="sentences").plotly())
+    assert counts.layout.xaxis.range[0] == 0  # nothing negative: the axis starts at 0
+
+
 def test_head_grid_labels_each_head_with_its_role():
     values = np.array([[0.1, 0.5], [0.2, np.nan]])
     roles = np.array([["sink", "diagonal"], ["broad", "alignment"]])
