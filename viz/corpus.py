@@ -13,7 +13,7 @@ from .heatmap import CELL_MAX, Framing, HeatmapSpec, heatmap
 
 POINT_COLOR = "#4063d8"
 BAR_H = 26  # px per bar of a horizontal bar chart
-VALUE_ROOM = 0.3  # of the bars' span, left beyond the longest bar on each side for its written value (a phone's width)
+VALUE_ROOM = 0.3  # of the bars' span, left right of the longest bar for its written value (a phone's width)
 HOVER_CHARS = 80  # a sentence in a hover is cut to this many characters
 
 
@@ -74,37 +74,43 @@ def sentence_scatter(
 def bar_figure(
     labels: Sequence[str], values: Sequence[float], *, title: str, x_title: str, fmt: str = ".0f"
 ) -> common.Figure:
-    """Horizontal bars, one a label (top to bottom in the given order), each value written at its bar."""
+    """Horizontal bars, one a label (top to bottom in the given order), each value written at its bar: past the end
+    of a bar to the right, and beside the zero line for a bar to the left (past its end, a phone's narrow axes would
+    put it over the row labels)."""
     vals = np.asarray(values, dtype=float)
     if len(vals) != len(labels):
         raise ValueError("one value per label")
     names = [common.safe_label(s) for s in labels]
     left = math.ceil(max((common.text_px(s, common.TICK_FONT) for s in names), default=40)) + 12
     shown = np.where(np.isfinite(vals), vals, 0.0)
+    written = [format(v, fmt) if math.isfinite(v) else "n/a" for v in vals]
     data = [
         dict(
             type="bar",
             orientation="h",
             x=shown.tolist(),
             y=names,
-            text=[format(v, fmt) if math.isfinite(v) else "n/a" for v in vals],
+            text=[w if v >= 0 else "" for w, v in zip(written, shown)],
             textposition="outside",
             cliponaxis=False,
+            customdata=written,
             marker=dict(color=POINT_COLOR),
-            hovertemplate=f"%{{y}}: %{{text}}<extra>{common.safe_label(x_title)}</extra>",
+            hovertemplate=f"%{{y}}: %{{customdata}}<extra>{common.safe_label(x_title)}</extra>",
         )
     ]
     layout = common.layout_defaults(title, height=BAR_H * len(names) + 110, squeezes=True)
     lo, hi = min(0.0, float(shown.min(initial=0.0))), max(0.0, float(shown.max(initial=0.0)))
-    room = VALUE_ROOM * ((hi - lo) or 1.0)  # each value is written past its bar's end, inside the axes
+    room = VALUE_ROOM * ((hi - lo) or 1.0)  # the values written right of a bar or of the zero line, inside the axes
     layout.update(
         xaxis=dict(
-            title=dict(text=common.safe_label(x_title)),
-            gridcolor="#eee",
-            automargin=True,
-            range=[lo - room if lo < 0 else lo, hi + room],
+            title=dict(text=common.safe_label(x_title)), gridcolor="#eee", automargin=True, range=[lo, hi + room]
         ),
         yaxis=dict(autorange="reversed", tickfont=dict(size=common.TICK_FONT)),
+        annotations=[
+            dict(x=0, y=n, text=w, xanchor="left", xshift=3, showarrow=False, font=dict(size=common.TICK_FONT))
+            for n, w, v in zip(names, written, shown)
+            if v < 0
+        ],
     )
     layout["margin"].update(l=left + common.PAD, r=40, b=50)
     return common.new_figure(data, layout)

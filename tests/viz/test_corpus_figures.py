@@ -53,14 +53,24 @@ def test_bars_write_their_values():
         bar_figure(["a"], [1, 2], title="t", x_title="x").plotly()
 
 
-def test_a_negative_bar_writes_its_value_inside_the_axes_not_over_the_labels():
+def test_a_negative_bar_writes_its_value_beside_the_zero_line_not_over_the_labels():
     rho = [0.79, -0.57, -0.11, 0.99]
-    fig = go.Figure(bar_figure(["a", "lowest source sensitivity", "c", "d"], rho, title="t", x_title="ρ").plotly())
+    labels = ["a", "lowest source sensitivity", "c", "d"]
+    fig = go.Figure(bar_figure(labels, rho, title="t", x_title="ρ", fmt=".2f").plotly())
+    assert list(fig.data[0].text) == ["0.79", "", "", "0.99"] and list(fig.data[0].customdata) == [
+        "0.79",
+        "-0.57",
+        "-0.11",
+        "0.99",
+    ]
+    notes = {a.y: a for a in fig.layout.annotations}
+    assert set(notes) == {"lowest source sensitivity", "c"}
+    assert all(a.x == 0 and a.xanchor == "left" and a.xshift > 0 for a in notes.values())
+    assert notes["c"].text == "-0.11"
     lo, hi = fig.layout.xaxis.range
-    span = max(rho) - min(rho)
-    assert lo <= min(rho) - 0.25 * span and hi >= max(rho) + 0.25 * span  # room for "-0.57" left of its bar
+    assert lo == min(rho) and hi >= max(rho) + 0.25 * (max(rho) - min(rho))  # room for "0.99" right of its bar
     counts = go.Figure(bar_figure(["a", "b"], [3, 0], title="t", x_title="sentences").plotly())
-    assert counts.layout.xaxis.range[0] == 0  # nothing negative: the axis starts at 0
+    assert counts.layout.xaxis.range[0] == 0 and not counts.layout.annotations
 
 
 def test_head_grid_labels_each_head_with_its_role():
