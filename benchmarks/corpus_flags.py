@@ -1,6 +1,7 @@
 """Precision and recall of the Corpus page's flags on a labelled set of the bundled model's own translations.
 
     python benchmarks/corpus_flags.py [--model DIR] [--data DIR] [--labels TSV] [--json OUT] [--cache JSON]
+    python benchmarks/corpus_flags.py --cleared 300   # what the word translation table clears, for reading
 
 The set (``benchmarks/data/corpus_labels.tsv``, how it was made in ``benchmarks/data/README.md``): held-out
 Multi30k lines by (file, line number), read from the data directory, and sentences written for the check, each with
@@ -266,6 +267,39 @@ def confusion(items: list[Item], flags: list[dict], rows) -> list[str]:
     return lines
 
 
+def cleared(lm, lexicon, n: int, data_dir: Path | None = None) -> None:
+    """Print what the word translation table clears on the first ``n`` sentences of Multi30k test 2016 (never
+    labelled): how many sentences raise *dropped words* and *wrong word* without and with it, and each word it
+    clears with its sentence, for reading (is the word rendered, or rightly translated?)."""
+    from model.interpret.corpus import Corpus, analyse
+    from model.interpret.faithful import flagged_words
+    from model.train.data import MULTI30K_TESTS, load_multi30k_test
+
+    pairs = load_multi30k_test(data_dir, MULTI30K_TESTS[0])[:n]
+    corpus = Corpus([en for en, _ in pairs], [fr for _, fr in pairs])
+    rows = analyse(lm.model, lm.tokenizer, corpus, heads=False, lexicon=lexicon).rows
+    kinds = ("dropped words", "wrong word")
+    counts = {k: [0, 0] for k in kinds}  # sentences raising it without, with the table
+    lines, words = [], 0
+    for r in rows:
+        with_table = flagged_words(r)
+        alone = flagged_words(
+            {**r, "weak_lexical": [0.0] * len(r["weak_words"]), "unsure_lexical": [0.0] * len(r["unsure_words"])}
+        )
+        for k in kinds:
+            counts[k][0] += k in alone
+            counts[k][1] += k in with_table
+            gone = [w for w in alone.get(k, []) if w not in with_table.get(k, [])]
+            words += len(gone)
+            if gone:
+                lines.append(f"{k}: {', '.join(gone)} | {r['source']} | {r['translation']}")
+    print(f"Multi30k test 2016, first {len(rows)} sentences; sentences raising each flag without / with the table:")
+    for k, (a, b) in counts.items():
+        print(f"  {k}: {a} / {b}")
+    print(f"{words} words cleared by the table, a sentence's flag a line (flag: words | source | translation):")
+    print("\n".join(lines))
+
+
 def main(argv: list[str] | None = None) -> int:
     from model.interpret.lexicon import of_model
     from model.io.checkpoint import load_model_dir
@@ -278,10 +312,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--cache", type=Path, help="keep each sentence's signals here, read again while model and code hold"
     )
+    ap.add_argument(
+        "--cleared",
+        type=int,
+        metavar="N",
+        help="instead, print the flags the word translation table clears on N sentences of Multi30k test 2016",
+    )
     a = ap.parse_args(argv)
-    items = load(a.labels, a.data)
     lm = load_model_dir(a.model)
     lexicon = of_model(lm.path)
+    if a.cleared:
+        cleared(lm, lexicon, a.cleared, a.data)
+        return 0
+    items = load(a.labels, a.data)
     t0 = time.perf_counter()
     if a.cache:
         sigs = cached_flags(lm.model, lm.tokenizer, items, a.cache, digest(Path(a.model)), lexicon)

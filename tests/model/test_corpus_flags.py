@@ -300,3 +300,36 @@ def test_cached_signals_read_back_as_computed_while_the_key_holds(tmp_path, monk
     assert again[3] == sigs[3]
     B.cached_flags(None, None, items[:1], cache, "other model")
     assert calls[-1] == ["x0"]  # another key reads again
+
+
+def test_the_cleared_flags_are_those_the_table_removes(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    """``--cleared``: the sentences raising each flag without and with the table, and each word it cleared. A table
+    that translates every pair clears every dropped and wrong word the tiny model's random output raises."""
+    import gzip
+
+    from model.interpret import corpus as C
+    from model.io.checkpoint import load_model_dir
+
+    m30k = tmp_path / "multi30k"
+    m30k.mkdir()
+    english = ["a dog runs in the park", "the red car stops", "two men play chess"]
+    for lang, lines in (("en", english), ("fr", ["un chien", "une voiture", "deux hommes"])):
+        with gzip.open(m30k / f"test_2016_flickr.{lang}.gz", "wt", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+
+    class Everything(Lexicon):
+        def prob(self, english: str, french: str) -> float:
+            return 1.0
+
+    lm = load_model_dir(tiny_model_dir)
+    rows = C.analyse(lm.model, lm.tokenizer, C.Corpus(english, None), heads=False).rows
+    alone = [F.flagged_words(r) for r in rows]
+    B.cleared(lm, Everything({}), 3, tmp_path)
+    out = capsys.readouterr().out.splitlines()
+    for kind in ("dropped words", "wrong word"):
+        raised = sum(kind in a and bool(a[kind]) for a in alone)
+        left = 0 if kind == "dropped words" else sum(bool(r["non_words"]) for r in rows)  # non-words stay
+        assert f"  {kind}: {raised} / {left}" in out
+    words = sum(len(a.get("dropped words", [])) for a in alone)
+    words += sum(len(a.get("wrong word", [])) for a, r in zip(alone, rows) if not r["non_words"])
+    assert words > 0 and out[3].startswith(f"{words} words cleared by the table")
