@@ -195,6 +195,7 @@ GRIDS = {  # kind -> {faithful's constant: candidate values}; a kind's constants
         "ALIGNED_NATS": [0.25, 0.5, 1.0],  # up to faithful.ALIGNED_READ
         "PAIR_NATS": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, float("inf")],
         "LEXICON_DROPPED": LEXICON_GRID,
+        "LEXICON_IMPLIED": LEXICON_GRID,
     },
     "wrong": {
         "WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15],  # below faithful.WRONG_READ
@@ -271,6 +272,7 @@ def cleared(lm, lexicon, n: int, data_dir: Path | None = None) -> None:
     """Print what the word translation table clears on the first ``n`` sentences of Multi30k test 2016 (never
     labelled): how many sentences raise *dropped words* and *wrong word* without and with it, and each word it
     clears with its sentence, for reading (is the word rendered, or rightly translated?)."""
+    from model.interpret import faithful
     from model.interpret.corpus import Corpus, analyse
     from model.interpret.faithful import flagged_words
     from model.train.data import MULTI30K_TESTS, load_multi30k_test
@@ -280,23 +282,30 @@ def cleared(lm, lexicon, n: int, data_dir: Path | None = None) -> None:
     rows = analyse(lm.model, lm.tokenizer, corpus, heads=False, lexicon=lexicon).rows
     kinds = ("dropped words", "wrong word")
     counts = {k: [0, 0] for k in kinds}  # sentences raising it without, with the table
-    lines, words = [], 0
+    lines, words, by_held = [], 0, 0
+    LEX = faithful.LEXICON_DROPPED
     for r in rows:
         with_table = flagged_words(r)
+        none = [0.0] * len(r["weak_words"])
         alone = flagged_words(
-            {**r, "weak_lexical": [0.0] * len(r["weak_words"]), "unsure_lexical": [0.0] * len(r["unsure_words"])}
+            {**r, "weak_lexical": none, "weak_implied": none, "unsure_lexical": [0.0] * len(r["unsure_words"])}
         )
         for k in kinds:
             counts[k][0] += k in alone
             counts[k][1] += k in with_table
             gone = [w for w in alone.get(k, []) if w not in with_table.get(k, [])]
-            words += len(gone)
+            held = [w for w in gone if k == "dropped words" and r["weak_lexical"][r["weak_words"].index(w)] < LEX]
+            words, by_held = words + len(gone), by_held + len(held)
             if gone:
-                lines.append(f"{k}: {', '.join(gone)} | {r['source']} | {r['translation']}")
+                named = ", ".join(f"{w} [t(e | f)]" if w in held else w for w in gone)
+                lines.append(f"{k}: {named} | {r['source']} | {r['translation']}")
     print(f"Multi30k test 2016, first {len(rows)} sentences; sentences raising each flag without / with the table:")
     for k, (a, b) in counts.items():
         print(f"  {k}: {a} / {b}")
-    print(f"{words} words cleared by the table, a sentence's flag a line (flag: words | source | translation):")
+    print(
+        f"{words} words cleared by the table ({by_held} by t(e | f) alone, marked), a sentence's flag a line (flag: "
+        "words | source | translation):"
+    )
     print("\n".join(lines))
 
 

@@ -77,7 +77,8 @@ FLAGS = {
     f"{faithful.ALIGN_MARGIN:g} nat) drops by {faithful.ALIGNED_NATS:g} nat, and erased with the content word beside "
     f"it no French word drops {faithful.PAIR_NATS:g} nats more than with either alone; and, where the model has a "
     "word translation table (t(f | e): how likely its training pairs write English word e as French word f), no "
-    f"word of the translation is one the table translates it as with t ≥ {faithful.LEXICON_DROPPED:g}",
+    f"word of the translation is one the table translates it as with t ≥ {faithful.LEXICON_DROPPED:g}, nor one whose "
+    f'training pairs hold it with t(e | f) ≥ {faithful.LEXICON_IMPLIED:g} ("gare" for "train station")',
     "invented content": "a content word written more often than the source word it depends on (by erasure), or one "
     "the model writes as readily without the source: log p(y|x) − log p(y|empty source) below "
     f"{faithful.INVENTED_NATS}",

@@ -51,6 +51,7 @@ DROPPED_READ = 3.0  # alignment and pair gain are read for the words whose suppo
 ALIGNED_READ = 1.0  # ... and their alignment below this (the tops of the thresholds' grids)
 ALIGN_MARGIN = 1.0  # a source word renders an output word whose drop it causes within this of the largest
 LEXICON_DROPPED = 0.02  # ... and none of the output's words its translation this likely (the lexicon's t(f | e))
+LEXICON_IMPLIED = 0.2  # ... nor one whose training pairs hold it this likely (t(e | f): "gare" for "train station")
 WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability is a wrong word
 LEXICON_WRONG = 0.2  # ... that is no source word's translation this likely (the lexicon's t(f | e))
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
@@ -369,7 +370,8 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
 def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dict:
     """One sentence's faithfulness signals and the words concerned (JSON-ready values); with a ``lexicon``, each
     weak source word's best lexical translation among the output's words and each unsure output word's among the
-    source's (0 without one, which leaves the flags to erasure)."""
+    source's, and each weak word's t(word | f) at its best over the output's words, how much a French word implies it
+    (0 without one, which leaves the flags to erasure)."""
     src_low = {bare(w.text).lower() for w in f.src_words}
     sup = support(f)
     words = [(float(s), bare(w.text)) for w, s in zip(f.content_src, sup) if _head(w.text) not in EN_PARTICLES]
@@ -387,6 +389,9 @@ def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dic
 
     def lexical(english: str) -> float:  # the best of its lexical translations the output holds
         return max((lexicon.prob(_head(english), fr) for fr in out_heads), default=0.0) if lexicon else 0.0
+
+    def implied(english: str) -> float:  # the most an output word's training pairs hold it ("gare": "train")
+        return max((lexicon.implied(_head(english), fr) for fr in out_heads), default=0.0) if lexicon else 0.0
 
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
     repeated = _repeated(f, out)
@@ -409,6 +414,7 @@ def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dic
         "weak_aligned": [v[1] for v in weak.values()],
         "weak_pair": [v[2] for v in weak.values()],
         "weak_lexical": [lexical(w) for w in weak],
+        "weak_implied": [implied(w) for w in weak],
         "repeated": repeated,
         "min_sensitivity": min(sens, default=(float("nan"), ""))[0],
         "min_sensitivity_word": min(sens, default=(float("nan"), ""))[1],
@@ -430,10 +436,19 @@ def flagged_words(sig: dict) -> dict[str, list[str]]:
     found = {
         "dropped words": [
             w
-            for w, s, a, g, lex in zip(
-                sig["weak_words"], sig["weak_support"], sig["weak_aligned"], sig["weak_pair"], sig["weak_lexical"]
+            for w, s, a, g, lex, implied in zip(
+                sig["weak_words"],
+                sig["weak_support"],
+                sig["weak_aligned"],
+                sig["weak_pair"],
+                sig["weak_lexical"],
+                sig["weak_implied"],
             )
-            if s < DROPPED_NATS and a < ALIGNED_NATS and g < PAIR_NATS and lex < LEXICON_DROPPED
+            if s < DROPPED_NATS
+            and a < ALIGNED_NATS
+            and g < PAIR_NATS
+            and lex < LEXICON_DROPPED
+            and implied < LEXICON_IMPLIED
         ],
         "invented content": sig["repeated"]
         + ([sig["min_sensitivity_word"]] if sig["min_sensitivity"] < INVENTED_NATS else []),

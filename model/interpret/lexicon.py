@@ -6,7 +6,8 @@ hesitated over from a wrong one ("pneu" for "tire" written with p 0.07).
 Words are compared by their first PREFIX letters, lowercased ("photographed", "photographié": "photo"), a stemmer
 that needs nothing per language. The table is fit by expectation-maximisation (Brown et al., 1993: model 1, with
 the empty word), kept for the pairs at least KEEP likely, and stored beside the model as a gzip'd TSV
-(``english<TAB>french<TAB>t(french | english)``, the words as keys). ``python -m model.train.lexicon`` fits and
+(``english<TAB>french<TAB>t(french | english)<TAB>t(english | french)``, the words as keys; the second model is fit
+with the languages swapped). ``python -m model.train.lexicon`` fits and
 writes it (model/train/lexicon.py).
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import gzip
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 FILE = "lexicon.tsv.gz"  # in the model directory, beside config.json
@@ -36,11 +37,17 @@ def keys(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Lexicon:
-    table: dict[tuple[str, str], float]  # (english key, french key) -> t(french | english)
+    forward: dict[tuple[str, str], float]  # (english key, french key) -> t(french | english)
+    backward: dict[tuple[str, str], float] = field(default_factory=dict)  # the same keys -> t(english | french)
 
     def prob(self, english: str, french: str) -> float:
         """t(french | english) of two words as written (0 when the pair was not kept)."""
-        return self.table.get((key(english), key(french)), 0.0)
+        return self.forward.get((key(english), key(french)), 0.0)
+
+    def implied(self, english: str, french: str) -> float:
+        """t(english | french): how likely the French word's training pairs hold the English one ("gare" holds
+        "train" as often as "station"), where the English word is part of what the French renders."""
+        return self.backward.get((key(english), key(french)), 0.0)
 
     def best(self, english: Iterable[str], french: str) -> float:
         """The largest t(french | e) over the English words ``english`` (0 when there are none)."""
@@ -49,16 +56,18 @@ class Lexicon:
 
 def load(path: str | Path) -> Lexicon:
     """The table written by ``model.train.lexicon.save``; a malformed file is a ValueError of one sentence."""
-    table = {}
+    forward, backward = {}, {}
     with gzip.open(path, "rt", encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
-            parts = line.rstrip("\n").split("\t")
             try:
-                e, fr, p = parts
-                table[(e, fr)] = float(p)
+                e, fr, p_f, p_e = line.rstrip("\n").split("\t")
+                pair = (e, fr)
+                forward[pair], backward[pair] = float(p_f), float(p_e)
             except ValueError:
-                raise ValueError(f"{path} line {n} is not english<TAB>french<TAB>probability") from None
-    return Lexicon(table)
+                raise ValueError(
+                    f"{path} line {n} is not english<TAB>french<TAB>t(french | english)<TAB>t(english | french)"
+                ) from None
+    return Lexicon(forward, backward)
 
 
 def of_model(model_dir: str | Path) -> Lexicon | None:

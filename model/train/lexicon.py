@@ -1,4 +1,4 @@
-"""Fit a model directory's word translation table (model/interpret/lexicon.py) on its training pairs:
+"""Fit a model directory's word translation table (model/interpret/lexicon.py) on its training pairs, both ways:
 
 python -m model.train.lexicon MODEL_DIR [--pairs TSV | --data DIR] [--iterations N]
 """
@@ -38,11 +38,23 @@ def fit(pairs: Iterable[tuple[str, str]], iterations: int = ITERATIONS) -> dict[
     return dict(t)
 
 
-def save(table: dict[tuple[str, str], float], path: str | Path, keep: float = KEEP) -> int:
-    """Write the pairs at least ``keep`` likely (the empty word's aside); returns how many."""
-    rows = sorted((e, f, p) for (e, f), p in table.items() if p >= keep and e != NULL)
+def save(
+    forward: dict[tuple[str, str], float], backward: dict[tuple[str, str], float], path: str | Path, keep: float = KEEP
+) -> int:
+    """Write the (english, french) pairs at least ``keep`` likely either way, t(f | e) (``forward``, keyed (e, f))
+    and t(e | f) (``backward``, keyed (f, e): the model fit with the languages swapped), the empty word's aside;
+    returns how many."""
+    back = {(e, f): p for (f, e), p in backward.items()}
+    pairs = {ef for ef, p in forward.items() if p >= keep} | {ef for ef, p in back.items() if p >= keep}
+    rows = sorted((e, f) for e, f in pairs if NULL not in (e, f))
+
+    def kept(p: float) -> float:  # a direction under ``keep`` is not stored, as the pairs under it both ways
+        return p if p >= keep else 0.0
+
     with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as out:
-        out.writelines(f"{e}\t{f}\t{p:.4g}\n" for e, f, p in rows)
+        out.writelines(
+            f"{e}\t{f}\t{kept(forward.get((e, f), 0.0)):.4g}\t{kept(back.get((e, f), 0.0)):.4g}\n" for e, f in rows
+        )
     return len(rows)
 
 
@@ -79,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not pairs:
         print("error: no english<TAB>french pair to fit on", file=sys.stderr)
         return 2
-    n = save(fit(pairs, a.iterations), a.model_dir / FILE)
+    n = save(fit(pairs, a.iterations), fit([(fr, en) for en, fr in pairs], a.iterations), a.model_dir / FILE)
     print(f"{a.model_dir / FILE}: {n:,} word pairs from {len(pairs):,} sentence pairs")
     return 0
 

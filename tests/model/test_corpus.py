@@ -263,6 +263,7 @@ def test_each_flag_from_its_signal():
         "weak_aligned": [F.ALIGNED_NATS - 0.01],
         "weak_pair": [F.PAIR_NATS],  # rendered with the word beside it
         "weak_lexical": [0.0],
+        "weak_implied": [0.0],
         "repeated": [],
         "min_sensitivity": 3.0,
         "min_sensitivity_word": "chien",
@@ -286,6 +287,7 @@ def test_each_flag_from_its_signal():
                 "weak_aligned": [0.0, 0.0],
                 "weak_pair": [0.0, 0.0],
                 "weak_lexical": [0.0, F.LEXICON_DROPPED * 0.99],
+                "weak_implied": [0.0, F.LEXICON_IMPLIED * 0.99],
             },
             ["ball"],
         ),
@@ -303,6 +305,7 @@ def test_each_flag_from_its_signal():
     assert C.flag_words({**clean, "weak_aligned": [F.ALIGNED_NATS], "weak_pair": [0.0]}) == {}  # it renders a word
     # a word the translation holds a lexical translation of is not dropped; one a source word translates, not wrong
     assert C.flag_words({**clean, "weak_pair": [0.0], "weak_lexical": [F.LEXICON_DROPPED]}) == {}
+    assert C.flag_words({**clean, "weak_pair": [0.0], "weak_implied": [F.LEXICON_IMPLIED]}) == {}
     assert C.flag_words({**clean, "unsure_prob": [0.0], "unsure_lexical": [F.LEXICON_WRONG]}) == {}
     assert C.flag_words({**clean, "unsure_prob": [0.0], "unsure_lexical": [F.LEXICON_WRONG * 0.99]}) == {
         "wrong word": ["chien"]

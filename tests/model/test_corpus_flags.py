@@ -16,10 +16,10 @@ from model.interpret.lexicon import Lexicon, of_model
 from model.io.checkpoint import default_model_dir, load_model_dir
 
 # (precision, recall) out of fold (5-fold cross-validation, thresholds chosen on the training folds), a little under
-# what they measured (dropped words: 0.855 / 0.819, its target of 0.8 / 0.7 met): the invented content's recall
-# and the 90 % of fine sentences unflagged are not reached.
+# what they measured (dropped words: 0.866 / 0.806, its target of 0.8 / 0.7 met; fine sentences unflagged 60/66, its
+# 90 % met): the invented content's recall is not reached.
 FLOORS = {"dropped": (0.84, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.8, 0.77)}
-FINE_FLOOR = 0.88  # of the sentences labelled fine, the share that raise no flag out of fold (59/66 measured)
+FINE_FLOOR = 0.9  # of the sentences labelled fine, the share that raise no flag out of fold (60/66 measured)
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +156,9 @@ def test_the_lexicon_clears_a_word_rendered_where_erasure_cannot_see_it(bundled)
     assert "street" not in F.flagged_words(read).get("dropped words", [])
     below = F.signals(f, source, Lexicon({("stree", "rue"): F.LEXICON_DROPPED * 0.99}))
     assert "street" in F.flagged_words(below)["dropped words"]
+    held = F.signals(f, source, Lexicon({}, {("stree", "rue"): F.LEXICON_IMPLIED}))  # "rue" holds "street"
+    assert held["weak_implied"][held["weak_words"].index("street")] == F.LEXICON_IMPLIED
+    assert "street" not in F.flagged_words(held).get("dropped words", [])
     sig = {**alone, "non_words": [], "unsure_words": ["rue", "coin"], "unsure_prob": [0.01, 0.01]}
     sig["unsure_lexical"] = [F.LEXICON_WRONG, F.LEXICON_WRONG * 0.99]
     assert F.flagged_words(sig)["wrong word"] == ["coin"]  # "rue" is the translation of a source word
@@ -208,6 +211,7 @@ def _synthetic(n: int) -> tuple[list[B.Item], list[dict]]:
             "weak_aligned": [0.0],
             "weak_pair": [0.0],
             "weak_lexical": [0.0],
+            "weak_implied": [0.0],
             "repeated": [],
             "min_sensitivity": 5.0,
             "min_sensitivity_word": "y",
@@ -332,4 +336,4 @@ def test_the_cleared_flags_are_those_the_table_removes(tiny_model_dir, tmp_path,
         assert f"  {kind}: {raised} / {left}" in out
     words = sum(len(a.get("dropped words", [])) for a in alone)
     words += sum(len(a.get("wrong word", [])) for a, r in zip(alone, rows) if not r["non_words"])
-    assert words > 0 and out[3].startswith(f"{words} words cleared by the table")
+    assert words > 0 and out[3].startswith(f"{words} words cleared by the table (0 by t(e | f) alone")

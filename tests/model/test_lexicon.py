@@ -67,10 +67,14 @@ def test_words_are_compared_by_their_first_letters():
     assert lex.best(["a", "busy", "street"], "rue") == 0.6 and lex.best([], "rue") == 0.0
 
 
-def test_the_file_keeps_the_likely_pairs_and_reads_back(tmp_path):
-    table = {("dog", "chien"): 0.8, ("dog", "le"): 0.0004, (T.NULL, "le"): 0.3, ("cat", "chat"): 0.123456}
-    assert T.save(table, tmp_path / L.FILE) == 2  # the unlikely pair and the empty word's are left out
-    assert L.of_model(tmp_path).table == {("cat", "chat"): 0.1235, ("dog", "chien"): 0.8}
+def test_the_file_keeps_the_likely_pairs_both_ways_and_reads_back(tmp_path):
+    forward = {("dog", "chien"): 0.8, ("dog", "le"): 0.0004, (T.NULL, "le"): 0.3, ("cat", "chat"): 0.123456}
+    backward = {("chien", "dog"): 0.9, ("gare", "train"): 0.3, ("le", "dog"): 0.0002, ("le", T.NULL): 0.5}  # t(e | f)
+    assert T.save(forward, backward, tmp_path / L.FILE) == 3  # unlikely both ways, or the empty word's: left out
+    lex = L.of_model(tmp_path)
+    assert lex.forward == {("cat", "chat"): 0.1235, ("dog", "chien"): 0.8, ("train", "gare"): 0.0}
+    assert lex.backward == {("cat", "chat"): 0.0, ("dog", "chien"): 0.9, ("train", "gare"): 0.3}
+    assert lex.implied("train", "gare") == 0.3 and lex.prob("train", "gare") == 0.0
     assert L.of_model(tmp_path / "nowhere") is None
 
 
@@ -80,8 +84,8 @@ def test_a_damaged_file_is_one_sentence(tmp_path):
         L.of_model(tmp_path)
     assert "\n" not in str(e.value)
     with gzip.open(tmp_path / L.FILE, "wt") as f:
-        f.write("dog\tchien\t0.8\ndog\tchien\n")
-    with pytest.raises(ValueError, match="line 2 is not english<TAB>french<TAB>probability"):
+        f.write("dog\tchien\t0.8\t0.9\ndog\tchien\t0.8\n")
+    with pytest.raises(ValueError, match=r"line 2 is not english<TAB>french<TAB>t\(french \| english\)"):
         L.of_model(tmp_path)
 
 
@@ -99,11 +103,14 @@ def test_the_builder_writes_the_table_or_exits_2(tmp_path, capsys):
     assert T.main([str(tmp_path), "--pairs", str(pairs)]) == 0
     lex = L.of_model(tmp_path)
     assert lex is not None and lex.prob("dog", "chien") == pytest.approx(T.fit(BITEXT)[("dog", "chien")], rel=1e-3)
+    swapped = T.fit([(fr, en) for en, fr in BITEXT])  # the languages swapped: t(english | french)
+    assert lex.implied("dog", "chien") == pytest.approx(swapped[("chien", "dog")], rel=1e-3)
 
 
 def test_the_bundled_models_table():
     lex = L.of_model(default_model_dir())
-    assert lex is not None and len(lex.table) > 100_000
-    assert all(L.KEEP <= p <= 1 for p in lex.table.values())
+    assert lex is not None and len(lex.forward) > 100_000 and lex.forward.keys() == lex.backward.keys()
+    assert all(max(p, q) >= L.KEEP and p <= 1 and q <= 1 for p, q in zip(lex.forward.values(), lex.backward.values()))
     assert lex.prob("street", "rue") > 0.5 and lex.prob("tire", "pneu") > 0.5 and lex.prob("dog", "chien") > 0.5
     assert lex.prob("street", "chien") == 0.0
+    assert lex.implied("train", "gare") > lex.prob("train", "gare")  # "gare" holds "train" more than it renders it
