@@ -78,7 +78,7 @@ FLAGS = {
     f"it no French word drops {faithful.PAIR_NATS:g} nats more than with either alone; and, where the model has a "
     "word translation table (t(f | e): how likely its training pairs write English word e as French word f), no "
     f"word of the translation is one the table translates it as with t ≥ {faithful.LEXICON_DROPPED:g}, nor one whose "
-    f'training pairs hold it with t(e | f) ≥ {faithful.LEXICON_IMPLIED:g} ("gare" for "train station")',
+    f'training pairs hold it with t(e | f) ≥ {faithful.LEXICON_IMPLIED:g} ("palmiers" for "palm trees")',
     "invented content": "a content word written more often than the source word it depends on (by erasure), or one "
     "the model writes as readily without the source: log p(y|x) − log p(y|empty source) below "
     f"{faithful.INVENTED_NATS}",
@@ -96,8 +96,8 @@ def lexicon_note(used: bool) -> str:
     """Whether the flags consulted a word translation table: one sentence for the page and the CLI."""
     if used:
         return (
-            "The flags consulted this model's word translation table (lexicon.tsv.gz: t(f | e), IBM Model 1 fit on "
-            "its training pairs)."
+            "The flags consulted this model's word translation table (lexicon.tsv.gz: t(f | e) and t(e | f), IBM "
+            "Model 1 fit both ways on its training pairs)."
         )
     return (
         "This model has no word translation table (lexicon.tsv.gz): dropped words and wrong words are read from the "

@@ -51,7 +51,7 @@ DROPPED_READ = 3.0  # alignment and pair gain are read for the words whose suppo
 ALIGNED_READ = 1.0  # ... and their alignment below this (the tops of the thresholds' grids)
 ALIGN_MARGIN = 1.0  # a source word renders an output word whose drop it causes within this of the largest
 LEXICON_DROPPED = 0.02  # ... and none of the output's words its translation this likely (the lexicon's t(f | e))
-LEXICON_IMPLIED = 0.2  # ... nor one whose training pairs hold it this likely (t(e | f): "gare" for "train station")
+LEXICON_IMPLIED = 0.2  # ... nor one whose training pairs hold it this likely (t(e | f): "palmiers", "trees")
 WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability is a wrong word
 LEXICON_WRONG = 0.2  # ... that is no source word's translation this likely (the lexicon's t(f | e))
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
@@ -390,7 +390,7 @@ def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dic
     def lexical(english: str) -> float:  # the best of its lexical translations the output holds
         return max((lexicon.prob(_head(english), fr) for fr in out_heads), default=0.0) if lexicon else 0.0
 
-    def implied(english: str) -> float:  # the most an output word's training pairs hold it ("gare": "train")
+    def implied(english: str) -> float:  # the most an output word's training pairs hold it ("palmiers": "trees")
         return max((lexicon.implied(_head(english), fr) for fr in out_heads), default=0.0) if lexicon else 0.0
 
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]

@@ -45,8 +45,8 @@ class Lexicon:
         return self.forward.get((key(english), key(french)), 0.0)
 
     def implied(self, english: str, french: str) -> float:
-        """t(english | french): how likely the French word's training pairs hold the English one ("gare" holds
-        "train" as often as "station"), where the English word is part of what the French renders."""
+        """t(english | french): how likely the French word's training pairs hold the English one ("palmiers" holds
+        "palm" and "trees"), where the English word is part of what the French renders."""
         return self.backward.get((key(english), key(french)), 0.0)
 
     def best(self, english: Iterable[str], french: str) -> float:
