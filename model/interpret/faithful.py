@@ -20,6 +20,10 @@ Everything here is teacher-forced on the (source, translation) pair, with no gra
 - **Source sensitivity of an output word**: log p(word | x, y_<t) − log p(word | x′, y_<t) summed over its pieces,
   with x′ the empty source (only </s>): how much the source, rather than the French already written, chose it.
   An invented word is one that the model would write as readily without the source.
+- **Lexical translation** (with the model directory's word translation table, ``model/interpret/lexicon.py``): a
+  weak source word's best t(f | word) over the output's words and its best t(word | f), and an unsure output word's
+  best t(word | e) over the source's words. What erasure cannot see: "rue" still written with "street" erased, as
+  "a busy" calls for it; "pneu" for "tire" written unsure but right.
 - **Copied words**: output words that are source words (case-insensitive) and that French does not use: wordfreq's
   French frequency at least COPY_ZIPF_GAP below its English frequency ("man", "horse"), so that cognates and
   loanwords ("taxi", "jazz", "piano") and names (capitalised inside a mixed-case source) are allowed.
