@@ -283,7 +283,6 @@ def cleared(lm, lexicon, n: int, data_dir: Path | None = None) -> None:
     kinds = ("dropped words", "wrong word")
     counts = {k: [0, 0] for k in kinds}  # sentences raising it without, with the table
     lines, words, by_held = [], 0, 0
-    LEX = faithful.LEXICON_DROPPED
     for r in rows:
         with_table = flagged_words(r)
         none = [0.0] * len(r["weak_words"])
@@ -294,7 +293,9 @@ def cleared(lm, lexicon, n: int, data_dir: Path | None = None) -> None:
             counts[k][0] += k in alone
             counts[k][1] += k in with_table
             gone = [w for w in alone.get(k, []) if w not in with_table.get(k, [])]
-            held = [w for w in gone if k == "dropped words" and r["weak_lexical"][r["weak_words"].index(w)] < LEX]
+            # a dropped word cleared with its t(f | e) under the bound was cleared by t(e | f) alone
+            lex = dict(zip(r["weak_words"], r["weak_lexical"])) if k == "dropped words" else {}
+            held = [w for w in gone if w in lex and lex[w] < faithful.LEXICON_DROPPED]
             words, by_held = words + len(gone), by_held + len(held)
             if gone:
                 named = ", ".join(f"{w} [t(e | f)]" if w in held else w for w in gone)

@@ -17,6 +17,7 @@ from model.decode.decoding import DecodeResult, decode, source_body
 from model.decode.lean import LeanDecoder
 from model.decode.steps import compact_result
 from model.decode.trace import Trace, teacher_forced_trace
+from model.interpret.lexicon import FILE as LEXICON_FILE
 from model.io.checkpoint import LoadedModel, load_model_dir, set_threads
 from viz.common import Figure
 
@@ -158,9 +159,9 @@ def as_read(tokens: list[str]) -> str:
 
 
 def dir_stamp(path: str) -> tuple:
-    """The model files' sizes and times: a rebuilt model directory loads afresh."""
+    """The model files' sizes and times (its word translation table's too): a rebuilt model directory loads afresh."""
     out: list[tuple[str, int | None, int | None]] = []
-    for name in ("config.json", "model.safetensors", "tokenizer.json", "MODEL_CARD.md"):
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "MODEL_CARD.md", LEXICON_FILE):
         try:
             st_ = (Path(path) / name).stat()
             out.append((name, st_.st_size, st_.st_mtime_ns))

@@ -57,7 +57,7 @@ from model.interpret.corpus import (
     slices,
     write_csv,
 )
-from model.interpret.lexicon import of_model
+from model.interpret.lexicon import Lexicon, of_model
 from model.interpret.runs import beam_of, changed_rows, decoding, run_names, second_run
 from model.io.checkpoint import LoadedModel, ModelDirError
 from model.train import data
@@ -274,12 +274,20 @@ def background(
     return None
 
 
+@st.cache_resource(show_spinner=False, max_entries=2)
+def model_lexicon(path: str, stamp: tuple) -> Lexicon | None:
+    """The model directory's word translation table (0.3 s and about 90 MB to read): read once per model and table,
+    by the analyses' threads; a damaged one is not kept, so each analysis says so."""
+    return of_model(path)
+
+
 def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str) -> Analysis | None:
     """The set's analysis (``background``), keyed by model, decoding and the set's digest."""
     key = (lm.path.name, dir_stamp(str(lm.path)), opts, digest)
 
     def work(report: Callable[[int, int, str], None]) -> Analysis:
-        return analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=report, lexicon=of_model(lm.path))
+        lexicon = model_lexicon(str(lm.path), dir_stamp(str(lm.path)))
+        return analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=report, lexicon=lexicon)
 
     return background(key, len(corpus.sources), PART_COST, work)
 

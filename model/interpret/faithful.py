@@ -34,7 +34,7 @@ Shapes: K source content words, T output tokens.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -391,11 +391,8 @@ def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dic
     src_heads = [_head(w.text) for w in f.src_words if _head(w.text)]
     out_heads = [_head(w.text) for w in out]
 
-    def lexical(english: str) -> float:  # the best of its lexical translations the output holds
-        return max((lexicon.prob(_head(english), fr) for fr in out_heads), default=0.0) if lexicon else 0.0
-
-    def implied(english: str) -> float:  # the most an output word's training pairs hold it ("palmiers": "trees")
-        return max((lexicon.implied(_head(english), fr) for fr in out_heads), default=0.0) if lexicon else 0.0
+    def over_output(read: Callable[[str, str], float], english: str) -> float:  # its largest over the output's words
+        return max((read(_head(english), fr) for fr in out_heads), default=0.0)
 
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
     repeated = _repeated(f, out)
@@ -417,8 +414,8 @@ def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dic
         "weak_support": [v[0] for v in weak.values()],
         "weak_aligned": [v[1] for v in weak.values()],
         "weak_pair": [v[2] for v in weak.values()],
-        "weak_lexical": [lexical(w) for w in weak],
-        "weak_implied": [implied(w) for w in weak],
+        "weak_lexical": [over_output(lexicon.prob, w) if lexicon else 0.0 for w in weak],  # t(f | w)
+        "weak_implied": [over_output(lexicon.implied, w) if lexicon else 0.0 for w in weak],  # t(w | f): "palmiers"
         "repeated": repeated,
         "min_sensitivity": min(sens, default=(float("nan"), ""))[0],
         "min_sensitivity_word": min(sens, default=(float("nan"), ""))[1],

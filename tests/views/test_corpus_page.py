@@ -435,3 +435,28 @@ def test_a_second_model_on_the_page_equals_the_clis(tiny_model_dir, tmp_path):
     m = {m.label: m.value for m in at.metric}[f"Corpus chrF, {b}"]
     assert m == f"{vs['corpus']['chrf'][b]:.2f}"
     assert vs["changed_most"] == [] and "No sentence's chrF changed." in [i.value for i in at.info]
+
+
+def test_the_word_table_is_read_once_per_model_and_table(tiny_model_dir, tmp_path, monkeypatch):
+    """About 90 MB and 0.3 s a read: once per model directory and table, and read again (with a new analysis key)
+    when the table is refit."""
+    import shutil
+
+    from model.train.lexicon import save
+    from views import corpus as V
+    from views.common import dir_stamp
+
+    d = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, d)
+    before = dir_stamp(str(d))
+    save({("dog", "chien"): 0.9}, {}, d / "lexicon.tsv.gz")
+    after = dir_stamp(str(d))
+    assert before != after  # the cached analyses of the set are keyed by the stamp: a refit table is read again
+    calls = []
+    monkeypatch.setattr(V, "of_model", lambda path: calls.append(path) or f"table {len(calls)}")
+    V.model_lexicon.clear()
+    try:
+        assert V.model_lexicon(str(d), after) == V.model_lexicon(str(d), after) == "table 1"
+        assert V.model_lexicon(str(d), before) == "table 2" and len(calls) == 2
+    finally:
+        V.model_lexicon.clear()
