@@ -3,7 +3,7 @@ its first 1,000 sentences, the whole set with its head table and two runs compar
 reopened by the Corpus page.
 
     python benchmarks/corpus.py [--model DIR] [--data DIR] [--limit N] [--threads 2] [--head-sentences 1000]
-        [--parts rows,cli,heads,all,versus,page,browser,sort] [--smoke]
+        [--parts rows,cli,heads,all,versus,page,browser,sort,precision] [--smoke]
 
 Targets: the rows of the 1,000 sentences ≤ 60 s on 2 cores (in process, as the page runs it, and through
 ``python -m model corpus --no-heads --json``, as the CLI runs it); the head table over 1,000 sentences ≤ 60 s; the
@@ -17,8 +17,10 @@ of the page: its code loaded and run, the WebSocket opened; the median of 5, pri
 Streamlit page of one button and one heatmap opened the same way) and from choosing the set again on the open page
 after pasting was chosen (the median of 5); and sorting the page's table of 5,000
 sentences (the first 5,000 of Multi30k's training set, pasted) ≤ 0.5 s in Chromium, from a click on a column header
-to the new order shown (the median of 6 clicks; the ``sort`` part, not run by default). Prints a table and one
-verdict line per target; asserts nothing. ``--smoke`` runs the tiny random model on a few made-up sentences.
+to the new order shown (the median of 6 clicks; the ``sort`` part, not run by default). The head removals run in
+the device's precision (bfloat16 where it multiplies it natively); the ``precision`` part (not run by default) runs
+the head table again in float32 and prints how far its loss increases are. Prints a table and one verdict line per
+target; asserts nothing. ``--smoke`` runs the tiny random model on a few made-up sentences.
 """
 
 from __future__ import annotations
@@ -213,6 +215,31 @@ def parse_args() -> argparse.Namespace:
     return ap.parse_args()
 
 
+def precision(model, srcs, refs, table: dict, report) -> None:
+    """The head table again with its removals in float32, and how far the default precision's loss increases are
+    from it: the largest difference of a head's mean, per kind, and how many of the page's three-decimal values
+    differ."""
+    import numpy as np
+    import torch
+
+    from model.interpret.corpus import KINDS, REMOVAL_TOLERANCE, head_table
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    exact = head_table(model, srcs, refs, dtype=torch.float32)
+    report("  the same in float32", time.perf_counter() - t0, time.process_time() - c0)
+    worst = 0.0
+    for kind in KINDS:
+        a, b = table[kind]["loss_increase"], exact[kind]["loss_increase"]
+        shown = int((np.round(a, 3) != np.round(b, 3)).sum())
+        worst = max(worst, float(np.abs(a - b).max()))
+        same = bool((table[kind]["role"] == exact[kind]["role"]).all())
+        print(
+            f"  {kind}: largest |difference| {np.abs(a - b).max():.5f} (values to {np.abs(b).max():.3f}); "
+            f"{shown} of {a.size} shown to 3 decimals differ; roles the same: {same}"
+        )
+    print(f"  within the stated tolerance {REMOVAL_TOLERANCE:g}: {'yes' if worst <= REMOVAL_TOLERANCE else 'NO'}")
+
+
 def print_verdicts(results: dict[str, float], n_heads: int) -> None:
     """Each measure taken against its target; a part not measured says so."""
     for name, key, target in (
@@ -294,15 +321,18 @@ def main() -> None:
     ):
         if part in parts:
             report(name, *cli_run(pairs, model_dir, tmp, extra))
-    if "heads" in parts:
+    if parts & {"heads", "precision"}:
         from model.decode.decoding import prepare_ids
 
         cfg, tok = lm.cfg, lm.tokenizer
         srcs = [prepare_ids(tok.encode(s), cfg.eos_id, cfg.max_len) for s in corpus.sources[:n_heads]]
         refs = [tok.encode(r)[: cfg.max_len - 1] + [cfg.eos_id] for r in corpus.references[:n_heads]]
         t0, c0 = time.perf_counter(), time.process_time()
-        head_table(lm.model, srcs, refs)
+        table = head_table(lm.model, srcs, refs)
         report(f"head table over {n_heads} sentences", time.perf_counter() - t0, time.process_time() - c0)
+        print(f"  its head removals in {table['precision']}")
+        if "precision" in parts:
+            precision(lm.model, srcs, refs, table, report)
     data_dir = a.data or default_data_dir()
     if "page" in parts and not a.smoke and Path(data_dir).is_dir():
         report("page run reopening the cached set (AppTest)", reopen_in_apptest(model_dir, data_dir, len(pairs)))

@@ -558,6 +558,7 @@ def cmd_corpus(a: argparse.Namespace) -> int:
         HEAD_SENTENCES,
         analyse,
         flags_text,
+        precision_note,
         read_corpus,
         report,
         sentences,
@@ -594,6 +595,8 @@ def cmd_corpus(a: argparse.Namespace) -> int:
     if "heads" in r:
         print(f"; head table over the first {min(HEAD_SENTENCES, len(r['rows'])):,}", end="")
     print(f" ({', '.join(f'{k} {v:.1f} s' for k, v in res.seconds.items())})")
+    if "heads" in r and (said := precision_note(r["heads"]["precision"])):
+        print(said)
     print_summary(r)
     if a.versus_beam is not None or a.versus_model is not None:
         r["versus"] = versus(a, lm, corpus, opts, [row["translation"] for row in r["rows"]])

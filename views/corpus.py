@@ -51,6 +51,7 @@ from model.interpret.corpus import (
     flags_text,
     head_rows,
     lexicon_note,
+    precision_note,
     read_corpus,
     report,
     sentences,
@@ -588,6 +589,7 @@ def render_heads(result: Analysis, opts: DecodeOptions, model: str) -> None:
     st.caption(
         f"Over the first {heads['sentences']:,} sentences, teacher-forced on {heads['target']}. "
         + " ".join(f"**{k}**: {md(v)}." for k, v in STATS.items())
+        + f" {precision_note(heads['precision'])}".rstrip()
     )
     from_url("corpus_hstat", "hstat", STATS, "loss_increase")
     stat = st.selectbox("Statistic coloured", list(STATS), key="corpus_hstat")

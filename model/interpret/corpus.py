@@ -64,6 +64,7 @@ HEAD_BATCH = 2 * BATCH_SIZE
 ATTRIBUTION_BATCH = BATCH_SIZE // 2  # of those, sentences whose per-token attribution runs together (T cotangents)
 ATTRIBUTION_SPAN = 5  # target positions explained by one backward pass (the decoder run up to the span's end)
 LOSS_ROWS = 128  # rows of the head removals whose logits and cross-entropy are taken together
+REMOVAL_TOLERANCE = 5e-4  # the largest difference of a head's mean loss increase in bfloat16 from float32's measured
 FAITHFUL_CHUNK = 256  # sentences erased together between two progress reports
 COLUMNS = ("english", "french")  # a CSV's columns (a header row names them)
 DOMAIN = "domain"  # a CSV's column of each sentence's domain (a TSV's third column), for the slices
@@ -315,7 +316,9 @@ def _padded(seqs: Sequence[Sequence[int]], pad: int) -> torch.Tensor:
     return out
 
 
-def _batch(model: Transformer, srcs, outs):
+def _batch(
+    model: Transformer, srcs: Sequence[Sequence[int]], outs: Sequence[Sequence[int]]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Padded source (B, S), decoder input ``<s> y1 … y_{T-1}`` (B, T), labels ``y1 … yT`` (B, T), label mask."""
     cfg = model.cfg
     src = _padded(srcs, cfg.pad_id)
@@ -664,15 +667,47 @@ def _token_loss(model: Transformer, y: torch.Tensor, labels: torch.Tensor, valid
     return (loss * ok).sum(1) / ok.sum(1)
 
 
-@torch.inference_mode()
+def removal_dtype(device: torch.device) -> torch.dtype:
+    """The head removals' precision: bfloat16 (float32 accumulation) where the device multiplies it natively, about
+    three times float32's throughput on an AVX-512 BF16 CPU, each head's mean loss increase within
+    REMOVAL_TOLERANCE of float32's over Multi30k (``benchmarks/corpus.py --parts precision``); else float32."""
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    return torch.bfloat16 if device.type == "cpu" and torch.cpu._is_avx512_bf16_supported() else torch.float32
+
+
+def precision_note(precision: str) -> str:
+    """What the head table's precision means for its loss increases, in one sentence; "" for float32."""
+    if precision == "float32":
+        return ""
+    return (
+        f"Loss increases measured in {precision} (float32 accumulation) for speed: each head's within "
+        f"{REMOVAL_TOLERANCE:g} of float32's."
+    )
+
+
 def removal_losses(
-    model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, labels: torch.Tensor, valid: torch.Tensor
+    model: Transformer,
+    src: torch.Tensor,
+    dec_in: torch.Tensor,
+    labels: torch.Tensor,
+    valid: torch.Tensor,
+    dtype: torch.dtype = torch.float32,
 ) -> dict[str, np.ndarray]:
     """Mean loss increase (B, L, H) of each sentence of a padded batch when one head alone is removed, per kind.
     A head of layer l changes nothing before layer l: its rows start from the unablated pass's input to layer l,
     and each layer's H heads run as H·B rows of one pass. The layers run as ``Transformer.encode`` and ``decode``
     run them: T5's relative bias passed to each, the pre-norm models' final encoder norm on the memory (the final
-    decoder norm is ``logits``')."""
+    decoder norm is ``logits``'). ``dtype``: the products' precision (``torch.autocast``), the unablated pass's as
+    the removals', so that its rounding is not read as a loss increase."""
+    with torch.autocast(model.device.type, dtype=dtype, enabled=dtype != torch.float32):
+        return _removal_losses(model, src, dec_in, labels, valid)
+
+
+@torch.inference_mode()
+def _removal_losses(
+    model: Transformer, src: torch.Tensor, dec_in: torch.Tensor, labels: torch.Tensor, valid: torch.Tensor
+) -> dict[str, np.ndarray]:
     cfg = model.cfg
     H, B = cfg.n_heads, src.shape[0]
     knock = _knock(H, B, cfg.d_k)
@@ -769,17 +804,21 @@ def head_table(
     progress: Progress | None = None,
     on_references: bool = True,
     batch: int = HEAD_BATCH,
+    dtype: torch.dtype | None = None,
 ) -> dict:
     """Every head's statistics (STATS) averaged over the pairs (source ids with </s>, target ids with </s>), its
     role (``role_of``) and its three example sentences (where its role's statistic (ROLES) is highest; for sharp
     heads, the spread lowest): ``{kind: {stat: (L, H), "role": (L, H) of str, "examples": (L, H, 3) of sentence
-    index}}``, with ``"sentences"`` (how many) and ``"target"`` (references or the model's outputs)."""
+    index}}``, with ``"sentences"`` (how many), ``"target"`` (references or the model's outputs) and
+    ``"precision"`` (the removals', ``dtype``: by default ``removal_dtype``; the other statistics are float32's)."""
     cfg = model.cfg
+    dtype = removal_dtype(model.device) if dtype is None else dtype
     n_layers = {"enc": cfg.n_encoder_layers, "self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
     per = {k: {s: np.full((len(srcs), n, cfg.n_heads), np.nan) for s in STATS} for k, n in n_layers.items()}
     done = 0
     for chunk in length_batches([list(s) + list(t) for s, t in zip(srcs, targets)], batch):
-        losses = removal_losses(model, *_batch(model, [srcs[i] for i in chunk], [targets[i] for i in chunk]))
+        batch_of = _batch(model, [srcs[i] for i in chunk], [targets[i] for i in chunk])
+        losses = removal_losses(model, *batch_of, dtype=dtype)
         for kind in n_layers:
             per[kind]["loss_increase"][chunk] = losses[kind]
         for a in range(0, len(chunk), ATTRIBUTION_BATCH):
@@ -804,7 +843,11 @@ def head_table(
         done += len(chunk)
         if progress:
             progress(done, len(srcs), "measuring the heads")
-    table: dict = {"sentences": len(srcs), "target": "references" if on_references else "the model's translations"}
+    table: dict = {
+        "sentences": len(srcs),
+        "target": "references" if on_references else "the model's translations",
+        "precision": str(dtype).removeprefix("torch."),
+    }
     for kind, stats in per.items():
         with np.errstate(all="ignore"):
             means = {
@@ -983,6 +1026,7 @@ def report(analysis: Analysis, corpus: Corpus, opts: DecodeOptions, model_name: 
         out["heads"] = {
             "sentences": analysis.heads["sentences"],
             "target": analysis.heads["target"],
+            "precision": analysis.heads["precision"],
             "stats": dict(STATS),
             "rows": head_rows(analysis.heads),
         }

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 
 from model.cli import main as cli
 from model.core.ablation import Ablation
@@ -127,20 +128,45 @@ def test_per_token_attribution_matches_captum(tiny_model, tiny_tokenizer, monkey
         np.testing.assert_allclose(attr[i, : len(t), : len(s)].numpy(), attribute(m, s, t, "ixg").src, atol=1e-5)
 
 
-@pytest.mark.parametrize("rows", [C.LOSS_ROWS, 3])  # rows whose logits are taken together (3 splits the H·B rows)
-def test_removal_losses_match_one_ablated_pass_each(tiny_model, tiny_tokenizer, monkeypatch, rows):
+# rows whose logits are taken together (3 splits the H·B rows); the products' precision, and how far a sentence's
+# loss increase may then be from float32's (bfloat16's rounding: about 5e-3 of the tiny model's increases up to 0.24)
+@pytest.mark.parametrize(
+    ("rows", "dtype", "tol"),
+    [(C.LOSS_ROWS, torch.float32, 2e-5), (3, torch.float32, 2e-5), (C.LOSS_ROWS, torch.bfloat16, 1e-2)],
+)
+def test_removal_losses_match_one_ablated_pass_each(tiny_model, tiny_tokenizer, monkeypatch, rows, dtype, tol):
     monkeypatch.setattr(C, "LOSS_ROWS", rows)
     m, tok = tiny_model.eval(), tiny_tokenizer
     srcs = [ids_of(tok, m, s) for s in SOURCES[:2]]
     tgts = [tok.encode(r) + [m.cfg.eos_id] for r in REFS[:2]]
-    got = C.removal_losses(m, *C._batch(m, srcs, tgts))
+    got = C.removal_losses(m, *C._batch(m, srcs, tgts), dtype)
     for kind in ("enc", "self", "cross"):
         L, H = got[kind].shape[1:]
         for li in range(L):
             for h in range(H):
                 for i in range(2):
                     want = position_loss_delta(m, srcs[i], tgts[i], Ablation(frozenset({(kind, li, h)}))).mean()
-                    assert got[kind][i, li, h] == pytest.approx(want, abs=2e-5)
+                    assert got[kind][i, li, h] == pytest.approx(want, abs=tol)
+    exact = C.removal_losses(m, *C._batch(m, srcs, tgts))
+    assert all(np.array_equal(got[k], exact[k]) for k in got) == (dtype == torch.float32)  # the precision asked for
+
+
+def test_head_table_states_its_removals_precision(tiny_model, tiny_tokenizer):
+    """In bfloat16 only the loss increases change, within the tolerance, and the table says which precision it ran
+    in; by default the device's (``removal_dtype``)."""
+    m, tok = tiny_model.eval(), tiny_tokenizer
+    srcs = [ids_of(tok, m, s) for s in SOURCES]
+    tgts = [tok.encode(r) + [m.cfg.eos_id] for r in REFS]
+    exact, fast = (C.head_table(m, srcs, tgts, dtype=d) for d in (torch.float32, torch.bfloat16))
+    assert (exact["precision"], fast["precision"]) == ("float32", "bfloat16")
+    assert C.head_table(m, srcs[:1], tgts[:1])["precision"] == str(C.removal_dtype(m.device)).removeprefix("torch.")
+    for kind in C.KINDS:
+        for stat in C.STATS:
+            if stat == "loss_increase":
+                np.testing.assert_allclose(fast[kind][stat], exact[kind][stat], atol=1e-2)
+                assert not np.array_equal(fast[kind][stat], exact[kind][stat])
+            else:
+                np.testing.assert_array_equal(fast[kind][stat], exact[kind][stat])
 
 
 def test_head_statistics_by_brute_force(tiny_model, tiny_tokenizer):
@@ -182,9 +208,9 @@ def test_head_table_in_batches_holds_each_sentence_measured_alone(tiny_model, ti
     refs = [*REFS, "deux hommes parlent sur un banc", "le soleil", "bonjour"]
     srcs = [ids_of(tok, m, s) for s in sources]
     tgts = [tok.encode(r) + [m.cfg.eos_id] for r in refs]
-    alone = [C.head_table(m, [s], [t]) for s, t in zip(srcs, tgts)]
+    alone = [C.head_table(m, [s], [t], dtype=torch.float32) for s, t in zip(srcs, tgts)]
     for batch in (2, C.HEAD_BATCH):
-        table = C.head_table(m, srcs, tgts, batch=batch)
+        table = C.head_table(m, srcs, tgts, batch=batch, dtype=torch.float32)
         for kind in C.KINDS:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # decoder self-attention has no </s> key: all NaN

@@ -13,12 +13,13 @@ import threading
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from harness import audit
 from model.cli import main as cli
 from model.decode.decoding import DecodeOptions
-from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text, lexicon_note
+from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text, lexicon_note, precision_note, removal_dtype
 from views.corpus import PART_COST, analysis_jobs, done_share
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
@@ -107,6 +108,11 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
     assert "input × gradient" in "\n".join(c.value for c in at.caption).lower()
     assert json.loads(out.read_text())["lexicon"] is False  # the tiny model has no word translation table
     assert any(lexicon_note(False) in plain(c.value) for c in at.caption)
+    precision = json.loads(out.read_text())["heads"]["precision"]  # the removals' precision, said where the table is
+    assert precision == str(removal_dtype(torch.device("cpu"))).removeprefix("torch.")
+    heads_caption = next(plain(c.value) for c in at.caption if "teacher-forced on" in c.value)
+    assert precision_note(precision) in heads_caption
+    assert ("bfloat16" in heads_caption) == (precision == "bfloat16")
     assert len(at.dataframe) == 5  # the sentences, the slices, then one head table per kind
     sliced = at.dataframe[1].value
     want = json.loads(out.read_text())["slices"]
