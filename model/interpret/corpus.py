@@ -681,8 +681,8 @@ def precision_note(precision: str) -> str:
     if precision == "float32":
         return ""
     return (
-        f"Loss increases measured in {precision} (float32 accumulation) for speed: each head's within "
-        f"{REMOVAL_TOLERANCE:g} of float32's."
+        f"Loss increases measured in {precision} (float32 accumulation) for speed: on the bundled model over 1,000 "
+        f"Multi30k sentences, each head's was within {REMOVAL_TOLERANCE:g} of float32's."
     )
 
 

@@ -114,6 +114,9 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
     assert precision_note(precision) in heads_caption
     assert ("bfloat16" in heads_caption) == (precision == "bfloat16")
     assert len(at.dataframe) == 5  # the sentences, the slices, then one head table per kind
+    for table, kind in zip(at.dataframe[2:], ("enc", "self", "cross")):
+        cli_heads = [r for r in json.loads(out.read_text())["heads"]["rows"] if r["kind"] == kind]
+        assert list(table.value["loss_increase"]) == pytest.approx([r["loss_increase"] for r in cli_heads], rel=1e-5)
     sliced = at.dataframe[1].value
     want = json.loads(out.read_text())["slices"]
     assert list(sliced["slice"]) == [s["slice"] for s in want]
