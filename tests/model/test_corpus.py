@@ -167,6 +167,8 @@ def test_head_table_states_its_removals_precision(tiny_model, tiny_tokenizer):
                 assert not np.array_equal(fast[kind][stat], exact[kind][stat])
             else:
                 np.testing.assert_array_equal(fast[kind][stat], exact[kind][stat])
+        for read in ("role", "examples"):  # read from the attention weights and the attribution, not the removals
+            np.testing.assert_array_equal(fast[kind][read], exact[kind][read])
 
 
 def test_head_statistics_by_brute_force(tiny_model, tiny_tokenizer):
