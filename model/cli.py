@@ -17,7 +17,7 @@ import numpy as np
 from model.core import keys
 from model.core.ablation import MODES
 from model.core.config import ModelConfig
-from model.core.constants import ATTRIBUTION_METHODS, BATCH_SIZE, MAX_BEAM
+from model.core.constants import ATTRIBUTION_METHODS, BATCH_SIZE, HEAD_SENTENCES, MAX_BEAM
 from model.core.jsonio import dumps
 from model.core.positions import position_labels
 from model.core.tokenizer import Tokenizer
@@ -127,7 +127,15 @@ def parser() -> argparse.ArgumentParser:
         "--versus-beam", type=int, metavar="K", help="compare with a second run decoded with beam K (1: greedy)"
     )
     vs.add_argument("--versus-model", type=Path, metavar="DIR", help="compare with a second run by this model")
-    co.add_argument("--no-heads", action="store_true", help="leave out the head table")
+    heads = co.add_mutually_exclusive_group()
+    heads.add_argument("--no-heads", action="store_true", help="leave out the head table")
+    heads.add_argument(
+        "--head-sentences",
+        type=int,
+        metavar="N",
+        default=HEAD_SENTENCES,
+        help=f"the head table over the first N sentences (default {HEAD_SENTENCES}; 1,000 take about 50 s on 2 cores)",
+    )
     fmt = co.add_mutually_exclusive_group()
     fmt.add_argument("--json", type=Path, metavar="OUT", help="write rows and head table as strict JSON")
     fmt.add_argument("--csv", type=Path, metavar="OUT", help="write the rows as CSV (the head table beside it)")
@@ -555,7 +563,6 @@ def cmd_corpus(a: argparse.Namespace) -> int:
     from model.core.jsonio import write
     from model.interpret import lexicon
     from model.interpret.corpus import (
-        HEAD_SENTENCES,
         analyse,
         flags_text,
         precision_note,
@@ -568,6 +575,8 @@ def cmd_corpus(a: argparse.Namespace) -> int:
 
     if a.limit is not None and a.limit < 1:
         raise ValueError(f"--limit must be at least 1, not {a.limit}")
+    if a.head_sentences < 1:
+        raise ValueError(f"--head-sentences must be at least 1, not {a.head_sentences}")
     opts = decoding(1 if a.beam is None else a.beam)
     corpus = read_corpus(a.file.read_bytes(), a.file.name, None if a.refs is None else a.refs.read_bytes())
     if a.limit is not None:
@@ -580,7 +589,15 @@ def cmd_corpus(a: argparse.Namespace) -> int:
     if (a.versus_beam is not None or a.versus_model is not None) and corpus.references is None:
         raise ValueError("comparing two runs needs references (a TSV, a CSV with a french column, or --refs)")
     lm = load_model_dir(a.model)
-    res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=not a.no_heads, lexicon=lexicon.of_model(lm.path))
+    res = analyse(
+        lm.model,
+        lm.tokenizer,
+        corpus,
+        opts,
+        heads=not a.no_heads,
+        lexicon=lexicon.of_model(lm.path),
+        head_sentences=a.head_sentences,
+    )
     r = report(res, corpus, opts, lm.path.name)
     if a.json is not None:
         write(a.json, r)
@@ -593,7 +610,7 @@ def cmd_corpus(a: argparse.Namespace) -> int:
     flagged = sum(bool(row["flags"]) for row in r["rows"])
     print(f"{sentences(len(r['rows']))} analysed, {flagged:,} flagged", end="")
     if "heads" in r:
-        print(f"; head table over the first {min(HEAD_SENTENCES, len(r['rows'])):,}", end="")
+        print(f"; head table over the first {r['heads']['sentences']:,}", end="")
     print(f" ({', '.join(f'{k} {v:.1f} s' for k, v in res.seconds.items())})")
     if "heads" in r and (said := precision_note(r["heads"]["precision"])):
         print(said)

@@ -10,3 +10,4 @@ PATCH_SUBLAYERS = ("after self-attn", "after cross-attn", "after FFN")
 # and memory linearly (the app's shared step decoder is built for this many rows)
 MAX_BEAM = 8
 BATCH_SIZE = 32  # sentences decoded together by batched greedy decoding (the CLI's --batch-size, translate_corpus)
+HEAD_SENTENCES = 200  # the corpus head table reads a set's first sentences (the CLI's --head-sentences)

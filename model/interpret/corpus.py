@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from model.core import keys
-from model.core.constants import BATCH_SIZE
+from model.core.constants import BATCH_SIZE, HEAD_SENTENCES
 from model.core.tokenizer import Tokenizer
 from model.core.transformer import HeadMask, LayerCache, Transformer, causal_mask, padding_mask
 from model.decode.decoding import (
@@ -57,7 +57,6 @@ from model.interpret.lexicon import Lexicon
 MAX_BYTES = 20 * 2**20  # a larger file is refused (the CLI; the page's uploader: .streamlit/config.toml, in MB)
 MAX_CHARS = 1_000  # a longer line is skipped: no sentence is that long, and its decode would cut at max_len
 MAX_SENTENCES = 5_000  # lines beyond are skipped
-HEAD_SENTENCES = 200  # the head table reads the set's first sentences
 # sentences whose head removals run as one pass (H·B rows a layer): on 2 cores, 64 took about half the CPU time of 16,
 # whose products are too small to keep both threads busy
 HEAD_BATCH = 2 * BATCH_SIZE
@@ -504,8 +503,9 @@ def analyse(
     progress: Progress | None = None,
     outputs: Sequence[Sequence[int]] | None = None,
     lexicon: Lexicon | None = None,
+    head_sentences: int = HEAD_SENTENCES,
 ) -> Analysis:
-    """Every row of the set (and, with ``heads``, the head table over its first HEAD_SENTENCES sentences).
+    """Every row of the set (and, with ``heads``, the head table over its first ``head_sentences`` sentences).
     ``outputs``: output ids to analyse instead of decoding (tests plant translations this way); ``lexicon``: the
     model's word translation table (``lexicon.of_model``), which the flags consult beside erasure."""
     cfg = model.cfg
@@ -544,7 +544,7 @@ def analyse(
     table = None
     if heads:
         t0 = time.perf_counter()
-        n = min(HEAD_SENTENCES, len(srcs))
+        n = min(head_sentences, len(srcs))
         if corpus.references is not None:
             refs = [tokenizer.encode(r)[: cfg.max_len - 1] + [cfg.eos_id] for r in corpus.references[:n]]
         else:

@@ -433,6 +433,7 @@ def test_cli_csv_limit_and_refs(tiny_model_dir, tmp_path):
         (b"\x00\x00binary", [], "error: the file looks binary"),
         (b"source,other\nx,y\n", ["--name", "a.csv"], "error: the CSV has no 'english' column"),
         (b"one\n", ["--limit", "0"], "error: --limit must be at least 1, not 0"),
+        (b"one\n", ["--head-sentences", "0"], "error: --head-sentences must be at least 1, not 0"),
         (b"one\n", ["--beam", "99"], "error: beam width must be between 1 and 8, not 99"),
     ],
 )
@@ -444,6 +445,17 @@ def test_cli_bad_input_exits_2(tiny_model_dir, tmp_path, capsys, content, args, 
     assert cli(["corpus", str(f), "--model", str(tiny_model_dir), *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(message) and len([e for e in err if e.startswith("error")]) == 1
+
+
+def test_cli_head_table_over_the_sentences_asked(tiny_model_dir, tmp_path, capsys):
+    f, out = tmp_path / "set.tsv", tmp_path / "out.json"
+    f.write_text("".join(f"{s}\t{r}\n" for s, r in zip(SOURCES, REFS)), encoding="utf-8")
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--head-sentences", "2", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["heads"]["sentences"] == 2
+    assert "3 sentences analysed" in (said := capsys.readouterr().out) and "head table over the first 2 (" in said
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--head-sentences", "9", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["heads"]["sentences"] == 3  # no more than the set holds
+    assert "head table over the first 3 (" in capsys.readouterr().out
 
 
 def test_cli_missing_file_exits_2(tmp_path, capsys):
