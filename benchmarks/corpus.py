@@ -301,7 +301,7 @@ def main() -> None:
         opts = DecodeOptions()
     lm = load_model_dir(model_dir)
     corpus = Corpus([en for en, _ in pairs], [fr for _, fr in pairs])
-    analyse(lm.model, lm.tokenizer, Corpus(corpus.sources[:2], None), opts, heads=False)  # compile the decoder step
+    analyse(lm.model, lm.tokenizer, Corpus(corpus.sources[:2], None), opts, heads=0)  # compile the decoder step
 
     parts = set(a.parts.split(","))
     what = "made-up sentences" if a.smoke else "Multi30k test 2016"
@@ -316,7 +316,7 @@ def main() -> None:
 
     if "rows" in parts:
         t0, c0 = time.perf_counter(), time.process_time()
-        res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=False, lexicon=of_model(lm.path))  # as the page
+        res = analyse(lm.model, lm.tokenizer, corpus, opts, heads=0, lexicon=of_model(lm.path))  # as the page
         report("rows, every column and flag (in process)", time.perf_counter() - t0, time.process_time() - c0)
         for part, seconds in res.seconds.items():
             report(f"  of which {part}", seconds)

@@ -279,7 +279,7 @@ def cleared(lm, lexicon, n: int, data_dir: Path | None = None) -> None:
 
     pairs = load_multi30k_test(data_dir, MULTI30K_TESTS[0])[:n]
     corpus = Corpus([en for en, _ in pairs], [fr for _, fr in pairs])
-    rows = analyse(lm.model, lm.tokenizer, corpus, heads=False, lexicon=lexicon).rows
+    rows = analyse(lm.model, lm.tokenizer, corpus, heads=0, lexicon=lexicon).rows
     kinds = ("dropped words", "wrong word")
     counts = {k: [0, 0] for k in kinds}  # sentences raising it without, with the table
     lines, words, by_held = [], 0, 0

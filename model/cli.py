@@ -594,9 +594,8 @@ def cmd_corpus(a: argparse.Namespace) -> int:
         lm.tokenizer,
         corpus,
         opts,
-        heads=not a.no_heads,
+        heads=0 if a.no_heads else a.head_sentences,
         lexicon=lexicon.of_model(lm.path),
-        head_sentences=a.head_sentences,
     )
     r = report(res, corpus, opts, lm.path.name)
     if a.json is not None:

@@ -288,7 +288,7 @@ def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: s
 
     def work(report: Callable[[int, int, str], None]) -> Analysis:
         lexicon = model_lexicon(str(lm.path), dir_stamp(str(lm.path)))
-        return analyse(lm.model, lm.tokenizer, corpus, opts, heads=True, progress=report, lexicon=lexicon)
+        return analyse(lm.model, lm.tokenizer, corpus, opts, progress=report, lexicon=lexicon)
 
     return background(key, len(corpus.sources), PART_COST, work)
 

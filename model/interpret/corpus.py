@@ -499,13 +499,12 @@ def analyse(
     tokenizer: Tokenizer,
     corpus: Corpus,
     opts: DecodeOptions = DecodeOptions(),
-    heads: bool = True,
+    heads: int = HEAD_SENTENCES,
     progress: Progress | None = None,
     outputs: Sequence[Sequence[int]] | None = None,
     lexicon: Lexicon | None = None,
-    head_sentences: int = HEAD_SENTENCES,
 ) -> Analysis:
-    """Every row of the set (and, with ``heads``, the head table over its first ``head_sentences`` sentences).
+    """Every row of the set and the head table over its first ``heads`` sentences (0: no head table).
     ``outputs``: output ids to analyse instead of decoding (tests plant translations this way); ``lexicon``: the
     model's word translation table (``lexicon.of_model``), which the flags consult beside erasure."""
     cfg = model.cfg
@@ -542,9 +541,9 @@ def analyse(
         rows.append(row_of(i, corpus.sources[i], text, ref, p, sig, tokenizer.tokens(o), ended))
     clock["rows"] = time.perf_counter() - t0
     table = None
-    if heads:
+    if heads > 0:
         t0 = time.perf_counter()
-        n = min(head_sentences, len(srcs))
+        n = min(heads, len(srcs))
         if corpus.references is not None:
             refs = [tokenizer.encode(r)[: cfg.max_len - 1] + [cfg.eos_id] for r in corpus.references[:n]]
         else:

@@ -260,7 +260,7 @@ def test_rows_columns(tiny_model, tiny_tokenizer):
     from sacrebleu.metrics import BLEU, CHRF
 
     m, tok = tiny_model.eval(), tiny_tokenizer
-    res = C.analyse(m, tok, C.Corpus(SOURCES, REFS), DecodeOptions(max_len=6), heads=False)
+    res = C.analyse(m, tok, C.Corpus(SOURCES, REFS), DecodeOptions(max_len=6), heads=0)
     for row, src, ref in zip(res.rows, SOURCES, REFS):
         hyp = row["translation"]
         assert row["chrf"] == pytest.approx(CHRF().sentence_score(hyp, [ref]).score)
@@ -274,7 +274,7 @@ def test_rows_columns(tiny_model, tiny_tokenizer):
     assert any(r["cut_off"] for r in res.rows) == any(
         decode(m, ids_of(tok, m, s), DecodeOptions(max_len=6)).ids[-1] != m.cfg.eos_id for s in SOURCES
     )
-    beam = C.analyse(m, tok, C.Corpus(SOURCES, None), DecodeOptions(strategy="beam", beam=3, max_len=6), heads=False)
+    beam = C.analyse(m, tok, C.Corpus(SOURCES, None), DecodeOptions(strategy="beam", beam=3, max_len=6), heads=0)
     for row, s in zip(beam.rows, SOURCES):
         ids = decode(m, ids_of(tok, m, s), DecodeOptions(strategy="beam", beam=3, max_len=6)).ids
         assert row["translation"] == tok.decode([i for i in ids if i != m.cfg.eos_id]) and row["chrf"] is None
@@ -376,11 +376,11 @@ def bundled():
 
 def planted(lm, outputs):
     ids = [lm.tokenizer.encode(o) + [lm.cfg.eos_id] for o in outputs]
-    return C.analyse(lm.model, lm.tokenizer, C.Corpus(PLANT_SOURCES, None), heads=False, outputs=ids).rows
+    return C.analyse(lm.model, lm.tokenizer, C.Corpus(PLANT_SOURCES, None), heads=0, outputs=ids).rows
 
 
 def test_planted_cases_flagged_by_their_flag(bundled):
-    own = C.analyse(bundled.model, bundled.tokenizer, C.Corpus(PLANT_SOURCES, None), heads=False).rows
+    own = C.analyse(bundled.model, bundled.tokenizer, C.Corpus(PLANT_SOURCES, None), heads=0).rows
     # A known false alarm, as the labelled set measures them (fine sentences flagged dropped about one time in
     # eight): "rides a bicycle" -> "fait du vélo", whose light verb "bicycle" lowers more than "rides" does
     assert [r["flag_words"] for r in own] == [{}, {}, {"dropped words": ["rides"]}], [r["translation"] for r in own]
@@ -389,7 +389,7 @@ def test_planted_cases_flagged_by_their_flag(bundled):
     for r in planted(bundled, PLANT_SOURCES):  # copied untranslated
         assert "untranslated" in r["flags"], r
     cut = C.analyse(
-        bundled.model, bundled.tokenizer, C.Corpus(PLANT_SOURCES, None), DecodeOptions(max_len=4), heads=False
+        bundled.model, bundled.tokenizer, C.Corpus(PLANT_SOURCES, None), DecodeOptions(max_len=4), heads=0
     ).rows
     assert all("cut off" in r["flags"] for r in cut)
 

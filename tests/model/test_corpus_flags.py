@@ -326,7 +326,7 @@ def test_the_cleared_flags_are_those_the_table_removes(tiny_model_dir, tmp_path,
             return 1.0
 
     lm = load_model_dir(tiny_model_dir)
-    rows = C.analyse(lm.model, lm.tokenizer, C.Corpus(english, None), heads=False).rows
+    rows = C.analyse(lm.model, lm.tokenizer, C.Corpus(english, None), heads=0).rows
     alone = [F.flagged_words(r) for r in rows]
     B.cleared(lm, Everything({}), 3, tmp_path)
     out = capsys.readouterr().out.splitlines()
