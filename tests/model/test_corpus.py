@@ -151,15 +151,17 @@ def test_removal_losses_match_one_ablated_pass_each(tiny_model, tiny_tokenizer, 
     assert all(np.array_equal(got[k], exact[k]) for k in got) == (dtype == torch.float32)  # the precision asked for
 
 
-def test_head_table_states_its_removals_precision(tiny_model, tiny_tokenizer):
-    """In bfloat16 only the loss increases change, within the tolerance, and the table says which precision it ran
-    in; by default the device's (``removal_dtype``)."""
+def test_head_table_states_its_removals_precision(tiny_model, tiny_tokenizer, monkeypatch):
+    """In bfloat16 only the loss increases change, and the table says which precision it ran in: by default
+    float32, the device's (``removal_dtype``) over more than FAST_ABOVE sentences."""
     m, tok = tiny_model.eval(), tiny_tokenizer
     srcs = [ids_of(tok, m, s) for s in SOURCES]
     tgts = [tok.encode(r) + [m.cfg.eos_id] for r in REFS]
     exact, fast = (C.head_table(m, srcs, tgts, dtype=d) for d in (torch.float32, torch.bfloat16))
     assert (exact["precision"], fast["precision"]) == ("float32", "bfloat16")
-    assert C.head_table(m, srcs[:1], tgts[:1])["precision"] == str(C.removal_dtype(m.device)).removeprefix("torch.")
+    device = str(C.removal_dtype(m.device)).removeprefix("torch.")
+    monkeypatch.setattr(C, "FAST_ABOVE", 2)
+    assert [C.head_table(m, srcs[:n], tgts[:n])["precision"] for n in (2, 3)] == ["float32", device]
     for kind in C.KINDS:
         for stat in C.STATS:
             if stat == "loss_increase":
@@ -456,6 +458,19 @@ def test_cli_head_table_over_the_sentences_asked(tiny_model_dir, tmp_path, capsy
     assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--head-sentences", "9", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["heads"]["sentences"] == 3  # no more than the set holds
     assert "head table over the first 3 (" in capsys.readouterr().out
+
+
+def test_cli_says_the_precision_of_a_large_head_table(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    f, out = tmp_path / "set.tsv", tmp_path / "out.json"
+    f.write_text("".join(f"{s}\t{r}\n" for s, r in zip(SOURCES, REFS)), encoding="utf-8")
+    monkeypatch.setattr(C, "FAST_ABOVE", 2)  # the CLI's three sentences make a large table
+    monkeypatch.setattr(C, "removal_dtype", lambda device: torch.bfloat16)  # as on a device that multiplies it
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["heads"]["precision"] == "bfloat16"
+    assert C.precision_note("bfloat16") in capsys.readouterr().out
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--head-sentences", "2", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["heads"]["precision"] == "float32"
+    assert "bfloat16" not in capsys.readouterr().out and C.precision_note("float32") == ""
 
 
 def test_cli_missing_file_exits_2(tmp_path, capsys):

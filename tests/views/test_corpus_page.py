@@ -13,13 +13,12 @@ import threading
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 from harness import audit
 from model.cli import main as cli
 from model.decode.decoding import DecodeOptions
-from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text, lexicon_note, precision_note, removal_dtype
+from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text, lexicon_note
 from views.corpus import PART_COST, analysis_jobs, done_share
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
@@ -108,11 +107,8 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
     assert "input × gradient" in "\n".join(c.value for c in at.caption).lower()
     assert json.loads(out.read_text())["lexicon"] is False  # the tiny model has no word translation table
     assert any(lexicon_note(False) in plain(c.value) for c in at.caption)
-    precision = json.loads(out.read_text())["heads"]["precision"]  # the removals' precision, said where the table is
-    assert precision == str(removal_dtype(torch.device("cpu"))).removeprefix("torch.")
-    heads_caption = next(plain(c.value) for c in at.caption if "teacher-forced on" in c.value)
-    assert precision_note(precision) in heads_caption
-    assert ("bfloat16" in heads_caption) == (precision == "bfloat16")
+    assert json.loads(out.read_text())["heads"]["precision"] == "float32"  # a small table: exact, and no note
+    assert not any("bfloat16" in c.value for c in at.caption)
     assert len(at.dataframe) == 5  # the sentences, the slices, then one head table per kind
     for table, kind in zip(at.dataframe[2:], ("enc", "self", "cross")):
         cli_heads = [r for r in json.loads(out.read_text())["heads"]["rows"] if r["kind"] == kind]
@@ -126,6 +122,17 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
         "Download JSON (rows and heads)",
         "Download CSV (rows)",
     ]
+
+
+def test_a_large_head_table_says_its_precision(tiny_model_dir, tmp_path, monkeypatch):
+    from model.interpret import corpus
+
+    monkeypatch.setattr(corpus, "FAST_ABOVE", 1)  # the two sentences make a large table
+    monkeypatch.setattr(corpus, "removal_dtype", lambda device: corpus.torch.bfloat16)
+    text = "two men are talking\tdeux hommes parlent\nthe sun\tle soleil\n"  # a set no other test analyses (kept)
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), text)
+    caption = next(plain(c.value) for c in at.caption if "teacher-forced on" in c.value)
+    assert corpus.precision_note("bfloat16") in caption
 
 
 def test_a_correlation_with_nothing_to_rank_is_named_not_drawn(tiny_model_dir, tmp_path):
