@@ -134,7 +134,7 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         default=HEAD_SENTENCES,
-        help=f"the head table over the first N sentences (default {HEAD_SENTENCES}; 1,000 take about 50 s on 2 cores)",
+        help=f"the head table over the first N sentences (default {HEAD_SENTENCES}; 1,000: 50-80 s on 2 cores)",
     )
     fmt = co.add_mutually_exclusive_group()
     fmt.add_argument("--json", type=Path, metavar="OUT", help="write rows and head table as strict JSON")
