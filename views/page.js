@@ -47,12 +47,32 @@ function toChapter(root) {
   }
 }
 
+// Each frame's own size is watched: a column narrowed by a scrollbar, or an equation laid out again in its font,
+// changes whether a frame scrolls with no mutation and no window resize.
+let frameSizes = null;
+const sized = new WeakSet();
+
+function scrolls(el) {
+  // overflow in a direction whose style lets it scroll (by a pixel even), as axe-core reads a scrollable region
+  const style = getComputedStyle(el);
+  const can = (overflow) => overflow === "auto" || overflow === "scroll";
+  return (
+    (el.scrollWidth > el.clientWidth && can(style.overflowX)) ||
+    (el.scrollHeight > el.clientHeight && can(style.overflowY))
+  );
+}
+
 function reachable(root) {
-  // A displayed equation, a block of code or a table wider than the column scrolls sideways in its own frame: the
-  // keyboard reaches it.
+  // A displayed equation, a block of code or a table wider than the column scrolls in its own frame: the keyboard
+  // reaches it, and only a frame that scrolls is a stop.
+  frameSizes ??= new ResizeObserver(() => reachable(document));
   for (const selector of [".katex-display", "pre", '[data-testid="stTable"] > div'])
     for (const el of root.querySelectorAll(selector)) {
-      const stop = el.scrollWidth > el.clientWidth ? 0 : -1; // only a frame that scrolls (by a pixel even) is a stop
+      if (!sized.has(el)) {
+        sized.add(el);
+        frameSizes.observe(el);
+      }
+      const stop = scrolls(el) ? 0 : -1;
       if (el.tabIndex !== stop) el.tabIndex = stop;
     }
 }

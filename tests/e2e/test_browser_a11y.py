@@ -188,6 +188,29 @@ def test_toolbars_save_png_and_svg_and_never_offer_to_upload_a_figure(server, br
         page.close()
 
 
+# Every block of code: whether it scrolls in its frame, and whether it is a keyboard stop.
+CODE_FRAMES_JS = "() => [...document.querySelectorAll('pre')].map(p => [p.scrollWidth > p.clientWidth, p.tabIndex])"
+
+
+def test_a_frame_that_comes_to_scroll_becomes_a_keyboard_stop(server, browser):
+    """A block of code whose column narrows with no mutation the page watches and no window resize (a style set on
+    its column, as a scrollbar appearing would) scrolls in its frame, and the keyboard reaches it; widened again, it
+    is no stop."""
+    stops = "() => { const f = (%s)(); return f.length > 0 && f.every(([s, t]) => t === (s ? 0 : -1)) && %s; }"
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{server}/about")
+        page.wait_for_function("() => window.__decoderLensPage === true && document.querySelector('pre') !== null")
+        page.wait_for_function(stops % (CODE_FRAMES_JS, "f.every(([s]) => !s)"))  # at 1366 none scrolls
+        page.evaluate("() => document.querySelectorAll('pre').forEach(p => { p.parentElement.style.width = '60px'; })")
+        page.wait_for_function(stops % (CODE_FRAMES_JS, "f.some(([s]) => s)"), timeout=10_000)
+        page.evaluate("() => document.querySelectorAll('pre').forEach(p => { p.parentElement.style.width = ''; })")
+        page.wait_for_function(stops % (CODE_FRAMES_JS, "f.every(([s]) => !s)"), timeout=10_000)
+    finally:
+        page.close()
+
+
 def sidebar_shown(page) -> bool:
     return page.evaluate(
         "() => { const s = document.querySelector('[data-testid=stSidebar]'); "
