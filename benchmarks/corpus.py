@@ -19,8 +19,8 @@ page of one button and one heatmap opened the same way) and from choosing the se
 was chosen (the median of 5); and sorting the page's table of 5,000 sentences (the first 5,000 of Multi30k's training
 set, pasted) ≤ 0.5 s in Chromium, from a click on a column header to the new order shown (the median of 6 clicks; the
 ``sort`` part, not run by default). A head table over more than 200 sentences runs its removals in the device's
-precision (bfloat16 where it multiplies it natively); the ``precision`` part (not run by default) runs each sentence's
-removals in both precisions and prints how far tables of each size are from float32's. Prints a table and one verdict
+precision (bfloat16 where it multiplies it natively); the ``precision`` part (not run by default) runs the head table
+again in float32 and prints how far tables of each size are from float32's. Prints a table and one verdict
 line per target; asserts nothing. ``--smoke`` runs the tiny random model on a few made-up sentences.
 """
 
@@ -216,42 +216,34 @@ def parse_args() -> argparse.Namespace:
     return ap.parse_args()
 
 
-def precision(model, srcs, refs, report) -> None:
-    """Each sentence's head removals in float32 and in the device's precision (``removal_dtype``): how far a head
-    table's mean loss increases are from float32's (the largest over the 36 heads), for tables over the first n
-    sentences and over 50 random draws of n, n from a few sentences to all; tables over more than FAST_ABOVE
-    sentences (the ones run in that precision) against REMOVAL_TOLERANCE."""
+def precision(model, srcs, refs, table: dict, report) -> None:
+    """The head table again in float32, and how far ``table``'s loss increases (run in the device's precision,
+    ``removal_dtype``) are from it, each head's mean over tables of each size: the first n sentences and the worst
+    of 50 random draws of n, n from a few sentences to all; tables over more than FAST_ABOVE sentences (the ones run
+    in that precision) against REMOVAL_TOLERANCE."""
     import numpy as np
     import torch
 
-    from model.decode.decoding import length_batches
-    from model.interpret.corpus import FAST_ABOVE, HEAD_BATCH, REMOVAL_TOLERANCE, _batch, removal_dtype, removal_losses
+    from model.interpret.corpus import FAST_ABOVE, KINDS, REMOVAL_TOLERANCE, head_table
 
-    fast = removal_dtype(model.device)
-    per = {}
-    for dtype in (torch.float32, fast):
-        t0, c0 = time.perf_counter(), time.process_time()
-        got: dict = {}
-        for chunk in length_batches([list(s) + list(t) for s, t in zip(srcs, refs)], HEAD_BATCH):
-            losses = removal_losses(model, *_batch(model, [srcs[i] for i in chunk], [refs[i] for i in chunk]), dtype)
-            for kind, v in losses.items():
-                got.setdefault(kind, np.zeros((len(srcs), *v.shape[1:])))[chunk] = v
-        rows = np.concatenate([got[k] for k in ("enc", "self", "cross")], 1)  # (N, layers of the three kinds, H)
-        per[dtype] = rows
-        report(
-            f"  the removals alone in {str(dtype).removeprefix('torch.')}",
-            time.perf_counter() - t0,
-            time.process_time() - c0,
-        )
-    if fast == torch.float32:
-        print("  this device runs every head table in float32: nothing to compare")
+    if table["precision"] == "float32":
+        print("  this table ran in float32: nothing to compare")
         return
-    d = per[fast] - per[torch.float32]
+    t0, c0 = time.perf_counter(), time.process_time()
+    exact = head_table(model, srcs, refs, dtype=torch.float32)
+    report("  the same in float32", time.perf_counter() - t0, time.process_time() - c0)
+
+    def losses(t: dict) -> np.ndarray:  # (N, layers of the three kinds, H): each sentence's loss increases
+        return np.concatenate([t["per_sentence"][k]["loss_increase"] for k in KINDS], 1)
+
+    d = losses(table) - losses(exact)
     q = np.quantile(np.abs(d), [0.5, 0.99])
     print(
         f"  one sentence's loss increase: |difference| median {q[0]:.5f}, 99th percentile {q[1]:.5f}, "
         f"largest {np.abs(d).max():.4f}"
     )
+    same = all((table[k][r] == exact[k][r]).all() for k in KINDS for r in ("role", "examples"))
+    print(f"  roles and examples the same: {same}")
     rng = np.random.default_rng(0)
     worst = 0.0
     for n in sorted({5, 12, 50, FAST_ABOVE, FAST_ABOVE + 1, 500, len(srcs)}):
@@ -265,9 +257,6 @@ def precision(model, srcs, refs, report) -> None:
             f"  a table over {n:>4} sentences: largest |difference| of a head's mean {first:.5f} (the first {n}), "
             f"{draws:.5f} (the worst of 50 random draws){'' if n > FAST_ABOVE else '  (runs in float32)'}"
         )
-    if len(srcs) <= FAST_ABOVE:
-        print(f"  no table over more than {FAST_ABOVE} sentences measured")
-        return
     verdict = "yes" if worst <= REMOVAL_TOLERANCE else "NO"
     print(
         f"  tables over more than {FAST_ABOVE} sentences within the stated {REMOVAL_TOLERANCE:g}: {verdict} "
@@ -373,7 +362,7 @@ def main() -> None:
         report(f"head table over {n_heads} sentences", time.perf_counter() - t0, time.process_time() - c0)
         print(f"  its head removals in {table['precision']}")
         if "precision" in parts:
-            precision(lm.model, srcs, refs, report)
+            precision(lm.model, srcs, refs, table, report)
     data_dir = a.data or default_data_dir()
     if "page" in parts and not a.smoke and Path(data_dir).is_dir():
         report("page run reopening the cached set (AppTest)", reopen_in_apptest(model_dir, data_dir, len(pairs)))

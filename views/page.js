@@ -47,10 +47,18 @@ function toChapter(root) {
   }
 }
 
-// Each frame's own size is watched: a column narrowed by a scrollbar, or an equation laid out again in its font,
-// changes whether a frame scrolls with no mutation and no window resize.
-let frameSizes = null;
-const sized = new WeakSet();
+// A column can change width without the window's (the page laid out, a sidebar, a scrollbar), and a frame its size
+// without a mutation (an equation laid out again in its font): each equation's column and each frame that may
+// scroll is watched, and the math laid out again when one changes.
+let sizes = null;
+const watched = new WeakSet();
+
+function watchSize(el) {
+  sizes ??= new ResizeObserver(() => layoutMath(document));
+  if (watched.has(el)) return;
+  watched.add(el);
+  sizes.observe(el);
+}
 
 function scrolls(el) {
   // overflow in a direction whose style lets it scroll (by a pixel even), as axe-core reads a scrollable region
@@ -65,13 +73,9 @@ function scrolls(el) {
 function reachable(root) {
   // A displayed equation, a block of code or a table wider than the column scrolls in its own frame: the keyboard
   // reaches it, and only a frame that scrolls is a stop.
-  frameSizes ??= new ResizeObserver(() => reachable(document));
   for (const selector of [".katex-display", "pre", '[data-testid="stTable"] > div'])
     for (const el of root.querySelectorAll(selector)) {
-      if (!sized.has(el)) {
-        sized.add(el);
-        frameSizes.observe(el);
-      }
+      watchSize(el);
       const stop = scrolls(el) ? 0 : -1;
       if (el.tabIndex !== stop) el.tabIndex = stop;
     }
@@ -125,19 +129,11 @@ function setBusy(el, busy) {
 // still, it scrolls in its frame. Measured once per column width.
 const MIN_EQUATION_EM = 0.6;
 
-// A column can change width without the window's (the page laid out, a sidebar): each equation's is watched.
-let frameWidths = null;
-const watched = new WeakSet();
-
 function fitEquations(root) {
-  frameWidths ??= new ResizeObserver(() => layoutMath(document));
   for (const frame of root.querySelectorAll(".katex-display")) {
     // Streamlit centres an equation in a box as wide as the equation: the width it may take is its column's
     const column = frame.closest(".stMarkdown") ?? frame;
-    if (!watched.has(column)) {
-      watched.add(column);
-      frameWidths.observe(column);
-    }
+    watchSize(column);
     const math = frame.querySelector(":scope > .katex");
     const width = column.clientWidth;
     if (!math || !width || frame.dataset.fitFor === String(width)) continue;

@@ -812,9 +812,10 @@ def head_table(
     """Every head's statistics (STATS) averaged over the pairs (source ids with </s>, target ids with </s>), its
     role (``role_of``) and its three example sentences (where its role's statistic (ROLES) is highest; for sharp
     heads, the spread lowest): ``{kind: {stat: (L, H), "role": (L, H) of str, "examples": (L, H, 3) of sentence
-    index}}``, with ``"sentences"`` (how many), ``"target"`` (references or the model's outputs) and
+    index}}``, with ``"sentences"`` (how many), ``"target"`` (references or the model's outputs),
     ``"precision"`` (the removals', ``dtype``: by default float32, or ``removal_dtype`` over more than FAST_ABOVE
-    sentences; the other statistics are float32's)."""
+    sentences; the other statistics are float32's) and ``"per_sentence"`` (``{kind: {stat: (N, L, H)}}``: each
+    sentence's own values, which the means and the examples are read from)."""
     cfg = model.cfg
     if dtype is None:
         dtype = removal_dtype(model.device) if len(srcs) > FAST_ABOVE else torch.float32
@@ -852,6 +853,7 @@ def head_table(
         "sentences": len(srcs),
         "target": "references" if on_references else "the model's translations",
         "precision": str(dtype).removeprefix("torch."),
+        "per_sentence": per,
     }
     for kind, stats in per.items():
         with np.errstate(all="ignore"):

@@ -221,6 +221,9 @@ def test_head_table_in_batches_holds_each_sentence_measured_alone(tiny_model, ti
                 want = {s: np.nanmean([a[kind][s] for a in alone], 0) for s in C.STATS}  # (L, H) each
             for stat in C.STATS:
                 np.testing.assert_allclose(table[kind][stat], want[stat], atol=1e-6, err_msg=f"{batch} {kind} {stat}")
+                # (N, L, H): each sentence's own, as measured alone (float32 summed in another batch's order)
+                each = table["per_sentence"][kind][stat]
+                np.testing.assert_allclose(each, [a[kind][stat] for a in alone], atol=1e-5, err_msg=f"{kind} {stat}")
             L, H = table[kind]["role"].shape
             roles = [[C.role_of({s: want[s][li, h] for s in C.STATS}) for h in range(H)] for li in range(L)]
             assert table[kind]["role"].tolist() == roles
