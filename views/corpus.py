@@ -34,6 +34,7 @@ from model.interpret.corpus import (
     ATTRIBUTION,
     BOOTSTRAP,
     COLUMN_HELP,
+    FAST_ABOVE,
     FLAG_WORDS_HELP,
     FLAGS,
     HEAD_SENTENCES,
@@ -89,6 +90,7 @@ VERSUS = {"": "None", "beam": "Another beam width", "model": "Another model"}  #
 VERSUS_BEAM = 5  # the second run's beam width when the link names none
 RUN = "run"  # the link's parameter saying the analysis was asked for ("1")
 HEAD_STAGE = {"self": "self", "cross": "cross"}  # Explore's stage that draws a decoder head's weights
+HEAD_CHOICES = (50, 100, HEAD_SENTENCES, 500, 1000)  # the head table's sizes offered below the whole set
 
 
 @st.cache_resource(show_spinner=False)
@@ -219,8 +221,7 @@ def decoding_choice() -> DecodeOptions:
 class Progress:
     """Where a running job is, written by it as it goes and read by its page's progress bar."""
 
-    sentences: int  # in the set
-    parts: dict[str, float]  # each part's time per sentence, relative (PART_COST), in the order the job does them
+    parts: dict[str, float]  # each part's time per sentence of the set, relative (part_costs), in the job's order
     started: float = field(default_factory=time.perf_counter)
     state: tuple[int, int, str] = (0, 0, "waiting")  # (done, total, what is being done)
 
@@ -250,9 +251,7 @@ Work = Callable[[Callable[[int, int, str], None]], object]  # a job: given its p
 R = TypeVar("R")  # a job's result
 
 
-def background(
-    key: tuple, sentences: int, parts: dict[str, float], work: Callable[[Callable[[int, int, str], None]], R]
-) -> R | None:
+def background(key: tuple, parts: dict[str, float], work: Callable[[Callable[[int, int, str], None]], R]) -> R | None:
     """A job's result from the server's cache; or, while it runs on the server (started here when it is new), None
     and its progress bar, updated without blocking the page: the reader may change the settings or open another page
     meanwhile, and the job goes on (the page opened again shows it, or its result)."""
@@ -262,7 +261,7 @@ def background(
         return store[key]
     job = jobs.get(key)
     if job is None:
-        progress = Progress(sentences, parts)
+        progress = Progress(parts)
         job = jobs[key] = Job(_worker().submit(_run, work, key, progress), progress)
     if job.future.done():
         error = job.future.exception()
@@ -282,15 +281,16 @@ def model_lexicon(path: str, stamp: tuple) -> Lexicon | None:
     return of_model(path)
 
 
-def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str) -> Analysis | None:
-    """The set's analysis (``background``), keyed by model, decoding and the set's digest."""
-    key = (lm.path.name, dir_stamp(str(lm.path)), opts, digest)
+def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: str, heads: int) -> Analysis | None:
+    """The set's analysis (``background``) with its head table over the first ``heads`` sentences, keyed by model,
+    decoding, the set's digest and ``heads``."""
+    key = (lm.path.name, dir_stamp(str(lm.path)), opts, digest, heads)
 
     def work(report: Callable[[int, int, str], None]) -> Analysis:
         lexicon = model_lexicon(str(lm.path), dir_stamp(str(lm.path)))
-        return analyse(lm.model, lm.tokenizer, corpus, opts, progress=report, lexicon=lexicon)
+        return analyse(lm.model, lm.tokenizer, corpus, opts, heads, progress=report, lexicon=lexicon)
 
-    return background(key, len(corpus.sources), PART_COST, work)
+    return background(key, part_costs(len(corpus.sources), heads), work)
 
 
 def _run(work: Work, key: tuple, progress: Progress):
@@ -306,18 +306,24 @@ def _run(work: Work, key: tuple, progress: Progress):
     return result
 
 
-# Each part's time per sentence, relative (the bundled model, greedy, 2 threads: 8, 9 and 140 ms), so that the bar
-# and its time left follow the clock: the head table reads at most HEAD_SENTENCES sentences, but each costs most.
+# Each part's time per sentence it reads, relative (the bundled model, greedy, 2 threads: 8, 9 and 140 ms), so that
+# the bar and its time left follow the clock: the head table reads fewer sentences than the set, but each costs most.
 PART_COST = {"translating": 8.0, "scoring": 9.0, "erasing source words": 30.0, "measuring the heads": 140.0}
+HEAD_PART = "measuring the heads"
 
 
-def done_share(done: int, total: int, what: str, sentences: int, costs: dict[str, float] = PART_COST) -> float:
-    """The share of a job's time behind it when its part ``what`` has ``done`` of ``total`` sentences done."""
-    work = {k: c * (min(sentences, HEAD_SENTENCES) if k == "measuring the heads" else sentences)
-            for k, c in costs.items()}  # fmt: skip
+def part_costs(sentences: int, heads: int) -> dict[str, float]:
+    """Each part's time per sentence of the set, relative: the head table's spread over the set (it reads the first
+    ``heads``)."""
+    return {**PART_COST, HEAD_PART: PART_COST[HEAD_PART] * heads / max(sentences, 1)}
+
+
+def done_share(done: int, total: int, what: str, costs: dict[str, float]) -> float:
+    """The share of a job's time behind it when its part ``what`` has ``done`` of ``total`` sentences done (``costs``:
+    each part's time per sentence of the set, in the job's order)."""
     parts = list(costs)
-    before = sum(work[k] for k in parts[: parts.index(what)]) if what in work else 0.0
-    return (before + work.get(what, 0.0) * done / max(total, 1)) / sum(work.values())
+    before = sum(costs[k] for k in parts[: parts.index(what)]) if what in costs else 0.0
+    return (before + costs.get(what, 0.0) * done / max(total, 1)) / sum(costs.values())
 
 
 @st.fragment(run_every=PROGRESS_S)
@@ -333,7 +339,7 @@ def watch(key: tuple) -> None:
         )
         st.progress(0.0, text="Waiting for another analysis to finish…" if busy else "Starting…")
         return
-    frac = done_share(done, total, what, job.progress.sentences, job.progress.parts)
+    frac = done_share(done, total, what, job.progress.parts)
     spent = time.perf_counter() - job.progress.started
     eta = f", about {spent / frac - spent:.0f} s left" if frac > 0.02 else ""
     st.progress(min(frac, 1.0), text=f"{what.capitalize()}: {done:,} of {total:,} sentences{eta}")
@@ -700,7 +706,7 @@ def render_versus(lm: LoadedModel, result: Analysis, corpus: Corpus, opts: Decod
     work = lambda report: second_run(  # noqa: E731
         other.model, other.tokenizer, corpus.sources, corpus.references, first, opts_b, names, report
     )
-    out = background((*key, opts_b), len(corpus.sources), {"translating": 1.0}, work)
+    out = background((*key, opts_b), {"translating": 1.0}, work)
     if out is not None:
         show_versus(out, result.rows, (opts, lm.path.name), (opts_b, other.path.name))
 
@@ -801,10 +807,11 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     for msg in corpus.notes:
         st.warning(md(msg[0].upper() + msg[1:] + "."))
     st.caption(md(corpus.summary()[0].upper() + corpus.summary()[1:] + "."))
+    heads = heads_choice(len(corpus.sources))
     if not asked():
         return
     digest = hashlib.sha256(raw).hexdigest()
-    result = run_analysis(lm, corpus, opts, digest)
+    result = run_analysis(lm, corpus, opts, digest, heads)
     if result is None:
         return
     model = lm.path.name
@@ -823,6 +830,37 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     c2.download_button(
         "Download CSV (rows)", lambda: rows_csv(report(result, corpus, opts, model)), "corpus.csv", "text/csv"
     )
+
+
+def heads_choice(sentences: int) -> int:
+    """How many of the set's first sentences the head table reads: the link's ``heads`` (or this session's last
+    choice), HEAD_SENTENCES when it is not offered; the whole set is always offered, and a set no larger than the
+    smallest size offered has no choice."""
+    options = sorted({n for n in HEAD_CHOICES if n < sentences} | {sentences})
+    default = min(HEAD_SENTENCES, sentences)
+    if len(options) == 1:
+        st.query_params.pop("heads", None)
+        return sentences
+    from_url("corpus_heads", "heads", options, default, int)
+    if st.session_state["corpus_heads"] not in options:  # kept from a set of another size
+        st.session_state["corpus_heads"] = default
+    heads = st.select_slider(
+        "Head table over the first … sentences",
+        options=options,
+        key="corpus_heads",
+        format_func=lambda n: f"{n:,} (all)" if n == sentences else f"{n:,}",
+        help=(
+            "The head table (the page's last section) takes most of the analysis's time: each head is removed in "
+            f"turn on every sentence it reads. Over more than {FAST_ABOVE} sentences its removals run in bfloat16 "
+            "where the processor multiplies it natively, which the table then says."
+        ),
+    )
+    keep("corpus_heads")
+    if heads == default:
+        st.query_params.pop("heads", None)
+    else:
+        st.query_params["heads"] = str(heads)
+    return heads
 
 
 def asked() -> bool:

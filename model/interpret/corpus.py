@@ -676,7 +676,9 @@ def removal_dtype(device: torch.device) -> torch.dtype:
     natively (its products about three times as fast as float32's on an AVX-512 BF16 CPU); else float32."""
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    return torch.bfloat16 if device.type == "cpu" and torch.cpu._is_avx512_bf16_supported() else torch.float32
+    # torch says so only privately (2.13): a torch without the check gets float32, never an error
+    native = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    return torch.bfloat16 if device.type == "cpu" and callable(native) and native() else torch.float32
 
 
 def precision_note(precision: str) -> str:

@@ -620,3 +620,13 @@ def test_the_reported_max_len_is_where_translations_are_cut(tiny_model_dir, tmp_
 def test_tokens_in_the_rows_are_written_as_a_reader_writes_them():
     assert C.readable("▁chat") == "chat" and C.readable("▁") == "␣" and C.readable("ment") == "ment"
     assert C.readable("") == ""
+
+
+def test_removal_precision_follows_the_cpu_check_and_survives_its_absence(monkeypatch):
+    """bfloat16 only where the CPU multiplies it natively; a torch without its (private) check gets float32."""
+    cpu = torch.device("cpu")
+    for native, want in ((True, torch.bfloat16), (False, torch.float32)):
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda native=native: native, raising=False)
+        assert C.removal_dtype(cpu) == want
+    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported")
+    assert C.removal_dtype(cpu) == torch.float32

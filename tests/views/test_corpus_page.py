@@ -19,7 +19,7 @@ from harness import audit
 from model.cli import main as cli
 from model.decode.decoding import DecodeOptions
 from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text, lexicon_note
-from views.corpus import PART_COST, analysis_jobs, done_share
+from views.corpus import HEAD_PART, PART_COST, analysis_jobs, done_share, part_costs
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
 
@@ -264,7 +264,10 @@ def test_the_page_answers_while_its_analysis_runs(tiny_model_dir, tmp_path, monk
         gate.wait(0.1)
     at.run()
     bar = at.get("progress")[0].proto
-    assert bar.value == int(100 * done_share(1, 4, "translating", 1)) and "Translating: 1 of 4 sentences" in bar.text
+    assert (
+        bar.value == int(100 * done_share(1, 4, "translating", part_costs(1, 1)))
+        and "Translating: 1 of 4 sentences" in bar.text
+    )
     at.select_slider[0].set_value(2).run()  # another setting while it runs: the page answers
     assert not at.exception and at.query_params["beam"] == "2"
     gate.set()
@@ -274,11 +277,14 @@ def test_the_page_answers_while_its_analysis_runs(tiny_model_dir, tmp_path, monk
 
 
 def test_the_bar_follows_each_parts_time():
-    parts = list(PART_COST)
-    assert done_share(0, 10, parts[0], 1000) == 0.0 and done_share(200, 200, parts[-1], 1000) == pytest.approx(1.0)
-    small, large = done_share(10, 10, parts[0], 10), done_share(1000, 1000, parts[0], 1000)
+    parts, costs = list(PART_COST), part_costs(1000, 200)
+    assert done_share(0, 10, parts[0], costs) == 0.0 and done_share(200, 200, parts[-1], costs) == pytest.approx(1.0)
+    small, large = done_share(10, 10, parts[0], part_costs(10, 10)), done_share(1000, 1000, parts[0], costs)
     assert small < large  # a small set's time is mostly its head table; a large one's, its rows
-    steps = [done_share(d, 1000, p, 1000) for p in parts[:2] for d in (0, 500, 1000)]
+    whole = done_share(1000, 1000, parts[0], part_costs(1000, 1000))
+    assert whole < large  # a head table over the whole set is most of its time again
+    assert part_costs(1000, 500)[HEAD_PART] == pytest.approx(PART_COST[HEAD_PART] / 2)
+    steps = [done_share(d, 1000, p, costs) for p in parts[:2] for d in (0, 500, 1000)]
     assert steps == sorted(steps)
 
 
@@ -476,3 +482,30 @@ def test_the_word_table_is_read_once_per_model_and_table(tiny_model_dir, tmp_pat
         assert V.model_lexicon(str(d), before) == "table 2" and len(calls) == 2
     finally:
         V.model_lexicon.clear()
+
+
+def test_the_head_table_reads_the_sentences_chosen_as_the_cli_does(tiny_model_dir, tmp_path):
+    """The head table's size is a choice in the link (``heads``): its first sentences, the whole set always offered;
+    the table equals the CLI's ``--head-sentences`` on the same set; a link's size not offered starts at the
+    default; a set no larger than the smallest size offered has no choice."""
+    animals, verbs = ("cat", "dog", "bird", "horse", "fish", "cow"), ("runs", "sleeps", "eats", "sits", "jumps")
+    text = "".join(f"the {i} {a} {v}\tle {a} {v}\n" for i in range(2) for a in animals for v in verbs)  # 60 lines
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", heads="50"), text)
+    heads = at.select_slider(key="corpus_heads")
+    assert heads.options == ["50", "60 (all)"] and heads.value == 50 and at.query_params["heads"] == "50"
+    assert any(c.value.startswith("Over the first 50 sentences") for c in at.caption)
+    f, out = tmp_path / "set.tsv", tmp_path / "out.json"
+    f.write_text(text, encoding="utf-8")
+    assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--head-sentences", "50", "--json", str(out)]) == 0
+    cli_heads = json.loads(out.read_text())["heads"]
+    assert cli_heads["sentences"] == 50
+    for table, kind in zip(at.dataframe[2:], ("enc", "self", "cross")):
+        want = [r["loss_increase"] for r in cli_heads["rows"] if r["kind"] == kind]
+        assert list(table.value["loss_increase"]) == pytest.approx(want, rel=1e-5)
+    settled(at.select_slider(key="corpus_heads").set_value(60).run())
+    assert "heads" not in at.query_params  # the default: every sentence of a set smaller than HEAD_SENTENCES
+    assert any(c.value.startswith("Over the first 60 sentences") for c in at.caption)
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", heads="7"), text)
+    assert at.select_slider(key="corpus_heads").value == 60 and "heads" not in at.query_params
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", heads="50"), PAIRS[0][0])
+    assert [s.key for s in at.select_slider] == ["corpus_beam"] and "heads" not in at.query_params
