@@ -308,8 +308,8 @@ def _run(work: Work, key: tuple, progress: Progress):
 
 # Each part's time per sentence it reads, relative (the bundled model, greedy, 2 threads: 8, 9 and 140 ms), so that
 # the bar and its time left follow the clock: the head table reads fewer sentences than the set, but each costs most.
-PART_COST = {"translating": 8.0, "scoring": 9.0, "erasing source words": 30.0, "measuring the heads": 140.0}
-HEAD_PART = "measuring the heads"
+HEAD_PART = "measuring the heads"  # the head table's part, as analyse reports it
+PART_COST = {"translating": 8.0, "scoring": 9.0, "erasing source words": 30.0, HEAD_PART: 140.0}
 
 
 def part_costs(sentences: int, heads: int) -> dict[str, float]:
@@ -834,8 +834,8 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
 
 def heads_choice(sentences: int) -> int:
     """How many of the set's first sentences the head table reads: the link's ``heads`` (or this session's last
-    choice), HEAD_SENTENCES when it is not offered; the whole set is always offered, and a set no larger than the
-    smallest size offered has no choice."""
+    choice), else HEAD_SENTENCES (the whole of a smaller set); the whole set is always offered, and a set no larger
+    than the smallest size offered has no choice."""
     options = sorted({n for n in HEAD_CHOICES if n < sentences} | {sentences})
     default = min(HEAD_SENTENCES, sentences)
     if len(options) == 1:
