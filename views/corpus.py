@@ -53,10 +53,12 @@ from model.interpret.corpus import (
     head_rows,
     lexicon_note,
     precision_note,
+    precision_of,
     read_corpus,
     report,
     sentences,
     slices,
+    table_dtype,
     write_csv,
 )
 from model.interpret.lexicon import Lexicon, of_model
@@ -290,7 +292,8 @@ def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: s
         lexicon = model_lexicon(str(lm.path), dir_stamp(str(lm.path)))
         return analyse(lm.model, lm.tokenizer, corpus, opts, heads, progress=report, lexicon=lexicon)
 
-    return background(key, part_costs(len(corpus.sources), heads), work)
+    costs = part_costs(len(corpus.sources), heads, precision_of(table_dtype(lm.model.device, heads)))
+    return background(key, costs, work)
 
 
 def _run(work: Work, key: tuple, progress: Progress):
@@ -306,16 +309,18 @@ def _run(work: Work, key: tuple, progress: Progress):
     return result
 
 
-# Each part's time per sentence it reads, relative (the bundled model, greedy, 2 threads: 8, 9 and 140 ms), so that
-# the bar and its time left follow the clock: the head table reads fewer sentences than the set, but each costs most.
+# Each part's time per sentence it reads, relative, so that the bar and its time left follow the clock: the head
+# table reads fewer sentences than the set, but each costs most (the bundled model, greedy, 2 threads, Multi30k test
+# 2016: 5, 4, 22 and 75 ms, the head table's 50 ms where its removals run in bfloat16)
 HEAD_PART = "measuring the heads"  # the head table's part, as analyse reports it
-PART_COST = {"translating": 8.0, "scoring": 9.0, "erasing source words": 30.0, HEAD_PART: 140.0}
+PART_COST = {"translating": 5.0, "scoring": 4.0, "erasing source words": 22.0, HEAD_PART: 75.0}
+HEAD_COST = {"float32": PART_COST[HEAD_PART], "bfloat16": 50.0}  # a head sentence's, by its removals' precision
 
 
-def part_costs(sentences: int, heads: int) -> dict[str, float]:
-    """Each part's time per sentence of the set, relative: the head table's spread over the set (it reads the first
-    ``heads``)."""
-    return {**PART_COST, HEAD_PART: PART_COST[HEAD_PART] * heads / max(sentences, 1)}
+def part_costs(sentences: int, heads: int, precision: str = "float32") -> dict[str, float]:
+    """Each part's time per sentence of the set, relative: the head table's (its removals in ``precision``) spread
+    over the set (it reads the first ``heads``)."""
+    return {**PART_COST, HEAD_PART: HEAD_COST.get(precision, PART_COST[HEAD_PART]) * heads / max(sentences, 1)}
 
 
 def done_share(done: int, total: int, what: str, costs: dict[str, float]) -> float:

@@ -681,6 +681,17 @@ def removal_dtype(device: torch.device) -> torch.dtype:
     return torch.bfloat16 if device.type == "cpu" and callable(native) and native() else torch.float32
 
 
+def table_dtype(device: torch.device, sentences: int) -> torch.dtype:
+    """The precision a head table over ``sentences`` runs its removals in: ``removal_dtype`` over more than
+    FAST_ABOVE sentences, else float32."""
+    return removal_dtype(device) if sentences > FAST_ABOVE else torch.float32
+
+
+def precision_of(dtype: torch.dtype) -> str:
+    """A precision's name as the table, its JSON and ``precision_note`` say it: "float32", "bfloat16"."""
+    return str(dtype).removeprefix("torch.")
+
+
 def precision_note(precision: str) -> str:
     """What the head table's precision means for its loss increases, in one sentence; "" for float32."""
     if precision == "float32":
@@ -819,12 +830,13 @@ def head_table(
     sentences; the other statistics are float32's) and ``"per_sentence"`` (``{kind: {stat: (N, L, H)}}``: each
     sentence's own values, which the means and the examples are read from)."""
     cfg = model.cfg
-    if dtype is None:
-        dtype = removal_dtype(model.device) if len(srcs) > FAST_ABOVE else torch.float32
+    dtype = dtype or table_dtype(model.device, len(srcs))
     n_layers = {"enc": cfg.n_encoder_layers, "self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
     per = {k: {s: np.full((len(srcs), n, cfg.n_heads), np.nan) for s in STATS} for k, n in n_layers.items()}
     done = 0
-    for chunk in length_batches([list(s) + list(t) for s, t in zip(srcs, targets)], batch):
+    batches = list(length_batches([list(s) + list(t) for s, t in zip(srcs, targets)], batch))
+    # shortest and longest batches in turn, so that the sentences done follow the clock (the page's progress bar)
+    for chunk in [c for pair in zip(batches, reversed(batches)) for c in pair][: len(batches)]:
         batch_of = _batch(model, [srcs[i] for i in chunk], [targets[i] for i in chunk])
         losses = removal_losses(model, *batch_of, dtype=dtype)
         for kind in n_layers:
@@ -854,7 +866,7 @@ def head_table(
     table: dict = {
         "sentences": len(srcs),
         "target": "references" if on_references else "the model's translations",
-        "precision": str(dtype).removeprefix("torch."),
+        "precision": precision_of(dtype),
         "per_sentence": per,
     }
     for kind, stats in per.items():

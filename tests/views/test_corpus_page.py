@@ -284,6 +284,7 @@ def test_the_bar_follows_each_parts_time():
     whole = done_share(1000, 1000, parts[0], part_costs(1000, 1000))
     assert whole < large  # a head table over the whole set is most of its time again
     assert part_costs(1000, 500)[HEAD_PART] == pytest.approx(PART_COST[HEAD_PART] / 2)
+    assert part_costs(1000, 1000, "bfloat16")[HEAD_PART] < part_costs(1000, 1000)[HEAD_PART]  # as measured
     steps = [done_share(d, 1000, p, costs) for p in parts[:2] for d in (0, 500, 1000)]
     assert steps == sorted(steps)
 
