@@ -3,7 +3,7 @@ its first 1,000 sentences, the whole set with its head table and two runs compar
 reopened by the Corpus page.
 
     python benchmarks/corpus.py [--model DIR] [--data DIR] [--limit N] [--threads 2] [--head-sentences 1000]
-        [--parts rows,cli,heads,all,whole,versus,page,browser,sort,precision] [--smoke]
+        [--parts rows,cli,heads,all,whole,versus,page,browser,sort,precision,bar] [--smoke]
 
 Targets: the rows of the 1,000 sentences ≤ 60 s on 2 cores (in process, as the page runs it, and through
 ``python -m model corpus --no-heads --json``, as the CLI runs it); the head table over 1,000 sentences ≤ 60 s; the
@@ -20,7 +20,9 @@ was chosen (the median of 5); and sorting the page's table of 5,000 sentences (t
 set, pasted) ≤ 0.5 s in Chromium, from a click on a column header to the new order shown (the median of 6 clicks; the
 ``sort`` part, not run by default). A head table over more than 200 sentences runs its removals in the device's
 precision (bfloat16 where it multiplies it natively); the ``precision`` part (not run by default) runs the head table
-again in float32 and prints how far tables of each size are from float32's. Prints a table and one verdict
+again in float32 and prints how far tables of each size are from float32's. The ``bar`` part (not run by default)
+analyses the set as the page does, with its head table over its first 200 sentences and over ``--head-sentences``,
+and prints how far the page's progress bar strays from the share of the time spent. Prints a table and one verdict
 line per target; asserts nothing. ``--smoke`` runs the tiny random model on a few made-up sentences.
 """
 
@@ -264,6 +266,28 @@ def precision(model, srcs, refs, table: dict, report) -> None:
     )
 
 
+def bar_against_clock(lm, corpus, opts, heads: int, lexicon) -> tuple[float, float]:
+    """One analysis as the page runs it, each progress report's bar (``done_share`` with the page's ``part_costs``)
+    against the share of the time spent by then: (the largest gap, the seconds)."""
+    from model.interpret.corpus import analyse, precision_of, table_dtype
+    from views.corpus import done_share, part_costs
+
+    costs = part_costs(len(corpus.sources), heads, precision_of(table_dtype(lm.model.device, heads)))
+    log: list[tuple[float, float]] = []  # (seconds spent, the bar's share)
+    t0 = time.perf_counter()
+    analyse(
+        lm.model,
+        lm.tokenizer,
+        corpus,
+        opts,
+        heads,
+        progress=lambda done, total, what: log.append((time.perf_counter() - t0, done_share(done, total, what, costs))),
+        lexicon=lexicon,
+    )
+    spent = time.perf_counter() - t0
+    return max(abs(share - at / spent) for at, share in log), spent
+
+
 def print_verdicts(results: dict[str, float], n_heads: int) -> None:
     """Each measure taken against its target; a part not measured says so."""
     for name, key, target in (
@@ -363,6 +387,15 @@ def main() -> None:
         print(f"  its head removals in {table['precision']}")
         if "precision" in parts:
             precision(lm.model, srcs, refs, table, report)
+    if "bar" in parts:
+        from model.core.constants import HEAD_SENTENCES
+
+        for heads in sorted({min(HEAD_SENTENCES, len(pairs)), n_heads}):
+            gap, spent = bar_against_clock(lm, corpus, opts, heads, of_model(lm.path))
+            print(
+                f"measure, not a verdict: the page's progress bar over an analysis with its head table over {heads:,} "
+                f"sentences ({spent:.1f} s) strays at most {gap:.3f} from the share of the time spent"
+            )
     data_dir = a.data or default_data_dir()
     if "page" in parts and not a.smoke and Path(data_dir).is_dir():
         report("page run reopening the cached set (AppTest)", reopen_in_apptest(model_dir, data_dir, len(pairs)))

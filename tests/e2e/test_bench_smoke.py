@@ -263,3 +263,10 @@ def test_controls_latency_smoke():
         assert re.search(rf"^{re.escape(name)} +\d+ ms +\d+ ms .*(PASS|FAIL) \(≤ 2× quiet\)", busy, re.M), (name, busy)
     for name in ("translate", "trace", "explain"):
         assert re.search(rf"^{name} +[\d.]+ s +[\d.]+×  (PASS|FAIL) \(≤ 2× import\)", quiet, re.M), (name, quiet)
+
+
+def test_corpus_bar_smoke():
+    """The corpus benchmark's ``bar`` part measures the page's progress bar against the clock: a gap in [0, 1]."""
+    out = run_smoke("corpus.py", "--parts", "bar")
+    gaps = re.findall(r"^measure, not a verdict: the page's progress bar .+ strays at most (\d\.\d+) from", out, re.M)
+    assert gaps and all(0.0 <= float(g) <= 1.0 for g in gaps), out
