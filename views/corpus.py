@@ -226,6 +226,7 @@ class Progress:
     parts: dict[str, float]  # each part's time per sentence of the set, relative (part_costs), in the job's order
     started: float = field(default_factory=time.perf_counter)
     state: tuple[int, int, str] = (0, 0, "waiting")  # (done, total, what is being done)
+    at: float = 0.0  # when ``state`` was reported (perf_counter)
 
 
 @dataclass(frozen=True)
@@ -298,7 +299,7 @@ def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: s
 
 def _run(work: Work, key: tuple, progress: Progress):
     def report(done: int, total: int, what: str) -> None:
-        progress.state = (done, total, what)
+        progress.state, progress.at = (done, total, what), time.perf_counter()
 
     progress.started = time.perf_counter()
     result = work(report)
@@ -331,6 +332,15 @@ def done_share(done: int, total: int, what: str, costs: dict[str, float]) -> flo
     return (before + costs.get(what, 0.0) * done / max(total, 1)) / sum(costs.values())
 
 
+def time_left(progress: Progress, frac: float, now: float) -> float | None:
+    """The seconds a job has left at ``now``, its share ``frac`` done as of its last report: the whole job's time read
+    at that report, not now, so that between two reports the time left counts down (None before a share worth
+    reading)."""
+    if frac <= 0.02:
+        return None
+    return max((progress.at - progress.started) / frac - (now - progress.started), 0.0)
+
+
 @st.fragment(run_every=PROGRESS_S)
 def watch(key: tuple) -> None:
     """The running analysis's progress bar, read again every ``PROGRESS_S``; the whole page once it is done."""
@@ -345,8 +355,8 @@ def watch(key: tuple) -> None:
         st.progress(0.0, text="Waiting for another analysis to finish…" if busy else "Starting…")
         return
     frac = done_share(done, total, what, job.progress.parts)
-    spent = time.perf_counter() - job.progress.started
-    eta = f", about {spent / frac - spent:.0f} s left" if frac > 0.02 else ""
+    left = time_left(job.progress, frac, time.perf_counter())
+    eta = "" if left is None else f", about {left:.0f} s left"
     st.progress(min(frac, 1.0), text=f"{what.capitalize()}: {done:,} of {total:,} sentences{eta}")
     st.caption("The analysis runs on the server: change the settings or open another page meanwhile.")
 

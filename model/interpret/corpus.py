@@ -533,6 +533,8 @@ def analyse(
     if len(scored) != len(srcs):
         raise RuntimeError("a sentence was left unscored")
     sigs = []
+    if progress:  # the part named from its start (its first report comes a chunk later)
+        progress(0, len(srcs), "erasing source words")
     for b in range(0, len(srcs), FAITHFUL_CHUNK):
         found = faithful.faithfulness(model, tokenizer, srcs[b : b + FAITHFUL_CHUNK], outs[b : b + FAITHFUL_CHUNK])
         sigs += [faithful.signals(f, src, lexicon) for f, src in zip(found, corpus.sources[b : b + FAITHFUL_CHUNK])]
@@ -834,6 +836,8 @@ def head_table(
     n_layers = {"enc": cfg.n_encoder_layers, "self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
     per = {k: {s: np.full((len(srcs), n, cfg.n_heads), np.nan) for s in STATS} for k, n in n_layers.items()}
     done = 0
+    if progress:
+        progress(0, len(srcs), "measuring the heads")
     batches = list(length_batches([list(s) + list(t) for s, t in zip(srcs, targets)], batch))
     # shortest and longest batches in turn, so that the sentences done follow the clock (the page's progress bar)
     for chunk in [c for pair in zip(batches, reversed(batches)) for c in pair][: len(batches)]:

@@ -19,7 +19,7 @@ from harness import audit
 from model.cli import main as cli
 from model.decode.decoding import DecodeOptions
 from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text, lexicon_note
-from views.corpus import HEAD_PART, PART_COST, analysis_jobs, done_share, part_costs
+from views.corpus import HEAD_PART, PART_COST, Progress, analysis_jobs, done_share, part_costs, time_left
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
 
@@ -510,3 +510,13 @@ def test_the_head_table_reads_the_sentences_chosen_as_the_cli_does(tiny_model_di
     assert at.select_slider(key="corpus_heads").value == 60 and "heads" not in at.query_params
     at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste", heads="50"), PAIRS[0][0])
     assert [s.key for s in at.select_slider] == ["corpus_beam"] and "heads" not in at.query_params
+
+
+def test_the_time_left_counts_down_between_two_reports():
+    """Read from the last report: a quarter done 10 s in makes 40 s, so 30 s left then, 25 s five seconds later with
+    no new report (not 15 / 0.25 - 15 = 45, read from now, which grows while a part is silent); never below 0."""
+    progress = Progress(PART_COST, started=100.0, at=110.0)
+    assert time_left(progress, 0.25, 110.0) == pytest.approx(30.0)
+    assert time_left(progress, 0.25, 115.0) == pytest.approx(25.0)
+    assert time_left(progress, 0.25, 190.0) == 0.0
+    assert time_left(progress, 0.01, 110.0) is None  # too little done to say
