@@ -4,8 +4,8 @@ does over the set), each sentence a link to Explore (two to Compare) with the sa
 The set is an uploaded or pasted file (plain lines, TSV ``english<TAB>french``, CSV with those columns) or a sample
 of a bundled test set, read from the data directory (``model.train.data.default_data_dir()``). The analysis is
 ``model.interpret.corpus.analyse``, the same function as ``python -m model corpus``, run on a server thread of its own
-(the page shows its progress and stays usable); a set analysed before (same model, decoding and file digest) comes
-from the process's cache.
+(the page shows its progress and stays usable); a set analysed before (same model, decoding, file digest and head
+table size) comes from the process's cache.
 """
 
 from __future__ import annotations
