@@ -21,9 +21,9 @@ set, pasted) ≤ 0.5 s in Chromium, from a click on a column header to the new o
 ``sort`` part, not run by default). A head table over more than 200 sentences runs its removals in the device's
 precision (bfloat16 where it multiplies it natively); the ``precision`` part (not run by default) runs the head table
 again in float32 and prints how far tables of each size are from float32's. The ``bar`` part (not run by default)
-analyses the set as the page does, with its head table over its first 200 sentences and over ``--head-sentences``,
-and prints how far the page's progress bar strays from the share of the time spent. Prints a table and one verdict
-line per target; asserts nothing. ``--smoke`` runs the tiny random model on a few made-up sentences.
+analyses the set as the page does (on the app's threads: DECODER_LENS_THREADS, else one), with its head table over its
+first 200 sentences and over ``--head-sentences``, and prints how far the page's progress bar strays from the share of
+the time spent. Prints a table and one verdict line per target; asserts nothing. ``--smoke`` runs the tiny random model on a few made-up sentences.
 """
 
 from __future__ import annotations
@@ -389,13 +389,17 @@ def main() -> None:
             precision(lm.model, srcs, refs, table, report)
     if "bar" in parts:
         from model.core.constants import HEAD_SENTENCES
+        from model.io.checkpoint import set_threads
 
+        threads = set_threads()  # as the app runs (DECODER_LENS_THREADS, else one)
         for heads in sorted({min(HEAD_SENTENCES, len(pairs)), n_heads}):
             gap, spent = bar_against_clock(lm, corpus, opts, heads, of_model(lm.path))
             print(
                 f"measure, not a verdict: the page's progress bar over an analysis with its head table over {heads:,} "
-                f"sentences ({spent:.1f} s) strays at most {gap:.3f} from the share of the time spent"
+                f"sentences ({spent:.1f} s, {threads} thread{'s' * (threads > 1)} as the app runs) strays at most "
+                f"{gap:.3f} from the share of the time spent"
             )
+        use_threads(a.threads)
     data_dir = a.data or default_data_dir()
     if "page" in parts and not a.smoke and Path(data_dir).is_dir():
         report("page run reopening the cached set (AppTest)", reopen_in_apptest(model_dir, data_dir, len(pairs)))

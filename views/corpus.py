@@ -311,11 +311,12 @@ def _run(work: Work, key: tuple, progress: Progress):
 
 
 # Each part's time per sentence it reads, relative, so that the bar and its time left follow the clock: the head
-# table reads fewer sentences than the set, but each costs most (the bundled model, greedy, 2 threads, Multi30k test
-# 2016: 5, 4, 22 and 75 ms, the head table's 50 ms where its removals run in bfloat16)
+# table reads fewer sentences than the set, but each costs most. Measured as the app runs it, on one torch thread
+# (set_threads' default): the bundled model, greedy, Multi30k test 2016: 4.5, 6.5, 37 and 125 ms, the head table's
+# 85 ms where its removals run in bfloat16
 HEAD_PART = "measuring the heads"  # the head table's part, as analyse reports it
-PART_COST = {"translating": 5.0, "scoring": 4.0, "erasing source words": 22.0, HEAD_PART: 75.0}
-HEAD_COST = {"float32": PART_COST[HEAD_PART], "bfloat16": 50.0}  # a head sentence's, by its removals' precision
+PART_COST = {"translating": 4.5, "scoring": 6.5, "erasing source words": 37.0, HEAD_PART: 125.0}
+HEAD_COST = {"float32": PART_COST[HEAD_PART], "bfloat16": 85.0}  # a head sentence's, by its removals' precision
 
 
 def part_costs(sentences: int, heads: int, precision: str = "float32") -> dict[str, float]:
