@@ -23,7 +23,8 @@ precision (bfloat16 where it multiplies it natively); the ``precision`` part (no
 again in float32 and prints how far tables of each size are from float32's. The ``bar`` part (not run by default)
 analyses the set as the page does (on the app's threads: DECODER_LENS_THREADS, else one), with its head table over its
 first 200 sentences and over ``--head-sentences``, and prints how far the page's progress bar strays from the share of
-the time spent. Prints a table and one verdict line per target; asserts nothing. ``--smoke`` runs the tiny random model on a few made-up sentences.
+the time spent. Prints a table and one verdict line per target; asserts nothing. ``--smoke`` runs the tiny random
+model on a few made-up sentences.
 """
 
 from __future__ import annotations
@@ -288,6 +289,24 @@ def bar_against_clock(lm, corpus, opts, heads: int, lexicon) -> tuple[float, flo
     return max(abs(share - at / spent) for at, share in log), spent
 
 
+def print_bar(lm, corpus, opts, n_heads: int, threads_after: int) -> None:
+    """``bar_against_clock`` on the app's threads (DECODER_LENS_THREADS, else one), with the page's default head table
+    and with one over ``n_heads`` sentences; then ``threads_after`` threads again."""
+    from model.core.constants import HEAD_SENTENCES
+    from model.interpret.lexicon import of_model
+    from model.io.checkpoint import set_threads, use_threads
+
+    threads = set_threads()
+    for heads in sorted({min(HEAD_SENTENCES, len(corpus.sources)), n_heads}):
+        gap, spent = bar_against_clock(lm, corpus, opts, heads, of_model(lm.path))
+        print(
+            f"measure, not a verdict: the page's progress bar over an analysis with its head table over {heads:,} "
+            f"sentences ({spent:.1f} s, {threads} thread{'s' * (threads > 1)} as the app runs) strays at most "
+            f"{gap:.3f} from the share of the time spent"
+        )
+    use_threads(threads_after)
+
+
 def print_verdicts(results: dict[str, float], n_heads: int) -> None:
     """Each measure taken against its target; a part not measured says so."""
     for name, key, target in (
@@ -388,18 +407,7 @@ def main() -> None:
         if "precision" in parts:
             precision(lm.model, srcs, refs, table, report)
     if "bar" in parts:
-        from model.core.constants import HEAD_SENTENCES
-        from model.io.checkpoint import set_threads
-
-        threads = set_threads()  # as the app runs (DECODER_LENS_THREADS, else one)
-        for heads in sorted({min(HEAD_SENTENCES, len(pairs)), n_heads}):
-            gap, spent = bar_against_clock(lm, corpus, opts, heads, of_model(lm.path))
-            print(
-                f"measure, not a verdict: the page's progress bar over an analysis with its head table over {heads:,} "
-                f"sentences ({spent:.1f} s, {threads} thread{'s' * (threads > 1)} as the app runs) strays at most "
-                f"{gap:.3f} from the share of the time spent"
-            )
-        use_threads(a.threads)
+        print_bar(lm, corpus, opts, n_heads, a.threads)
     data_dir = a.data or default_data_dir()
     if "page" in parts and not a.smoke and Path(data_dir).is_dir():
         report("page run reopening the cached set (AppTest)", reopen_in_apptest(model_dir, data_dir, len(pairs)))
