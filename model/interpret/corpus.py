@@ -832,7 +832,7 @@ def head_table(
     sentences; the other statistics are float32's) and ``"per_sentence"`` (``{kind: {stat: (N, L, H)}}``: each
     sentence's own values, which the means and the examples are read from)."""
     cfg = model.cfg
-    dtype = dtype or table_dtype(model.device, len(srcs))
+    dtype = table_dtype(model.device, len(srcs)) if dtype is None else dtype
     n_layers = {"enc": cfg.n_encoder_layers, "self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
     per = {k: {s: np.full((len(srcs), n, cfg.n_heads), np.nan) for s in STATS} for k, n in n_layers.items()}
     done = 0
