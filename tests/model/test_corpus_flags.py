@@ -1,7 +1,8 @@
 """The Corpus flags on the labelled set of the bundled model's own translations (benchmarks/data/corpus_labels.tsv):
 the set as described, each word signal against a brute-force computation, the cross-validation that chooses the
 thresholds, and each flag's out-of-fold precision and recall held to what they reach (benchmarks/corpus_flags.py
-prints the table)."""
+prints the table); the shipped flags on the second set (corpus_labels_fresh.tsv, labelled after they were fixed),
+held the same way."""
 
 from __future__ import annotations
 
