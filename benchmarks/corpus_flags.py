@@ -342,6 +342,17 @@ def cleared(lm, lexicon, n: int, data_dir: Path | None = None) -> None:
     print("\n".join(lines))
 
 
+def fresh(lm, lexicon, labels: Path, data_dir: Path | None = None) -> None:
+    """Print the shipped flags' precision and recall (Wilson 95 % intervals) on a set labelled after they were fixed,
+    and which flags each label's sentences raise."""
+    items = load(labels, data_dir)
+    flags = [raised(s) for s in flags_on(lm.model, lm.tokenizer, items, lexicon)]
+    print(f"{len(items)} sentences of {labels.name}, the shipped thresholds (none chosen on them):")
+    print("\n".join(held_out_table(items, flags)))
+    print("Which flags each label's sentences raise:")
+    print("\n".join(confusion(items, flags, range(len(items)))))
+
+
 def main(argv: list[str] | None = None) -> int:
     from model.interpret.lexicon import of_model
     from model.io.checkpoint import load_model_dir
@@ -375,12 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         cleared(lm, lexicon, a.cleared, a.data)
         return 0
     if a.fresh:
-        items = load(a.fresh, a.data)
-        flags = [raised(s) for s in flags_on(lm.model, lm.tokenizer, items, lexicon)]
-        print(f"{len(items)} sentences of {a.fresh.name}, the shipped thresholds (none chosen on them):")
-        print("\n".join(held_out_table(items, flags)))
-        print("Which flags each label's sentences raise:")
-        print("\n".join(confusion(items, flags, range(len(items)))))
+        fresh(lm, lexicon, a.fresh, a.data)
         return 0
     items = load(a.labels, a.data)
     t0 = time.perf_counter()
