@@ -520,3 +520,16 @@ def test_the_time_left_counts_down_between_two_reports():
     assert time_left(progress, 0.25, 115.0) == pytest.approx(25.0)
     assert time_left(progress, 0.25, 190.0) == 0.0
     assert time_left(progress, 0.01, 110.0) is None  # too little done to say
+
+
+def test_a_head_table_size_kept_from_a_larger_set_starts_at_the_default(tiny_model_dir, tmp_path):
+    """The size chosen for one set, not offered for the next set pasted in the same session, goes back to the
+    default (the whole of a set smaller than HEAD_SENTENCES), with no error."""
+    lines = lambda n: "".join(f"the {i} cat runs\tle chat court\n" for i in range(n))  # noqa: E731
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), lines(120))
+    assert at.select_slider(key="corpus_heads").value == 120
+    settled(at.select_slider(key="corpus_heads").set_value(100).run())
+    at = paste(at, lines(70))
+    sizes = at.select_slider(key="corpus_heads")
+    assert sizes.options == ["50", "70 (all)"] and sizes.value == 70
+    assert any(c.value.startswith("Over the first 70 sentences") for c in at.caption)
