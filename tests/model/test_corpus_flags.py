@@ -271,17 +271,22 @@ def test_cross_validation_flags_each_row_by_thresholds_chosen_without_it():
     assert B.cross_validated(flipped, sigs)[1][fold[0]] == chosen[fold[0]]
 
 
+def held_to(items, flags, floors: dict, fine_floor: float) -> None:
+    """Each flag's precision and recall on ``items`` at least its floor, and the fine sentences' share unflagged."""
+    everything = range(len(items))
+    for kind, (p_min, r_min) in floors.items():
+        s = B.score(items, flags, kind, everything)
+        assert s.precision >= p_min and s.recall >= r_min, (kind, s)
+    clean, n = B.fine_clean(items, flags, everything)
+    assert clean >= fine_floor * n, (clean, n)
+
+
 @pytest.mark.slow
 def test_flags_on_the_labelled_set(items, bundled):
     sigs = B.flags_on(bundled.model.eval(), bundled.tokenizer, items, of_model(bundled.path))
     oof, _ = B.cross_validated(items, sigs)
-    everything = range(len(items))
-    for kind, (p_min, r_min) in FLOORS.items():
-        s = B.score(items, oof, kind, everything)
-        assert s.precision >= p_min and s.recall >= r_min, (kind, s)
-    clean, n = B.fine_clean(items, oof, everything)
-    assert clean >= FINE_FLOOR * n, (clean, n)
-    cut = B.score(items, [B.raised(s) for s in sigs], "cutoff", everything)
+    held_to(items, oof, FLOORS, FINE_FLOOR)
+    cut = B.score(items, [B.raised(s) for s in sigs], "cutoff", range(len(items)))
     assert cut.tp >= 1 and cut.fp == cut.fn == 0
 
 
@@ -289,12 +294,7 @@ def test_flags_on_the_labelled_set(items, bundled):
 def test_shipped_flags_on_the_fresh_set(bundled):
     fresh = B.load(B.FRESH)
     flags = [B.raised(s) for s in B.flags_on(bundled.model.eval(), bundled.tokenizer, fresh, of_model(bundled.path))]
-    everything = range(len(fresh))
-    for kind, (p_min, r_min) in FRESH_FLOORS.items():
-        s = B.score(fresh, flags, kind, everything)
-        assert s.precision >= p_min and s.recall >= r_min, (kind, s)
-    clean, n = B.fine_clean(fresh, flags, everything)
-    assert clean >= FRESH_FINE_FLOOR * n, (clean, n)
+    held_to(fresh, flags, FRESH_FLOORS, FRESH_FINE_FLOOR)
 
 
 def test_confusion_counts_each_labels_sentences_by_the_flags_they_raise():
