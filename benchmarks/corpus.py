@@ -268,12 +268,12 @@ def precision(model, srcs, refs, table: dict, report) -> None:
 
 
 def bar_against_clock(lm, corpus, opts, heads: int, lexicon) -> tuple[float, float]:
-    """One analysis as the page runs it, each progress report's bar (``done_share`` with the page's ``part_costs``)
+    """One analysis as the page runs it, each progress report's bar (``done_share`` with the page's ``analysis_costs``)
     against the share of the time spent by then: (the largest gap, the seconds)."""
-    from model.interpret.corpus import analyse, precision_of, table_dtype
-    from views.corpus import done_share, part_costs
+    from model.interpret.corpus import analyse
+    from views.corpus import analysis_costs, done_share
 
-    costs = part_costs(len(corpus.sources), heads, precision_of(table_dtype(lm.model.device, heads)))
+    costs = analysis_costs(lm, len(corpus.sources), heads)
     log: list[tuple[float, float]] = []  # (seconds spent, the bar's share)
     t0 = time.perf_counter()
     analyse(

@@ -274,17 +274,16 @@ def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
 def held_out_table(items: list[Item], flags: list[dict]) -> list[str]:
     """Markdown rows: each flag's precision and recall with their Wilson 95 % intervals, and the fine sentences'
     share without a flag."""
+
+    def cell(hits: int, n: int) -> str:
+        low, high = wilson(hits, n)
+        return f"{hits / n:.3f} ({hits}/{n}; {low:.2f}–{high:.2f})" if n else "– (0/0)"
+
     lines = ["| flag | precision (95 % interval) | recall (95 % interval) |", "|---|---|---|"]
     for kind in KINDS:
         s = score(items, flags, kind, range(len(items)))
-        cells = []
-        for hits, n in ((s.tp, s.tp + s.fp), (s.tp, s.tp + s.fn)):
-            low, high = wilson(hits, n)
-            cells.append(f"{hits / n:.3f} ({hits}/{n}; {low:.2f}–{high:.2f})" if n else "– (0/0)")
-        lines.append(f"| {FLAG_OF[kind]} | " + " | ".join(cells) + " |")
-    clean, n = fine_clean(items, flags, range(len(items)))
-    low, high = wilson(clean, n)
-    lines.append(f"| fine sentences without a flag | {clean / n:.3f} ({clean}/{n}; {low:.2f}–{high:.2f}) | |")
+        lines.append(f"| {FLAG_OF[kind]} | {cell(s.tp, s.tp + s.fp)} | {cell(s.tp, s.tp + s.fn)} |")
+    lines.append(f"| fine sentences without a flag | {cell(*fine_clean(items, flags, range(len(items))))} | |")
     return lines
 
 

@@ -293,8 +293,7 @@ def run_analysis(lm: LoadedModel, corpus: Corpus, opts: DecodeOptions, digest: s
         lexicon = model_lexicon(str(lm.path), dir_stamp(str(lm.path)))
         return analyse(lm.model, lm.tokenizer, corpus, opts, heads, progress=report, lexicon=lexicon)
 
-    costs = part_costs(len(corpus.sources), heads, precision_of(table_dtype(lm.model.device, heads)))
-    return background(key, costs, work)
+    return background(key, analysis_costs(lm, len(corpus.sources), heads), work)
 
 
 def _run(work: Work, key: tuple, progress: Progress):
@@ -323,6 +322,12 @@ def part_costs(sentences: int, heads: int, precision: str = "float32") -> dict[s
     """Each part's time per sentence of the set, relative: the head table's (its removals in ``precision``) spread
     over the set (it reads the first ``heads``)."""
     return {**PART_COST, HEAD_PART: HEAD_COST.get(precision, PART_COST[HEAD_PART]) * heads / max(sentences, 1)}
+
+
+def analysis_costs(lm: LoadedModel, sentences: int, heads: int) -> dict[str, float]:
+    """``part_costs`` of an analysis of ``sentences`` with its head table over ``heads``, in the precision that table
+    runs its removals in on ``lm``'s device."""
+    return part_costs(sentences, heads, precision_of(table_dtype(lm.model.device, heads)))
 
 
 def done_share(done: int, total: int, what: str, costs: dict[str, float]) -> float:
