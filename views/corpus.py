@@ -634,7 +634,7 @@ def render_heads(result: Analysis, opts: DecodeOptions, model: str) -> None:
                 viz.head_grid(
                     t[stat],
                     t["role"],
-                    title=f"{KINDS[kind].capitalize()}: {stat.replace('_', ' ')} per head, role written in each cell",
+                    title=f"{KINDS[kind].capitalize()}: each head's role and {stat.replace('_', ' ')}",
                     value_name=stat.replace("_", " "),
                     layer_name=layer_name,
                 ),

@@ -116,8 +116,12 @@ def bar_figure(
     return common.new_figure(data, layout)
 
 
+GRID_CELL_MIN = 56  # px: a head's cell holds its role a word a line and its value, at 11 px
+
+
 def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: str, layer_name: str) -> common.Figure:
-    """A layer × head grid of one statistic over the set, each cell labelled with the head's role."""
+    """A layer × head grid of one statistic over the set, each cell labelled with the head's role (a word a line)
+    and its value: the values are printed, so no colour bar takes the room that lets four heads fit a phone."""
     v = common.as_2d(values, "values")
     r = np.asarray(roles)
     if r.shape != v.shape:
@@ -125,10 +129,12 @@ def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: 
     L, H = v.shape
     finite = v[np.isfinite(v)]
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    words = [[str(r[i, j]).split() or [""] for j in range(H)] for i in range(L)]
     labels = [
-        [f"{r[i, j]}<br>{v[i, j]:.2f}" if math.isfinite(v[i, j]) else str(r[i, j]) for j in range(H)] for i in range(L)
+        ["<br>".join([*words[i][j], *([f"{v[i, j]:.2f}"] if math.isfinite(v[i, j]) else [])]) for j in range(H)]
+        for i in range(L)
     ]
-    width = math.ceil(max(common.text_px(str(x), common.TICK_FONT) for x in r.ravel()) + 14) if r.size else CELL_MAX
+    widest = max((common.text_px(w, common.TICK_FONT) for row in words for cell in row for w in cell), default=0.0)
     spec = HeatmapSpec(
         x_title="head",
         y_title=layer_name,
@@ -139,14 +145,15 @@ def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: 
         row_index=False,
         col_index=False,
         show_values=False,
+        show_scale=False,
     )
     fig = heatmap(
         v,
-        [f"layer {i}" for i in range(L)],
-        [f"head {h}" for h in range(H)],
+        [str(i) for i in range(L)],  # numbers under the axes' titles: the room is the cells'
+        [str(h) for h in range(H)],
         spec,
         title=title,
-        framing=Framing(cells="square", cell_max=max(CELL_MAX, width, 64)),
+        framing=Framing(cells="square", cell_max=max(CELL_MAX, math.ceil(widest) + 4, GRID_CELL_MIN)),
     )
     data, layout = common.figure_parts(fig)
     cells = {**data[0], "text": labels, "texttemplate": "%{text}", "textfont": dict(size=common.TICK_FONT)}

@@ -51,7 +51,7 @@ CB_TICK_PX = 30
 CB_THICK = 14
 AXIS_TITLE = 24  # an axis title and its standoff
 AXIS_LINE = 16  # each further line of a wrapped axis title
-FIG_MIN_W = 380  # square figures are at least this wide so the title has room
+FIG_MIN_W = 340  # square figures are at least this wide so the title has room, and fit a phone (358 px at 390)
 NOTE_H = 18  # a line of the note under the title that says which window of a large matrix is shown ...
 NOTE_GAP = 6  # ... and the room between it and the plot
 NOTE_COLOR = "#555"
@@ -68,7 +68,8 @@ class HeatmapSpec:
     bar properties (e.g. ``tickvals`` / ``ticktext``). Values are sent rounded to ``decimals`` significant digits;
     non-finite cells are masked (grey, hover ``masked_hover``). ``row_index`` / ``col_index`` prefix labels with
     their position ("3:▁le") so repeated tokens stay distinct (without the prefix, labels are kept unless two
-    coincide). ``show_values`` prints the values in the cells (only up to 12 x 12 cells wide enough for them)."""
+    coincide). ``show_values`` prints the values in the cells (only up to 12 x 12 cells wide enough for them);
+    ``show_scale`` False leaves the colour bar out, and its room, where every cell prints its value."""
 
     x_title: str = ""
     y_title: str = ""
@@ -83,6 +84,7 @@ class HeatmapSpec:
     row_index: bool = True
     col_index: bool = True
     show_values: bool = False
+    show_scale: bool = True
     x_name: str | None = None
     y_name: str | None = None
 
@@ -486,6 +488,8 @@ def _heatmap_parts(
         "title": {"text": vn, "side": "right", "font": {"size": FONT}, **extra.get("title", {})},
     }
     axis: dict[str, Any] = dict(colorscale=spec.colorscale, colorbar=bar)
+    if not spec.show_scale:
+        axis["showscale"] = False
     if spec.zmin is not None:
         axis["cmin"] = spec.zmin
     if spec.zmax is not None:
@@ -575,7 +579,7 @@ def heatmap(
     R, C = v.shape
     ys = unique_labels(row_labels, index=spec.row_index)
     xs = unique_labels(col_labels, index=spec.col_index)
-    cb_px = colorbar_px(_bar_ticks(spec.colorbar), spec.value_name)
+    cb_px = colorbar_px(_bar_ticks(spec.colorbar), spec.value_name) if spec.show_scale else 0
     x_title, y_title, height = spec.x_title, spec.y_title, framing.height
     notes = []
     if cells == "square":

@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from viz.common import TICK_FONT, text_px
 from viz.corpus import bar_figure, difference_histogram, head_grid, sentence_scatter
 
 
@@ -75,15 +76,33 @@ def test_a_negative_bar_writes_its_value_beside_the_zero_line_not_over_the_label
 
 def test_head_grid_labels_each_head_with_its_role():
     values = np.array([[0.1, 0.5], [0.2, np.nan]])
-    roles = np.array([["sink", "diagonal"], ["broad", "alignment"]])
+    roles = np.array([["sink", "diagonal"], ["previous token", "alignment"]])
     fig = go.Figure(
         head_grid(values, roles, title="t", value_name="loss increase", layer_name="decoder layer").plotly()
     )
     text = fig.data[0].text
-    assert text[0][1] == "diagonal<br>0.50" and text[1][1] == "alignment"
-    assert list(fig.data[0].x) == ["head 0", "head 1"] and fig.layout.yaxis.title.text == "decoder layer"
+    assert text[0][1] == "diagonal<br>0.50" and text[1][1] == "alignment" and text[1][0] == "previous<br>token<br>0.20"
+    assert list(fig.data[0].x) == ["0", "1"] and fig.layout.xaxis.title.text == "head"
+    assert list(fig.data[0].y) == ["0", "1"] and fig.layout.yaxis.title.text == "decoder layer"
     with pytest.raises(ValueError):
         head_grid(values, roles[:1], title="t", value_name="v", layer_name="l").plotly()
+
+
+def test_a_four_head_grid_fits_a_phone_with_its_values_printed_instead_of_a_colour_bar():
+    roles = np.array([["sharp", "previous token", "alignment", "diagonal"]] * 3)
+    values = np.array([[0.01, -0.01, 0.5, 0.02]] * 3)
+    fig = head_grid(
+        values,
+        roles,
+        title="Encoder self-attention: each head's role and loss increase",
+        value_name="loss increase",
+        layer_name="encoder layer",
+    )
+    assert fig.layout["width"] <= 358  # a 390 px phone's column
+    assert fig.layout["coloraxis"]["showscale"] is False
+    widest = max(text_px(w, TICK_FONT) for w in ("alignment", "previous", "-0.01"))
+    plot_w = fig.layout["width"] - fig.layout["margin"]["l"] - fig.layout["margin"]["r"]
+    assert plot_w / 4 >= widest  # every word of a role and every value fits its cell
 
 
 def test_difference_histogram_counts_each_moved_sentence_once():

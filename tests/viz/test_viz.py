@@ -20,6 +20,7 @@ import pytest
 
 from model.core.constants import IMPOSSIBLE as PLACEHOLDER  # the decoder's placeholder score
 from viz import api as viz
+from viz.heatmap import FIG_MIN_W
 
 TREE = viz.TreeOptions(impossible=PLACEHOLDER)  # the tree of a decode: its placeholder scores left out
 
@@ -773,7 +774,7 @@ def test_tiny_matrices_keep_square_cells_and_a_short_bar_beside_them():
         highlight_row=-1,
     ).plotly()
     cw, ch, _, _ = square_cells(fig)
-    assert cw == ch == 40 and fig.layout.width >= 380
+    assert cw == ch == 40 and fig.layout.width >= FIG_MIN_W
     assert fig.layout.margin.autoexpand is False  # Plotly may not take room from the plot
     bar = fig.layout.coloraxis.colorbar
     assert bar.len == 80 and bar.xpad == 10 and bar.y == 1 and bar.yanchor == "top"  # as tall as the plot, beside it
