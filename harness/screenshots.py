@@ -24,11 +24,12 @@ OUT = ROOT / "assets" / "screenshots"
 VIEWPORT = ViewportSize(width=1366, height=900)
 TIMEOUT_MS = 300_000
 SENTENCE = "The little girl is reading a book in the garden."
-CORPUS_SET = (
+CORPUS_SET = (  # one the model gets right and three it gets wrong, so the picture shows what the flags name
     "A man is riding a bicycle.\tUn homme fait du vélo.\n"
-    "Two dogs play in the snow.\tDeux chiens jouent dans la neige.\n"
-    "The little girl is reading a book in the garden.\tLa petite fille lit un livre dans le jardin.\n"
-    "A woman is cooking dinner in the kitchen.\tUne femme prépare le dîner dans la cuisine.\n"
+    "A girl is playing the piano in a concert hall.\tUne fille joue du piano dans une salle de concert.\n"
+    "A boy in a yellow raincoat jumps into a muddy puddle.\tUn garçon en imperméable jaune saute dans une flaque de "
+    "boue.\n"
+    "A man sells roasted chestnuts from a cart.\tUn homme vend des marrons grillés sur une charrette.\n"
 )
 
 
