@@ -3,6 +3,7 @@
     python benchmarks/corpus_flags.py [--model DIR] [--data DIR] [--labels TSV] [--json OUT] [--cache JSON]
     python benchmarks/corpus_flags.py --cleared 300   # what the word translation table clears, for reading
     python benchmarks/corpus_flags.py --fresh         # the shipped thresholds on the second set, never read before
+    python benchmarks/corpus_flags.py --second        # both sets read again by a second reader: agreement, flags
 
 The set (``benchmarks/data/corpus_labels.tsv``, how it was made in ``benchmarks/data/README.md``): held-out
 Multi30k lines by (file, line number), read from the data directory, and sentences written for the check, each with
@@ -37,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "benchmarks" / "data" / "corpus_labels.tsv"
 FRESH = ROOT / "benchmarks" / "data" / "corpus_labels_fresh.tsv"  # labelled after the flags were fixed
+SECOND = ROOT / "benchmarks" / "data" / "corpus_labels_second.tsv"  # both sets read again by a second reader
 Z95 = 1.959964  # the normal quantile of a two-sided 95 % interval
 KINDS = ("dropped", "invented", "untranslated", "wrong", "cutoff")
 FLAG_OF = {
@@ -299,6 +301,61 @@ def confusion(items: list[Item], flags: list[dict], rows) -> list[str]:
     return lines
 
 
+def kappa(a: list[bool], b: list[bool]) -> float:
+    """Cohen's kappa of two readers' yes/no on the same items: their agreement beyond what their rates give by
+    chance (1: always agree, 0: as chance; NaN when both say the same of every item)."""
+    n = len(a)
+    if n != len(b) or not n:
+        raise ValueError("two readings of the same items, at least one")
+    seen = sum(x == y for x, y in zip(a, b)) / n
+    pa, pb = sum(a) / n, sum(b) / n
+    chance = pa * pb + (1 - pa) * (1 - pb)
+    return (seen - chance) / (1 - chance) if chance < 1 else math.nan
+
+
+def agreement_table(first: list[Item], second: list[Item]) -> list[str]:
+    """Markdown rows: for each label, the sentences each reader gave it, both, and Cohen's kappa."""
+    lines = ["| label | first reader | second reader | both | kappa |", "|---|---|---|---|---|"]
+    for label in ("fine", *KINDS):
+        a, b = [label in it.labels for it in first], [label in it.labels for it in second]
+        both = sum(x and y for x, y in zip(a, b))
+        lines.append(f"| {label} | {sum(a)} | {sum(b)} | {both} | {kappa(a, b):.2f} |")
+    return lines
+
+
+def read_again(items: list[Item], second: list[Item]) -> list[Item]:
+    """``second``'s readings in the order of ``items`` (the same sentence and translation)."""
+    by = {(it.english, it.output): it for it in second}
+    missing = [it.where for it in items if (it.english, it.output) not in by]
+    if missing:
+        raise ValueError(f"the second reading lacks {len(missing)} sentences, e.g. {missing[0]}")
+    return [by[(it.english, it.output)] for it in items]
+
+
+def second_reading(lm, lexicon, labels: Path, cache: Path | None, data_dir: Path | None = None) -> None:
+    """Print how far a second reader's labels agree with the first's on both sets, and the flags measured against
+    each reader: the shipped thresholds on both sets, and the first set's out-of-fold protocol run on the second
+    reader's labels."""
+    second = load(labels, data_dir)
+    for name, path in (("first set", LABELS), ("second set", FRESH)):
+        items = load(path, data_dir)
+        again = read_again(items, second)
+        if cache and path == LABELS:
+            sigs = cached_flags(lm.model, lm.tokenizer, items, cache, digest(lm.path), lexicon)
+        else:
+            sigs = flags_on(lm.model, lm.tokenizer, items, lexicon)
+        flags = [raised(s) for s in sigs]
+        print(f"{name} ({len(items)} sentences): the two readers' labels")
+        print("\n".join(agreement_table(items, again)))
+        for who, labelled in (("first reader", items), ("second reader", again)):
+            print(f"{name}, the shipped thresholds against the {who}'s labels:")
+            print("\n".join(held_out_table(labelled, flags)))
+        if path == LABELS:
+            oof, _ = cross_validated(again, sigs)
+            print(f"{name}, out of fold on the second reader's labels (thresholds chosen on them):")
+            print("\n".join(table(again, oof, {"out of fold": range(len(items))})))
+
+
 def cleared(lm, lexicon, n: int, data_dir: Path | None = None) -> None:
     """Print what the word translation table clears on the first ``n`` sentences of Multi30k test 2016 (never
     labelled): how many sentences raise *dropped words* and *wrong word* without and with it, and each word it
@@ -352,10 +409,7 @@ def fresh(lm, lexicon, labels: Path, data_dir: Path | None = None) -> None:
     print("\n".join(confusion(items, flags, range(len(items)))))
 
 
-def main(argv: list[str] | None = None) -> int:
-    from model.interpret.lexicon import of_model
-    from model.io.checkpoint import load_model_dir
-
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=str(ROOT / "assets" / "models" / "en-fr"))
     ap.add_argument("--data", type=Path, help="the data directory (default: the project's)")
@@ -378,7 +432,22 @@ def main(argv: list[str] | None = None) -> int:
         metavar="TSV",
         help=f"instead, the shipped thresholds on a set labelled after they were fixed (default {FRESH.name})",
     )
-    a = ap.parse_args(argv)
+    ap.add_argument(
+        "--second",
+        nargs="?",
+        const=SECOND,
+        type=Path,
+        metavar="TSV",
+        help=f"instead, how a second reader's labels agree with the first's (default {SECOND.name})",
+    )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    from model.interpret.lexicon import of_model
+    from model.io.checkpoint import load_model_dir
+
+    a = parser().parse_args(argv)
     lm = load_model_dir(a.model)
     lexicon = of_model(lm.path)
     if a.cleared:
@@ -386,6 +455,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.fresh:
         fresh(lm, lexicon, a.fresh, a.data)
+        return 0
+    if a.second:
+        second_reading(lm, lexicon, a.second, a.cache, a.data)
         return 0
     items = load(a.labels, a.data)
     t0 = time.perf_counter()
