@@ -173,7 +173,7 @@ def candidates(r: Reading | None) -> None:
         return
     text_of = partial(LessonRun.text, r.run)
     st.markdown(
-        "**The finished candidates, best score first** (the first is the translation beam search returns):\n\n"
+        "**The finished candidates, best score first:**\n\n"
         + "\n".join(f"{i}. {md(text_of(h.ids))} (score {h.score:.3f})" for i, h in enumerate(r.run.beam.n_best, 1))
     )
 

@@ -289,6 +289,8 @@ def chapter(learn: Learn | None, run: LessonRun | None, c: Chapter, k: int, sid:
     """Chapter ``k`` (written: ``c``; declared: ``chapters.CHAPTERS[k - 1]``), without a model the worked example
     alone (``learn`` and ``run`` None)."""
     unit = chapters.CHAPTERS[k - 1]
+    qkey, check = f"learn_q_{c.key}_{sid}", f"learn_check_{c.key}_{sid}"
+    checked = f"learn_checked_{c.key}_{sid}"  # the answer the last Check was for, as a 1-tuple
     st.header(f"{k}. {c.title}", anchor=False)  # no link beside it: one Tab stop less before the question
     st.markdown(md(c.text))
     st.latex(c.equation)
@@ -303,17 +305,20 @@ def chapter(learn: Learn | None, run: LessonRun | None, c: Chapter, k: int, sid:
         # the next chapter's figure goes along, for the browser to draw while this one is read
         nxt = later[0] if later else None
         show(fig, f"learn_fig_{c.key}", (nxt[1], f"learn_fig_{nxt[0]}") if nxt and nxt[1] else None)
-        st.caption(md(f"The figure in words: {c.alt}"))
+        words = md(f"The figure in words: {c.alt}")
+        if checked in st.session_state or st.session_state.get(check):  # Check pressed, now or before
+            st.caption(words)
+        else:  # it reads the answer off the figure: there for whoever cannot see the figure, not read by chance
+            with st.expander("The figure in words (it gives the answer)"):
+                st.caption(words)
     if learn is not None and reading is not None and unit.stages:
         st.markdown(explore_links(learn, reading, unit.stages))
     if unit.below is not None:
         unit.below(reading)
     q = c.question
-    qkey = f"learn_q_{c.key}_{sid}"
     st.radio(md(q.prompt), q.options, index=None, key=qkey)
-    checked = f"learn_checked_{c.key}_{sid}"  # the answer the last Check was for, as a 1-tuple
     s = st.session_state
-    if st.button("Check", key=f"learn_check_{c.key}_{sid}", type="primary"):
+    if st.button("Check", key=check, type="primary"):
         s[checked] = (s.get(qkey),)
         class_link.submit(q, s.get(qkey), s["learn_src"])
     elif checked not in s:

@@ -537,8 +537,8 @@ def output_proj_chapter(r: Run) -> Chapter:
         f"Row 0 can only see <s> (weight {w[0, 0]:.2f}), so its output is row 0 of V ({_gap(dist['row 0 of V'])}); "
         f"{fr} mixes {f + 1} value rows. {H} heads × {d_k} = {H * d_k} numbers per "
         f"row go into W_O and {out.shape[1]} come out.",
-        f"α·V, layer {SELF_LAYER}, head {h}: {ctx.shape[0]} rows × {ctx.shape[1]} dimensions; row 0 and row 0 of "
-        f"V: {_gap(dist['row 0 of V'])}; values from {ctx.min():.2f} to {ctx.max():.2f}.",
+        f"α·V, layer {SELF_LAYER}, head {h}: {ctx.shape[0]} rows × {ctx.shape[1]} dimensions; row 0 against row "
+        f"0 of V: {_gap(dist['row 0 of V'])}; values from {ctx.min():.2f} to {ctx.max():.2f}.",
         Question(
             "output_proj",
             f"Row 0 of α·V (layer {SELF_LAYER}, head {h}) equals…",

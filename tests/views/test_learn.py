@@ -331,6 +331,20 @@ def test_or_go_to_moves_to_the_chapter_and_follows_the_buttons(tiny_model_dir, m
     assert at.header[0].value.startswith("8. ") and at.selectbox(key="learn_goto").value == 8
 
 
+def test_the_figure_in_words_is_folded_away_until_the_answer_is_checked(tiny_model_dir, monkeypatch):
+    """It reads the answer off the figure ("largest σ … at row 3"), so before Check it sits in a closed expander
+    that says so, and after Check it is a caption under the figure."""
+    at = open_learn(tiny_model_dir, monkeypatch, chapter="8")
+    folded = [e for e in at.expander if e.label == "The figure in words (it gives the answer)"]
+    assert len(folded) == 1 and any(c.value.startswith("The figure in words") for c in folded[0].caption)
+    outside = [c for c in at.main.caption if c.value.startswith("The figure in words")]
+    assert len(outside) == 1  # the one inside the expander, no other
+    button(at, "learn_check_").click().run()
+    ok(at)
+    assert not [e for e in at.expander if e.label.startswith("The figure in words")]
+    assert any(c.value.startswith("The figure in words") for c in at.caption)
+
+
 def test_the_next_chapter_s_figure_is_built_while_this_one_is_read(tiny_model_dir, monkeypatch):
     """Each chapter builds the next one's figure in the background: going on to it takes the figure from the cache,
     and what the cache sends is what building it sends."""
