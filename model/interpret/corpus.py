@@ -88,7 +88,8 @@ FLAGS = {
     "the model writes as readily without the source: log p(y|x) − log p(y|empty source) below "
     f"{faithful.INVENTED_NATS}",
     "untranslated": "a source word copied (case-insensitive) that French does not use: wordfreq finds it at least "
-    f"{10**faithful.COPY_ZIPF_GAP:.0f}× more often in English (names inside the sentence, quoted words, numbers aside)",
+    f"{10**faithful.COPY_ZIPF_GAP:.0f}× more often in English (names of capitalised words side by side, quoted "
+    "words, numbers aside)",
     "wrong word": f"a content word written (not copied) with probability below {faithful.WRONG_PROB} that, where the "
     f"model has a word translation table, no source word is translated as with t(f | e) ≥ {faithful.LEXICON_WRONG:g}; "
     f"or one that is not French (wordfreq Zipf below {faithful.NONWORD_ZIPF}) written with probability below "

@@ -26,7 +26,8 @@ Everything here is teacher-forced on the (source, translation) pair, with no gra
   "a busy" calls for it; "pneu" for "tire" written unsure but right.
 - **Copied words**: output words that are source words (case-insensitive) and that French does not use: wordfreq's
   French frequency at least COPY_ZIPF_GAP below its English frequency ("man", "horse"), so that cognates and
-  loanwords ("taxi", "jazz", "piano") and names (capitalised inside a mixed-case source) are allowed.
+  loanwords ("taxi", "jazz", "piano") and names are allowed (``names``: capitalised words side by side inside the
+  sentence, "New York", and, with a word translation table, a lone one its training pairs never hold).
 
 Shapes: K source content words, T output tokens.
 """
@@ -371,6 +372,25 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     return found
 
 
+def names(words: list[str], lexicon: Lexicon | None = None) -> set[str]:
+    """The source's names, lowercased: capitalised words (not all capitals) inside the sentence, beside another
+    ("New York", "Iowa State") or, with a word translation table, alone and unknown to its training pairs
+    ("Grimshaw"). A lone capitalised word the pairs hold is read as any other, by how much more English uses it than
+    French: "A Family" or "in Brazil" copied is untranslated, "Boston" or "Batman" is not."""
+    caps = [i > 0 and w[:1].isupper() and not w.isupper() for i, w in enumerate(words)]
+    return {
+        bare(w).lower()
+        for i, w in enumerate(words)
+        if caps[i]
+        and (
+            (i > 0 and caps[i - 1])
+            or (i + 1 < len(words) and caps[i + 1])
+            or lexicon is None
+            or not lexicon.knows(bare(w))
+        )
+    }
+
+
 def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dict:
     """One sentence's faithfulness signals and the words concerned (JSON-ready values); with a ``lexicon``, each
     weak source word's best lexical translation among the output's words and each unsure output word's among the
@@ -396,8 +416,7 @@ def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dic
 
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
     repeated = _repeated(f, out)
-    names = [w.text for i, w in enumerate(f.src_words) if i > 0 and w.text[:1].isupper() and not w.text.isupper()]
-    keep = _quoted(source) | {bare(w).lower() for w in names}
+    keep = _quoted(source) | names([w.text for w in f.src_words], lexicon)
     copied = [
         bare(w.text)
         for w in f.out_words

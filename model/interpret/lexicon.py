@@ -39,6 +39,14 @@ def keys(text: str) -> list[str]:
 class Lexicon:
     forward: dict[tuple[str, str], float]  # (english key, french key) -> t(french | english)
     backward: dict[tuple[str, str], float] = field(default_factory=dict)  # the same keys -> t(english | french)
+    english: frozenset[str] = field(init=False)  # the English keys the training pairs hold
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "english", frozenset(e for e, _ in self.forward))
+
+    def knows(self, english: str) -> bool:
+        """Whether the training pairs hold the English word (its key) with a French word kept."""
+        return key(english) in self.english
 
     def prob(self, english: str, french: str) -> float:
         """t(french | english) of two words as written (0 when the pair was not kept)."""

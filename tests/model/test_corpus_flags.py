@@ -222,12 +222,13 @@ def test_the_lexicon_clears_a_word_rendered_where_erasure_cannot_see_it(bundled)
     assert len(unsure["unsure_lexical"]) == len(unsure["unsure_words"])
 
 
-def _signal(bundled, source: str, output: str, key: str):
-    """One signal of ``faithful.signals`` for a (source, output) pair written out, the bundled model reading it."""
+def _signal(bundled, source: str, output: str, key: str, lexicon: Lexicon | None = None):
+    """One signal of ``faithful.signals`` for a (source, output) pair written out, the bundled model reading it
+    (with ``lexicon``, its word translation table)."""
     m, tok = bundled.model.eval(), bundled.tokenizer
     src = prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)
     (f,) = F.faithfulness(m, tok, [src], [tok.encode(output) + [m.cfg.eos_id]])
-    return F.signals(f, source)[key]
+    return F.signals(f, source, lexicon)[key]
 
 
 def test_untranslated_is_case_insensitive_and_allows_cognates_and_names(bundled):
@@ -238,6 +239,32 @@ def test_untranslated_is_case_insensitive_and_allows_cognates_and_names(bundled)
     assert copied("a man is riding a horse.", "Un man est riding un horse.") == ["man", "riding", "horse"]
     assert copied("The taxi driver likes jazz and piano.", "Le chauffeur de taxi aime le jazz et le piano.") == []
     assert copied('My friend Grimshaw reads the word "table".', 'Mon ami Grimshaw lit le mot "table".') == []
+
+
+def test_a_lone_capitalised_word_the_training_pairs_hold_is_no_name(bundled):
+    """Multi30k test 2016's "A Family going for a walk" came out "A Family va se promener": with the word
+    translation table, a lone capitalised word its training pairs hold is read by frequency as any other word; a
+    name of several capitalised words, or one the pairs never hold, stays a name."""
+    table = of_model(bundled.path)
+    assert table is not None and table.knows("Family") and not table.knows("Grimshaw")
+
+    def copied(source, output):
+        return _signal(bundled, source, output, "untranslated_words", table)
+
+    assert copied("A Family going for a walk in a park.", "A Family va se promener dans un parc.") == ["Family"]
+    assert copied("A man in Brazil giving a talk.", "Un homme en Brazil donnant un discours.") == ["Brazil"]
+    assert copied("Soldiers march through New York.", "Des soldats défilent à New York.") == []
+    assert copied('My friend Grimshaw reads the word "table".', 'Mon ami Grimshaw lit le mot "table".') == []
+    assert copied("A photo of Boston at night.", "Une photo de Boston la nuit.") == []  # French writes it too
+    # without a table, every capitalised word inside the sentence is a name
+    assert _signal(bundled, "A Family walks.", "A Family marche.", "untranslated_words") == []
+
+
+def test_names_are_capitalised_words_side_by_side_or_unknown_alone():
+    table = Lexicon({("famil", "famil"): 0.8, ("brazi", "brési"): 0.5})
+    words = ["A", "Family", "from", "Brazil", "visits", "New", "York", "with", "Grimshaw", "and", "NASA"]
+    assert F.names(words, table) == {"new", "york", "grimshaw"}
+    assert F.names(words) == {"family", "brazil", "new", "york", "grimshaw"}  # no table: every capitalised word
 
 
 def test_a_repeated_word_is_the_same_word_not_a_shared_stem(bundled):
