@@ -54,6 +54,7 @@ from .heatmap import (
     colorbar_dict,
     colorbar_px,
     heatmap,
+    label_bar,
     left_margin,
     note_annotation,
     note_height,
@@ -253,6 +254,7 @@ def matrix_figure(
         ticks=Ticks(row_step=geo.row_step),
     )
     axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"], length=geo.plot_h)
+    label_bar(axis["colorbar"], v[:, lo:hi], spec)
     moved = set_window(yaxis, geo.rows, len(tokens), reverse=True)
     layout = layout_defaults(title, height=geo.height, cells="rows")
     layout.update(margin=geo.margin, title=geo.title, coloraxis=axis, xaxis=xaxis, yaxis=yaxis)
@@ -549,6 +551,7 @@ def heads_grid(
     axis["colorbar"] = colorbar_dict(
         axis["colorbar"], axis["colorbar"]["title"]["text"], length=max(CB_MIN, min(grid.plot_h, 400)), xpad=xpad
     )
+    label_bar(axis["colorbar"], w, spec)
     layout.update(coloraxis=axis, shapes=shapes, annotations=[window, *notes] if window else notes)
     if one.rows.count < Tq or one.cols.count < Tk:
         layout["dragmode"] = "pan"
@@ -785,6 +788,7 @@ def _norm_heatmaps(
             t.update(xaxis=f"x{n}", yaxis=f"y{n}")
         traces += parts
         axis["colorbar"] = colorbar_dict(axis["colorbar"], vname, length=ph, y=top)
+        label_bar(axis["colorbar"], vals[:, lo:hi], spec)
         xaxis.update(domain=[0, 1], anchor=f"y{n}")
         yaxis.update(domain=_domain(top - ph / plot_h, top), anchor=f"x{n}")
         set_window(yaxis, geo.rows, T, reverse=True)

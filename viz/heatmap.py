@@ -161,6 +161,46 @@ def colorbar_dict(
     return bar
 
 
+NICE = (5.0, 2.5, 2.0, 1.0)  # colour-bar tick steps, times a power of ten
+BAR_TICKS = 6  # labels a colour bar aims at, where its length holds them
+
+
+def shown_range(v: np.ndarray, spec: HeatmapSpec) -> tuple[float, float] | None:
+    """The colour axis's range as Plotly draws it: ``spec``'s bounds, else the finite values', an open bound
+    made symmetric about ``zmid``; None when there is no finite value."""
+    finite = v[np.isfinite(v)]
+    if not finite.size:
+        return None
+    lo = spec.zmin if spec.zmin is not None else float(finite.min())
+    hi = spec.zmax if spec.zmax is not None else float(finite.max())
+    if spec.zmid is not None and (spec.zmin is None or spec.zmax is None):
+        half = max(abs(lo - spec.zmid), abs(hi - spec.zmid))
+        lo, hi = spec.zmid - half, spec.zmid + half
+    return lo, hi
+
+
+def bar_ticks(lo: float, hi: float, length: float) -> dict:
+    """Linear colour-bar ticks from 0 at a round step (5, 2.5, 2, 1 times a power of ten) that labels at least
+    three values in [lo, hi], at most one per ``CB_TICK_PX``, as near ``BAR_TICKS`` as that allows (ties: the larger
+    step): Plotly's own choice can label a short bar once ("0" alone on a diverging bar). Empty when the range is a
+    point."""
+    span = hi - lo
+    if not (math.isfinite(span) and span > 0):
+        return {}
+    most = max(3, int(length // CB_TICK_PX))
+    top = 10.0 ** math.ceil(math.log10(span))
+    steps = [top * f / 10**k for k in range(0, 4) for f in NICE]
+    count = lambda step: math.floor(hi / step + 1e-9) - math.ceil(lo / step - 1e-9) + 1  # noqa: E731
+    fits = [st for st in steps if 3 <= count(st) <= most]
+    aim = min(most, BAR_TICKS)
+    step = (
+        min(fits, key=lambda st: abs(count(st) - aim))
+        if fits
+        else next((st for st in steps if count(st) >= 3), steps[-1])
+    )
+    return dict(tickmode="linear", tick0=0, dtick=float(f"{step:.6g}"))
+
+
 class SquareGeometry(NamedTuple):
     cell: int
     rows: Window
@@ -547,6 +587,13 @@ def set_window(axis: dict, win: Window, total: int, *, reverse: bool = False) ->
     return win.count < total
 
 
+def label_bar(bar: dict, v: np.ndarray, spec: HeatmapSpec) -> None:
+    """Give a colour bar ``bar_ticks`` over the range it shows, unless its figure names its own ticks."""
+    shown = None if _bar_ticks(spec.colorbar) else shown_range(v, spec)
+    if shown is not None:
+        bar.update(bar_ticks(*shown, bar["len"]))
+
+
 def _bar_ticks(colorbar: dict | None) -> list[str] | None:
     return [str(t) for t in (colorbar or {}).get("ticktext") or []] or None
 
@@ -611,6 +658,7 @@ def heatmap(
             length=max(g.rows.count * g.cell, CB_MIN),
             xpad=g.cb_xpad,
         )
+        label_bar(axis["colorbar"], v, spec)
         moved = set_window(xaxis, g.cols, C) | set_window(yaxis, g.rows, R, reverse=True)
         layout = layout_defaults(title, height=g.height, width=g.width, cells="square")
         layout.update(margin=g.margin, title=g.title)
@@ -639,6 +687,7 @@ def heatmap(
             cell_px=plot_w / max(C, 1),
         )
         axis["colorbar"] = colorbar_dict(axis["colorbar"], axis["colorbar"]["title"]["text"], length=geo.plot_h)
+        label_bar(axis["colorbar"], v, spec)
         moved = set_window(yaxis, geo.rows, R, reverse=True)
         if x_values is None:
             set_window(xaxis, Window(0, C), C)

@@ -20,7 +20,7 @@ import pytest
 
 from model.core.constants import IMPOSSIBLE as PLACEHOLDER  # the decoder's placeholder score
 from viz import api as viz
-from viz.heatmap import FIG_MIN_W
+from viz.heatmap import CB_TICK_PX, FIG_MIN_W, bar_ticks
 
 TREE = viz.TreeOptions(impossible=PLACEHOLDER)  # the tree of a decode: its placeholder scores left out
 
@@ -1237,3 +1237,36 @@ def test_a_figure_is_an_ordinary_value_of_its_builder_s_dicts():
         assert fig.layout["height"] != 123 and json.loads(figure_json(fig)) == ours
         for copied in (copy.deepcopy(fig), pickle.loads(pickle.dumps(fig))):
             assert json.loads(figure_json(copied)) == ours
+
+
+def _labels(bar, lo: float, hi: float) -> list[float]:
+    """The values a linear colour bar labels within [lo, hi]."""
+    step = bar.dtick
+    return [k * step for k in range(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)]
+
+
+@pytest.mark.parametrize(
+    "lo, hi, length", [(-0.45, 0.45, 120), (0, 1, 120), (-3.2, 3.2, 400), (-12, 37, 200), (0, 0.013, 200)]
+)
+def test_a_colour_bar_labels_three_round_values_or_more_one_per_tick_room_at_most(lo, hi, length):
+    ticks = bar_ticks(lo, hi, length)
+    shown = _labels(NS(**ticks), lo, hi)
+    assert 3 <= len(shown) <= max(3, length // CB_TICK_PX), shown
+    mantissa = ticks["dtick"] / 10 ** math.floor(math.log10(ticks["dtick"]))
+    assert round(mantissa, 6) in (1.0, 2.0, 2.5, 5.0)
+    assert bar_ticks(2.0, 2.0, 100) == {}
+
+
+def test_a_short_diverging_score_bar_is_labelled_on_both_sides_of_zero():
+    """Three positions' raw scores within ±0.45: Plotly's own ticks labelled the bar with "0" alone."""
+    scores = np.array([[0.1, -0.45, 0.3], [0.2, 0.45, -0.4], [0.0, -0.1, 0.25]])
+    fig = viz.attention_figure(
+        scores, ["a", "b", "c"], ["a", "b", "c"], viz.AttentionOptions(kind="scores"), title="Raw scores"
+    ).plotly()
+    bar = fig.layout.coloraxis.colorbar
+    shown = _labels(bar, -0.45, 0.45)
+    assert bar.tickmode == "linear" and min(shown) < 0 < max(shown) and 0 in shown
+    mask = viz.attention_figure(
+        np.zeros((2, 2)), ["a", "b"], ["a", "b"], viz.AttentionOptions(kind="mask"), title="Mask"
+    ).plotly()
+    assert mask.layout.coloraxis.colorbar.tickmode != "linear"  # a bar that names its own ticks keeps them
