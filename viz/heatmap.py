@@ -16,6 +16,7 @@ from .common import (
     MASKED_HOVER,
     MIN_WIDTH,
     PAD,
+    STRETCH_MIN_W,
     TICK_FONT,
     Figure,
     as_2d,
@@ -180,24 +181,21 @@ def shown_range(v: np.ndarray, spec: HeatmapSpec) -> tuple[float, float] | None:
 
 
 def bar_ticks(lo: float, hi: float, length: float) -> dict:
-    """Linear colour-bar ticks from 0 at a round step (5, 2.5, 2, 1 times a power of ten) that labels at least
-    three values in [lo, hi], at most one per ``CB_TICK_PX``, as near ``BAR_TICKS`` as that allows (ties: the larger
-    step): Plotly's own choice can label a short bar once ("0" alone on a diverging bar). Empty when the range is a
-    point."""
+    """Linear colour-bar ticks from 0 at a round step (5, 2.5, 2, 1 times a power of ten) that labels at least two
+    values in [lo, hi], ``CB_TICK_PX`` apart at least on a ``length`` px bar, as near ``BAR_TICKS`` values as that
+    allows (ties: the larger step): Plotly's own choice can label a short bar once ("0" alone on a diverging bar).
+    Empty (Plotly's choice) when no step does, or the range is a point."""
     span = hi - lo
     if not (math.isfinite(span) and span > 0):
         return {}
-    most = max(3, int(length // CB_TICK_PX))
     top = 10.0 ** math.ceil(math.log10(span))
     steps = [top * f / 10**k for k in range(0, 4) for f in NICE]
     count = lambda step: math.floor(hi / step + 1e-9) - math.ceil(lo / step - 1e-9) + 1  # noqa: E731
-    fits = [st for st in steps if 3 <= count(st) <= most]
-    aim = min(most, BAR_TICKS)
-    step = (
-        min(fits, key=lambda st: abs(count(st) - aim))
-        if fits
-        else next((st for st in steps if count(st) >= 3), steps[-1])
-    )
+    fits = [st for st in steps if count(st) >= 2 and length * st / span >= CB_TICK_PX]
+    if not fits:
+        return {}
+    aim = min(BAR_TICKS, max(2, int(length // CB_TICK_PX)))
+    step = min(fits, key=lambda st: abs(count(st) - aim))
     return dict(tickmode="linear", tick0=0, dtick=float(f"{step:.6g}"))
 
 
@@ -691,8 +689,12 @@ def heatmap(
         moved = set_window(yaxis, geo.rows, R, reverse=True)
         if x_values is None:
             set_window(xaxis, Window(0, C), C)
-        layout = layout_defaults(title, height=geo.height, cells="rows")
+        least = geo.margin["l"] + geo.margin["r"] + C * column_px(v, xs, spec, col_angle)
+        narrow = least < STRETCH_MIN_W  # a few columns: a phone's column holds them, no sideways scroll
+        layout = layout_defaults(title, height=geo.height, cells="rows", squeezes=narrow)
         layout.update(margin=geo.margin, title=geo.title)
+        if narrow:
+            layout["meta"]["min_width"] = int(least)
         if geo.note:
             notes.append(geo.note)
     if moved:
@@ -715,6 +717,16 @@ def shown_max(v: np.ndarray, rows: Window, cols: Window, default: float | None) 
     part = part[np.isfinite(part)]
     top = float(part.max()) if part.size else 0.0
     return top if top > 0 else default
+
+
+def column_px(v: np.ndarray, col_labels: Sequence[str], spec: HeatmapSpec, col_angle: int) -> int:
+    """The least width of a full-width matrix's column: its label (horizontal, or an upright one's line) and, where
+    the cells print their values, the widest value."""
+    label = max((text_px(s) for s in col_labels), default=0.0) + 8 if col_angle == 0 else LABEL_PX
+    finite = v[np.isfinite(v)]
+    shown = finite.size and spec.show_values and max(v.shape) <= MAX_TEXT_CELLS
+    value = max(len(f"{x:.2f}") for x in (finite.min(), finite.max())) * DIGIT_EM * TICK_FONT + 8 if shown else 0
+    return int(math.ceil(max(label, value, CELL_MIN)))
 
 
 def col_label_layout(n_cols: int, labels: Sequence[str], side_px: float) -> tuple[int, int, float]:

@@ -1248,13 +1248,16 @@ def _labels(bar, lo: float, hi: float) -> list[float]:
 @pytest.mark.parametrize(
     "lo, hi, length", [(-0.45, 0.45, 120), (0, 1, 120), (-3.2, 3.2, 400), (-12, 37, 200), (0, 0.013, 200)]
 )
-def test_a_colour_bar_labels_three_round_values_or_more_one_per_tick_room_at_most(lo, hi, length):
+def test_a_colour_bar_labels_round_values_at_least_a_tick_room_apart(lo, hi, length):
     ticks = bar_ticks(lo, hi, length)
     shown = _labels(NS(**ticks), lo, hi)
-    assert 3 <= len(shown) <= max(3, length // CB_TICK_PX), shown
+    assert len(shown) >= 2 and length * ticks["dtick"] / (hi - lo) >= CB_TICK_PX, shown
     mantissa = ticks["dtick"] / 10 ** math.floor(math.log10(ticks["dtick"]))
     assert round(mantissa, 6) in (1.0, 2.0, 2.5, 5.0)
-    assert bar_ticks(2.0, 2.0, 100) == {}
+
+
+def test_a_colour_bar_too_short_for_two_round_labels_keeps_plotly_s_own():
+    assert bar_ticks(0.028, 0.95, 80) == {} and bar_ticks(2.0, 2.0, 100) == {}
 
 
 def test_a_short_diverging_score_bar_is_labelled_on_both_sides_of_zero():

@@ -99,3 +99,20 @@ def test_patching_figures_are_legible_in_chromium(browser, width):
         figures_violations(browser, [f for S, P in ((3, 1), (8, 8), (16, 16), (60, 40)) for f in figures(S, P)], width)
         == []
     )
+
+
+def test_a_map_of_few_positions_asks_only_the_width_its_columns_need():
+    """One position's map on a phone: drawn 600 px wide it cut every printed value to "0." in a 358 px column; it now
+    asks for its margins and one column that holds its label and its values, and wraps its title to a phone."""
+    from viz.common import STRETCH_MIN_W, TICK_FONT, text_px
+
+    v = np.array([[[0.0]], [[0.81]], [[0.0]]])
+    fig = viz.patch_decoder_figure(v, ["0:<s> → ▁La"], P, sublayers=SUBLAYERS[:1], title="p(▁La) restored " * 4)
+    meta, margin = fig.layout["meta"], fig.layout["margin"]
+    column = meta["min_width"] - margin["l"] - margin["r"]
+    assert meta["min_width"] < STRETCH_MIN_W and column >= max(text_px("0:<s> → ▁La"), text_px("0.81", TICK_FONT))
+    assert "narrow_title" in meta  # wrapped to a phone's column, not to 600 px
+    wide = viz.patch_decoder_figure(
+        np.zeros((3, 1, 40)), [f"{i}:a → b" for i in range(40)], P, sublayers=SUBLAYERS[:1], title="t"
+    )
+    assert "min_width" not in wide.layout.get("meta", {})  # 40 columns keep the 600 px that scrolls
