@@ -44,8 +44,13 @@ def _load_url() -> None:
     s["learn_loaded"] = True
     qp = st.query_params
     s["learn_src"] = str(qp.get("src") or SENTENCE)[:MAX_CHARS]
-    chapter, ok = number(qp.get("chapter", 0), int, 0)
+    raw = qp.get("chapter", 0)
+    chapter, ok = number(raw, int, 0)
     s["learn_chapter"] = min(max(chapter, 0), END)
+    if not ok:  # said once, on the run that read the link, as Explore says of its choices
+        s["learn_link_note"] = f"Chapter {str(raw)[:40]!r} is not a number; showing the first check."
+    elif chapter != s["learn_chapter"]:
+        s["learn_link_note"] = f"Chapter must be between 0 and {END}; showing {s['learn_chapter']}."
     if "max_len" in qp:
         s["learn_max_len"] = qp.get("max_len")
     class_link.read_link()
@@ -128,6 +133,8 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     _load_url()
     s = st.session_state
     st.title(":material/school: Learn: how a decoder writes a translation")
+    if note := s.pop("learn_link_note", None):
+        st.warning(md(note))
     class_link.join_panel()
     if lm is None:
         st.error(md(error or "No model is loaded."))

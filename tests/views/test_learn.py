@@ -397,3 +397,16 @@ def test_each_chapter_sends_the_next_one_s_figure_along_once_built(tiny_model_di
             promised = (ahead["id"], ahead["figure"], ahead.get("alt"))
         else:
             assert "ahead" not in now  # the last chapter has none after it
+
+
+@pytest.mark.parametrize(
+    "chapter, shown, said", [("99", "15", "between 0 and 15; showing 15"), ("x", "0", "'x' is not a number")]
+)
+def test_a_chapter_the_lesson_lacks_is_said_once_then_the_nearest_shown(
+    tiny_model_dir, monkeypatch, chapter, shown, said
+):
+    at = open_learn(tiny_model_dir, monkeypatch, chapter=chapter)
+    assert [w.value for w in at.warning if said in w.value.replace("\\", "")], [w.value for w in at.warning]
+    assert at.query_params["chapter"] in (shown, [shown])
+    at.run()
+    assert not [w for w in at.warning if "Chapter" in w.value]  # said on the run that read the link
