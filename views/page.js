@@ -125,8 +125,9 @@ function setBusy(el, busy) {
   else el.removeAttribute("aria-busy");
 }
 
-// A displayed equation wider than the column (a phone) is drawn smaller to fit, down to MIN_EQUATION_EM; wider
-// still, it scrolls in its frame. Measured once per column width.
+// A displayed equation wider than the column (a phone) breaks between its terms (page.css); one still wider (a term
+// alone wider than the column) is drawn smaller to fit, down to MIN_EQUATION_EM; wider still, it scrolls in its
+// frame. Measured once per column width.
 const MIN_EQUATION_EM = 0.6;
 
 function fitEquations(root) {

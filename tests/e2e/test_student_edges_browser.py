@@ -257,8 +257,12 @@ PHONE_CUTS_JS = """() => {
     if (t && t.getBoundingClientRect().right > div.getBoundingClientRect().right + 1)
       out.push(`title past its figure: ${t.textContent.slice(0, 60)}`);
   }
-  for (const k of document.querySelectorAll('.katex-display'))
+  for (const k of document.querySelectorAll('.katex-display')) {
     if (k.scrollWidth > k.clientWidth + 2) out.push(`equation ${k.scrollWidth} px in ${k.clientWidth} px`);
+    // it breaks between its terms rather than shrinking: at 0.6 em its subscripts were 7 px
+    const size = parseFloat(k.querySelector('.katex')?.style.fontSize || '1');
+    if (size < 0.85) out.push(`equation drawn at ${size} em`);
+  }
   return out;
 }"""
 
