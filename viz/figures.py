@@ -905,10 +905,13 @@ def ffn_figure(
     """
     h = as_2d(hidden, "hidden")
     s = ffn_sparsity(h)
-    sub = (
-        f"{title} — exactly 0: {s['zero']:.1%}, within {NEAR_ZERO_TEXT} of 0: {s['near_zero']:.1%}, "
-        f"negative: {s['negative']:.1%}"
+    clauses = (
+        f"exactly 0: {s['zero']:.1%}",
+        f"within {NEAR_ZERO_TEXT} of 0: {s['near_zero']:.1%}",
+        f"negative: {s['negative']:.1%}",
     )
+    # each clause on one line (no-break spaces, which the title's wrapping keeps together and then writes as spaces)
+    sub = f"{title} — " + ", ".join(c.replace(" ", "\u00a0") for c in clauses)
     options = MatrixOptions(dim_label="hidden unit", token_label=token_label, value_name="activation")
     return matrix_figure(h, tokens, options, title=sub, highlight_row=highlight_row, dims=dims)
 
