@@ -14,6 +14,7 @@ from .common import (
     FONT,
     MASK_COLOR,
     MASKED_HOVER,
+    MAX_LABEL_LEN,
     MIN_WIDTH,
     PAD,
     STRETCH_MIN_W,
@@ -70,7 +71,8 @@ class HeatmapSpec:
     non-finite cells are masked (grey, hover ``masked_hover``). ``row_index`` / ``col_index`` prefix labels with
     their position ("3:▁le") so repeated tokens stay distinct (without the prefix, labels are kept unless two
     coincide). ``show_values`` prints the values in the cells (only up to 12 x 12 cells wide enough for them);
-    ``show_scale`` False leaves the colour bar out, and its room, where every cell prints its value."""
+    ``show_scale`` False leaves the colour bar out, and its room, where every cell prints its value; ``label_len``:
+    the characters a row or column label keeps (longer ones are cut with "…")."""
 
     x_title: str = ""
     y_title: str = ""
@@ -86,6 +88,7 @@ class HeatmapSpec:
     col_index: bool = True
     show_values: bool = False
     show_scale: bool = True
+    label_len: int = MAX_LABEL_LEN
     x_name: str | None = None
     y_name: str | None = None
 
@@ -464,8 +467,8 @@ def _heatmap_parts(
     check_len(R, row_labels, "rows", f"values of shape {v.shape}")
     check_len(C, col_labels, "columns", f"values of shape {v.shape}")
     hl = check_row(marks.highlight_row, R)
-    ys = unique_labels(row_labels, index=spec.row_index)
-    xs = unique_labels(col_labels, index=spec.col_index)
+    ys = unique_labels(row_labels, index=spec.row_index, max_len=spec.label_len)
+    xs = unique_labels(col_labels, index=spec.col_index, max_len=spec.label_len)
     masked = ~np.isfinite(v)
     z = round_sig(np.where(masked, np.nan, v), spec.decimals)
     xcoord: list | np.ndarray = xs if marks.x_values is None else np.asarray(marks.x_values, dtype=np.int32)
@@ -622,8 +625,8 @@ def heatmap(
     hl = check_row(highlight_row, v.shape[0])
     hc = check_row(highlight_col, v.shape[1]) if highlight_col is not None else None
     R, C = v.shape
-    ys = unique_labels(row_labels, index=spec.row_index)
-    xs = unique_labels(col_labels, index=spec.col_index)
+    ys = unique_labels(row_labels, index=spec.row_index, max_len=spec.label_len)
+    xs = unique_labels(col_labels, index=spec.col_index, max_len=spec.label_len)
     cb_px = colorbar_px(_bar_ticks(spec.colorbar), spec.value_name) if spec.show_scale else 0
     x_title, y_title, height = spec.x_title, spec.y_title, framing.height
     notes = []

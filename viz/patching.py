@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .common import Figure, as_2d, as_tokens, check_len
+from .common import MAX_LABEL_LEN, Figure, as_2d, as_tokens, check_len
 from .heatmap import Framing, HeatmapSpec, Marks, heatmap
 
 PATCH_SCALE = "Viridis"  # sequential: how much of the measured quantity a restored site brings back
@@ -179,7 +179,14 @@ def pair_figures(
     rows = [_both(x, y) for x, y in zip(as_tokens(rows_a)[:r], as_tokens(rows_b)[:r])]
     cols = [_both(x, y) for x, y in zip(as_tokens(cols_a)[:c], as_tokens(cols_b)[:c])]
     m = float(np.nanmax(np.abs(d[np.isfinite(d)]))) if np.isfinite(d).any() else 1.0
-    diff = replace(spec, colorscale=DIFF_SCALE, zmin=-(m or 1.0), zmax=m or 1.0, value_name=f"A − B {value_name}")
+    diff = replace(
+        spec,
+        colorscale=DIFF_SCALE,
+        zmin=-(m or 1.0),
+        zmax=m or 1.0,
+        value_name=f"A − B {value_name}",
+        label_len=2 * MAX_LABEL_LEN + len(_both("", "")),  # both runs' labels whole: B's is the point
+    )
     both = title if title_b in (None, title) else f"{title} − {title_b}"
     fd = heatmap(d, rows, cols, diff, title=f"A − B: {both}", framing=framing)
     return fa, fb, fd

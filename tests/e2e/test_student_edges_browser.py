@@ -257,6 +257,8 @@ PHONE_CUTS_JS = """() => {
     if (t && t.getBoundingClientRect().right > div.getBoundingClientRect().right + 1)
       out.push(`title past its figure: ${t.textContent.slice(0, 60)}`);
   }
+  for (const b of document.querySelectorAll('[data-testid="stMain"] button p'))
+    if (b.scrollWidth > b.clientWidth + 1) out.push(`button text cut: ${b.textContent.slice(0, 60)}`);
   for (const k of document.querySelectorAll('.katex-display')) {
     if (k.scrollWidth > k.clientWidth + 2) out.push(`equation ${k.scrollWidth} px in ${k.clientWidth} px`);
     // it breaks between its terms rather than shrinking: at 0.6 em its subscripts were 7 px
@@ -267,7 +269,14 @@ PHONE_CUTS_JS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("path", ["/?chapter=8&max_len=8", "/explore?max_len=8&src=I%20like%20pizza."])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/?chapter=8&max_len=8",
+        "/explore?max_len=8&src=I%20like%20pizza.",
+        "/compare?max_len=8&src=The%20girl%20is%20reading.&srcb=The%20girls%20are%20reading.",
+    ],
+)
 def test_on_a_phone_titles_and_equations_fit(server, browser, path):
     page = browser.new_page(viewport={"width": 390, "height": 844})
     page.set_default_timeout(TIMEOUT_MS)

@@ -116,3 +116,21 @@ def test_a_map_of_few_positions_asks_only_the_width_its_columns_need():
         np.zeros((3, 1, 40)), [f"{i}:a → b" for i in range(40)], P, sublayers=SUBLAYERS[:1], title="t"
     )
     assert "min_width" not in wide.layout.get("meta", {})  # 40 columns keep the 600 px that scrolls
+
+
+def test_the_difference_names_both_runs_tokens_whole():
+    """ "1:A: ▁La → ▁fille · B: ▁…" hid B's token, the point of the figure, behind the labels' 24-character cut."""
+    rows_a, rows_b = ["0:<s> → ▁La", "1:▁La → ▁fille"], ["0:<s> → ▁Les", "1:▁Les → ▁filles"]
+    cols = ["▁The", "▁girl"]
+    *_, diff = viz.pair_figures(
+        np.ones((2, 2)),
+        np.zeros((2, 2)),
+        rows_a,
+        cols,
+        rows_b,
+        cols,
+        viz.PairOptions(x_title="source token", y_title="position", value_name="weight"),
+        title="cross-attention",
+    )
+    labels = list(diff.plotly().data[0].y)
+    assert labels[1].endswith("B: 1:▁Les → ▁filles") and "…" not in labels[1], labels
