@@ -257,7 +257,7 @@ PHONE_CUTS_JS = """() => {
     if (t && t.getBoundingClientRect().right > div.getBoundingClientRect().right + 1)
       out.push(`title past its figure: ${t.textContent.slice(0, 60)}`);
   }
-  for (const b of document.querySelectorAll('[data-testid="stMain"] button p'))
+  for (const b of document.querySelectorAll('[data-testid="stMain"] button .stMarkdownEllipsis'))
     if (b.scrollWidth > b.clientWidth + 1) out.push(`button text cut: ${b.textContent.slice(0, 60)}`);
   for (const k of document.querySelectorAll('.katex-display')) {
     if (k.scrollWidth > k.clientWidth + 2) out.push(`equation ${k.scrollWidth} px in ${k.clientWidth} px`);
