@@ -40,8 +40,8 @@ ROUTE_MODULES = (
     "streamlit.web.server.starlette.starlette_auth_routes",
 )
 KEY_CLASS = "st-key-"
-ELEMENT_CLASSES = ("stElementContainer", "stVerticalBlock", "stMarkdown")
-TEST_IDS = ("stLayoutWrapper", "stCaptionContainer", "stPopoverBody", "stFileChip", "stTopNav", "stTable")
+ELEMENT_CLASSES = ("stElementContainer", "stVerticalBlock", "stMarkdown", "stMarkdownEllipsis")
+TEST_IDS = ("stLayoutWrapper", "stCaptionContainer", "stPopoverBody", "stFileChip", "stTopNav", "stTable", "stMain")
 EMOJIS = "streamlit.emojis"
 SCRIPT_RUN_CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
 # what page.js and page.css name of Streamlit's: its element classes (stName) and test ids
