@@ -110,7 +110,7 @@ def translation(lm: LoadedModel, limits: Limits, v: View, src: Source, src_token
     res = get_decode(lm, ch, src.ids)
     st.markdown("**Source tokens** " + badges([(show_token(t), "gray") for t in src_tokens]))
     with st.container(key="honesty"):  # a note that comes or goes (a token forced) moves no element after it
-        honesty(lm, res, readability(lm.tokenizer, src.ids[:-1], lm.cfg.unk_id))
+        honesty(lm, res, readability(lm.tokenizer, src.ids[:-1], lm.cfg.unk_id), view.user_forced, ch.decode.strategy)
     c1, c2 = st.columns(2)
     with c1:
         st.markdown("**English**")
@@ -133,8 +133,11 @@ def translation(lm: LoadedModel, limits: Limits, v: View, src: Source, src_token
             beam.table(viz.beam_table(res.n_best, partial(shown_labels, lm), impossible=IMPOSSIBLE), "nbest")
 
 
-def honesty(lm: LoadedModel, res: DecodeResult, r: Readability) -> None:
-    """Say plainly when the output cannot be trusted: unreadable source, low confidence, or a cut-off."""
+def honesty(
+    lm: LoadedModel, res: DecodeResult, r: Readability, forced: frozenset[int] = frozenset(), strategy: str = "greedy"
+) -> None:
+    """Say plainly when the output cannot be trusted: unreadable source, low confidence (of the model's own
+    choices: ``forced``, the positions the user forced, left out; none said of a sampled output), or a cut-off."""
     cfg = lm.cfg
     n_unk, n_bytes, n_src, n_byte_chars, n_chars = r.n_unk, r.n_bytes, r.n_tokens, r.n_byte_chars, r.n_chars
     if r.mostly_bytes:
@@ -161,10 +164,12 @@ def honesty(lm: LoadedModel, res: DecodeResult, r: Readability) -> None:
                 "<", "\\<"
             )
         )
-    p = mean_token_prob(res)
-    if low_confidence(res, LOW_CONFIDENCE):
+    # over the model's own choices: a token the user forced, or one a sampler drew, is not the model's doubt
+    p = mean_token_prob(res, cfg.eos_id, forced)
+    if strategy != "sample" and low_confidence(res, LOW_CONFIDENCE, cfg.eos_id, forced):
+        mine = " (the tokens you forced left out)" if forced else ""
         st.warning(
-            f"The model is out of its depth here: its mean token probability for this output is {p:.2f} "
+            f"The model is out of its depth here: its mean token probability for this output is {p:.2f}{mine} "
             f"(below {LOW_CONFIDENCE}). Treat the translation as a guess; the model was trained on short "
             "everyday sentences and image captions."
         )

@@ -8,7 +8,7 @@ Numpy only: a recorded decode (``decoding.DecodeResult`` with ``record=True``) i
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -380,18 +380,28 @@ def chips(line: Line, step: int, user_forced: frozenset[int] = frozenset()) -> l
     return [Chip(i, line.predicts[i], line.probs[i], i in user_forced) for i in range(step)]
 
 
-def mean_token_prob(result: DecodeResult) -> float:
-    """Geometric mean probability of the best output's tokens: exp(log p / length)."""
+def mean_token_prob(result: DecodeResult, eos_id: int = -1, skip: Collection[int] = ()) -> float:
+    """Geometric mean probability of the best output's tokens: exp(log p / length); ``skip``: positions left out,
+    the tokens the user forced (the model did not choose them: a forced unlikely token is not the model's doubt),
+    read on the output's line (``follow_line`` with ``eos_id``)."""
     h = result.n_best[0]
-    return math.exp(h.logprob / max(len(h.ids), 1)) if h.logprob > IMPOSSIBLE else 0.0
+    if h.logprob <= IMPOSSIBLE:
+        return 0.0
+    if not skip:
+        return math.exp(h.logprob / max(len(h.ids), 1))
+    own = [p for t, p in enumerate(follow_line(result, eos_id).probs) if t not in skip and p is not None]
+    return math.exp(sum(math.log(max(p, 1e-300)) for p in own) / len(own)) if own else 1.0
 
 
 LOW_CONFIDENCE = 0.45  # bundled model: good translations score 0.64-0.87, garbled output 0.22-0.40
 
 
-def low_confidence(result: DecodeResult, below: float = LOW_CONFIDENCE) -> bool:
-    """The model is out of its depth: its mean token probability is below ``below``."""
-    return mean_token_prob(result) < below
+def low_confidence(
+    result: DecodeResult, below: float = LOW_CONFIDENCE, eos_id: int = -1, skip: Collection[int] = ()
+) -> bool:
+    """The model is out of its depth: its mean token probability (``skip``: positions left out) is below
+    ``below``."""
+    return mean_token_prob(result, eos_id, skip) < below
 
 
 def ended_by_length(result: DecodeResult, eos_id: int) -> bool:

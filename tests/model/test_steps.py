@@ -195,6 +195,21 @@ def test_chips_mark_only_user_forced_tokens(tiny_model, tiny_tokenizer):
     assert cs[0].prob == pytest.approx(float(np.exp(free.steps[0].top_logprobs[0][0])))
 
 
+def test_the_mean_probability_leaves_out_the_tokens_the_user_forced(tiny_model, tiny_tokenizer):
+    """A token forced at p 0.016 made "the model is out of its depth" of a model whose own tokens were all above
+    0.8: the mean is taken over the model's own choices, the line's probabilities as the chips show them."""
+    eos = tiny_model.cfg.eos_id
+    src = src_of(tiny_tokenizer, tiny_model, "I am a student.")
+    free = decode(tiny_model, src, DecodeOptions(max_len=6, record=True))
+    prefix = (*free.ids[:2], int(free.steps[2].top_ids[0][3]))  # the 4th most likely token at position 2
+    res = decode(tiny_model, src, DecodeOptions(max_len=6, prefix=prefix, record=True))
+    probs = follow_line(res, eos).probs
+    own = [p for t, p in enumerate(probs) if t != 2]
+    assert mean_token_prob(res, eos, {2}) == pytest.approx(float(np.exp(np.mean(np.log(own)))))
+    assert mean_token_prob(res) == pytest.approx(float(np.exp(np.mean(np.log(probs)))), rel=1e-4)
+    assert mean_token_prob(res, eos, {2}) > mean_token_prob(res)  # the forced token was the least likely
+
+
 def test_summary_is_strict_json_and_flags(tiny_model, tiny_tokenizer):
     res = beam_decode(tiny_model, tiny_tokenizer, k=3, max_len=4)
     from views.state import Choices
