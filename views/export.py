@@ -80,8 +80,10 @@ def summary_bytes(
     """The Summary (JSON) download: strict JSON, the model named by its directory's name, never the server's path;
     the decoder-input table of the followed line as shown (reads, predicts, p, entropy, forced)."""
     named = replace(ch, model_dir=Path(ch.model_dir).name)
-    extra = {"followed_rows": list(rows), "followed_positions": json.loads(table.to_json(orient="records"))}
-    return dump_bytes(summary_dict(named, res, token_text, src_tokens, step, extra=extra))
+    positions = json.loads(table.to_json(orient="records"))
+    extra = {"followed_rows": list(rows), "followed_positions": positions}
+    mine = {int(r["position"]) for r in positions if r["forced by you"]}
+    return dump_bytes(summary_dict(named, res, token_text, src_tokens, step, extra=extra, user_forced=mine))
 
 
 def record_bytes(

@@ -432,8 +432,12 @@ def summary_dict(
     src_tokens: Sequence[str],
     step: int,
     extra: dict | None = None,
+    user_forced: Collection[int] = (),
 ) -> dict:
-    """A JSON-able summary of one decode (strict JSON: no NaN or infinity; an impossible log p is null)."""
+    """A JSON-able summary of one decode (strict JSON: no NaN or infinity; an impossible log p is null). Each step:
+    ``forced``, the user forced its token (``user_forced``, as the page's chips say); ``prefix``, the token was fed
+    from the forced prefix (the model's own earlier choices before a forced one included); ``rows``, the beam's live
+    rows at that step (a hypothesis that ended there is in ``n_best``, not among them)."""
 
     def num(x: float) -> float | None:
         return round(float(x), 6) if math.isfinite(x) and x > IMPOSSIBLE else None
@@ -443,7 +447,8 @@ def summary_dict(
         steps.append(
             {
                 "position": s.position,
-                "forced": bool(s.forced),
+                "forced": s.position in user_forced,
+                "prefix": bool(s.forced),
                 "rows": [
                     {
                         "input": token_text(int(s.input_ids[r])),

@@ -210,6 +210,21 @@ def test_the_mean_probability_leaves_out_the_tokens_the_user_forced(tiny_model, 
     assert mean_token_prob(res, eos, {2}) > mean_token_prob(res)  # the forced token was the least likely
 
 
+def test_the_summary_marks_forced_only_what_the_user_forced(tiny_model, tiny_tokenizer):
+    """Forcing position 2 feeds the model's own positions 0 and 1 as a prefix: the summary said all three were
+    forced, where the chips, the table and the CSV say only position 2."""
+    from views.state import Choices
+
+    src = src_of(tiny_tokenizer, tiny_model, "I am a student.")
+    free = decode(tiny_model, src, DecodeOptions(max_len=6, record=True))
+    prefix = (*free.ids[:2], int(free.steps[2].top_ids[0][3]))
+    res = decode(tiny_model, src, DecodeOptions(max_len=6, prefix=prefix, record=True))
+    ch = Choices("m", "x", DecodeOptions(max_len=6, prefix=prefix))
+    steps = summary_dict(ch, res, tiny_tokenizer.id_to_token, ["a"], 3, user_forced={2})["steps"]
+    assert [s["forced"] for s in steps[:4]] == [False, False, True, False]
+    assert [s["prefix"] for s in steps[:4]] == [True, True, True, False]
+
+
 def test_summary_is_strict_json_and_flags(tiny_model, tiny_tokenizer):
     res = beam_decode(tiny_model, tiny_tokenizer, k=3, max_len=4)
     from views.state import Choices
