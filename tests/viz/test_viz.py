@@ -1273,3 +1273,11 @@ def test_a_short_diverging_score_bar_is_labelled_on_both_sides_of_zero():
         np.zeros((2, 2)), ["a", "b"], ["a", "b"], viz.AttentionOptions(kind="mask"), title="Mask"
     ).plotly()
     assert mask.layout.coloraxis.colorbar.tickmode != "linear"  # a bar that names its own ticks keeps them
+
+
+def test_a_bar_s_percent_is_the_exact_probability_s():
+    """p = exp(−0.200227) = 0.81854 was sent rounded to 0.8185 and printed "81.8%" beside a chip's 0.819."""
+    p = float(np.exp(-0.200227))
+    fig = viz.topk_figure(["▁un", "▁une"], [p, 1 - p], 0, title="Next token").plotly()
+    assert list(fig.data[0].text) == ["81.9%", "18.1%"] and fig.data[0].texttemplate == "%{text}"
+    assert f"{round(p, 3):.3f}" == "0.819"  # the chip's number, the same to its precision
