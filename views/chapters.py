@@ -134,11 +134,13 @@ def beam_tree(r: Reading) -> Drawing:
     ).keyed(*r.run.key)  # the decode it draws: its model, source and length
 
 
-def lens_positions(r: Reading) -> Drawing | None:
-    """The lens stage's p(the token chosen) after each layer; none where the model has no lens."""
+def lens_top(r: Reading) -> Drawing | None:
+    """The lens stage's top tokens after each layer at the chapter's row, the token chosen there outlined (what the
+    chapter asks: after which layer it is the top one); none where the model has no lens."""
     if r.run.lens is None:
         return None
-    return lens.positions_figure(r.run.lens.chosen_prob, r.ctx.rows, r.ctx.current)
+    t = r.ctx.current
+    return lens.top_figure(r.run.lens, r.run.lm.tokenizer.id_to_token, int(r.run.trace.arrays.label_ids[t]), t)
 
 
 def example_weights(_: Reading | None) -> Drawing:
@@ -211,6 +213,6 @@ CHAPTERS = (
         ("output",),
     ),
     Chapter(lesson.decoding_chapter, live(beam_tree), ("output",), below=candidates),
-    Chapter(lesson.lens_chapter, live(lens_positions), ("lens",)),
+    Chapter(lesson.lens_chapter, live(lens_top), ("lens",)),
     Chapter(lesson.by_hand_chapter, example_weights, below=common_mistakes),
 )

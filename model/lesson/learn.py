@@ -716,7 +716,7 @@ def lens_chapter(r: Run) -> Chapter:
     """The logit lens; on a model whose layers the output head cannot read, why not, and no figure."""
     if r.lens_rank is None:
         return _no_lens_chapter(r.no_lens or "the output head cannot read this model's layers")
-    T, p_, f, fr, lens_rank = r.T, r.p_, r.f, r.fr, r.lens_rank
+    p_, f, fr, lens_rank = r.p_, r.f, r.fr, r.lens_rank
     ranks = lens_rank[:, f]
     L = lens_rank.shape[0]
     first = next((int(layer) for layer in range(L) if ranks[layer] == 1), None)
@@ -734,14 +734,15 @@ def lens_chapter(r: Run) -> Chapter:
             if first is not None
             else "never becomes the top prediction."
         ),
-        f"Lens, {L} layers × {T} positions: the label is the top token after layer {L - 1} at "
-        f"{int((lens_rank[-1] == 1).sum())} of {T} positions.",
+        f"Lens at {fr}, one row per layer, its likeliest tokens left to right: ‘{p_[f]}’ (outlined) ranks "
+        + ", ".join(f"{int(r)}" for r in ranks)
+        + f" after layers 0 to {L - 1}.",
         Question(
             "lens",
             f"After which layer does ‘{p_[f]}’ first become the top prediction at {fr}?",
             opts_l,
             r_l,
-            f"column {f} of the figure, the first row where it is the top token",
+            "the figure's first row whose top (#1) cell is the outlined token",
             "ranks per layer: " + ", ".join(str(int(r)) for r in ranks),
         ),
     )

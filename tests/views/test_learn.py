@@ -6,6 +6,7 @@ parameters lands on."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -410,3 +411,20 @@ def test_a_chapter_the_lesson_lacks_is_said_once_then_the_nearest_shown(
     assert at.query_params["chapter"] in (shown, [shown])
     at.run()
     assert not [w for w in at.warning if "Chapter" in w.value]  # said on the run that read the link
+
+
+def test_the_lens_question_is_answered_from_its_figure(tiny_model_dir, monkeypatch):
+    """The chapter asked after which layer a token first becomes the top prediction while its figure showed only
+    its probability: the figure is now each layer's likeliest tokens at the chapter's row, the token outlined, and
+    the answer read off it (the first row whose top cell is the token) is judged right."""
+    k = CHAPTER_KEYS.index("lens") + 1
+    at = open_learn(tiny_model_dir, monkeypatch, chapter=str(k))
+    q = radio(at, "learn_q_lens_")
+    token = re.search(r"‘(.+?)’", q.label.replace("\\", "")).group(1)
+    fig = next(f for f in audit.figures(at) if f["layout"]["title"]["text"].startswith("What each layer would"))
+    cells = next(t for t in fig["data"] if t.get("text") is not None)["text"]
+    first = next((i for i, row in enumerate(cells) if html.unescape(row[0]) == token), None)
+    q.set_value(q.options[-1] if first is None else f"after layer {first}").run()
+    button(at, "learn_check_lens_").click().run()
+    ok(at)
+    assert at.success and at.success[0].value.startswith("Right"), [w.value for w in at.warning]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from model.core.config import ModelConfig
-from model.interpret.explain import lens_problem, lens_reads_final_norm, logit_lens
+from model.interpret.explain import LogitLens, lens_problem, lens_reads_final_norm, logit_lens
 
 from ..common import lean_decoder, show, show_token
 from ..plot import Drawing
@@ -54,17 +56,8 @@ def render(ctx: StageContext) -> None:
     text = lm.tokenizer.id_to_token
     t = ctx.current
     L = lens.top_ids.shape[0]
-    chosen = show_token(text(chosen_ids[t])) if chosen_ids[t] >= 0 else None
     tokens = [[show_token(text(int(i))) for i in lens.top_ids[layer, t]] for layer in range(L)]
-    show(
-        viz.lens_figure(
-            tokens,
-            lens.top_probs[:, t],
-            chosen=chosen,
-            title=f"What each layer would predict at position {t} (outlined: the token chosen)",
-        ),
-        f"{ctx.key}_lens_top",
-    )
+    show(top_figure(lens, text, int(chosen_ids[t]), t), f"{ctx.key}_lens_top")
     table = pd.DataFrame(
         {
             "layer": np.arange(L),
@@ -79,8 +72,19 @@ def render(ctx: StageContext) -> None:
     show(positions_figure(lens.chosen_prob, ctx.rows, t), f"{ctx.key}_lens_positions")
 
 
-def positions_figure(chosen_prob: np.ndarray, rows: list[str], current: int) -> Drawing:
-    """p(the token finally chosen) (L, T) after each layer, every position, ``current`` outlined."""
-    return viz.layer_position_figure(
-        chosen_prob, rows, highlight_col=current, title="p(token finally chosen) after each layer, every position"
+def top_figure(lens: LogitLens, text: Callable[[int], str], chosen_id: int, t: int) -> Drawing:
+    """What each layer would predict at position ``t``: its top tokens after each layer, the token chosen
+    (``chosen_id``, -1: none) outlined."""
+    tokens = [[show_token(text(int(i))) for i in lens.top_ids[layer, t]] for layer in range(lens.top_ids.shape[0])]
+    return viz.lens_figure(
+        tokens,
+        lens.top_probs[:, t],
+        chosen=show_token(text(chosen_id)) if chosen_id >= 0 else None,
+        title=f"What each layer would predict at position {t} (outlined: the token chosen)",
     )
+
+
+def positions_figure(chosen_prob: np.ndarray, rows: list[str], current: int) -> Drawing:
+    """p(the token finally chosen) (L, T) after each layer at positions 0..T-1 shown, ``current`` outlined."""
+    title = f"p(token finally chosen) after each layer, positions 0–{len(rows) - 1}"
+    return viz.layer_position_figure(chosen_prob, rows, highlight_col=current, title=title)
