@@ -51,6 +51,10 @@ def lens_figure(
                 textfont=dict(size=common.TICK_FONT + 1),
                 hovertemplate="%{y}, rank %{x}<br>token: %{text}<br>p = %{z:.3f}<extra></extra>",
             )
+    # the least width is the tokens' (written in the cells), not the column labels' ("#1"): a phone scrolls to it
+    widest = max((common.text_px(t, common.TICK_FONT + 1) for r in toks for t in r), default=0.0)
+    margin = fig.layout["margin"]
+    fig.layout.setdefault("meta", {})["min_width"] = int(margin["l"] + margin["r"] + k * (widest + 8))
     if chosen is not None:
         fig.layout["shapes"] = [
             *fig.layout.get("shapes", []),

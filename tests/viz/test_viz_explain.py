@@ -77,3 +77,15 @@ def test_loss_delta_rows_follow_the_positions():
 @pytest.mark.parametrize("width", [860, 1450])
 def test_explanation_figures_are_legible_in_chromium(browser, width):
     assert figures_violations(browser, [f for T in (1, 8, 20, 60) for f in figures(T)], width) == []
+
+
+def test_the_lens_figure_asks_the_width_its_tokens_need():
+    """Ten tokens a row squeezed to 30 px cells on a phone ran into each other ("▁lit▁connaît-t-il"): the figure
+    asks for its margins and ten cells as wide as its widest token, and a phone scrolls to it."""
+    from viz.common import TICK_FONT, text_px
+
+    toks = [["▁connaît-t-il", "▁un", "▁une"], ["▁livre.", "▁lit", "▁certainement"]]
+    fig = viz.lens_figure(toks, np.full((2, 3), 0.3), title="What each layer would predict at position 4")
+    margin = fig.layout["margin"]
+    column = (fig.layout["meta"]["min_width"] - margin["l"] - margin["r"]) / 3
+    assert column >= text_px("▁certainement", TICK_FONT + 1)
