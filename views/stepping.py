@@ -254,11 +254,14 @@ def handout_bytes(
 ) -> bytes:
     """The handout of the followed line (``views.handout``): the sentence, its translation, the choices, and at
     every position the chosen stages' figures."""
+    forced = sorted(i for i in v.user_forced if i < len(line.predicts))
+    token = token_texter(lm)
+    yours = ", ".join(f"‘{show_token(token(line.predicts[i]))}’ at position {i}" for i in forced)
     lines = (
         ("English", v.source),
         ("French (the line followed)", lm.tokenizer.decode([i for i in line.ids if i != lm.cfg.eos_id])),
         ("Model", Path(str(lm.path)).name),
-        ("Decoding", ch.describe()),
+        ("Decoding", ch.describe() + (f"; forced by you: {yours}" if forced else "")),
         ("Layer and head", f"layer {v.layer}, {head_label(v.head)}"),
     )
     context = lambda t: stage_context(lm, v, ch, res, line, t, src, src_tokens)  # noqa: E731

@@ -58,3 +58,19 @@ def test_the_end_of_the_lesson_offers_its_sentence_as_a_handout(tiny_model_dir, 
     assert [b.proto.label for b in at.get("download_button") if "handout" in b.proto.label.lower()]
     at = open_app(tiny_model_dir, monkeypatch, page="Learn", src=SRC, chapter="3")  # only at the end
     assert not [b.proto.label for b in at.get("download_button") if "handout" in b.proto.label.lower()]
+
+
+def test_the_handout_names_the_tokens_the_user_forced(tiny_model_dir):
+    """The page said "1 token forced by you" while the handout printed the forced line as greedy decoding: printed
+    notes would show the forced token as the model's own choice."""
+    from model.io.checkpoint import load_model_dir
+
+    lm = load_model_dir(tiny_model_dir)
+    plain = handout_of(tiny_model_dir, source=SRC, max_len=4, stage="self").decode()
+    token = lm.tokenizer.encode("le")[0]
+    page = handout_of(
+        tiny_model_dir, source=SRC, max_len=4, stage="self", forced=(token,), user_forced=frozenset({0})
+    ).decode()
+    assert "forced by you" not in plain
+    said = re.search(r"forced by you: ([^<]*)", html.unescape(page))
+    assert said and said.group(1).startswith("‘␣le’ at position 0"), said  # as the page shows tokens
