@@ -32,7 +32,10 @@
     const fig = figure(div.dataset.ref);
     // as in the app: square cells keep their width, and a full-width heatmap is at least STRETCH_MIN_W wide (on a
     // phone it scrolls inside its frame rather than squeezing its cells)
+    // (or the width the figure asks for: layout.meta.min_width, views/plot.js's rule)
+    const own = fig.layout.meta?.min_width;
     if (fig.layout.width) div.style.width = fig.layout.width + "px";
+    else if (typeof own === "number") div.style.minWidth = own + "px";
     else if (fig.data.some((t) => t.type === "heatmap")) div.style.minWidth = STRETCH_MIN_W + "px";
     Plotly.newPlot(div, fig.data, fig.layout, { ...config(div.dataset.name), responsive: !fig.layout.width }).catch(
       (err) => console.error("Handout figure:", err),
@@ -50,6 +53,14 @@
     { rootMargin: "600px 0px" },
   );
   for (const div of document.querySelectorAll(".plot")) near.observe(div);
+
+  // An equation wider than a phone scrolls in its frame: a frame that scrolls is a keyboard stop (Tab, then the
+  // arrow keys), one that does not is none.
+  function equationStops() {
+    for (const eq of document.querySelectorAll(".eq")) eq.tabIndex = eq.scrollWidth > eq.clientWidth + 1 ? 0 : -1;
+  }
+  equationStops();
+  addEventListener("resize", equationStops);
 
   // A ZIP file of stored (uncompressed) entries: PNG is compressed already, and SVG is small beside it.
   const CRC = new Uint32Array(256).map((_, n) => {

@@ -22,7 +22,7 @@ body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; 
        max-width: 1100px; padding: 1rem; }
 h1 { font-size: 1.8rem; margin: 0.5rem 0; } h2 { font-size: 1.3rem; margin-top: 2.5rem; }
 .meta, figcaption { color: #4a4d59; } figure { margin: 1.5rem 0; }
-.frame { overflow-x: auto; max-width: 100%; } .plot { min-height: 120px; }
+.frame, .eq { overflow-x: auto; max-width: 100%; } .plot { min-height: 120px; }
 button { font: inherit; padding: 0.3rem 0.8rem; cursor: pointer; }
 h3 { font-size: 1.1rem; margin: 2rem 0 0.5rem; } .stage math { font-size: 1.15rem; margin: 0.6rem 0; }
 .stage pre { white-space: pre-wrap; } img.print-figure { display: none; }
@@ -106,7 +106,9 @@ def handout_html(
             body.append('<div class="stage">')
             if s.title:
                 body.append(f"<h3>{e(s.title)}</h3>")
-            body += list(s.equations)  # MathML made from the stage's own LaTeX (views/handout.py)
+            # MathML made from the stage's own LaTeX (views/handout.py), each in a frame that scrolls on a phone
+            # rather than widening the page
+            body += [f'<div class="eq">{q}</div>' for q in s.equations]
             body += [f"<p>{e(n)}</p>" for n in s.notes]
             body += [_figure(f) for f in s.figures]
             body.append("</div>")

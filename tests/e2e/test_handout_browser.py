@@ -85,3 +85,24 @@ def test_the_handout_prints_as_lecture_notes_with_every_figure_drawn(tiny_model_
         assert not errors, errors
     finally:
         page.close()
+
+
+def test_on_a_phone_the_handout_scrolls_only_inside_its_frames(tiny_model_dir, browser, tmp_path):
+    """Each stage's equation (MathML, 546 px) widened the page to 562 px in a 390 px window, cutting the text beside
+    it: an equation now scrolls in its own frame, a keyboard stop only where it scrolls."""
+    path = tmp_path / "handout.html"
+    path.write_bytes(handout_of(tiny_model_dir, source="I like pizza.", max_len=2, stage="all"))
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function(DRAWN, arg=1)
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        wide = page.evaluate(
+            "() => [...document.querySelectorAll('.eq')]"
+            ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.tabIndex)"
+        )
+        assert wide and set(wide) == {0}  # some equations are wider than a phone, each reachable
+        found = Axe().run(page).response["violations"]
+        assert not [(v["id"], len(v["nodes"])) for v in found if v["impact"] in ("critical", "serious")], found
+    finally:
+        page.close()
