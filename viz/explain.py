@@ -41,7 +41,10 @@ def lens_figure(
         row_index=False,
         col_index=False,
     )
-    fig = heatmap(p, rows, [f"#{j + 1}" for j in range(k)], spec, title=title, framing=Framing(cells="rows"))
+    # the tokens written in the cells, not the column labels ("#1"), set a column's width: a phone scrolls to it
+    widest = max((common.text_px(t, common.TICK_FONT + 1) for r in toks for t in r), default=0.0)
+    framing = Framing(cells="rows", text_px=widest)
+    fig = heatmap(p, rows, [f"#{j + 1}" for j in range(k)], spec, title=title, framing=framing)
     text = [[common.safe_label(t) for t in r] for r in toks]
     for trace in fig.data:
         if trace.get("name") == "probability":
@@ -51,10 +54,6 @@ def lens_figure(
                 textfont=dict(size=common.TICK_FONT + 1),
                 hovertemplate="%{y}, rank %{x}<br>token: %{text}<br>p = %{z:.3f}<extra></extra>",
             )
-    # the least width is the tokens' (written in the cells), not the column labels' ("#1"): a phone scrolls to it
-    widest = max((common.text_px(t, common.TICK_FONT + 1) for r in toks for t in r), default=0.0)
-    margin = fig.layout["margin"]
-    fig.layout.setdefault("meta", {})["min_width"] = int(margin["l"] + margin["r"] + k * (widest + 8))
     if chosen is not None:
         fig.layout["shapes"] = [
             *fig.layout.get("shapes", []),

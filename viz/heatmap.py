@@ -113,14 +113,18 @@ def window(total: int, count: int, focus: int | None, *, align: str = "center") 
     return Window(int(min(max(start, 0), total - count)), count)
 
 
-def values_fit(z: np.ndarray, cell_px: float | None) -> bool:
-    """Whether every finite value of ``z``, printed with two decimals at 11 px, fits a ``cell_px`` wide cell."""
+def value_px(z: np.ndarray) -> float:
+    """The width of the widest finite value of ``z`` printed with two decimals at 11 px (0 when there is none)."""
     finite = np.asarray(z, dtype=np.float64)
     finite = finite[np.isfinite(finite)]
-    if cell_px is None or finite.size == 0:
-        return True
-    widest = max(len(f"{x:.2f}") for x in (finite.min(), finite.max()))
-    return widest * DIGIT_EM * TICK_FONT + 4 <= cell_px
+    if finite.size == 0:
+        return 0.0
+    return max(len(f"{x:.2f}") for x in (finite.min(), finite.max())) * DIGIT_EM * TICK_FONT
+
+
+def values_fit(z: np.ndarray, cell_px: float | None) -> bool:
+    """Whether every finite value of ``z``, printed with two decimals at 11 px, fits a ``cell_px`` wide cell."""
+    return cell_px is None or value_px(z) + 4 <= cell_px
 
 
 def label_step(px_per_item: float, need: float = LABEL_PX) -> int:
@@ -408,7 +412,9 @@ class Framing:
     ``height`` caps a square figure's height, fixes a "rows" figure's. ``same_axes``: rows and columns are the same
     positions (self-attention; None: when the matrix is square): the column window ends at the highlighted row's
     diagonal; ``focus_col``: a column the initial window is centred on. ``zmax_shown``: the colour scale ends at the
-    largest value of the initial window (weights and shares: their differences stay visible when all are small)."""
+    largest value of the initial window (weights and shares: their differences stay visible when all are small).
+    ``text_px``: the widest text the figure writes in its cells itself (tokens), which a "rows" column must hold:
+    such a figure asks that width (``layout.meta.min_width``), and a phone scrolls to it rather than squeezing."""
 
     cells: str | None = None
     height: int | None = None
@@ -416,6 +422,7 @@ class Framing:
     same_axes: bool | None = None
     focus_col: int | None = None
     zmax_shown: bool = False
+    text_px: float = 0.0
 
 
 class Ticks(NamedTuple):
@@ -692,11 +699,12 @@ def heatmap(
         moved = set_window(yaxis, geo.rows, R, reverse=True)
         if x_values is None:
             set_window(xaxis, Window(0, C), C)
-        least = geo.margin["l"] + geo.margin["r"] + C * column_px(v, xs, spec, col_angle)
-        narrow = least < STRETCH_MIN_W  # a few columns: a phone's column holds them, no sideways scroll
-        layout = layout_defaults(title, height=geo.height, cells="rows", squeezes=narrow)
+        least = geo.margin["l"] + geo.margin["r"] + C * column_px(v, xs, spec, col_angle, framing.text_px)
+        # a few columns: a phone's column holds them, no sideways scroll; text in the cells: its width, scrolled to
+        asks = least < STRETCH_MIN_W or framing.text_px > 0
+        layout = layout_defaults(title, height=geo.height, cells="rows", squeezes=asks)
         layout.update(margin=geo.margin, title=geo.title)
-        if narrow:
+        if asks:
             layout["meta"]["min_width"] = int(least)
         if geo.note:
             notes.append(geo.note)
@@ -722,14 +730,13 @@ def shown_max(v: np.ndarray, rows: Window, cols: Window, default: float | None) 
     return top if top > 0 else default
 
 
-def column_px(v: np.ndarray, col_labels: Sequence[str], spec: HeatmapSpec, col_angle: int) -> int:
-    """The least width of a full-width matrix's column: its label (horizontal, or an upright one's line) and, where
-    the cells print their values, the widest value."""
+def column_px(v: np.ndarray, col_labels: Sequence[str], spec: HeatmapSpec, col_angle: int, text: float = 0.0) -> int:
+    """The least width of a full-width matrix's column: its label (horizontal, or an upright one's line), the
+    widest value where the cells print their values, and ``text``, the widest text the figure writes in them."""
     label = max((text_px(s) for s in col_labels), default=0.0) + 8 if col_angle == 0 else LABEL_PX
-    finite = v[np.isfinite(v)]
-    shown = finite.size and spec.show_values and max(v.shape) <= MAX_TEXT_CELLS
-    value = max(len(f"{x:.2f}") for x in (finite.min(), finite.max())) * DIGIT_EM * TICK_FONT + 8 if shown else 0
-    return int(math.ceil(max(label, value, CELL_MIN)))
+    shown = spec.show_values and max(v.shape) <= MAX_TEXT_CELLS
+    value = value_px(v) + 8 if shown else 0.0
+    return int(math.ceil(max(label, value, text + 8 if text else 0.0, CELL_MIN)))
 
 
 def col_label_layout(n_cols: int, labels: Sequence[str], side_px: float) -> tuple[int, int, float]:
