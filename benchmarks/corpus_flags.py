@@ -408,6 +408,7 @@ def capitalised(lm, lexicon, data_dir: Path | None = None) -> None:
     translation of Multi30k test 2016 and 2017, and whether *untranslated* names it, for reading (a name, or English
     left where French has its own word?)."""
     from model.interpret.corpus import Corpus, analyse
+    from model.interpret.faithful import capitalised
     from model.train.data import load_multi30k_test
 
     copies = named = 0
@@ -418,8 +419,8 @@ def capitalised(lm, lexicon, data_dir: Path | None = None) -> None:
             words = re.findall(r"[^\W_]+", r["source"])
             out = {w.lower() for w in re.findall(r"[^\W_]+", r["translation"])}
             flagged = set(r["flag_words"].get("untranslated", []))
-            for i, w in enumerate(words):
-                if i > 0 and w[:1].isupper() and not w.isupper() and w.lower() in out:
+            for w, caps in zip(words, capitalised(words)):
+                if caps and w.lower() in out:
                     copies, named = copies + 1, named + (w in flagged)
                     mark = "untranslated" if w in flagged else "-"
                     print(f"{split}:{n}\t{w}\t{mark}\t{r['source']} => {r['translation']}")

@@ -372,12 +372,17 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     return found
 
 
+def capitalised(words: Sequence[str]) -> list[bool]:
+    """Each word: capitalised (not all capitals) inside the sentence, its first word aside."""
+    return [i > 0 and w[:1].isupper() and not w.isupper() for i, w in enumerate(words)]
+
+
 def names(words: list[str], lexicon: Lexicon | None = None) -> set[str]:
     """The source's names, lowercased: capitalised words (not all capitals) inside the sentence, beside another
     ("New York", "Iowa State") or, with a word translation table, alone and unknown to its training pairs
     ("Grimshaw"). A lone capitalised word the pairs hold is read as any other, by how much more English uses it than
     French: "A Family" or "in Brazil" copied is untranslated, "Boston" or "Batman" is not."""
-    caps = [i > 0 and w[:1].isupper() and not w.isupper() for i, w in enumerate(words)]
+    caps = capitalised(words)
     return {
         bare(w).lower()
         for i, w in enumerate(words)

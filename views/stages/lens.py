@@ -56,12 +56,11 @@ def render(ctx: StageContext) -> None:
     text = lm.tokenizer.id_to_token
     t = ctx.current
     L = lens.top_ids.shape[0]
-    tokens = [[show_token(text(int(i))) for i in lens.top_ids[layer, t]] for layer in range(L)]
     show(top_figure(lens, text, int(chosen_ids[t]), t), f"{ctx.key}_lens_top")
     table = pd.DataFrame(
         {
             "layer": np.arange(L),
-            "top token": [tokens[layer][0] for layer in range(L)],
+            "top token": [show_token(text(int(i))) for i in lens.top_ids[:, t, 0]],
             "p(top)": lens.top_probs[:, t, 0],
             "rank of the chosen token": lens.chosen_rank[:, t],
             "p(chosen token)": lens.chosen_prob[:, t],
