@@ -414,7 +414,8 @@ class Framing:
     diagonal; ``focus_col``: a column the initial window is centred on. ``zmax_shown``: the colour scale ends at the
     largest value of the initial window (weights and shares: their differences stay visible when all are small).
     ``text_px``: the widest text the figure writes in its cells itself (tokens), which a "rows" column must hold:
-    such a figure asks that width (``layout.meta.min_width``), and a phone scrolls to it rather than squeezing."""
+    such a figure asks that width (``layout.meta.min_width``, at most ``MIN_WIDTH``), and a phone scrolls to it
+    rather than squeezing."""
 
     cells: str | None = None
     height: int | None = None
@@ -704,8 +705,8 @@ def heatmap(
         asks = least < STRETCH_MIN_W or framing.text_px > 0
         layout = layout_defaults(title, height=geo.height, cells="rows", squeezes=asks)
         layout.update(margin=geo.margin, title=geo.title)
-        if asks:
-            layout["meta"]["min_width"] = int(least)
+        if asks:  # never more than the narrowest desktop column: a desktop never scrolls a figure sideways
+            layout["meta"]["min_width"] = int(min(least, MIN_WIDTH))
         if geo.note:
             notes.append(geo.note)
     if moved:

@@ -89,3 +89,13 @@ def test_the_lens_figure_asks_the_width_its_tokens_need():
     margin = fig.layout["margin"]
     column = (fig.layout["meta"]["min_width"] - margin["l"] - margin["r"]) / 3
     assert column >= text_px("▁certainement", TICK_FONT + 1)
+
+
+def test_the_lens_figure_never_asks_more_than_a_desktop_column():
+    """Ten long tokens asked 1,278 px, and a 1366 px window with its sidebar open scrolled away ranks 8–10 and the
+    colour bar: the ask stops at the narrowest desktop column."""
+    from viz.common import MIN_WIDTH
+
+    toks = [["▁certainement"] * 10] * 3
+    fig = viz.lens_figure(toks, np.full((3, 10), 0.1), title="What each layer would predict at position 3")
+    assert fig.layout["meta"]["min_width"] == MIN_WIDTH
