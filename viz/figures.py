@@ -20,6 +20,7 @@ from .common import (
     MASKED_HOVER,
     MIN_WIDTH,
     PAD,
+    PHONE_WIDTH,
     TICK_FONT,
     Figure,
     as_2d,
@@ -833,11 +834,14 @@ def addnorm_figure(
     plot_h = 3 * ph + 2 * gap
     m = geo.margin
     height = m["t"] + plot_h + m["b"]
-    layout = layout_defaults(title, height=height, cells="rows")
+    # A phone draws it whole in its column: its heatmaps of hundreds of dimensions are a texture at any width, and
+    # scrolling would hide the std line, which the middle panel is for.
+    layout = layout_defaults(title, height=height, cells="rows", squeezes=True)
     layout.update(margin=m, title=geo.title)
+    layout["meta"] = {**layout.get("meta", {}), "min_width": PHONE_WIDTH}
     tops = [1 - i * (ph + gap) / plot_h for i in range(3)]
-    legend = '<span style="color:#4c78a8">● mean</span>   <span style="color:#f58518">◆ std</span>'
-    panel_titles = ["residual: x + sublayer(x)", f"mean / std per position:   {legend}", "LayerNorm output"]
+    legend = '<span style="color:#4c78a8">● mean</span>, <span style="color:#f58518">◆ std</span>'
+    panel_titles = ["residual: x + sublayer(x)", f"{legend} per position", "LayerNorm output"]
     traces, shapes = _norm_heatmaps(layout, (res, o), tokens, (lo, hi), hl, geo, tops, plot_h)
     stat_traces, layout["xaxis2"], layout["yaxis2"], stat_shape = _stats_panel(
         stats, labels, TOKEN_LABEL, geo, T, hl, _domain(tops[1] - ph / plot_h, tops[1])

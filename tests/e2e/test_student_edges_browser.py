@@ -397,3 +397,26 @@ def test_after_next_the_keyboard_starts_at_the_chapter_s_top_a_few_stops_from_it
         page.keyboard.press("Tab")
         stops += 1
         assert stops <= 8, "the question is more than 8 Tab stops from the chapter's top"
+
+
+def test_on_a_phone_the_add_and_norm_figure_shows_every_std_marker(server, browser):
+    """Learn's Add & Norm chapter asks which row has the largest σ: on a phone its figure is drawn in the column, so
+    every mean and std marker is on screen (its heatmaps kept 600 px and scrolled the std line out of view)."""
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{server}/?chapter=8&max_len=8")
+        page.wait_for_function("() => window.__decoderLensPage === true")
+        plot = page.locator(".decoder-lens-plot").first
+        plot.scroll_into_view_if_needed()
+        page.wait_for_function("() => document.querySelectorAll('.decoder-lens-plot .scatterlayer .point').length")
+        page.wait_for_function(IDLE_JS)
+        box = plot.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+        points = page.evaluate(
+            """() => [...document.querySelector('.decoder-lens-plot').querySelectorAll('.scatterlayer .point')]
+              .map(p => { const r = p.getBoundingClientRect(); return [r.left, r.right]; })"""
+        )
+        assert points and all(0 <= left and right <= 390 for left, right in points), points
+    finally:
+        page.close()
