@@ -357,7 +357,8 @@ def test_addnorm_figure():
     assert list(lines[1].y) == viz.unique_labels(TOKENS)
     assert len(fig.layout.shapes) == 3  # the row is outlined in all three panels
     legend = [a.text for a in fig.layout.annotations if "● mean" in a.text and "◆ std" in a.text]
-    assert legend and "mean / std" in legend[0]  # the legend is in the panel's title, above it
+    assert legend and legend[0].endswith("per position")  # the legend is the panel's title, above it
+    assert fig.layout.meta["min_width"] <= 340  # a phone draws it in its column, the std line in view
     viz.addnorm_figure(res, mean[:, None], std[:, None], out, TOKENS).plotly()  # (T, 1) statistics are accepted
 
 
