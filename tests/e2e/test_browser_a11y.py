@@ -133,6 +133,12 @@ def test_stepper_stays_in_the_window_in_all_stages(server, browser):
         nxt = page.get_by_role("button", name="Next position")
         box = nxt.bounding_box()
         assert box and 0 <= box["y"] and box["y"] + box["height"] <= 844, box
+        # the slider on the buttons' row: the stuck stepper keeps little of a phone's screen
+        stuck = page.evaluate(
+            "() => document.querySelector('.st-key-stepper').closest('[data-testid=stLayoutWrapper]')"
+            ".getBoundingClientRect().height"
+        )
+        assert stuck <= 100, stuck
         nxt.click()  # reachable: clicked where it is, without scrolling back
         wait_position(page, 1)
         page.screenshot(path=str(ARTIFACTS / "stepper_sticky_390.png"))
