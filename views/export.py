@@ -76,12 +76,14 @@ def summary_bytes(
     src_tokens: Sequence[str],
     token_text: Callable[[int], str],
     table: pd.DataFrame,
+    followed: dict | None = None,
 ) -> bytes:
     """The Summary (JSON) download: strict JSON, the model named by its directory's name, never the server's path;
-    the decoder-input table of the followed line as shown (reads, predicts, p, entropy, forced)."""
+    the followed hypothesis (``followed``: which one, how it ended) and its decoder-input table as shown (reads,
+    predicts, p, entropy, forced)."""
     named = replace(ch, model_dir=Path(ch.model_dir).name)
     positions = json.loads(table.to_json(orient="records"))
-    extra = {"followed_rows": list(rows), "followed_positions": positions}
+    extra = {"followed": followed, "followed_rows": list(rows), "followed_positions": positions}
     mine = {int(r["position"]) for r in positions if r["forced by you"]}
     return dump_bytes(summary_dict(named, res, token_text, src_tokens, step, extra=extra, user_forced=mine))
 
@@ -115,6 +117,7 @@ class Position:
     step: int
     reads: list[str]
     src_tokens: list[str]
+    followed: dict  # the followed hypothesis (stepping.followed_summary)
 
 
 def render_decode(
@@ -130,7 +133,7 @@ def render_decode(
     ch, res, rows, step, reads, src_tokens = at.ch, at.res, at.rows, at.step, at.reads, at.src_tokens
 
     def summary() -> bytes:
-        return summary_bytes(ch, res, rows, step, src_tokens, token_text, table())
+        return summary_bytes(ch, res, rows, step, src_tokens, token_text, table(), at.followed)
 
     def record_npz() -> bytes:
         return record_bytes(lm, res, rows, step, reads, src_tokens)

@@ -132,6 +132,19 @@ def line_story(line: Line, n_final: int, beam: int) -> str:
     )
 
 
+def followed_summary(line: Line, n_final: int, beam: int, tokens: list[str], beam_search: bool) -> dict:
+    """The followed hypothesis as the Summary (JSON) records it: its tokens, how and where it ended, its place among
+    the final candidates, and (beam search) the sentence the page says of it."""
+    return {
+        "tokens": tokens,
+        "how": line.how,
+        "end": line.end,
+        "final_rank": line.final_rank,
+        "score": None if line.score is None else round(float(line.score), 6),
+        "said": line_story(line, n_final, beam) if beam_search else None,
+    }
+
+
 def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str]) -> None:
     stage = stage_selector(v, lm.cfg)
     tok_text, stream_text = token_texter(lm), partial(shown_labels, lm)
@@ -193,7 +206,8 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     on = whatif.Forcing(partial(_force, keep_user=keep_user, base=base), partial(_decode_ahead, lm, base, src))
     whatif_panel(partial(whatif.render, lm, v, cur, r_now, list(line.inputs[1 : step + 1]), step, tok_text, on))
     make = partial(handout_bytes, lm, v, ch, res, line, src, src_tokens, stage)
-    at = export.Position(ch, res, list(rows), step, list(reads), list(src_tokens))
+    followed = followed_summary(line, len(res.n_best), ch.decode.beam, stream_text(line.ids), res.beam_steps is not None)
+    at = export.Position(ch, res, list(rows), step, list(reads), list(src_tokens), followed)
     export_panel(partial(export.render_decode, lm, at, table, tok_text, live_table, make))
 
 

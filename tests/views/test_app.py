@@ -53,7 +53,7 @@ from views.state import (
     to_query,
     with_choices,
 )
-from views.stepping import WHATIF_LABEL
+from views.stepping import WHATIF_LABEL, followed_summary, line_story
 
 XSS = "<img src=x onerror=alert(1)>"
 LIMITS = Limits(vocab_size=120, max_len=200, n_layers=2, n_heads=4)  # room for the default max_len
@@ -345,6 +345,41 @@ def test_following_a_hypothesis_forward_and_back_across_a_pruning(tiny_model_dir
     at.button(key="prev").click().run()
     ok(at)
     assert chip_ids() == ids[:-1]  # its ancestor
+
+
+def test_the_summary_names_the_hypothesis_followed(tiny_model_dir):
+    """The Summary (JSON) of a followed hypothesis says which one it is (its tokens, how and where it ended, its
+    final rank) and what the page said of it; the translation shown is final candidate 1."""
+    import pandas as pd
+
+    from views.state import Choices
+
+    lm = load_model_dir(tiny_model_dir)
+    eos, k = lm.cfg.eos_id, 3
+    src = lm.tokenizer.encode("The cat is sleeping on the sofa.") + [eos]
+    opts = DecodeOptions(strategy="beam", beam=k, max_len=10, record=True)
+    res = decode(lm.model, src, opts)
+    pruned = next(
+        line
+        for t in range(1, len(res.steps))
+        for r in live_rows(res, t)
+        if (line := follow_line(res, eos, res.beam_steps[t].live[r].ids)).how == "pruned"
+    )
+    tok = lm.tokenizer.id_to_token
+    for line in (follow_line(res, eos), pruned):
+        tokens = [tok(i) for i in line.ids]
+        followed = followed_summary(line, len(res.n_best), k, tokens, True)
+        step = line.end
+        data = export.summary_bytes(
+            Choices(str(tiny_model_dir), "x", opts), res, line.rows, step, ["a"], tok, pd.DataFrame(), followed
+        )
+        got = json.loads(data)["followed"]
+        assert got["tokens"] == tokens and got["how"] == line.how and got["end"] == line.end
+        assert got["said"] == line_story(line, len(res.n_best), k)
+        assert got["final_rank"] == line.final_rank
+    assert json.loads(data)["followed"]["final_rank"] is None and "pruned at position" in got["said"]
+    winner = followed_summary(follow_line(res, eos), len(res.n_best), k, [], True)
+    assert winner["final_rank"] == 1 and winner["said"].startswith("It is the translation shown above")
 
 
 def escape_back(s: str) -> str:
