@@ -207,8 +207,8 @@ def _view(lm: LoadedModel, v: View, src: tuple[int, ...], src_tokens: list[str])
     whatif_panel(partial(whatif.render, lm, v, cur, r_now, list(line.inputs[1 : step + 1]), step, tok_text, on))
     make = partial(handout_bytes, lm, v, ch, res, line, src, src_tokens, stage)
     beam = res.beam_steps is not None
-    followed = followed_summary(line, len(res.n_best), ch.decode.beam, stream_text(line.ids), beam)
-    at = export.Position(ch, res, list(rows), step, list(reads), list(src_tokens), followed)
+    said = followed_summary(line, len(res.n_best), ch.decode.beam, stream_text(line.ids), beam)
+    at = export.Position(ch, res, list(rows), step, list(reads), list(src_tokens), said)
     export_panel(partial(export.render_decode, lm, at, table, tok_text, live_table, make))
 
 
