@@ -352,13 +352,22 @@ def _same_word(word: str) -> str:
     return head[:-1] if len(head) > 3 and head[-1] in "sx" else head
 
 
+def _singular(word: str) -> str:
+    """An English word without a plural's ending ("cars", "buses", "boxes" -> "car", "bus", "box"), so that "the car
+    ... the two cars" counts the word twice, as ``_same_word`` counts "voiture ... voitures"."""
+    w = word.lower()
+    if len(w) > 4 and w.endswith("es") and w[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        return w[:-2]
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
 def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     """Output content words written more often than the source word they depend on most (by erasure) occurs."""
     stems: dict[str, list[Word]] = {}
     for w in out:
         if len(_head(w.text)) >= 3:
             stems.setdefault(_same_word(w.text), []).append(w)
-    src = [bare(w.text).lower() for w in f.src_words]
+    src = [_singular(bare(w.text)) for w in f.src_words]
     found = []
     for ws in stems.values():
         if len(ws) < 2:
@@ -366,7 +375,7 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
         times = 1
         if f.drops.size:
             aligned = {int(f.drops[:, list(w.pieces)].sum(1).argmax()) for w in ws}
-            times = max(src.count(bare(f.content_src[k].text).lower()) for k in aligned)
+            times = max(src.count(_singular(bare(f.content_src[k].text))) for k in aligned)
         if len(ws) > max(1, times):
             found.append(bare(ws[0].text))
     return found

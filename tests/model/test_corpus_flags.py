@@ -278,6 +278,15 @@ def test_a_repeated_word_is_the_same_word_not_a_shared_stem(bundled):
     ]
     assert repeated("A bridge for pedestrians.", "Un pont piéton de piétons.") == ["piéton"]
     assert repeated("A dog and a dog run.", "Un chien et un chien courent.") == []  # as often as the source says
+    # the source's plural is the same word: "car ... cars" is two cars
+    two = ("The red car is ahead of the two cars.", "La voiture rouge est devant les deux voitures.")
+    assert repeated(*two) == []
+    assert repeated("The red car is ahead.", "La voiture rouge est devant les voitures.") == ["voiture"]
+
+
+def test_an_english_plural_is_counted_as_its_singular():
+    singular = [F._singular(w) for w in ("cars", "Buses", "boxes", "churches", "glass", "bus", "shoes")]
+    assert singular == ["car", "bus", "box", "church", "glass", "bus", "shoe"]
 
 
 def _synthetic(n: int) -> tuple[list[B.Item], list[dict]]:
