@@ -140,7 +140,7 @@ def followed_summary(line: Line, n_final: int, beam: int, tokens: list[str], bea
         "how": line.how,
         "end": line.end,
         "final_rank": line.final_rank,
-        "score": None if line.score is None else round(float(line.score), 6),
+        "score": round(float(line.score), 6) if line.score is not None and np.isfinite(line.score) else None,
         "said": line_story(line, n_final, beam) if beam_search else None,
     }
 
