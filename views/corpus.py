@@ -40,6 +40,8 @@ from model.interpret.corpus import (
     HEAD_SENTENCES,
     KINDS,
     MAX_BYTES,
+    MEASURED,
+    MEASURED_ON,
     SIGNALS,
     STATS,
     Analysis,
@@ -52,6 +54,7 @@ from model.interpret.corpus import (
     flags_text,
     head_rows,
     lexicon_note,
+    measured,
     precision_note,
     precision_of,
     read_corpus,
@@ -63,7 +66,7 @@ from model.interpret.corpus import (
 )
 from model.interpret.lexicon import Lexicon, of_model
 from model.interpret.runs import beam_of, changed_rows, decoding, run_names, second_run
-from model.io.checkpoint import LoadedModel, ModelDirError
+from model.io.checkpoint import LoadedModel, ModelDirError, default_model_dir
 from model.train import data
 from views.plot import builders as viz
 from viz.corpus import difference_histogram, sentence_scatter
@@ -448,11 +451,23 @@ def column_config() -> dict:
     }
 
 
-def render_rows(result: Analysis, corpus: Corpus, opts: DecodeOptions, model: str) -> None:
+def flags_list(bundled: bool) -> str:
+    """The flags' definitions, a line each, and for the bundled model how far each held on sentences labelled by
+    reading (its thresholds were chosen and measured there; another model's flags are not measured)."""
+    lines = []
+    for k, v in FLAGS.items():
+        held = f" Measured: {measured(k)}." if bundled and k in MEASURED else ""
+        lines.append(f"- *{k}*: {md(v)}.{held}")
+    head = f"**Flags**, each defined in one line{f' and measured on {MEASURED_ON}' if bundled else ''}:"
+    tail = "" if bundled else "\n\nTheir thresholds were chosen and measured on the bundled model, not on this one."
+    return head + "\n" + "\n".join(lines) + tail
+
+
+def render_rows(result: Analysis, corpus: Corpus, opts: DecodeOptions, model: str, bundled: bool = False) -> None:
     rows = result.rows
     refs = corpus.references is not None
     st.header("Sentences")
-    st.markdown("**Flags**, each defined in one line:\n" + "\n".join(f"- *{k}*: {md(v)}" for k, v in FLAGS.items()))
+    st.markdown(flags_list(bundled))
     st.caption(f"{md(lexicon_note(result.lexicon))} Share from the source: {md(ATTRIBUTION)}.")
     if "corpus_flags" not in st.session_state:  # the link's choice on the first run, the widget's after
         st.session_state["corpus_flags"] = [f for f in st.query_params.get_all("flag") if f in FLAGS]
@@ -836,7 +851,7 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
     if result is None:
         return
     model = lm.path.name
-    render_rows(result, corpus, opts, model)
+    render_rows(result, corpus, opts, model, lm.path.resolve() == default_model_dir().resolve())
     render_summary(result, corpus, opts, model, digest)
     render_versus(lm, result, corpus, opts, digest)
     render_heads(result, opts, model)

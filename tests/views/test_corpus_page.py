@@ -19,7 +19,7 @@ from harness import audit
 from model.cli import main as cli
 from model.decode.decoding import DecodeOptions
 from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text, lexicon_note
-from views.corpus import HEAD_PART, PART_COST, Progress, analysis_jobs, done_share, part_costs, time_left
+from views.corpus import HEAD_PART, PART_COST, Progress, analysis_jobs, done_share, flags_list, part_costs, time_left
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
 
@@ -104,6 +104,7 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
     shown = "\n".join(m.value for m in at.markdown)
     for flag in ("dropped words", "invented content", "untranslated", "wrong word", "cut off"):
         assert f"*{flag}*" in shown
+    assert "not on this one" in shown and "Measured:" not in shown  # the tiny model: its flags are not measured
     assert "input × gradient" in "\n".join(c.value for c in at.caption).lower()
     assert json.loads(out.read_text())["lexicon"] is False  # the tiny model has no word translation table
     assert any(lexicon_note(False) in plain(c.value) for c in at.caption)
@@ -533,3 +534,17 @@ def test_a_head_table_size_kept_from_a_larger_set_starts_at_the_default(tiny_mod
     sizes = at.select_slider(key="corpus_heads")
     assert sizes.options == ["50", "70 (all)"] and sizes.value == 70
     assert any(c.value.startswith("Over the first 70 sentences") for c in at.caption)
+
+
+def test_the_bundled_models_flags_say_how_far_they_held():
+    """For the bundled model each flag's line gives its held-out figures, right / raised and found / labelled, as
+    counts and percents; another model's say they are not measured."""
+    from model.interpret.corpus import MEASURED
+
+    text = flags_list(True)
+    for flag, (right, raised, labelled) in MEASURED.items():
+        line = next(x for x in text.splitlines() if x.startswith(f"- *{flag}*"))
+        assert f"right on {right} of the {raised} sentences it is raised on ({right / raised:.0%})" in line
+        assert f"raised on {right} of the {labelled} " in line and f"({right / labelled:.0%})" in line
+    assert "not on this one" not in text
+    assert "Measured:" not in flags_list(False) and "not on this one" in flags_list(False)
