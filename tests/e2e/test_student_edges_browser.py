@@ -420,3 +420,36 @@ def test_on_a_phone_the_add_and_norm_figure_shows_every_std_marker(server, brows
         assert points and all(0 <= left and right <= 390 for left, right in points), points
     finally:
         page.close()
+
+
+def test_the_downloaded_summary_names_the_hypothesis_the_page_follows(stopping_server, browser):
+    """A final candidate other than the translation picked, the Summary (JSON) downloaded from Export names it as the
+    page does: its rank among the final candidates, its tokens, and the page's sentence about where it ended."""
+    import json
+
+    page = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(
+            f"{stopping_server}/explore?src=The%20cat%20is%20sleeping%20on%20the%20sofa.&strategy=beam&beam=5"
+            "&max_len=12&stage=output"
+        )
+        at_position(page, 0)
+        options = open_options(page, page.locator(".st-key-follow_pick"))
+        texts = options.all_inner_texts()
+        second = next(i for i, t in enumerate(texts) if t.startswith("final 2:"))
+        options.nth(second).click()
+        page.wait_for_function("() => new URL(location.href).searchParams.get('follow') !== null")
+        page.get_by_text("Following:").first.wait_for()
+        page.wait_for_function(IDLE_JS)
+        following = page.get_by_text("Following:").first.inner_text()
+        page.get_by_text("Export: summary (JSON)").first.click()
+        button = page.get_by_role("button", name="Summary (JSON)")
+        with page.expect_download() as got:
+            button.click()
+        followed = json.loads(got.value.path().read_text())["followed"]
+        assert followed["final_rank"] == 2 and followed["how"] in ("finished", "cut")
+        assert followed["said"] and followed["said"] in following, (followed, following)
+        assert " ".join(followed["tokens"]) in following
+    finally:
+        page.close()
