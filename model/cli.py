@@ -631,7 +631,8 @@ def print_summary(r: dict) -> None:
     for name, sc in (r["corpus"] or {}).items():
         print(
             f"{name.upper() if name == 'bleu' else 'chrF'} {sc['score']:.2f}, 95 % bootstrap interval "
-            f"{sc['low']:.2f}–{sc['high']:.2f} ({BOOTSTRAP:,} resamples; mean {sc['mean']:.2f} ± {sc['ci']:.2f})  "
+            f"{sc['low']:.2f}–{sc['high']:.2f} (percentiles of {BOOTSTRAP:,} resamples; sacrebleu's mean ± ci "
+            f"{sc['mean']:.2f} ± {sc['ci']:.2f})  "
             f"{sc['signature']}"
         )
     print("flags: " + ", ".join(f"{f} {n:,}" for f, n in r["flag_counts"].items()))

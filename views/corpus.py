@@ -599,8 +599,9 @@ def render_scores(result: Analysis) -> None:
         sc = scores[name]
         c.metric(f"Corpus {label}", f"{sc['score']:.2f}")
         c.caption(
-            f"95 % bootstrap interval {sc['low']:.2f}–{sc['high']:.2f} ({BOOTSTRAP:,} resamples of the sentences; "
-            f"their mean {sc['mean']:.2f} ± {sc['ci']:.2f}). sacrebleu signature: `{sc['signature']}`"
+            f"95 % bootstrap interval {sc['low']:.2f}–{sc['high']:.2f} (the 2.5th–97.5th percentiles of {BOOTSTRAP:,} "
+            f"resamples of the sentences; sacrebleu reports their mean ± half that width, {sc['mean']:.2f} ± "
+            f"{sc['ci']:.2f}). sacrebleu signature: `{sc['signature']}`"
         )
 
 

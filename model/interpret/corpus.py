@@ -959,10 +959,12 @@ SIGNALS = {  # the per-sentence signals whose rank correlation with chrF the pag
 
 def corpus_scores(rows: list[dict], n_bootstrap: int = BOOTSTRAP) -> dict | None:
     """Corpus BLEU and chrF of the rows' translations against their references, as papers report them: sacrebleu's
-    default settings, its signature, and its bootstrap 95 % interval over ``n_bootstrap`` resamples of the sentences
-    (``mean`` ± ``ci``: the resamples' mean and the larger distance from it to the 2.5th or 97.5th percentile).
-    None without references."""
+    default settings, its signature, and its bootstrap over ``n_bootstrap`` resamples of the sentences: ``mean`` ±
+    ``ci`` as sacrebleu reports it (the resamples' mean, and half the width of their 2.5th–97.5th percentiles), and
+    ``low``–``high``, those percentiles themselves: the 95 % interval, within the score's range where mean ± ci of a
+    skewed few sentences is not (65.5 ± 48.3 reads 17.2–113.8). None without references."""
     from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import _bootstrap_resample  # sacrebleu's own resamples (its seed), for percentiles
 
     class FloatCHRF(CHRF):  # sacrebleu's own chrF, each score a float
         def _compute_f_score(self, statistics: list[int]) -> float:
@@ -977,12 +979,18 @@ def corpus_scores(rows: list[dict], n_bootstrap: int = BOOTSTRAP) -> dict | None
     for name, metric in (("bleu", BLEU()), ("chrf", FloatCHRF())):
         s = metric.corpus_score(hyps, refs, n_bootstrap=n_bootstrap)
         mean, ci = getattr(s, "_mean", s.score), getattr(s, "_ci", 0.0)
+        low = high = s.score
+        if n_bootstrap > 1:  # the same resamples again (sacrebleu keeps only their mean and ci), ranked as it does
+            _, resampled = _bootstrap_resample(metric._extract_corpus_statistics(hyps, refs), metric, n_bootstrap)
+            ranked = sorted(float(r.score) for r in resampled)
+            k = len(ranked) // 40
+            low, high = ranked[k], ranked[len(ranked) - k - 1]
         out[name] = {
             "score": s.score,
             "mean": mean,
             "ci": ci,
-            "low": mean - ci,
-            "high": mean + ci,
+            "low": low,
+            "high": high,
             "signature": str(metric.get_signature()),
         }
     return out

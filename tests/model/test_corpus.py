@@ -499,7 +499,21 @@ def test_corpus_scores_equal_sacrebleu_cli(tmp_path):
         assert round(g["score"], 4) == w["score"]
         assert round(g["mean"], 4) == w["confidence_mean"] and round(g["ci"], 4) == w["confidence_var"]
         assert g["low"] < g["score"] < g["high"]
+        assert (g["high"] - g["low"]) / 2 == pytest.approx(w["confidence_var"], abs=1e-4)  # sacrebleu's ci is half
     assert C.corpus_scores([{"translation": "a", "reference": None}]) is None
+
+
+def test_a_few_skewed_sentences_keep_their_interval_within_the_score_s_range():
+    """Two of three sentences perfect: sacrebleu's mean ± ci reaches past 100; the interval is the resamples' own
+    2.5th–97.5th percentiles, within 0–100, and half its width is sacrebleu's ci."""
+    hyps = ["Un homme fait du vélo.", "Une fille joue du piano.", "Il pleut des chats."]
+    refs = ["Un homme fait du vélo.", "Une fille joue du piano.", "Il pleut à verse aujourd'hui."]
+    got = C.corpus_scores([{"translation": h, "reference": r} for h, r in zip(hyps, refs)])
+    assert got is not None
+    for g in got.values():
+        assert g["mean"] + g["ci"] > 100  # what the interval read before: past the score's range
+        assert 0 <= g["low"] <= g["score"] <= g["high"] <= 100 + 1e-9  # sacrebleu's sums are float32
+        assert (g["high"] - g["low"]) / 2 == pytest.approx(g["ci"], abs=1e-9)
 
 
 def test_corpus_scores_of_a_set_with_an_empty_translation():
@@ -535,7 +549,7 @@ def test_cli_prints_scores_flag_counts_and_correlations(tiny_model_dir, tmp_path
     f.write_text("".join(f"{s}\t{r}\n" for s, r in zip(SOURCES, REFS)), encoding="utf-8")
     assert cli(["corpus", str(f), "--model", str(tiny_model_dir), "--no-heads"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^BLEU [\d.]+, 95 % bootstrap interval [\d.]+–[\d.]+ \(1,000 resamples", out, re.M)
+    assert re.search(r"^BLEU [\d.]+, 95 % bootstrap interval [\d.]+–[\d.]+ \(percentiles of 1,000 resamples", out, re.M)
     assert re.search(r"^chrF [\d.]+, .*nrefs:1\|bs:1000", out, re.M)
     assert re.search(r"^flags: dropped words \d+, invented content \d+, untranslated \d+, wrong word \d+", out, re.M)
     assert "Spearman ρ with sentence chrF: mean probability" in out and "3 sentences analysed" in out

@@ -96,7 +96,10 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
     assert metrics == {"Corpus BLEU": f"{scores['bleu']['score']:.2f}", "Corpus chrF": f"{scores['chrf']['score']:.2f}"}
     captions = "\n".join(c.value for c in at.caption)
     for sc in scores.values():
-        assert f"95 % bootstrap interval {sc['low']:.2f}–{sc['high']:.2f} (1,000 resamples" in captions
+        assert (
+            f"95 % bootstrap interval {sc['low']:.2f}–{sc['high']:.2f} (the 2.5th–97.5th percentiles of 1,000"
+            in captions
+        )
         assert f"`{sc['signature']}`" in captions
     link = urlparse(table["explore"][0])
     assert link.path == "/explore" and parse_qs(link.query)["src"] == [PAIRS[0][0]]
