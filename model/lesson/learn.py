@@ -684,7 +684,11 @@ def decoding_chapter(r: Run) -> Chapter:
     beam, beam_width, greedy = r.beam, r.beam_width, r.greedy
     beam_text, beam_score = beam[0]
     g_text, g_score = greedy
-    cands = list(dict.fromkeys(t for t, _ in beam))[:4]
+    # candidates that differ by a final full stop alone read as one option twice: the best of such a pair is kept
+    seen: dict[str, str] = {}
+    for t, _ in beam:
+        seen.setdefault(t.rstrip(" .!?"), t)
+    cands = list(seen.values())[:4]
     if len(cands) < 2:
         cands.append(g_text if g_text not in cands else "(an empty translation)")
     opts_b, r_b = _shuffled("decoding", [_quote(c) for c in cands], _quote(beam_text))

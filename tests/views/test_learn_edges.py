@@ -181,3 +181,17 @@ def test_the_start_page_shows_the_translation_as_plain_french_then_as_tokens(tin
     assert plain and plain in texts, (plain, texts)
     assert texts[texts.index(plain) + 1].endswith("</s>")  # then its tokens, as the decoder writes them
     assert said[i + 1].startswith("**The same translation as the decoder writes it")
+
+
+def test_beam_candidates_that_differ_by_a_final_full_stop_are_one_option():
+    """Two finished candidates that differ only by a final full stop read as the same option twice: the best of the
+    two is offered, and it is the answer when it is beam search's."""
+    from types import SimpleNamespace
+
+    from model.lesson.learn import decoding_chapter
+
+    beam = [("Un chien court dans la neige.", -0.2), ("Un chien court dans la neige", -0.3), ("Un chien joue.", -0.5)]
+    c = decoding_chapter(SimpleNamespace(beam=beam, beam_width=3, greedy=beam[1]))
+    options = c.question.options
+    assert len(options) == 2 and not any("neige”" in o or o.endswith("neige") for o in options), options
+    assert "dans la neige." in options[c.question.answer]
