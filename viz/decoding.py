@@ -417,8 +417,9 @@ def _tree_figure(
     layout = common.layout_defaults(title, height=0, legend=True)
     top = layout["margin"]["t"] + LEGEND_ROW
     margin.update(t=top)
-    if options.whole:
-        layout["meta"] = {"min_width": common.MIN_WIDTH}  # plot.js: on a phone it scrolls in its frame, labels readable
+    # The columns in view are those a desktop's column holds (plot_w): a phone scrolls the figure in its frame at that
+    # width (plot.js) rather than squeezing them until their labels overlap.
+    layout["meta"] = {"min_width": common.MIN_WIDTH}
     layout.update(
         height=top + plot_h + margin["b"],
         margin=margin,

@@ -1073,6 +1073,7 @@ def test_beam_tree_labels_do_not_collide():
     for steps, n_labels in ((fake_beam_steps(), 1), (synthetic_beam(8, 40), 0)):
         fig = viz.beam_tree_figure(steps, TREE, token_text=lambda i: f"tok{i}", title="beam").plotly()
         nodes, points, _ = tree_parts(fig)
+        assert fig.layout.meta["min_width"] == 860  # laid out for 860 px: a phone scrolls it rather than squeeze it
         pw = 860 - fig.layout.margin.l - fig.layout.margin.r
         x0, x1 = fig.layout.xaxis.range
         y0, y1 = sorted(fig.layout.yaxis.range)
