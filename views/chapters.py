@@ -180,6 +180,20 @@ def candidates(r: Reading | None) -> None:
     )
 
 
+def part_lengths(r: Reading | None) -> None:
+    """The embedding chapter's table: each row's lengths of X's two parts, which its question compares (the figure
+    shows their sum)."""
+    if r is None:
+        return
+    emb, pe = lesson.part_lengths(r.ctx.arrays)
+    scaled = "‖E[y]·√d_model‖" if r.ctx.cfg.scale_embedding else "‖E[y]‖"
+    rows = "\n".join(
+        f"| {i} | {md(label)} | {e:.2f} | {p:.2f} |" for i, (label, e, p) in enumerate(zip(r.ctx.rows, emb, pe))
+    )
+    head = f"| row | reads → predicts | {scaled} | ‖PE‖ |\n|---|---|---|---|"
+    st.markdown(f"**The lengths of X's two parts, each row:**\n\n{head}\n{rows}")
+
+
 def common_mistakes(_: Reading | None) -> None:
     """The worked example's printed numbers that do not follow, in two lists."""
     with st.container(key="learn_mistakes"):
@@ -193,7 +207,7 @@ def common_mistakes(_: Reading | None) -> None:
 
 CHAPTERS = (
     Chapter(lesson.tokens_chapter, live(lambda r: output.label_figure(r.ctx)), ("inputs",)),
-    Chapter(lesson.embed_chapter, live(lambda r: inputs.embedding_figure(r.ctx)), ("inputs",)),
+    Chapter(lesson.embed_chapter, live(lambda r: inputs.embedding_figure(r.ctx)), ("inputs",), below=part_lengths),
     Chapter(lesson.qkv_chapter, live(lambda r: self_attention.qkv_figure(r.ctx, "Q")), ("qkv",)),
     Chapter(lesson.scores_chapter, live(lambda r: self_attention.score_figure(r.ctx, "scores")), ("scores",)),
     Chapter(

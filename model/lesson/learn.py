@@ -330,11 +330,20 @@ def tokens_chapter(r: Run) -> Chapter:
     )
 
 
+def part_lengths(arrays: Records[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Each position's length (vector norm) of the two parts of the decoder's input X, (T,) each: its token
+    embedding (scaled as the model scales it) and its positional encoding."""
+    return np.linalg.norm(arrays.embedding("dec", "embed"), axis=1), np.linalg.norm(
+        arrays.embedding("dec", "pe"), axis=1
+    )
+
+
 def embed_chapter(r: Run) -> Chapter:
     """Embeddings and positional encoding."""
     arrays, f, fr, scale_embedding = r.arrays, r.f, r.fr, r.scale_embedding
-    emb, pe = arrays.embedding("dec", "embed"), arrays.embedding("dec", "pe")
-    en, pn = float(np.linalg.norm(emb[f])), float(np.linalg.norm(pe[f]))
+    emb = arrays.embedding("dec", "embed")
+    lengths = part_lengths(arrays)
+    en, pn = float(lengths[0][f]), float(lengths[1][f])
     which = "the token embedding" if en > 1.01 * pn else "the positional encoding" if pn > 1.01 * en else "equal"
     scaled = "E[y]·√d_model" if scale_embedding else "E[y]"
     opts_e = (f"the token embedding {scaled}", "the positional encoding PE", "they are about equal")
@@ -359,7 +368,7 @@ def embed_chapter(r: Run) -> Chapter:
             f"In {fr}, which part of X is longer (larger vector norm)?",
             opts_e,
             {"the token embedding": 0, "the positional encoding": 1, "equal": 2}[which],
-            f"row {f} of the figure",
+            f"row {f} of the table of lengths under the figure",
             f"‖{scaled}‖ = {en:.2f}, ‖PE‖ = {pn:.2f}",
         ),
     )

@@ -428,3 +428,24 @@ def test_the_lens_question_is_answered_from_its_figure(tiny_model_dir, monkeypat
     button(at, "learn_check_lens_").click().run()
     ok(at)
     assert at.success and at.success[0].value.startswith("Right"), [w.value for w in at.warning]
+
+
+def test_the_embedding_question_is_answered_from_the_table_under_its_figure(tiny_model_dir, monkeypatch):
+    """The chapter asks which part of X is longer at its row while its figure shows their sum: a table under it
+    gives every row's two lengths, a row per figure row; the answer read off the asked row is judged right, and the
+    feedback's lengths are that row's."""
+    k = CHAPTER_KEYS.index("embed") + 1
+    at = open_learn(tiny_model_dir, monkeypatch, chapter=str(k))
+    table = next(m.value for m in at.markdown if m.value.startswith("**The lengths of X's two parts"))
+    lines = [x for x in table.splitlines() if x.startswith("| ") and not x.startswith("| row")]
+    fig = next(f for f in audit.figures(at) if f["data"] and f["data"][0].get("type") == "heatmap")
+    z = fig["data"][0]["z"]
+    assert len(lines) == (int(z["shape"].split(",")[0]) if isinstance(z, dict) else len(z))  # a row per figure row
+    q = radio(at, "learn_q_embed_")
+    f = int(re.search(r"(?:row|position) (\d+)", q.label).group(1))
+    e, p = (float(v) for v in lines[f].rstrip(" |").split("|")[-2:])
+    q.set_value(q.options[0 if e > 1.01 * p else 1 if p > 1.01 * e else 2]).run()
+    button(at, "learn_check_embed_").click().run()
+    ok(at)
+    assert at.success and at.success[0].value.startswith("Right"), [w.value for w in at.warning]
+    assert f"= {e:.2f}, ‖PE‖ = {p:.2f}" in at.success[0].value.replace("\\", "")
