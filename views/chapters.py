@@ -180,6 +180,23 @@ def candidates(r: Reading | None) -> None:
     )
 
 
+def row0_against(r: Reading) -> Drawing:
+    """Row 0 of α·V above the rows the chapter offers as what it equals, on a colour scale fitted to row 0 (its
+    values are small beside V's other rows, which would draw it white like the row of zeros)."""
+    h = lesson.SELF_HEAD
+    cand = lesson.row0_candidates(r.ctx.arrays, h)
+    row0 = r.ctx.arrays.dec(SELF_LAYER, "self", "context")[h][0]
+    limit = float(np.abs(row0).max()) or 1.0
+    return viz.matrix_figure(
+        np.stack([row0, *cand.values()]),
+        ["row 0 of α·V", *cand],
+        viz.MatrixOptions(token_label="row", dim_label="d_k dimension", limit=limit),
+        title=f"Row 0 of α·V (layer {SELF_LAYER}, head {h}) and the rows it might equal; colours span row 0's "
+        f"values, ±{limit:.2f} (larger ones are drawn at the ends)",
+        highlight_row=0,
+    )
+
+
 def part_lengths(r: Reading | None) -> None:
     """The embedding chapter's table: each row's lengths of X's two parts, which its question compares (the figure
     shows their sum)."""
@@ -217,7 +234,7 @@ CHAPTERS = (
         below=cheat,
     ),
     Chapter(lesson.softmax_chapter, live(lambda r: self_attention.weights_figure(r.ctx)), ("self",)),
-    Chapter(lesson.output_proj_chapter, live(lambda r: self_attention.context_figure(r.ctx, row=0)), ("self_out",)),
+    Chapter(lesson.output_proj_chapter, live(row0_against), ("self_out",)),
     Chapter(lesson.addnorm_chapter, live(lambda r: add_norm.figure(r.ctx, 1)), ("self_out",)),
     Chapter(lesson.cross_chapter, live(lambda r: cross_attention.mean_figure(r.ctx)), ("cross",), cross=True),
     Chapter(lesson.ffn_chapter, live(lambda r: ffn.hidden_figure(r.ctx)), ("ffn",)),

@@ -124,13 +124,15 @@ ALIGNMENT = AttentionOptions(
 class MatrixOptions:
     """How ``matrix_figure`` names and colours a (T, D) matrix: ``dim_label`` names the columns and
     ``token_label`` the rows, ``value_name`` the values, coloured by ``colorscale`` (diverging at 0); ``group_size``
-    (e.g. d_k for concatenated heads) draws a line between groups of columns and labels them "head 0", "head 1"."""
+    (e.g. d_k for concatenated heads) draws a line between groups of columns and labels them "head 0", "head 1";
+    ``limit`` bounds the colour scale at ±limit, larger values drawn as its ends (None: the data's range)."""
 
     dim_label: str = "dimension"
     token_label: str = "token"
     value_name: str = "value"
     colorscale: str | list = "RdBu_r"
     group_size: int | None = None
+    limit: float | None = None
 
 
 def _domain(a: float, b: float) -> list[float]:
@@ -243,6 +245,8 @@ def matrix_figure(
         y_title=token_label,
         value_name=value_name,
         colorscale=options.colorscale,
+        zmin=None if options.limit is None else -options.limit,
+        zmax=options.limit,
         zmid=0.0,
         col_index=False,
     )

@@ -518,19 +518,25 @@ def softmax_chapter(r: Run) -> Chapter:
     )
 
 
-def output_proj_chapter(r: Run) -> Chapter:
-    """α·V and W_O."""
-    arrays, T, f, fr, h = r.arrays, r.T, r.f, r.fr, r.h
-    H, _, d_k = arrays.dec(SELF_LAYER, "self", "Q").shape  # (H, T, d_k)
-    w = arrays.dec(SELF_LAYER, "self", "weights")[h]
-    V = arrays.dec(SELF_LAYER, "self", "V")[h]
-    ctx = arrays.dec(SELF_LAYER, "self", "context")[h]
-    cand = {
+def row0_candidates(arrays: Records[np.ndarray], h: int) -> dict[str, np.ndarray]:
+    """What row 0 of α·V (layer SELF_LAYER, head ``h``) might equal, each a (d_k,) row: the output chapter's
+    options, and its figure's rows below α·V's row 0."""
+    V = arrays.dec(SELF_LAYER, "self", "V")[h]  # (T, d_k)
+    return {
         "row 0 of V": V[0],
         "the mean of V's rows": V.mean(axis=0),
-        f"row {T - 1} of V": V[T - 1],
+        f"row {len(V) - 1} of V": V[len(V) - 1],
         "a row of zeros": np.zeros_like(V[0]),
     }
+
+
+def output_proj_chapter(r: Run) -> Chapter:
+    """α·V and W_O."""
+    arrays, f, fr, h = r.arrays, r.f, r.fr, r.h
+    H, _, d_k = arrays.dec(SELF_LAYER, "self", "Q").shape  # (H, T, d_k)
+    w = arrays.dec(SELF_LAYER, "self", "weights")[h]
+    ctx = arrays.dec(SELF_LAYER, "self", "context")[h]
+    cand = row0_candidates(arrays, h)
     dist = {k: float(np.abs(ctx[0] - v).max()) for k, v in cand.items()}
     best = min(dist, key=dist.__getitem__)
     opts_o, r_o = _shuffled("output_proj", list(cand), best)
@@ -546,14 +552,14 @@ def output_proj_chapter(r: Run) -> Chapter:
         f"Row 0 can only see <s> (weight {w[0, 0]:.2f}), so its output is row 0 of V ({_gap(dist['row 0 of V'])}); "
         f"{fr} mixes {f + 1} value rows. {H} heads × {d_k} = {H * d_k} numbers per "
         f"row go into W_O and {out.shape[1]} come out.",
-        f"α·V, layer {SELF_LAYER}, head {h}: {ctx.shape[0]} rows × {ctx.shape[1]} dimensions; row 0 against row "
-        f"0 of V: {_gap(dist['row 0 of V'])}; values from {ctx.min():.2f} to {ctx.max():.2f}.",
+        f"Row 0 of α·V, layer {SELF_LAYER}, head {h}, above the {len(cand)} rows it might equal, {ctx.shape[1]} "
+        f"dimensions each; against row 0 of V: {_gap(dist['row 0 of V'])}.",
         Question(
             "output_proj",
             f"Row 0 of α·V (layer {SELF_LAYER}, head {h}) equals…",
             opts_o,
             r_o,
-            "row 0 of the figure",
+            "the figure's first row against the rows under it",
             f"{best}: {_gap(dist[best])}",
         ),
     )

@@ -449,3 +449,30 @@ def test_the_embedding_question_is_answered_from_the_table_under_its_figure(tiny
     ok(at)
     assert at.success and at.success[0].value.startswith("Right"), [w.value for w in at.warning]
     assert f"= {e:.2f}, ‖PE‖ = {p:.2f}" in at.success[0].value.replace("\\", "")
+
+
+def test_the_value_rows_question_is_answered_from_its_figure(tiny_model_dir, monkeypatch):
+    """The chapter asks what row 0 of α·V equals while its figure showed α·V alone, row 0 near white on the
+    matrix's scale: the figure is now row 0 above the rows offered, and the offered row nearest it there is judged
+    right."""
+    import base64
+
+    k = CHAPTER_KEYS.index("output_proj") + 1
+    at = open_learn(tiny_model_dir, monkeypatch, chapter=str(k))
+    fig = next(f for f in audit.figures(at) if f["layout"]["title"]["text"].startswith("Row 0 of α·V"))
+    trace = fig["data"][0]
+    z, labels = trace["z"], list(trace["y"])
+    if isinstance(z, dict):  # plotly's binary form
+        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(
+            [int(n) for n in z["shape"].split(",")]
+        )
+    z = np.asarray(z, dtype=float)
+    assert labels[0].endswith("row 0 of α·V") and len(labels) == 5
+    nearest = 1 + int(np.argmin(np.abs(z[1:] - z[0]).max(axis=1)))
+    q = radio(at, "learn_q_output_proj_")
+    name = labels[nearest].split(":", 1)[-1].strip()
+    assert name in q.options, (name, q.options)
+    q.set_value(name).run()
+    button(at, "learn_check_output_proj_").click().run()
+    ok(at)
+    assert at.success and at.success[0].value.startswith("Right"), [w.value for w in at.warning]
