@@ -92,7 +92,7 @@ def inputs(msgs: list[str]) -> None:
         "English sentence (press Enter to use it)", key="source", height=80, placeholder="Type an English sentence…"
     )
     st.text_input(
-        "Reference French translation (optional — turns on the teacher-forcing view)",
+        "Reference French translation (optional — offers the teacher-forcing view, chosen under View below)",
         key="reference",
         placeholder="e.g. Je suis étudiant.",
     )
