@@ -197,7 +197,7 @@ def row0_against(r: Reading) -> Drawing:
     )
 
 
-def part_lengths(r: Reading | None) -> None:
+def lengths_table(r: Reading | None) -> None:
     """The embedding chapter's table: each row's lengths of X's two parts, which its question compares (the figure
     shows their sum)."""
     if r is None:
@@ -224,7 +224,7 @@ def common_mistakes(_: Reading | None) -> None:
 
 CHAPTERS = (
     Chapter(lesson.tokens_chapter, live(lambda r: output.label_figure(r.ctx)), ("inputs",)),
-    Chapter(lesson.embed_chapter, live(lambda r: inputs.embedding_figure(r.ctx)), ("inputs",), below=part_lengths),
+    Chapter(lesson.embed_chapter, live(lambda r: inputs.embedding_figure(r.ctx)), ("inputs",), below=lengths_table),
     Chapter(lesson.qkv_chapter, live(lambda r: self_attention.qkv_figure(r.ctx, "Q")), ("qkv",)),
     Chapter(lesson.scores_chapter, live(lambda r: self_attention.score_figure(r.ctx, "scores")), ("scores",)),
     Chapter(

@@ -10,7 +10,7 @@ import streamlit as st
 from model.core.constants import IMPOSSIBLE
 from model.core.tokenizer import Readability, readability
 from model.decode.decoding import DecodeResult
-from model.decode.steps import LOW_CONFIDENCE, ended_by_length, low_confidence, mean_token_prob
+from model.decode.steps import LOW_CONFIDENCE, ended_by_length, mean_token_prob
 from model.io.checkpoint import LoadedModel
 from views.plot import builders as viz  # viz, its figures built on first use (cached)
 
@@ -166,7 +166,7 @@ def honesty(
         )
     # over the model's own choices: a token the user forced, or one a sampler drew, is not the model's doubt
     p = mean_token_prob(res, cfg.eos_id, forced)
-    if strategy != "sample" and low_confidence(res, LOW_CONFIDENCE, cfg.eos_id, forced):
+    if strategy != "sample" and p < LOW_CONFIDENCE:
         mine = " (the tokens you forced left out)" if forced else ""
         st.warning(
             f"The model is out of its depth here: its mean token probability for this output is {p:.2f}{mine} "

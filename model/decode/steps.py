@@ -393,15 +393,7 @@ def mean_token_prob(result: DecodeResult, eos_id: int = -1, skip: Collection[int
     return math.exp(sum(math.log(max(p, 1e-300)) for p in own) / len(own)) if own else 1.0
 
 
-LOW_CONFIDENCE = 0.45  # bundled model: good translations score 0.64-0.87, garbled output 0.22-0.40
-
-
-def low_confidence(
-    result: DecodeResult, below: float = LOW_CONFIDENCE, eos_id: int = -1, skip: Collection[int] = ()
-) -> bool:
-    """The model is out of its depth: its mean token probability (``skip``: positions left out) is below
-    ``below``."""
-    return mean_token_prob(result, eos_id, skip) < below
+LOW_CONFIDENCE = 0.45  # bundled model: good translations score 0.64-0.87, garbled output 0.22-0.40; below: out of depth
 
 
 def ended_by_length(result: DecodeResult, eos_id: int) -> bool:

@@ -341,9 +341,9 @@ def part_lengths(arrays: Records[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 def embed_chapter(r: Run) -> Chapter:
     """Embeddings and positional encoding."""
     arrays, f, fr, scale_embedding = r.arrays, r.f, r.fr, r.scale_embedding
-    emb = arrays.embedding("dec", "embed")
-    lengths = part_lengths(arrays)
-    en, pn = float(lengths[0][f]), float(lengths[1][f])
+    emb_lengths, pe_lengths = part_lengths(arrays)
+    en, pn = float(emb_lengths[f]), float(pe_lengths[f])
+    D = arrays.embedding("dec", "embed").shape[1]
     which = "the token embedding" if en > 1.01 * pn else "the positional encoding" if pn > 1.01 * en else "equal"
     scaled = "E[y]·√d_model" if scale_embedding else "E[y]"
     opts_e = (f"the token embedding {scaled}", "the positional encoding PE", "they are about equal")
@@ -360,7 +360,7 @@ def embed_chapter(r: Run) -> Chapter:
         + r",\quad PE_{(pos,2i)} = \sin\!\left(\tfrac{pos}{10000^{2i/d}}\right),"
         r"\ PE_{(pos,2i+1)} = \cos\!\left(\tfrac{pos}{10000^{2i/d}}\right)",
         f"At {fr} the embedding part has length {en:.1f} and the positional part {pn:.1f}. Every position's "
-        f"encoding has the same length, √(d_model/2) = {np.sqrt(emb.shape[1] / 2):.1f}, since sin² + cos² = 1 for "
+        f"encoding has the same length, √(d_model/2) = {np.sqrt(D / 2):.1f}, since sin² + cos² = 1 for "
         "each pair of dimensions.",
         f"Row {f} of X: largest value {x[f, j]:+.2f} at dimension {j}; X ranges from {x.min():.2f} to {x.max():.2f}.",
         Question(
