@@ -34,6 +34,7 @@ Shapes: K source content words, T output tokens.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,8 @@ NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Z
 NONWORD_PROB = 0.5
 WRONG_READ = 0.2  # the words below this probability are listed with their support (the top of WRONG_PROB's grid)
 COPY_ZIPF_GAP = 1.0  # a copied source word is untranslated when English uses it this much more (Zipf) than French
+STEM_LETTERS = 5  # two output words are forms of one word when they begin with this many letters alike ...
+STEM_SHARE = 0.75  # ... and this share of the shorter
 INVENTED_NATS = 0.0  # an output content word whose source sensitivity is below this is invented
 ROWS_PER_PASS = 256  # (source variant, translation) rows teacher-forced together (fewer, larger products)
 LOGIT_ROWS = 2048  # output positions whose (V,) log-probabilities are held at once (bounds the memory: 8 MB per 256)
@@ -347,37 +350,79 @@ def support(f: Faithfulness) -> np.ndarray:
 
 def _same_word(word: str) -> str:
     """What two output words share when they are the same word: the head, a plural's final s or x aside ("piéton",
-    "piétons"). Not a shared stem: "surfeur surfe", "cuisinier ... cuisine" are two words."""
+    "piétons")."""
     head = _head(word)
     return head[:-1] if len(head) > 3 and head[-1] in "sx" else head
 
 
+def _related(a: str, b: str) -> bool:
+    """Two forms of one word (``_same_word`` keys) by their shared beginning: at least STEM_LETTERS letters and
+    STEM_SHARE of the shorter ("nuageuse", "nuageux"; "basketteurs", "basket"; "blanc", "blanche")."""
+    k = len(os.path.commonprefix([a, b]))
+    return k >= STEM_LETTERS and k >= STEM_SHARE * min(len(a), len(b))
+
+
+EN_IRREGULAR = {"women": "woman", "men": "man", "children": "child", "feet": "foot", "teeth": "tooth", "mice": "mouse"}
+
+
 def _singular(word: str) -> str:
-    """An English word without a plural's ending ("cars", "buses", "boxes" -> "car", "bus", "box"), so that "the car
-    ... the two cars" counts the word twice, as ``_same_word`` counts "voiture ... voitures"."""
+    """An English word without a plural's ending ("cars", "buses", "boxes", "women", "firemen" -> "car", "bus",
+    "box", "woman", "fireman"), so that "a woman ... two women" counts the word twice, as ``_same_word`` counts
+    "femme ... femmes"."""
     w = word.lower()
+    if w in EN_IRREGULAR:
+        return EN_IRREGULAR[w]
+    if len(w) > 4 and w.endswith("men"):
+        return w[:-3] + "man"
     if len(w) > 4 and w.endswith("es") and w[:-2].endswith(("s", "x", "z", "ch", "sh")):
         return w[:-2]
     return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
 
 
-def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
-    """Output content words written more often than the source word they depend on most (by erasure) occurs."""
-    stems: dict[str, list[Word]] = {}
+def _idioms(words: list[Word]) -> set[tuple[int, ...]]:
+    """The second word of each "X à X" ("face à face", "côte à côte"): one expression, not a word written twice."""
+    return {
+        c.pieces
+        for a, b, c in zip(words, words[1:], words[2:])
+        if _head(b.text) == "à" and _same_word(a.text) == _same_word(c.text)
+    }
+
+
+def _families(out: list[Word], idioms: set[tuple[int, ...]]) -> list[list[list[Word]]]:
+    """The output content words grouped by ``_same_word`` (the second word of an ``idioms`` pair left out), and those
+    groups joined into families of related forms."""
+    groups: dict[str, list[Word]] = {}
     for w in out:
-        if len(_head(w.text)) >= 3:
-            stems.setdefault(_same_word(w.text), []).append(w)
+        if len(_head(w.text)) >= 3 and w.pieces not in idioms:
+            groups.setdefault(_same_word(w.text), []).append(w)
+    families: list[list[str]] = []
+    for key in groups:
+        joined = [fam for fam in families if any(_related(key, k) for k in fam)]
+        families = [fam for fam in families if fam not in joined] + [[k for fam in joined for k in fam] + [key]]
+    return [[groups[k] for k in fam] for fam in families]
+
+
+def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
+    """Output content words written more often than the source words they depend on most (by erasure) occur. One
+    word written again counts against the most frequent of those source words ("un chien et un chien" for two
+    dogs); two forms of one word ("une eau nuageuse bleue nuageux") against all of them together ("un surfeur
+    surfe": a surfer who surfs)."""
     src = [_singular(bare(w.text)) for w in f.src_words]
+
+    def counts(ws: list[Word]) -> list[int]:  # how often the source holds each source word the words depend on
+        if not f.drops.size:
+            return [1]
+        aligned = {_singular(bare(f.content_src[int(f.drops[:, list(w.pieces)].sum(1).argmax())].text)) for w in ws}
+        return [src.count(a) for a in aligned]
+
     found = []
-    for ws in stems.values():
+    for family in _families(out, _idioms(f.out_words)):
+        ws = [w for g in family for w in g]
         if len(ws) < 2:
             continue
-        times = 1
-        if f.drops.size:
-            aligned = {int(f.drops[:, list(w.pieces)].sum(1).argmax()) for w in ws}
-            times = max(src.count(_singular(bare(f.content_src[k].text))) for k in aligned)
+        times = max(counts(ws)) if len(family) == 1 else sum(counts(ws))
         if len(ws) > max(1, times):
-            found.append(bare(ws[0].text))
+            found.append(bare(ws[0].text) if len(family) == 1 else bare(max(ws, key=lambda w: w.pieces).text))
     return found
 
 
