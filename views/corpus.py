@@ -42,6 +42,7 @@ from model.interpret.corpus import (
     MAX_BYTES,
     MEASURED,
     MEASURED_ON,
+    ROLE_TEXT,
     SIGNALS,
     STATS,
     Analysis,
@@ -193,6 +194,10 @@ def choose_input() -> tuple[bytes | None, str, str]:
             return None, "", ""
         if up is None:
             st.caption(md(f"The set kept from before: {got[1]} ({len(got[0]):,} bytes). Upload another to replace it."))
+            if st.button("Forget this set", key="corpus_forget"):  # the uploader's ✕ empties only the uploader
+                st.session_state.pop(KEPT + "upload", None)
+                st.query_params.pop("digest", None)
+                st.rerun()
         remember(*got)
         return got[0], got[1], ""
     if "corpus_paste" not in st.session_state:
@@ -200,7 +205,9 @@ def choose_input() -> tuple[bytes | None, str, str]:
             linked[0].decode("utf-8", errors="replace") if linked else ""
         )
     text = st.text_area(
-        "Sentences: one a line; english⇥french (a tab) adds a reference", height=150, key="corpus_paste"
+        "Sentences: one a line; english⇥french (a tab) or english ||| french adds a reference",
+        height=150,
+        key="corpus_paste",
     )
     keep("corpus_paste")
     if not text.strip():
@@ -519,6 +526,7 @@ def render_summary(result: Analysis, corpus: Corpus, opts: DecodeOptions, model:
             list(counts.values()),
             title=f"Sentences per flag (of {sentences(len(rows))})",
             x_title="sentences",
+            counts=True,
         ),
         "corpus_flag_counts",
     )
@@ -606,15 +614,21 @@ def render_scores(result: Analysis) -> None:
 
 
 def render_slices(result: Analysis, corpus: Corpus) -> None:
-    """The scores per slice: by source length, by flag, by the file's domain column."""
+    """The scores per slice: by source length, by flag, by the file's domain column. A slice without a sentence is
+    named, not drawn as a row of blanks; without references there are no scores to show."""
     st.subheader("Slices")
+    every = slices(result.rows, corpus.domains)
+    refs = corpus.references is not None
+    empty = [s["slice"] for s in every if not s["sentences"]]
     st.caption(
         "The set cut by the source's length in words, by flag, and by domain (a TSV's third column or a CSV's "
-        "domain column, when the file gives one): corpus BLEU and chrF of each slice, and the share flagged."
+        "domain column, when the file gives one): "
+        + ("corpus BLEU and chrF of each slice, and the share flagged." if refs else "the share of each flagged.")
+        + (f" No sentence in: {md(', '.join(empty))}." if empty else "")
     )
-    df = pd.DataFrame(slices(result.rows, corpus.domains))
+    df = pd.DataFrame([s for s in every if s["sentences"]])
     st.dataframe(
-        df,
+        df if refs else df.drop(columns=["bleu", "chrf"]),
         hide_index=True,
         key="corpus_slices",
         column_config={
@@ -625,17 +639,31 @@ def render_slices(result: Analysis, corpus: Corpus) -> None:
     )
 
 
+DEFAULT_STAT = "loss_increase"  # the head statistic coloured when the link names none
+
+
+def stat_name(key: str) -> str:
+    """A head statistic as the page writes it: "loss_increase" -> "loss increase"."""
+    return key.replace("_", " ")
+
+
 def render_heads(result: Analysis, opts: DecodeOptions, model: str) -> None:
     heads = result.heads
     assert heads is not None  # the page's analysis measures them (run_analysis)
     st.header("What each head does over the set")
+    n = heads["sentences"]
     st.caption(
-        f"Over the first {heads['sentences']:,} sentences, teacher-forced on {heads['target']}. "
-        + " ".join(f"**{k}**: {md(v)}." for k, v in STATS.items())
+        f"Over {'the one sentence' if n == 1 else f'the first {n:,} sentences'}, teacher-forced on {heads['target']}. "
+        + " ".join(f"**{stat_name(k)}**: {md(v)}." for k, v in STATS.items())
         + f" {precision_note(heads['precision'])}".rstrip()
     )
-    from_url("corpus_hstat", "hstat", STATS, "loss_increase")
-    stat = st.selectbox("Statistic coloured", list(STATS), key="corpus_hstat")
+    st.caption(
+        "**Roles**, the first that holds: "
+        + "; ".join(f"*{k}*: {md(v)}" for k, v in ROLE_TEXT.items())
+        + ". The thresholds sit in the gaps between the bundled model's heads over 80 held-out sentences."
+    )
+    from_url("corpus_hstat", "hstat", STATS, DEFAULT_STAT)
+    stat = st.selectbox("Statistic coloured", list(STATS), format_func=stat_name, key="corpus_hstat")
     st.query_params["hstat"] = stat
     tabs = st.tabs([KINDS[k].capitalize() for k in KINDS])
     by_kind: dict[str, list[dict]] = {}
@@ -646,12 +674,17 @@ def render_heads(result: Analysis, opts: DecodeOptions, model: str) -> None:
         with tab:
             t = heads[kind]
             layer_name = "encoder layer" if kind == "enc" else "decoder layer"
+            drawn = stat if np.isfinite(np.asarray(t[stat], dtype=float)).any() else DEFAULT_STAT
+            if drawn != stat:
+                st.caption(
+                    f"{stat_name(stat).capitalize()} is not measured for {KINDS[kind]}: coloured by {stat_name(drawn)}."
+                )
             show(
                 viz.head_grid(
-                    t[stat],
+                    t[drawn],
                     t["role"],
-                    title=f"{KINDS[kind].capitalize()}: each head's role and {stat.replace('_', ' ')}",
-                    value_name=stat.replace("_", " "),
+                    title=f"{KINDS[kind].capitalize()}: each head's role and {stat_name(drawn)}",
+                    value_name=stat_name(drawn),
                     layer_name=layer_name,
                 ),
                 f"corpus_heads_{kind}",
@@ -670,9 +703,8 @@ def render_heads(result: Analysis, opts: DecodeOptions, model: str) -> None:
                 f"example {j + 1}": st.column_config.LinkColumn(f"example {j + 1}", display_text="Explore")
                 for j in range(3)
             }
-            cfg.update(
-                {s: st.column_config.NumberColumn(s.replace("_", " "), help=STATS[s], format="%.3f") for s in STATS}
-            )
+            cfg.update({s: st.column_config.NumberColumn(stat_name(s), help=STATS[s], format="%.3f") for s in STATS})
+            cfg["role"] = st.column_config.TextColumn("role", help=" ".join(f"{k}: {v}." for k, v in ROLE_TEXT.items()))
             st.dataframe(hdf, hide_index=True, column_config=cfg, key=f"corpus_head_table_{kind}")
 
 
@@ -845,9 +877,9 @@ def render(lm: LoadedModel | None, error: str | None) -> None:
         st.warning(md(msg[0].upper() + msg[1:] + "."))
     st.caption(md(corpus.summary()[0].upper() + corpus.summary()[1:] + "."))
     heads = heads_choice(len(corpus.sources))
-    if not asked():
-        return
     digest = hashlib.sha256(raw).hexdigest()
+    if not asked(f"{digest} {opts} {heads}"):
+        return
     result = run_analysis(lm, corpus, opts, digest, heads)
     if result is None:
         return
@@ -900,14 +932,18 @@ def heads_choice(sentences: int) -> int:
     return heads
 
 
-def asked() -> bool:
-    """Whether the reader asked for the analysis (the button, or a link with ``run=1`` that the button wrote): opening
-    the page translates nothing. Once asked, the page analyses the set and settings it shows, across pages too."""
-    if not (st.session_state.get(KEPT + RUN) or st.query_params.get(RUN) == "1"):
+def asked(key: str) -> bool:
+    """Whether the reader asked for this analysis (``key``: its set and settings): the button, or a link with
+    ``run=1`` (which the button writes) opening the page in a new session. Opening the page, or changing its set or
+    settings, translates nothing until asked (a slider moved to 1,000 sentences starts nothing); an analysis asked for
+    once comes back without asking, across pages too."""
+    done: set[str] = st.session_state.setdefault(KEPT + RUN, set())
+    if key not in done and (done or st.query_params.get(RUN) != "1"):
+        st.query_params.pop(RUN, None)
         if not st.button("Translate and analyse", type="primary", key="corpus_go"):
             st.caption("Nothing is translated until you ask.")
             return False
-    st.session_state[KEPT + RUN] = True
+    done.add(key)
     st.query_params[RUN] = "1"
     return True
 

@@ -58,8 +58,8 @@ def sentence_scatter(
         )
     layout = common.layout_defaults(title, height=380, legend=True, squeezes=True)
     layout.update(
-        xaxis=dict(title=dict(text=common.safe_label(x_title)), zeroline=False, gridcolor="#eee"),
-        yaxis=dict(title=dict(text=common.safe_label(y_title)), zeroline=False, gridcolor="#eee"),
+        xaxis=dict(title=dict(text=common.safe_label(x_title)), zeroline=False, gridcolor="#eee", **_around(xs)),
+        yaxis=dict(title=dict(text=common.safe_label(y_title)), zeroline=False, gridcolor="#eee", **_around(ys)),
         legend=dict(orientation="h", y=-0.2, font=dict(size=common.FONT)),
         clickmode="event+select",
     )
@@ -71,12 +71,33 @@ def sentence_scatter(
     return common.new_figure(data, layout)
 
 
+def whole_ticks(top: float) -> dict:
+    """An axis of counts from 0: ticks on whole numbers only (a count of 0.05 sentences is no count), at least 0–1."""
+    return dict(tick0=0, dtick=max(1, math.ceil(max(top, 1.0) / 6)), tickformat=",d")
+
+
+def _around(values: np.ndarray) -> dict:
+    """An axis whose points all share one value: a range around it (0–1 for a share or a probability), where
+    Plotly's own would run to values no point can take (−0.2–1.5 for one probability); else Plotly's range."""
+    finite = np.unique(values[np.isfinite(values)])
+    if finite.size != 1:
+        return {}
+    v = float(finite[0])
+    return dict(range=[-0.05, 1.05] if 0.0 <= v <= 1.0 else [v - 1.0, v + 1.0])
+
+
 def bar_figure(
-    labels: Sequence[str], values: Sequence[float], *, title: str, x_title: str, fmt: str = ".0f"
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    title: str,
+    x_title: str,
+    fmt: str = ".0f",
+    counts: bool = False,
 ) -> common.Figure:
     """Horizontal bars, one a label (top to bottom in the given order), each value written at its bar: past the end
     of a bar to the right, and beside the zero line for a bar to the left (past its end, a phone's narrow axes would
-    put it over the row labels)."""
+    put it over the row labels). ``counts``: the values are counts, the axis ticked on whole numbers."""
     vals = np.asarray(values, dtype=float)
     if len(vals) != len(labels):
         raise ValueError("one value per label")
@@ -100,10 +121,16 @@ def bar_figure(
     ]
     layout = common.layout_defaults(title, height=BAR_H * len(names) + 110, squeezes=True)
     lo, hi = min(0.0, float(shown.min(initial=0.0))), max(0.0, float(shown.max(initial=0.0)))
+    if counts:
+        hi = max(hi, 1.0)
     room = VALUE_ROOM * ((hi - lo) or 1.0)  # the values written right of a bar or of the zero line, inside the axes
     layout.update(
         xaxis=dict(
-            title=dict(text=common.safe_label(x_title)), gridcolor="#eee", automargin=True, range=[lo, hi + room]
+            title=dict(text=common.safe_label(x_title)),
+            gridcolor="#eee",
+            automargin=True,
+            range=[lo, hi + room],
+            **(whole_ticks(hi) if counts else {}),
         ),
         yaxis=dict(autorange="reversed", tickfont=dict(size=common.TICK_FONT)),
         annotations=[
@@ -114,6 +141,12 @@ def bar_figure(
     )
     layout["margin"].update(l=left + common.PAD, r=40, b=50)
     return common.new_figure(data, layout)
+
+
+def _two(x: float) -> str:
+    """Two decimals, a value that rounds to zero written 0.00 (never "-0.00")."""
+    text = f"{x:.2f}"
+    return "0.00" if text == "-0.00" else text
 
 
 GRID_CELL_MIN = 56  # px: a head's cell holds its role a word a line and its value, at 11 px
@@ -131,7 +164,7 @@ def head_grid(values: np.ndarray, roles: np.ndarray, *, title: str, value_name: 
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     words = [[str(r[i, j]).split() or [""] for j in range(H)] for i in range(L)]
     labels = [
-        ["<br>".join([*words[i][j], *([f"{v[i, j]:.2f}"] if math.isfinite(v[i, j]) else [])]) for j in range(H)]
+        ["<br>".join([*words[i][j], *([_two(v[i, j])] if math.isfinite(v[i, j]) else [])]) for j in range(H)]
         for i in range(L)
     ]
     widest = max((common.text_px(w, common.TICK_FONT) for row in words for cell in row for w in cell), default=0.0)
@@ -214,6 +247,7 @@ def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title
             title=dict(text=f"sentences ({same:,} unchanged, not drawn)"),
             gridcolor="#eee",
             range=[0, 1.25 * max(int(counts.max()), 1)],  # room for the key above the tallest bar
+            **whole_ticks(int(counts.max())),
         ),
         annotations=[
             dict(a, xref="paper", yref="paper", y=1, yanchor="top", showarrow=False, font=dict(size=common.FONT))

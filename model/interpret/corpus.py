@@ -72,6 +72,7 @@ REMOVAL_TOLERANCE = 1e-3
 FAITHFUL_CHUNK = 256  # sentences erased together between two progress reports
 COLUMNS = ("english", "french")  # a CSV's columns (a header row names them)
 DOMAIN = "domain"  # a CSV's column of each sentence's domain (a TSV's third column), for the slices
+SEPARATOR = re.compile(r"\s*\|\|\|\s*")  # "english ||| french" on a line without a tab: the columns of a TSV
 
 # The flags, each one line (the page and docs/cli.md show these definitions); thresholds in model.interpret.faithful,
 # chosen on a labelled set of the model's own translations and measured out of fold (benchmarks/corpus_flags.py).
@@ -178,8 +179,10 @@ class CorpusError(ValueError):
 def _decode_lines(data: bytes, what: str) -> tuple[list[str], int]:
     """The lines of ``data``: UTF-8 (a BOM dropped), a line that is not read as Windows-1252 (mixed encodings).
     Returns the lines and how many were re-read."""
-    if not data.strip():
+    if not data:
         raise CorpusError(f"the {what} is empty")
+    if not data.strip():
+        raise CorpusError(f"the {what} holds only blank lines")
     if len(data) > MAX_BYTES:
         raise CorpusError(f"the {what} is {len(data) / 2**20:.1f} MB; files up to {MAX_BYTES // 2**20} MB are read")
     if b"\x00" in data[:65536]:
@@ -206,6 +209,8 @@ def _pairs(lines: list[str], name: str, skip: Callable[[str], None], notes: list
     """(source, reference or None) pairs of a file's lines, as CSV, TSV (most lines hold a tab) or plain lines, and
     each pair's domain where the file gives one (pair index -> domain)."""
     first = next((ln for ln in lines if ln.strip()), "")
+    if not _is_csv(name, first):  # "english ||| french": the separator a phone's keyboard can type, read as a tab
+        lines = [ln if "\t" in ln else SEPARATOR.sub("\t", ln) for ln in lines]
     pairs: list[tuple[str, str | None]] = []
     domain: dict[int, str] = {}  # pair index -> its domain, when the file gives one
     if _is_csv(name, first):
@@ -241,8 +246,9 @@ def _pairs(lines: list[str], name: str, skip: Callable[[str], None], notes: list
         pairs = [(ln.split("\t")[0], None) for ln in lines]
         if tabbed:
             notes.append(
-                f"{tabbed:,} of {sum(bool(ln.strip()) for ln in lines):,} lines hold a tab, too few for a TSV: read "
-                "as plain lines without references (the text after the tab left out)"
+                f"{tabbed:,} of {counted(sum(bool(ln.strip()) for ln in lines), 'line')} "
+                f"{'holds' if tabbed == 1 else 'hold'} a tab, too few for a TSV: read as plain lines without "
+                "references (the text after the tab left out)"
             )
     return pairs, domain
 
@@ -609,6 +615,15 @@ STATS = {
 ROLE_MIN = 0.4  # diagonal, previous token, sink: the head's share there reaches this
 ALIGN_LIFT = 0.12  # alignment: the head's top source token is the attribution's this much more often than chance
 SHARP_SPREAD = 0.5  # otherwise sharp when its spread is at most this, broad above
+ROLE_TEXT = {  # each role in words, in the order role_of tries them: the page's and docs' definitions
+    "alignment": f"a cross-attention head whose top source token is the attribution's at least {ALIGN_LIFT:g} more "
+    "often than chance (agreement lift)",
+    "diagonal": f"at least {ROLE_MIN:g} of its weight on the same position",
+    "previous token": f"at least {ROLE_MIN:g} on the previous position",
+    "sink": f"at least {ROLE_MIN:g} on the first token and the source's </s> together (of these three, the largest)",
+    "sharp": f"none of these, and a spread of at most {SHARP_SPREAD:g}",
+    "broad": f"none of these, and a spread above {SHARP_SPREAD:g}",
+}
 ROLES = {  # role -> the statistic that shows it (its sentences with the highest values are its examples)
     "alignment": "agreement_lift",
     "diagonal": "same",

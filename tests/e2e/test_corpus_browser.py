@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.browser import DRAWN_JS
+from harness.browser import DRAWN_JS, IDLE_JS
 from model.interpret.corpus import MAX_BYTES
 from tests.helpers import wait_still
 
@@ -101,5 +101,58 @@ def test_a_refused_upload_says_why_in_a_sentence_one_can_see(browser, server, wi
         assert f"{MAX_BYTES // 2**20}.0MB or smaller" in alert.inner_text()
         assert box is not None and box["width"] > 150 and box["height"] >= 12 and box["x"] + box["width"] <= width
         assert page.get_by_text(f"Files up to {MAX_BYTES // 2**20} MB are read.").is_visible()
+    finally:
+        page.close()
+
+
+def test_an_uploaded_set_is_kept_until_forgotten(browser, server):
+    """The uploader's ✕ empties only the uploader: the set stays, said so, until "Forget this set", after which the
+    page has no set to analyse."""
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        page.goto(server + "/corpus?set=upload")
+        upload = page.locator("[data-testid='stFileUploaderDropzoneInput']")
+        upload.wait_for(state="attached", timeout=TIMEOUT_MS)
+        upload.set_input_files({"name": "two.tsv", "mimeType": "text/plain", "buffer": b"one\tun\ntwo\tdeux\n"})
+        page.get_by_text("2 sentences with references.").wait_for(timeout=TIMEOUT_MS)
+        page.locator("[data-testid='stFileChip'] button").click()  # the uploader's ✕
+        kept = page.get_by_text("The set kept from before: two.tsv")
+        kept.wait_for(timeout=TIMEOUT_MS)
+        assert page.get_by_text("2 sentences with references.").is_visible()
+        page.get_by_role("button", name="Forget this set").click()
+        kept.wait_for(state="detached", timeout=TIMEOUT_MS)
+        page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS)
+        assert page.get_by_text("2 sentences with references.").count() == 0
+        assert page.get_by_role("button", name="Translate and analyse").count() == 0
+        assert "digest" not in page.url
+    finally:
+        page.close()
+
+
+TABLE_JS = """() => {
+  const frame = document.querySelector('[data-testid="stDataFrame"]');
+  const bar = frame.querySelector('[data-testid="stElementToolbar"]');
+  const above = document.querySelector('.st-key-corpus_flags');
+  return {bar: bar.getBoundingClientRect().toJSON(), above: above.getBoundingClientRect().toJSON()};
+}"""
+
+
+@pytest.mark.parametrize("width, height", [(390, 844), (1366, 768)])
+def test_a_tables_toolbar_covers_nothing_above_it(browser, server, width, height):
+    """The sentences table's toolbar, shown while the pointer is on the table, sits in room of its own: not over the
+    flag filter's select just above (its chevron, on a phone)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        page.goto(server + "/corpus?set=paste&run=1")
+        box = page.locator(".st-key-corpus_paste textarea")
+        box.fill("".join(f"{en}\t{fr}\n" for en, fr in PAIRS))
+        box.press("Control+Enter")
+        table = page.locator('[data-testid="stDataFrame"]').first
+        table.wait_for(timeout=TIMEOUT_MS)
+        table.scroll_into_view_if_needed()
+        table.hover()
+        page.locator('[data-testid="stElementToolbar"]').first.wait_for(timeout=TIMEOUT_MS)
+        got = page.evaluate(TABLE_JS)
+        assert got["bar"]["top"] >= got["above"]["bottom"] - 0.5, got
     finally:
         page.close()

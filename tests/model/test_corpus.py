@@ -51,7 +51,7 @@ def test_reads_plain_tsv_csv_and_refs():
     "data, name, message",
     [
         (b"", "a.txt", "the file is empty"),
-        (b"  \n\n", "a.txt", "the file is empty"),
+        (b"  \n\n", "a.txt", "the file holds only blank lines"),
         (b"\x00\x01\x02PK\x03\x04" * 100, "a.bin", "looks binary"),
         (b"a" * (C.MAX_BYTES + 1), "big.txt", "files up to 20 MB are read"),
         (b"x" * 10_000, "long.txt", "no sentence to analyse in the file (1 line longer than 1,000 characters)"),
@@ -92,9 +92,20 @@ def test_a_tsv_is_recognised_by_most_of_its_lines():
     c = C.read_corpus(b"one\ntwo\nthree\tdeux\n", "a.txt")  # a tab in a minority of lines: plain lines
     assert c.sources == ["one", "two", "three"] and c.references is None
     assert c.notes == [
-        "1 of 3 lines hold a tab, too few for a TSV: read as plain lines without references (the text "
+        "1 of 3 lines holds a tab, too few for a TSV: read as plain lines without references (the text "
         "after the tab left out)"
     ]
+    two = C.read_corpus(b"one\tun\ntwo\tdeux\nthree\n\n\nfour\nfive\n", "a.txt")
+    assert two.notes[0].startswith("2 of 5 lines hold a tab")
+
+
+def test_a_reference_after_three_bars_is_read_as_after_a_tab():
+    """A phone's keyboard has no tab: "english ||| french [||| domain]" is a TSV's line; a CSV is read as CSV."""
+    c = C.read_corpus(b"A dog runs. ||| Un chien court.\nA cat|||Un chat ||| news\nno reference\n", "")
+    assert c.sources == ["A dog runs.", "A cat"] and c.references == ["Un chien court.", "Un chat"]
+    assert c.domains == ["", "news"] and c.skipped == {"lines without a tab (no reference)": 1}
+    assert C.read_corpus(b"one\tun ||| a\n", "").references == ["un ||| a"]  # a tab's line keeps its bars
+    assert C.read_corpus(b"english,french\na ||| b,c\n", "a.csv").sources == ["a ||| b"]
 
 
 # ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 from harness import audit
 from model.cli import main as cli
 from model.decode.decoding import DecodeOptions
-from model.interpret.corpus import FLAGS, MAX_BYTES, flags_text, lexicon_note
+from model.interpret.corpus import FLAGS, MAX_BYTES, ROLE_TEXT, flags_text, lexicon_note
 from views.corpus import HEAD_PART, PART_COST, Progress, analysis_jobs, done_share, flags_list, part_costs, time_left
 
 PAIRS = [("the cat sat on the mat", "le chat est assis sur le tapis"), ("a dog runs", "un chien court")]
@@ -45,7 +45,10 @@ def corpus_script(model_dir, data_dir):
 
 
 def settled(at: AppTest) -> AppTest:
-    """The page once the analyses it started on the server have finished (they run apart from the page's run)."""
+    """The page once its set is analysed (asked for with the button where the page shows it: a new set or setting
+    waits for it) and the analyses it started on the server have finished (they run apart from the page's run)."""
+    for button in [b for b in at.button if b.key == "corpus_go"]:
+        button.click().run()
     for job in list(analysis_jobs().values()):
         job.future.exception(timeout=300)  # a loaded 2-core machine is slow
     at.run()
@@ -119,9 +122,10 @@ def test_pasted_set_table_equals_the_cli(tiny_model_dir, tmp_path):
         assert list(table.value["loss_increase"]) == pytest.approx([r["loss_increase"] for r in cli_heads], rel=1e-5)
     sliced = at.dataframe[1].value
     want = json.loads(out.read_text())["slices"]
-    assert list(sliced["slice"]) == [s["slice"] for s in want]
-    nan = float("nan")
-    assert list(sliced["chrf"]) == pytest.approx([nan if s["chrf"] is None else s["chrf"] for s in want], nan_ok=True)
+    assert list(sliced["slice"]) == [s["slice"] for s in want if s["sentences"]]
+    assert list(sliced["chrf"]) == pytest.approx([s["chrf"] for s in want if s["sentences"]])
+    empty = [s["slice"] for s in want if not s["sentences"]]
+    assert empty and any(plain(c.value).endswith(f"No sentence in: {', '.join(empty)}.") for c in at.caption)
     assert [b.proto.label for b in at.get("download_button")] == [
         "Download JSON (rows and heads)",
         "Download CSV (rows)",
@@ -150,6 +154,26 @@ def test_a_correlation_with_nothing_to_rank_is_named_not_drawn(tiny_model_dir, t
     shown = [y for trace in bars["data"] for y in trace.get("y", [])]
     caption = next(c.value for c in at.caption if "Which signal to trust" in c.value)
     assert shown and all(name not in plain(caption) for name in shown)  # each signal drawn or named, not both
+
+
+def test_slices_and_head_tabs_show_only_what_was_measured(tiny_model_dir, tmp_path):
+    """Without references a slice has no score to show (no BLEU or chrF column, not a column of blanks); a head
+    statistic one kind of attention does not have colours its grid by loss increase and says so, under a title that
+    names what is drawn; the roles are defined on the page."""
+    at = paste(open_corpus(tiny_model_dir, tmp_path / "none", set="paste"), "a dog runs\nthe boy reads a book\n")
+    sliced = at.dataframe[1].value
+    assert "bleu" not in sliced and "chrf" not in sliced and list(sliced["sentences"]) and all(sliced["sentences"])
+    captions = [plain(c.value) for c in at.caption]
+    assert any(c.startswith("**Roles**") and all(f"*{r}*" in c for r in ROLE_TEXT) for c in captions)
+    at.selectbox(key="corpus_hstat").set_value("agreement").run()
+    captions = [plain(c.value) for c in at.caption]
+    for kind in ("encoder self-attention", "decoder self-attention"):
+        assert f"Agreement is not measured for {kind}: coloured by loss increase." in captions
+    titles = [f["layout"]["title"]["text"].replace("<br>", " ") for f in audit.figures(at)]
+    titles = [t for t in titles if "each head's role" in t]  # (a title is wrapped to the figure's width)
+    assert [t.split(": ")[1] for t in titles] == ["each head's role and loss increase"] * 2 + [
+        "each head's role and agreement"
+    ]
 
 
 def test_beam_choice_goes_into_the_links(tiny_model_dir, tmp_path):
@@ -359,6 +383,21 @@ def test_opening_the_page_translates_nothing_until_asked(tiny_model_dir, tmp_pat
     at.button(key="corpus_go").click().run()
     settled(at)
     assert at.query_params["run"] == "1" and sorted(at.dataframe[0].value["source"]) == sorted(en for en, _ in PAIRS)
+
+
+def test_a_new_set_or_setting_waits_for_the_button_and_an_analysed_one_comes_back(tiny_model_dir, tmp_path):
+    """Once one set is analysed, another set (or the same set with other settings) starts nothing until asked, so a
+    slider moved to 1,000 sentences runs nothing by itself; going back to the analysed one shows it again."""
+    bundled_data(tmp_path)
+    at = open_corpus(tiny_model_dir, tmp_path / "data")
+    assert at.dataframe and at.query_params["run"] == "1"
+    before = set(analysis_jobs())
+    at.radio(key="corpus_set").set_value("paste").run()
+    at.text_area(key="corpus_paste").input("a dog runs\tun chien court\n").run()
+    assert not at.exception and set(analysis_jobs()) == before and not at.dataframe and "run" not in at.query_params
+    assert "Nothing is translated until you ask." in [c.value for c in at.caption]
+    at.radio(key="corpus_set").set_value("multi30k").run()  # the set analysed first: shown again, without asking
+    assert not at.exception and at.dataframe and at.query_params["run"] == "1" and set(analysis_jobs()) == before
 
 
 SET = [

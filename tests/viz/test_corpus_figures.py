@@ -124,3 +124,31 @@ def test_difference_histogram_counts_each_moved_sentence_once():
     assert fig.layout.yaxis.range[1] > max(max(worse.y), max(better.y))
     with pytest.raises(ValueError):
         difference_histogram([float("nan")], ("a", "b"), title="t", x_title="x").plotly()
+
+
+def test_counts_are_ticked_on_whole_numbers_even_when_all_are_zero():
+    """A count axis never offers 0.05 of a sentence: whole ticks from 0, and at least 0–1 when nothing was counted."""
+    for values in ([0, 0, 0], [3, 1, 0], [140, 12, 0]):
+        fig = bar_figure(["a", "b", "c"], values, title="t", x_title="sentences", counts=True)
+        axis = fig.layout["xaxis"]
+        assert axis["tick0"] == 0 and axis["dtick"] >= 1 and float(axis["dtick"]).is_integer()
+        assert axis["range"][1] >= max(1, max(values))
+    plain = bar_figure(["a"], [0.5], title="t", x_title="ρ", fmt=".2f").layout["xaxis"]
+    assert "dtick" not in plain  # a correlation is no count
+    hist = difference_histogram([1.0, 2.0, -3.0], ("greedy", "beam 5"), title="t", x_title="x").layout
+    assert hist["yaxis"]["dtick"] == 1 and hist["yaxis"]["tick0"] == 0
+
+
+def test_a_head_grid_never_writes_minus_zero():
+    fig = head_grid(
+        np.array([[-0.001, 0.5]]), np.array([["sharp", "broad"]]), title="t", value_name="v", layer_name="layer"
+    )
+    text = str(fig.data[0]["text"])
+    assert "-0.00" not in text and "0.00" in text and "0.50" in text
+
+
+def test_one_sentence_gets_an_axis_a_probability_can_take():
+    fig = sentence_scatter([3.0], [0.62], ["a"], ["b"], [False], x_title="x", y_title="p", title="t")
+    assert fig.layout["yaxis"]["range"] == [-0.05, 1.05] and fig.layout["xaxis"]["range"] == [2.0, 4.0]
+    two = sentence_scatter([1, 2], [0.1, 0.2], ["a", "b"], ["c", "d"], [0, 1], x_title="x", y_title="p", title="t")
+    assert "range" not in two.layout["yaxis"]  # Plotly's own range once the points differ
