@@ -41,7 +41,16 @@ ROUTE_MODULES = (
 )
 KEY_CLASS = "st-key-"
 ELEMENT_CLASSES = ("stElementContainer", "stVerticalBlock", "stMarkdown", "stMarkdownEllipsis")
-TEST_IDS = ("stLayoutWrapper", "stCaptionContainer", "stPopoverBody", "stFileChip", "stTopNav", "stTable", "stMain")
+TEST_IDS = (
+    "stLayoutWrapper",
+    "stCaptionContainer",
+    "stPopoverBody",
+    "stFileChip",
+    "stTopNav",
+    "stTable",
+    "stMain",
+    "stDataFrame",
+)
 EMOJIS = "streamlit.emojis"
 SCRIPT_RUN_CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
 # what page.js and page.css name of Streamlit's: its element classes (stName) and test ids
