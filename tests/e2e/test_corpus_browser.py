@@ -59,10 +59,19 @@ BOX_JS = """(sel) => {
 }"""
 
 
+TABLE_JS = """() => {
+  const frame = document.querySelector('[data-testid="stDataFrame"]');
+  const bar = frame.querySelector('[data-testid="stElementToolbar"]');
+  const above = document.querySelector('.st-key-corpus_flags');
+  return {bar: bar.getBoundingClientRect().toJSON(), above: above.getBoundingClientRect().toJSON()};
+}"""
+
+
 @pytest.mark.parametrize("width, height", [(390, 844), (1366, 768)])
 def test_the_toolbar_is_clear_of_the_titles(browser, server, width, height):
     """The flag chart and the second run's histogram: Plotly's toolbar (shown while the pointer is on the figure)
-    never covers the title, on a phone's width too."""
+    never covers the title, on a phone's width too; nor does the sentences table's toolbar cover the flag filter's
+    select just above the table (its chevron, on a phone)."""
     page = browser.new_page(viewport={"width": width, "height": height})
     try:
         page.goto(server + "/corpus?set=paste&run=1&vs=beam&vsbeam=2")
@@ -79,6 +88,12 @@ def test_the_toolbar_is_clear_of_the_titles(browser, server, width, height):
             t, m = got["title"], got["modebar"]
             apart = t["bottom"] <= m["top"] or t["top"] >= m["bottom"] or t["right"] <= m["left"]
             assert apart and t["right"] <= width, (key, got)
+        table = page.locator('[data-testid="stDataFrame"]').first
+        table.scroll_into_view_if_needed()
+        table.hover()
+        page.locator('[data-testid="stElementToolbar"]').first.wait_for(timeout=TIMEOUT_MS)
+        got = page.evaluate(TABLE_JS)
+        assert got["bar"]["top"] >= got["above"]["bottom"] - 0.5, got
     finally:
         page.close()
 
@@ -125,34 +140,5 @@ def test_an_uploaded_set_is_kept_until_forgotten(browser, server):
         assert page.get_by_text("2 sentences with references.").count() == 0
         assert page.get_by_role("button", name="Translate and analyse").count() == 0
         assert "digest" not in page.url
-    finally:
-        page.close()
-
-
-TABLE_JS = """() => {
-  const frame = document.querySelector('[data-testid="stDataFrame"]');
-  const bar = frame.querySelector('[data-testid="stElementToolbar"]');
-  const above = document.querySelector('.st-key-corpus_flags');
-  return {bar: bar.getBoundingClientRect().toJSON(), above: above.getBoundingClientRect().toJSON()};
-}"""
-
-
-@pytest.mark.parametrize("width, height", [(390, 844), (1366, 768)])
-def test_a_tables_toolbar_covers_nothing_above_it(browser, server, width, height):
-    """The sentences table's toolbar, shown while the pointer is on the table, sits in room of its own: not over the
-    flag filter's select just above (its chevron, on a phone)."""
-    page = browser.new_page(viewport={"width": width, "height": height})
-    try:
-        page.goto(server + "/corpus?set=paste&run=1")
-        box = page.locator(".st-key-corpus_paste textarea")
-        box.fill("".join(f"{en}\t{fr}\n" for en, fr in PAIRS))
-        box.press("Control+Enter")
-        table = page.locator('[data-testid="stDataFrame"]').first
-        table.wait_for(timeout=TIMEOUT_MS)
-        table.scroll_into_view_if_needed()
-        table.hover()
-        page.locator('[data-testid="stElementToolbar"]').first.wait_for(timeout=TIMEOUT_MS)
-        got = page.evaluate(TABLE_JS)
-        assert got["bar"]["top"] >= got["above"]["bottom"] - 0.5, got
     finally:
         page.close()
