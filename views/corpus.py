@@ -623,7 +623,7 @@ def render_slices(result: Analysis, corpus: Corpus) -> None:
     st.caption(
         "The set cut by the source's length in words, by flag, and by domain (a TSV's third column or a CSV's "
         "domain column, when the file gives one): "
-        + ("corpus BLEU and chrF of each slice, and the share flagged." if refs else "the share of each flagged.")
+        + ("corpus BLEU and chrF of each slice, and the share flagged." if refs else "each slice's share flagged.")
         + (f" No sentence in: {md(', '.join(empty))}." if empty else "")
     )
     df = pd.DataFrame([s for s in every if s["sentences"]])

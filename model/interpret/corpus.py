@@ -209,11 +209,12 @@ def _pairs(lines: list[str], name: str, skip: Callable[[str], None], notes: list
     """(source, reference or None) pairs of a file's lines, as CSV, TSV (most lines hold a tab) or plain lines, and
     each pair's domain where the file gives one (pair index -> domain)."""
     first = next((ln for ln in lines if ln.strip()), "")
-    if not _is_csv(name, first):  # "english ||| french": the separator a phone's keyboard can type, read as a tab
+    is_csv = _is_csv(name, first)
+    if not is_csv:  # "english ||| french": the separator a phone's keyboard can type, read as a tab
         lines = [ln if "\t" in ln else SEPARATOR.sub("\t", ln) for ln in lines]
     pairs: list[tuple[str, str | None]] = []
     domain: dict[int, str] = {}  # pair index -> its domain, when the file gives one
-    if _is_csv(name, first):
+    if is_csv:
         rows = list(csv.reader(io.StringIO("\n".join(lines))))
         header = [c.strip().lower() for c in rows[0]] if rows else []
         if COLUMNS[0] not in header:
