@@ -4,13 +4,22 @@ options) is escaped."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .common import PAD, PHONE_WIDTH, Figure, layout_defaults, new_figure, safe_label, title_block, unique_labels
+from .common import (
+    PAD,
+    PHONE_WIDTH,
+    Figure,
+    count_dtick,
+    layout_defaults,
+    new_figure,
+    safe_label,
+    title_block,
+    unique_labels,
+)
 
 BIG = 16  # projector text: axis titles, hovers
 TICKS = 14  # tick labels and the numbers on the bars
@@ -102,15 +111,9 @@ def progress_figure(labels: Sequence[str], counts: Sequence[int], *, title: str)
         customdata=[safe_label(t) for t in labels],
     )  # fmt: skip
     layout = _layout(title, len(y), "students there now", "where in the lesson", y)
-    layout["xaxis"].update(range=[0, max(int(c.max(initial=0)), 1) * 1.15], rangemode="tozero", dtick=_dtick(c))
+    top = int(c.max(initial=0))
+    layout["xaxis"].update(range=[0, max(top, 1) * 1.15], rangemode="tozero", dtick=count_dtick(top))
     return new_figure([bars], layout)
-
-
-def _dtick(c: np.ndarray) -> int:
-    """A round step (1, 2 or 5 times a power of ten) giving at most 8 intervals up to the largest count."""
-    raw = max(int(c.max(initial=0)), 1) / 8
-    power = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
-    return int(next(m * power for m in (1, 2, 5, 10) if m * power >= raw))
 
 
 def first_try_figure(

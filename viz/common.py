@@ -6,6 +6,7 @@ import copy
 import functools
 import html
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -76,6 +77,14 @@ def round_sig(values: np.ndarray, digits: int = 4) -> np.ndarray:
             r = np.round(x * scale) / scale
         out[ok] = np.where(np.isfinite(r), r, x)
     return out.astype(np.float32)
+
+
+def count_dtick(top: int) -> int:
+    """The tick step of an axis of counts from 0 to ``top``: a whole, round step (1, 2 or 5 times a power of ten)
+    giving at most 8 intervals, so no tick reads a fraction of a student or a sentence."""
+    raw = max(top, 1) / 8
+    power = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
+    return int(next(m * power for m in (1, 2, 5, 10) if m * power >= raw))
 
 
 def as_tokens(tokens: Sequence[object], name: str = "tokens") -> list[str]:

@@ -71,9 +71,9 @@ def sentence_scatter(
     return common.new_figure(data, layout)
 
 
-def whole_ticks(top: float) -> dict:
-    """An axis of counts from 0: ticks on whole numbers only (a count of 0.05 sentences is no count), at least 0–1."""
-    return dict(tick0=0, dtick=max(1, math.ceil(max(top, 1.0) / 6)), tickformat=",d")
+def _whole_ticks(top: float) -> dict:
+    """An axis of counts from 0 to ``top``: ticks on whole numbers only (a count of 0.05 sentences is no count)."""
+    return dict(tick0=0, dtick=common.count_dtick(math.ceil(top)))
 
 
 def _around(values: np.ndarray) -> dict:
@@ -130,7 +130,7 @@ def bar_figure(
             gridcolor="#eee",
             automargin=True,
             range=[lo, hi + room],
-            **(whole_ticks(hi) if counts else {}),
+            **(_whole_ticks(hi) if counts else {}),
         ),
         yaxis=dict(autorange="reversed", tickfont=dict(size=common.TICK_FONT)),
         annotations=[
@@ -247,7 +247,7 @@ def difference_histogram(delta: Sequence[float], runs: tuple[str, str], *, title
             title=dict(text=f"sentences ({same:,} unchanged, not drawn)"),
             gridcolor="#eee",
             range=[0, 1.25 * max(int(counts.max()), 1)],  # room for the key above the tallest bar
-            **whole_ticks(int(counts.max())),
+            **_whole_ticks(int(counts.max())),
         ),
         annotations=[
             dict(a, xref="paper", yref="paper", y=1, yanchor="top", showarrow=False, font=dict(size=common.FONT))

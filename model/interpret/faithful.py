@@ -362,7 +362,7 @@ def _related(a: str, b: str) -> bool:
     return k >= STEM_LETTERS and k >= STEM_SHARE * min(len(a), len(b))
 
 
-EN_IRREGULAR = {"women": "woman", "men": "man", "children": "child", "feet": "foot", "teeth": "tooth", "mice": "mouse"}
+EN_IRREGULAR = {"men": "man", "children": "child", "feet": "foot", "teeth": "tooth", "mice": "mouse"}  # "-men": below
 
 
 def _singular(word: str) -> str:
