@@ -183,7 +183,8 @@ def choose_input() -> tuple[bytes | None, str, str]:
     linked = kept_sets().get(st.query_params.get("digest", ""))
     if kind == "upload":
         up = st.file_uploader(
-            "A file: one English sentence a line, TSV english⇥french, or CSV with the columns english and french",
+            "A file: one English sentence a line, TSV english⇥french (or english ||| french), or CSV with the columns "
+            "english and french",
             help=f"Files up to {MAX_BYTES // 2**20} MB.",
         )
         st.caption(f"Files up to {MAX_BYTES // 2**20} MB are read.")
