@@ -217,7 +217,6 @@ GRIDS = {  # kind -> {faithful's constant: candidate values}; a kind's constants
         "WRONG_PROB": [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15],  # below faithful.WRONG_READ
         "LEXICON_WRONG": LEXICON_GRID,
     },
-    "invented": {"INVENTED_NATS": [float("-inf"), 0.0, 1.0, 2.0, 3.0, 4.0]},
 }
 
 

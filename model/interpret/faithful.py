@@ -57,8 +57,8 @@ DROPPED_READ = 3.0  # alignment and pair gain are read for the words whose suppo
 ALIGNED_READ = 1.0  # ... and their alignment below this (the tops of the thresholds' grids)
 ALIGN_MARGIN = 1.0  # a source word renders an output word whose drop it causes within this of the largest
 LEXICON_DROPPED = 0.02  # ... and none of the output's words its translation this likely (the lexicon's t(f | e))
-LEXICON_IMPLIED = 0.2  # ... nor one whose training pairs hold it this likely (t(e | f): "palmiers", "trees")
-WRONG_PROB = 0.08  # an output content word (not copied from the source) below this probability is a wrong word
+LEXICON_IMPLIED = 0.02  # ... nor one whose training pairs hold it this likely (t(e | f): "palmiers", "trees")
+WRONG_PROB = 0.05  # an output content word (not copied from the source) below this probability is a wrong word
 LEXICON_WRONG = 0.2  # ... that is no source word's translation this likely (the lexicon's t(f | e))
 NONWORD_ZIPF = 1.0  # ... or one that French writes less than this (wordfreq's Zipf scale) while the model hesitated
 NONWORD_PROB = 0.5
@@ -66,7 +66,7 @@ WRONG_READ = 0.2  # the words below this probability are listed with their suppo
 COPY_ZIPF_GAP = 1.0  # a copied source word is untranslated when English uses it this much more (Zipf) than French
 STEM_LETTERS = 5  # two output words are forms of one word when they begin with this many letters alike ...
 STEM_SHARE = 0.75  # ... and this share of the shorter
-INVENTED_NATS = 0.0  # an output content word whose source sensitivity is below this is invented
+REPEAT_NATS = 4.0  # a copy of a word is written for the source word whose erasure lowers it by this much
 ROWS_PER_PASS = 256  # (source variant, translation) rows teacher-forced together (fewer, larger products)
 LOGIT_ROWS = 2048  # output positions whose (V,) log-probabilities are held at once (bounds the memory: 8 MB per 256)
 
@@ -362,7 +362,14 @@ def _related(a: str, b: str) -> bool:
     return k >= STEM_LETTERS and k >= STEM_SHARE * min(len(a), len(b))
 
 
-EN_IRREGULAR = {"men": "man", "children": "child", "feet": "foot", "teeth": "tooth", "mice": "mouse"}  # "-men": below
+EN_IRREGULAR = {
+    "men": "man",
+    "people": "person",
+    "children": "child",
+    "feet": "foot",
+    "teeth": "tooth",
+    "mice": "mouse",
+}  # "-men": below
 
 
 def _singular(word: str) -> str:
@@ -406,21 +413,26 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     """Output content words written more often than the source words they depend on most (by erasure) occur. One
     word written again counts against the most frequent of those source words ("un chien et un chien" for two
     dogs); two forms of one word ("une eau nuageuse bleue nuageux") against all of them together ("un surfeur
-    surfe": a surfer who surfs)."""
+    surfe": a surfer who surfs); and copies each written for a source word of its own (erasing that word lowers the
+    copy by REPEAT_NATS or more) against all of those ("se brosse les dents avec une brosse" for brushing and a
+    toothbrush: one word for two, not one written twice)."""
     src = [_singular(bare(w.text)) for w in f.src_words]
 
-    def counts(ws: list[Word]) -> list[int]:  # how often the source holds each source word the words depend on
-        if not f.drops.size:
-            return [1]
-        aligned = {_singular(bare(f.content_src[int(f.drops[:, list(w.pieces)].sum(1).argmax())].text)) for w in ws}
-        return [src.count(a) for a in aligned]
+    def sources(ws: list[Word], floor: float) -> set[str]:  # the source word each depends on most, if by floor
+        found = set()
+        for w in ws:
+            drop = f.drops[:, list(w.pieces)].sum(1)  # (K,)
+            if drop.size and drop.max() >= floor:
+                found.add(_singular(bare(f.content_src[int(drop.argmax())].text)))
+        return found
 
     found = []
     for family in _families(out, _idioms(f.out_words)):
         ws = [w for g in family for w in g]
         if len(ws) < 2:
             continue
-        times = max(counts(ws)) if len(family) == 1 else sum(counts(ws))
+        counts = [src.count(a) for a in sources(ws, -np.inf)] or [1]
+        times = max(max(counts) if len(family) == 1 else sum(counts), sum(map(src.count, sources(ws, REPEAT_NATS))))
         if len(ws) > max(1, times):
             found.append(bare(ws[0].text) if len(family) == 1 else bare(max(ws, key=lambda w: w.pieces).text))
     return found
@@ -529,8 +541,7 @@ def flagged_words(sig: dict) -> dict[str, list[str]]:
             and lex < LEXICON_DROPPED
             and implied < LEXICON_IMPLIED
         ],
-        "invented content": sig["repeated"]
-        + ([sig["min_sensitivity_word"]] if sig["min_sensitivity"] < INVENTED_NATS else []),
+        "invented content": sig["repeated"],
         "untranslated": sig["untranslated_words"],
         "wrong word": sig["non_words"]
         or [
