@@ -75,7 +75,8 @@ EN_FUNCTION = frozenset(
     """a an the of in on at to for from by with without into onto over under above below up down out off about
     across through toward towards near next beside behind between along around against during while as than then
     and or but nor so yet if because that which who whom whose what where when how this these those there here
-    it its it's his her hers their theirs them they he she him i me my mine we us our you your is are was were be
+    it its it's itself his her hers herself himself their theirs them themselves they he she him i me my mine
+    myself we us our ourselves you your yourself is are was were be
     been being am has have had having do does did doing will would can could shall should may might must not no
     some any each every all both either neither one's someone something another other others very too also just
     only even still own same such more most much many few several lot lots kind sort front top side middle part
@@ -318,7 +319,13 @@ def _neighbours(content: list[Word], k: int) -> list[int]:
 # ---------------------------------------------------------------------------
 # From the signals to the words concerned.
 
-EN_PARTICLES = frozenset({"one", "away", "like", "please"})  # rendered inside another word ("one" as "un")
+# Never dropped: rendered inside another word ("one" as "un"), by the word beside them (light verbs: "gets ready" as
+# "s'apprête", "has fallen asleep" as "s'est endormi") or by a preposition ("wearing a hat": "en chapeau")
+EN_PARTICLES = frozenset(
+    """one away like please get gets getting got gotten go goes going went gone make makes making made set sets
+    setting take takes taking took taken come comes coming came fall falls falling fell fallen wear wears wearing
+    dressed""".split()
+)
 
 
 def bare(word: str) -> str:
@@ -386,13 +393,19 @@ def _singular(word: str) -> str:
     return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
 
 
+FR_COMPOUNDS = frozenset({("appareil", "photo")})  # two words French writes for one ("camera"), the second a noun
+# "X à X" expressions, one word written twice for one meaning ("side by side"); "un cheval à cheval" is not one
+FR_PAIRED = frozenset("face côte dos nez tête main bout coude corps pas peu petit porte goutte joue".split())
+
+
 def _idioms(words: list[Word]) -> set[tuple[int, ...]]:
-    """The second word of each "X à X" ("face à face", "côte à côte"): one expression, not a word written twice."""
+    """The second word of each "X à X" expression ("face à face", "côte à côte") and of each compound ("appareil
+    photo"): one expression, not a word written twice ("prend une photo avec son appareil photo")."""
     return {
         c.pieces
         for a, b, c in zip(words, words[1:], words[2:])
-        if _head(b.text) == "à" and _same_word(a.text) == _same_word(c.text)
-    }
+        if _head(b.text) == "à" and _head(a.text) in FR_PAIRED and _same_word(a.text) == _same_word(c.text)
+    } | {b.pieces for a, b in zip(words, words[1:]) if (_head(a.text), _same_word(b.text)) in FR_COMPOUNDS}
 
 
 def _families(out: list[Word], idioms: set[tuple[int, ...]]) -> list[list[list[Word]]]:
