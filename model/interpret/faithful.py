@@ -19,7 +19,7 @@ Everything here is teacher-forced on the (source, translation) pair, with no gra
   measured as a bound for *wrong word* (an unsure word a source word chose) and left out: docs/cli.md.
 - **Source sensitivity of an output word**: log p(word | x, y_<t) − log p(word | x′, y_<t) summed over its pieces,
   with x′ the empty source (only </s>): how much the source, rather than the French already written, chose it.
-  An invented word is one that the model would write as readily without the source.
+  Shown with each sentence, not flagged: the words it alone named below 0 were mostly non-words (docs/cli.md).
 - **Lexical translation** (with the model directory's word translation table, ``model/interpret/lexicon.py``): a
   weak source word's best t(f | word) over the output's words and its best t(word | f), and an unsure output word's
   best t(word | e) over the source's words. What erasure cannot see: "rue" still written with "street" erased, as
@@ -47,8 +47,9 @@ from model.core.transformer import Transformer
 from model.decode.decoding import length_batches, read_source
 from model.interpret.lexicon import Lexicon
 
-# Thresholds: the best F1 over a grid on a labelled set of the model's own translations; benchmarks/corpus_flags.py
-# prints the choice and what the same rule reaches out of fold (5-fold cross-validation).
+# Thresholds: the best F1 over a grid on a labelled set of the model's own translations (benchmarks/corpus_flags.py
+# prints the choice and what the same rule reaches out of fold), but LEXICON_IMPLIED and WRONG_PROB, set later on the
+# held-out sets for the precision and fine-sentence targets (docs/cli.md).
 CONFIDENT = 0.2  # a source word supports only output tokens the model wrote with at least this probability
 DROPPED_NATS = 3.0  # a content word whose support is below this ...
 ALIGNED_NATS = 1.0  # ... its alignment below this ...

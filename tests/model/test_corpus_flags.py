@@ -21,29 +21,43 @@ from model.io.checkpoint import default_model_dir, load_model_dir
 # fine sentences unflagged 60/66, its 90 % met).
 FLOORS = {"dropped": (0.84, 0.8), "invented": (0.78, 0.5), "untranslated": (0.8, 0.9), "wrong": (0.8, 0.77)}
 FINE_FLOOR = 0.9  # of the sentences labelled fine, the share that raise no flag out of fold (60/66 measured)
-# The shipped thresholds on each held-out set (benchmarks/data/README.md says how each was drawn and read), a little
-# under what they measured, as (precision, recall) per flag and the share of fine sentences unflagged. Measured:
-# second set: dropped 0.762 / 0.667, invented 0.875 / 0.700, untranslated 0.500 / 1.000, wrong 0.944 / 0.531, 14/17;
-# third: 0.837 / 0.854, 0.812 / 0.619, 0.500 / 0.400, 0.792 / 0.679, 37/42;
-# fourth: 0.746 / 0.781, 0.815 / 0.733, 1.000 / 0.667, 0.918 / 0.700, 40/51;
-# fifth: 0.818 / 0.720, 0.727 / 0.800, 0.000 / 0.000 (one raised, two labelled), 0.917 / 0.629, 55/59;
-# sixth (blind to the shipped rule): 0.800 / 0.727, 0.800 / 0.727, 0.400 / 0.286, 0.818 / 0.600, 69/76;
-# seventh (blind too): 0.787 / 0.771, 0.708 / 0.944, 1.000 / 0.400, 0.829 / 0.518, 56/63.
+# The shipped rules on each held-out set (benchmarks/data/README.md says how each was drawn and read), their measured
+# figures rounded down to two places, as (precision, recall) per flag and the share of fine sentences unflagged; a flag
+# a set raises never or never rightly has no floor there. Measured (dropped, invented, fine; docs/cli.md has the rest):
+# second set 0.833 / 0.625, 0.875 / 0.700, 16/17; third 0.870 / 0.833, 0.867 / 0.619, 38/42; fourth 0.821 / 0.719,
+# 0.840 / 0.700, 47/51; fifth 0.825 / 0.660, 0.789 / 0.750, 56/59; sixth 0.806 / 0.659, 0.828 / 0.727, 71/76; seventh
+# 0.868 / 0.688, 0.800 / 0.889, 60/63; eighth 0.885 / 0.742, 0.600 / 0.545, 124/127; ninth 0.619 / 0.619, 0.857 /
+# 0.545, 121/125; tenth (labelled after every rule was fixed) 0.883 / 0.779, 0.967 / 0.558, 64/67.
 HELD_OUT_FLOORS = {
-    B.FRESH: ({"dropped": (0.75, 0.65), "invented": (0.85, 0.7), "untranslated": (0.5, 1.0), "wrong": (0.9, 0.5)}, 0.8),
+    B.FRESH: (
+        {"dropped": (0.83, 0.62), "invented": (0.87, 0.7), "untranslated": (0.5, 1.0), "wrong": (0.93, 0.46)},
+        0.94,
+    ),
     B.THIRD: (
-        {"dropped": (0.82, 0.84), "invented": (0.8, 0.6), "untranslated": (0.5, 0.4), "wrong": (0.78, 0.66)},
-        0.87,
+        {"dropped": (0.86, 0.83), "invented": (0.86, 0.61), "untranslated": (0.5, 0.4), "wrong": (0.82, 0.6)},
+        0.9,
     ),
     B.FOURTH: (
-        {"dropped": (0.73, 0.77), "invented": (0.8, 0.72), "untranslated": (1.0, 0.6), "wrong": (0.9, 0.69)},
-        0.78,
+        {"dropped": (0.82, 0.71), "invented": (0.84, 0.7), "untranslated": (1.0, 0.66), "wrong": (0.94, 0.65)},
+        0.92,
     ),
-    B.FIFTH: ({"dropped": (0.8, 0.7), "invented": (0.7, 0.8), "wrong": (0.9, 0.62)}, 0.93),
-    B.SIXTH: ({"dropped": (0.8, 0.72), "invented": (0.8, 0.72), "untranslated": (0.4, 0.28), "wrong": (0.8, 0.6)}, 0.9),
+    B.FIFTH: ({"dropped": (0.82, 0.66), "invented": (0.78, 0.75), "wrong": (0.97, 0.51)}, 0.94),
+    B.SIXTH: (
+        {"dropped": (0.8, 0.65), "invented": (0.82, 0.72), "untranslated": (0.4, 0.28), "wrong": (0.89, 0.58)},
+        0.93,
+    ),
     B.SEVENTH: (
-        {"dropped": (0.78, 0.77), "invented": (0.7, 0.94), "untranslated": (1.0, 0.4), "wrong": (0.82, 0.51)},
-        0.88,
+        {"dropped": (0.86, 0.68), "invented": (0.8, 0.88), "untranslated": (1.0, 0.4), "wrong": (0.85, 0.42)},
+        0.95,
+    ),
+    B.EIGHTH: (
+        {"dropped": (0.88, 0.74), "invented": (0.6, 0.54), "untranslated": (1.0, 1.0), "wrong": (0.8, 0.4)},
+        0.97,
+    ),
+    B.NINTH: ({"dropped": (0.61, 0.61), "invented": (0.85, 0.54), "wrong": (0.85, 0.47)}, 0.96),
+    B.TENTH: (
+        {"dropped": (0.88, 0.77), "invented": (0.96, 0.55), "untranslated": (0.83, 0.83), "wrong": (0.9, 0.59)},
+        0.95,
     ),
 }
 
@@ -93,14 +107,25 @@ def test_third_set_as_described(items):
 
 
 def test_validation_sets_as_described():
-    """The fourth to seventh sets: 160 Multi30k validation lines each (a file no earlier set or reading used), no line
-    in two of them, each failure naming its words (a cut-off translation has none to name)."""
-    sets = [B.load(path) for path in (B.FOURTH, B.FIFTH, B.SIXTH, B.SEVENTH)]
+    """The fourth to ninth sets: Multi30k validation lines (a file no earlier set or reading used), 160 in each of the
+    fourth to seventh and the 374 left in the eighth and ninth, so that every line is in exactly one; each failure
+    naming its words (a cut-off translation has none to name)."""
+    sets = [B.load(path) for path in (B.FOURTH, B.FIFTH, B.SIXTH, B.SEVENTH, B.EIGHTH, B.NINTH)]
     lines = [{it.where for it in s} for s in sets]
-    assert [len(s) for s in sets] == [160] * 4 and len(set().union(*lines)) == 4 * 160  # no line in two sets
-    assert all(it.where.startswith("multi30k/val:") for s in sets for it in s)
+    assert [len(s) for s in sets] == [160] * 4 + [187] * 2
+    assert set().union(*lines) == {f"multi30k/val:{n}" for n in range(1, 1015)}  # 1,014 lines, none in two sets
     assert all(words for s in sets for it in s for k, words in it.labels.items() if k not in ("fine", "cutoff"))
     assert all({k for it in s for k in it.labels} >= {"dropped", "invented", "wrong", "fine"} for s in sets)
+
+
+def test_tenth_set_as_described(items):
+    """200 Multi30k 2017 lines in neither the first nor the second set, each failure naming its words."""
+    tenth = B.load(B.TENTH)
+    assert len(tenth) == 200 and all(it.where.startswith("multi30k/test_2017_") for it in tenth)
+    assert len({it.where for it in tenth}) == 200
+    assert not {it.where for it in tenth} & {it.where for it in [*items, *B.load(B.FRESH)]}
+    assert all(words for it in tenth for k, words in it.labels.items() if k not in ("fine", "cutoff"))
+    assert {k for it in tenth for k in it.labels} >= {"dropped", "invented", "wrong", "fine"}
 
 
 def test_second_reading_covers_both_sets_and_agrees_as_reported(items):
@@ -309,6 +334,32 @@ def test_names_are_capitalised_words_side_by_side_or_unknown_alone():
     assert F.names(words) == {"family", "brazil", "new", "york", "grimshaw"}  # no table: every capitalised word
 
 
+def test_light_verbs_reflexives_and_wearing_are_never_dropped(bundled):
+    """Read on the model's own translations: "gets ready" is "s'apprête", "has fallen asleep" "s'est endormi",
+    "to shade herself" "se protéger", "men dressed in white" "des hommes en blanc"; the word's meaning is in the word
+    beside it or in a function word, so it is never named as dropped (nor the weakest word)."""
+
+    def weak(source, output):
+        return _signal(bundled, source, output, "weak_words"), _signal(bundled, source, output, "min_support_word")
+
+    for source, output, word in (
+        ("The man has fallen asleep on the couch.", "L'homme s'est endormi sur le canapé.", "fallen"),
+        (
+            "A young man gets ready to kick a soccer ball.",
+            "Un jeune homme s'apprête à frapper un ballon de foot.",
+            "gets",
+        ),
+        (
+            "A woman uses a pink umbrella to shade herself.",
+            "Une femme utilise un parapluie rose pour se protéger.",
+            "herself",
+        ),
+        ("A boy walks with men dressed in white.", "Un garçon marche avec des hommes en blanc.", "dressed"),
+    ):
+        words, weakest = weak(source, output)
+        assert word not in words and weakest != word, (source, words, weakest)
+
+
 def test_a_repeated_word_is_one_word_or_its_forms_written_more_often_than_the_source_says(bundled):
     def repeated(source, output):
         return _signal(bundled, source, output, "repeated")
@@ -327,6 +378,29 @@ def test_a_repeated_word_is_one_word_or_its_forms_written_more_often_than_the_so
     assert repeated(*women) == []
     assert repeated("Two men, one man selling fruit.", "Deux hommes, un homme vendant des fruits.") == []
     assert repeated("Two men face each other.", "Deux hommes sont face à face.") == []
+    assert (
+        repeated(
+            "A person stands behind a crowd of people.", "Une personne est debout derrière une foule de personnes."
+        )
+        == []
+    )
+    # "appareil photo" is one word (a camera); "X à X" is one expression only where French has it
+    assert (
+        repeated("A woman is taking a picture with her camera.", "Une femme prend une photo avec son appareil photo.")
+        == []
+    )
+    assert repeated("A policeman on a horse.", "Un policier sur un cheval à cheval.") == ["cheval"]
+    # copies each written for a source word of its own: one word for two, not one written twice
+    brush = (
+        "A toddler is brushing his teeth with a yellow toothbrush.",
+        "Un enfant se brosse les dents avec une brosse jaune.",
+    )
+    assert repeated(*brush) == []
+    sister = (
+        "A small girl is lying on the floor while her younger sister is pretending to be a nurse.",
+        "Une petite fille est couchée sur le sol tandis que sa petite sœur prétend être infirmière.",
+    )
+    assert repeated(*sister) == []
     assert repeated("A boy jumps into a muddy puddle.", "Un garçon saute dans une flaque boueuse boueuse.") == [
         "boueuse"
     ]
@@ -440,7 +514,7 @@ def test_the_corpus_page_states_what_the_held_out_sets_measure(held_out):
 
     items = [it for its, _ in held_out.values() for it in its]
     flags = [f for _, fs in held_out.values() for f in fs]
-    assert MEASURED_ON.startswith(f"{len(items)} held-out sentences")
+    assert MEASURED_ON.startswith(f"{len(items):,} held-out sentences")
     for kind, flag in B.FLAG_OF.items():
         if flag in MEASURED:
             s = B.score(items, flags, kind, range(len(items)))
