@@ -370,6 +370,7 @@ def _related(a: str, b: str) -> bool:
     return k >= STEM_LETTERS and k >= STEM_SHARE * min(len(a), len(b))
 
 
+# English plurals not made with -s ("-men" words: _singular's own rule)
 EN_IRREGULAR = {
     "men": "man",
     "people": "person",
@@ -377,7 +378,7 @@ EN_IRREGULAR = {
     "feet": "foot",
     "teeth": "tooth",
     "mice": "mouse",
-}  # "-men": below
+}
 
 
 def _singular(word: str) -> str:
@@ -433,12 +434,12 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     src = [_singular(bare(w.text)) for w in f.src_words]
 
     def sources(ws: list[Word], floor: float) -> set[str]:  # the source word each depends on most, if by floor
-        found = set()
+        picked = set()
         for w in ws:
             drop = f.drops[:, list(w.pieces)].sum(1)  # (K,)
             if drop.size and drop.max() >= floor:
-                found.add(_singular(bare(f.content_src[int(drop.argmax())].text)))
-        return found
+                picked.add(_singular(bare(f.content_src[int(drop.argmax())].text)))
+        return picked
 
     found = []
     for family in _families(out, _idioms(f.out_words)):
