@@ -433,21 +433,19 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     toothbrush: one word for two, not one written twice)."""
     src = [_singular(bare(w.text)) for w in f.src_words]
 
-    def sources(ws: list[Word], floor: float) -> set[str]:  # the source word each depends on most, if by floor
-        picked = set()
-        for w in ws:
-            drop = f.drops[:, list(w.pieces)].sum(1)  # (K,)
-            if drop.size and drop.max() >= floor:
-                picked.add(_singular(bare(f.content_src[int(drop.argmax())].text)))
-        return picked
+    def depends(w: Word) -> tuple[float, str] | None:  # the source word it depends on most, and by how much
+        drop = f.drops[:, list(w.pieces)].sum(1)  # (K,)
+        return (float(drop.max()), _singular(bare(f.content_src[int(drop.argmax())].text))) if drop.size else None
 
     found = []
     for family in _families(out, _idioms(f.out_words)):
         ws = [w for g in family for w in g]
         if len(ws) < 2:
             continue
-        counts = [src.count(a) for a in sources(ws, -np.inf)] or [1]
-        times = max(max(counts) if len(family) == 1 else sum(counts), sum(map(src.count, sources(ws, REPEAT_NATS))))
+        most = [d for d in map(depends, ws) if d is not None]
+        counts = [src.count(a) for a in {a for _, a in most}] or [1]
+        apart = sum(src.count(a) for a in {a for drop, a in most if drop >= REPEAT_NATS})
+        times = max(max(counts) if len(family) == 1 else sum(counts), apart)
         if len(ws) > max(1, times):
             found.append(bare(ws[0].text) if len(family) == 1 else bare(max(ws, key=lambda w: w.pieces).text))
     return found
