@@ -3,7 +3,7 @@
     python benchmarks/corpus_flags.py [--model DIR] [--data DIR] [--labels TSV] [--json OUT] [--cache JSON]
     python benchmarks/corpus_flags.py --cleared 300   # what the word translation table clears, for reading
     python benchmarks/corpus_flags.py --fresh         # the shipped thresholds on the held-out sets, each and together
-    python benchmarks/corpus_flags.py --second        # both sets read again by a second reader: agreement, flags
+    python benchmarks/corpus_flags.py --second [TSV]  # sets read again by a second reader: agreement, flags
     python benchmarks/corpus_flags.py --capitalised   # capitalised source words copied, on 3,000 unlabelled lines
 
 The set (``benchmarks/data/corpus_labels.tsv``, how it was made in ``benchmarks/data/README.md``): held-out
@@ -19,8 +19,9 @@ reported are pooled over the five held-out folds (out of fold: no sentence is fl
 The shipped constants are the same rule's choice on all rows, printed beside them, with what they reach in sample,
 but two set later on the held-out sets (docs/cli.md: *Set on the held-out sets*). A flag is right on a sentence when
 the sentence carries that label. ``--fresh``: the shipped flags on the sets labelled after the first
-(``corpus_labels_fresh.tsv``, then ``corpus_labels_third.tsv`` to ``corpus_labels_fifteenth.tsv``, each read blind;
-which of them a rule's design read after, the data README says: the tenth to fifteenth were read after every rule), each
+(``corpus_labels_fresh.tsv``, then ``corpus_labels_third.tsv`` to ``corpus_labels_seventeenth.tsv``, each read blind;
+which of them a rule's design read after, the data README says: the tenth to seventeenth were read after every rule),
+each
 and together: each flag's precision and recall with its Wilson 95 % interval. Prints the table,
 and which flags the sentences of each label raise (where the fine sentences' flags come from); asserts nothing
 (``tests/model/test_corpus_flags.py`` holds the out-of-fold figures to what they reach).
@@ -55,11 +56,14 @@ TWELFTH = ROOT / "benchmarks" / "data" / "corpus_labels_twelfth.tsv"  # more of 
 THIRTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_thirteenth.tsv"  # drawn with the twelfth, blind too
 FOURTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_fourteenth.tsv"  # half of the test 2017 lines left
 FIFTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_fifteenth.tsv"  # the other half: none is left
+SIXTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_sixteenth.tsv"  # Multi30k test 2016 lines left, blind too
+SEVENTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_seventeenth.tsv"  # the other half of them
 HELD_OUT = (  # labelled after the first
     *(FRESH, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH),
-    *(TENTH, ELEVENTH, TWELFTH, THIRTEENTH, FOURTEENTH, FIFTEENTH),
+    *(TENTH, ELEVENTH, TWELFTH, THIRTEENTH, FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH),
 )
 SECOND = ROOT / "benchmarks" / "data" / "corpus_labels_second.tsv"  # both sets read again by a second reader
+SECOND_BLIND = ROOT / "benchmarks" / "data" / "corpus_labels_second_blind.tsv"  # the tenth to fifteenth read again
 Z95 = 1.959964  # the normal quantile of a two-sided 95 % interval
 KINDS = ("dropped", "invented", "untranslated", "wrong", "cutoff")
 FLAG_OF = {
@@ -353,27 +357,51 @@ def read_again(items: list[Item], second: list[Item]) -> list[Item]:
 
 
 def second_reading(lm, lexicon, labels: Path, cache: Path | None, data_dir: Path | None = None) -> None:
-    """Print how far a second reader's labels agree with the first's on both sets, and the flags measured against
-    each reader: the shipped thresholds on both sets, and the first set's out-of-fold protocol run on the second
-    reader's labels."""
+    """Print how far a second reader's labels agree with the first's on each set the reading covers whole (and on
+    all of them together), and the flags measured against each reader: the shipped thresholds, and, where the reading
+    covers the first set, its out-of-fold protocol run on the second reader's labels."""
     second = load(labels, data_dir)
-    for name, path in (("first set", LABELS), ("second set", FRESH)):
-        items = load(path, data_dir)
+    read = {(it.english, it.output) for it in second}
+    named = {LABELS: "first", FRESH: "second"}  # as the docs call them; the others by their files' names
+    sets = [(named.get(p, p.stem.removeprefix("corpus_labels_")), p) for p in (LABELS, *HELD_OUT)]
+    loaded = [(name, path, load(path, data_dir)) for name, path in sets]
+    covered = [(n, p, items) for n, p, items in loaded if all((it.english, it.output) in read for it in items)]
+    if not covered:
+        raise ValueError(f"{labels.name} covers no labelled set whole")
+    pooled: list[Item] = []
+    pooled_flags: list[dict] = []
+    for name, path, items in covered:
         again = read_again(items, second)
         if cache and path == LABELS:
             sigs = cached_flags(lm.model, lm.tokenizer, items, cache, digest(lm.path), lexicon)
         else:
             sigs = flags_on(lm.model, lm.tokenizer, items, lexicon)
         flags = [raised(s) for s in sigs]
-        print(f"{name} ({len(items)} sentences): the two readers' labels")
+        print(f"{name} set ({len(items)} sentences): the two readers' labels")
         print("\n".join(agreement_table(items, again)))
         for who, labelled in (("first reader", items), ("second reader", again)):
-            print(f"{name}, the shipped thresholds against the {who}'s labels:")
+            print(f"{name} set, the shipped thresholds against the {who}'s labels:")
             print("\n".join(held_out_table(labelled, flags)))
         if path == LABELS:
             oof, _ = cross_validated(again, sigs)
-            print(f"{name}, out of fold on the second reader's labels (thresholds chosen on them):")
+            print(f"{name} set, out of fold on the second reader's labels (thresholds chosen on them):")
             print("\n".join(table(again, oof, {"out of fold": range(len(items))})))
+        pooled, pooled_flags = pooled + items, pooled_flags + flags
+    if len(covered) > 1:
+        again = read_again(pooled, second)
+        print(f"All {len(pooled)} sentences of the {len(covered)} sets: the two readers' labels")
+        print("\n".join(agreement_table(pooled, again)))
+        for who, labelled in (("first reader", pooled), ("second reader", again)):
+            print(f"All {len(pooled)}, the shipped thresholds against the {who}'s labels:")
+            print("\n".join(held_out_table(labelled, pooled_flags)))
+        print("Where the readers agree: each flag's recall on the sentences both gave its label, and its precision")
+        print("against either reader's label:")
+        for kind in ("dropped", "invented"):
+            both = [i for i in range(len(pooled)) if kind in pooled[i].labels and kind in again[i].labels]
+            said = [i for i in range(len(pooled)) if FLAG_OF[kind] in pooled_flags[i]]
+            found = sum(FLAG_OF[kind] in pooled_flags[i] for i in both)
+            right = sum(kind in pooled[i].labels or kind in again[i].labels for i in said)
+            print(f"- {FLAG_OF[kind]}: recall {found}/{len(both)}, precision {right}/{len(said)}")
 
 
 def cleared(lm, lexicon, n: int, data_dir: Path | None = None) -> None:
@@ -499,7 +527,8 @@ def parser() -> argparse.ArgumentParser:
         const=SECOND,
         type=Path,
         metavar="TSV",
-        help=f"instead, how a second reader's labels agree with the first's (default {SECOND.name})",
+        help=f"instead, how a second reader's labels agree with the first's on the sets the reading covers (default "
+        f"{SECOND.name}; {SECOND_BLIND.name} reads the tenth to fifteenth sets again)",
     )
     return ap
 
