@@ -122,8 +122,8 @@ def measured(flag: str) -> str:
     """What a flag's held-out figures say, in words: how often it is right when raised, how many it finds."""
     right, raised, labelled = MEASURED[flag]
     return (
-        f"right on {right} of the {raised} sentences it is raised on ({right / raised:.1%}); raised on {right} of "
-        f"the {labelled} {MEASURED_WHAT[flag]} ({right / labelled:.1%})"
+        f"right on {right:,} of the {raised:,} sentences it is raised on ({right / raised:.1%}); "
+        f"raised on {right:,} of the {labelled:,} {MEASURED_WHAT[flag]} ({right / labelled:.1%})"
     )
 
 

@@ -586,7 +586,7 @@ def test_the_bundled_models_flags_say_how_far_they_held():
     text = flags_list(True)
     for flag, (right, raised, labelled) in MEASURED.items():
         line = next(x for x in text.splitlines() if x.startswith(f"- *{flag}*"))
-        assert f"right on {right} of the {raised} sentences it is raised on ({right / raised:.1%})" in line
-        assert f"raised on {right} of the {labelled} " in line and f"({right / labelled:.1%})" in line
+        assert f"right on {right:,} of the {raised:,} sentences it is raised on ({right / raised:.1%})" in line
+        assert f"raised on {right:,} of the {labelled:,} " in line and f"({right / labelled:.1%})" in line
     assert "not on this one" not in text
     assert "Measured:" not in flags_list(False) and "not on this one" in flags_list(False)
