@@ -21,9 +21,8 @@ but two set later on the held-out sets (docs/cli.md: *Set on the held-out sets*)
 the sentence carries that label. ``--fresh``: the shipped flags on the sets labelled after the first
 (``corpus_labels_fresh.tsv``, then ``corpus_labels_third.tsv`` to ``corpus_labels_seventeenth.tsv``, each read blind;
 which of them a rule's design read after, the data README says: the tenth to seventeenth were read after every rule),
-each
-and together: each flag's precision and recall with its Wilson 95 % interval. Prints the table,
-and which flags the sentences of each label raise (where the fine sentences' flags come from); asserts nothing
+each and together: each flag's precision and recall with its Wilson 95 % interval. Prints the table, and which flags
+the sentences of each label raise (where the fine sentences' flags come from); asserts nothing
 (``tests/model/test_corpus_flags.py`` holds the out-of-fold figures to what they reach).
 """
 
@@ -364,36 +363,36 @@ def second_reading(lm, lexicon, labels: Path, cache: Path | None, data_dir: Path
     read = {(it.english, it.output) for it in second}
     named = {LABELS: "first", FRESH: "second"}  # as the docs call them; the others by their files' names
     sets = [(named.get(p, p.stem.removeprefix("corpus_labels_")), p) for p in (LABELS, *HELD_OUT)]
-    loaded = [(name, path, load(path, data_dir)) for name, path in sets]
+    loaded = [(f"{name} set", path, load(path, data_dir)) for name, path in sets]
     covered = [(n, p, items) for n, p, items in loaded if all((it.english, it.output) in read for it in items)]
     if not covered:
         raise ValueError(f"{labels.name} covers no labelled set whole")
+
+    def report(title: str, items: list[Item], again: list[Item], flags: list[dict]) -> None:
+        print(f"{title} ({len(items)} sentences): the two readers' labels")
+        print("\n".join(agreement_table(items, again)))
+        for who, labelled in (("first reader", items), ("second reader", again)):
+            print(f"{title}, the shipped thresholds against the {who}'s labels:")
+            print("\n".join(held_out_table(labelled, flags)))
+
     pooled: list[Item] = []
     pooled_flags: list[dict] = []
-    for name, path, items in covered:
+    for title, path, items in covered:
         again = read_again(items, second)
         if cache and path == LABELS:
             sigs = cached_flags(lm.model, lm.tokenizer, items, cache, digest(lm.path), lexicon)
         else:
             sigs = flags_on(lm.model, lm.tokenizer, items, lexicon)
         flags = [raised(s) for s in sigs]
-        print(f"{name} set ({len(items)} sentences): the two readers' labels")
-        print("\n".join(agreement_table(items, again)))
-        for who, labelled in (("first reader", items), ("second reader", again)):
-            print(f"{name} set, the shipped thresholds against the {who}'s labels:")
-            print("\n".join(held_out_table(labelled, flags)))
+        report(title, items, again, flags)
         if path == LABELS:
             oof, _ = cross_validated(again, sigs)
-            print(f"{name} set, out of fold on the second reader's labels (thresholds chosen on them):")
+            print(f"{title}, out of fold on the second reader's labels (thresholds chosen on them):")
             print("\n".join(table(again, oof, {"out of fold": range(len(items))})))
         pooled, pooled_flags = pooled + items, pooled_flags + flags
     if len(covered) > 1:
         again = read_again(pooled, second)
-        print(f"All {len(pooled)} sentences of the {len(covered)} sets: the two readers' labels")
-        print("\n".join(agreement_table(pooled, again)))
-        for who, labelled in (("first reader", pooled), ("second reader", again)):
-            print(f"All {len(pooled)}, the shipped thresholds against the {who}'s labels:")
-            print("\n".join(held_out_table(labelled, pooled_flags)))
+        report(f"All {len(covered)} sets", pooled, again, pooled_flags)
         print("Where the readers agree: each flag's recall on the sentences both gave its label, and its precision")
         print("against either reader's label:")
         for kind in ("dropped", "invented"):
