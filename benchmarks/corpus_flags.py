@@ -58,6 +58,8 @@ FIFTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_fifteenth.tsv"  # the 
 SIXTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_sixteenth.tsv"  # Multi30k test 2016 lines left, blind too
 SEVENTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_seventeenth.tsv"  # the other half of them
 EIGHTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_eighteenth.tsv"  # test 2016's first 300, read unlabelled
+TATOEBA_SET = ROOT / "benchmarks" / "data" / "corpus_labels_tatoeba.tsv"  # the Tatoeba test split: another domain
+TATOEBA = "tatoeba/test"  # a labelled row's set when its line is the Tatoeba test split's (tatoeba_test)
 BLIND = (TENTH, ELEVENTH, TWELFTH, THIRTEENTH, FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH)  # read after every rule
 HELD_OUT = (FRESH, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, *BLIND, EIGHTEENTH)  # labelled after the first
 SECOND = ROOT / "benchmarks" / "data" / "corpus_labels_second.tsv"  # both sets read again by a second reader
@@ -80,7 +82,7 @@ FOLDS, SEED = 5, 0  # the cross-validation's folds, drawn by a permutation seede
 
 @dataclass(frozen=True)
 class Item:
-    where: str  # "multi30k/test_2017_mscoco:7" or "own"
+    where: str  # "multi30k/test_2017_mscoco:7", "tatoeba/test:922" or "own"
     english: str
     output: str  # the translation that was labelled
     labels: dict[str, list[str]]  # kind -> words concerned ("fine" -> [])
@@ -97,6 +99,14 @@ def parse_labels(text: str) -> dict[str, list[str]]:
     return out
 
 
+def tatoeba_test(root: Path) -> list[tuple[str, list[str]]]:
+    """The Tatoeba test split's English sentences, each with all its French translations, in the order a set's
+    ``line`` numbers them (from 1)."""
+    from model.train.data import TATOEBA_FILE, group_by_source, read_tatoeba, split_tatoeba
+
+    return group_by_source(split_tatoeba(read_tatoeba(root / TATOEBA_FILE))["test"])
+
+
 def load(labels: Path = LABELS, data_dir: Path | None = None) -> list[Item]:
     """The labelled set, Multi30k lines read from ``data_dir`` (default: the project's data directory)."""
     from model.train.data import default_data_dir
@@ -108,6 +118,10 @@ def load(labels: Path = LABELS, data_dir: Path | None = None) -> list[Item]:
         for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE, escapechar="\\"):
             if r["set"] == "own":
                 english, where = r["english"], "own"
+            elif r["set"] == TATOEBA:
+                if TATOEBA not in files:
+                    files[TATOEBA] = [en for en, _ in tatoeba_test(root)]
+                english, where = files[TATOEBA][int(r["line"]) - 1], f"{TATOEBA}:{r['line']}"
             else:
                 if r["set"] not in files:
                     with gzip.open(root / f"{r['set']}.en.gz", "rt", encoding="utf-8") as g:
