@@ -19,10 +19,12 @@ reported are pooled over the five held-out folds (out of fold: no sentence is fl
 The shipped constants are the same rule's choice on all rows, printed beside them, with what they reach in sample,
 but two set later on the held-out sets (docs/cli.md: *Set on the held-out sets*). A flag is right on a sentence when
 the sentence carries that label. ``--fresh``: the shipped flags on the sets labelled after the first
-(``corpus_labels_fresh.tsv``, then ``corpus_labels_third.tsv`` to ``corpus_labels_seventeenth.tsv``, each read blind;
-which of them a rule's design read after, the data README says: the tenth to seventeenth were read after every rule),
-each and together: each flag's precision and recall with its Wilson 95 % interval. Prints the table, and which flags
-the sentences of each label raise (where the fine sentences' flags come from); asserts nothing
+(``corpus_labels_fresh.tsv``, then ``corpus_labels_third.tsv`` to ``corpus_labels_eighteenth.tsv`` and
+``corpus_labels_tatoeba.tsv``, each read blind; which of them a rule's design read after, the data README says: the
+tenth to seventeenth and the Tatoeba set were read after every rule without references, the Tatoeba set after the
+rules that read a reference too), each and together, read without the sets' references and with them: each flag's
+precision and recall with its Wilson 95 % interval. Prints the tables, and which flags the sentences of each label
+raise (where the fine sentences' flags come from); asserts nothing
 (``tests/model/test_corpus_flags.py`` holds the out-of-fold figures to what they reach).
 """
 
@@ -60,11 +62,14 @@ SEVENTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_seventeenth.tsv"  # 
 EIGHTEENTH = ROOT / "benchmarks" / "data" / "corpus_labels_eighteenth.tsv"  # test 2016's first 300, read unlabelled
 TATOEBA_SET = ROOT / "benchmarks" / "data" / "corpus_labels_tatoeba.tsv"  # the Tatoeba test split: another domain
 TATOEBA = "tatoeba/test"  # a labelled row's set when its line is the Tatoeba test split's (tatoeba_test)
-BLIND = (TENTH, ELEVENTH, TWELFTH, THIRTEENTH, FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH)  # read after every rule
-HELD_OUT = (FRESH, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, *BLIND, EIGHTEENTH)  # labelled after the first
+# read after every rule read without references was fixed; the rules that read a reference were fixed after all
+# the Multi30k sets were read and before the Tatoeba set's flags were computed: it alone is blind to them
+MULTI30K_BLIND = (TENTH, ELEVENTH, TWELFTH, THIRTEENTH, FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH)
+BLIND = (*MULTI30K_BLIND, TATOEBA_SET)
+HELD_OUT = (FRESH, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, *MULTI30K_BLIND, EIGHTEENTH, TATOEBA_SET)
 SECOND = ROOT / "benchmarks" / "data" / "corpus_labels_second.tsv"  # both sets read again by a second reader
 SECOND_BLIND = ROOT / "benchmarks" / "data" / "corpus_labels_second_blind.tsv"  # READ_AGAIN read again
-READ_AGAIN = BLIND[:6]  # the tenth to fifteenth: the blind sets SECOND_BLIND reads again
+READ_AGAIN = MULTI30K_BLIND[:6]  # the tenth to fifteenth: the blind sets SECOND_BLIND reads again
 Z95 = 1.959964  # the normal quantile of a two-sided 95 % interval
 KINDS = ("dropped", "invented", "untranslated", "wrong", "cutoff")
 FLAG_OF = {
@@ -86,6 +91,7 @@ class Item:
     english: str
     output: str  # the translation that was labelled
     labels: dict[str, list[str]]  # kind -> words concerned ("fine" -> [])
+    reference: str | None = None  # the French reference the set's file gives (the first of several), if any
 
 
 def parse_labels(text: str) -> dict[str, list[str]]:
@@ -99,6 +105,11 @@ def parse_labels(text: str) -> dict[str, list[str]]:
     return out
 
 
+def _lines(path: Path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as g:
+        return g.read().split("\n")
+
+
 def tatoeba_test(root: Path) -> list[tuple[str, list[str]]]:
     """The Tatoeba test split's English sentences, each with all its French translations, in the order a set's
     ``line`` numbers them (from 1)."""
@@ -108,32 +119,33 @@ def tatoeba_test(root: Path) -> list[tuple[str, list[str]]]:
 
 
 def load(labels: Path = LABELS, data_dir: Path | None = None) -> list[Item]:
-    """The labelled set, Multi30k lines read from ``data_dir`` (default: the project's data directory)."""
+    """The labelled set, its Multi30k and Tatoeba lines read from ``data_dir`` (default: the project's data directory),
+    each with the reference its file gives."""
     from model.train.data import default_data_dir
 
     root = data_dir or default_data_dir()
-    files: dict[str, list[str]] = {}
+    files: dict[str, list[tuple[str, list[str]]]] = {}  # a set -> its lines: (English, its French translations)
     items = []
     with open(labels, encoding="utf-8", newline="") as f:
         for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE, escapechar="\\"):
             if r["set"] == "own":
-                english, where = r["english"], "own"
-            elif r["set"] == TATOEBA:
-                if TATOEBA not in files:
-                    files[TATOEBA] = [en for en, _ in tatoeba_test(root)]
-                english, where = files[TATOEBA][int(r["line"]) - 1], f"{TATOEBA}:{r['line']}"
-            else:
-                if r["set"] not in files:
-                    with gzip.open(root / f"{r['set']}.en.gz", "rt", encoding="utf-8") as g:
-                        files[r["set"]] = g.read().split("\n")
-                english, where = files[r["set"]][int(r["line"]) - 1], f"{r['set']}:{r['line']}"
-            items.append(Item(where, english, r["output"], parse_labels(r["labels"])))
+                items.append(Item("own", r["english"], r["output"], parse_labels(r["labels"])))
+                continue
+            if r["set"] not in files:
+                files[r["set"]] = (
+                    tatoeba_test(root)
+                    if r["set"] == TATOEBA
+                    else [(en, [fr]) for en, fr in zip(*(_lines(root / f"{r['set']}.{x}.gz") for x in ("en", "fr")))]
+                )
+            english, refs = files[r["set"]][int(r["line"]) - 1]
+            where, reference = f"{r['set']}:{r['line']}", refs[0]
+            items.append(Item(where, english, r["output"], parse_labels(r["labels"]), reference))
     return items
 
 
-def flags_on(model, tokenizer, items: list[Item], lexicon=None) -> list[dict]:
-    """Each item's signals (``faithful.signals``, with the model's ``lexicon``) with ``cut_off``: the labelled
-    translation teacher-forced."""
+def readings(model, tokenizer, items: list[Item], lexicon=None) -> tuple[list[dict], list[dict]]:
+    """Each item's signals (``faithful.signals``, with the model's ``lexicon``) with ``cut_off``, the labelled
+    translation teacher-forced: read without the item's reference (a set analysed without references), and with it."""
     from model.decode.decoding import prepare_ids
     from model.interpret.faithful import faithfulness, signals
 
@@ -145,7 +157,15 @@ def flags_on(model, tokenizer, items: list[Item], lexicon=None) -> list[dict]:
         cut.append(len(body) >= cfg.max_len - 1)  # it ran to the maximum length without </s>
         outs.append(body[: cfg.max_len] if cut[-1] else [*body[: cfg.max_len - 1], cfg.eos_id])
     found = faithfulness(model, tokenizer, srcs, outs)
-    return [{**signals(f, it.english, lexicon), "cut_off": c} for f, it, c in zip(found, items, cut)]
+    without = [{**signals(f, it.english, lexicon), "cut_off": c} for f, it, c in zip(found, items, cut)]
+    read = [{**signals(f, it.english, lexicon, it.reference), "cut_off": c} for f, it, c in zip(found, items, cut)]
+    return without, read
+
+
+def flags_on(model, tokenizer, items: list[Item], lexicon=None, references: bool = False) -> list[dict]:
+    """``readings``: the signals with each item's reference, or without when ``references`` is false."""
+    without, read = readings(model, tokenizer, items, lexicon)
+    return read if references else without
 
 
 def digest(model_dir: Path) -> str:
@@ -165,12 +185,14 @@ def digest(model_dir: Path) -> str:
 
 
 def cached_flags(model, tokenizer, items: list[Item], cache: Path, key: str, lexicon=None) -> list[dict]:
-    """``flags_on``, each sentence's signals kept in ``cache`` (strict JSON, under ``key``: ``digest``) and read
-    again while the key holds, so that trying thresholds or a flag's rule does not erase the set again."""
+    """``flags_on`` (without references), each sentence's signals kept in ``cache`` (strict JSON, under ``key``:
+    ``digest``) and read again while the key holds, so that trying thresholds or a flag's rule does not erase the set
+    again."""
     from model.core.jsonio import loads_strict, write
 
     stored = loads_strict(cache.read_text(encoding="utf-8")) if cache.exists() else {}
     kept = stored.get("signals", {}) if stored.get("key") == key else {}
+
     todo = [it for it in items if f"{it.english}\t{it.output}" not in kept]
     for it, sig in zip(todo, flags_on(model, tokenizer, todo, lexicon) if todo else []):
         kept[f"{it.english}\t{it.output}"] = sig
@@ -488,26 +510,33 @@ def capitalised(lm, lexicon, data_dir: Path | None = None) -> None:
 
 def fresh(lm, lexicon, labels: list[Path], data_dir: Path | None = None) -> None:
     """Print the shipped flags' precision and recall (Wilson 95 % intervals) on each set labelled after they were
-    fixed and on all of them together, and which flags each label's sentences raise."""
+    fixed and on all of them together, read without the sets' references and with them, and which flags each
+    label's sentences raise."""
     pooled: list[Item] = []
-    pooled_flags: list[dict] = []
+    pooled_flags: tuple[list[dict], list[dict]] = ([], [])  # read without references, with them
     origin: list[Path] = []  # each pooled sentence's set
     for path in labels:
         items = load(path, data_dir)
-        flags = [raised(s) for s in flags_on(lm.model, lm.tokenizer, items, lexicon)]
+        flags = [[raised(s) for s in read] for read in readings(lm.model, lm.tokenizer, items, lexicon)]
         print(f"{len(items)} sentences of {path.name}, the shipped thresholds (none chosen on them):")
-        print("\n".join(held_out_table(items, flags)))
+        print("\n".join(held_out_table(items, flags[0])))
         print("Which flags each label's sentences raise:")
-        print("\n".join(confusion(items, flags, range(len(items)))))
-        pooled, pooled_flags, origin = pooled + items, pooled_flags + flags, origin + [path] * len(items)
+        print("\n".join(confusion(items, flags[0], range(len(items)))))
+        if any(it.reference is not None for it in items):
+            print("Read with the set's references:")
+            print("\n".join(held_out_table(items, flags[1])))
+        pooled, origin = pooled + items, origin + [path] * len(items)
+        pooled_flags = (pooled_flags[0] + flags[0], pooled_flags[1] + flags[1])
     if len(labels) > 1:
         print(f"All {len(pooled)} sentences of the {len(labels)} sets together:")
-        print("\n".join(held_out_table(pooled, pooled_flags)))
-        print("\n".join(confusion(pooled, pooled_flags, range(len(pooled)))))
+        print("\n".join(held_out_table(pooled, pooled_flags[0])))
+        print("\n".join(confusion(pooled, pooled_flags[0], range(len(pooled)))))
+        print("Read with the sets' references:")
+        print("\n".join(held_out_table(pooled, pooled_flags[1])))
     blind = [i for i, path in enumerate(origin) if path.resolve() in BLIND]
     if blind and len(blind) < len(pooled):
-        print(f"The {len(blind)} sentences of the sets read after every rule was fixed (BLIND):")
-        print("\n".join(held_out_table([pooled[i] for i in blind], [pooled_flags[i] for i in blind])))
+        print(f"The {len(blind)} sentences of the sets read after every rule was fixed (BLIND), without references:")
+        print("\n".join(held_out_table([pooled[i] for i in blind], [pooled_flags[0][i] for i in blind])))
 
 
 def parser() -> argparse.ArgumentParser:

@@ -459,14 +459,16 @@ def column_config() -> dict:
     }
 
 
-def flags_list(bundled: bool) -> str:
+def flags_list(bundled: bool, references: bool = False) -> str:
     """The flags' definitions, a line each, and for the bundled model how far each held on sentences labelled by
-    reading (its thresholds were chosen and measured there; another model's flags are not measured)."""
+    reading, read as this set is: with the sets' references when it has them (its thresholds were chosen and
+    measured there; another model's flags are not measured)."""
     lines = []
     for k, v in FLAGS.items():
-        held = f" Measured: {measured(k)}." if bundled and k in MEASURED else ""
+        held = f" Measured: {measured(k, references)}." if bundled and k in MEASURED else ""
         lines.append(f"- *{k}*: {md(v)}.{held}")
-    head = f"**Flags**, each defined in one line{f' and measured on {MEASURED_ON}' if bundled else ''}:"
+    how = f" ({'with' if references else 'without'} their references, as this set is read)"
+    head = f"**Flags**, each defined in one line{f' and measured on {MEASURED_ON}{how}' if bundled else ''}:"
     tail = "" if bundled else "\n\nTheir thresholds were chosen and measured on the bundled model, not on this one."
     return head + "\n" + "\n".join(lines) + tail
 
@@ -475,7 +477,7 @@ def render_rows(result: Analysis, corpus: Corpus, opts: DecodeOptions, model: st
     rows = result.rows
     refs = corpus.references is not None
     st.header("Sentences")
-    st.markdown(flags_list(bundled))
+    st.markdown(flags_list(bundled, refs))
     st.caption(f"{md(lexicon_note(result.lexicon))} Share from the source: {md(ATTRIBUTION)}.")
     if "corpus_flags" not in st.session_state:  # the link's choice on the first run, the widget's after
         st.session_state["corpus_flags"] = [f for f in st.query_params.get_all("flag") if f in FLAGS]

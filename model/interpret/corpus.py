@@ -85,11 +85,14 @@ FLAGS = {
     f"it no French word drops {faithful.PAIR_NATS:g} nats more than with either alone; and, where the model has a "
     "word translation table (t(f | e): how likely its training pairs write English word e as French word f), no "
     f"word of the translation is one the table translates it as with t ≥ {faithful.LEXICON_DROPPED:g}, nor one whose "
-    f'training pairs hold it with t(e | f) ≥ {faithful.LEXICON_IMPLIED:g} ("palmiers" for "palm trees")',
+    f'training pairs hold it with t(e | f) ≥ {faithful.LEXICON_IMPLIED:g} ("palmiers" for "palm trees"); where the '
+    "set gives references, the content word beside it is not needed when the reference writes a word the table "
+    f"translates it as (t ≥ {faithful.LEXICON_DROPPED:g}) that the translation lacks",
     "invented content": "a content word written more often than the source word it depends on (by erasure) occurs, "
     'its other forms counted with it ("une eau nuageuse bleue nuageux" for "cloudy blue water"); copies each written '
     f"for a source word of their own (erasing it lowers the copy by {faithful.REPEAT_NATS:g} nats) count as many "
-    '("se brosse les dents avec une brosse"), and "face à face" or "appareil photo" is one expression',
+    '("se brosse les dents avec une brosse"), "face à face" or "appareil photo" is one expression, and a word the '
+    "reference (where the set gives one) writes as often is not invented",
     "untranslated": "a source word copied (case-insensitive) that French does not use: wordfreq finds it at least "
     f"{10**faithful.COPY_ZIPF_GAP:.0f}× more often in English (names of capitalised words side by side, quoted "
     "words, numbers aside)",
@@ -101,16 +104,18 @@ FLAGS = {
 }
 # How far each flag holds on the bundled model's own translations: on the held-out sets labelled by reading after the
 # first (benchmarks/corpus_flags.py --fresh; tests/model/test_corpus_flags.py measures them again), the sentences a
-# flag is right on, those it is raised on, and those that carry what it names. Eight sets were labelled after every rule
-# and threshold was fixed (benchmarks/corpus_flags.py: BLIND); the others were read while some were designed, or, the
-# last, read unlabelled when the word translation table's bounds were set (docs/cli.md gives each set's).
+# flag is right on, those it is raised on, and those that carry what it names, read without the sets' references and
+# with them (a set given with references is flagged the second way). Nine sets were labelled after every rule read
+# without references was fixed, one (Tatoeba) after the rules that read a reference were (benchmarks/corpus_flags.py:
+# BLIND; docs/cli.md gives each set's figures).
 MEASURED = {
-    "dropped words": (567, 697, 821),
-    "invented content": (269, 338, 412),
-    "untranslated": (47, 74, 71),
-    "wrong word": (576, 638, 1134),
+    "dropped words": (599, 742, 877),
+    "invented content": (285, 358, 444),
+    "untranslated": (60, 87, 87),
+    "wrong word": (633, 704, 1272),
 }
-MEASURED_ON = "3,278 held-out sentences of the bundled model's translations, labelled by reading"
+MEASURED_WITH_REFERENCES = {**MEASURED, "dropped words": (645, 799, 877), "invented content": (282, 345, 444)}
+MEASURED_ON = "3,678 held-out sentences of the bundled model's translations, labelled by reading"
 MEASURED_WHAT = {
     "dropped words": "that drop a word",
     "invented content": "with invented content",
@@ -119,9 +124,10 @@ MEASURED_WHAT = {
 }
 
 
-def measured(flag: str) -> str:
-    """What a flag's held-out figures say, in words: how often it is right when raised, how many it finds."""
-    right, raised, labelled = MEASURED[flag]
+def measured(flag: str, references: bool = False) -> str:
+    """What a flag's held-out figures say, in words: how often it is right when raised, how many it finds; read with
+    the sets' references when ``references`` (the analysed set has them)."""
+    right, raised, labelled = (MEASURED_WITH_REFERENCES if references else MEASURED)[flag]
     return (
         f"right on {right:,} of the {raised:,} sentences it is raised on ({right / raised:.1%}); "
         f"raised on {right:,} of the {labelled:,} {MEASURED_WHAT[flag]} ({right / labelled:.1%})"
@@ -574,7 +580,13 @@ def analyse(
         progress(0, len(srcs), "erasing source words")
     for b in range(0, len(srcs), FAITHFUL_CHUNK):
         found = faithful.faithfulness(model, tokenizer, srcs[b : b + FAITHFUL_CHUNK], outs[b : b + FAITHFUL_CHUNK])
-        sigs += [faithful.signals(f, src, lexicon) for f, src in zip(found, corpus.sources[b : b + FAITHFUL_CHUNK])]
+        given: Sequence[str | None] = (
+            corpus.references[b : b + FAITHFUL_CHUNK] if corpus.references is not None else [None] * len(found)
+        )
+        sigs += [
+            faithful.signals(f, src, lexicon, ref)
+            for f, src, ref in zip(found, corpus.sources[b : b + FAITHFUL_CHUNK], given)
+        ]
         if progress:
             progress(len(sigs), len(srcs), "erasing source words")
     rows = []

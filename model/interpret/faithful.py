@@ -24,6 +24,10 @@ Everything here is teacher-forced on the (source, translation) pair, with no gra
   weak source word's best t(f | word) over the output's words and its best t(word | f), and an unsure output word's
   best t(word | e) over the source's words. What erasure cannot see: "rue" still written with "street" erased, as
   "a busy" calls for it; "pneu" for "tire" written unsure but right.
+- **The reference** (where the set gives one): the reference's content words the translation does not match, one
+  to one (``unmatched``), and how often each repeated output word's forms occur in it. A weak source word that the
+  table translates as one of those missing words is dropped whatever its pair gain; a word the reference writes as
+  often as the translation does is not invented.
 - **Copied words**: output words that are source words (case-insensitive) and that French does not use: wordfreq's
   French frequency at least COPY_ZIPF_GAP below its English frequency ("man", "horse"), so that cognates and
   loanwords ("taxi", "jazz", "piano") and names are allowed (``names``: capitalised words side by side inside the
@@ -451,6 +455,35 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     return found
 
 
+_TEXT_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*", re.UNICODE)  # a written word: letters and digits, a hyphen kept
+
+
+def french_content(text: str) -> list[str]:
+    """A French text's content words as written, elisions split ("l'homme": "homme"), function words out."""
+    words = _TEXT_WORD.findall(text.replace("’", "'").replace("'", " "))
+    return [w for w in words if len(w) >= 2 and w.lower() not in FR_FUNCTION]
+
+
+def _forms(a: str, b: str) -> bool:
+    """Whether two written words are forms of one word ("piéton", "piétons"; "nuageuse", "nuageux")."""
+    a, b = _same_word(a), _same_word(b)
+    return a == b or _related(a, b)
+
+
+def unmatched(words: Sequence[str], others: Sequence[str]) -> list[str]:
+    """The ``words`` no word of ``others`` matches, one to one: the same word first, else another form of it."""
+    left, out = list(others), []
+    for w in words:
+        j = next((k for k, o in enumerate(left) if o.lower() == w.lower()), None)
+        if j is None:
+            j = next((k for k, o in enumerate(left) if _forms(w, o)), None)
+        if j is None:
+            out.append(w)
+        else:
+            left.pop(j)
+    return out
+
+
 def capitalised(words: Sequence[str]) -> list[bool]:
     """Each word: capitalised (not all capitals) inside the sentence, its first word aside."""
     return [i > 0 and w[:1].isupper() and not w.isupper() for i, w in enumerate(words)]
@@ -475,11 +508,13 @@ def names(words: list[str], lexicon: Lexicon | None = None) -> set[str]:
     }
 
 
-def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dict:
+def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None, reference: str | None = None) -> dict:
     """One sentence's faithfulness signals and the words concerned (JSON-ready values); with a ``lexicon``, each
     weak source word's best lexical translation among the output's words and each unsure output word's among the
     source's, and each weak word's t(word | f) at its best over the output's words, how much a French word implies it
-    (0 without one, which leaves the flags to erasure)."""
+    (0 without one, which leaves the flags to erasure); with a ``reference`` too, each weak word's best t(f | word)
+    over the reference's content words the translation does not match, and whether the reference writes each
+    repeated word as often as the translation does."""
     src_low = {bare(w.text).lower() for w in f.src_words}
     sup = support(f)
     words = [(float(s), bare(w.text)) for w, s in zip(f.content_src, sup) if _head(w.text) not in EN_PARTICLES]
@@ -500,6 +535,15 @@ def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dic
 
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
     repeated = _repeated(f, out)
+    written = french_content(" ".join(w.text for w in f.out_words))
+    in_reference = french_content(reference) if reference is not None else []
+    missing = [_head(r) for r in unmatched(in_reference, written)]  # what the reference writes and the output lacks
+
+    def as_often(word: str) -> bool:  # the reference writes the word's forms at least as often as the output does
+        return reference is not None and sum(_forms(word, r) for r in in_reference) >= sum(
+            _forms(word, o) for o in written
+        )
+
     keep = _quoted(source) | names([w.text for w in f.src_words], lexicon)
     copied = [
         bare(w.text)
@@ -519,7 +563,11 @@ def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None) -> dic
         "weak_pair": [v[2] for v in weak.values()],
         "weak_lexical": [over_output(lexicon.prob, w) if lexicon else 0.0 for w in weak],  # t(f | w)
         "weak_implied": [over_output(lexicon.implied, w) if lexicon else 0.0 for w in weak],  # t(w | f): "palmiers"
+        "weak_reference": [  # t(f | w) at its best over the reference's words the output lacks
+            max((lexicon.prob(_head(w), r) for r in missing), default=0.0) if lexicon else 0.0 for w in weak
+        ],
         "repeated": repeated,
+        "repeated_in_reference": [as_often(w) for w in repeated],
         "min_sensitivity": min(sens, default=(float("nan"), ""))[0],
         "min_sensitivity_word": min(sens, default=(float("nan"), ""))[1],
         "min_word_prob": min(probs, default=(float("nan"), ""))[0],
@@ -540,21 +588,22 @@ def flagged_words(sig: dict) -> dict[str, list[str]]:
     found = {
         "dropped words": [
             w
-            for w, s, a, g, lex, implied in zip(
+            for w, s, a, g, lex, implied, ref in zip(
                 sig["weak_words"],
                 sig["weak_support"],
                 sig["weak_aligned"],
                 sig["weak_pair"],
                 sig["weak_lexical"],
                 sig["weak_implied"],
+                sig["weak_reference"],
             )
             if s < DROPPED_NATS
             and a < ALIGNED_NATS
-            and g < PAIR_NATS
+            and (g < PAIR_NATS or ref >= LEXICON_DROPPED)  # a reference missing its translation outweighs the pair
             and lex < LEXICON_DROPPED
             and implied < LEXICON_IMPLIED
         ],
-        "invented content": sig["repeated"],
+        "invented content": [w for w, cleared in zip(sig["repeated"], sig["repeated_in_reference"]) if not cleared],
         "untranslated": sig["untranslated_words"],
         "wrong word": sig["non_words"]
         or [

@@ -308,7 +308,9 @@ def test_each_flag_from_its_signal():
         "weak_pair": [F.PAIR_NATS],  # rendered with the word beside it
         "weak_lexical": [0.0],
         "weak_implied": [0.0],
+        "weak_reference": [0.0],  # no reference, or one that writes nothing the translation lacks
         "repeated": [],
+        "repeated_in_reference": [],
         "min_sensitivity": -5.0,  # shown, not a flag: the words it alone named were mostly non-words (docs/cli.md)
         "min_sensitivity_word": "chien",
         "min_word_prob": 0.9,
@@ -332,10 +334,12 @@ def test_each_flag_from_its_signal():
                 "weak_pair": [0.0, 0.0],
                 "weak_lexical": [0.0, F.LEXICON_DROPPED * 0.99],
                 "weak_implied": [0.0, F.LEXICON_IMPLIED * 0.99],
+                "weak_reference": [0.0, 0.0],
             },
             ["ball"],
         ),
-        ("invented content", {"repeated": ["rue"]}, ["rue"]),
+        ("invented content", {"repeated": ["rue"], "repeated_in_reference": [False]}, ["rue"]),
+        ("dropped words", {"weak_reference": [F.LEXICON_DROPPED]}, ["red"]),  # the reference outweighs the pair
         ("untranslated", {"untranslated_words": ["HORSE"]}, ["HORSE"]),
         ("wrong word", {"unsure_prob": [F.WRONG_PROB - 0.001]}, ["chien"]),
         ("wrong word", {"non_words": ["bloquier"]}, ["bloquier"]),
@@ -349,6 +353,11 @@ def test_each_flag_from_its_signal():
     # a word the translation holds a lexical translation of is not dropped; one a source word translates, not wrong
     assert C.flag_words({**clean, "weak_pair": [0.0], "weak_lexical": [F.LEXICON_DROPPED]}) == {}
     assert C.flag_words({**clean, "weak_pair": [0.0], "weak_implied": [F.LEXICON_IMPLIED]}) == {}
+    # a reference writing a translation the output lacks, under the bound, or a word the table finds rendered: not
+    # dropped; a repeated word the reference writes as often: not invented
+    assert C.flag_words({**clean, "weak_reference": [F.LEXICON_DROPPED * 0.99]}) == {}
+    assert C.flag_words({**clean, "weak_reference": [1.0], "weak_lexical": [F.LEXICON_DROPPED]}) == {}
+    assert C.flag_words({**clean, "repeated": ["rue"], "repeated_in_reference": [True]}) == {}
     assert C.flag_words({**clean, "unsure_prob": [0.0], "unsure_lexical": [F.LEXICON_WRONG]}) == {}
     assert C.flag_words({**clean, "unsure_prob": [0.0], "unsure_lexical": [F.LEXICON_WRONG * 0.99]}) == {
         "wrong word": ["chien"]
@@ -407,6 +416,21 @@ def test_planted_cases_flagged_by_their_flag(bundled):
         bundled.model, bundled.tokenizer, C.Corpus(PLANT_SOURCES, None), DecodeOptions(max_len=4), heads=0
     ).rows
     assert all("cut off" in r["flags"] for r in cut)
+
+
+def test_a_set_with_references_is_flagged_with_them(bundled):
+    """The analysis reads each sentence's reference: a word written twice that the reference writes twice too is
+    not invented content, while the same translation analysed without references is flagged."""
+    source, output = ["A boy jumps into a muddy puddle."], ["Un garçon saute dans une flaque boueuse boueuse."]
+    ids = [bundled.tokenizer.encode(o) + [bundled.cfg.eos_id] for o in output]
+
+    def flags(references):
+        return C.analyse(bundled.model, bundled.tokenizer, C.Corpus(source, references), heads=0, outputs=ids).rows
+
+    assert flags(None)[0]["flag_words"].get("invented content") == ["boueuse"]
+    assert flags(["Un garçon saute dans une flaque de boue."])[0]["flag_words"].get("invented content") == ["boueuse"]
+    read = flags(["Un garçon boueux saute dans une flaque boueuse."])[0]
+    assert "invented content" not in read["flag_words"] and read["repeated_in_reference"] == [True]
 
 
 # ---------------------------------------------------------------------------

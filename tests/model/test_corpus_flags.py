@@ -49,6 +49,11 @@ def floors(table: str) -> dict:
 
 
 HELD_OUT_FLOORS = floors(FLOOR_TABLE)
+# The same, each set read with its references (as the Corpus page reads a set given with them): dropped words and
+# invented content change, the others do not. Measured (dropped, invented, fine) over the eighteen sets together:
+# 0.807 / 0.735, 0.817 / 0.635, 1,707/1,795; on the Tatoeba set, the one read after these rules were fixed: 0.717 /
+# 0.589, 0.842 / 0.500, 204/212.
+REFERENCE_FLOORS = floors((Path(__file__).parent / "corpus_flag_floors_references.txt").read_text(encoding="utf-8"))
 
 
 def name_their_words(items: list) -> bool:
@@ -146,6 +151,34 @@ def test_test_2016_sets_as_described(items):
     assert not (lines[0] | lines[1] | lines[2]) & (third | {it.where for it in items})
     assert all(map(name_their_words, sets))
     assert all(map(holds_each_kind, sets))
+
+
+def test_the_tatoeba_set_as_described():
+    """400 sentences of the Tatoeba test split, none twice, each with the first of its French translations as its
+    reference; 250 among the lowest fifth by chrF and 150 among the rest, so more failures than the split holds."""
+    from model.train.data import default_data_dir
+
+    labelled = B.load(B.TATOEBA_SET)
+    split = B.tatoeba_test(default_data_dir())
+    lines = [int(it.where.removeprefix(f"{B.TATOEBA}:")) for it in labelled]
+    assert len(labelled) == len(set(lines)) == 400 and len(split) == 2367 and 1 <= min(lines) <= max(lines) <= 2367
+    assert all((it.english, it.reference) == (split[n - 1][0], split[n - 1][1][0]) for it, n in zip(labelled, lines))
+    counts = {k: sum(k in it.labels for it in labelled) for k in (*B.KINDS, "fine")}
+    assert counts == {"dropped": 56, "invented": 32, "untranslated": 16, "wrong": 138, "cutoff": 0, "fine": 212}
+    assert name_their_words(labelled) and holds_each_kind(labelled)
+
+
+def test_a_multi30k_line_is_read_with_its_own_reference(items):
+    """The reference a held-out Multi30k line is read with is the French of the same line (the first set's own
+    sentences have none)."""
+    from model.train.data import default_data_dir
+
+    it = next(it for it in B.load(B.TENTH))
+    name, line = it.where.split(":")
+    lines = B._lines(default_data_dir() / f"{name}.fr.gz")
+    assert it.reference == lines[int(line) - 1] and it.reference != lines[int(line)]
+    assert {it.reference is None for it in items} == {True, False}
+    assert all((it.reference is None) == (it.where == "own") for it in items)
 
 
 def test_the_blind_sets_read_again_agree_as_reported():
@@ -307,6 +340,19 @@ def test_alignment_and_pair_gain_by_brute_force(bundled):
         assert sig["weak_support"][at] < F.DROPPED_NATS and sig["weak_aligned"][at] < F.ALIGNED_NATS
         assert sig["weak_pair"][at] >= F.PAIR_NATS
     assert "dropped words" not in F.flagged_words(sig)
+    # a reference outweighs the pair gain only where it writes a translation of the word that the output lacks
+    lex = Lexicon({("hat", "chape"): F.LEXICON_DROPPED})
+    same = F.signals(f, source, lex, "Un ouvrier du bâtiment avec un casque manœuvre une grue.")
+    assert "dropped words" not in F.flagged_words(same)
+    chapeau = "Un ouvrier du bâtiment avec un chapeau dur manœuvre une grue."
+    other = F.signals(f, source, lex, chapeau)
+    assert other["weak_reference"][other["weak_words"].index("hat")] == F.LEXICON_DROPPED
+    assert F.flagged_words(other)["dropped words"] == ["hat"]
+    below = F.signals(f, source, Lexicon({("hat", "chape"): F.LEXICON_DROPPED * 0.99}), chapeau)
+    assert "dropped words" not in F.flagged_words(below)
+    rendered = F.signals(f, source, Lexicon({("hat", "chape"): 0.5, ("hat", "casqu"): F.LEXICON_DROPPED}), chapeau)
+    assert "dropped words" not in F.flagged_words(rendered)  # the table finds it rendered: "casque"
+    assert F.signals(f, source, lex)["weak_reference"] == [0.0] * len(sig["weak_words"])  # no reference
 
 
 def test_the_lexicon_clears_a_word_rendered_where_erasure_cannot_see_it(bundled):
@@ -456,6 +502,34 @@ def test_a_repeated_word_is_one_word_or_its_forms_written_more_often_than_the_so
     assert repeated("The red car is ahead.", "La voiture rouge est devant les voitures.") == ["voiture"]
 
 
+def test_a_repeated_word_the_reference_writes_as_often_is_not_invented(bundled):
+    m, tok = bundled.model.eval(), bundled.tokenizer
+    source, output = "A boy jumps into a muddy puddle.", "Un garçon saute dans une flaque boueuse boueuse."
+    (f,) = F.faithfulness(m, tok, [prepare_ids(tok.encode(source), m.cfg.eos_id, m.cfg.max_len)], [tok.encode(output)])
+
+    def invented(reference):
+        sig = F.signals(f, source, None, reference)
+        assert len(sig["repeated_in_reference"]) == len(sig["repeated"]) == 1
+        return F.flagged_words(sig).get("invented content", [])
+
+    assert invented(None) == invented("Un garçon saute dans une flaque de boue.") == ["boueuse"]
+    assert invented("Un garçon saute dans une flaque boueuse.") == ["boueuse"]  # once, written twice
+    assert invented("Un garçon boueux saute dans une flaque boueuse.") == []  # two forms: as often
+
+
+def test_french_content_words_and_matching_one_to_one():
+    assert F.french_content("L'homme et l’enfant sont dans une voiture-bélier, à 3 h.") == [
+        "homme",
+        "enfant",
+        "voiture-bélier",
+    ]
+    # one to one: the same word first, then another form ("boueux" for "boueuse"), each matched once
+    assert F.unmatched(["boueuse", "boueuse", "flaque"], ["flaque", "boueux"]) == ["boueuse"]
+    assert F.unmatched(["Chien", "chiens"], ["chien"]) == ["chiens"]
+    assert F.unmatched(["chat"], ["chaton"]) == ["chat"]  # too short a shared beginning to be one word
+    assert F.unmatched([], ["chien"]) == [] and F.unmatched(["chien"], []) == ["chien"]
+
+
 def test_an_english_plural_is_counted_as_its_singular():
     words = ("cars", "Buses", "boxes", "churches", "glass", "bus", "shoes", "Women", "men", "firemen", "children")
     singular = [F._singular(w) for w in words]
@@ -477,7 +551,9 @@ def _synthetic(n: int) -> tuple[list[B.Item], list[dict]]:
             "weak_pair": [0.0],
             "weak_lexical": [0.0],
             "weak_implied": [0.0],
+            "weak_reference": [0.0],
             "repeated": [],
+            "repeated_in_reference": [],
             "min_sensitivity": 5.0,
             "min_sensitivity_word": "y",
             "min_word_prob": 1.0,
@@ -535,34 +611,41 @@ def test_flags_on_the_labelled_set(items, bundled):
 
 @pytest.fixture(scope="module")
 def held_out(bundled):
-    """Each held-out set's items and their flags under the shipped thresholds."""
+    """Each held-out set's items and their flags under the shipped thresholds, read without the set's references
+    and with them."""
     out = {}
     for path in B.HELD_OUT:
         items = B.load(path)
-        sigs = B.flags_on(bundled.model.eval(), bundled.tokenizer, items, of_model(bundled.path))
-        out[path] = (items, [B.raised(s) for s in sigs])
+        reads = B.readings(bundled.model.eval(), bundled.tokenizer, items, of_model(bundled.path))
+        out[path] = (items, *([B.raised(s) for s in sigs] for sigs in reads))
     return out
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("references", [False, True], ids=["without references", "with references"])
 @pytest.mark.parametrize("path", B.HELD_OUT, ids=lambda p: p.stem)
-def test_shipped_flags_on_each_held_out_set(held_out, path):
-    held_to(*held_out[path], *HELD_OUT_FLOORS[path])
+def test_shipped_flags_on_each_held_out_set(held_out, path, references):
+    items, without, read = held_out[path]
+    floors_of = REFERENCE_FLOORS if references else HELD_OUT_FLOORS
+    held_to(items, read if references else without, *floors_of[path])
 
 
 @pytest.mark.slow
 def test_the_corpus_page_states_what_the_held_out_sets_measure(held_out):
-    """The figures the Corpus page gives for the bundled model (model.interpret.corpus.MEASURED) are the held-out
-    sets' own: each flag's sentences right, raised and labelled, over both sets."""
-    from model.interpret.corpus import MEASURED, MEASURED_ON
+    """The figures the Corpus page gives for the bundled model (model.interpret.corpus.MEASURED, and
+    MEASURED_WITH_REFERENCES for a set given with references) are the held-out sets' own: each flag's sentences
+    right, raised and labelled, over every set."""
+    from model.interpret.corpus import MEASURED, MEASURED_ON, MEASURED_WITH_REFERENCES
 
-    items = [it for its, _ in held_out.values() for it in its]
-    flags = [f for _, fs in held_out.values() for f in fs]
+    items = [it for its, _, _ in held_out.values() for it in its]
     assert MEASURED_ON.startswith(f"{len(items):,} held-out sentences")
-    for kind, flag in B.FLAG_OF.items():
-        if flag in MEASURED:
-            s = B.score(items, flags, kind, range(len(items)))
-            assert MEASURED[flag] == (s.tp, s.tp + s.fp, s.tp + s.fn), flag
+    for column, figures in ((1, MEASURED), (2, MEASURED_WITH_REFERENCES)):
+        flags = [f for sets in held_out.values() for f in sets[column]]
+        assert set(figures) == set(MEASURED)
+        for kind, flag in B.FLAG_OF.items():
+            if flag in figures:
+                s = B.score(items, flags, kind, range(len(items)))
+                assert figures[flag] == (s.tp, s.tp + s.fp, s.tp + s.fn), (flag, column)
 
 
 def test_confusion_counts_each_labels_sentences_by_the_flags_they_raise():

@@ -581,12 +581,15 @@ def test_a_head_table_size_kept_from_a_larger_set_starts_at_the_default(tiny_mod
 def test_the_bundled_models_flags_say_how_far_they_held():
     """For the bundled model each flag's line gives its held-out figures, right / raised and found / labelled, as
     counts and percents; another model's say they are not measured."""
-    from model.interpret.corpus import MEASURED
+    from model.interpret.corpus import MEASURED, MEASURED_WITH_REFERENCES
 
-    text = flags_list(True)
-    for flag, (right, raised, labelled) in MEASURED.items():
-        line = next(x for x in text.splitlines() if x.startswith(f"- *{flag}*"))
-        assert f"right on {right:,} of the {raised:,} sentences it is raised on ({right / raised:.1%})" in line
-        assert f"raised on {right:,} of the {labelled:,} " in line and f"({right / labelled:.1%})" in line
-    assert "not on this one" not in text
+    for references, figures in ((False, MEASURED), (True, MEASURED_WITH_REFERENCES)):
+        text = flags_list(True, references)
+        assert f"({'with' if references else 'without'} their references, as this set is read)" in text
+        for flag, (right, raised, labelled) in figures.items():
+            line = next(x for x in text.splitlines() if x.startswith(f"- *{flag}*"))
+            assert f"right on {right:,} of the {raised:,} sentences it is raised on ({right / raised:.1%})" in line
+            assert f"raised on {right:,} of the {labelled:,} " in line and f"({right / labelled:.1%})" in line
+        assert "not on this one" not in text
+    assert flags_list(True, True) != flags_list(True, False)  # dropped words and invented content differ
     assert "Measured:" not in flags_list(False) and "not on this one" in flags_list(False)
