@@ -194,7 +194,6 @@ def cached_flags(model, tokenizer, items: list[Item], cache: Path, key: str, lex
 
     stored = loads_strict(cache.read_text(encoding="utf-8")) if cache.exists() else {}
     kept = stored.get("signals", {}) if stored.get("key") == key else {}
-
     todo = [it for it in items if f"{it.english}\t{it.output}" not in kept]
     for it, sig in zip(todo, flags_on(model, tokenizer, todo, lexicon) if todo else []):
         kept[f"{it.english}\t{it.output}"] = sig

@@ -86,8 +86,8 @@ FLAGS = {
     "word translation table (t(f | e): how likely its training pairs write English word e as French word f), no "
     f"word of the translation is one the table translates it as with t ≥ {faithful.LEXICON_DROPPED:g}, nor one whose "
     f'training pairs hold it with t(e | f) ≥ {faithful.LEXICON_IMPLIED:g} ("palmiers" for "palm trees"); where the '
-    "set gives references, the content word beside it is not needed when the reference writes a word the table "
-    f"translates it as (t ≥ {faithful.LEXICON_DROPPED:g}) that the translation lacks",
+    "set gives references, a word whose translation the reference writes (one the table gives it with t ≥ "
+    f"{faithful.LEXICON_DROPPED:g}) and the translation lacks is dropped whatever the content word beside it does",
     "invented content": "a content word written more often than the source word it depends on (by erasure) occurs, "
     'its other forms counted with it ("une eau nuageuse bleue nuageux" for "cloudy blue water"); copies each written '
     f"for a source word of their own (erasing it lowers the copy by {faithful.REPEAT_NATS:g} nats) count as many "
