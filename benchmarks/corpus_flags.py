@@ -145,9 +145,12 @@ def load(labels: Path = LABELS, data_dir: Path | None = None) -> list[Item]:
     return items
 
 
-def readings(model, tokenizer, items: list[Item], lexicon=None) -> tuple[list[dict], list[dict]]:
+def readings(
+    model, tokenizer, items: list[Item], lexicon=None, references: tuple[bool, ...] = (False, True)
+) -> list[list[dict]]:
     """Each item's signals (``faithful.signals``, with the model's ``lexicon``) with ``cut_off``, the labelled
-    translation teacher-forced: read without the item's reference (a set analysed without references), and with it."""
+    translation teacher-forced, one list per entry of ``references``: read without the item's reference (False: a set
+    analysed without references) or with it (True). The erasure, the costly part, runs once for all of them."""
     from model.decode.decoding import prepare_ids
     from model.interpret.faithful import faithfulness, signals
 
@@ -159,15 +162,18 @@ def readings(model, tokenizer, items: list[Item], lexicon=None) -> tuple[list[di
         cut.append(len(body) >= cfg.max_len - 1)  # it ran to the maximum length without </s>
         outs.append(body[: cfg.max_len] if cut[-1] else [*body[: cfg.max_len - 1], cfg.eos_id])
     found = faithfulness(model, tokenizer, srcs, outs)
-    without = [{**signals(f, it.english, lexicon), "cut_off": c} for f, it, c in zip(found, items, cut)]
-    read = [{**signals(f, it.english, lexicon, it.reference), "cut_off": c} for f, it, c in zip(found, items, cut)]
-    return without, read
+    return [
+        [
+            {**signals(f, it.english, lexicon, it.reference if with_reference else None), "cut_off": c}
+            for f, it, c in zip(found, items, cut)
+        ]
+        for with_reference in references
+    ]
 
 
-def flags_on(model, tokenizer, items: list[Item], lexicon=None, references: bool = False) -> list[dict]:
-    """``readings``: the signals with each item's reference, or without when ``references`` is false."""
-    without, read = readings(model, tokenizer, items, lexicon)
-    return read if references else without
+def flags_on(model, tokenizer, items: list[Item], lexicon=None) -> list[dict]:
+    """``readings`` without the items' references: how the flags' thresholds were chosen and first measured."""
+    return readings(model, tokenizer, items, lexicon, (False,))[0]
 
 
 def digest(model_dir: Path) -> str:

@@ -50,6 +50,7 @@ from model.core.tokenizer import Tokenizer
 from model.core.transformer import Transformer
 from model.decode.decoding import length_batches, read_source
 from model.interpret.lexicon import Lexicon
+from model.interpret.lexicon import words as text_words
 
 # Thresholds: the best F1 over a grid on a labelled set of the model's own translations (benchmarks/corpus_flags.py
 # prints the choice and what the same rule reaches out of fold), but LEXICON_IMPLIED and WRONG_PROB, set later on the
@@ -455,13 +456,9 @@ def _repeated(f: Faithfulness, out: list[Word]) -> list[str]:
     return found
 
 
-_TEXT_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*", re.UNICODE)  # a written word: letters and digits, a hyphen kept
-
-
 def french_content(text: str) -> list[str]:
     """A French text's content words as written, elisions split ("l'homme": "homme"), function words out."""
-    words = _TEXT_WORD.findall(text.replace("’", "'").replace("'", " "))
-    return [w for w in words if len(w) >= 2 and w.lower() not in FR_FUNCTION]
+    return [w for w in text_words(text) if len(w) >= 2 and w.lower() not in FR_FUNCTION]
 
 
 def _forms(a: str, b: str) -> bool:
@@ -535,14 +532,13 @@ def signals(f: Faithfulness, source: str, lexicon: Lexicon | None = None, refere
 
     sens = [(float(f.sensitivity[list(w.pieces)].sum()), bare(w.text)) for w in own]
     repeated = _repeated(f, out)
-    written = french_content(" ".join(w.text for w in f.out_words))
     in_reference = french_content(reference) if reference is not None else []
+    written = french_content(" ".join(w.text for w in f.out_words)) if in_reference else []  # only to match those
     missing = [_head(r) for r in unmatched(in_reference, written)]  # what the reference writes and the output lacks
 
     def as_often(word: str) -> bool:  # the reference writes the word's forms at least as often as the output does
-        return reference is not None and sum(_forms(word, r) for r in in_reference) >= sum(
-            _forms(word, o) for o in written
-        )
+        ours = sum(_forms(word, o) for o in written)
+        return bool(in_reference) and sum(_forms(word, r) for r in in_reference) >= ours
 
     keep = _quoted(source) | names([w.text for w in f.src_words], lexicon)
     copied = [

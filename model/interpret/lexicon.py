@@ -30,9 +30,14 @@ def key(word: str) -> str:
     return word.lower()[:PREFIX]
 
 
+def words(text: str) -> list[str]:
+    """A sentence's words as written ("l'homme" is "l", "homme"; "arc-en-ciel" one word)."""
+    return _WORD.findall(text)
+
+
 def keys(text: str) -> list[str]:
-    """A sentence's words as keys ("l'homme" is "l", "homme")."""
-    return [key(w) for w in _WORD.findall(text.replace("’", "'"))]
+    """A sentence's words as keys."""
+    return [key(w) for w in words(text)]
 
 
 @dataclass(frozen=True)
