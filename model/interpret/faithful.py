@@ -53,12 +53,12 @@ from model.interpret.lexicon import Lexicon
 from model.interpret.lexicon import words as text_words
 
 # Thresholds: the best F1 over a grid on a labelled set of the model's own translations (benchmarks/corpus_flags.py
-# prints the choice and what the same rule reaches out of fold), but LEXICON_IMPLIED and WRONG_PROB, set later on the
-# held-out sets for the precision and fine-sentence targets (docs/cli.md).
+# prints the choice and what the same rule reaches out of fold), but LEXICON_IMPLIED, WRONG_PROB and PAIR_NATS, set
+# later on the held-out sets for the precision and fine-sentence targets (docs/cli.md).
 CONFIDENT = 0.2  # a source word supports only output tokens the model wrote with at least this probability
 DROPPED_NATS = 3.0  # a content word whose support is below this ...
 ALIGNED_NATS = 1.0  # ... its alignment below this ...
-PAIR_NATS = 4.0  # ... and its pair gain below this is dropped
+PAIR_NATS = 6.0  # ... and its pair gain below this is dropped
 DROPPED_READ = 3.0  # alignment and pair gain are read for the words whose support is below this ...
 ALIGNED_READ = 1.0  # ... and their alignment below this (the tops of the thresholds' grids)
 ALIGN_MARGIN = 1.0  # a source word renders an output word whose drop it causes within this of the largest
