@@ -339,7 +339,7 @@ def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
         return math.nan, math.nan
     p, q = hits / n, z * z / n
     mid, half = (p + q / 2) / (1 + q), z * math.sqrt(p * (1 - p) / n + q / (4 * n)) / (1 + q)
-    return mid - half, mid + half
+    return max(0.0, mid - half), min(1.0, mid + half)  # at 0 or n hits a bound is 0 or 1, rounding aside
 
 
 def held_out_table(items: list[Item], flags: list[dict]) -> list[str]:

@@ -213,6 +213,7 @@ def test_wilson_interval_against_its_published_values():
     for (hits, n), want in (((5, 10), (0.2366, 0.7634)), ((0, 10), (0.0, 0.2775)), ((81, 263), (0.2553, 0.3662))):
         assert B.wilson(hits, n) == pytest.approx(want, abs=1e-4)
     assert all(np.isnan(B.wilson(0, 0)))
+    assert B.wilson(0, 6)[0] == 0.0 and B.wilson(6, 6)[1] == 1.0  # never printed as -0.00 or 1.00 past 1
 
 
 def test_kappa_against_its_textbook_values():
