@@ -368,6 +368,22 @@ def test_alignment_and_pair_gain_by_brute_force(bundled, monkeypatch):
     assert F.signals(f, source, lex)["weak_reference"] == [0.0] * len(sig["weak_words"])  # no reference
 
 
+def test_a_reference_names_a_word_its_pair_gain_clears(bundled):
+    """A labelled held-out sentence (dropped: "mountains"): "snowy mountains" written "enneigée" gives "mountains"
+    a pair gain over the bound, as one French word rendering both would, so read without a reference it is not
+    named; the reference writes "montagnes", which the output lacks and the table translates "mountains" as."""
+    source = "View of church and snowy mountains in the background"
+    output = "Un View d'une église et enneigée en arrière-plan"
+    reference = "Une photo d'une église et des montagnes enneigées en arrière-plan"
+    f, _, _ = _forced(bundled, source, output)
+    lexicon = of_model(bundled.path)
+    alone, read = F.signals(f, source, lexicon), F.signals(f, source, lexicon, reference)
+    at = alone["weak_words"].index("mountains")
+    assert alone["weak_pair"][at] >= F.PAIR_NATS and "mountains" not in F.flagged_words(alone).get("dropped words", [])
+    assert read["weak_reference"][at] >= F.LEXICON_DROPPED
+    assert F.flagged_words(read)["dropped words"] == ["mountains"]
+
+
 def test_the_lexicon_clears_a_word_rendered_where_erasure_cannot_see_it(bundled):
     """ "street" is rendered by "rue", which "a busy" and "the corner of" make likely anyway: erased, it changes
     little, so erasure alone calls it dropped; the lexicon's t(rue | street) clears it. An unsure word likewise."""
