@@ -111,6 +111,9 @@ def parse_labels(text: str) -> dict[str, list[str]]:
 
 
 def _lines(path: Path) -> list[str]:
+    """A gzipped file's lines as written: the sets number its lines and were translated from them (the training
+    reader, ``model.train.data.read_multi30k``, normalises them and drops empty pairs, which would shift the
+    numbers)."""
     with gzip.open(path, "rt", encoding="utf-8") as g:
         return g.read().split("\n")
 

@@ -577,25 +577,20 @@ def analyse(
     if len(scored) != len(srcs):
         raise RuntimeError("a sentence was left unscored")
     sigs = []
+    given: Sequence[str | None] = corpus.references if corpus.references is not None else [None] * len(srcs)
     if progress:  # the part named from its start (its first report comes a chunk later)
         progress(0, len(srcs), "erasing source words")
     for b in range(0, len(srcs), FAITHFUL_CHUNK):
         found = faithful.faithfulness(model, tokenizer, srcs[b : b + FAITHFUL_CHUNK], outs[b : b + FAITHFUL_CHUNK])
-        given: Sequence[str | None] = (
-            corpus.references[b : b + FAITHFUL_CHUNK] if corpus.references is not None else [None] * len(found)
-        )
-        sigs += [
-            faithful.signals(f, src, lexicon, ref)
-            for f, src, ref in zip(found, corpus.sources[b : b + FAITHFUL_CHUNK], given)
-        ]
+        part = zip(found, corpus.sources[b : b + FAITHFUL_CHUNK], given[b : b + FAITHFUL_CHUNK])
+        sigs += [faithful.signals(f, src, lexicon, ref) for f, src, ref in part]
         if progress:
             progress(len(sigs), len(srcs), "erasing source words")
     rows = []
     for i, (o, p, sig) in enumerate(zip(outs, scored, sigs)):
         ended = o[-1] == cfg.eos_id
         text = tokenizer.decode([t for t in o if t != cfg.eos_id])
-        ref = None if corpus.references is None else corpus.references[i]
-        rows.append(row_of(i, corpus.sources[i], text, ref, p, sig, tokenizer.tokens(o), ended))
+        rows.append(row_of(i, corpus.sources[i], text, given[i], p, sig, tokenizer.tokens(o), ended))
     clock["rows"] = time.perf_counter() - t0
     table = None
     if heads > 0:
