@@ -139,14 +139,15 @@ def test_per_token_attribution_matches_captum(tiny_model, tiny_tokenizer, monkey
         np.testing.assert_allclose(attr[i, : len(t), : len(s)].numpy(), attribute(m, s, t, "ixg").src, atol=1e-5)
 
 
-# rows whose logits are taken together (3 splits the H·B rows); the products' precision, and how far a sentence's
-# loss increase may then be from float32's (bfloat16's rounding: about 5e-3 of the tiny model's increases up to 0.24)
+# positions whose logits are taken together (3 splits the H·B rows' positions); the products' precision, and how far
+# a sentence's loss increase may then be from float32's (bfloat16's rounding: about 5e-3 of the tiny model's increases
+# up to 0.24)
 @pytest.mark.parametrize(
-    ("rows", "dtype", "tol"),
-    [(C.LOSS_ROWS, torch.float32, 2e-5), (3, torch.float32, 2e-5), (C.LOSS_ROWS, torch.bfloat16, 1e-2)],
+    ("positions", "dtype", "tol"),
+    [(C.LOSS_POSITIONS, torch.float32, 2e-5), (3, torch.float32, 2e-5), (C.LOSS_POSITIONS, torch.bfloat16, 1e-2)],
 )
-def test_removal_losses_match_one_ablated_pass_each(tiny_model, tiny_tokenizer, monkeypatch, rows, dtype, tol):
-    monkeypatch.setattr(C, "LOSS_ROWS", rows)
+def test_removal_losses_match_one_ablated_pass_each(tiny_model, tiny_tokenizer, monkeypatch, positions, dtype, tol):
+    monkeypatch.setattr(C, "LOSS_POSITIONS", positions)
     m, tok = tiny_model.eval(), tiny_tokenizer
     srcs = [ids_of(tok, m, s) for s in SOURCES[:2]]
     tgts = [tok.encode(r) + [m.cfg.eos_id] for r in REFS[:2]]
