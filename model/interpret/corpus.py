@@ -30,7 +30,6 @@ from typing import TextIO
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from model.core import keys
 from model.core.constants import BATCH_SIZE, HEAD_SENTENCES
@@ -62,9 +61,6 @@ MAX_SENTENCES = 5_000  # lines beyond are skipped
 HEAD_BATCH = 2 * BATCH_SIZE
 ATTRIBUTION_BATCH = BATCH_SIZE // 2  # of those, sentences whose per-token attribution runs together (T cotangents)
 ATTRIBUTION_SPAN = 5  # target positions explained by one backward pass (the decoder run up to the span's end)
-# labelled positions of the head removals whose logits and cross-entropy are taken together: 256 positions' float32
-# logits (8 MB) stay in cache between the product, the cast and the softmax, 2.5 times as fast as 2,048's
-LOSS_POSITIONS = 256
 # a head table over more sentences than FAST_ABOVE runs its removals in ``removal_dtype``: on the bundled model each
 # head's mean loss increase then stays within REMOVAL_TOLERANCE of float32's (benchmarks/corpus.py --parts precision:
 # 0.0009 at most over 201 Multi30k sentences, 0.0003 over 1,000); a smaller table runs in float32, where the rounding
@@ -719,16 +715,8 @@ def _token_loss(model: Transformer, y: torch.Tensor, labels: torch.Tensor, valid
     reps = y.shape[0] // labels.shape[0]
     lab, ok = labels.repeat(reps, 1), valid.repeat(reps, 1)
     # the output product and softmax for the labelled positions only (a batch's padding is an eighth of its rows),
-    # over rows of V logits as they lie in memory (the (R, V, T) view's strided softmax took as long as the product),
-    # LOSS_POSITIONS at a time: the logits of all R rows are never held at once
-    at, want = y[ok], lab[ok]  # (N, D), (N,): the N labelled positions
-    losses = [
-        F.cross_entropy(
-            model.logits(at[a : a + LOSS_POSITIONS]).float(), want[a : a + LOSS_POSITIONS], reduction="none"
-        )
-        for a in range(0, len(want), LOSS_POSITIONS)
-    ]
-    loss = torch.zeros(lab.shape).masked_scatter_(ok, torch.cat(losses))  # (R, T)
+    # over rows of V logits as they lie in memory (the (R, V, T) view's strided softmax took as long as the product)
+    loss = torch.zeros(lab.shape).masked_scatter_(ok, -faithful.label_logp(model, y[ok], lab[ok]))  # (R, T)
     return loss.sum(1) / ok.sum(1)
 
 

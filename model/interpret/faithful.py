@@ -74,7 +74,9 @@ STEM_LETTERS = 5  # two output words are forms of one word when they begin with 
 STEM_SHARE = 0.75  # ... and this share of the shorter
 REPEAT_NATS = 4.0  # a copy of a word is written for the source word whose erasure lowers it by this much
 ROWS_PER_PASS = 256  # (source variant, translation) rows teacher-forced together (fewer, larger products)
-LOGIT_ROWS = 2048  # output positions whose (V,) log-probabilities are held at once (bounds the memory: 8 MB per 256)
+# output positions whose (V,) float32 logits are taken at once: 256 positions' (8 MB) stay in cache between the
+# product, the cast and the softmax, 2.5 times as fast as 2,048's; and bound the memory
+LOGIT_POSITIONS = 256
 
 # Function words: never content. Numbers (digits or words) and names are content.
 EN_FUNCTION = frozenset(
@@ -138,6 +140,21 @@ def words_of(tokens: Sequence[str], function: frozenset[str]) -> list[Word]:
     return out
 
 
+def label_logp(model: Transformer, y: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """log p(label) (N,) of each of N decoder states y (N, D) read by the output head (its final norm and linear
+    layer), in float32, LOGIT_POSITIONS at a time: the (N, V) logits are never held at once."""
+    return torch.cat(
+        [
+            model.logits(y[a : a + LOGIT_POSITIONS])
+            .float()
+            .log_softmax(-1)
+            .gather(1, labels[a : a + LOGIT_POSITIONS, None])[:, 0]
+            for a in range(0, len(labels), LOGIT_POSITIONS)
+        ]
+        or [torch.zeros(0)]
+    )
+
+
 def teacher_forced(
     model: Transformer,
     srcs: Sequence[Sequence[int]],
@@ -169,19 +186,7 @@ def teacher_forced(
             y, _, _ = model.decode_states(dec_in, memory, src_mask)  # (B, T, D): the model as it is (T5's bias)
             rows, cols = want.nonzero(as_tuple=True)  # (N,)
             labels = torch.tensor([outs[chunk[int(r)]][int(c)] for r, c in zip(rows, cols)], dtype=torch.long)
-            picked = np.concatenate(  # (N,)
-                [
-                    model.logits(y[rows[a : a + LOGIT_ROWS], cols[a : a + LOGIT_ROWS]][:, None])[:, 0]
-                    .float()
-                    .log_softmax(-1)  # (n, V)
-                    .gather(1, labels[a : a + LOGIT_ROWS, None])[:, 0]
-                    .cpu()
-                    .numpy()
-                    .astype(np.float64)
-                    for a in range(0, len(rows), LOGIT_ROWS)
-                ]
-                or [np.zeros(0)]
-            )
+            picked = label_logp(model, y[rows, cols], labels).cpu().numpy().astype(np.float64)  # (N,)
             for (r, c), v in zip(zip(rows.tolist(), cols.tolist()), picked):
                 result[chunk[r]][c] = v
     return result

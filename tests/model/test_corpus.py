@@ -20,8 +20,10 @@ from model.core.ablation import Ablation
 from model.decode.decoding import DecodeOptions, decode, prepare_ids
 from model.decode.trace import teacher_forced_trace
 from model.interpret import corpus as C
+from model.interpret import faithful
 from model.interpret.attribution import attribute
 from model.interpret.explain import position_loss_delta
+from model.interpret.faithful import LOGIT_POSITIONS
 from model.io.checkpoint import default_model_dir, load_model_dir
 
 SOURCES = ["the cat sat on the mat", "a dog runs", "Tom has 3 red apples in Paris"]
@@ -144,10 +146,10 @@ def test_per_token_attribution_matches_captum(tiny_model, tiny_tokenizer, monkey
 # up to 0.24)
 @pytest.mark.parametrize(
     ("positions", "dtype", "tol"),
-    [(C.LOSS_POSITIONS, torch.float32, 2e-5), (3, torch.float32, 2e-5), (C.LOSS_POSITIONS, torch.bfloat16, 1e-2)],
+    [(LOGIT_POSITIONS, torch.float32, 2e-5), (3, torch.float32, 2e-5), (LOGIT_POSITIONS, torch.bfloat16, 1e-2)],
 )
 def test_removal_losses_match_one_ablated_pass_each(tiny_model, tiny_tokenizer, monkeypatch, positions, dtype, tol):
-    monkeypatch.setattr(C, "LOSS_POSITIONS", positions)
+    monkeypatch.setattr(faithful, "LOGIT_POSITIONS", positions)
     m, tok = tiny_model.eval(), tiny_tokenizer
     srcs = [ids_of(tok, m, s) for s in SOURCES[:2]]
     tgts = [tok.encode(r) + [m.cfg.eos_id] for r in REFS[:2]]
